@@ -1,0 +1,371 @@
+// Package schema checks JSON Schemas against the subset Switchboard supports and validates JSON
+// values against them. The subset is the one SUBAGENT-SPEC.md pins for structured output:
+// type, properties, required, additionalProperties (boolean), items, enum, const, and the
+// annotations description, title, default and examples.
+//
+// Both directions report every violation with its path, and neither panics on any input.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Violation is one problem found, with the path where it was found
+// (`schema.properties.x.type`, `value.a[2].b`).
+type Violation struct {
+	Path    string
+	Message string
+}
+
+func (v Violation) String() string { return v.Path + " " + v.Message }
+
+// Join renders violations as "v1; v2" in the order given.
+func Join(vs []Violation) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+var validTypes = map[string]bool{
+	"object": true, "array": true, "string": true, "number": true,
+	"integer": true, "boolean": true, "null": true,
+}
+
+// Parse decodes a schema document into a generic tree, keeping numbers exact.
+func Parse(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("schema: not valid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("schema: trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// CheckSupported reports every way the schema strays from the supported subset. The root must
+// be `type: object`. A nil or empty result means the schema is supported. It accepts the
+// generic tree Parse returns (or any tree of map[string]any, []any and scalars); a tree that
+// refers to itself is reported as circular rather than followed.
+func CheckSupported(s any) []Violation {
+	c := checker{onPath: map[uintptr]bool{}}
+	m, ok := s.(map[string]any)
+	if !ok {
+		return []Violation{{"schema", "must be an object"}}
+	}
+	if t, _ := m["type"].(string); t != "object" {
+		c.add("schema.type", "must be \"object\" at the root")
+	}
+	c.check("schema", m)
+	return c.out
+}
+
+type checker struct {
+	out []Violation
+	// onPath holds the identities of the schema objects between the root and the one being
+	// checked: meeting one again means the tree loops. A subschema reused side by side is fine.
+	onPath map[uintptr]bool
+}
+
+func (c *checker) add(path, msg string) { c.out = append(c.out, Violation{path, msg}) }
+
+func (c *checker) check(path string, m map[string]any) {
+	id := reflect.ValueOf(m).Pointer()
+	if c.onPath[id] {
+		c.add(path, "is circular")
+		return
+	}
+	c.onPath[id] = true
+	defer delete(c.onPath, id)
+
+	typ, hasType := "", false
+	if raw, ok := m["type"]; ok {
+		hasType = true
+		t, isStr := raw.(string)
+		switch {
+		case !isStr:
+			c.add(path+".type", "must be a single type name (type arrays are not supported)")
+		case !validTypes[t]:
+			c.add(path+".type", fmt.Sprintf("has unknown type %q", t))
+		default:
+			typ = t
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := m[k]
+		p := path + "." + k
+		switch k {
+		case "type":
+		case "description", "title":
+			if _, ok := v.(string); !ok {
+				c.add(p, "must be a string")
+			}
+		case "default", "examples":
+		case "properties":
+			if hasType && typ != "object" {
+				c.add(p, "is only allowed on objects")
+			}
+			props, ok := v.(map[string]any)
+			if !ok {
+				c.add(p, "must be an object")
+				continue
+			}
+			names := make([]string, 0, len(props))
+			for n := range props {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				sub, ok := props[n].(map[string]any)
+				if !ok {
+					c.add(p+"."+n, "must be a schema object")
+					continue
+				}
+				c.check(p+"."+n, sub)
+			}
+		case "required":
+			if hasType && typ != "object" {
+				c.add(p, "is only allowed on objects")
+			}
+			list, ok := v.([]any)
+			if !ok {
+				c.add(p, "must be an array of property names")
+				continue
+			}
+			props, _ := m["properties"].(map[string]any)
+			for i, r := range list {
+				name, ok := r.(string)
+				if !ok {
+					c.add(fmt.Sprintf("%s[%d]", p, i), "must be a string")
+					continue
+				}
+				if _, ok := props[name]; !ok {
+					c.add(fmt.Sprintf("%s[%d]", p, i), fmt.Sprintf("names %q, which is not in properties", name))
+				}
+			}
+		case "additionalProperties":
+			if hasType && typ != "object" {
+				c.add(p, "is only allowed on objects")
+			}
+			if _, ok := v.(bool); !ok {
+				c.add(p, "must be a boolean")
+			}
+		case "items":
+			if hasType && typ != "array" {
+				c.add(p, "is only allowed on arrays")
+			}
+			sub, ok := v.(map[string]any)
+			if !ok {
+				c.add(p, "must be a schema object")
+				continue
+			}
+			c.check(p, sub)
+		case "enum":
+			if typ == "object" || typ == "array" {
+				c.add(p, "is only allowed on scalar types")
+			}
+			list, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				c.add(p, "must be a non-empty array")
+				continue
+			}
+			for i, e := range list {
+				if !isScalar(e) {
+					c.add(fmt.Sprintf("%s[%d]", p, i), "must be a scalar")
+				}
+			}
+		case "const":
+			if typ == "object" || typ == "array" {
+				c.add(p, "is only allowed on scalar types")
+			}
+			if !isScalar(v) {
+				c.add(p, "must be a scalar")
+			}
+		default:
+			c.add(p, "is not supported")
+		}
+	}
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, json.Number, float64, int, int64:
+		return true
+	}
+	return false
+}
+
+// Validate reports every way value breaks the schema: wrong type, a missing required
+// property, an undeclared property under additionalProperties:false, not one of the enum, not
+// the const; integers must be whole and numbers finite. Keywords outside the subset are
+// ignored here (CheckSupported rejects them). value is a tree as Parse returns it.
+func Validate(s any, value any) []Violation {
+	var out []Violation
+	validate(&out, "value", s, value, 0)
+	return out
+}
+
+// ValidateJSON parses raw and validates it. Invalid JSON is validated as the raw string
+// itself, so against an object schema it reports "must be object".
+func ValidateJSON(s any, raw []byte) []Violation {
+	v, err := Parse(raw)
+	if err != nil {
+		v = string(raw)
+	}
+	return Validate(s, v)
+}
+
+const maxDepth = 256
+
+func validate(out *[]Violation, path string, s any, v any, depth int) {
+	if depth > maxDepth {
+		*out = append(*out, Violation{path, "is nested too deeply"})
+		return
+	}
+	m, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	if t, ok := m["type"].(string); ok && !hasType(v, t) {
+		*out = append(*out, Violation{path, "must be " + t})
+		return
+	}
+	if c, ok := m["const"]; ok && !jsonEqual(c, v) {
+		*out = append(*out, Violation{path, "must be " + render(c)})
+	}
+	if e, ok := m["enum"].([]any); ok {
+		found := false
+		for _, x := range e {
+			if jsonEqual(x, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			*out = append(*out, Violation{path, "must be one of " + render(e)})
+		}
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		props, _ := m["properties"].(map[string]any)
+		if req, ok := m["required"].([]any); ok {
+			for _, r := range req {
+				if name, ok := r.(string); ok {
+					if _, present := val[name]; !present {
+						*out = append(*out, Violation{path + "." + name, "is required"})
+					}
+				}
+			}
+		}
+		names := make([]string, 0, len(val))
+		for k := range val {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		closed := m["additionalProperties"] == false
+		for _, k := range names {
+			sub, declared := props[k]
+			if !declared {
+				if closed {
+					*out = append(*out, Violation{path + "." + k, "is not allowed"})
+				}
+				continue
+			}
+			validate(out, path+"."+k, sub, val[k], depth+1)
+		}
+	case []any:
+		if items, ok := m["items"]; ok {
+			for i, x := range val {
+				validate(out, path+"["+strconv.Itoa(i)+"]", items, x, depth+1)
+			}
+		}
+	}
+}
+
+func hasType(v any, t string) bool {
+	switch t {
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "null":
+		return v == nil
+	case "number":
+		f, ok := number(v)
+		return ok && !math.IsInf(f, 0) && !math.IsNaN(f)
+	case "integer":
+		if n, ok := v.(json.Number); ok {
+			if _, err := n.Int64(); err == nil {
+				return true
+			}
+		}
+		f, ok := number(v)
+		return ok && !math.IsInf(f, 0) && f == math.Trunc(f)
+	}
+	return false
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func jsonEqual(a, b any) bool {
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	return false
+}
+
+func render(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,349 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/switchboard-bot/switchboard/core/llm"
+)
+
+// ErrDisposed is returned by Send on a disposed agent, and is the cancel cause of a step cut off
+// by Dispose.
+var ErrDisposed = errors.New("agent: the agent is disposed")
+
+// CancelError is the cancel cause of a turn aborted by Cancel.
+type CancelError struct{ Reason string }
+
+func (e *CancelError) Error() string {
+	if e.Reason == "" {
+		return "agent: cancelled"
+	}
+	return "agent: cancelled: " + e.Reason
+}
+
+// Options configure one agent.
+type Options struct {
+	// Model overrides the provider's default model.
+	Model string
+	// System is the system prompt, in sections sent in order.
+	System []string
+	// SubagentDepth is the delegation depth: 0 for a top-level agent, parent+1 for a child.
+	SubagentDepth int
+	// Tools names the runtime tools this agent is offered; nil offers every registered tool.
+	Tools []string
+	// MaxSteps caps the model calls of one turn (0: 25). Reaching it ends the turn as an error.
+	MaxSteps int
+	// MaxTokens is sent as the completion cap of each model call (0: the provider's default).
+	MaxTokens int
+}
+
+// DefaultMaxSteps is the step cap of a turn when Options.MaxSteps is 0.
+const DefaultMaxSteps = 25
+
+func (o Options) clone() Options {
+	o.System = append([]string(nil), o.System...)
+	if o.Tools != nil {
+		o.Tools = append([]string{}, o.Tools...)
+	}
+	return o
+}
+
+// CreateOptions describe a new agent.
+type CreateOptions struct {
+	// ID and SessionID default to fresh ids.
+	ID, SessionID string
+	Cwd           string
+	ParentSession string
+	// Seed is copied to the start of the session log; it must be contiguous from seq 0. Turn
+	// numbers continue after the seed's.
+	Seed    []Event
+	Options Options
+}
+
+// Status is where an agent is in its life.
+type Status string
+
+// Agent statuses.
+const (
+	StatusIdle     Status = "idle"
+	StatusQueued   Status = "queued"
+	StatusRunning  Status = "running"
+	StatusDisposed Status = "disposed"
+)
+
+// Input is one queued prompt.
+type Input struct {
+	Content string
+	// Source is recorded on the user/message ("user" when empty) and as the turn's trigger.
+	Source string
+	// ctx carries values (identity, tracing) to the turn; never its cancellation.
+	ctx context.Context
+}
+
+// Agent is a handle on one agent and its loop. Safe for concurrent use.
+type Agent struct {
+	rt      *Runtime
+	id      string
+	opts    Options
+	session *Session
+
+	values sync.Map
+
+	mu       sync.Mutex
+	queue    []Input
+	busy     bool          // work queued or a turn running
+	idleCh   chan struct{} // closed at the transition to idle
+	running  bool
+	cancelFn context.CancelCauseFunc
+	disposed bool
+	nextTurn int
+	usage    llm.Usage
+
+	wake     chan struct{}
+	stop     chan struct{}
+	loopDone chan struct{}
+}
+
+// Create makes an agent, registers it and starts its loop.
+func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
+	if err := checkSeed(o.Seed); err != nil {
+		return nil, err
+	}
+	if o.ID == "" {
+		o.ID = r.NewID("ag")
+	}
+	if o.SessionID == "" {
+		o.SessionID = r.NewID("ses")
+	}
+	a := &Agent{
+		rt:   r,
+		id:   o.ID,
+		opts: o.Options.clone(),
+		session: &Session{
+			header: Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed)},
+			events: append(make([]Event, 0, len(o.Seed)+16), o.Seed...),
+		},
+		idleCh:   closedChan(),
+		nextTurn: 1,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	for _, e := range o.Seed {
+		if e.Turn >= a.nextTurn {
+			a.nextTurn = e.Turn + 1
+		}
+	}
+	r.mu.Lock()
+	if _, dup := r.agents[a.id]; dup {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("agent: create %q: %w", a.id, ErrDuplicateAgent)
+	}
+	r.agents[a.id] = a
+	r.mu.Unlock()
+	go a.loop()
+	return a, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// ID is the agent's id.
+func (a *Agent) ID() string { return a.id }
+
+// Options returns a copy of the agent's options.
+func (a *Agent) Options() Options { return a.opts.clone() }
+
+// Session is the agent's session log.
+func (a *Agent) Session() *Session { return a.session }
+
+// Runtime is the runtime hosting the agent.
+func (a *Agent) Runtime() *Runtime { return a.rt }
+
+// Set attaches a value to the agent under key (for hooks that keep per-agent state).
+func (a *Agent) Set(key, value any) { a.values.Store(key, value) }
+
+// Value returns what Set attached under key, or nil.
+func (a *Agent) Value(key any) any {
+	v, _ := a.values.Load(key)
+	return v
+}
+
+// Delete removes what Set attached under key.
+func (a *Agent) Delete(key any) { a.values.Delete(key) }
+
+// Usage is the token usage of all the agent's model calls so far.
+func (a *Agent) Usage() llm.Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage
+}
+
+// Status reports whether the agent is idle, has work queued, is running a turn, or is disposed.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.disposed:
+		return StatusDisposed
+	case a.running:
+		return StatusRunning
+	case a.busy:
+		return StatusQueued
+	}
+	return StatusIdle
+}
+
+// Send enqueues a prompt as a new user turn, synchronously: once Send returns, WhenIdle waits for
+// that turn. It fails only on a disposed agent.
+func (a *Agent) Send(prompt string) error {
+	return a.SendInput(context.Background(), Input{Content: prompt})
+}
+
+// SendInput enqueues like Send. The turn's context carries ctx's values (for tools), never its
+// cancellation or deadline: use Cancel to stop a turn.
+func (a *Agent) SendInput(ctx context.Context, in Input) error {
+	if in.Source == "" {
+		in.Source = "user"
+	}
+	in.ctx = ctx
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed {
+		return fmt.Errorf("agent: send to %s: %w", a.id, ErrDisposed)
+	}
+	a.queue = append(a.queue, in)
+	if !a.busy {
+		a.busy = true
+		a.idleCh = make(chan struct{})
+	}
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// WhenIdle returns at the next running→idle transition after queued work — at once if nothing
+// is queued or running — or when a cancel in the pre-turn window empties the queue. It returns
+// ctx's error if ctx ends first.
+func (a *Agent) WhenIdle(ctx context.Context) error {
+	a.mu.Lock()
+	ch := a.idleCh
+	a.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel clears the queue and aborts the current step; the turn ends `aborted`. It only arms
+// when the agent is running or has work queued: on an idle agent it does nothing. A cancel
+// before the queued turn starts empties the queue and writes no turn at all.
+func (a *Agent) Cancel(reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.disposed || !a.busy {
+		return
+	}
+	a.queue = nil
+	if a.cancelFn != nil {
+		a.cancelFn(&CancelError{Reason: reason})
+		return
+	}
+	// Pre-turn window: nothing started, so nothing to end.
+	a.busy = false
+	close(a.idleCh)
+}
+
+// Dispose stops the agent for good: the current step is aborted as `disposed` and a closing
+// turn/end{disposed} is written, the loop is waited for, and the agent leaves the registry.
+// Idempotent; Send afterwards is an error. It returns ctx's error if ctx ends before the loop
+// has exited (the agent is still disposed and leaves the registry once the loop exits).
+func (a *Agent) Dispose(ctx context.Context) error {
+	a.mu.Lock()
+	if !a.disposed {
+		a.disposed = true
+		a.queue = nil
+		if a.cancelFn != nil {
+			a.cancelFn(ErrDisposed)
+		}
+		close(a.stop)
+	}
+	a.mu.Unlock()
+	select {
+	case <-a.loopDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loop runs queued turns one at a time until Dispose.
+func (a *Agent) loop() {
+	defer func() {
+		a.mu.Lock()
+		if a.busy {
+			a.busy = false
+			close(a.idleCh)
+		}
+		a.mu.Unlock()
+		a.rt.unregister(a)
+		close(a.loopDone)
+	}()
+	for {
+		a.mu.Lock()
+		if a.disposed {
+			a.mu.Unlock()
+			return
+		}
+		if len(a.queue) == 0 {
+			if a.busy {
+				a.busy = false
+				close(a.idleCh)
+			}
+			a.mu.Unlock()
+			select {
+			case <-a.wake:
+				continue
+			case <-a.stop:
+				return
+			}
+		}
+		in := a.queue[0]
+		a.queue[0] = Input{}
+		a.queue = a.queue[1:]
+		base := context.Background()
+		if in.ctx != nil {
+			base = context.WithoutCancel(in.ctx)
+		}
+		ctx, cancel := context.WithCancelCause(base)
+		a.cancelFn = cancel
+		a.running = true
+		turn := a.nextTurn
+		a.nextTurn++
+		a.mu.Unlock()
+
+		a.runTurn(ctx, turn, in)
+
+		a.mu.Lock()
+		a.cancelFn = nil
+		a.running = false
+		a.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// write appends an event to the session and tells the listeners.
+func (a *Agent) write(e Event) Event {
+	e = a.session.append(e)
+	a.rt.emit(a, e)
+	return e
+}

@@ -1,0 +1,209 @@
+package modelserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Request is one chat-completions request as the server decoded it, with what the server saw
+// around it. It is a copy: changing it does not change what the server recorded.
+type Request struct {
+	// Path is the URL path the request was sent to (/v1/chat/completions or /chat/completions).
+	Path string `json:"-"`
+	// Authorization is the Authorization header as sent (e.g. "Bearer sk-…").
+	Authorization string `json:"-"`
+	// Received is when the server read the request, from the server's clock (with a monotonic
+	// reading, so gaps between requests are measured correctly).
+	Received time.Time `json:"-"`
+
+	Model               string          `json:"model"`
+	Messages            []Message       `json:"messages"`
+	Tools               []Tool          `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+}
+
+// StreamOptions is the request's stream_options object.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Message is one entry of the request's messages. Content given as an array of parts is
+// flattened: the text of its "text" parts, concatenated.
+type Message struct {
+	Role             string         `json:"role"`
+	Content          string         `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []WireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string         `json:"tool_call_id,omitempty"`
+	Name             string         `json:"name,omitempty"`
+}
+
+// WireToolCall is a tool call as it appears in an assistant message of a request.
+type WireToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function WireFunction `json:"function"`
+}
+
+// WireFunction is the function part of a tool call.
+type WireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is one tool offered in a request.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
+}
+
+// UnmarshalJSON accepts content as a string, null, or an array of content parts.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	var raw struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Message(raw.plain)
+	text, err := contentText(raw.Content)
+	if err != nil {
+		return err
+	}
+	m.Content = text
+	return nil
+}
+
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return "", err
+		}
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				sb.WriteString(p.Text)
+			}
+		}
+		return sb.String(), nil
+	default:
+		return "", fmt.Errorf("content must be a string, null or an array of parts")
+	}
+}
+
+// errBadRequest is a request the real API would refuse with 400.
+var errBadRequest = errors.New("invalid request")
+
+// decodeRequest parses a chat-completions body the way the real API validates it: a JSON
+// object with a model and at least one message, each with a known role.
+func decodeRequest(body []byte) (Request, error) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return Request{}, fmt.Errorf("%w: body is not a JSON request: %v", errBadRequest, err)
+	}
+	if dec.More() {
+		return Request{}, fmt.Errorf("%w: trailing data after the JSON object", errBadRequest)
+	}
+	if req.Model == "" {
+		return Request{}, fmt.Errorf("%w: you must provide a model parameter", errBadRequest)
+	}
+	if len(req.Messages) == 0 {
+		return Request{}, fmt.Errorf("%w: messages must not be empty", errBadRequest)
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "tool", "developer":
+		default:
+			return Request{}, fmt.Errorf("%w: messages[%d]: unknown role %q", errBadRequest, i, m.Role)
+		}
+	}
+	return req, nil
+}
+
+// clone returns a deep copy.
+func (r Request) clone() Request {
+	c := r
+	c.ToolChoice = append(json.RawMessage(nil), r.ToolChoice...)
+	if r.StreamOptions != nil {
+		so := *r.StreamOptions
+		c.StreamOptions = &so
+	}
+	if r.Messages != nil {
+		c.Messages = make([]Message, len(r.Messages))
+		for i, m := range r.Messages {
+			m.ToolCalls = append([]WireToolCall(nil), m.ToolCalls...)
+			c.Messages[i] = m
+		}
+	}
+	if r.Tools != nil {
+		c.Tools = make([]Tool, len(r.Tools))
+		for i, t := range r.Tools {
+			t.Function.Parameters = append(json.RawMessage(nil), t.Function.Parameters...)
+			c.Tools[i] = t
+		}
+	}
+	return c
+}
+
+// LastUserText returns the content of the last user message, or "" if there is none.
+func (r Request) LastUserText() string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			return r.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+// isChatPath reports whether path is one the server answers chat completions on.
+func isChatPath(path string) bool {
+	return path == "/v1/chat/completions" || path == "/chat/completions"
+}
+
+// apiError is the error body of the real API.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+func writeAPIError(w http.ResponseWriter, status int, typ, code, msg string) {
+	b, _ := json.Marshal(apiError{Error: apiErrorBody{Message: msg, Type: typ, Code: code}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

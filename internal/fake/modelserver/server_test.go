@@ -1,0 +1,438 @@
+package modelserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const streamBody = `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello there"}]}`
+
+func post(t *testing.T, ctx context.Context, s *Server, path, auth, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.RootURL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// events reads an SSE body into its data payloads, failing on any line that is not
+// "data: …" followed by a blank line.
+func events(t *testing.T, r io.Reader) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("line %q is not an SSE data line", line)
+		}
+		out = append(out, payload)
+		if !sc.Scan() || sc.Text() != "" {
+			t.Fatalf("event %q is not followed by a blank line", payload)
+		}
+	}
+	return out
+}
+
+func TestStreamFramesLikeTheRealAPI(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Reply{
+		Reasoning: "thinking it over",
+		Content:   "Hello, wörld — streamed.",
+		ToolCalls: []ToolCall{
+			{ID: "call_a", Name: "get_weather", Arguments: `{"city":"Paris","unit":"c"}`},
+			{Name: "get_time", Arguments: `{"tz":"Europe/Paris"}`},
+		},
+		Usage: &Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
+	})
+	resp := post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type = %q", ct)
+	}
+	evs := events(t, resp.Body)
+	if evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("last event = %q, want [DONE]", evs[len(evs)-1])
+	}
+	var content, reasoning strings.Builder
+	var contentChunks int
+	args := map[int]string{}
+	ids := map[int]string{}
+	names := map[int]string{}
+	var finish string
+	var usage *Usage
+	for _, ev := range evs[:len(evs)-1] {
+		var c chunk
+		if err := json.Unmarshal([]byte(ev), &c); err != nil {
+			t.Fatalf("chunk %q: %v", ev, err)
+		}
+		if c.Object != "chat.completion.chunk" || c.Model != "m" {
+			t.Fatalf("chunk header wrong: %q", ev)
+		}
+		if c.Usage != nil {
+			if len(c.Choices) != 0 {
+				t.Fatalf("usage chunk has choices: %q", ev)
+			}
+			usage = c.Usage
+			continue
+		}
+		d := c.Choices[0].Delta
+		if d.Content != nil && *d.Content != "" {
+			contentChunks++
+			content.WriteString(*d.Content)
+		}
+		if d.ReasoningContent != nil {
+			reasoning.WriteString(*d.ReasoningContent)
+		}
+		for _, tc := range d.ToolCalls {
+			if tc.ID != "" {
+				if tc.Function.Name == "" || tc.Function.Arguments != "" {
+					t.Fatalf("first tool-call chunk should carry id and name only: %q", ev)
+				}
+				ids[tc.Index], names[tc.Index] = tc.ID, tc.Function.Name
+			}
+			args[tc.Index] += tc.Function.Arguments
+		}
+		if f := c.Choices[0].FinishReason; f != nil {
+			finish = *f
+		}
+	}
+	if contentChunks < 2 {
+		t.Errorf("content came in %d chunks, want several", contentChunks)
+	}
+	if content.String() != "Hello, wörld — streamed." || reasoning.String() != "thinking it over" {
+		t.Errorf("content %q reasoning %q", content.String(), reasoning.String())
+	}
+	if ids[0] != "call_a" || ids[1] == "" || names[0] != "get_weather" || names[1] != "get_time" {
+		t.Errorf("tool call ids %v names %v", ids, names)
+	}
+	if args[0] != `{"city":"Paris","unit":"c"}` || args[1] != `{"tz":"Europe/Paris"}` {
+		t.Errorf("arguments %v", args)
+	}
+	if finish != "tool_calls" {
+		t.Errorf("finish = %q", finish)
+	}
+	if usage == nil || usage.TotalTokens != 7 {
+		t.Errorf("usage = %+v", usage)
+	}
+}
+
+func TestStreamWithoutIncludeUsageSendsNoUsageChunk(t *testing.T) {
+	s := New(t)
+	resp := post(t, context.Background(), s, "/chat/completions", "",
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	for _, ev := range events(t, resp.Body) {
+		if strings.Contains(ev, `"usage"`) {
+			t.Fatalf("unexpected usage in %q", ev)
+		}
+	}
+}
+
+func TestNonStreamingAnswerIsOneCompletion(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Reply{Content: "done", Reasoning: "r", ToolCalls: []ToolCall{{Name: "x", Arguments: "{}"}}})
+	resp := post(t, context.Background(), s, "/v1/chat/completions", "",
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
+	var c completion
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Choices[0].Message
+	if c.Object != "chat.completion" || m.Content == nil || *m.Content != "done" || m.ReasoningContent != "r" ||
+		len(m.ToolCalls) != 1 || m.ToolCalls[0].ID == "" || c.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("completion = %+v", c)
+	}
+	if got := s.Requests()[0].Messages[0].Content; got != "hi" {
+		t.Errorf("content parts flattened to %q", got)
+	}
+}
+
+func TestFaultsAnswerWithStatusAndErrorBody(t *testing.T) {
+	tests := []struct {
+		name       string
+		reply      Reply
+		path, body string
+		wantStatus int
+		wantRetry  string
+		wantInMsg  string
+	}{
+		{"rate limited with Retry-After", RateLimited("1"), "/v1/chat/completions", streamBody, 429, "1", "Rate limit"},
+		{"server error", ServerError(), "/v1/chat/completions", streamBody, 500, "", "server had an error"},
+		{"unauthorized quotes the key", Unauthorized(), "/v1/chat/completions", streamBody, 401, "", "sk-secret-123"},
+		{"not found", NotFound(), "/chat/completions", streamBody, 404, "", "does not exist"},
+		{"custom message", Reply{Status: 503, ErrorMessage: "busy"}, "/v1/chat/completions", streamBody, 503, "", "busy"},
+		{"unknown path", Reply{}, "/v1/models", streamBody, 404, "", "Unknown request URL"},
+		{"malformed body", Reply{}, "/v1/chat/completions", `{"model":`, 400, "", "not a JSON request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t)
+			s.Enqueue(tt.reply)
+			resp := post(t, context.Background(), s, tt.path, "Bearer sk-secret-123", tt.body)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if got := resp.Header.Get("Retry-After"); got != tt.wantRetry {
+				t.Errorf("Retry-After = %q, want %q", got, tt.wantRetry)
+			}
+			var e apiError
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(e.Error.Message, tt.wantInMsg) {
+				t.Errorf("message %q does not contain %q", e.Error.Message, tt.wantInMsg)
+			}
+		})
+	}
+}
+
+func TestHangEndsWhenTheClientGoesAway(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply Reply
+	}{
+		{"before the answer", Hang()},
+		{"mid-stream", Reply{Content: "some words here", HangMidStream: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t)
+			s.Enqueue(tt.reply)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL()+"/chat/completions", strings.NewReader(streamBody))
+				resp, err := s.Client().Do(req)
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				done <- err
+			}()
+			waitFor(t, func() bool { return s.Count() == 1 })
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+		})
+	}
+}
+
+func TestCloseEndsHangingRequests(t *testing.T) {
+	s := Start()
+	s.Enqueue(Hang())
+	done := make(chan error, 1)
+	go func() {
+		resp, err := s.Client().Post(s.BaseURL()+"/chat/completions", "application/json", strings.NewReader(streamBody))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool { return s.Count() == 1 })
+	s.Close()
+	s.Close() // idempotent
+	<-done
+}
+
+func TestDropMidStreamCutsTheConnection(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Reply{Content: "a long enough answer", DropMidStream: true})
+	resp := post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	b, err := io.ReadAll(resp.Body)
+	if err == nil || bytes.Contains(b, []byte("[DONE]")) {
+		t.Fatalf("stream ended cleanly (err %v): %s", err, b)
+	}
+}
+
+func TestRepliesComeFromQueueThenFuncThenFallback(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Text("first"))
+	var seen []string
+	call := func() string {
+		resp := post(t, context.Background(), s, "/v1/chat/completions", "",
+			`{"model":"m","messages":[{"role":"user","content":"q"}]}`)
+		var c completion
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		return *c.Choices[0].Message.Content
+	}
+	seen = append(seen, call())
+	s.SetFunc(func(r Request) Reply { return Text("fn:" + r.LastUserText()) })
+	seen = append(seen, call())
+	s.SetFunc(nil)
+	seen = append(seen, call())
+	if strings.Join(seen, ",") != "first,fn:q,ok" {
+		t.Fatalf("answers = %v", seen)
+	}
+	if s.Pending() != 0 {
+		t.Errorf("Pending = %d", s.Pending())
+	}
+}
+
+func TestRecordsDecodedRequestsAndCounts(t *testing.T) {
+	s := New(t)
+	post(t, context.Background(), s, "/v1/chat/completions", "Bearer k", `{"model":"m","max_tokens":5,
+		"tools":[{"type":"function","function":{"name":"t","parameters":{"type":"object"}}}],
+		"messages":[{"role":"system","content":"sys"},{"role":"assistant","content":null,
+		"tool_calls":[{"id":"c1","type":"function","function":{"name":"t","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"res"}]}`)
+	post(t, context.Background(), s, "/v1/chat/completions", "", `not json`)
+	s.SetRecording(false)
+	post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	if s.Count() != 3 {
+		t.Errorf("Count = %d, want 3", s.Count())
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("recorded %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Authorization != "Bearer k" || r.MaxTokens != 5 || len(r.Tools) != 1 || r.Tools[0].Function.Name != "t" ||
+		r.Messages[1].ToolCalls[0].ID != "c1" || r.Messages[2].ToolCallID != "c1" || r.Received.IsZero() {
+		t.Fatalf("recorded %+v", r)
+	}
+	reqs[0].Messages[0].Content = "changed"
+	if s.Requests()[0].Messages[0].Content != "sys" {
+		t.Error("Requests returned a shared copy")
+	}
+}
+
+func TestLatencyDelaysTheAnswer(t *testing.T) {
+	s := New(t)
+	s.SetLatency(30 * time.Millisecond)
+	s.Enqueue(Reply{Latency: 20 * time.Millisecond})
+	start := time.Now()
+	post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	if el := time.Since(start); el < 50*time.Millisecond {
+		t.Fatalf("answered after %v, want at least 50ms", el)
+	}
+}
+
+func TestGapsAreMeasuredBetweenRequests(t *testing.T) {
+	s := New(t)
+	post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	g := s.Gaps()
+	if len(g) != 1 || g[0] <= 0 {
+		t.Fatalf("Gaps = %v", g)
+	}
+}
+
+func TestDecodeRequestRejectsMalformedInput(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"empty", ``},
+		{"not an object", `[1,2]`},
+		{"truncated", `{"model":"m","messages":[`},
+		{"trailing data", `{"model":"m","messages":[{"role":"user","content":"x"}]} {}`},
+		{"no model", `{"messages":[{"role":"user","content":"x"}]}`},
+		{"no messages", `{"model":"m","messages":[]}`},
+		{"unknown role", `{"model":"m","messages":[{"role":"robot","content":"x"}]}`},
+		{"content is a number", `{"model":"m","messages":[{"role":"user","content":5}]}`},
+		{"content parts malformed", `{"model":"m","messages":[{"role":"user","content":[{"type":1}]}]}`},
+		{"stream is a string", `{"model":"m","stream":"yes","messages":[{"role":"user","content":"x"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := decodeRequest([]byte(tt.body)); !errors.Is(err, errBadRequest) {
+				t.Fatalf("err = %v, want errBadRequest", err)
+			}
+		})
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(streamBody))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":null}]}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeRequest(body)
+		if err != nil {
+			if !errors.Is(err, errBadRequest) {
+				t.Fatalf("unclassified error %v", err)
+			}
+			return
+		}
+		if req.Model == "" || len(req.Messages) == 0 {
+			t.Fatalf("accepted an incomplete request %+v", req)
+		}
+	})
+}
+
+func TestSplitKeepsUTF8SequencesWhole(t *testing.T) {
+	tests := []struct {
+		name string
+		s    string
+		size int
+	}{
+		{"ascii", "abcdefghij", 3},
+		{"multibyte", "héllo wörld ☃☃☃ ok", 2},
+		{"shorter than size", "hi", 8},
+		{"empty", "", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			parts := split(tt.s, tt.size)
+			if strings.Join(parts, "") != tt.s {
+				t.Fatalf("parts %q do not rejoin to %q", parts, tt.s)
+			}
+			for _, p := range parts {
+				if !utf8.ValidString(p) || p == "" {
+					t.Fatalf("bad part %q", p)
+				}
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func BenchmarkStreamedReply(b *testing.B) {
+	s := Start()
+	defer s.Close()
+	s.SetRecording(false)
+	s.SetFunc(func(Request) Reply { return Text("The quick brown fox jumps over the lazy dog.") })
+	client := s.Client()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := client.Post(s.BaseURL()+"/chat/completions", "application/json", strings.NewReader(streamBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

@@ -1,0 +1,216 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// maxClarificationIDLen bounds caller-chosen clarification ids.
+const maxClarificationIDLen = 128
+
+// ClarificationState is where a clarification is in its life.
+type ClarificationState string
+
+// The states of a clarification. Expiry is not a state: a pending clarification is expired when
+// the store's clock passes its ExpiresAt.
+const (
+	StatePending   ClarificationState = "pending"
+	StateAnswered  ClarificationState = "answered"
+	StateCancelled ClarificationState = "cancelled"
+)
+
+// Clarification is a question a run asked the user, waiting for an answer. A conversation has at
+// most one pending clarification: putting a new one cancels the previous one.
+type Clarification struct {
+	// ID names the clarification (e.g. in a button's callback); PutClarification generates one
+	// when empty. It must be unique across conversations.
+	ID string
+	// ConvKey is the conversation the question was asked in.
+	ConvKey string
+	// RunID is the run to resume with the answer.
+	RunID string
+	// AllowedUserID is the only channel_user_id whose answer is accepted.
+	AllowedUserID string
+	// Form is the question as the caller describes it; opaque JSON to the store.
+	Form json.RawMessage
+	// CreatedAt is when it was asked (Now if zero on put); ExpiresAt is when it stops being
+	// answerable (CreatedAt + ClarificationTTL if zero on put). Both are kept to the millisecond.
+	CreatedAt time.Time
+	ExpiresAt time.Time
+
+	// State, AnsweredBy and AnsweredAt are filled by the store on reads; put ignores them.
+	State      ClarificationState
+	AnsweredBy string
+	AnsweredAt time.Time
+}
+
+// PutClarification records c as its conversation's pending clarification and returns it as
+// stored (id, times and state filled in). A pending clarification the conversation already had
+// is cancelled. Putting the same id again for the same conversation changes nothing (a retry is
+// safe and never reopens an answered clarification); an id used by another conversation is
+// ErrDuplicateClarification. The records get a Redis TTL of ExpiresAt + ClarificationRetention
+// for clean-up; answerability is judged against the store's clock, not that TTL.
+func (s *Store) PutClarification(ctx context.Context, c Clarification) (Clarification, error) {
+	now := s.opts.Now()
+	if c.ID == "" {
+		c.ID = s.ids.next(now)
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	if c.ExpiresAt.IsZero() {
+		c.ExpiresAt = c.CreatedAt.Add(s.opts.ClarificationTTL)
+	}
+	c.CreatedAt = time.UnixMilli(c.CreatedAt.UnixMilli()).UTC()
+	c.ExpiresAt = time.UnixMilli(c.ExpiresAt.UnixMilli()).UTC()
+	c.State, c.AnsweredBy, c.AnsweredAt = StatePending, "", time.Time{}
+	if err := checkClarification(c, now); err != nil {
+		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
+	}
+	data, err := encodeClarification(c)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
+	}
+	ttl := c.ExpiresAt.Sub(now) + s.opts.ClarificationRetention
+	first, owner, err := s.r.recordOnce(ctx, s.keys.clarIndex(c.ID), []byte(c.ConvKey), ttl)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
+	}
+	if !first && string(owner) != c.ConvKey {
+		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, ErrDuplicateClarification)
+	}
+	if _, _, err := s.r.putClarification(ctx, s.keys.conv(c.ConvKey).clar, c.ID, c.AllowedUserID, c.ExpiresAt, data, ttl); err != nil {
+		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+func checkClarification(c Clarification, now time.Time) error {
+	if err := checkConvKey(c.ConvKey); err != nil {
+		return err
+	}
+	switch {
+	case len(c.ID) > maxClarificationIDLen:
+		return invalid("clarification id longer than %d bytes", maxClarificationIDLen)
+	case c.RunID == "":
+		return invalid("clarification has no run to resume")
+	case c.AllowedUserID == "":
+		return invalid("clarification has no user allowed to answer")
+	case !c.ExpiresAt.After(now):
+		return invalid("clarification expires at %s, not after now", c.ExpiresAt.Format(time.RFC3339Nano))
+	case len(c.Form) > 0 && !json.Valid(c.Form):
+		return invalid("clarification form is not valid JSON")
+	}
+	return nil
+}
+
+// GetClarification returns the clarification with that id in its current state, without
+// changing it. It returns ErrClarificationNotFound for an unknown id and
+// ErrClarificationCancelled when a newer clarification of the conversation replaced it.
+func (s *Store) GetClarification(ctx context.Context, id string) (Clarification, error) {
+	key, err := s.clarKey(ctx, id)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
+	}
+	fields, err := s.r.hgetall(ctx, key)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
+	}
+	switch {
+	case len(fields) == 0:
+		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, ErrClarificationNotFound)
+	case fields["id"] != id:
+		return Clarification{}, fmt.Errorf("threads: get clarification %q: replaced by a newer one: %w", id, ErrClarificationCancelled)
+	}
+	c, err := decodeClarification(key, fields)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// clarKey finds the conversation hash of a clarification through its id index.
+func (s *Store) clarKey(ctx context.Context, id string) (string, error) {
+	if id == "" || len(id) > maxClarificationIDLen {
+		return "", ErrClarificationNotFound
+	}
+	conv, found, err := s.r.get(ctx, s.keys.clarIndex(id))
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", ErrClarificationNotFound
+	}
+	return s.keys.conv(string(conv)).clar, nil
+}
+
+// TakeClarification claims the clarification for answeringUserID, atomically and exactly once,
+// and returns it (State answered). Otherwise it changes nothing and returns, in this order of
+// precedence: ErrClarificationNotFound (unknown id); ErrClarificationAnswered (already taken);
+// ErrClarificationCancelled (the conversation was reset, or a newer clarification replaced it —
+// then whatever its state was, as its record is gone);
+// ErrClarificationExpired (the store's clock is at or past ExpiresAt); a *ForeignAnswerError,
+// matching ErrNotYourClarification, when answeringUserID is not the allowed user — the
+// clarification stays pending for the right one. With Answered, Expired and the foreign error
+// the clarification is returned too, so the caller can, e.g., edit the form's message.
+func (s *Store) TakeClarification(ctx context.Context, id, answeringUserID string) (Clarification, error) {
+	key, err := s.clarKey(ctx, id)
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
+	}
+	status, fields, err := s.r.takeClarification(ctx, key, id, answeringUserID, s.opts.Now())
+	if err != nil {
+		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
+	}
+	var c Clarification
+	if fields != nil {
+		if c, err = decodeClarification(key, fields); err != nil {
+			return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
+		}
+	}
+	var sentinel error
+	switch status {
+	case "ok":
+		return c, nil
+	case "answered":
+		sentinel = ErrClarificationAnswered
+	case "cancelled", "replaced":
+		sentinel = ErrClarificationCancelled
+	case "expired":
+		sentinel = ErrClarificationExpired
+	case "foreign":
+		return c, fmt.Errorf("threads: take clarification: %w", &ForeignAnswerError{ClarificationID: id, UserID: answeringUserID})
+	case "notfound":
+		sentinel = ErrClarificationNotFound
+	default:
+		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, corrupt(key, "clarification state or expiry unreadable", nil))
+	}
+	return c, fmt.Errorf("threads: take clarification %q: %w", id, sentinel)
+}
+
+// PendingClarification returns the conversation's open clarification — pending and not expired
+// by the store's clock — so a plain-text reply can be routed as its answer. ok is false when
+// there is none.
+func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+	if err := checkConvKey(convKey); err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: pending clarification: %w", err)
+	}
+	key := s.keys.conv(convKey).clar
+	fields, err := s.r.hgetall(ctx, key)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
+	}
+	if len(fields) == 0 {
+		return Clarification{}, false, nil
+	}
+	c, err = decodeClarification(key, fields)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
+	}
+	if c.State != StatePending || !s.opts.Now().Before(c.ExpiresAt) {
+		return Clarification{}, false, nil
+	}
+	return c, true, nil
+}

@@ -1,0 +1,63 @@
+package threads
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+func checkRunID(runID string) error {
+	if runID == "" || strings.Contains(runID, ":") || len(runID) > 128 {
+		return invalid("run id must be 1 to 128 bytes without ':'")
+	}
+	return nil
+}
+
+// RecordOutbound records that run runID did step (e.g. "answer", "progress/2") with value (e.g.
+// the platform message id it posted), the first time only: SET NX semantics. firstTime is true
+// when this call stored value; otherwise nothing changes and existing is the value stored
+// earlier, so a replayed run edits that message or skips the step instead of posting twice.
+// The record is kept for OutcomeTTL (7 days by default) from its first write.
+func (s *Store) RecordOutbound(ctx context.Context, runID, step string, value []byte) (firstTime bool, existing []byte, err error) {
+	if err := checkRunID(runID); err != nil {
+		return false, nil, fmt.Errorf("threads: record outbound: %w", err)
+	}
+	if step == "" || len(step) > 256 {
+		return false, nil, fmt.Errorf("threads: record outbound of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
+	}
+	first, existing, err := s.r.recordOnce(ctx, s.keys.outbound(runID, step), value, s.opts.OutcomeTTL)
+	if err != nil {
+		return false, nil, fmt.Errorf("threads: record outbound of run %s step %q: %w", runID, step, err)
+	}
+	return first, existing, nil
+}
+
+// RecordOutcome records how run runID ended (e.g. "answered", "failed"), the first time only.
+// first is false when an outcome was already recorded; the earlier outcome is kept (read it with
+// Outcome). The record is kept for OutcomeTTL from its first write.
+func (s *Store) RecordOutcome(ctx context.Context, runID, outcome string) (first bool, err error) {
+	if err := checkRunID(runID); err != nil {
+		return false, fmt.Errorf("threads: record outcome: %w", err)
+	}
+	if outcome == "" {
+		return false, fmt.Errorf("threads: record outcome of run %s: %w", runID, invalid("empty outcome"))
+	}
+	first, _, err = s.r.recordOnce(ctx, s.keys.outcome(runID), []byte(outcome), s.opts.OutcomeTTL)
+	if err != nil {
+		return false, fmt.Errorf("threads: record outcome of run %s: %w", runID, err)
+	}
+	return first, nil
+}
+
+// Outcome returns the outcome recorded for run runID; found is false when none is (never
+// recorded, or older than OutcomeTTL).
+func (s *Store) Outcome(ctx context.Context, runID string) (outcome string, found bool, err error) {
+	if err := checkRunID(runID); err != nil {
+		return "", false, fmt.Errorf("threads: outcome: %w", err)
+	}
+	b, found, err := s.r.get(ctx, s.keys.outcome(runID))
+	if err != nil {
+		return "", false, fmt.Errorf("threads: outcome of run %s: %w", runID, err)
+	}
+	return string(b), found, nil
+}

@@ -86,4 +86,3 @@ func (s *Store) LoadEvents(ctx context.Context, convKey string) ([]json.RawMessa
 	}
 	return events, nil
 }
-

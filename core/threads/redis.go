@@ -37,7 +37,7 @@ return {created, redis.call('HGETALL', KEYS[1])}
 // session log and cancels a pending clarification, in one step.
 // KEYS[1] thread hash, KEYS[2] session log, KEYS[3] clarification hash.
 // ARGV: new id, conversation key, created (unix ms), session id.
-// Returns {previous thread id or ”, cancelled clarification id or ”, HGETALL of the record}.
+// Returns {previous thread id or empty, cancelled clarification id or empty, HGETALL of the record}.
 var resetScript = redis.NewScript(`
 local settings = redis.call('HGET', KEYS[1], 'settings')
 local old = redis.call('HGET', KEYS[1], 'id')
@@ -82,7 +82,7 @@ return n
 // other. Putting the id that is already there changes nothing, so a retried put never reopens
 // an answered clarification.
 // KEYS[1] clarification hash. ARGV: id, allowed user, expires (unix ms), record JSON, ttl (ms).
-// Returns {written (0|1), id of a pending clarification it replaced or ”}.
+// Returns {written (0|1), id of a pending clarification it replaced or empty}.
 var putClarificationScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'id')
 if cur == ARGV[1] then return {0, ''} end

@@ -1,0 +1,187 @@
+// Package channels is the platform-neutral side of chat: the inbound message every adapter
+// produces, the outbound operations every adapter performs, the small Channel interface adapters
+// implement (with one-method capability interfaces for what only some platforms can do), the
+// router that turns inbound messages into signed runs, and the delivery of run events back to
+// the conversation.
+//
+// Adapters (adapters/<platform>) know their SDK and this package; nothing here knows a platform.
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// Channel is one connected platform. Start begins receiving and hands every inbound message to
+// h; it returns once the channel is receiving (or failed to), and the channel keeps receiving
+// until Stop or until ctx ends. Stop stops intake and closes connections; it is safe to call
+// more than once. Send posts a message and returns a reference for later edits.
+type Channel interface {
+	Name() string
+	Start(ctx context.Context, h Handler) error
+	Stop(ctx context.Context) error
+	Send(ctx context.Context, to Target, m Message) (MessageRef, error)
+}
+
+// Handler receives inbound messages; the router implements it. HandleInbound returns once the
+// message is durably accepted (queued) or refused; an error means the adapter should let the
+// platform redeliver (or, for platforms that cannot, log it).
+type Handler interface {
+	HandleInbound(ctx context.Context, ch Channel, in Inbound) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, ch Channel, in Inbound) error
+
+// HandleInbound calls f.
+func (f HandlerFunc) HandleInbound(ctx context.Context, ch Channel, in Inbound) error {
+	return f(ctx, ch, in)
+}
+
+// Editor can replace a sent message in place.
+type Editor interface {
+	Edit(ctx context.Context, ref MessageRef, m Message) (MessageRef, error)
+}
+
+// Deleter can delete a sent message (used to remove a placeholder the answer did not replace).
+type Deleter interface {
+	Delete(ctx context.Context, ref MessageRef) error
+}
+
+// Typer can show that the bot is working ("typing…"). The signal is short-lived; callers repeat
+// it while a run works.
+type Typer interface {
+	Typing(ctx context.Context, to Target) error
+}
+
+// Reactor can put a reaction on a message (e.g. 👀 on the one being worked on).
+type Reactor interface {
+	React(ctx context.Context, ref MessageRef, emoji string) error
+}
+
+// FormOpener can open a native form (Slack modal, Discord modal) in answer to an interaction.
+type FormOpener interface {
+	OpenForm(ctx context.Context, in *Interaction, form render.Form) error
+}
+
+// CommandRegistrar can register native slash commands with the platform.
+type CommandRegistrar interface {
+	RegisterCommands(ctx context.Context, cmds []CommandSpec) error
+}
+
+// InteractionResponder can answer an interaction (a button click, a selection) privately to the
+// user who made it; every interaction is answered promptly, with an empty notice when there is
+// nothing to say.
+type InteractionResponder interface {
+	RespondInteraction(ctx context.Context, in *Interaction, notice string) error
+}
+
+// Readiness reports whether the channel's own inbound loop is connected and receiving — not
+// whether outbound calls succeed. /readyz uses it.
+type Readiness interface {
+	Ready() error
+}
+
+// Inbound is one message or interaction from a platform, normalized.
+type Inbound struct {
+	// EventID is the platform's id for this delivery, unique per platform ("update:123"); the
+	// router dedupes on it.
+	EventID string
+	Conv    runs.ConvKey
+	// Identity is the sender as the adapter derived it from the event. Admin is never set by
+	// adapters; the router decides it from configuration.
+	Identity runs.Identity
+	Text     string
+	// AddressesBot: the message mentions the bot, replies to it, or is in a thread the bot is in.
+	AddressesBot bool
+	// Direct: a private chat with the bot.
+	Direct bool
+	// FromBot: the sender is a bot (the bot itself included).
+	FromBot bool
+	// MessageID is the platform id of this message; ReplyTo the id of the message it replies to.
+	MessageID string
+	ReplyTo   string
+	Files     []runs.Attachment
+	// Command is set when the platform delivered a native command (Slack or Discord slash
+	// command); Args are its words. Text commands ("/new") are parsed by the router.
+	Command string
+	Args    []string
+	// Interaction is set for a click or a selection on something the bot sent.
+	Interaction *Interaction
+	ReceivedAt  time.Time
+}
+
+// Interaction is a click on a button, a choice in a select or a submitted form.
+type Interaction struct {
+	// ID and Token are what the platform needs to answer the interaction (Telegram callback
+	// query id; Discord interaction id and token; Slack trigger id and response URL).
+	ID    string
+	Token string
+	// Data is the interactive id the bot rendered (render.EncodeAction), returned by the click.
+	Data string
+	// Values are what was chosen or typed (select values, modal inputs by field id).
+	Values map[string][]string
+	// Message is the message the clicked element belongs to.
+	Message MessageRef
+}
+
+// Target is where a message goes: a conversation, optionally as a reply to a message.
+type Target struct {
+	Conv    runs.ConvKey
+	ReplyTo string
+}
+
+// Message is one outbound message: a card, or markdown text when Card is nil. Adapters render
+// cards with render and fall back to Text (or the card's plain rendering) when the platform
+// refuses a card.
+type Message struct {
+	Card *render.Card
+	Text string
+}
+
+// MessageRef names a sent message. A long message may have been split into several platform
+// messages: IDs lists them in order, the first being the one edits go to.
+type MessageRef struct {
+	Conv runs.ConvKey
+	IDs  []string
+}
+
+// ID is the first platform message id, or "" when nothing was sent.
+func (r MessageRef) ID() string {
+	if len(r.IDs) == 0 {
+		return ""
+	}
+	return r.IDs[0]
+}
+
+// CommandSpec is a command for a platform's command menu.
+type CommandSpec struct {
+	Name        string
+	Description string
+	AdminOnly   bool
+}
+
+// RateLimitError says the platform asked to wait before trying again. Adapters return it (after
+// any retries of their own); delivery waits RetryAfter and tries again.
+type RateLimitError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("channels: rate limited, retry after %s", e.RetryAfter)
+}
+
+// ErrCardRefused means the platform refused the card (bad blocks, too large); delivery falls back
+// to plain text.
+var ErrCardRefused = errors.New("channels: the platform refused the card")
+
+// ErrMessageGone means the message to edit or delete no longer exists; delivery sends a new one.
+var ErrMessageGone = errors.New("channels: the message no longer exists")
+
+// ErrNotModified means an edit changed nothing; callers treat it as success.
+var ErrNotModified = errors.New("channels: the message was not modified")

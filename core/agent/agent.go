@@ -78,6 +78,10 @@ type Input struct {
 	Content string
 	// Source is recorded on the user/message ("user" when empty) and as the turn's trigger.
 	Source string
+	// Resume starts a turn without a user message: the model continues from the history as it
+	// stands (e.g. after a tool result was filled in by a clarification answer). The turn's
+	// trigger is Source ("resume" when empty).
+	Resume bool
 	// ctx carries values (identity, tracing) to the turn; never its cancellation.
 	ctx context.Context
 }
@@ -210,6 +214,9 @@ func (a *Agent) Send(prompt string) error {
 func (a *Agent) SendInput(ctx context.Context, in Input) error {
 	if in.Source == "" {
 		in.Source = "user"
+		if in.Resume {
+			in.Source = "resume"
+		}
 	}
 	in.ctx = ctx
 	a.mu.Lock()

@@ -573,3 +573,29 @@ func TestCompletedPrefixExcludesOpenTurn(t *testing.T) {
 		t.Fatalf("no completed turn → nil, got %v", got)
 	}
 }
+
+func TestResumeTurnHasNoUserMessage(t *testing.T) {
+	seed := []agent.Event{
+		{Seq: 0, Kind: agent.KindTurnStart, Turn: 1},
+		{Seq: 1, Kind: agent.KindUserMessage, Turn: 1, Content: "book a table"},
+		{Seq: 2, Kind: agent.KindAssistantMessage, Turn: 1, Step: 1},
+		{Seq: 3, Kind: agent.KindToolCall, Turn: 1, Step: 1, CallID: "q1", Tool: "ask_clarification", Arguments: "{}"},
+		{Seq: 4, Kind: agent.KindToolResult, Turn: 1, Step: 1, CallID: "q1", Content: "for 4 people"},
+		{Seq: 5, Kind: agent.KindTurnEnd, Turn: 1, Reason: agent.TurnCompleted},
+	}
+	p := llm.NewScripted(llm.Reply{Text: "booked for 4"})
+	_, a := newAgent(t, p, agent.CreateOptions{Seed: seed})
+	_ = a.SendInput(context.Background(), agent.Input{Resume: true})
+	waitIdle(t, a)
+	own := a.Session().Since(len(seed))
+	if got := kinds(own); got != "turn/start step/start assistant/chunk assistant/chunk assistant/message step/end turn/end" {
+		t.Fatalf("resumed turn: %s", got)
+	}
+	if own[0].Trigger != "resume" {
+		t.Fatalf("trigger %q", own[0].Trigger)
+	}
+	msgs := p.Requests()[0].Messages
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleTool || last.Content != "for 4 people" {
+		t.Fatalf("the model must continue from the tool result: %+v", last)
+	}
+}

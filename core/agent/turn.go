@@ -14,7 +14,9 @@ import (
 // runTurn runs one turn and writes exactly one turn/end.
 func (a *Agent) runTurn(ctx context.Context, turn int, in Input) {
 	a.write(Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
-	a.write(Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source})
+	if !in.Resume {
+		a.write(Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source})
+	}
 	reason, msg := a.steps(ctx, turn)
 	a.write(Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg})
 }

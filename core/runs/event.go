@@ -1,0 +1,102 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// EventKind says what a run event reports; the channels layer renders each kind.
+type EventKind string
+
+// The run event kinds. A run's events end with at most one of final, failed, cancelled or
+// clarification (waiting).
+const (
+	EventStarted        EventKind = "started"
+	EventProgress       EventKind = "progress"
+	EventClarification  EventKind = "clarification"
+	EventSubagentResult EventKind = "subagent_result"
+	EventFinal          EventKind = "final"
+	EventFailed         EventKind = "failed"
+	EventCancelled      EventKind = "cancelled"
+)
+
+// Terminal reports whether the kind ends a run's visible activity.
+func (k EventKind) Terminal() bool {
+	switch k {
+	case EventFinal, EventFailed, EventCancelled, EventClarification:
+		return true
+	}
+	return false
+}
+
+// Event is one thing a run tells the conversation. RunID and Step are stamped by Run.Emit: Step
+// increases by one per event of one attempt, so (RunID, Step) identifies a send and a replayed run
+// re-emits the same pairs, which the delivery side uses to edit or skip instead of posting twice.
+type Event struct {
+	RunID string    `json:"run_id"`
+	Step  int       `json:"step"`
+	Conv  ConvKey   `json:"conv"`
+	Kind  EventKind `json:"kind"`
+	// Text is markdown.
+	Text string `json:"text,omitempty"`
+	// Tool names the tool a progress event is about.
+	Tool     string        `json:"tool,omitempty"`
+	Subagent *SubagentInfo `json:"subagent,omitempty"`
+	Form     *Form         `json:"form,omitempty"`
+	// Reason is a short user-safe explanation for failed and cancelled events.
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// SubagentInfo is the result of one delegated child agent.
+type SubagentInfo struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	StopReason string          `json:"stop_reason,omitempty"`
+	Summary    string          `json:"summary,omitempty"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+}
+
+// FieldKind is the input a form field asks for.
+type FieldKind string
+
+// The form field kinds.
+const (
+	FieldChoice      FieldKind = "choice"
+	FieldMultiChoice FieldKind = "multi_choice"
+	FieldText        FieldKind = "text"
+	FieldConfirm     FieldKind = "confirm"
+)
+
+// Form is a clarification request: a question and fields the user answers. Only AllowedUserID
+// (a channel_user_id; empty means anyone in the conversation) may answer, before ExpiresAt.
+type Form struct {
+	ID            string      `json:"id"`
+	Question      string      `json:"question"`
+	Fields        []FormField `json:"fields,omitempty"`
+	AllowFreeText bool        `json:"allow_free_text,omitempty"`
+	AllowedUserID string      `json:"allowed_user_id,omitempty"`
+	ExpiresAt     time.Time   `json:"expires_at"`
+}
+
+// FormField is one input of a Form. Options are the choices for choice and multi_choice.
+type FormField struct {
+	ID       string    `json:"id"`
+	Label    string    `json:"label"`
+	Kind     FieldKind `json:"kind"`
+	Options  []string  `json:"options,omitempty"`
+	Required bool      `json:"required,omitempty"`
+}
+
+// Sink receives run events; the channels layer supplies it. Deliver may be called concurrently for
+// different runs, never concurrently for one run. An error from Deliver is returned to the emitter.
+type Sink interface {
+	Deliver(ctx context.Context, ev Event) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, ev Event) error
+
+// Deliver calls f.
+func (f SinkFunc) Deliver(ctx context.Context, ev Event) error { return f(ctx, ev) }

@@ -1,0 +1,121 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Outcome is how a run ended, as the handler reports it.
+type Outcome string
+
+// The outcomes a handler may return. Dead-lettered is not one: the queue decides that.
+const (
+	OutcomeAnswered  Outcome = "answered"
+	OutcomeWaiting   Outcome = "waiting"
+	OutcomeCancelled Outcome = "cancelled"
+	OutcomeFailed    Outcome = "failed"
+)
+
+// Valid reports whether o is one of the defined outcomes.
+func (o Outcome) Valid() bool {
+	switch o {
+	case OutcomeAnswered, OutcomeWaiting, OutcomeCancelled, OutcomeFailed:
+		return true
+	}
+	return false
+}
+
+// Handler runs one verified envelope, like net/http's Handler serves one request. The worker calls
+// it with a ctx that is cancelled when the run is cancelled (interrupt policy, admin cancel), the
+// lease is lost, or shutdown's deadline passes. Return an Outcome and nil, or an error: an error
+// wrapped with Permanent fails the run at once; any other error is retried with backoff up to
+// Options.MaxAttempts and then dead-lettered. A handler may run more than once for one run id (at
+// least once delivery); Run.Emit's (RunID, Step) lets the delivery side deduplicate.
+type Handler interface {
+	HandleRun(ctx context.Context, run *Run) (Outcome, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, run *Run) (Outcome, error)
+
+// HandleRun calls f.
+func (f HandlerFunc) HandleRun(ctx context.Context, run *Run) (Outcome, error) { return f(ctx, run) }
+
+// Run is one attempt at one envelope, handed to the Handler.
+type Run struct {
+	// Envelope is verified: its identity can be trusted. Attempt is 1 on the first try.
+	Envelope *Envelope
+
+	sink     Sink
+	mu       sync.Mutex
+	step     int
+	terminal bool
+	now      func() time.Time
+}
+
+// NewRun wraps an envelope for a handler outside the queue (tests, the offline console); events
+// go to sink, or nowhere when sink is nil. The caller vouches that env is verified.
+func NewRun(env *Envelope, sink Sink) *Run {
+	return &Run{Envelope: env, sink: sink, now: time.Now}
+}
+
+// Emit stamps ev with the run id, the conversation, the next step number and the time (when unset)
+// and delivers it to the sink. Steps increase by one per call, starting at 1, even when delivery
+// fails; the sink's error is returned wrapped.
+func (r *Run) Emit(ctx context.Context, ev Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.step++
+	ev.RunID = r.Envelope.RunID
+	ev.Conv = r.Envelope.Conv
+	ev.Step = r.step
+	if ev.At.IsZero() {
+		ev.At = r.now()
+	}
+	if ev.Kind.Terminal() {
+		r.terminal = true
+	}
+	if r.sink == nil {
+		return nil
+	}
+	if err := r.sink.Deliver(ctx, ev); err != nil {
+		return fmt.Errorf("runs: deliver %s step %d of run %s: %w", ev.Kind, ev.Step, ev.RunID, err)
+	}
+	return nil
+}
+
+// Step is the number of the last event emitted, 0 before the first.
+func (r *Run) Step() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.step
+}
+
+func (r *Run) emittedTerminal() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.terminal
+}
+
+// permanentError marks an error that must not be retried.
+type permanentError struct{ err error }
+
+func (p *permanentError) Error() string { return p.err.Error() }
+func (p *permanentError) Unwrap() error { return p.err }
+
+// Permanent marks err as not worth retrying: the run fails at once. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err (or an error it wraps) was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

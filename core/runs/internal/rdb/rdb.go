@@ -1,0 +1,400 @@
+// Package rdb holds every Redis command and Lua script of the run queue, and nothing else: the
+// key layout, the scripts (scripts.go) and one typed method per operation. It knows entries as
+// opaque bytes; envelopes, signatures and workers live in package runs.
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is the queue's view of Redis. All keys start with Prefix; conversation keys carry the
+// conversation's hash tag, global keys the tag {global}.
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+	group  string
+}
+
+// New returns a store on client c under prefix.
+func New(c redis.UniversalClient, prefix string) *Store {
+	return &Store{c: c, prefix: prefix, group: "workers"}
+}
+
+// Client is the underlying client.
+func (s *Store) Client() redis.UniversalClient { return s.c }
+
+func (s *Store) stKey(tag string) string { return s.prefix + tag + ":st" }
+func (s *Store) qKey(tag string) string  { return s.prefix + tag + ":q" }
+func (s *Store) g(name string) string    { return s.prefix + "{global}:" + name }
+
+// ReadyKey is the stream of hints: "conversation <tag> may have work".
+func (s *Store) ReadyKey() string { return s.g("ready") }
+
+// DeadKey is the dead-letter stream.
+func (s *Store) DeadKey() string { return s.g("dead") }
+
+// CancelChannel is the pub/sub channel carrying ids of cancelled active runs.
+func (s *Store) CancelChannel() string { return s.prefix + "cancel" }
+
+// Entry joins a run id and its envelope into a mailbox entry.
+func Entry(runID string, payload []byte) string { return runID + "\n" + string(payload) }
+
+// SplitEntry is Entry's inverse.
+func SplitEntry(e string) (runID string, payload []byte) {
+	id, rest, _ := strings.Cut(e, "\n")
+	return id, []byte(rest)
+}
+
+// Enqueue statuses.
+const (
+	StatusNew       = "new"
+	StatusScheduled = "scheduled"
+	StatusQueued    = "queued"
+	StatusBusy      = "busy"
+)
+
+// EnqueueResult is what the enqueue script did.
+type EnqueueResult struct {
+	Status string
+	// Interrupted is the active run flagged cancelled by the interrupt policy, if any.
+	Interrupted string
+	// Removed are queued runs the interrupt policy dropped.
+	Removed []string
+}
+
+// Enqueue runs the enqueue script for the conversation tag. probe selects probe mode (see
+// scripts.go).
+func (s *Store) Enqueue(ctx context.Context, tag string, probe bool, entry string, maxPerConv int, interrupt bool, now int64, convKey string) (EnqueueResult, error) {
+	mode := "push"
+	if probe {
+		mode = "probe"
+	}
+	v, err := scriptEnqueue.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)},
+		mode, entry, maxPerConv, b2s(interrupt), now, convKey).StringSlice()
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: %w", tag, err)
+	}
+	if len(v) < 2 {
+		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: short reply %q", tag, v)
+	}
+	return EnqueueResult{Status: v[0], Interrupted: v[1], Removed: v[2:]}, nil
+}
+
+// Retract removes an entry a refused "new" enqueue put in; needHint reports that others queued
+// behind it and the conversation must still be hinted.
+func (s *Store) Retract(ctx context.Context, tag, entry string) (needHint bool, err error) {
+	n, err := scriptRetract.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, entry).Int()
+	if err != nil {
+		return false, fmt.Errorf("rdb: retract from %s: %w", tag, err)
+	}
+	return n == 1, nil
+}
+
+// Ready statuses.
+const (
+	ReadyOK     = "ok"
+	ReadyPaused = "paused"
+	ReadyBusy   = "busy"
+)
+
+// Ready admits one run against the pause flag and the global limit (when admit), then adds a hint
+// for tag (when tag is not empty).
+func (s *Store) Ready(ctx context.Context, admit bool, maxPending int64, tag string) (string, error) {
+	v, err := scriptReady.Run(ctx, s.c, []string{s.g("paused"), s.g("pending"), s.ReadyKey()},
+		b2s(admit), maxPending, tag).Text()
+	if err != nil {
+		return "", fmt.Errorf("rdb: ready %s: %w", tag, err)
+	}
+	return v, nil
+}
+
+// Claim statuses.
+const (
+	ClaimRun   = "run"
+	ClaimNext  = "next"
+	ClaimHeld  = "held"
+	ClaimEmpty = "empty"
+	ClaimIdle  = "idle"
+	ClaimLost  = "lost"
+)
+
+// Claim is the answer of claim and ack: a run to execute (Run/Next), or why there is none.
+type Claim struct {
+	Status    string
+	Entry     string
+	Attempt   int
+	Cancelled bool
+}
+
+func parseClaim(v []any) (Claim, error) {
+	if len(v) == 0 {
+		return Claim{}, errors.New("empty reply")
+	}
+	c := Claim{Status: fmt.Sprint(v[0])}
+	if c.Status == ClaimRun || c.Status == ClaimNext {
+		if len(v) < 4 {
+			return Claim{}, fmt.Errorf("short reply %v", v)
+		}
+		c.Entry, _ = v[1].(string)
+		n, _ := v[2].(int64)
+		c.Attempt = int(n)
+		cc, _ := v[3].(int64)
+		c.Cancelled = cc == 1
+	}
+	return c, nil
+}
+
+// Claim takes tag's lease for owner until deadline (ms) if it is free or expired at now (ms).
+func (s *Store) Claim(ctx context.Context, tag, owner string, now, deadline int64) (Claim, error) {
+	v, err := scriptClaim.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, now, deadline).Slice()
+	if err != nil {
+		return Claim{}, fmt.Errorf("rdb: claim %s: %w", tag, err)
+	}
+	c, err := parseClaim(v)
+	if err != nil {
+		return Claim{}, fmt.Errorf("rdb: claim %s: %w", tag, err)
+	}
+	return c, nil
+}
+
+// Ack removes the finished run and returns the next one under the same lease, or ClaimIdle.
+func (s *Store) Ack(ctx context.Context, tag, owner, runID string, deadline int64) (Claim, error) {
+	v, err := scriptAck.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, runID, deadline).Slice()
+	if err != nil {
+		return Claim{}, fmt.Errorf("rdb: ack %s in %s: %w", runID, tag, err)
+	}
+	c, err := parseClaim(v)
+	if err != nil {
+		return Claim{}, fmt.Errorf("rdb: ack %s in %s: %w", runID, tag, err)
+	}
+	return c, nil
+}
+
+// Renewal is the answer of renew.
+type Renewal struct {
+	Lost      bool
+	Attempt   int
+	Cancelled bool
+}
+
+// RenewReq asks to extend one lease.
+type RenewReq struct {
+	Tag, Owner, RunID string
+	Deadline          int64
+	Bump              bool
+}
+
+// Renew extends one lease (and counts a new attempt when Bump).
+func (s *Store) Renew(ctx context.Context, r RenewReq) (Renewal, error) {
+	out, err := s.RenewMany(ctx, []RenewReq{r})
+	if err != nil {
+		return Renewal{}, err
+	}
+	return out[0], nil
+}
+
+// RenewMany extends several leases in one pipeline (the heartbeat).
+func (s *Store) RenewMany(ctx context.Context, reqs []RenewReq) ([]Renewal, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.Cmd, len(reqs))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range reqs {
+			cmds[i] = scriptRenew.Run(ctx, p, []string{s.stKey(r.Tag)}, r.Owner, r.RunID, r.Deadline, b2s(r.Bump))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		// Pipelined EVALSHA falls back per command; retry with EVAL once on NOSCRIPT.
+		if !isNoScript(err) {
+			return nil, fmt.Errorf("rdb: renew %d leases: %w", len(reqs), err)
+		}
+	}
+	out := make([]Renewal, len(reqs))
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if isNoScript(err) {
+			v, err = scriptRenew.Eval(ctx, s.c, []string{s.stKey(reqs[i].Tag)}, reqs[i].Owner, reqs[i].RunID, reqs[i].Deadline, b2s(reqs[i].Bump)).Slice()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rdb: renew lease of %s: %w", reqs[i].Tag, err)
+		}
+		if len(v) == 0 || v[0] != "ok" {
+			out[i] = Renewal{Lost: true}
+			continue
+		}
+		n, _ := v[1].(int64)
+		c, _ := v[2].(int64)
+		out[i] = Renewal{Attempt: int(n), Cancelled: c == 1}
+	}
+	return out, nil
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// Release gives up owner's lease on tag; needHint reports the mailbox still holds work.
+func (s *Store) Release(ctx context.Context, tag, owner string, now int64) (needHint bool, err error) {
+	n, err := scriptRelease.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, now).Int()
+	if err != nil {
+		return false, fmt.Errorf("rdb: release %s: %w", tag, err)
+	}
+	return n == 1, nil
+}
+
+// Cancel removes queued runs of tag matching runID ("" for all) and flags the active one.
+func (s *Store) Cancel(ctx context.Context, tag, runID string) (active string, removed []string, err error) {
+	v, err := scriptCancel.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, runID).StringSlice()
+	if err != nil {
+		return "", nil, fmt.Errorf("rdb: cancel in %s: %w", tag, err)
+	}
+	if len(v) == 0 {
+		return "", nil, fmt.Errorf("rdb: cancel in %s: empty reply", tag)
+	}
+	return v[0], v[1:], nil
+}
+
+// Rescue re-arms tag when its hint was asked for before staleBefore and never claimed.
+func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) (bool, error) {
+	n, err := scriptRescue.Run(ctx, s.c, []string{s.stKey(tag)}, now, staleBefore).Int()
+	if err != nil {
+		return false, fmt.Errorf("rdb: rescue %s: %w", tag, err)
+	}
+	return n == 1, nil
+}
+
+// Settlement is a batch of finished work to flush in one call.
+type Settlement struct {
+	// Decrement lowers the global pending count.
+	Decrement int64
+	// Counters are added to the stats hash.
+	Counters map[string]int64
+	// Hints are conversation tags to hint again.
+	Hints []string
+	// Acks are spent hint ids to acknowledge and delete.
+	Acks []string
+}
+
+// Empty reports whether the settlement has nothing to do.
+func (st *Settlement) Empty() bool {
+	return st.Decrement == 0 && len(st.Counters) == 0 && len(st.Hints) == 0 && len(st.Acks) == 0
+}
+
+// Settle flushes st.
+func (s *Store) Settle(ctx context.Context, st Settlement) error {
+	if st.Empty() {
+		return nil
+	}
+	args := []any{s.group, st.Decrement, len(st.Counters)}
+	for k, v := range st.Counters {
+		args = append(args, k, v)
+	}
+	args = append(args, len(st.Hints))
+	for _, h := range st.Hints {
+		args = append(args, h)
+	}
+	for _, a := range st.Acks {
+		args = append(args, a)
+	}
+	if err := scriptSettle.Run(ctx, s.c, []string{s.ReadyKey(), s.g("pending"), s.g("stats")}, args...).Err(); err != nil {
+		return fmt.Errorf("rdb: settle %d acks: %w", len(st.Acks), err)
+	}
+	return nil
+}
+
+// DeadLetter is one entry of the dead-letter stream.
+type DeadLetter struct {
+	ID       string // stream id
+	RunID    string
+	Reason   string
+	Envelope []byte
+	Conv     string
+	Attempts int
+	At       time.Time
+}
+
+// AddDeadLetter records d (its ID is assigned) and counts it, as a signature failure too when
+// sigFailure.
+func (s *Store) AddDeadLetter(ctx context.Context, d DeadLetter, sigFailure bool) (string, error) {
+	id, err := scriptDead.Run(ctx, s.c, []string{s.DeadKey(), s.g("pending"), s.g("stats")},
+		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure)).Text()
+	if err != nil {
+		return "", fmt.Errorf("rdb: dead-letter %s: %w", d.RunID, err)
+	}
+	return id, nil
+}
+
+// DeadLetters lists up to limit dead letters, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error) {
+	msgs, err := s.c.XRangeN(ctx, s.DeadKey(), "-", "+", int64(limit)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rdb: list dead letters: %w", err)
+	}
+	out := make([]DeadLetter, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, parseDead(m))
+	}
+	return out, nil
+}
+
+// FindDeadLetter returns the dead letter of runID, scanning the stream.
+func (s *Store) FindDeadLetter(ctx context.Context, runID string) (DeadLetter, bool, error) {
+	start := "-"
+	for {
+		msgs, err := s.c.XRangeN(ctx, s.DeadKey(), start, "+", 500).Result()
+		if err != nil {
+			return DeadLetter{}, false, fmt.Errorf("rdb: find dead letter %s: %w", runID, err)
+		}
+		for _, m := range msgs {
+			if d := parseDead(m); d.RunID == runID {
+				return d, true, nil
+			}
+		}
+		if len(msgs) < 500 {
+			return DeadLetter{}, false, nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// DeleteDeadLetter removes one dead letter by stream id; it reports whether one was there.
+func (s *Store) DeleteDeadLetter(ctx context.Context, id string) (bool, error) {
+	n, err := s.c.XDel(ctx, s.DeadKey(), id).Result()
+	if err != nil {
+		return false, fmt.Errorf("rdb: delete dead letter %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// DeadCount is the length of the dead-letter stream.
+func (s *Store) DeadCount(ctx context.Context) (int64, error) {
+	n, err := s.c.XLen(ctx, s.DeadKey()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("rdb: count dead letters: %w", err)
+	}
+	return n, nil
+}
+
+func parseDead(m redis.XMessage) DeadLetter {
+	str := func(k string) string { v, _ := m.Values[k].(string); return v }
+	attempts, _ := strconv.Atoi(str("attempts"))
+	at, _ := strconv.ParseInt(str("at"), 10, 64)
+	return DeadLetter{ID: m.ID, RunID: str("run"), Reason: str("reason"), Envelope: []byte(str("env")),
+		Conv: str("conv"), Attempts: attempts, At: time.UnixMilli(at)}
+}
+
+func b2s(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,234 @@
+package rdb
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts. Each touches either the keys of one conversation (hash tag {conv:…}) or the
+// global keys (hash tag {global}), never both, so each runs on one Redis Cluster slot.
+//
+// Conversation state hash (st) fields:
+//
+//	k   the conversation key string (for admin listings)
+//	hs  ms time a hint was asked for and no worker has claimed since (rescue uses it)
+//	o   lease owner (a worker token); d: lease deadline in ms
+//	a   run id of the active run (always the mailbox head once claimed); n: its attempt count
+//	c   run id of the active run when it has been cancelled
+//
+// The state hash exists exactly while the conversation is scheduled: its mailbox (q, a list of
+// "<run id>\n<envelope>" entries) is non-empty or a worker holds it.
+
+const luaRunID = `
+local function rid(e)
+  local i = string.find(e, "\n", 1, true)
+  if i then return string.sub(e, 1, i - 1) end
+  return e
+end
+`
+
+// enqueue: KEYS st, q. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now, convKey.
+// An unscheduled conversation gets the entry and a fresh state at once ("new": the caller must
+// admit it globally and hint it, or retract it). A scheduled one is only probed ("scheduled") in
+// probe mode; in push mode the entry is appended ("queued", activeCancelled, removed ids...).
+var scriptEnqueue = redis.NewScript(luaRunID + `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[1], 'k', ARGV[6], 'hs', ARGV[5])
+  return {'new', ''}
+end
+local interrupt = ARGV[4] == '1'
+local max = tonumber(ARGV[3])
+if not interrupt and max > 0 and redis.call('LLEN', KEYS[2]) >= max then return {'busy', ''} end
+if ARGV[1] == 'probe' then return {'scheduled', ''} end
+local out = {'queued', ''}
+if interrupt then
+  local active = redis.call('HGET', KEYS[1], 'a')
+  for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+    local id = rid(e)
+    if id ~= active then
+      redis.call('LREM', KEYS[2], 1, e)
+      table.insert(out, id)
+    end
+  end
+  if active and active ~= '' then
+    redis.call('HSET', KEYS[1], 'c', active)
+    out[2] = active
+  end
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return out
+`)
+
+// retract: KEYS st, q. ARGV entry. Undoes a "new" enqueue the global gate refused. Returns 1 when
+// other entries arrived meanwhile (the conversation still needs a hint), else 0.
+var scriptRetract = redis.NewScript(`
+redis.call('LREM', KEYS[2], 1, ARGV[1])
+if redis.call('LLEN', KEYS[2]) > 0 then return 1 end
+if not redis.call('HGET', KEYS[1], 'o') then redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// claim: KEYS st, q. ARGV owner, now, deadline. Takes the conversation's lease when it is free,
+// expired or already the caller's, and returns {'run', head entry, attempt, cancelled}. Returns
+// {'held', owner} when another worker's lease is live, {'empty'} when there is nothing to run.
+var scriptClaim = redis.NewScript(luaRunID + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'empty'} end
+local o = redis.call('HGET', KEYS[1], 'o')
+if o and o ~= ARGV[1] then
+  local d = tonumber(redis.call('HGET', KEYS[1], 'd') or '0')
+  if d > tonumber(ARGV[2]) then return {'held', o} end
+end
+local head = redis.call('LINDEX', KEYS[2], 0)
+if not head then
+  redis.call('DEL', KEYS[1])
+  return {'empty'}
+end
+local id = rid(head)
+if redis.call('HGET', KEYS[1], 'a') ~= id then
+  redis.call('HSET', KEYS[1], 'a', id, 'n', 0)
+  redis.call('HDEL', KEYS[1], 'c')
+end
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 'd', ARGV[3])
+redis.call('HDEL', KEYS[1], 'hs')
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+local c = 0
+if redis.call('HGET', KEYS[1], 'c') == id then c = 1 end
+return {'run', head, n, c}
+`)
+
+// ack: KEYS st, q. ARGV owner, run id, deadline. Removes the finished run (when still the head)
+// and, keeping the lease, hands over the next entry {'next', entry, 1, 0}; or drops the state
+// when the mailbox is empty {'idle'}. {'lost'} when the caller no longer holds the lease.
+var scriptAck = redis.NewScript(luaRunID + `
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return {'lost'} end
+local head = redis.call('LINDEX', KEYS[2], 0)
+if head and rid(head) == ARGV[2] then redis.call('LPOP', KEYS[2]) end
+local nxt = redis.call('LINDEX', KEYS[2], 0)
+if not nxt then
+  redis.call('DEL', KEYS[1])
+  return {'idle'}
+end
+redis.call('HSET', KEYS[1], 'a', rid(nxt), 'n', 1, 'd', ARGV[3])
+redis.call('HDEL', KEYS[1], 'c')
+return {'next', nxt, 1, 0}
+`)
+
+// renew: KEYS st. ARGV owner, run id, deadline, bump(1|0). Extends the caller's lease on the
+// active run, counting a new attempt when bump is 1. Returns {'ok', attempt, cancelled} or
+// {'lost'}.
+var scriptRenew = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'a') ~= ARGV[2] then
+  return {'lost'}
+end
+redis.call('HSET', KEYS[1], 'd', ARGV[3])
+local n
+if ARGV[4] == '1' then
+  n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+else
+  n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+end
+local c = 0
+if redis.call('HGET', KEYS[1], 'c') == ARGV[2] then c = 1 end
+return {'ok', n, c}
+`)
+
+// release: KEYS st, q. ARGV owner, now. Gives the lease up without finishing the run (shutdown).
+// Returns 1 when the mailbox still holds work (the caller re-hints it), 0 when the state was
+// dropped, -1 when the caller was not the owner.
+var scriptRelease = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return -1 end
+redis.call('HDEL', KEYS[1], 'o', 'd')
+if redis.call('LLEN', KEYS[2]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return 0
+end
+redis.call('HSET', KEYS[1], 'hs', ARGV[2])
+return 1
+`)
+
+// cancel: KEYS st, q. ARGV run id ('' for every run of the conversation). Removes matching queued
+// runs and flags the active one. Returns {activeCancelled or '', removed ids...}.
+var scriptCancel = redis.NewScript(luaRunID + `
+local out = {''}
+if redis.call('EXISTS', KEYS[1]) == 0 then return out end
+local active = redis.call('HGET', KEYS[1], 'a')
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  local id = rid(e)
+  if id ~= active and (ARGV[1] == '' or ARGV[1] == id) then
+    redis.call('LREM', KEYS[2], 1, e)
+    table.insert(out, id)
+  end
+end
+if active and active ~= '' and (ARGV[1] == '' or ARGV[1] == active) then
+  redis.call('HSET', KEYS[1], 'c', active)
+  out[1] = active
+end
+if redis.call('LLEN', KEYS[2]) == 0 and not redis.call('HGET', KEYS[1], 'o') then
+  redis.call('DEL', KEYS[1])
+end
+return out
+`)
+
+// rescue: KEYS st. ARGV now, stale-before. Re-arms a conversation whose hint was asked for
+// before stale-before and never claimed (its enqueuer died between two calls), returning 1 when
+// the caller must hint it again.
+var scriptRescue = redis.NewScript(`
+local hs = redis.call('HGET', KEYS[1], 'hs')
+if not hs or tonumber(hs) > tonumber(ARGV[2]) then return 0 end
+if redis.call('HGET', KEYS[1], 'o') then return 0 end
+redis.call('HSET', KEYS[1], 'hs', ARGV[1])
+return 1
+`)
+
+// ready: KEYS paused, pending, ready stream. ARGV admit(1|0), maxPending, hint tag ('' for none).
+// With admit it refuses when intake is paused or the global pending count is at its limit, and
+// otherwise counts the run; then it adds the hint. Returns 'ok', 'paused' or 'busy'.
+var scriptReady = redis.NewScript(`
+if ARGV[1] == '1' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 'paused' end
+  local max = tonumber(ARGV[2])
+  if max > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= max then return 'busy' end
+  redis.call('INCR', KEYS[2])
+end
+if ARGV[3] ~= '' then redis.call('XADD', KEYS[3], '*', 'c', ARGV[3]) end
+return 'ok'
+`)
+
+// settle: KEYS ready stream, pending, stats. ARGV group, decrement, ncounters, (field, delta)...,
+// nhints, hint tags..., then stream ids to acknowledge and delete. One call flushes a batch of
+// finished work: counters, the global pending count, new hints and spent hints.
+var scriptSettle = redis.NewScript(`
+local i = 1
+local group = ARGV[i]; i = i + 1
+local dec = tonumber(ARGV[i]); i = i + 1
+if dec ~= 0 then
+  if redis.call('DECRBY', KEYS[2], dec) < 0 then redis.call('SET', KEYS[2], 0) end
+end
+local nc = tonumber(ARGV[i]); i = i + 1
+for _ = 1, nc do
+  redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+local nh = tonumber(ARGV[i]); i = i + 1
+for _ = 1, nh do
+  redis.call('XADD', KEYS[1], '*', 'c', ARGV[i])
+  i = i + 1
+end
+if i <= #ARGV then
+  local ids = {}
+  for j = i, #ARGV do ids[#ids + 1] = ARGV[j] end
+  redis.call('XACK', KEYS[1], group, unpack(ids))
+  redis.call('XDEL', KEYS[1], unpack(ids))
+end
+return 0
+`)
+
+// dead: KEYS dead stream, pending, stats. ARGV run id, reason, envelope, conv key, attempts, at
+// (ms), signature failure (1|0). Records a dead letter and counts it; the run stops counting as
+// pending.
+var scriptDead = redis.NewScript(`
+local id = redis.call('XADD', KEYS[1], '*', 'run', ARGV[1], 'reason', ARGV[2], 'env', ARGV[3],
+  'conv', ARGV[4], 'attempts', ARGV[5], 'at', ARGV[6])
+if redis.call('DECR', KEYS[2]) < 0 then redis.call('SET', KEYS[2], 0) end
+redis.call('HINCRBY', KEYS[3], 'dead_lettered', 1)
+if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[3], 'signature_failures', 1) end
+return id
+`)

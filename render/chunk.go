@@ -1,0 +1,341 @@
+package render
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// MinChunkLimit is the smallest limit Chunk honours; smaller limits are raised
+// to it so that reopened fences and tags always leave room for text.
+const MinChunkLimit = 64
+
+// Chunk splits text that is already in dialect d into pieces of at most limit
+// characters (as Width counts them), for platforms that cap a message or
+// block. It prefers to cut at a blank line, then at a line end, then after a
+// space, and never cuts inside a rune, an HTML entity or tag, or a Slack
+// <link|label>. A cut inside a ``` code block closes the fence and reopens it
+// (with its language) in the next piece; for Telegram HTML, tags open at a
+// cut are closed and reopened, so every piece is well-formed on its own (an
+// unbalanced input is balanced too). Pieces carry no leading or trailing
+// blank lines; empty input gives no pieces.
+func Chunk(text string, limit int, d Dialect) []string {
+	limit = max(limit, MinChunkLimit)
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	if d != DialectTelegram && Width(text) <= limit && !strings.Contains(text, "```") {
+		if t := strings.Trim(text, "\n"); t != "" {
+			return []string{t}
+		}
+		return nil
+	}
+	c := chunker{text: text, limit: limit, d: d}
+	var out []string
+	for c.pos < len(text) {
+		if piece := c.next(); piece != "" {
+			out = append(out, piece)
+		}
+	}
+	return out
+}
+
+type openTag struct {
+	name    string
+	raw     string
+	dropped bool // too long to ever emit; its close tag is skipped too
+	emitted bool // emitted in the piece being built
+}
+
+// chunkState is what a cut must close and the next piece must reopen.
+type chunkState struct {
+	inFence   bool
+	fenceOpen string
+	stack     []openTag
+}
+
+func (s chunkState) clone() chunkState {
+	s.stack = append([]openTag(nil), s.stack...)
+	return s
+}
+
+type chunker struct {
+	text  string
+	limit int
+	d     Dialect
+	pos   int
+	st    chunkState
+}
+
+func (c *chunker) markup() bool { return c.d == DialectTelegram }
+
+// reopen returns the prefix that restores st at the start of a piece and marks
+// which open tags it emits.
+func (c *chunker) reopen(st *chunkState) string {
+	if c.markup() {
+		cost := 0
+		for _, t := range st.stack {
+			if !t.dropped {
+				cost += Width(t.raw) + len(t.name) + 3
+			}
+		}
+		emit := cost <= c.limit/4
+		var b strings.Builder
+		for i := range st.stack {
+			t := &st.stack[i]
+			t.emitted = emit && !t.dropped
+			if t.emitted {
+				b.WriteString(t.raw)
+			}
+		}
+		return b.String()
+	}
+	if st.inFence {
+		if Width(st.fenceOpen)+5 > c.limit/4 {
+			return "```\n"
+		}
+		return st.fenceOpen + "\n"
+	}
+	return ""
+}
+
+// closeCost is the width of what must be appended to end a piece in state st.
+func (c *chunker) closeCost(st *chunkState) int {
+	if c.markup() {
+		n := 0
+		for _, t := range st.stack {
+			if t.emitted {
+				n += len(t.name) + 3
+			}
+		}
+		return n
+	}
+	if st.inFence {
+		return 4 // "\n```"
+	}
+	return 0
+}
+
+func (c *chunker) closers(st *chunkState, body string) string {
+	if c.markup() {
+		var b strings.Builder
+		for i := len(st.stack) - 1; i >= 0; i-- {
+			if st.stack[i].emitted {
+				b.WriteString("</" + st.stack[i].name + ">")
+			}
+		}
+		return b.String()
+	}
+	if st.inFence {
+		if strings.HasSuffix(body, "\n") {
+			return "```"
+		}
+		return "\n```"
+	}
+	return ""
+}
+
+// atomEnd returns the end of the indivisible unit starting at i.
+func (c *chunker) atomEnd(i int) int {
+	s := c.text
+	switch s[i] {
+	case '<':
+		if c.d == DialectTelegram || c.d == DialectSlack {
+			maxLen := c.limit / 2
+			if j := strings.IndexByte(s[i+1:min(len(s), i+maxLen)], '>'); j >= 0 &&
+				!strings.ContainsAny(s[i+1:i+1+j], "<\n") {
+				return i + j + 2
+			}
+		}
+	case '&':
+		if c.d == DialectTelegram || c.d == DialectSlack {
+			for j := i + 1; j < len(s) && j < i+12; j++ {
+				ch := s[j]
+				if ch == ';' && j > i+1 {
+					return j + 1
+				}
+				if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '#') {
+					break
+				}
+			}
+		}
+	}
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return i + n
+}
+
+// step applies the atom text[i:j] to st and returns what the piece should
+// contain for it (tags that are dropped or unmatched contribute nothing).
+func (c *chunker) step(st *chunkState, i, j int) string {
+	atom := c.text[i:j]
+	if c.markup() {
+		if len(atom) > 2 && atom[0] == '<' && atom[len(atom)-1] == '>' {
+			return c.stepTag(st, atom)
+		}
+		return atom
+	}
+	// Code fences toggle at the start of a line.
+	if (i == 0 || c.text[i-1] == '\n') && strings.HasPrefix(c.text[i:], "```") {
+		if st.inFence {
+			st.inFence = false
+		} else {
+			end := strings.IndexByte(c.text[i:], '\n')
+			if end < 0 {
+				end = len(c.text) - i
+			}
+			st.inFence, st.fenceOpen = true, strings.TrimRight(c.text[i:i+end], " \r")
+		}
+	}
+	return atom
+}
+
+func (c *chunker) stepTag(st *chunkState, atom string) string {
+	inner := atom[1 : len(atom)-1]
+	if strings.HasPrefix(inner, "/") {
+		name := tagName(inner[1:])
+		for k := len(st.stack) - 1; k >= 0; k-- {
+			if st.stack[k].name != name {
+				continue
+			}
+			var b strings.Builder
+			for m := len(st.stack) - 1; m >= k; m-- {
+				if st.stack[m].emitted {
+					b.WriteString("</" + st.stack[m].name + ">")
+				}
+			}
+			st.stack = st.stack[:k]
+			return b.String()
+		}
+		return "" // a close tag with nothing to close
+	}
+	if strings.HasSuffix(inner, "/") {
+		return atom
+	}
+	name := tagName(inner)
+	if name == "" {
+		return EscapeHTML(atom)
+	}
+	t := openTag{name: name, raw: atom}
+	t.dropped = Width(atom)+len(name)+3 > c.limit/4
+	t.emitted = !t.dropped
+	st.stack = append(st.stack, t)
+	if t.dropped {
+		return ""
+	}
+	return atom
+}
+
+func tagName(s string) string {
+	end := 0
+	for end < len(s) {
+		ch := s[end]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-') {
+			break
+		}
+		end++
+	}
+	return strings.ToLower(s[:end])
+}
+
+// next builds one piece starting at c.pos and advances past it.
+func (c *chunker) next() string {
+	// Leading blank lines carry nothing outside a code block.
+	if !c.st.inFence && len(c.st.stack) == 0 {
+		for c.pos < len(c.text) && c.text[c.pos] == '\n' {
+			c.pos++
+		}
+		if c.pos == len(c.text) {
+			return ""
+		}
+	}
+	trial := c.st.clone()
+	prefix := c.reopen(&trial)
+	base := Width(prefix)
+	// Scan forward recording the last cut of each kind that fits.
+	var cutAny, cutSpace, cutLine, cutPara int
+	used := 0
+	i := c.pos
+	for i < len(c.text) {
+		j := c.atomEnd(i)
+		out := c.step(&trial, i, j)
+		used += Width(out)
+		if base+used > c.limit {
+			break
+		}
+		if base+used+c.closeCost(&trial) <= c.limit {
+			cutAny = j
+			switch c.text[j-1] {
+			case ' ', '\t':
+				cutSpace = j
+			case '\n':
+				cutLine = j
+				if j >= 2 && c.text[j-2] == '\n' {
+					cutPara = j
+				}
+			}
+		}
+		i = j
+	}
+	end := len(c.text)
+	if i < len(c.text) {
+		end = c.pickCut(cutAny, cutSpace, cutLine, cutPara)
+	}
+	// Replay the chosen span on the real state to build the piece.
+	st := c.st.clone()
+	prefix = c.reopen(&st)
+	var b strings.Builder
+	b.WriteString(prefix)
+	for k := c.pos; k < end; {
+		j := c.atomEnd(k)
+		b.WriteString(c.step(&st, k, j))
+		k = j
+	}
+	content := b.String()[len(prefix):]
+	if !st.inFence && len(st.stack) == 0 {
+		content = strings.TrimRight(content, " \t\n")
+	}
+	piece := prefix + content
+	piece += c.closers(&st, piece)
+	for k := range st.stack {
+		st.stack[k].emitted = false
+	}
+	c.st, c.pos = st, end
+	if c.blank(content) {
+		return ""
+	}
+	return piece
+}
+
+// blank reports whether content shows nothing (only whitespace and tags).
+func (c *chunker) blank(content string) bool {
+	if !c.markup() {
+		return strings.TrimSpace(content) == ""
+	}
+	inTag := false
+	for _, r := range content {
+		switch {
+		case r == '<':
+			inTag = true
+		case r == '>':
+			inTag = false
+		case !inTag && r != ' ' && r != '\n' && r != '\t':
+			return false
+		}
+	}
+	return true
+}
+
+// pickCut prefers a paragraph, then a line, then a word boundary, as long as
+// the piece stays at least half as long as the longest cut that fits.
+func (c *chunker) pickCut(any, space, line, para int) int {
+	if any <= c.pos {
+		// Nothing fits beside the reopened state: take one atom regardless.
+		return c.atomEnd(c.pos)
+	}
+	half := c.pos + (any-c.pos)/2
+	for _, cut := range []int{para, line, space} {
+		if cut > half {
+			return cut
+		}
+	}
+	return any
+}

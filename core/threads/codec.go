@@ -45,7 +45,8 @@ func encodeSettings(s Settings) ([]byte, error) {
 }
 
 // encodeTurn writes the events of one turn as one JSON array: the unit the log stores, trims and
-// loads. Each event must be valid JSON on its own.
+// loads. Each event must be valid JSON on its own; whitespace around an event is dropped (it
+// would be lost on decoding anyway), whitespace inside it is kept.
 func encodeTurn(events []json.RawMessage) ([]byte, error) {
 	if len(events) == 0 {
 		return nil, invalid("a turn needs at least one event")
@@ -63,13 +64,13 @@ func encodeTurn(events []json.RawMessage) ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, e...)
+		buf = append(buf, bytes.TrimSpace(e)...)
 	}
 	return append(buf, ']'), nil
 }
 
-// decodeTurn reads one stored turn back into its events. The events keep their bytes exactly
-// as they were appended.
+// decodeTurn reads one stored turn back into its events, each with the bytes it was appended
+// with (less surrounding whitespace).
 func decodeTurn(key string, index int, data []byte) ([]json.RawMessage, error) {
 	var events []json.RawMessage
 	if err := json.Unmarshal(data, &events); err != nil {

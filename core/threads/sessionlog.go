@@ -42,7 +42,8 @@ func (s *Store) AppendTurn(ctx context.Context, convKey, threadID string, events
 }
 
 // LoadTurns returns the session log of the conversation's current thread, oldest turn first,
-// each turn's events exactly as appended. A conversation without a thread or without turns has
+// each event with the bytes it was appended with (surrounding whitespace
+// dropped). A conversation without a thread or without turns has
 // an empty log (nil, nil). A stored turn that does not decode is a *CorruptError (ErrCorrupt).
 func (s *Store) LoadTurns(ctx context.Context, convKey string) ([][]json.RawMessage, error) {
 	if err := checkConvKey(convKey); err != nil {

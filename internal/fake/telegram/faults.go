@@ -1,0 +1,69 @@
+package telegramfake
+
+import "strconv"
+
+// Fault is an error answer to inject. Status 429 with RetryAfter > 0 carries
+// parameters.retry_after; an empty Description gets Telegram's usual one for the status.
+type Fault struct {
+	Status      int
+	RetryAfter  int
+	Description string
+}
+
+type fault struct {
+	method string
+	chatID int64 // 0: any chat
+	left   int
+	f      Fault
+}
+
+// FailNext makes the next n calls of method (any chat) answer with f.
+func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, 0, n, f) }
+
+// FailChat makes the next n calls of method for chatID answer with f.
+func (s *Server) FailChat(chatID int64, method string, n int, f Fault) {
+	s.addFault(method, chatID, n, f)
+}
+
+// RateLimitStorm makes the next n calls of method answer 429 "Too Many Requests: retry after
+// <retryAfter>" with parameters.retry_after.
+func (s *Server) RateLimitStorm(method string, n, retryAfter int) {
+	s.FailNext(method, n, Fault{Status: 429, RetryAfter: retryAfter})
+}
+
+func (s *Server) addFault(method string, chatID int64, n int, f Fault) {
+	if f.Description == "" {
+		switch {
+		case f.Status == 429:
+			f.Description = "Too Many Requests: retry after " + strconv.Itoa(f.RetryAfter)
+		case f.Status >= 500:
+			f.Description = "Internal Server Error"
+		default:
+			f.Description = "Bad Request"
+		}
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, &fault{method: method, chatID: chatID, left: n, f: f})
+	s.mu.Unlock()
+}
+
+// takeFault consumes one matching fault, if any.
+func (s *Server) takeFault(method string, p map[string]string) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.faults) == 0 {
+		return nil
+	}
+	cid, _ := strconv.ParseInt(p["chat_id"], 10, 64)
+	for i, f := range s.faults {
+		if f.method != method || f.chatID != 0 && f.chatID != cid {
+			continue
+		}
+		f.left--
+		if f.left <= 0 {
+			s.faults = append(s.faults[:i], s.faults[i+1:]...)
+		}
+		return &apiError{code: f.f.Status, desc: f.f.Description, retryAfter: f.f.RetryAfter}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package telegramfake
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type answer struct {
+	OK          bool            `json:"ok"`
+	Result      json.RawMessage `json:"result"`
+	ErrorCode   int             `json:"error_code"`
+	Description string          `json:"description"`
+	Parameters  struct {
+		RetryAfter int `json:"retry_after"`
+	} `json:"parameters"`
+}
+
+func call(t *testing.T, s *Server, method string, params url.Values) answer {
+	t.Helper()
+	resp, err := http.PostForm(s.URL()+"/bot"+s.Token()+"/"+method, params)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	var a answer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		t.Fatalf("%s: decode: %v", method, err)
+	}
+	if !a.OK && a.ErrorCode != resp.StatusCode {
+		t.Fatalf("%s: error_code %d but HTTP %d", method, a.ErrorCode, resp.StatusCode)
+	}
+	return a
+}
+
+func TestParseHTMLAcceptsTelegramTagsAndRejectsTheRest(t *testing.T) {
+	tests := []struct {
+		name, in, visible string
+		ok                bool
+	}{
+		{"plain", "hello", "hello", true},
+		{"nested tags", "<b>bold <i>it</i></b>", "bold it", true},
+		{"link", `<a href="https://x.y">x</a>`, "x", true},
+		{"pre code", `<pre><code class="language-go">x &lt; y</code></pre>`, "x < y", true},
+		{"entities", "&amp;&quot;&#65;&#x42;", `&"AB`, true},
+		{"spoiler span", `<span class="tg-spoiler">s</span>`, "s", true},
+		{"unknown tag", "<div>x</div>", "", false},
+		{"br is not allowed", "a<br>b", "", false},
+		{"unclosed", "<b>x", "", false},
+		{"misnested", "<b><i>x</b></i>", "", false},
+		{"stray lt", "a < b", "", false},
+		{"stray gt", "a > b", "", false},
+		{"stray amp", "a & b", "", false},
+		{"named entity", "&nbsp;", "", false},
+		{"span without class", "<span>x</span>", "", false},
+		{"a without href", "<a>x</a>", "", false},
+		{"invalid utf8", "\xff", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseHTML(tt.in)
+			if (err == nil) != tt.ok {
+				t.Fatalf("ParseHTML(%q) err = %v, want ok=%v", tt.in, err, tt.ok)
+			}
+			if got != tt.visible {
+				t.Fatalf("visible = %q, want %q", got, tt.visible)
+			}
+		})
+	}
+}
+
+func FuzzParseHTML(f *testing.F) {
+	for _, s := range []string{"<b>x</b>", "&lt;", "<a href=\"u\">", "&#x110000;", "<pre><code>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseHTML(s) // must not panic
+	})
+}
+
+func TestSendMessageValidatesLikeTheBotAPI(t *testing.T) {
+	s := New(t)
+	tests := []struct {
+		name   string
+		params url.Values
+		desc   string
+	}{
+		{"bad html", url.Values{"chat_id": {"1"}, "text": {"<x>"}, "parse_mode": {"HTML"}}, "Bad Request: can't parse entities"},
+		{"too long", url.Values{"chat_id": {"1"}, "text": {strings.Repeat("a", 4097)}}, "Bad Request: message is too long"},
+		{"empty", url.Values{"chat_id": {"1"}, "text": {""}}, "Bad Request: message text is empty"},
+		{"callback data too long", url.Values{"chat_id": {"1"}, "text": {"x"}, "reply_markup": {`{"inline_keyboard":[[{"text":"a","callback_data":"` + strings.Repeat("d", 65) + `"}]]}`}}, "Bad Request: BUTTON_DATA_INVALID"},
+		{"no chat", url.Values{"text": {"x"}}, "Bad Request: chat not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := call(t, s, "sendMessage", tt.params)
+			if a.OK || a.ErrorCode != 400 || !strings.HasPrefix(a.Description, tt.desc) {
+				t.Fatalf("got ok=%v %d %q, want 400 %q", a.OK, a.ErrorCode, a.Description, tt.desc)
+			}
+		})
+	}
+	t.Run("exactly 4096 is accepted", func(t *testing.T) {
+		a := call(t, s, "sendMessage", url.Values{"chat_id": {"1"}, "text": {strings.Repeat("&amp;", 4096)}, "parse_mode": {"HTML"}})
+		if !a.OK {
+			t.Fatalf("refused: %s", a.Description)
+		}
+	})
+}
+
+func TestEditReportsNotModifiedAndNotFound(t *testing.T) {
+	s := New(t)
+	sent := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"one"}, "message_thread_id": {"9"}})
+	var m WireMessage
+	_ = json.Unmarshal(sent.Result, &m)
+	if m.MessageThreadID != 9 {
+		t.Fatalf("thread = %d, want 9", m.MessageThreadID)
+	}
+	id := url.Values{"chat_id": {"5"}, "message_id": {"1"}, "text": {"one"}}
+	if a := call(t, s, "editMessageText", id); a.OK || !strings.HasPrefix(a.Description, "Bad Request: message is not modified") {
+		t.Fatalf("unchanged edit: %+v", a)
+	}
+	id.Set("text", "two")
+	if a := call(t, s, "editMessageText", id); !a.OK {
+		t.Fatalf("edit: %+v", a)
+	}
+	if a := call(t, s, "deleteMessage", id); !a.OK {
+		t.Fatalf("delete: %+v", a)
+	}
+	if a := call(t, s, "editMessageText", id); a.OK || a.Description != "Bad Request: message to edit not found" {
+		t.Fatalf("edit deleted: %+v", a)
+	}
+	if got := s.Posted(5); len(got) != 0 {
+		t.Fatalf("posted after delete = %+v", got)
+	}
+}
+
+func TestGetUpdatesConfirmsBelowOffsetAndWakesOnPush(t *testing.T) {
+	s := New(t)
+	u := User{ID: 42, FirstName: "Ann"}
+	id1, _ := s.PushPrivate(u, "one")
+	a := call(t, s, "getUpdates", url.Values{"timeout": {"10"}})
+	var ups []struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	_ = json.Unmarshal(a.Result, &ups)
+	if len(ups) != 1 || ups[0].UpdateID != id1 {
+		t.Fatalf("first poll = %s", a.Result)
+	}
+	done := make(chan answer)
+	go func() {
+		done <- call(t, s, "getUpdates", url.Values{"timeout": {"10"}, "offset": {itoa(id1 + 1)}})
+	}()
+	eventually(t, func() bool { return s.Pending() == 0 })
+	id2, _ := s.PushPrivate(u, "two")
+	select {
+	case a = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("long poll did not wake on a new update")
+	}
+	_ = json.Unmarshal(a.Result, &ups)
+	if len(ups) != 1 || ups[0].UpdateID != id2 {
+		t.Fatalf("second poll = %s", a.Result)
+	}
+}
+
+func TestFaultsAnswer429WithRetryAfterThenRecover(t *testing.T) {
+	s := New(t)
+	s.RateLimitStorm("sendMessage", 2, 3)
+	p := url.Values{"chat_id": {"1"}, "text": {"x"}}
+	for i := range 2 {
+		a := call(t, s, "sendMessage", p)
+		if a.ErrorCode != 429 || a.Parameters.RetryAfter != 3 {
+			t.Fatalf("call %d: %+v", i, a)
+		}
+	}
+	if a := call(t, s, "sendMessage", p); !a.OK {
+		t.Fatalf("after storm: %+v", a)
+	}
+	if got := s.Count("sendMessage"); got != 3 {
+		t.Fatalf("count = %d, want 3", got)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// eventually polls cond until it holds or 5 s pass.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("condition not met within 5s")
+		}
+	}
+}

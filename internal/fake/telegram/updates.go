@@ -1,0 +1,266 @@
+package telegramfake
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf16"
+)
+
+// User is a Telegram user as the wire format has it.
+type User struct {
+	ID        int64  `json:"id"`
+	IsBot     bool   `json:"is_bot"`
+	FirstName string `json:"first_name"`
+	LastName  string `json:"last_name,omitempty"`
+	Username  string `json:"username,omitempty"`
+}
+
+// Chat is a Telegram chat as the wire format has it. Type is private, group, supergroup or
+// channel.
+type Chat struct {
+	ID      int64  `json:"id"`
+	Type    string `json:"type"`
+	Title   string `json:"title,omitempty"`
+	IsForum bool   `json:"is_forum,omitempty"`
+}
+
+// Entity is a message entity; Offset and Length count UTF-16 code units.
+type Entity struct {
+	Type   string `json:"type"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
+	User   *User  `json:"user,omitempty"`
+}
+
+// WireMessage is a message as getUpdates delivers it.
+type WireMessage struct {
+	MessageID       int          `json:"message_id"`
+	MessageThreadID int          `json:"message_thread_id,omitempty"`
+	IsTopicMessage  bool         `json:"is_topic_message,omitempty"`
+	From            *User        `json:"from,omitempty"`
+	Chat            Chat         `json:"chat"`
+	Date            int64        `json:"date"`
+	Text            string       `json:"text,omitempty"`
+	Entities        []Entity     `json:"entities,omitempty"`
+	Caption         string       `json:"caption,omitempty"`
+	CaptionEntities []Entity     `json:"caption_entities,omitempty"`
+	ReplyToMessage  *WireMessage `json:"reply_to_message,omitempty"`
+	ReplyMarkup     *Keyboard    `json:"reply_markup,omitempty"`
+}
+
+// In describes a message a user sends, for PushMessage. Entities are derived from Text (bot
+// commands at the start, @mentions) unless Entities is set.
+type In struct {
+	Chat Chat
+	From User
+	Text string
+	// Caption sends Text as a photo caption instead.
+	Caption bool
+	// ThreadID puts the message in a forum topic (the chat should be a forum supergroup).
+	ThreadID int
+	// ReplyTo is the id of a message in the same chat this one replies to.
+	ReplyTo  int
+	Entities []Entity
+}
+
+// Private is a private chat with u.
+func Private(u User) Chat { return Chat{ID: u.ID, Type: "private"} }
+
+// Group is a supergroup chat; id should be negative, as Telegram's are.
+func Group(id int64) Chat {
+	return Chat{ID: id, Type: "supergroup", Title: "group " + strconv.FormatInt(id, 10)}
+}
+
+// Forum is a forum supergroup (topics enabled).
+func Forum(id int64) Chat {
+	c := Group(id)
+	c.IsForum = true
+	return c
+}
+
+// PushMessage queues a message update from a user and returns its update id and message id.
+func (s *Server) PushMessage(in In) (updateID int64, messageID int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(in.Chat.ID)
+	c.nextID++
+	m := WireMessage{MessageID: c.nextID, From: &in.From, Chat: in.Chat, Date: time.Now().Unix()}
+	ents := in.Entities
+	if ents == nil {
+		ents = deriveEntities(in.Text)
+	}
+	if in.Caption {
+		m.Caption, m.CaptionEntities = in.Text, ents
+	} else {
+		m.Text, m.Entities = in.Text, ents
+	}
+	if in.ThreadID != 0 {
+		m.MessageThreadID, m.IsTopicMessage = in.ThreadID, true
+	}
+	if in.ReplyTo != 0 {
+		m.ReplyToMessage = c.wire(in.ReplyTo, in.Chat)
+		if in.ThreadID != 0 {
+			m.MessageThreadID = in.ThreadID
+		}
+	} else if in.ThreadID != 0 {
+		// In a forum topic an unreplied message replies to the topic's creation message.
+		m.ReplyToMessage = &WireMessage{MessageID: in.ThreadID, Chat: in.Chat, MessageThreadID: in.ThreadID, IsTopicMessage: true}
+	}
+	c.msgs[m.MessageID] = &Message{ID: m.MessageID, ChatID: in.Chat.ID, ThreadID: in.ThreadID, Text: in.Text, FromUser: in.From.ID, ReplyTo: in.ReplyTo}
+	c.order = append(c.order, m.MessageID)
+	return s.pushLocked(map[string]any{"message": m}), m.MessageID
+}
+
+// PushPrivate queues a private message from u.
+func (s *Server) PushPrivate(u User, text string) (updateID int64, messageID int) {
+	return s.PushMessage(In{Chat: Private(u), From: u, Text: text})
+}
+
+// PushGroup queues a message from u in supergroup chatID; "@<BotUsername>" in text becomes a
+// mention entity.
+func (s *Server) PushGroup(chatID int64, u User, text string) (updateID int64, messageID int) {
+	return s.PushMessage(In{Chat: Group(chatID), From: u, Text: text})
+}
+
+// PushTopic queues a message from u in forum topic threadID of forum supergroup chatID.
+func (s *Server) PushTopic(chatID int64, threadID int, u User, text string) (updateID int64, messageID int) {
+	return s.PushMessage(In{Chat: Forum(chatID), From: u, Text: text, ThreadID: threadID})
+}
+
+// PushCallback queues a click by u on a button with callbackData of message messageID in
+// chatID (which should be a message the bot posted), and returns the update id and the callback
+// query id.
+func (s *Server) PushCallback(chatID int64, messageID int, u User, callbackData string) (updateID int64, queryID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chat(chatID)
+	chat := Chat{ID: chatID, Type: "supergroup"}
+	if chatID > 0 {
+		chat.Type = "private"
+	}
+	msg := c.wire(messageID, chat)
+	if m := c.msgs[messageID]; m != nil && m.ThreadID != 0 {
+		chat.IsForum = true
+		msg.Chat = chat
+	}
+	queryID = strconv.FormatInt(s.nextUpdate+1, 10) + "cb"
+	s.callbacks[queryID] = &callback{}
+	cq := map[string]any{"id": queryID, "from": u, "message": msg, "chat_instance": strconv.FormatInt(chatID, 10), "data": callbackData}
+	return s.pushLocked(map[string]any{"callback_query": cq}), queryID
+}
+
+// PushRaw queues an update whose body (everything but update_id) is fields.
+func (s *Server) PushRaw(fields map[string]any) (updateID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushLocked(fields)
+}
+
+func (s *Server) pushLocked(fields map[string]any) int64 {
+	s.nextUpdate++
+	id := s.nextUpdate
+	fields["update_id"] = id
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		panic("telegramfake: marshal update: " + err.Error())
+	}
+	delete(fields, "update_id")
+	s.queue = append(s.queue, queued{id: id, raw: raw})
+	if !s.closed {
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}
+	return id
+}
+
+// Pending is the number of updates not yet confirmed by a getUpdates offset.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// deriveEntities finds a leading bot command and @mentions, with UTF-16 offsets.
+func deriveEntities(text string) []Entity {
+	var ents []Entity
+	u16 := utf16.Encode([]rune(text))
+	isWord := func(c uint16) bool {
+		return c == '_' || c == '@' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; i < len(u16); i++ {
+		if u16[i] != '/' && u16[i] != '@' || i > 0 && isWord(u16[i-1]) {
+			continue
+		}
+		if u16[i] == '/' && i != 0 {
+			continue
+		}
+		j := i + 1
+		for j < len(u16) && isWord(u16[j]) && (u16[i] == '/' || u16[j] != '@') {
+			j++
+		}
+		if j-i < 2 {
+			continue
+		}
+		typ := "mention"
+		if u16[i] == '/' {
+			typ = "bot_command"
+		}
+		ents = append(ents, Entity{Type: typ, Offset: i, Length: j - i})
+		i = j - 1
+	}
+	return ents
+}
+
+// getUpdates implements long polling: an offset confirms (forgets) every update below it; queued
+// updates at or above it are answered at once, else the call waits up to timeout seconds for one
+// and returns early when the client goes away.
+func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiError) {
+	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
+	limit, _ := strconv.Atoi(p["limit"])
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	timeout, _ := strconv.Atoi(p["timeout"])
+	ctx := r.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
+		defer cancel()
+	}
+	for {
+		s.mu.Lock()
+		if s.webhook.URL != "" {
+			s.mu.Unlock()
+			return nil, &apiError{code: 409, desc: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}
+		}
+		if offset > 0 {
+			n := 0
+			for n < len(s.queue) && s.queue[n].id < offset {
+				n++
+			}
+			s.queue = s.queue[n:]
+		}
+		var out []json.RawMessage
+		for _, q := range s.queue {
+			if q.id >= offset && len(out) < limit {
+				out = append(out, q.raw)
+			}
+		}
+		wake, closed := s.wake, s.closed
+		s.mu.Unlock()
+		if len(out) > 0 || timeout <= 0 || closed {
+			if out == nil {
+				out = []json.RawMessage{}
+			}
+			return out, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return []json.RawMessage{}, nil
+		}
+	}
+}

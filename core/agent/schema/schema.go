@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"sort"
@@ -48,7 +49,10 @@ func Parse(raw []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("schema: not valid JSON: %w", err)
 	}
-	if dec.More() {
+	// dec.More reports false before a stray ']' or '}', so ask for a second value instead: only
+	// io.EOF means the document held exactly one.
+	var rest any
+	if err := dec.Decode(&rest); err != io.EOF {
 		return nil, fmt.Errorf("schema: trailing data after the JSON value")
 	}
 	return v, nil
@@ -67,7 +71,7 @@ func CheckSupported(s any) []Violation {
 	if t, _ := m["type"].(string); t != "object" {
 		c.add("schema.type", "must be \"object\" at the root")
 	}
-	c.check("schema", m)
+	c.check("schema", m, 0)
 	return c.out
 }
 
@@ -80,7 +84,12 @@ type checker struct {
 
 func (c *checker) add(path, msg string) { c.out = append(c.out, Violation{path, msg}) }
 
-func (c *checker) check(path string, m map[string]any) {
+func (c *checker) check(path string, m map[string]any, depth int) {
+	if depth > maxDepth {
+		// Every level lengthens the path, so an unbounded descent costs quadratic memory.
+		c.add(path, "is nested too deeply")
+		return
+	}
 	id := reflect.ValueOf(m).Pointer()
 	if c.onPath[id] {
 		c.add(path, "is circular")
@@ -137,7 +146,7 @@ func (c *checker) check(path string, m map[string]any) {
 					c.add(p+"."+n, "must be a schema object")
 					continue
 				}
-				c.check(p+"."+n, sub)
+				c.check(p+"."+n, sub, depth+1)
 			}
 		case "required":
 			if hasType && typ != "object" {
@@ -175,7 +184,7 @@ func (c *checker) check(path string, m map[string]any) {
 				c.add(p, "must be a schema object")
 				continue
 			}
-			c.check(p, sub)
+			c.check(p, sub, depth+1)
 		case "enum":
 			if typ == "object" || typ == "array" {
 				c.add(p, "is only allowed on scalar types")
@@ -345,6 +354,16 @@ func number(v any) (float64, bool) {
 }
 
 func jsonEqual(a, b any) bool {
+	// Integers beyond 2^53 lose precision as float64: compare them exactly when both fit int64.
+	if na, ok := a.(json.Number); ok {
+		if nb, ok := b.(json.Number); ok {
+			ia, errA := na.Int64()
+			ib, errB := nb.Int64()
+			if errA == nil && errB == nil {
+				return ia == ib
+			}
+		}
+	}
 	if fa, ok := number(a); ok {
 		fb, ok := number(b)
 		return ok && fa == fb

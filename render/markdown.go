@@ -298,25 +298,39 @@ func (c *converter) styledInline(n ast.Node) string {
 	return c.inlineString(n)
 }
 
+// inlines renders n's inline children. Adjacent text nodes are joined before
+// escaping so a mention split across nodes (say by an entity) is still caught.
 func (c *converter) inlines(n ast.Node, b *strings.Builder) {
-	for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
-		c.inline(ch, b)
+	var pending strings.Builder
+	flush := func() {
+		if pending.Len() > 0 {
+			b.WriteString(c.escape(pending.String()))
+			pending.Reset()
+		}
 	}
+	for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
+		switch t := ch.(type) {
+		case *ast.Text:
+			v := t.Value(c.src)
+			if !t.IsRaw() {
+				v = util.UnescapePunctuations(util.ResolveNumericReferences(util.ResolveEntityNames(v)))
+			}
+			pending.Write(v)
+			if t.HardLineBreak() || t.SoftLineBreak() {
+				pending.WriteByte('\n')
+			}
+		case *ast.String:
+			pending.Write(t.Value)
+		default:
+			flush()
+			c.inline(ch, b)
+		}
+	}
+	flush()
 }
 
 func (c *converter) inline(n ast.Node, b *strings.Builder) {
 	switch n := n.(type) {
-	case *ast.Text:
-		v := n.Value(c.src)
-		if !n.IsRaw() {
-			v = util.UnescapePunctuations(util.ResolveNumericReferences(util.ResolveEntityNames(v)))
-		}
-		b.WriteString(c.escape(string(v)))
-		if n.HardLineBreak() || n.SoftLineBreak() {
-			b.WriteByte('\n')
-		}
-	case *ast.String:
-		b.WriteString(c.escape(string(n.Value)))
 	case *ast.CodeSpan:
 		var code strings.Builder
 		for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
@@ -419,7 +433,7 @@ func (c *converter) codeSpan(code string) string {
 func safeURL(u string) bool {
 	l := strings.ToLower(u)
 	return (strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "mailto:")) &&
-		!strings.ContainsAny(u, " \n\t\"<>")
+		!strings.ContainsAny(u, " \n\t<>")
 }
 
 // link renders a link whose text is already in the dialect.

@@ -80,7 +80,7 @@ func NeutralizeMentions(s string) string {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '<':
-			if i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '!') {
+			if i+1 < len(s) && (s[i+1] == '@' || s[i+1] == '!') && !strings.HasPrefix(s[i+2:], zwsp) {
 				b.WriteString(s[last : i+2])
 				b.WriteString(zwsp)
 				last = i + 2

@@ -144,8 +144,8 @@ redis.call('HSET', KEYS[1], 'hs', ARGV[2])
 return 1
 `)
 
-// cancel: KEYS st, q. ARGV run id ('' for every run of the conversation). Removes matching queued
-// runs and flags the active one. Returns {activeCancelled or '', removed ids...}.
+// cancel: KEYS st, q. ARGV run id (empty for every run of the conversation). Removes matching queued
+// runs and flags the active one. Returns {activeCancelled or empty, removed ids...}.
 var scriptCancel = redis.NewScript(luaRunID + `
 local out = {''}
 if redis.call('EXISTS', KEYS[1]) == 0 then return out end
@@ -178,7 +178,7 @@ redis.call('HSET', KEYS[1], 'hs', ARGV[1])
 return 1
 `)
 
-// ready: KEYS paused, pending, ready stream. ARGV admit(1|0), maxPending, hint tag ('' for none).
+// ready: KEYS paused, pending, ready stream. ARGV admit(1|0), maxPending, hint tag (empty for none).
 // With admit it refuses when intake is paused or the global pending count is at its limit, and
 // otherwise counts the run; then it adds the hint. Returns 'ok', 'paused' or 'busy'.
 var scriptReady = redis.NewScript(`

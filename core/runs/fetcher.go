@@ -1,0 +1,91 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
+)
+
+// fetchBlock is how long one XREADGROUP waits for hints; it bounds how long Shutdown waits for the
+// fetcher to notice.
+const fetchBlock = 500 * time.Millisecond
+
+// fetch is the fetcher component: it reads hints from the ready stream for as many as this process
+// has free slots (at most two per worker), so one read serves several workers under load.
+func (p *Pool) fetch(ctx context.Context) {
+	for {
+		n, ok := p.takeSlots(ctx, true)
+		if !ok {
+			return
+		}
+		hints, err := p.st.ReadHints(ctx, p.opt.Consumer, n, fetchBlock)
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("runs: reading hints failed; retrying", "err", err)
+			p.returnSlots(n)
+			if !waitFor(ctx, 200*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		p.dispatch(hints, n)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// takeSlots takes at least one free slot (waiting for it when wait) and then every other free
+// one. ok is false when ctx ended or, without wait, no slot was free.
+func (p *Pool) takeSlots(ctx context.Context, wait bool) (n int, ok bool) {
+	if wait {
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-p.slots:
+		}
+	} else {
+		select {
+		case <-p.slots:
+		default:
+			return 0, false
+		}
+	}
+	n = 1
+	for n < cap(p.slots) {
+		select {
+		case <-p.slots:
+			n++
+		default:
+			return n, true
+		}
+	}
+	return n, true
+}
+
+func (p *Pool) returnSlots(n int) {
+	for range n {
+		p.slots <- struct{}{}
+	}
+}
+
+// dispatch hands hints to the workers and returns the slots they did not use.
+func (p *Pool) dispatch(hints []rdb.Hint, slots int) {
+	for _, h := range hints {
+		p.held.addHint(h.ID)
+		p.work <- h // never blocks: work has a place for every slot
+	}
+	p.returnSlots(slots - len(hints))
+}
+
+// waitFor waits d or until ctx ends; it reports whether d passed.
+func waitFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,145 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
+)
+
+// Pool runs envelopes from a Queue with Options.Workers goroutines. It is a handful of small
+// components, each in its own file: the fetcher reads hints, workers (processor.go) claim
+// conversations and call the Handler, the heartbeat renews leases, the recoverer takes over
+// conversations of dead workers, the canceller listens for cancels, and the settler flushes
+// finished work in batches.
+type Pool struct {
+	q    *Queue
+	st   *rdb.Store
+	opt  Options
+	log  *slog.Logger
+	h    Handler
+	sink Sink
+
+	work  chan rdb.Hint   // hints fetched, waiting for a worker
+	slots chan struct{}   // one token per hint this process may hold (fetched or in work)
+	held  *heldSet        // what this process holds, for the heartbeat and the canceller
+	set   *settler        // batched acknowledgements and counters
+	intake context.CancelFunc // stops fetcher and recoverer
+	runs   context.Context    // parent of every handler ctx; cancelled at the drain deadline
+	stopRuns context.CancelCauseFunc
+	bg       context.Context // context of background components
+	stopBg   context.CancelFunc
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	draining bool
+
+	intakeWG, workersWG, bgWG sync.WaitGroup
+}
+
+// errShutdown is the cause set on handler contexts when the drain deadline passes.
+var errShutdown = errors.New("runs: worker shutting down")
+
+// NewPool returns a pool that runs q's envelopes with h, delivering events to sink (nil discards
+// them). Options.Signer must be set: nothing runs unverified.
+func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
+	if q.opt.Signer == nil {
+		return nil, errors.New("runs: a pool needs Options.Signer to verify envelopes")
+	}
+	if h == nil {
+		return nil, errors.New("runs: a pool needs a handler")
+	}
+	w := q.opt.Workers
+	return &Pool{
+		q: q, st: q.st, opt: q.opt, log: q.log.With("consumer", q.opt.Consumer), h: h, sink: sink,
+		work: make(chan rdb.Hint, 2*w), slots: make(chan struct{}, 2*w), held: newHeldSet(),
+	}, nil
+}
+
+// Start creates the consumer group if needed, subscribes to cancels and starts every component.
+// ctx bounds only this setup; the pool runs until Shutdown.
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("runs: pool already started")
+	}
+	if err := p.st.EnsureGroup(ctx); err != nil {
+		return fmt.Errorf("runs: start pool: %w", err)
+	}
+	ps, err := p.st.SubscribeCancels(ctx)
+	if err != nil {
+		return fmt.Errorf("runs: start pool: %w", err)
+	}
+	p.started = true
+	for range cap(p.slots) {
+		p.slots <- struct{}{}
+	}
+	p.bg, p.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+	p.runs, p.stopRuns = context.WithCancelCause(context.WithoutCancel(ctx))
+	intakeCtx, intake := context.WithCancel(p.bg)
+	p.intake = intake
+
+	p.set = newSettler(p.st, p.log)
+	p.bgWG.Add(3)
+	go func() { defer p.bgWG.Done(); p.set.run(p.bg) }()
+	go func() { defer p.bgWG.Done(); p.heartbeat(p.bg) }()
+	go func() { defer p.bgWG.Done(); p.listenCancels(p.bg, ps) }()
+
+	p.intakeWG.Add(2)
+	go func() { defer p.intakeWG.Done(); p.fetch(intakeCtx) }()
+	go func() { defer p.intakeWG.Done(); p.recover(intakeCtx) }()
+
+	p.workersWG.Add(p.opt.Workers)
+	for i := range p.opt.Workers {
+		go func() { defer p.workersWG.Done(); p.worker(i) }()
+	}
+	p.log.Info("runs: worker pool started", "workers", p.opt.Workers, "lease", p.opt.Lease)
+	return nil
+}
+
+// Shutdown drains the pool in order: it stops taking new runs, lets in-flight runs finish until
+// ctx is done, then cancels the rest and releases their leases so another worker takes them
+// over, re-hints fetched work nobody started, flushes acknowledgements and stops every goroutine.
+// No run is lost. It returns ctx's error when runs had to be cancelled, nil after a clean drain.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.started || p.stopped {
+		p.mu.Unlock()
+		return nil
+	}
+	p.stopped = true
+	p.draining = true
+	p.mu.Unlock()
+
+	p.intake()
+	p.intakeWG.Wait()
+	close(p.work)
+
+	done := make(chan struct{})
+	go func() { p.workersWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		p.log.Warn("runs: drain deadline passed; cancelling in-flight runs and releasing their leases")
+		p.stopRuns(errShutdown)
+		<-done
+	}
+	p.stopRuns(errShutdown)
+	p.stopBg()
+	p.bgWG.Wait()
+	p.log.Info("runs: worker pool stopped")
+	return err
+}
+
+func (p *Pool) isDraining() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.draining
+}

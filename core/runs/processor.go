@@ -1,0 +1,249 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
+)
+
+// worker is one worker goroutine: it serves hints until the work channel closes (Shutdown).
+func (p *Pool) worker(i int) {
+	owner := p.opt.Consumer + "/" + strconv.Itoa(i)
+	for h := range p.work {
+		if p.isDraining() {
+			// Fetched but not started: give it back for another process.
+			p.set.add(settleItem{hint: h.Tag, ack: h.ID})
+		} else {
+			p.serve(i, owner, h)
+		}
+		p.held.dropHint(h.ID)
+		p.slots <- struct{}{}
+	}
+}
+
+// step is what became of one run.
+type step int
+
+const (
+	stepAck      step = iota // the run is finished (outcome or dead letter): acknowledge it
+	stepLost                 // another worker owns the conversation now: touch nothing
+	stepReleased             // shutdown released the lease: the run will run elsewhere
+)
+
+type result struct {
+	step    step
+	runID   string
+	outcome Outcome // empty for a dead letter
+}
+
+// serve claims the hinted conversation and runs its mailbox in order while it holds the lease.
+func (p *Pool) serve(i int, owner string, h rdb.Hint) {
+	ctx := p.bg
+	now := time.Now()
+	c, err := p.st.Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
+	if err != nil {
+		p.log.Warn("runs: claim failed; the hint comes back after a lease", "tag", h.Tag, "err", err)
+		return
+	}
+	switch c.Status {
+	case rdb.ClaimEmpty:
+		p.set.add(settleItem{ack: h.ID})
+		return
+	case rdb.ClaimHeld:
+		// A live worker has it. Keep the hint unacknowledged: if that worker dies, the hint goes
+		// idle and the recoverer brings it back.
+		return
+	}
+	defer p.held.setRun(i, nil)
+	for {
+		res := p.runOne(ctx, i, owner, h.Tag, c)
+		switch res.step {
+		case stepLost:
+			p.set.add(settleItem{counter: statLeaseLost})
+			return
+		case stepReleased:
+			p.set.add(settleItem{ack: h.ID})
+			return
+		}
+		c, err = p.st.Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
+		if err != nil {
+			p.log.Error("runs: acknowledging a finished run failed; it may run again", "run", res.runID, "err", err)
+			return
+		}
+		if res.outcome != "" {
+			p.set.add(settleItem{counter: string(res.outcome), decrement: 1})
+		}
+		switch c.Status {
+		case rdb.ClaimIdle:
+			p.set.add(settleItem{ack: h.ID})
+			return
+		case rdb.ClaimLost:
+			p.set.add(settleItem{counter: statLeaseLost})
+			return
+		}
+		if p.isDraining() {
+			p.release(ctx, h.Tag, owner)
+			p.set.add(settleItem{ack: h.ID})
+			return
+		}
+	}
+}
+
+// release gives the conversation's lease up and hints it again when work remains.
+func (p *Pool) release(ctx context.Context, tag, owner string) {
+	needHint, err := p.st.Release(ctx, tag, owner, time.Now().UnixMilli())
+	if err != nil {
+		p.log.Warn("runs: releasing a lease failed; it expires instead", "tag", tag, "err", err)
+		return
+	}
+	if needHint {
+		p.set.add(settleItem{hint: tag})
+	}
+}
+
+// runOne verifies and runs the claimed head entry, retrying transient failures, and reports what
+// to do with it. Nothing runs before the signature checks out.
+func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim) result {
+	runID, payload := rdb.SplitEntry(c.Entry)
+	env, err := p.opt.Signer.Open(payload)
+	if err == nil && env.RunID != runID {
+		err = fmt.Errorf("runs: mailbox run id %s differs from the envelope's: %w", runID, ErrBadSignature)
+	}
+	conv := ""
+	if env != nil {
+		conv = env.Conv.String()
+	}
+	if err != nil {
+		reason := "signature: " + VerifyReason(err)
+		p.log.Warn("runs: envelope failed verification; dead-lettered, not run", "run", runID, "reason", reason)
+		return p.deadLetter(ctx, runID, reason, payload, conv, c.Attempt, true)
+	}
+	if c.Attempt > p.opt.MaxAttempts {
+		p.log.Error("runs: run started too often without finishing; dead-lettered", "run", runID, "attempts", c.Attempt-1)
+		return p.deadLetter(ctx, runID, "attempts exhausted: workers stopped while running it", payload, conv, c.Attempt-1, false)
+	}
+
+	runCtx, cancel := context.WithCancelCause(p.runs)
+	defer cancel(nil)
+	p.held.setRun(i, &activeRun{tag: tag, owner: owner, runID: runID, cancel: cancel})
+	if c.Cancelled {
+		cancel(errCancelled)
+	}
+	attempt := c.Attempt
+	for {
+		env.Attempt = attempt
+		run := NewRun(env, p.sink)
+		var out Outcome
+		var herr error
+		if runCtx.Err() == nil {
+			out, herr = p.call(runCtx, run)
+		}
+		if r, done := p.interrupted(runCtx, tag, owner, run); done {
+			return r
+		}
+		switch {
+		case herr == nil:
+			if !out.Valid() {
+				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
+				out = OutcomeFailed
+			}
+			return result{step: stepAck, runID: runID, outcome: out}
+		case IsPermanent(herr):
+			p.log.Warn("runs: run failed", "run", runID, "conv", conv, "attempt", attempt, "err", herr)
+			p.tell(run, EventFailed, "Sorry, this request failed.")
+			return result{step: stepAck, runID: runID, outcome: OutcomeFailed}
+		case attempt >= p.opt.MaxAttempts:
+			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
+			r := p.deadLetter(ctx, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
+			if r.step == stepAck {
+				p.tell(run, EventFailed, "Sorry, this request failed after several attempts.")
+			}
+			return r
+		}
+		p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
+		p.set.add(settleItem{counter: statRetries})
+		waitFor(runCtx, p.backoff(attempt))
+		if r, done := p.interrupted(runCtx, tag, owner, run); done {
+			return r
+		}
+		rn, err := p.st.Renew(ctx, rdb.RenewReq{Tag: tag, Owner: owner, RunID: runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+		if err != nil || rn.Lost {
+			return result{step: stepLost, runID: runID}
+		}
+		if rn.Cancelled {
+			cancel(errCancelled)
+		}
+		attempt = rn.Attempt
+	}
+}
+
+// interrupted reports what to do when the run's context was cancelled from outside.
+func (p *Pool) interrupted(runCtx context.Context, tag, owner string, run *Run) (result, bool) {
+	runID := run.Envelope.RunID
+	switch cause := context.Cause(runCtx); {
+	case errors.Is(cause, errLeaseLost):
+		return result{step: stepLost, runID: runID}, true
+	case errors.Is(cause, errShutdown):
+		p.release(p.bg, tag, owner)
+		return result{step: stepReleased, runID: runID}, true
+	case errors.Is(cause, errCancelled):
+		p.tell(run, EventCancelled, "Cancelled.")
+		return result{step: stepAck, runID: runID, outcome: OutcomeCancelled}, true
+	}
+	return result{}, false
+}
+
+// call runs the handler, turning a panic into a transient error.
+func (p *Pool) call(ctx context.Context, run *Run) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("runs: handler panicked", "run", run.Envelope.RunID, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("runs: handler panicked: %v", r)
+		}
+	}()
+	return p.h.HandleRun(ctx, run)
+}
+
+// tell emits a closing event for the user unless the handler already emitted one.
+func (p *Pool) tell(run *Run, kind EventKind, reason string) {
+	if p.sink == nil || run.emittedTerminal() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := run.Emit(ctx, Event{Kind: kind, Reason: reason}); err != nil {
+		p.log.Warn("runs: telling the user how the run ended failed", "run", run.Envelope.RunID, "err", err)
+	}
+}
+
+func (p *Pool) deadLetter(ctx context.Context, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
+	_, err := p.st.AddDeadLetter(ctx, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
+	if err != nil {
+		p.log.Error("runs: dead-lettering failed; the run stays queued", "run", runID, "err", err)
+		return result{step: stepLost, runID: runID}
+	}
+	return result{step: stepAck, runID: runID}
+}
+
+// backoff is the wait before retry attempt+1: exponential from RetryBase, capped at RetryMax,
+// with jitter over its upper half.
+func (p *Pool) backoff(attempt int) time.Duration {
+	d := p.opt.RetryBase << min(attempt-1, 20)
+	if d > p.opt.RetryMax || d <= 0 {
+		d = p.opt.RetryMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

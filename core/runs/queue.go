@@ -1,0 +1,153 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
+)
+
+// Queue is the Redis run queue: Enqueue on the intake side, admin operations, and the source of
+// Pools on the worker side. It is safe for concurrent use; any number of Queues in any number of
+// processes may share one Redis and prefix.
+type Queue struct {
+	st  *rdb.Store
+	opt Options
+	log *slog.Logger
+}
+
+// New returns a queue on client with opt. It does not talk to Redis.
+func New(client redis.UniversalClient, opt Options) (*Queue, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger}, nil
+}
+
+// Open is New plus a check that Redis answers and the workers' consumer group exists.
+func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Queue, error) {
+	q, err := New(client, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.st.EnsureGroup(ctx); err != nil {
+		return nil, fmt.Errorf("runs: open queue: %w", err)
+	}
+	return q, nil
+}
+
+// Options returns the queue's options with defaults applied.
+func (q *Queue) Options() Options { return q.opt }
+
+// Enqueue stores a signed envelope at the tail of its conversation's mailbox. It returns nil once
+// the run is durably queued; ErrPaused while intake is paused; a *BusyError when the
+// conversation's or the global limit is reached. On any error nothing was queued (a Redis failure
+// in the middle of the two steps leaves at worst a run that the recoverer schedules later).
+// Enqueue does not sign: the router signs, workers verify. Under the interrupt policy it also
+// cancels the conversation's active run and drops its queued ones.
+func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
+	if err := env.Validate(); err != nil {
+		return fmt.Errorf("runs: enqueue: %w", err)
+	}
+	stored := *env
+	stored.Attempt = 0
+	payload, err := stored.Encode()
+	if err != nil {
+		return err
+	}
+	entry := rdb.Entry(env.RunID, payload)
+	tag := env.Conv.HashTag()
+	interrupt := q.opt.followupFor(env.Conv) == FollowupInterrupt
+	maxConv := limitOrZero(q.opt.MaxPerConversation)
+	maxAll := limitOrZero(q.opt.MaxPending)
+	now := time.Now().UnixMilli()
+
+	// Step 1 (conversation slot): an idle conversation gets the entry at once, still invisible to
+	// workers because no hint exists yet; a scheduled one is only probed.
+	r, err := q.st.Enqueue(ctx, tag, true, entry, maxConv, interrupt, now, env.Conv.String())
+	if err != nil {
+		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+	}
+	switch r.Status {
+	case rdb.StatusBusy:
+		return &BusyError{Scope: ScopeConversation, Limit: int64(maxConv)}
+	case rdb.StatusNew:
+		// Step 2 (global slot): admit against pause and the global limit, and hint workers.
+		status, err := q.st.Ready(ctx, true, maxAll, tag)
+		if err != nil {
+			return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+		}
+		if status == rdb.ReadyOK {
+			return nil
+		}
+		needHint, err := q.st.Retract(ctx, tag, entry)
+		if err != nil {
+			return fmt.Errorf("runs: enqueue %s: undo after refusal: %w", env.RunID, err)
+		}
+		if needHint {
+			if _, err := q.st.Ready(ctx, false, 0, tag); err != nil {
+				return fmt.Errorf("runs: enqueue %s: hint: %w", env.RunID, err)
+			}
+		}
+		return q.refusal(status, maxAll)
+	}
+
+	// Scheduled: admit first, then append (the active worker may take it at once).
+	status, err := q.st.Ready(ctx, true, maxAll, "")
+	if err != nil {
+		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+	}
+	if status != rdb.ReadyOK {
+		return q.refusal(status, maxAll)
+	}
+	r, err = q.st.Enqueue(ctx, tag, false, entry, maxConv, interrupt, now, env.Conv.String())
+	if err != nil {
+		q.unadmit(ctx, 1, 0)
+		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+	}
+	switch r.Status {
+	case rdb.StatusBusy:
+		q.unadmit(ctx, 1, 0)
+		return &BusyError{Scope: ScopeConversation, Limit: int64(maxConv)}
+	case rdb.StatusNew:
+		// The conversation went idle between the two steps: it needs a hint now.
+		if _, err := q.st.Ready(ctx, false, 0, tag); err != nil {
+			return fmt.Errorf("runs: enqueue %s: hint: %w", env.RunID, err)
+		}
+		return nil
+	}
+	if r.Interrupted != "" {
+		q.log.Info("runs: interrupting the active run", "run", r.Interrupted, "conv", env.Conv.String(), "by", env.RunID)
+		if err := q.st.PublishCancel(ctx, r.Interrupted); err != nil {
+			// The worker's heartbeat still sees the cancel flag within a third of a lease.
+			q.log.Warn("runs: publish cancel failed", "run", r.Interrupted, "err", err)
+		}
+	}
+	if len(r.Removed) > 0 {
+		q.unadmit(ctx, int64(len(r.Removed)), int64(len(r.Removed)))
+	}
+	return nil
+}
+
+// unadmit returns n admitted runs to the global budget, counting cancelled of them as cancelled.
+func (q *Queue) unadmit(ctx context.Context, n, cancelled int64) {
+	var counters map[string]int64
+	if cancelled > 0 {
+		counters = map[string]int64{string(OutcomeCancelled): cancelled}
+	}
+	if err := q.st.AddStats(context.WithoutCancel(ctx), counters, n); err != nil {
+		q.log.Warn("runs: returning admitted runs to the global budget failed", "runs", n, "err", err)
+	}
+}
+
+func (q *Queue) refusal(status string, maxAll int64) error {
+	if status == rdb.ReadyPaused {
+		return ErrPaused
+	}
+	return &BusyError{Scope: ScopeGlobal, Limit: maxAll}
+}

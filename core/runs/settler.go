@@ -1,0 +1,97 @@
+package runs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
+)
+
+// settleBatch bounds one flush.
+const settleBatch = 256
+
+// settler is the settler component: workers hand it spent hints, counters and re-hints, and it
+// flushes whatever accumulated in one script call, so under load many runs share one round trip.
+type settler struct {
+	st  *rdb.Store
+	log *slog.Logger
+	in  chan settleItem
+}
+
+type settleItem struct {
+	ack       string // spent hint id
+	hint      string // conversation tag to hint again
+	counter   string
+	decrement int64
+}
+
+func newSettler(st *rdb.Store, log *slog.Logger) *settler {
+	return &settler{st: st, log: log, in: make(chan settleItem, 4*settleBatch)}
+}
+
+func (s *settler) add(it settleItem) { s.in <- it }
+
+// run flushes until stop is done, then flushes what is left.
+func (s *settler) run(stop context.Context) {
+	for {
+		select {
+		case it := <-s.in:
+			s.flush(it)
+		case <-stop.Done():
+			for {
+				select {
+				case it := <-s.in:
+					s.flush(it)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *settler) flush(first settleItem) {
+	var st rdb.Settlement
+	addItem := func(it settleItem) {
+		if it.ack != "" {
+			st.Acks = append(st.Acks, it.ack)
+		}
+		if it.hint != "" {
+			st.Hints = append(st.Hints, it.hint)
+		}
+		if it.counter != "" {
+			if st.Counters == nil {
+				st.Counters = map[string]int64{}
+			}
+			st.Counters[it.counter]++
+		}
+		st.Decrement += it.decrement
+	}
+	addItem(first)
+drain:
+	for n := 1; n < settleBatch; n++ {
+		select {
+		case it := <-s.in:
+			addItem(it)
+		default:
+			break drain
+		}
+	}
+	// Flushing must survive shutdown: it uses its own short deadline, not the pool's context.
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.st.Settle(ctx, st)
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 3 {
+			// Spent hints come back through the recoverer and are acknowledged then; only
+			// counters are lost.
+			s.log.Error("runs: settling finished runs failed; counters may be low", "acks", len(st.Acks), "err", err)
+			return
+		}
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+	}
+}

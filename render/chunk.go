@@ -140,7 +140,12 @@ func (c *chunker) atomEnd(i int) int {
 	switch s[i] {
 	case '<':
 		if c.d == DialectTelegram || c.d == DialectSlack {
-			maxLen := c.limit / 2
+			// A Telegram tag is never split (stepTag drops one too long to
+			// emit); a Slack link too long for half a piece may be.
+			maxLen := len(s) - i
+			if c.d == DialectSlack {
+				maxLen = min(maxLen, c.limit/2)
+			}
 			if j := strings.IndexByte(s[i+1:min(len(s), i+maxLen)], '>'); j >= 0 &&
 				!strings.ContainsAny(s[i+1:i+1+j], "<\n") {
 				return i + j + 2

@@ -1,0 +1,196 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// APIError is an error answer from the Bot API. It unwraps to the channels sentinel it means
+// (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused) when there is one,
+// so callers classify it with errors.Is. It never holds the bot token.
+type APIError struct {
+	Method      string
+	Code        int
+	Description string
+	// RetryAfter is parameters.retry_after of a 429 answer.
+	RetryAfter time.Duration
+	kind       error
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("telegram: %s: %d %s", e.Method, e.Code, e.Description)
+}
+
+// Unwrap returns the channels sentinel the answer means, or nil.
+func (e *APIError) Unwrap() error { return e.kind }
+
+// classify maps a Bot API error answer to a channels sentinel. The Bot API gives no error codes
+// finer than the HTTP status, so its description is the only signal; this is the one place that
+// reads it.
+func classify(code int, desc string) error {
+	if code != http.StatusBadRequest {
+		return nil
+	}
+	d := strings.ToLower(desc)
+	switch {
+	case strings.Contains(d, "message is not modified"):
+		return channels.ErrNotModified
+	case strings.Contains(d, "message to edit not found"), strings.Contains(d, "message to delete not found"),
+		strings.Contains(d, "message can't be edited"), strings.Contains(d, "message can't be deleted"):
+		return channels.ErrMessageGone
+	case strings.Contains(d, "can't parse entities"), strings.Contains(d, "button_data_invalid"),
+		strings.Contains(d, "message is too long"), strings.Contains(d, "reply markup"):
+		return channels.ErrCardRefused
+	}
+	return nil
+}
+
+// errParseEntities marks an APIError about the HTML itself (not the keyboard), which a plain
+// text retry can fix.
+func parseEntitiesError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Description), "can't parse entities")
+}
+
+// ctxClient is the context bridge the library lacks: it binds every request the library makes
+// to ctx, so cancelling ctx (Stop, for the long poll; the caller's ctx, for sends) aborts the
+// request in flight.
+type ctxClient struct {
+	ctx context.Context
+	c   *http.Client
+}
+
+func (d ctxClient) Do(req *http.Request) (*http.Response, error) {
+	return d.c.Do(req.WithContext(d.ctx))
+}
+
+// redactor removes the bot token from errors of the HTTP layer, whose *url.Error carries the
+// request URL (which holds the token).
+type redactor struct{ token string }
+
+const redacted = "<redacted>"
+
+func (r redactor) string(s string) string {
+	if r.token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, r.token, redacted)
+}
+
+// error returns err with the token removed from its text. A *url.Error is rebuilt with a
+// redacted URL and keeps its cause (context.Canceled, net errors) for errors.Is; anything else
+// holding the token is flattened to its redacted text.
+func (r redactor) error(err error) error {
+	if err == nil || r.token == "" {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		inner := ue.Err
+		if inner != nil && strings.Contains(inner.Error(), r.token) {
+			inner = errors.New(r.string(inner.Error()))
+		}
+		return &url.Error{Op: ue.Op, URL: r.string(ue.URL), Err: inner}
+	}
+	if strings.Contains(err.Error(), r.token) {
+		return errors.New(r.string(err.Error()))
+	}
+	return err
+}
+
+// callOnce makes one Bot API call through the library's generic request, bound to ctx.
+func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
+	bot := *c.bot // a shallow copy per call, so each call carries its own context
+	bot.Client = ctxClient{ctx: ctx, c: c.http}
+	resp, err := bot.MakeRequest(method, params)
+	if err == nil {
+		return resp.Result, nil
+	}
+	var te *tgbotapi.Error
+	if errors.As(err, &te) {
+		ae := &APIError{Method: method, Code: te.Code, Description: c.redact.string(te.Message), kind: classify(te.Code, te.Message)}
+		if te.RetryAfter > 0 {
+			ae.RetryAfter = time.Duration(te.RetryAfter) * time.Second
+		}
+		return nil, ae
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("telegram: %s: %w", method, ctx.Err())
+	}
+	return nil, fmt.Errorf("telegram: %s: %w", method, c.redact.error(err))
+}
+
+// maxAttempts bounds retries of one call (429s and server errors).
+const maxAttempts = 6
+
+// call makes a Bot API call, honouring 429 retry_after (waiting while the total wait stays within
+// Config.MaxRetryWait, else returning a *channels.RateLimitError) and retrying server errors
+// with backoff. Transport errors are retried only when idempotent is true: a sendMessage whose
+// answer was lost may have been delivered.
+func (c *Channel) call(ctx context.Context, method string, params tgbotapi.Params, idempotent bool) (json.RawMessage, error) {
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		res, err := c.callOnce(ctx, method, params)
+		if err == nil {
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		var ae *APIError
+		var wait time.Duration
+		switch {
+		case errors.As(err, &ae) && ae.Code == http.StatusTooManyRequests:
+			wait = max(ae.RetryAfter, time.Second)
+			if waited+wait > c.cfg.MaxRetryWait || attempt >= maxAttempts {
+				return nil, fmt.Errorf("telegram: %s: %w", method, &channels.RateLimitError{RetryAfter: wait})
+			}
+			waited += wait
+		case ae != nil && ae.Code >= 500, ae == nil && idempotent:
+			if attempt >= 3 {
+				return nil, err
+			}
+			wait = backoff(attempt)
+		default:
+			return nil, err
+		}
+		c.cfg.Logger.Debug("telegram: retrying call", "method", method, "attempt", attempt, "wait", wait, "err", err)
+		if err := c.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("telegram: %s: %w", method, err)
+		}
+	}
+}
+
+// backoff is the wait before retry attempt n (1-based): 100 ms doubling, capped at 30 s.
+func backoff(n int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

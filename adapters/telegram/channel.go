@@ -1,0 +1,322 @@
+// Package telegram is the Telegram adapter: a channels.Channel on the Bot API through
+// github.com/go-telegram-bot-api/telegram-bot-api/v5. It bridges what that 2021 library lacks
+// inside the adapter: a context-bound HTTP client so Stop aborts the long poll in flight, its own
+// poll loop (offset kept in an OffsetStore, backoff on errors), typed decoding of newer fields
+// (forum topics' message_thread_id, reply parameters, webhook secret_token), and token
+// redaction in every error and log line.
+//
+// Inbound: long polling (default) or a webhook handler to mount on the shared HTTP listener.
+// Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
+// type, typing, inline keyboards, callback answers, command menu, 429 handling and per-chat
+// pacing.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+const platform = "telegram"
+
+// DefaultAPIURL is the Bot API base URL used when Config.APIURL is empty.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Mode is how updates arrive.
+type Mode string
+
+// The inbound modes.
+const (
+	ModePolling Mode = "polling"
+	ModeWebhook Mode = "webhook"
+)
+
+// Config configures a Channel. Token is required; everything else has a default.
+type Config struct {
+	// Token is the bot token from BotFather. It never appears in logs or errors.
+	Token string
+	// APIURL is the Bot API base URL without a trailing slash (a local Bot API server, a fake
+	// in tests); default DefaultAPIURL.
+	APIURL string
+	// Mode is ModePolling (default) or ModeWebhook.
+	Mode Mode
+	// WebhookURL is the public HTTPS URL Telegram posts updates to (webhook mode); the caller
+	// mounts WebhookHandler at its path.
+	WebhookURL string
+	// WebhookSecret is sent to Telegram as secret_token and must come back in the
+	// X-Telegram-Bot-Api-Secret-Token header of every delivery; required in webhook mode
+	// (1–256 characters of A-Z a-z 0-9 _ -).
+	WebhookSecret string
+	// Pacing spaces messages per chat (about one a second, 20 a minute in groups) without holding
+	// up other chats. Configuration turns it on by default (telegram.pacing); false turns it off
+	// for local Bot API servers and load tests.
+	Pacing bool
+	// BotUsername is the bot's @username without '@'. Start learns it from getMe; a value set
+	// here is replaced by what getMe says.
+	BotUsername string
+	// HTTPClient makes the requests; default a client with no overall timeout (each call carries
+	// its own context deadline).
+	HTTPClient *http.Client
+	// Offsets keeps the polling offset across restarts; default an in-memory store.
+	Offsets OffsetStore
+	// Logger receives operator logs; default slog.Default().
+	Logger *slog.Logger
+	// ActionKey signs the callback data of inline keyboards rendered from cards.
+	ActionKey render.Key
+	// PollTimeout is the long-poll timeout sent to getUpdates; default 25 s.
+	PollTimeout time.Duration
+	// MaxRetryWait bounds the total time one call waits on 429 retry_after before returning a
+	// *channels.RateLimitError; default 30 s.
+	MaxRetryWait time.Duration
+	// CallTimeout bounds each call other than getUpdates; default 30 s.
+	CallTimeout time.Duration
+}
+
+// String is redacted: it never shows the token or the webhook secret.
+func (c Config) String() string {
+	return fmt.Sprintf("telegram.Config{APIURL:%q Mode:%q Token:%s}", c.APIURL, c.Mode, redacted)
+}
+
+// GoString is redacted like String.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue is redacted like String.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Channel is the Telegram channel. Create it with New; all methods are safe for concurrent use.
+type Channel struct {
+	cfg    Config
+	http   *http.Client
+	redact redactor
+
+	// bot is set by Start (getMe) and read-only afterwards.
+	bot  *tgbotapi.BotAPI
+	self botIdentity
+
+	mu      sync.Mutex
+	handler channels.Handler
+	cancel  context.CancelFunc
+	started bool
+	stopped bool
+	wg      sync.WaitGroup
+
+	lastPoll   atomic.Int64 // unix nanos of the last successful getUpdates
+	webhookOK  atomic.Bool
+	seen       *recentIDs
+	answered   sync.Map // callback query id → struct{}, while its update is being handled
+	pacer      *pacer
+	edits      *editThrottle
+	sleep      func(ctx context.Context, d time.Duration) error
+	now        func() time.Time
+	pollTimout time.Duration
+}
+
+var (
+	_ channels.Channel              = (*Channel)(nil)
+	_ channels.Editor               = (*Channel)(nil)
+	_ channels.Deleter              = (*Channel)(nil)
+	_ channels.Typer                = (*Channel)(nil)
+	_ channels.CommandRegistrar     = (*Channel)(nil)
+	_ channels.InteractionResponder = (*Channel)(nil)
+	_ channels.Readiness            = (*Channel)(nil)
+)
+
+// New validates cfg and returns a Channel. It does no I/O: Start calls getMe.
+func New(cfg Config) (*Channel, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("telegram: token is required")
+	}
+	if strings.ContainsAny(cfg.Token, "/?#% ") {
+		return nil, errors.New("telegram: token has characters a bot token never has")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = ModePolling
+	case ModePolling:
+	case ModeWebhook:
+		if cfg.WebhookURL == "" {
+			return nil, errors.New("telegram: webhook mode needs a webhook URL")
+		}
+		if !validSecret(cfg.WebhookSecret) {
+			return nil, errors.New("telegram: webhook mode needs a webhook secret of 1–256 characters A-Z a-z 0-9 _ -")
+		}
+	default:
+		return nil, fmt.Errorf("telegram: unknown mode %q (want polling or webhook)", cfg.Mode)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Offsets == nil {
+		cfg.Offsets = &MemoryOffsets{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 25 * time.Second
+	}
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = 30 * time.Second
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	c := &Channel{
+		cfg:        cfg,
+		http:       cfg.HTTPClient,
+		redact:     redactor{token: cfg.Token},
+		seen:       newRecentIDs(4096),
+		pacer:      newPacer(),
+		edits:      newEditThrottle(time.Second, 3*time.Second),
+		sleep:      sleepCtx,
+		now:        time.Now,
+		pollTimout: cfg.PollTimeout,
+	}
+	return c, nil
+}
+
+func validSecret(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Name is "telegram".
+func (c *Channel) Name() string { return platform }
+
+// BotUsername is the bot's @username (without '@') as getMe reported it; "" before Start.
+func (c *Channel) BotUsername() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.self.username
+}
+
+// Start calls getMe, then in polling mode deletes any webhook and starts the poll loop; in
+// webhook mode it registers the webhook (with the secret) and serves deliveries through
+// WebhookHandler. It returns once receiving has begun or failed; receiving continues until Stop
+// or until ctx ends. A Channel starts once.
+func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
+	if h == nil {
+		return errors.New("telegram: start: nil handler")
+	}
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("telegram: start: already started")
+	}
+	c.started = true
+	c.mu.Unlock()
+
+	endpoint := c.cfg.APIURL + "/bot%s/%s"
+	callCtx, cancelCall := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	bot, err := tgbotapi.NewBotAPIWithClient(c.cfg.Token, endpoint, ctxClient{ctx: callCtx, c: c.http})
+	cancelCall()
+	if err != nil {
+		return fmt.Errorf("telegram: start: getMe: %w", c.redact.error(err))
+	}
+	life, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.bot = bot
+	c.self = botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
+	c.handler = h
+	c.cancel = cancel
+	c.mu.Unlock()
+
+	if c.cfg.Mode == ModeWebhook {
+		if err := c.setWebhook(ctx); err != nil {
+			cancel()
+			return err
+		}
+		c.webhookOK.Store(true)
+		c.cfg.Logger.Info("telegram: webhook registered", "bot", c.self.username)
+		return nil
+	}
+	if _, err := c.call(ctx, "deleteWebhook", nil, true); err != nil {
+		cancel()
+		return fmt.Errorf("telegram: start: deleteWebhook: %w", err)
+	}
+	offset, err := c.cfg.Offsets.LoadOffset(ctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("telegram: start: load offset: %w", err)
+	}
+	c.wg.Add(1)
+	go c.poll(life, offset)
+	c.cfg.Logger.Info("telegram: polling", "bot", c.self.username, "offset", offset)
+	return nil
+}
+
+// Stop stops intake: it aborts the long poll in flight and waits (until ctx ends) for the poll
+// loop to finish handing over its batch and saving the offset. The webhook stays registered (other
+// processes behind the same URL may still serve it); deliveries after Stop get 503 so Telegram
+// retries them. Safe to call more than once.
+func (c *Channel) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopped = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	c.webhookOK.Store(false)
+	if cancel != nil {
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("telegram: stop: %w", ctx.Err())
+	}
+}
+
+// ErrNotReady is wrapped by Ready's errors.
+var ErrNotReady = errors.New("telegram: not receiving")
+
+// Ready reports nil while the inbound loop is receiving: in polling mode a getUpdates succeeded
+// within the last two poll timeouts (plus 10 s); in webhook mode the webhook is registered and
+// the channel not stopped.
+func (c *Channel) Ready() error {
+	c.mu.Lock()
+	stopped, started := c.stopped, c.started
+	c.mu.Unlock()
+	switch {
+	case stopped:
+		return fmt.Errorf("%w: stopped", ErrNotReady)
+	case !started:
+		return fmt.Errorf("%w: not started", ErrNotReady)
+	case c.cfg.Mode == ModeWebhook:
+		if !c.webhookOK.Load() {
+			return fmt.Errorf("%w: webhook not registered", ErrNotReady)
+		}
+		return nil
+	}
+	last := c.lastPoll.Load()
+	if last == 0 {
+		return fmt.Errorf("%w: no successful getUpdates yet", ErrNotReady)
+	}
+	if age := c.now().Sub(time.Unix(0, last)); age > 2*c.pollTimout+10*time.Second {
+		return fmt.Errorf("%w: last successful getUpdates %s ago", ErrNotReady, age.Round(time.Second))
+	}
+	return nil
+}

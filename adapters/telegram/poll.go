@@ -1,0 +1,223 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// OffsetStore keeps the polling offset — the id of the next update to receive — across restarts,
+// so a restart neither replays nor skips updates. The wiring backs it with Redis; adapters know
+// nothing of Redis.
+type OffsetStore interface {
+	// LoadOffset returns the saved offset, or 0 when none was saved.
+	LoadOffset(ctx context.Context) (int64, error)
+	// SaveOffset records offset; every update below it has been handed to the Handler.
+	SaveOffset(ctx context.Context, offset int64) error
+}
+
+// MemoryOffsets is an OffsetStore in memory, for tests and single-run processes. The zero
+// value is ready to use.
+type MemoryOffsets struct {
+	mu     sync.Mutex
+	offset int64
+	saves  int
+}
+
+// LoadOffset returns the last saved offset.
+func (m *MemoryOffsets) LoadOffset(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.offset, nil
+}
+
+// SaveOffset records offset.
+func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.offset = offset
+	m.saves++
+	return nil
+}
+
+// allowedUpdates are the update kinds the bot asks for.
+const allowedUpdates = `["message","callback_query"]`
+
+// poll is the inbound loop of polling mode: long polls from offset, hands each update to the
+// Handler in order, and saves the offset after each batch. A Handler error stops the batch at
+// that update (saved offset points at it) and the loop polls again after a backoff, so the
+// update is retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after.
+func (c *Channel) poll(ctx context.Context, offset int64) {
+	defer c.wg.Done()
+	failures := 0
+	fail := func(err error, wait time.Duration) bool {
+		failures++
+		if wait <= 0 {
+			wait = backoff(failures)
+		}
+		c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", failures)
+		return c.sleep(ctx, wait) == nil
+	}
+	timeout := strconv.Itoa(max(1, int(c.pollTimout/time.Second)))
+	for ctx.Err() == nil {
+		params := tgbotapi.Params{"timeout": timeout, "limit": "100", "allowed_updates": allowedUpdates}
+		if offset > 0 {
+			params["offset"] = strconv.FormatInt(offset, 10)
+		}
+		raw, err := c.callOnce(ctx, "getUpdates", params)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var ae *APIError
+			var wait time.Duration
+			if errors.As(err, &ae) && ae.RetryAfter > 0 {
+				wait = ae.RetryAfter
+			}
+			if !fail(err, wait) {
+				return
+			}
+			continue
+		}
+		c.lastPoll.Store(c.now().UnixNano())
+		var batch []json.RawMessage
+		if err := json.Unmarshal(raw, &batch); err != nil {
+			if !fail(err, 0) {
+				return
+			}
+			continue
+		}
+		next, herr := c.handleBatch(ctx, batch, offset)
+		if next != offset {
+			offset = next
+			c.saveOffset(offset)
+		}
+		if herr != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !fail(herr, 0) {
+				return
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+// saveOffset saves even while stopping: the batch it covers was handed over.
+func (c *Channel) saveOffset(offset int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.cfg.Offsets.SaveOffset(ctx, offset); err != nil {
+		c.cfg.Logger.Error("telegram: saving the update offset failed; a restart may replay updates", "offset", offset, "err", err)
+	}
+}
+
+// handleBatch hands the batch's updates at or above offset to the Handler in order and returns
+// the offset after the last one handed over. It stops at a Handler error or when ctx ends.
+func (c *Channel) handleBatch(ctx context.Context, batch []json.RawMessage, offset int64) (int64, error) {
+	for _, raw := range batch {
+		if ctx.Err() != nil {
+			return offset, ctx.Err()
+		}
+		u, err := decodeUpdate(raw)
+		if err != nil {
+			var head struct {
+				UpdateID int64 `json:"update_id"`
+			}
+			_ = json.Unmarshal(raw, &head)
+			c.cfg.Logger.Warn("telegram: skipping a malformed update", "update_id", head.UpdateID, "err", err)
+			if head.UpdateID >= offset {
+				offset = head.UpdateID + 1
+			}
+			continue
+		}
+		if u.UpdateID < offset {
+			continue // already handed over (Telegram resent it before our confirmation)
+		}
+		if err := c.dispatch(ctx, u); err != nil {
+			return offset, err
+		}
+		offset = u.UpdateID + 1
+	}
+	return offset, nil
+}
+
+// dispatch converts one update and hands it to the Handler, once per update id in this process.
+// A callback query is answered (with no notice) after the Handler returns if nothing answered it,
+// so the user's spinner always stops.
+func (c *Channel) dispatch(ctx context.Context, u update) error {
+	if c.seen.has(u.UpdateID) {
+		return nil
+	}
+	c.mu.Lock()
+	h, self := c.handler, c.self
+	c.mu.Unlock()
+	in, ok := toInbound(u, self, c.now())
+	if !ok {
+		c.seen.add(u.UpdateID)
+		if cq := u.CallbackQuery; cq != nil {
+			c.answerQuietly(ctx, cq.ID)
+		}
+		return nil
+	}
+	if in.Interaction != nil {
+		c.answered.Store(in.Interaction.ID, false)
+		defer func() {
+			if v, _ := c.answered.LoadAndDelete(in.Interaction.ID); v == false {
+				c.answerQuietly(ctx, in.Interaction.ID)
+			}
+		}()
+	}
+	if err := h.HandleInbound(ctx, c, in); err != nil {
+		return err
+	}
+	c.seen.add(u.UpdateID)
+	return nil
+}
+
+func (c *Channel) answerQuietly(ctx context.Context, queryID string) {
+	ctx = context.WithoutCancel(ctx)
+	if err := c.answer(ctx, queryID, ""); err != nil {
+		c.cfg.Logger.Debug("telegram: answering a callback query failed", "err", err)
+	}
+}
+
+// recentIDs remembers the last n update ids handed over, for dedupe in this process.
+type recentIDs struct {
+	mu   sync.Mutex
+	set  map[int64]struct{}
+	ring []int64
+	next int
+}
+
+func newRecentIDs(n int) *recentIDs {
+	return &recentIDs{set: make(map[int64]struct{}, n), ring: make([]int64, n)}
+}
+
+func (r *recentIDs) has(id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.set[id]
+	return ok
+}
+
+func (r *recentIDs) add(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.set[id]; ok {
+		return
+	}
+	if old := r.ring[r.next]; old != 0 {
+		delete(r.set, old)
+	}
+	r.ring[r.next] = id
+	r.set[id] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
+}

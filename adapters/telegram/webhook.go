@@ -1,0 +1,75 @@
+package telegram
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net/http"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// SecretHeader is the header Telegram puts the webhook secret_token in.
+const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
+
+// setWebhook registers the webhook with its secret; the library's WebhookConfig has no
+// secret_token, so the parameters are built here.
+func (c *Channel) setWebhook(ctx context.Context) error {
+	params := tgbotapi.Params{
+		"url":             c.cfg.WebhookURL,
+		"secret_token":    c.cfg.WebhookSecret,
+		"allowed_updates": allowedUpdates,
+	}
+	if _, err := c.call(ctx, "setWebhook", params, true); err != nil {
+		return fmt.Errorf("telegram: start: setWebhook: %w", err)
+	}
+	return nil
+}
+
+// WebhookHandler is the http.Handler for webhook deliveries; mount it at the path of
+// Config.WebhookURL on the shared listener. It answers 405 to anything but POST, 401 unless the
+// X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time), 400 to a
+// malformed update, 503 before Start or after Stop, 500 when the Handler fails (Telegram then
+// redelivers), and 200 once the update is handed over (or was already, or is ignored).
+func (c *Channel) WebhookHandler() http.Handler {
+	return http.HandlerFunc(c.serveWebhook)
+}
+
+func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	got := []byte(r.Header.Get(SecretHeader))
+	if c.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare(got, []byte(c.cfg.WebhookSecret)) != 1 {
+		c.cfg.Logger.Warn("telegram: webhook delivery with a wrong secret refused", "remote", r.RemoteAddr)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxUpdateBytes+1))
+	if err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	u, err := decodeUpdate(body)
+	if err != nil {
+		c.cfg.Logger.Warn("telegram: malformed webhook update refused", "err", err)
+		http.Error(w, "malformed update", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	ready := c.handler != nil && !c.stopped
+	c.mu.Unlock()
+	if !ready {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	if err := c.dispatch(r.Context(), u); err != nil {
+		c.cfg.Logger.Warn("telegram: handler refused a webhook update; Telegram will redeliver", "update_id", u.UpdateID, "err", err)
+		http.Error(w, "try again", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

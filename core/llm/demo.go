@@ -1,0 +1,339 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// DemoBanner opens every text answer of the Demo provider, so nobody takes it for a model.
+const DemoBanner = "(demo model — offline, no AI)"
+
+// Names of the tools the Demo provider knows how to use when they are offered.
+const (
+	DemoToolClarify    = "ask_clarification"
+	DemoToolDelegate   = "delegate"
+	DemoToolStructured = "structured_output"
+)
+
+// demoMaxDelegates bounds the delegate calls of one answer.
+const demoMaxDelegates = 4
+
+// Demo is an offline, deterministic Provider that shows the system without a key. It is not a
+// model and says so: every text answer starts with DemoBanner. It decides from the request
+// alone, in this order:
+//
+//  1. tool results in the current turn (after the last user message): a markdown summary
+//     listing each result;
+//  2. a structured_output tool offered: call it with arguments built to fit its schema;
+//  3. a vague last user message (under 3 words, or a bare "help me") with ask_clarification
+//     offered: ask what to help with, as a choice;
+//  4. a request of several parts (lines, numbered items, "; ", " and also ") with delegate
+//     offered: one delegate call per part, at most 4;
+//  5. otherwise a short markdown reply echoing what it understood.
+//
+// The same request always gets the same answer. Safe for concurrent use.
+type Demo struct{}
+
+var _ Provider = Demo{}
+
+// NewDemo returns the demo provider.
+func NewDemo() Demo { return Demo{} }
+
+// Name reports "demo".
+func (Demo) Name() string { return "demo" }
+
+// Stream answers req as described on Demo, streaming text answers in a few deltas.
+func (Demo) Stream(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
+	if err := ctx.Err(); err != nil {
+		return Response{}, fmt.Errorf("llm: demo: %w", err)
+	}
+	resp := demoAnswer(req)
+	if onDelta != nil {
+		for _, piece := range demoPieces(resp.Content, 4) {
+			if err := ctx.Err(); err != nil {
+				return Response{}, fmt.Errorf("llm: demo: %w", err)
+			}
+			onDelta(Delta{Content: piece})
+		}
+	}
+	resp.Usage = Usage{PromptTokens: demoWords(req), CompletionTokens: len(strings.Fields(resp.Content)) + len(resp.ToolCalls)}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	return resp, nil
+}
+
+func demoAnswer(req Request) Response {
+	last := -1
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == RoleUser {
+			last = i
+			break
+		}
+	}
+	var text string
+	if last >= 0 {
+		text = strings.TrimSpace(req.Messages[last].Content)
+	}
+	var results []Message
+	for _, m := range req.Messages[last+1:] {
+		if m.Role == RoleTool {
+			results = append(results, m)
+		}
+	}
+	idBase := fmt.Sprintf("demo_%d_", len(req.Messages))
+	switch {
+	case len(results) > 0:
+		return demoText(demoSummary(req.Messages, results))
+	case demoOffered(req, DemoToolStructured) != nil:
+		args := demoFill(demoOffered(req, DemoToolStructured).Parameters)
+		return demoCalls(ToolCall{ID: idBase + "1", Name: DemoToolStructured, Arguments: args})
+	case demoVague(text) && demoOffered(req, DemoToolClarify) != nil:
+		args, _ := json.Marshal(map[string]any{
+			"question": "Your request is short — what should I help with? " + DemoBanner,
+			"fields": []map[string]any{{
+				"id": "topic", "label": "What should I help with?", "kind": "choice",
+				"options":  []string{"Summarize something", "Plan a task", "Answer a question"},
+				"required": true,
+			}},
+			"allow_free_text": true,
+		})
+		return demoCalls(ToolCall{ID: idBase + "1", Name: DemoToolClarify, Arguments: string(args)})
+	}
+	parts := demoSplit(text)
+	if len(parts) > 1 && demoOffered(req, DemoToolDelegate) != nil {
+		if len(parts) > demoMaxDelegates {
+			rest := strings.Join(parts[demoMaxDelegates-1:], "; ")
+			parts = append(parts[:demoMaxDelegates-1:demoMaxDelegates-1], rest)
+		}
+		calls := make([]ToolCall, len(parts))
+		for i, p := range parts {
+			args, _ := json.Marshal(map[string]string{"task": p, "mode": "spawn"})
+			calls[i] = ToolCall{ID: fmt.Sprintf("%s%d", idBase, i+1), Name: DemoToolDelegate, Arguments: string(args)}
+		}
+		return demoCalls(calls...)
+	}
+	return demoText(demoEcho(text, parts))
+}
+
+func demoText(s string) Response { return Response{Content: s, Finish: FinishStop} }
+
+func demoCalls(calls ...ToolCall) Response {
+	return Response{ToolCalls: calls, Finish: FinishToolCalls}
+}
+
+// demoOffered returns the offered tool named name, or nil.
+func demoOffered(req Request, name string) *ToolSpec {
+	for i := range req.Tools {
+		if req.Tools[i].Name == name {
+			return &req.Tools[i]
+		}
+	}
+	return nil
+}
+
+// demoVaguePhrases are requests that say nothing about what is wanted, whatever their length.
+var demoVaguePhrases = map[string]bool{
+	"help me": true, "help": true, "please help me": true, "help me please": true,
+	"can you help me": true, "can you help": true, "i need help": true, "do something": true,
+}
+
+func demoVague(text string) bool {
+	norm := strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!?,;: "))
+	return len(strings.Fields(norm)) < 3 || demoVaguePhrases[norm]
+}
+
+// demoItem matches the start of a numbered or bulleted item: "1. ", "2) ", "- ", "* ", "• ".
+var demoItem = regexp.MustCompile(`(?:^|\s)(?:\d{1,2}[.)]|[-*•])\s+`)
+
+// demoSplit cuts a request into its parts: lines, numbered or bulleted items, "; " and
+// " and also ". Empty parts are dropped.
+func demoSplit(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, item := range demoItem.Split(line, -1) {
+			for _, semi := range strings.Split(item, "; ") {
+				for _, p := range strings.Split(semi, " and also ") {
+					if p = strings.Trim(strings.TrimSpace(p), ",;"); p != "" {
+						out = append(out, strings.TrimSpace(p))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// demoSummary lists each tool result of the current turn, under the name of the tool called.
+func demoSummary(history, results []Message) string {
+	names := map[string]string{}
+	for _, m := range history {
+		for _, tc := range m.ToolCalls {
+			names[tc.ID] = tc.Name
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n**Here is what came back** (%d %s):\n\n", DemoBanner, len(results), plural(len(results), "result"))
+	for i, r := range results {
+		name := names[r.ToolCallID]
+		if name == "" {
+			name = "tool"
+		}
+		content := demoShort(r.Content, 200)
+		if content == "" {
+			content = "_(no output)_"
+		}
+		fmt.Fprintf(&b, "%d. **%s** — %s\n", i+1, name, content)
+	}
+	return b.String()
+}
+
+// demoEcho is the plain answer: what the demo understood of text.
+func demoEcho(text string, parts []string) string {
+	var b strings.Builder
+	b.WriteString(DemoBanner + "\n\n")
+	if text == "" {
+		b.WriteString("I did not get a message to answer.\n")
+	} else {
+		kind := "a request"
+		if strings.HasSuffix(text, "?") {
+			kind = "a question"
+		}
+		words := len(strings.Fields(text))
+		fmt.Fprintf(&b, "I understood %s of %d %s", kind, words, plural(words, "word"))
+		if len(parts) > 1 {
+			fmt.Fprintf(&b, " in %d parts:\n\n", len(parts))
+			for i, p := range parts {
+				fmt.Fprintf(&b, "%d. %s\n", i+1, demoShort(p, 120))
+			}
+		} else {
+			fmt.Fprintf(&b, ":\n\n> %s\n", demoShort(text, 200))
+		}
+	}
+	b.WriteString("\nI am the offline demo, so I cannot really answer. Set `DEEPSEEK_API_KEY` to talk to a real model.\n")
+	return b.String()
+}
+
+// demoFill builds arguments that fit a JSON schema: required properties only, strings as short
+// text, numbers 0, booleans false, arrays empty, objects filled the same way; const and enum
+// win over type.
+func demoFill(schema json.RawMessage) string {
+	var s map[string]any
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return "{}"
+	}
+	v := demoValue(s, "", 0)
+	if _, ok := v.(map[string]any); !ok {
+		return "{}"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func demoValue(s map[string]any, name string, depth int) any {
+	if c, ok := s["const"]; ok {
+		return c
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	typ, _ := s["type"].(string)
+	if ts, ok := s["type"].([]any); ok {
+		for _, t := range ts {
+			if t, _ := t.(string); t != "null" && t != "" {
+				typ = t
+				break
+			}
+		}
+	}
+	if typ == "" {
+		if _, ok := s["properties"]; ok {
+			typ = "object"
+		}
+	}
+	switch typ {
+	case "object":
+		out := map[string]any{}
+		if depth > 8 {
+			return out
+		}
+		props, _ := s["properties"].(map[string]any)
+		required, _ := s["required"].([]any)
+		keys := make([]string, 0, len(required))
+		for _, r := range required {
+			if k, ok := r.(string); ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ps, _ := props[k].(map[string]any)
+			if ps == nil {
+				ps = map[string]any{}
+			}
+			out[k] = demoValue(ps, k, depth+1)
+		}
+		return out
+	case "array":
+		return []any{}
+	case "number", "integer":
+		return 0
+	case "boolean":
+		return false
+	case "null":
+		return nil
+	default:
+		if name == "" {
+			return "demo"
+		}
+		return "demo " + name
+	}
+}
+
+// demoPieces cuts s into at most n pieces at spaces, so a text answer streams in a few deltas.
+func demoPieces(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	size := len(s)/n + 1
+	var out []string
+	for len(s) > size {
+		cut := strings.IndexByte(s[size:], ' ')
+		if cut < 0 {
+			break
+		}
+		cut += size + 1
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return append(out, s)
+}
+
+// demoShort puts s on one line and shortens it to about n bytes.
+func demoShort(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return shorten(s, n)
+}
+
+func demoWords(req Request) int {
+	n := 0
+	for _, s := range req.System {
+		n += len(strings.Fields(s))
+	}
+	for _, m := range req.Messages {
+		n += len(strings.Fields(m.Content))
+	}
+	return n
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -15,7 +15,7 @@ const fetchBlock = 500 * time.Millisecond
 // has free slots (at most two per worker), so one read serves several workers under load.
 func (p *Pool) fetch(ctx context.Context) {
 	for {
-		n, ok := p.takeSlots(ctx, true)
+		n, ok := p.takeSlots(ctx, true, p.opt.Workers)
 		if !ok {
 			return
 		}
@@ -35,9 +35,10 @@ func (p *Pool) fetch(ctx context.Context) {
 	}
 }
 
-// takeSlots takes at least one free slot (waiting for it when wait) and then every other free
-// one. ok is false when ctx ended or, without wait, no slot was free.
-func (p *Pool) takeSlots(ctx context.Context, wait bool) (n int, ok bool) {
+// takeSlots takes at least one free slot (waiting for it when wait) and then other free ones, up
+// to max. ok is false when ctx ended or, without wait, no slot was free. The fetcher takes at most
+// Workers of the 2×Workers slots so that a blocked read never starves the recoverer.
+func (p *Pool) takeSlots(ctx context.Context, wait bool, max int) (n int, ok bool) {
 	if wait {
 		select {
 		case <-ctx.Done():
@@ -52,7 +53,7 @@ func (p *Pool) takeSlots(ctx context.Context, wait bool) (n int, ok bool) {
 		}
 	}
 	n = 1
-	for n < cap(p.slots) {
+	for n < max {
 		select {
 		case <-p.slots:
 			n++

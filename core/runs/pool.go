@@ -23,12 +23,12 @@ type Pool struct {
 	h    Handler
 	sink Sink
 
-	work  chan rdb.Hint   // hints fetched, waiting for a worker
-	slots chan struct{}   // one token per hint this process may hold (fetched or in work)
-	held  *heldSet        // what this process holds, for the heartbeat and the canceller
-	set   *settler        // batched acknowledgements and counters
-	intake context.CancelFunc // stops fetcher and recoverer
-	runs   context.Context    // parent of every handler ctx; cancelled at the drain deadline
+	work     chan rdb.Hint      // hints fetched, waiting for a worker
+	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
+	held     *heldSet           // what this process holds, for the heartbeat and the canceller
+	set      *settler           // batched acknowledgements and counters
+	intake   context.CancelFunc // stops fetcher and recoverer
+	runs     context.Context    // parent of every handler ctx; cancelled at the drain deadline
 	stopRuns context.CancelCauseFunc
 	bg       context.Context // context of background components
 	stopBg   context.CancelFunc

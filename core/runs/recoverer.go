@@ -22,7 +22,7 @@ func (p *Pool) recover(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, ok := p.takeSlots(ctx, false); ok {
+		if n, ok := p.takeSlots(ctx, false, p.opt.Workers); ok {
 			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease, n)
 			if err != nil && ctx.Err() == nil {
 				p.log.Warn("runs: reclaiming idle hints failed", "err", err)

@@ -24,10 +24,10 @@ func Chunk(text string, limit int, d Dialect) []string {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	if d != DialectTelegram && Width(text) <= limit && !strings.Contains(text, "```") {
-		if t := strings.Trim(text, "\n"); t != "" {
-			return []string{t}
+		if strings.TrimSpace(text) == "" {
+			return nil
 		}
-		return nil
+		return []string{strings.Trim(text, "\n")}
 	}
 	c := chunker{text: text, limit: limit, d: d}
 	var out []string
@@ -281,7 +281,7 @@ func (c *chunker) next() string {
 		i = j
 	}
 	end := len(c.text)
-	if i < len(c.text) {
+	if i < len(c.text) || base+used+c.closeCost(&trial) > c.limit {
 		end = c.pickCut(cutAny, cutSpace, cutLine, cutPara)
 	}
 	// Replay the chosen span on the real state to build the piece.

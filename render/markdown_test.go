@@ -70,7 +70,8 @@ func TestNeutralizeMentions(t *testing.T) {
 		{"@channel.", "@\u200bchannel."},
 		{"<!channel> <!here|here> <!subteam^S1>", "<!\u200bchannel> <!\u200bhere|here> <!\u200bsubteam^S1>"},
 		{"<@U123> <@!42> <@&7>", "<@\u200bU123> <@\u200b!42> <@\u200b&7>"},
-		{"me@here.com @everyoneelse @heres", "me@here.com @everyoneelse @heres"},
+		{"me@here.com", "me@here.com"},
+		{"@everyoneelse @heres", "@\u200beveryoneelse @\u200bheres"},
 		{"already @\u200beveryone <@\u200b1>", "already @\u200beveryone <@\u200b1>"},
 		{"no mentions", "no mentions"},
 	}

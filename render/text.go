@@ -66,7 +66,9 @@ const zwsp = "\u200b"
 var massMentions = []string{"everyone", "here", "channel"}
 
 // NeutralizeMentions makes text safe to post: a zero-width space goes after the
-// '@' of @everyone, @here and @channel (any case, at a word start), and after
+// '@' of @everyone, @here and @channel (any case, not preceded by a letter or
+// digit, so e-mail addresses stay intact; "@heres" is caught too, as some
+// clients ping on the prefix), and after
 // the opening of Slack and Discord ping syntax (<@U123>, <@123>, <@!123>,
 // <@&role>, <!channel>, <!here>, <!everyone>, <!subteam^…>), so none of them
 // pings anyone while the text still reads the same.
@@ -92,8 +94,7 @@ func NeutralizeMentions(s string) string {
 			}
 			rest := s[i+1:]
 			for _, w := range massMentions {
-				if len(rest) >= len(w) && strings.EqualFold(rest[:len(w)], w) &&
-					(len(rest) == len(w) || !isWordByte(rest[len(w)])) {
+				if len(rest) >= len(w) && strings.EqualFold(rest[:len(w)], w) {
 					b.WriteString(s[last : i+1])
 					b.WriteString(zwsp)
 					last = i + 1

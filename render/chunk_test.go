@@ -1,0 +1,165 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestChunkKeepsShortTextWhole(t *testing.T) {
+	for _, d := range []Dialect{DialectPlain, DialectSlack, DialectDiscord, DialectTelegram} {
+		got := Chunk("\nhello <b>x</b>\n", 100, d)
+		want := "hello <b>x</b>"
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("%s: %q", d, got)
+		}
+		if got := Chunk("\n\n", 100, d); len(got) != 0 {
+			t.Fatalf("%s: blank input gave %q", d, got)
+		}
+	}
+}
+
+func TestChunkPrefersParagraphThenLineThenSpace(t *testing.T) {
+	para := strings.Repeat("a", 60) + "\n\n" + strings.Repeat("b", 30)
+	if got := Chunk(para, 80, DialectPlain); len(got) != 2 || got[0] != strings.Repeat("a", 60) {
+		t.Fatalf("paragraph cut: %q", got)
+	}
+	lines := strings.Repeat("a", 50) + "\n" + strings.Repeat("b", 20) + " " + strings.Repeat("c", 20)
+	if got := Chunk(lines, 80, DialectPlain); got[0] != strings.Repeat("a", 50) {
+		t.Fatalf("line cut: %q", got)
+	}
+	words := strings.Repeat("word ", 30)
+	for _, p := range Chunk(words, 64, DialectPlain) {
+		if strings.HasPrefix(p, "ord") || strings.HasSuffix(p, "wor") {
+			t.Fatalf("cut inside a word: %q", p)
+		}
+	}
+}
+
+func TestChunkNeverSplitsInsideACodeBlock(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("intro\n\n```python\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&b, "print(%d)\n", i)
+	}
+	b.WriteString("```\n\noutro")
+	pieces := Chunk(b.String(), 300, DialectDiscord)
+	if len(pieces) < 5 {
+		t.Fatalf("expected several pieces, got %d", len(pieces))
+	}
+	var code []string
+	for i, p := range pieces {
+		if Width(p) > 300 {
+			t.Fatalf("piece %d is %d long", i, Width(p))
+		}
+		if strings.Count(p, "```")%2 != 0 {
+			t.Fatalf("piece %d has an unclosed fence:\n%s", i, p)
+		}
+		if i > 0 && i < len(pieces)-1 && !strings.HasPrefix(p, "```python\n") {
+			t.Fatalf("piece %d does not reopen the fence with its language:\n%s", i, p)
+		}
+		for _, line := range strings.Split(p, "\n") {
+			if strings.HasPrefix(line, "print(") {
+				code = append(code, line)
+			}
+		}
+	}
+	if len(code) != 200 {
+		t.Fatalf("code lines lost or split: %d", len(code))
+	}
+}
+
+func TestChunkOneHugeCodeLineStillFits(t *testing.T) {
+	text := "```\n" + strings.Repeat("x", 1000) + "\n```"
+	total := 0
+	for _, p := range Chunk(text, 200, DialectSlack) {
+		if Width(p) > 200 || !strings.HasPrefix(p, "```\n") || !strings.HasSuffix(p, "```") {
+			t.Fatalf("bad piece %q", p)
+		}
+		total += strings.Count(p, "x")
+	}
+	if total != 1000 {
+		t.Fatalf("lost code: %d", total)
+	}
+}
+
+func TestChunkNeverSplitsRunesEntitiesOrTags(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		d    Dialect
+	}{
+		{"astral runes", strings.Repeat("𝔘👨‍👩‍👧", 200), DialectPlain},
+		{"telegram entities", strings.Repeat("a&amp;b&lt;c&#128512;", 100), DialectTelegram},
+		{"slack entities and links", strings.Repeat("x &gt; <https://a.io/x|link> ", 60), DialectSlack},
+		{"telegram tags", strings.Repeat(`<a href="https://e.io/x">ab</a> `, 80), DialectTelegram},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range Chunk(tt.text, 97, tt.d) {
+				if !utf8.ValidString(p) || Width(p) > 97 {
+					t.Fatalf("bad piece %q", p)
+				}
+				if tt.d == DialectTelegram {
+					if err := validTelegramHTML(p); err != nil {
+						t.Fatalf("%v in %q", err, p)
+					}
+				}
+				if tt.d == DialectSlack && strings.Count(p, "<") != strings.Count(p, ">") {
+					t.Fatalf("split link in %q", p)
+				}
+				if i := strings.LastIndexByte(p, '&'); i >= 0 && !strings.Contains(p[i:], ";") {
+					t.Fatalf("split entity in %q", p)
+				}
+			}
+		})
+	}
+}
+
+func TestChunkClosesAndReopensTelegramTags(t *testing.T) {
+	text := "<b>" + strings.Repeat("bold words ", 30) + "</b> tail"
+	pieces := Chunk(text, 100, DialectTelegram)
+	if len(pieces) < 3 {
+		t.Fatalf("want several pieces, got %q", pieces)
+	}
+	for i, p := range pieces {
+		if err := validTelegramHTML(p); err != nil {
+			t.Fatalf("piece %d: %v: %q", i, err, p)
+		}
+		if i < len(pieces)-1 && !strings.HasPrefix(p, "<b>") {
+			t.Fatalf("piece %d lost the bold: %q", i, p)
+		}
+	}
+	if got := Chunk("a</b><i>b", 100, DialectTelegram); len(got) != 1 || got[0] != "a<i>b</i>" {
+		t.Fatalf("unbalanced input not balanced: %q", got)
+	}
+}
+
+func TestChunkRaisesTinyLimits(t *testing.T) {
+	pieces := Chunk(strings.Repeat("a", 500), 1, DialectPlain)
+	for _, p := range pieces[:len(pieces)-1] {
+		if Width(p) != MinChunkLimit {
+			t.Fatalf("piece of %d", Width(p))
+		}
+	}
+}
+
+func FuzzChunk(f *testing.F) {
+	f.Add("```go\nx\n```\n\n<b>a &amp; b</b>", 64, uint8(0))
+	f.Add("<pre><code class=\"language-go\">x\ny</code></pre>", 70, uint8(3))
+	f.Add(strings.Repeat("<b><i>", 50)+"x", 64, uint8(3))
+	f.Add("<https://a.io|x> &gt;", 64, uint8(1))
+	f.Fuzz(func(t *testing.T, text string, limit int, dialect uint8) {
+		d := Dialect(dialect % 4)
+		if limit > 5000 || limit < -5000 {
+			limit %= 5000
+		}
+		eff := max(limit, MinChunkLimit)
+		for _, p := range Chunk(text, limit, d) {
+			if !utf8.ValidString(p) || Width(p) > eff || strings.TrimSpace(p) == "" {
+				t.Fatalf("limit %d: bad piece %q", eff, p)
+			}
+		}
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/core/agent/schema"
 )
 
 var (
@@ -27,7 +29,8 @@ var (
 			"meta":{"type":"object","properties":{"by":{"type":"string"},"note":{"type":"string"}},"required":["by"]},
 			"optional":{"type":"string"}
 		},
-		"required":["title","score","count","done","tags","level","kind","maybe","meta"]}`)}
+		"required":["title","score","count","done","tags","level","kind","maybe","meta"],
+		"additionalProperties":false}`)}
 )
 
 func user(text string) Message { return Message{Role: RoleUser, Content: text} }
@@ -180,6 +183,20 @@ func TestDemoHonoursACancelledContext(t *testing.T) {
 	cancel()
 	if _, err := NewDemo().Stream(ctx, Request{Messages: []Message{user("hello there friend")}}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestDemoStructuredArgumentsPassTheRuntimeValidator(t *testing.T) {
+	resp, err := NewDemo().Stream(context.Background(), Request{Messages: []Message{user("rate it")}, Tools: []ToolSpec{structuredTool}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schema.Parse(structuredTool.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := schema.ValidateJSON(sch, []byte(resp.ToolCalls[0].Arguments)); len(vs) > 0 {
+		t.Fatalf("arguments %s do not fit the schema: %s", resp.ToolCalls[0].Arguments, schema.Join(vs))
 	}
 }
 

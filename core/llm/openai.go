@@ -98,6 +98,9 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 	cfg.HTTPClient = capturingDoer{hc}
+	// DeepSeek sends ": keep-alive" comments while busy; go-openai counts each comment and blank
+	// line against this limit and fails the stream past it (default 300).
+	cfg.EmptyMessagesLimit = 100_000
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -86,6 +86,15 @@ func TestOpenAIStreamsTextInOrder(t *testing.T) {
 	}
 }
 
+func TestOpenAIToleratesDeepSeekKeepAliveComments(t *testing.T) {
+	s, p := newFake(t, nil)
+	s.Enqueue(modelserver.Reply{KeepAlives: 500, Content: "after a long wait"})
+	resp, err := p.Stream(context.Background(), userRequest("hi"), nil)
+	if err != nil || resp.Content != "after a long wait" {
+		t.Fatalf("resp %+v, err %v", resp, err)
+	}
+}
+
 func TestOpenAIAssemblesToolCallsSplitAcrossChunks(t *testing.T) {
 	s, p := newFake(t, nil)
 	s.Enqueue(modelserver.Reply{ChunkSize: 3, ToolCalls: []modelserver.ToolCall{

@@ -47,6 +47,9 @@ type Reply struct {
 	ChunkDelay time.Duration
 	// Latency is waited before answering, on top of the server's latency.
 	Latency time.Duration
+	// KeepAlives is how many SSE comment lines (": keep-alive") precede the first chunk, as
+	// DeepSeek sends while a busy server has not started answering.
+	KeepAlives int
 
 	// Status, when not zero, answers with this HTTP status and an OpenAI-style error body.
 	Status int

@@ -150,6 +150,19 @@ func TestStreamWithoutIncludeUsageSendsNoUsageChunk(t *testing.T) {
 	}
 }
 
+func TestKeepAlivesPrecedeTheFirstChunk(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Reply{KeepAlives: 2, Content: "x"})
+	resp := post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte(": keep-alive\n\n: keep-alive\n\ndata: {")) {
+		t.Fatalf("body starts %q", b[:min(len(b), 60)])
+	}
+}
+
 func TestNonStreamingAnswerIsOneCompletion(t *testing.T) {
 	s := New(t)
 	s.Enqueue(Reply{Content: "done", Reasoning: "r", ToolCalls: []ToolCall{{Name: "x", Arguments: "{}"}}})

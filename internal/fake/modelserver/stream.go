@@ -89,6 +89,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, rep
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 
+	for range reply.KeepAlives {
+		_, _ = w.Write([]byte(": keep-alive\n\n"))
+	}
 	empty := ""
 	e.delta(chunkDelta{Role: "assistant", Content: &empty}, nil)
 

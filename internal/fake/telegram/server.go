@@ -132,7 +132,8 @@ func (s *Server) Calls() []Call {
 	return append([]Call(nil), s.calls...)
 }
 
-// Count returns how many calls of method the server received (failed ones included).
+// Count returns how many calls of method the server received, counted on arrival (calls in
+// flight, refused and failed ones included).
 func (s *Server) Count(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,6 +160,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{code: 401, desc: "Unauthorized"})
 		return
 	}
+	s.mu.Lock()
+	s.counts[method]++
+	s.mu.Unlock()
 	params, err := readParams(r)
 	if err != nil {
 		writeError(w, badRequest("invalid request parameters"))
@@ -216,7 +220,6 @@ func init() {
 
 func (s *Server) log(method string, params map[string]string, status int) {
 	s.mu.Lock()
-	s.counts[method]++
 	if s.record {
 		s.calls = append(s.calls, Call{Method: method, Params: params, Status: status, At: time.Now()})
 	}

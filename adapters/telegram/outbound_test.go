@@ -1,0 +1,277 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+func privateConv(id int64) runs.ConvKey {
+	return runs.ConvKey{Platform: "telegram", Chat: strconv.FormatInt(id, 10)}
+}
+
+func clarificationCard() *render.Card {
+	return &render.Card{
+		Title:  "Which region?",
+		Status: render.StatusWaiting,
+		Body:   "I need **one** answer <before> I go on.",
+		Form: &render.Form{Token: "clar_1", Question: "Region?", Fields: []render.FormField{
+			{ID: "region", Label: "Region", Kind: render.KindChoice, Options: []string{"EU", "US", "Asia"}, Required: true},
+		}},
+	}
+}
+
+func TestSendCardCarriesInlineKeyboard(t *testing.T) {
+	h := start(t, nil)
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Card: clarificationCard()})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	posted := h.fake.Posted(42)
+	if len(posted) != 1 || strconv.Itoa(posted[0].ID) != ref.ID() {
+		t.Fatalf("posted = %+v, ref %+v", posted, ref)
+	}
+	m := posted[0]
+	if m.ParseMode != "HTML" || !strings.Contains(m.Text, "<b>one</b>") || !strings.Contains(m.Text, "&lt;before&gt;") {
+		t.Fatalf("text = %q (mode %q)", m.Text, m.ParseMode)
+	}
+	var labels []string
+	for _, row := range m.Keyboard {
+		for _, b := range row {
+			labels = append(labels, b.Text)
+			id, err := render.DecodeAction(testKey, b.CallbackData)
+			if err != nil || id.Token != "clar_1" {
+				t.Fatalf("button %q data %q: %v %+v", b.Text, b.CallbackData, err, id)
+			}
+		}
+	}
+	if j := strings.Join(labels, ","); !strings.Contains(j, "EU") || !strings.Contains(j, "Asia") {
+		t.Fatalf("buttons = %v", labels)
+	}
+}
+
+func TestLongAnswerIsChunkedWithKeyboardOnLast(t *testing.T) {
+	h := start(t, nil)
+	var body strings.Builder
+	for i := range 900 {
+		body.WriteString("Paragraph " + strconv.Itoa(i) + " has *some* words & <symbols>.\n\n")
+	}
+	card := &render.Card{Title: "Report", Status: render.StatusDone, Body: body.String(),
+		Actions: []render.Action{{Label: "Again", ID: render.ActionID{Kind: render.ActionButton, Token: "run_1"}}}}
+	tests := []struct {
+		name string
+		msg  channels.Message
+		kb   bool
+	}{
+		{"markdown text", channels.Message{Text: body.String()}, false},
+		{"card", channels.Message{Card: card}, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chat := int64(1000 + i)
+			ref, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(chat)}, tt.msg)
+			if err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			posted := h.fake.Posted(chat)
+			if len(posted) < 3 || len(posted) != len(ref.IDs) {
+				t.Fatalf("posted %d pieces, ref has %d", len(posted), len(ref.IDs))
+			}
+			for j, m := range posted {
+				visible, err := telegramfake.ParseHTML(m.Text)
+				if err != nil || len(utf16.Encode([]rune(visible))) > 4096 {
+					t.Fatalf("piece %d: err %v, %d chars", j, err, len(visible))
+				}
+				if hasKB := len(m.Keyboard) > 0; hasKB != (tt.kb && j == len(posted)-1) {
+					t.Fatalf("piece %d of %d has keyboard=%v", j, len(posted), hasKB)
+				}
+			}
+			if !strings.Contains(posted[len(posted)-1].Text, "Paragraph 899") {
+				t.Fatalf("last piece lacks the end of the answer")
+			}
+		})
+	}
+}
+
+func TestEditIsThrottledCoalescedAndNotModifiedIsSuccess(t *testing.T) {
+	h := start(t, nil)
+	h.ch.edits = newEditThrottle(500*time.Millisecond, time.Second)
+	ctx := context.Background()
+	ref, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(42)}, channels.Message{Text: "working…"})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if _, err := h.ch.Edit(ctx, ref, channels.Message{Text: "step 1"}); err != nil {
+		t.Fatalf("first edit: %v", err)
+	}
+	// Four more progress edits at once: within the interval, only the latest may land.
+	var wg sync.WaitGroup
+	for i := 2; i <= 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.ch.Edit(ctx, ref, channels.Message{Text: "step " + strconv.Itoa(i)}); err != nil {
+				t.Errorf("edit %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	edits := h.fake.Count("editMessageText")
+	if edits > 3 {
+		t.Fatalf("%d editMessageText calls for 5 edits within one interval, want coalescing", edits)
+	}
+	// The final edit goes out at once and is never dropped; repeating it is "not modified" = success.
+	for range 2 {
+		if _, err := h.ch.EditFinal(ctx, ref, channels.Message{Text: "**done**"}); err != nil {
+			t.Fatalf("final edit: %v", err)
+		}
+	}
+	if got := h.fake.Posted(42); len(got) != 1 || got[0].Text != "<b>done</b>" {
+		t.Fatalf("posted after final = %+v", got)
+	}
+	// Editing a deleted message is ErrMessageGone.
+	if err := h.ch.Delete(ctx, ref); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := h.ch.EditFinal(ctx, ref, channels.Message{Text: "late"}); !errors.Is(err, channels.ErrMessageGone) {
+		t.Fatalf("edit of deleted message: %v, want ErrMessageGone", err)
+	}
+}
+
+func TestEditFinalSpreadsLongAnswerOverNewMessages(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	ref, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(9)}, channels.Message{Text: "working…"})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	long := strings.Repeat("word ", 2000)
+	out, err := h.ch.EditFinal(ctx, ref, channels.Message{Text: long})
+	if err != nil {
+		t.Fatalf("EditFinal: %v", err)
+	}
+	posted := h.fake.Posted(9)
+	if len(out.IDs) < 2 || len(posted) != len(out.IDs) || out.ID() != ref.ID() || posted[0].Edits != 1 {
+		t.Fatalf("ref %+v, posted %d, first edits %d", out, len(posted), posted[0].Edits)
+	}
+	// Shrinking back deletes the surplus messages: no placeholder left behind.
+	if _, err := h.ch.EditFinal(ctx, out, channels.Message{Text: "short"}); err != nil {
+		t.Fatalf("EditFinal short: %v", err)
+	}
+	if got := h.fake.Posted(9); len(got) != 1 || got[0].Text != "short" {
+		t.Fatalf("after shrink = %+v", got)
+	}
+}
+
+func TestRateLimitStormIsWaitedOutWithNothingLost(t *testing.T) {
+	h := start(t, nil)
+	var waits []time.Duration
+	var mu sync.Mutex
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	h.fake.RateLimitStorm("sendMessage", 4, 2)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(int64(100 + i%3))}, channels.Message{Text: "msg " + strconv.Itoa(i)}); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	total := 0
+	for c := int64(100); c < 103; c++ {
+		total += len(h.fake.Posted(c))
+	}
+	if total != 10 {
+		t.Fatalf("posted %d messages, want 10", total)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 4 || waits[0] != 2*time.Second {
+		t.Fatalf("waits = %v, want four of 2s", waits)
+	}
+}
+
+func TestRateLimitBeyondBoundIsRateLimitError(t *testing.T) {
+	h := start(t, func(c *Config) { c.MaxRetryWait = 5 * time.Second })
+	h.fake.RateLimitStorm("sendMessage", 1, 60)
+	_, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: "x"})
+	var rl *channels.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter != time.Minute {
+		t.Fatalf("err = %v, want RateLimitError of 1m", err)
+	}
+}
+
+func TestUnparsableHTMLFallsBackToPlainText(t *testing.T) {
+	h := start(t, nil)
+	h.fake.FailNext("sendMessage", 1, telegramfake.Fault{Status: 400, Description: "Bad Request: can't parse entities: unsupported start tag"})
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: "**bold** & more"}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	got := h.fake.Posted(42)
+	if len(got) != 1 || got[0].ParseMode != "" || got[0].Text != "bold & more" {
+		t.Fatalf("posted = %+v", got)
+	}
+}
+
+func TestTypingAndCommandsAreSentOnlyWhenNeeded(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if err := h.ch.Typing(ctx, channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "-100777", Thread: "55"}}); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	if n := h.fake.ChatActions(-100777, "typing"); n != 1 {
+		t.Fatalf("typing actions = %d", n)
+	}
+	cmds := []channels.CommandSpec{{Name: "/new", Description: "Start over"}, {Name: "help", Description: "Help"}, {Name: "deadletters", AdminOnly: true}}
+	for range 2 {
+		if err := h.ch.RegisterCommands(ctx, cmds); err != nil {
+			t.Fatalf("RegisterCommands: %v", err)
+		}
+	}
+	if n := h.fake.Count("setMyCommands"); n != 1 {
+		t.Fatalf("setMyCommands called %d times, want 1 (unchanged list skipped)", n)
+	}
+	if got := h.fake.Commands(); len(got) != 2 || got[0].Command != "new" {
+		t.Fatalf("commands = %+v", got)
+	}
+}
+
+func TestPacerSpacesSendsPerChatWithoutHoldingOthers(t *testing.T) {
+	p := newPacer()
+	now := time.Unix(1000, 0)
+	var private []time.Duration
+	for range 5 {
+		private = append(private, p.reserve(42, now))
+	}
+	want := []time.Duration{0, 0, 0, time.Second, 2 * time.Second}
+	for i := range want {
+		if private[i] != want[i] {
+			t.Fatalf("private waits = %v, want %v", private, want)
+		}
+	}
+	if d := p.reserve(43, now); d != 0 {
+		t.Fatalf("another chat waits %v behind a busy one", d)
+	}
+	for range 3 {
+		p.reserve(-1, now)
+	}
+	if d := p.reserve(-1, now); d != 3*time.Second {
+		t.Fatalf("fourth group message waits %v, want 3s (20 a minute)", d)
+	}
+	if d := p.reserve(42, now.Add(10*time.Second)); d != 0 {
+		t.Fatalf("after a quiet spell wait = %v", d)
+	}
+}

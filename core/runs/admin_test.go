@@ -1,0 +1,134 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestAdminOps(t *testing.T) {
+	ctx := context.Background()
+	c := realRedis(t)
+
+	t.Run("depth", func(t *testing.T) {
+		q := newQueue(t, c)
+		for _, k := range []ConvKey{conv(1), conv(1), conv(2)} {
+			mustEnqueue(t, q, signedEnv(q.opt.Signer, k, "m"))
+		}
+		d, err := q.Depth(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[ConvKey]int64{}
+		for _, cd := range d.Conversations {
+			got[cd.Conv] = cd.Queued
+		}
+		if d.Pending != 3 || got[conv(1)] != 2 || got[conv(2)] != 1 || len(got) != 2 {
+			t.Errorf("Depth = %+v, want 3 pending: 2 in conv 1, 1 in conv 2", d)
+		}
+		if cd, err := q.ConvDepth(ctx, conv(1)); err != nil || cd.Queued != 2 || cd.Running {
+			t.Errorf("ConvDepth = %+v, %v", cd, err)
+		}
+	})
+
+	t.Run("list, replay and drop dead letters", func(t *testing.T) {
+		q := newQueue(t, c, func(o *Options) { o.MaxAttempts = 1 })
+		var broken atomic.Bool
+		broken.Store(true)
+		rec := newRecorder()
+		startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+			rec.handled(run)
+			if broken.Load() {
+				return "", errors.New("downstream is down")
+			}
+			return OutcomeAnswered, nil
+		}), nil)
+		a, b := signedEnv(q.opt.Signer, conv(1), "a"), signedEnv(q.opt.Signer, conv(2), "b")
+		mustEnqueue(t, q, a)
+		mustEnqueue(t, q, b)
+		eventually(t, 5*time.Second, "two dead letters", func() bool { d, _ := q.DeadLetters(ctx, 10); return len(d) == 2 })
+		broken.Store(false)
+		if err := q.Replay(ctx, a.RunID); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "the replayed run", func() bool { return rec.count(a.RunID) == 2 && stats(t, q).Answered == 1 })
+		if err := q.Drop(ctx, b.RunID); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := q.DeadLetters(ctx, 10); len(d) != 0 {
+			t.Errorf("dead letters after replay and drop = %+v", d)
+		}
+		for name, op := range map[string]func(context.Context, string) error{"Replay": q.Replay, "Drop": q.Drop} {
+			if err := op(ctx, b.RunID); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s of a missing dead letter = %v, want ErrNotFound", name, err)
+			}
+		}
+	})
+
+	t.Run("cancel queued and active runs", func(t *testing.T) {
+		q := newQueue(t, c)
+		rec := newRecorder()
+		started := make(chan string, 10)
+		startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+			rec.handled(run)
+			started <- run.Envelope.RunID
+			<-ctx.Done()
+			return "", ctx.Err()
+		}), rec)
+		k := conv(3)
+		a, b, cc := signedEnv(q.opt.Signer, k, "a"), signedEnv(q.opt.Signer, k, "b"), signedEnv(q.opt.Signer, k, "c")
+		for _, e := range []*Envelope{a, b, cc} {
+			mustEnqueue(t, q, e)
+		}
+		if id := <-started; id != a.RunID {
+			t.Fatalf("started %s", id)
+		}
+		res, err := q.Cancel(ctx, k, b.RunID)
+		if err != nil || res.Active != "" || fmt.Sprint(res.Removed) != fmt.Sprint([]string{b.RunID}) {
+			t.Fatalf("Cancel(b) = %+v, %v; want b removed", res, err)
+		}
+		res, err = q.Cancel(ctx, k, "")
+		if err != nil || res.Active != a.RunID || fmt.Sprint(res.Removed) != fmt.Sprint([]string{cc.RunID}) {
+			t.Fatalf("Cancel(conversation) = %+v, %v; want a cancelled and c removed", res, err)
+		}
+		eventually(t, 5*time.Second, "three cancelled runs", func() bool { return stats(t, q).Cancelled == 3 })
+		if rec.total() != 1 {
+			t.Errorf("%d runs started, want only a", rec.total())
+		}
+		if _, err := q.Cancel(ctx, k, NewRunID()); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Cancel of an unknown run = %v, want ErrNotFound", err)
+		}
+		if d, _ := q.Depth(ctx); d.Pending != 0 {
+			t.Errorf("pending after cancelling everything = %d", d.Pending)
+		}
+	})
+
+	t.Run("pause and resume intake", func(t *testing.T) {
+		q := newQueue(t, c)
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(1), "before"))
+		if err := q.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := q.Paused(ctx); err != nil || !p {
+			t.Fatalf("Paused = %v, %v", p, err)
+		}
+		for _, k := range []ConvKey{conv(1), conv(2)} { // a scheduled and an idle conversation
+			if err := q.Enqueue(ctx, signedEnv(q.opt.Signer, k, "during")); !errors.Is(err, ErrPaused) {
+				t.Errorf("Enqueue while paused into %s = %v, want ErrPaused", k.Chat, err)
+			}
+		}
+		if d, _ := q.Depth(ctx); d.Pending != 1 || len(d.Conversations) != 1 || d.Conversations[0].Queued != 1 {
+			t.Errorf("depth after refused enqueues = %+v, want only the first run", d)
+		}
+		if err := q.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(2), "after"))
+		if p, _ := q.Paused(ctx); p {
+			t.Error("still paused after Resume")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -260,6 +261,11 @@ func (c *chunker) next() string {
 	used := 0
 	i := c.pos
 	for i < len(c.text) {
+		if i-c.pos > 16*c.limit+4096 {
+			// Atoms that emit nothing (dropped or stray tags) could keep the
+			// scan going; bound it so each piece costs O(limit).
+			break
+		}
 		j := c.atomEnd(i)
 		out := c.step(&trial, i, j)
 		used += Width(out)
@@ -322,7 +328,7 @@ func (c *chunker) blank(content string) bool {
 			inTag = true
 		case r == '>':
 			inTag = false
-		case !inTag && r != ' ' && r != '\n' && r != '\t':
+		case !inTag && !unicode.IsSpace(r):
 			return false
 		}
 	}

@@ -62,7 +62,9 @@ func ConvertMarkdown(md string, d Dialect) string {
 	src := []byte(md)
 	doc := mdParser.Parse(text.NewReader(src))
 	c := converter{src: src, d: d}
-	return strings.Trim(c.container(doc, "\n\n"), "\n")
+	// Text nodes are neutralized as they are written; this final pass catches
+	// a mention assembled across nodes (say "@every" and a link text "one").
+	return NeutralizeMentions(strings.Trim(c.container(doc, "\n\n"), "\n"))
 }
 
 type converter struct {

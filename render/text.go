@@ -66,8 +66,8 @@ const zwsp = "\u200b"
 var massMentions = []string{"everyone", "here", "channel"}
 
 // NeutralizeMentions makes text safe to post: a zero-width space goes after the
-// '@' of @everyone, @here and @channel (any case, not preceded by a letter or
-// digit, so e-mail addresses stay intact; "@heres" is caught too, as some
+// '@' of @everyone, @here and @channel (any case, not preceded by a letter,
+// digit, '_' or '/', so e-mail addresses and URLs stay intact; "@heres" is caught too, as some
 // clients ping on the prefix), and after
 // the opening of Slack and Discord ping syntax (<@U123>, <@123>, <@!123>,
 // <@&role>, <!channel>, <!here>, <!everyone>, <!subteam^…>), so none of them
@@ -110,8 +110,10 @@ func NeutralizeMentions(s string) string {
 	return b.String()
 }
 
+// isWordByte is a byte after which an '@' starts no mention: a letter, digit
+// or '_' (e-mail addresses) or '/' (URL paths like /@name).
 func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '/'
 }
 
 // EscapeHTML escapes text for Telegram's HTML parse mode: &, < and > become

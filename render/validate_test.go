@@ -24,7 +24,7 @@ func (v *violations) text(where, s string, limit int) {
 }
 
 var (
-	unneutralizedMass = regexp.MustCompile(`(?i)(^|[^\w\x{200b}])@(everyone|here|channel)`)
+	unneutralizedMass = regexp.MustCompile(`(?i)(^|[^\w/\x{200b}])@(everyone|here|channel)`)
 	pingSyntax        = regexp.MustCompile(`<[@!][^\x{200b}]`)
 )
 

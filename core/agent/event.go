@@ -113,6 +113,14 @@ func (s *Session) Since(from int) []Event {
 	return append([]Event(nil), s.events[from:]...)
 }
 
+// history builds the model history from the log in place: History only reads events (values),
+// so the per-step copy of the whole log that Events() would make is not needed.
+func (s *Session) history() []llm.Message {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return History(s.events)
+}
+
 func (s *Session) append(e Event) Event {
 	s.mu.Lock()
 	e.Seq = len(s.events)

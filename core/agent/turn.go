@@ -84,7 +84,7 @@ func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, er
 	req := llm.Request{
 		Model:     a.opts.Model,
 		System:    append([]string(nil), a.opts.System...),
-		Messages:  History(a.session.Events()),
+		Messages:  a.session.history(),
 		Tools:     a.rt.toolSpecs(a.opts.Tools),
 		MaxTokens: a.opts.MaxTokens,
 	}

@@ -57,7 +57,7 @@ func cpuTime() time.Duration {
 // half structured), waits for all of them, and reports the wall time and the peak heap.
 func BenchmarkThousandConcurrentChildren(b *testing.B) {
 	const children = 1000
-	model := &isolatedChildModel{}
+	model := &isolatedChildModel{fast: true}
 	p := llm.ScriptFunc(model.reply)
 	rt := agent.NewRuntime(p)
 	spawn, _ := NewSpawn(rt, Config{})

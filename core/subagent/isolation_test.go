@@ -22,8 +22,35 @@ func childSchema(i int) json.RawMessage {
 // reports the const of the one schema it was offered, a plain child echoes its prompt. Any
 // request showing another child's schema, or a schema to a plain child, is recorded as a leak.
 type isolatedChildModel struct {
+	// fast reads the const by scanning instead of decoding JSON (for benchmarks, where the
+	// model's own cost would otherwise dominate).
+	fast  bool
 	mu    sync.Mutex
 	leaks []string
+}
+
+// schemaConst reads properties.n.const from a child's schema.
+func (m *isolatedChildModel) schemaConst(params []byte) (int, bool) {
+	if m.fast {
+		const key = `"const":`
+		i := strings.Index(string(params), key)
+		if i < 0 {
+			return 0, false
+		}
+		rest := string(params[i+len(key):])
+		end := strings.IndexAny(rest, ",}")
+		n, err := strconv.Atoi(rest[:max(end, 0)])
+		return n, err == nil
+	}
+	var s struct {
+		Properties struct {
+			N struct {
+				Const int `json:"const"`
+			} `json:"n"`
+		} `json:"properties"`
+	}
+	err := json.Unmarshal(params, &s)
+	return s.Properties.N.Const, err == nil
 }
 
 func (m *isolatedChildModel) leak(format string, args ...any) {
@@ -50,20 +77,14 @@ func (m *isolatedChildModel) reply(req llm.Request) llm.Reply {
 	case structured && n != 1:
 		m.leak("structured child %d was offered %d structured_output tools", i, n)
 	case structured:
-		var s struct {
-			Properties struct {
-				N struct {
-					Const int `json:"const"`
-				} `json:"n"`
-			} `json:"properties"`
-		}
-		if err := json.Unmarshal(spec.Parameters, &s); err != nil || s.Properties.N.Const != i {
-			m.leak("child %d saw the schema of child %d", i, s.Properties.N.Const)
+		n, ok := m.schemaConst(spec.Parameters)
+		if !ok || n != i {
+			m.leak("child %d saw the schema of child %d", i, n)
 		}
 		if req.System[len(req.System)-1] != StructuredInstruction {
 			m.leak("child %d: instruction not last", i)
 		}
-		return capture("c", fmt.Sprintf(`{"n":%d,"who":"%s"}`, s.Properties.N.Const, prompt))
+		return capture("c", `{"n":`+strconv.Itoa(n)+`,"who":"`+prompt+`"}`)
 	}
 	for _, s := range req.System {
 		if s == StructuredInstruction {

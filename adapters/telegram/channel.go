@@ -66,7 +66,7 @@ type Config struct {
 	// here is replaced by what getMe says.
 	BotUsername string
 	// HTTPClient makes the requests; default a client with no overall timeout (each call carries
-	// its own context deadline).
+	// its own context deadline) keeping 64 idle connections.
 	HTTPClient *http.Client
 	// Offsets keeps the polling offset across restarts; default an in-memory store.
 	Offsets OffsetStore
@@ -159,7 +159,11 @@ func New(cfg Config) (*Channel, error) {
 		return nil, fmt.Errorf("telegram: unknown mode %q (want polling or webhook)", cfg.Mode)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		// One host takes every call: keep enough idle connections for concurrent sends (the
+		// default transport keeps two).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
 	if cfg.Offsets == nil {
 		cfg.Offsets = &MemoryOffsets{}

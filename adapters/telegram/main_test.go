@@ -142,3 +142,5 @@ func (h *harness) waitInbound(t *testing.T, n int) []channels.Inbound {
 }
 
 var ann = telegramfake.User{ID: 42, FirstName: "Ann", LastName: "Lee", Username: "ann"}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,110 @@
+package telegram
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+)
+
+// countingHandler counts inbound messages and signals when want have arrived.
+type countingHandler struct {
+	n    atomic.Int64
+	want int64
+	done chan struct{}
+}
+
+func (h *countingHandler) HandleInbound(context.Context, channels.Channel, channels.Inbound) error {
+	if h.n.Add(1) == h.want {
+		close(h.done)
+	}
+	return nil
+}
+
+// BenchmarkInboundPolling measures one update from the fake's queue through getUpdates, decoding
+// and conversion to the Handler (updates pushed up front, 100 per poll).
+func BenchmarkInboundPolling(b *testing.B) {
+	fake := telegramfake.Start()
+	defer fake.Close()
+	fake.SetRecording(false)
+	for i := range b.N {
+		fake.PushPrivate(telegramfake.User{ID: int64(1 + i%200), FirstName: "U"}, "hello number "+strconv.Itoa(i))
+	}
+	h := &countingHandler{want: int64(b.N), done: make(chan struct{})}
+	ch, err := New(Config{Token: fake.Token(), APIURL: fake.URL(), Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := ch.Start(context.Background(), h); err != nil {
+		b.Fatal(err)
+	}
+	<-h.done
+	b.StopTimer()
+	_ = ch.Stop(context.Background())
+}
+
+// BenchmarkInboundWebhook measures one webhook delivery through the handler: secret check,
+// decoding, conversion and the Handler call (no network).
+func BenchmarkInboundWebhook(b *testing.B) {
+	fake := telegramfake.Start()
+	defer fake.Close()
+	ch, err := New(Config{Token: fake.Token(), APIURL: fake.URL(), Logger: discardLogger(), Mode: ModeWebhook, WebhookURL: "https://x/tg", WebhookSecret: "secret"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &countingHandler{want: -1}
+	if err := ch.Start(context.Background(), h); err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Stop(context.Background())
+	handler := ch.WebhookHandler()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		body := `{"update_id":` + strconv.Itoa(i+1) + `,"message":{"message_id":3,"from":{"id":42,"is_bot":false,"first_name":"Ann"},"chat":{"id":-100,"type":"supergroup"},"date":1,"text":"@switchboard_test_bot hello","entities":[{"type":"mention","offset":0,"length":21}]}}`
+		req := httptest.NewRequest("POST", "/tg", strings.NewReader(body))
+		req.Header.Set(SecretHeader, "secret")
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+}
+
+// BenchmarkSend measures Send of a short markdown answer through the real library to the fake
+// (HTTP on loopback included), pacing off, over 200 chats.
+func BenchmarkSend(b *testing.B) {
+	fake := telegramfake.Start()
+	defer fake.Close()
+	fake.SetRecording(false)
+	ch, err := New(Config{Token: fake.Token(), APIURL: fake.URL(), Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ch.Start(context.Background(), &countingHandler{want: -1}); err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Stop(context.Background())
+	msg := channels.Message{Text: "The answer is **42**, see `code` and [a link](https://example.com)."}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			to := channels.Target{Conv: privateConv(int64(1 + i%200))}
+			if _, err := ch.Send(context.Background(), to, msg); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

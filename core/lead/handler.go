@@ -1,0 +1,430 @@
+package lead
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/core/agent"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/subagent"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+var _ runs.Handler = (*Team)(nil)
+
+// pendingTurn is what a waiting run leaves in its clarification: the form it showed and the
+// lead's unfinished turn, which the answer run completes with the answer as the tool's result.
+type pendingTurn struct {
+	Form   runs.Form     `json:"form"`
+	CallID string        `json:"call_id"`
+	Events []agent.Event `json:"events"`
+}
+
+// resultSlot is the outbound record under which a finished run keeps its closing event, so a
+// replay re-emits it instead of running the model (and appending to the history) again.
+const resultSlot = "lead-result"
+
+// User-facing reasons; short, no internals.
+const (
+	reasonExpired  = "That question has expired. Please send your request again."
+	reasonAnswered = "That question was already answered."
+	reasonNotYours = "That question was asked of someone else."
+	reasonFailed   = "Sorry, something went wrong while working on this. Please try again."
+	reasonTooLong  = "The answer ran past the model's length limit. Try asking for something shorter."
+	reasonRefused  = "The model declined to answer this request."
+)
+
+// HandleRun runs one verified envelope: a message starts a lead turn; a clarification answer
+// completes the turn that asked. It emits the run's events and returns its outcome. A ctx that
+// ends (cancel, lease lost, shutdown) stops the agents; the run's history is then left as it was.
+func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, error) {
+	env := run.Envelope
+	conv := env.Conv.String()
+	if out, ok, err := t.replayed(ctx, run); err != nil || ok {
+		return out, err
+	}
+	th, _, err := t.store.Ensure(ctx, conv)
+	if err != nil {
+		return "", fmt.Errorf("lead: loading the thread: %w", err)
+	}
+	history, err := t.loadHistory(ctx, conv)
+	if err != nil {
+		return "", err
+	}
+
+	in := agent.Input{Content: env.Text}
+	var completed []agent.Event // the pending turn this run completes, answer filled in
+	switch env.Kind {
+	case runs.KindMessage:
+	case runs.KindClarificationAnswer:
+		p, reason, err := t.takeAnswer(ctx, env)
+		if err != nil {
+			return "", err
+		}
+		if reason != "" {
+			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed)
+		}
+		completed = answered(p, env.Text)
+		history = append(history, completed...)
+		in = agent.Input{Resume: true, Source: "clarification"}
+	default:
+		return "", runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
+	}
+	for i := range history {
+		history[i].Seq = i
+	}
+
+	model := t.opts.Model
+	if th.Settings.Model != "" {
+		model = th.Settings.Model
+	}
+	lead, err := t.rt.Create(agent.CreateOptions{
+		SessionID: th.SessionID + "." + env.RunID,
+		Seed:      history,
+		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: t.tools, MaxSteps: t.opts.MaxSteps},
+	})
+	if err != nil {
+		return "", runs.Permanent(fmt.Errorf("lead: creating the lead agent: %w", err))
+	}
+	rs := newRunState(t, run, lead)
+	t.runs.Store(lead.ID(), rs)
+	defer func() {
+		_ = lead.Dispose(context.Background())
+		t.runs.Delete(lead.ID())
+		rs.close()
+	}()
+	rs.emit(runs.Event{Kind: runs.EventStarted})
+
+	tctx := WithCaller(withAsked(context.Background(), rs.asked), callerOf(env))
+	if err := lead.SendInput(tctx, in); err != nil {
+		return "", fmt.Errorf("lead: starting the turn: %w", err)
+	}
+	if err := lead.WhenIdle(ctx); err != nil {
+		lead.Cancel("the run was stopped")
+		_ = lead.WhenIdle(context.Background())
+		rs.close()
+		return runs.OutcomeCancelled, ctx.Err()
+	}
+	rs.close() // every progress and subagent event is out before the closing one
+
+	own := lead.Session().Since(len(history))
+	form, callID := rs.asked.get()
+	end, _ := lastTurnEnd(own)
+	switch {
+	case form != nil && end.Reason == agent.TurnCompleted:
+		return t.waitForAnswer(ctx, run, append(completed, own...), own, *form, callID)
+	case end.Reason == agent.TurnCompleted:
+		text := answerText(own, end.Turn)
+		if text == "" {
+			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID, "err", errNoAnswer)
+			text = "_(The assistant finished without writing an answer.)_"
+		}
+		if err := t.persist(ctx, conv, th.ID, append(completed, own...)); err != nil {
+			return "", err
+		}
+		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered)
+	default:
+		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
+		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed)
+	}
+}
+
+// replayed re-emits the closing event of a run that already finished (a redelivery after a
+// crash between recording the result and acknowledging the run).
+func (t *Team) replayed(ctx context.Context, run *runs.Run) (runs.Outcome, bool, error) {
+	outcome, found, err := t.store.Outcome(ctx, run.Envelope.RunID)
+	if err != nil {
+		return "", false, fmt.Errorf("lead: reading the run's outcome: %w", err)
+	}
+	if !found {
+		return "", false, nil
+	}
+	// The result is recorded before the outcome, so it is there; were it not, "{}" is harmless.
+	_, stored, err := t.store.RecordOutbound(ctx, run.Envelope.RunID, resultSlot, []byte("{}"))
+	if err != nil {
+		return "", false, fmt.Errorf("lead: reading the run's result: %w", err)
+	}
+	var ev runs.Event
+	if json.Unmarshal(stored, &ev) == nil && ev.Kind != "" {
+		_ = run.Emit(ctx, ev)
+	}
+	return runs.Outcome(outcome), true, nil
+}
+
+// finish records the closing event (so a replay re-emits it) and emits it.
+func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome) (runs.Outcome, error) {
+	id := run.Envelope.RunID
+	if b, err := json.Marshal(ev); err == nil {
+		if _, _, err := t.store.RecordOutbound(ctx, id, resultSlot, b); err != nil {
+			t.log.Warn("lead: recording the run's result failed", "run", id, "err", err)
+		}
+	}
+	if _, err := t.store.RecordOutcome(ctx, id, string(out)); err != nil {
+		t.log.Warn("lead: recording the run's outcome failed", "run", id, "err", err)
+	}
+	if err := run.Emit(ctx, ev); err != nil {
+		t.log.Warn("lead: delivering the run's closing event failed", "run", id, "kind", ev.Kind, "err", err)
+	}
+	return out, nil
+}
+
+// waitForAnswer stores the question with the unfinished turn and shows the form.
+// events is the whole unfinished exchange: when the lead asks again while answering, the earlier
+// question and its answer come first.
+func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events, own []agent.Event, form runs.Form, callID string) (runs.Outcome, error) {
+	env := run.Envelope
+	form.AllowedUserID = env.Identity.ChannelUserID
+	p := pendingTurn{Form: form, CallID: callID, Events: events}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return "", runs.Permanent(fmt.Errorf("lead: encoding the question: %w", err))
+	}
+	c, err := t.store.PutClarification(ctx, threads.Clarification{
+		ID:            "q" + env.RunID,
+		ConvKey:       env.Conv.String(),
+		RunID:         env.RunID,
+		AllowedUserID: env.Identity.ChannelUserID,
+		Form:          raw,
+		ExpiresAt:     expiry(t.opts.ClarificationTTL),
+	})
+	if err != nil {
+		return "", fmt.Errorf("lead: storing the question: %w", err)
+	}
+	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
+	text := answerText(own, lastTurnOf(own))
+	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting)
+}
+
+func expiry(ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(ttl)
+}
+
+// takeAnswer claims the clarification an answer run answers. A reason is returned for answers
+// that cannot be taken (expired, taken, someone else's); an error for store failures.
+func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (*pendingTurn, string, error) {
+	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
+	switch {
+	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && c.AnsweredBy == env.Identity.ChannelUserID:
+		// Our own earlier attempt took it; carry on.
+	case errors.Is(err, threads.ErrClarificationExpired), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
+		return nil, reasonExpired, nil
+	case errors.Is(err, threads.ErrClarificationAnswered):
+		return nil, reasonAnswered, nil
+	case errors.Is(err, threads.ErrNotYourClarification):
+		return nil, reasonNotYours, nil
+	case err != nil:
+		return nil, "", fmt.Errorf("lead: taking the answer: %w", err)
+	}
+	var p pendingTurn
+	if err := json.Unmarshal(c.Form, &p); err != nil {
+		return nil, "", runs.Permanent(fmt.Errorf("lead: clarification %s is unreadable: %w", c.ID, err))
+	}
+	return &p, "", nil
+}
+
+// answered is the pending turn completed with the answer as the question's tool result.
+func answered(p *pendingTurn, answer string) []agent.Event {
+	out := make([]agent.Event, 0, len(p.Events))
+	for _, e := range p.Events {
+		if e.Kind == agent.KindToolResult && e.CallID == p.CallID {
+			e.Content = "The user answered:\n" + answer
+			e.IsError, e.Code = false, ""
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// persist appends the finished exchange to the thread's history as one turn: the completed
+// pending turn, if this run answered one, then this run's own events. Chunks are left out; they
+// repeat the messages.
+func (t *Team) persist(ctx context.Context, conv, threadID string, events []agent.Event) error {
+	raw := make([]json.RawMessage, 0, len(events))
+	for _, e := range events {
+		if e.Kind == agent.KindAssistantChunk {
+			continue
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return runs.Permanent(fmt.Errorf("lead: encoding history: %w", err))
+		}
+		raw = append(raw, b)
+	}
+	err := t.store.AppendTurn(ctx, conv, threadID, raw)
+	if errors.Is(err, threads.ErrStaleThread) {
+		return nil // the user started over with `new` while this ran; the answer still goes out
+	}
+	if err != nil {
+		return fmt.Errorf("lead: saving history: %w", err)
+	}
+	return nil
+}
+
+func (t *Team) loadHistory(ctx context.Context, conv string) ([]agent.Event, error) {
+	raw, err := t.store.LoadEvents(ctx, conv)
+	if err != nil {
+		return nil, fmt.Errorf("lead: loading history: %w", err)
+	}
+	out := make([]agent.Event, 0, len(raw))
+	for _, r := range raw {
+		var e agent.Event
+		if err := json.Unmarshal(r, &e); err != nil || e.Kind == "" {
+			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// answerText is what users may see of a turn: the assistant text of that turn's last message
+// that has any. Allowlist: only assistant/message content of the given turn qualifies.
+func answerText(events []agent.Event, turn int) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Kind == agent.KindAssistantMessage && e.Turn == turn && strings.TrimSpace(e.Content) != "" {
+			return e.Content
+		}
+	}
+	return ""
+}
+
+func lastTurnOf(events []agent.Event) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Turn > 0 {
+			return events[i].Turn
+		}
+	}
+	return 0
+}
+
+func lastTurnEnd(events []agent.Event) (agent.Event, bool) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == agent.KindTurnEnd {
+			return events[i], true
+		}
+	}
+	return agent.Event{Reason: agent.TurnError}, false
+}
+
+func failureReason(r agent.TurnEndReason) string {
+	switch r {
+	case agent.TurnMaxTokens:
+		return reasonTooLong
+	case agent.TurnRejected:
+		return reasonRefused
+	}
+	return reasonFailed
+}
+
+// runState is one run's bridge from agent events to run events. Events go out in order through
+// one goroutine, so a slow platform never holds up an agent's loop.
+type runState struct {
+	t     *Team
+	run   *runs.Run
+	lead  *agent.Agent
+	asked *asked
+
+	mu       sync.Mutex
+	queue    []runs.Event
+	closed   bool
+	lastProg time.Time
+	wake     chan struct{}
+	done     chan struct{}
+}
+
+func newRunState(t *Team, run *runs.Run, lead *agent.Agent) *runState {
+	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go rs.loop()
+	return rs
+}
+
+func (rs *runState) emit(ev runs.Event) {
+	rs.mu.Lock()
+	if rs.closed {
+		rs.mu.Unlock()
+		return
+	}
+	rs.queue = append(rs.queue, ev)
+	rs.mu.Unlock()
+	select {
+	case rs.wake <- struct{}{}:
+	default:
+	}
+}
+
+// progress emits a progress event unless one went out less than ProgressEvery ago.
+func (rs *runState) progress(tool, text string) {
+	rs.mu.Lock()
+	now := time.Now()
+	if now.Sub(rs.lastProg) < rs.t.opts.ProgressEvery {
+		rs.mu.Unlock()
+		return
+	}
+	rs.lastProg = now
+	rs.mu.Unlock()
+	rs.emit(runs.Event{Kind: runs.EventProgress, Tool: tool, Text: text})
+}
+
+// maxSummaryRunes bounds a subagent's summary on a card; the lead's answer carries the detail.
+const maxSummaryRunes = 600
+
+func (rs *runState) subagentResult(e subagent.Event) {
+	summary := e.LastAssistantMessage
+	if e.StopReason != subagent.StopCompleted && e.Detail != "" {
+		summary = e.Detail
+	}
+	if utf8.RuneCountInString(summary) > maxSummaryRunes {
+		summary = string([]rune(summary)[:maxSummaryRunes]) + "…"
+	}
+	info := &runs.SubagentInfo{ID: e.ID, Name: labelOf(e), StopReason: string(e.StopReason), Summary: summary}
+	if e.Structured != "" && json.Valid([]byte(e.Structured)) {
+		info.Structured = json.RawMessage(e.Structured)
+	}
+	rs.emit(runs.Event{Kind: runs.EventSubagentResult, Subagent: info})
+}
+
+func (rs *runState) loop() {
+	defer close(rs.done)
+	for {
+		rs.mu.Lock()
+		batch := rs.queue
+		rs.queue = nil
+		closed := rs.closed
+		rs.mu.Unlock()
+		for _, ev := range batch {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := rs.run.Emit(ctx, ev); err != nil {
+				rs.t.log.Warn("lead: delivering a run event failed", "run", rs.run.Envelope.RunID, "kind", ev.Kind, "err", err)
+			}
+			cancel()
+		}
+		if closed && len(batch) == 0 {
+			return
+		}
+		if !closed {
+			<-rs.wake
+		}
+	}
+}
+
+// close flushes the queued events and stops the loop; idempotent.
+func (rs *runState) close() {
+	rs.mu.Lock()
+	rs.closed = true
+	rs.mu.Unlock()
+	select {
+	case rs.wake <- struct{}{}:
+	default:
+	}
+	<-rs.done
+}

@@ -1,0 +1,324 @@
+// Package config loads Switchboard's configuration: built-in defaults, then an optional YAML
+// file, then BOT_ environment variables, into one typed Config.
+//
+// The key names (the koanf tags below, e.g. "telegram.api_url") are the contract of DESIGN.md
+// "Configuration keys": operators, docs and tests use them. Keys may be added; none is renamed
+// without a migration note.
+//
+// Loading is strict: an unknown key, in the file or the environment, is an error that names it.
+// Every secret (fields tagged secret:"…") can also be given as "<key>_file", a path whose trimmed
+// contents are the value. Secrets never appear in an error message nor in Redacted.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration of one Switchboard process. Load fills it; Validate checks
+// it; Redacted prints it. A zero Config is not useful: start from Default or Load.
+type Config struct {
+	Redis     Redis     `koanf:"redis"`
+	LLM       LLM       `koanf:"llm"`
+	Auth      Auth      `koanf:"auth"`
+	Telegram  Telegram  `koanf:"telegram"`
+	Slack     Slack     `koanf:"slack"`
+	Discord   Discord   `koanf:"discord"`
+	Access    Access    `koanf:"access"`
+	Admins    Admins    `koanf:"admins"`
+	HTTP      HTTP      `koanf:"http"`
+	Runs      Runs      `koanf:"runs"`
+	Subagents Subagents `koanf:"subagents"`
+	Log       Log       `koanf:"log"`
+}
+
+// Redis says where the shared store lives. An empty URL with mode single and no addrs means the
+// embedded store (miniredis) inside this process.
+type Redis struct {
+	// URL is redis://…, rediss://… or unix://…; empty for the embedded store (single mode) or
+	// when Addrs is used. A password inside it is masked by Redacted.
+	URL string `koanf:"url" secret:"url"`
+	// Mode is RedisSingle, RedisSentinel or RedisCluster.
+	Mode string `koanf:"mode"`
+	// Addrs are host:port pairs: the server (single, at most one), the sentinels, or the
+	// cluster's seed nodes.
+	Addrs []string `koanf:"addrs"`
+	// Prefix starts every key Switchboard writes.
+	Prefix string `koanf:"prefix"`
+	// MasterName is the sentinel master's name; required in sentinel mode.
+	MasterName string `koanf:"master_name"`
+	// Password is sent by AUTH when it is not in URL.
+	Password string `koanf:"password" secret:"true"`
+}
+
+// LLM configures the model provider.
+type LLM struct {
+	// Provider is ProviderOpenAI (any OpenAI-compatible server) or ProviderDemo (offline). When
+	// no layer sets it, Load picks openai if an API key or a non-default base URL is configured,
+	// and demo otherwise.
+	Provider string `koanf:"provider"`
+	// BaseURL is the OpenAI-compatible endpoint; DeepSeek's by default.
+	BaseURL string `koanf:"base_url"`
+	// APIKey is the bearer key. When unset and BaseURL is DeepSeek's, Load takes it from the
+	// DEEPSEEK_API_KEY environment variable.
+	APIKey string `koanf:"api_key" secret:"true"`
+	// Model is the model name sent with every request.
+	Model string `koanf:"model"`
+	// Timeout bounds one model call, streaming included.
+	Timeout time.Duration `koanf:"timeout"`
+	// MaxRetries is how many times a call is retried on 429/5xx; 0 disables retries.
+	MaxRetries int `koanf:"max_retries"`
+	// SystemPrompt, when set, replaces the built-in system prompt of the lead agent.
+	SystemPrompt string `koanf:"system_prompt"`
+}
+
+// Auth holds the keys that sign run envelopes.
+type Auth struct {
+	// SigningKeys are HMAC keys, newest first: the first signs, all verify (rotation). Empty
+	// means a key is generated per process, which only suits the embedded store. From the
+	// environment they are comma-separated; from a _file, one per line.
+	SigningKeys []string `koanf:"signing_keys" secret:"true"`
+}
+
+// Telegram configures the Telegram adapter; it is enabled when Token is set.
+type Telegram struct {
+	Token string `koanf:"token" secret:"true"`
+	// APIURL overrides https://api.telegram.org (local Bot API servers, tests).
+	APIURL string `koanf:"api_url"`
+	// Mode is TelegramPolling or TelegramWebhook.
+	Mode string `koanf:"mode"`
+	// WebhookURL is the public URL Telegram posts updates to; required in webhook mode.
+	WebhookURL string `koanf:"webhook_url"`
+	// WebhookSecret is Telegram's secret_token, checked on every webhook request; required in
+	// webhook mode. Only A-Z, a-z, 0-9, _ and - are allowed, at most 256 characters.
+	WebhookSecret string `koanf:"webhook_secret" secret:"true"`
+	// Pacing keeps sends within Telegram's rate limits (per chat and global).
+	Pacing bool `koanf:"pacing"`
+}
+
+// Slack configures the Slack adapter; it is enabled when BotToken is set.
+type Slack struct {
+	BotToken string `koanf:"bot_token" secret:"true"`
+	// AppToken (xapp-…) opens Socket Mode connections; required in socket mode.
+	AppToken string `koanf:"app_token" secret:"true"`
+	// SigningSecret verifies HTTP-mode requests; required in http mode.
+	SigningSecret string `koanf:"signing_secret" secret:"true"`
+	// APIURL overrides https://slack.com/api/ (tests).
+	APIURL string `koanf:"api_url"`
+	// Mode is SlackSocket or SlackHTTP.
+	Mode string `koanf:"mode"`
+}
+
+// Discord configures the Discord adapter; it is enabled when Token is set.
+type Discord struct {
+	Token string `koanf:"token" secret:"true"`
+	// APIURL overrides https://discord.com (scheme and host of REST and gateway discovery).
+	APIURL        string `koanf:"api_url"`
+	ApplicationID string `koanf:"application_id"`
+	// PublicKey (hex Ed25519) verifies HTTP interactions; not a secret.
+	PublicKey string `koanf:"public_key"`
+}
+
+// PlatformAccess says who may talk to the bot on one platform.
+type PlatformAccess struct {
+	// Policy is PolicyOpen (anyone) or PolicyAllowlist (only Allow). An allowlist with an empty
+	// Allow admits nobody but the platform's admins.
+	Policy string `koanf:"policy"`
+	// Allow lists channel_user_ids admitted under PolicyAllowlist.
+	Allow []string `koanf:"allow"`
+	// DM says whether direct messages are answered at all.
+	DM bool `koanf:"dm"`
+}
+
+// Access holds the access policy per platform (access.<platform>.*).
+type Access struct {
+	Telegram PlatformAccess `koanf:"telegram"`
+	Slack    PlatformAccess `koanf:"slack"`
+	Discord  PlatformAccess `koanf:"discord"`
+	Console  PlatformAccess `koanf:"console"`
+}
+
+// Admins lists the channel_user_ids allowed to run admin commands, per platform.
+type Admins struct {
+	Telegram []string `koanf:"telegram"`
+	Slack    []string `koanf:"slack"`
+	Discord  []string `koanf:"discord"`
+	Console  []string `koanf:"console"`
+}
+
+// HTTP configures the one listener for /healthz, /readyz, /metrics and platform webhooks.
+type HTTP struct {
+	// Addr is host:port as net.Listen takes it (":8080").
+	Addr string `koanf:"addr"`
+}
+
+// Runs configures the run queue and its workers.
+type Runs struct {
+	// Workers is the number of worker goroutines in this process.
+	Workers int `koanf:"workers"`
+	// Followup says what a message does to a conversation that already has a run in flight:
+	// FollowupQueue (wait for it) or FollowupInterrupt (cancel it and start anew).
+	Followup string `koanf:"followup"`
+	// MaxAttempts is how many times a run is tried before it is dead-lettered.
+	MaxAttempts int `koanf:"max_attempts"`
+	// Lease is how long a worker owns a run without renewing it.
+	Lease time.Duration `koanf:"lease"`
+	// MaxPerConversation caps the runs queued behind one conversation.
+	MaxPerConversation int `koanf:"max_per_conversation"`
+	// MaxPending caps the runs pending in the whole queue.
+	MaxPending int `koanf:"max_pending"`
+	// HistoryTurns is how many past turns of a thread are sent to the model.
+	HistoryTurns int `koanf:"history_turns"`
+	// ClarificationTTL is how long a question the bot asked waits for its answer.
+	ClarificationTTL time.Duration `koanf:"clarification_ttl"`
+	// MaxMessageChars is the longest incoming message accepted, in characters.
+	MaxMessageChars int `koanf:"max_message_chars"`
+}
+
+// Subagents bounds the subagents a lead agent may start.
+type Subagents struct {
+	// MaxDepth is how deep subagents may nest; 0 disables subagents.
+	MaxDepth int `koanf:"max_depth"`
+	// MaxConcurrent caps the subagents running at once under one lead.
+	MaxConcurrent int `koanf:"max_concurrent"`
+	// StructuredNudgeRetries is how often a subagent is reminded to return its structured
+	// result before the run gives up on it.
+	StructuredNudgeRetries int `koanf:"structured_nudge_retries"`
+}
+
+// Log configures the process log.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `koanf:"level"`
+	// Format is LogText or LogJSON.
+	Format string `koanf:"format"`
+}
+
+// Allowed values of the enumerated keys.
+const (
+	RedisSingle   = "single"
+	RedisSentinel = "sentinel"
+	RedisCluster  = "cluster"
+
+	ProviderOpenAI = "openai"
+	ProviderDemo   = "demo"
+
+	TelegramPolling = "polling"
+	TelegramWebhook = "webhook"
+
+	SlackSocket = "socket"
+	SlackHTTP   = "http"
+
+	PolicyOpen      = "open"
+	PolicyAllowlist = "allowlist"
+
+	FollowupQueue     = "queue"
+	FollowupInterrupt = "interrupt"
+
+	LogText = "text"
+	LogJSON = "json"
+)
+
+// Default endpoints and model.
+const (
+	DefaultLLMBaseURL      = "https://api.deepseek.com"
+	DefaultLLMModel        = "deepseek-chat"
+	DefaultTelegramAPIURL  = "https://api.telegram.org"
+	DefaultSlackAPIURL     = "https://slack.com/api/"
+	DefaultDiscordAPIURL   = "https://discord.com"
+	DefaultRedisPrefix     = "sb:"
+	DefaultHTTPAddr        = ":8080"
+	deepSeekAPIKeyVariable = "DEEPSEEK_API_KEY"
+)
+
+// Platform names, as used in access.<platform> and admins.<platform>.
+const (
+	PlatformTelegram = "telegram"
+	PlatformSlack    = "slack"
+	PlatformDiscord  = "discord"
+	PlatformConsole  = "console"
+)
+
+// Platforms lists every platform name that access.<platform> and admins.<platform> accept.
+func Platforms() []string {
+	return []string{PlatformTelegram, PlatformSlack, PlatformDiscord, PlatformConsole}
+}
+
+// Default returns the built-in defaults: the configuration Load yields with no file and no
+// environment, except that Load also resolves llm.provider and the DEEPSEEK_API_KEY fallback.
+func Default() *Config {
+	open := PlatformAccess{Policy: PolicyOpen, DM: true}
+	return &Config{
+		Redis: Redis{Mode: RedisSingle, Prefix: DefaultRedisPrefix},
+		LLM: LLM{
+			BaseURL:    DefaultLLMBaseURL,
+			Model:      DefaultLLMModel,
+			Timeout:    2 * time.Minute,
+			MaxRetries: 3,
+		},
+		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
+		Slack:    Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket},
+		Discord:  Discord{APIURL: DefaultDiscordAPIURL},
+		Access:   Access{Telegram: open, Slack: open, Discord: open, Console: open},
+		HTTP:     HTTP{Addr: DefaultHTTPAddr},
+		Runs: Runs{
+			Workers:            4,
+			Followup:           FollowupQueue,
+			MaxAttempts:        3,
+			Lease:              30 * time.Second,
+			MaxPerConversation: 20,
+			MaxPending:         10000,
+			HistoryTurns:       50,
+			ClarificationTTL:   time.Hour,
+			MaxMessageChars:    8000,
+		},
+		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
+		Log:       Log{Level: "info", Format: LogText},
+	}
+}
+
+// Enabled lists, in the order of Platforms, the networked platforms whose credentials are
+// configured: telegram (telegram.token), slack (slack.bot_token), discord (discord.token). The
+// console needs no credentials and is not listed.
+func (c *Config) Enabled() []string {
+	var out []string
+	if c.Telegram.Token != "" {
+		out = append(out, PlatformTelegram)
+	}
+	if c.Slack.BotToken != "" {
+		out = append(out, PlatformSlack)
+	}
+	if c.Discord.Token != "" {
+		out = append(out, PlatformDiscord)
+	}
+	return out
+}
+
+// AccessFor returns access.<platform>; ok is false for a platform name not in Platforms.
+func (c *Config) AccessFor(platform string) (a PlatformAccess, ok bool) {
+	switch platform {
+	case PlatformTelegram:
+		return c.Access.Telegram, true
+	case PlatformSlack:
+		return c.Access.Slack, true
+	case PlatformDiscord:
+		return c.Access.Discord, true
+	case PlatformConsole:
+		return c.Access.Console, true
+	}
+	return PlatformAccess{}, false
+}
+
+// AdminsFor returns admins.<platform>; nil for an unknown platform or when none are listed.
+func (c *Config) AdminsFor(platform string) []string {
+	switch platform {
+	case PlatformTelegram:
+		return c.Admins.Telegram
+	case PlatformSlack:
+		return c.Admins.Slack
+	case PlatformDiscord:
+		return c.Admins.Discord
+	case PlatformConsole:
+		return c.Admins.Console
+	}
+	return nil
+}

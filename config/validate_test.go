@@ -1,0 +1,145 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/config"
+)
+
+func TestValidateAcceptsDefaults(t *testing.T) {
+	if err := config.Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+// TestValidateRejectsBadValues: each change to a valid configuration is reported at its key.
+func TestValidateRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *config.Config)
+		want   []string // keys with a problem
+	}{
+		{"bad redis mode", func(c *config.Config) { c.Redis.Mode = "ring" }, []string{"redis.mode"}},
+		{"redis url scheme", func(c *config.Config) { c.Redis.URL = "http://h:1" }, []string{"redis.url"}},
+		{"redis url without host", func(c *config.Config) { c.Redis.URL = "redis://" }, []string{"redis.url"}},
+		{"redis url does not parse", func(c *config.Config) { c.Redis.URL = "redis://h:port x" }, []string{"redis.url"}},
+		{"single mode, two addrs", func(c *config.Config) { c.Redis.Addrs = []string{"a:1", "b:2"} }, []string{"redis.addrs"}},
+		{"single mode, url and addr", func(c *config.Config) {
+			c.Redis.URL, c.Redis.Addrs = "redis://h:1", []string{"a:1"}
+		}, []string{"redis.addrs"}},
+		{"bad addr", func(c *config.Config) { c.Redis.Addrs = []string{"nohost"} }, []string{"redis.addrs[0]"}},
+		{"sentinel needs addrs and master", func(c *config.Config) { c.Redis.Mode = "sentinel" },
+			[]string{"redis.addrs", "redis.master_name"}},
+		{"sentinel takes no url", func(c *config.Config) {
+			c.Redis.Mode, c.Redis.Addrs, c.Redis.MasterName, c.Redis.URL = "sentinel", []string{"s:26379"}, "m", "redis://h:1"
+		}, []string{"redis.url"}},
+		{"cluster needs seeds", func(c *config.Config) { c.Redis.Mode = "cluster" }, []string{"redis.addrs"}},
+		{"bad provider", func(c *config.Config) { c.LLM.Provider = "anthropic" }, []string{"llm.provider"}},
+		{"openai needs a model", func(c *config.Config) {
+			c.LLM.Provider, c.LLM.APIKey, c.LLM.Model = "openai", "k", ""
+		}, []string{"llm.model"}},
+		{"deepseek needs a key", func(c *config.Config) { c.LLM.Provider = "openai" }, []string{"llm.api_key"}},
+		{"base url not a URL", func(c *config.Config) { c.LLM.BaseURL = "api.deepseek.com" }, []string{"llm.base_url"}},
+		{"zero timeout", func(c *config.Config) { c.LLM.Timeout = 0 }, []string{"llm.timeout"}},
+		{"negative retries", func(c *config.Config) { c.LLM.MaxRetries = -1 }, []string{"llm.max_retries"}},
+		{"short signing key", func(c *config.Config) {
+			c.Auth.SigningKeys = []string{"long-enough-signing-key", "short"}
+		}, []string{"auth.signing_keys[1]"}},
+		{"bad telegram mode", func(c *config.Config) { c.Telegram.Mode = "push" }, []string{"telegram.mode"}},
+		{"webhook needs url and secret", func(c *config.Config) { c.Telegram.Mode = "webhook" },
+			[]string{"telegram.webhook_url", "telegram.webhook_secret"}},
+		{"webhook secret charset", func(c *config.Config) {
+			c.Telegram.Mode, c.Telegram.WebhookURL, c.Telegram.WebhookSecret = "webhook", "https://x/tg", "no spaces!"
+		}, []string{"telegram.webhook_secret"}},
+		{"telegram api url", func(c *config.Config) { c.Telegram.APIURL = "" }, []string{"telegram.api_url"}},
+		{"bad slack mode", func(c *config.Config) { c.Slack.Mode = "rtm" }, []string{"slack.mode"}},
+		{"socket mode needs app token", func(c *config.Config) { c.Slack.BotToken = "xoxb" }, []string{"slack.app_token"}},
+		{"http mode needs signing secret", func(c *config.Config) { c.Slack.BotToken, c.Slack.Mode = "xoxb", "http" },
+			[]string{"slack.signing_secret"}},
+		{"app token without bot token", func(c *config.Config) { c.Slack.AppToken = "xapp" }, []string{"slack.bot_token"}},
+		{"discord public key", func(c *config.Config) { c.Discord.PublicKey = "abc" }, []string{"discord.public_key"}},
+		{"discord application id", func(c *config.Config) { c.Discord.ApplicationID = "app" }, []string{"discord.application_id"}},
+		{"discord api url", func(c *config.Config) { c.Discord.APIURL = "ftp://discord.com" }, []string{"discord.api_url"}},
+		{"bad policy", func(c *config.Config) { c.Access.Discord.Policy = "closed" }, []string{"access.discord.policy"}},
+		{"empty allow entry", func(c *config.Config) { c.Access.Slack.Allow = []string{"U1", " "} }, []string{"access.slack.allow[1]"}},
+		{"empty admin entry", func(c *config.Config) { c.Admins.Console = []string{""} }, []string{"admins.console[0]"}},
+		{"http addr", func(c *config.Config) { c.HTTP.Addr = "8080" }, []string{"http.addr"}},
+		{"http port", func(c *config.Config) { c.HTTP.Addr = ":http" }, []string{"http.addr"}},
+		{"zero workers", func(c *config.Config) { c.Runs.Workers = 0 }, []string{"runs.workers"}},
+		{"bad followup", func(c *config.Config) { c.Runs.Followup = "drop" }, []string{"runs.followup"}},
+		{"negative numbers", func(c *config.Config) {
+			c.Runs.MaxAttempts, c.Runs.MaxPerConversation, c.Runs.MaxPending = -1, -1, -1
+			c.Runs.HistoryTurns, c.Runs.MaxMessageChars = -1, -1
+			c.Subagents.MaxDepth, c.Subagents.MaxConcurrent, c.Subagents.StructuredNudgeRetries = -1, -1, -1
+		}, []string{"runs.max_attempts", "runs.max_per_conversation", "runs.max_pending", "runs.history_turns",
+			"runs.max_message_chars", "subagents.max_depth", "subagents.max_concurrent",
+			"subagents.structured_nudge_retries"}},
+		{"negative durations", func(c *config.Config) {
+			c.Runs.Lease, c.Runs.ClarificationTTL = -time.Second, 0
+		}, []string{"runs.lease", "runs.clarification_ttl"}},
+		{"bad log level and format", func(c *config.Config) { c.Log.Level, c.Log.Format = "trace", "xml" },
+			[]string{"log.level", "log.format"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Default()
+			tt.change(c)
+			err := c.Validate()
+			var ve *config.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate() = %v, want a *ValidationError", err)
+			}
+			var got []string
+			for _, p := range ve.Problems {
+				got = append(got, p.Key)
+				if p.Message == "" {
+					t.Errorf("problem at %s has no message", p.Key)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("problems at %q, want %q\n%v", got, tt.want, err)
+			}
+		})
+	}
+}
+
+func TestValidateAllowsEmptyAllowlist(t *testing.T) {
+	c := config.Default()
+	c.Access.Telegram.Policy = config.PolicyAllowlist
+	if err := c.Validate(); err != nil {
+		t.Errorf("allowlist with no entries must be allowed (admins only): %v", err)
+	}
+}
+
+func TestValidateReportsEveryProblemWithItsKey(t *testing.T) {
+	c := config.Default()
+	c.Runs.Workers = 0
+	c.Telegram.Mode = "push"
+	c.Log.Format = "xml"
+	err := c.Validate()
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
+		t.Fatalf("Validate() = %v, want 3 problems", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"runs.workers: must be at least 1, got 0",
+		`telegram.mode: must be one of polling, webhook, got "push"`,
+		`log.format: must be one of text, json, got "xml"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error\n%s\ndoes not contain %q", msg, want)
+		}
+	}
+}
+
+func TestValidateAfterLoadFindsBadEnums(t *testing.T) {
+	cfg := mustLoad(t, "", []string{"BOT_RUNS__FOLLOWUP=drop", "BOT_RUNS__WORKERS=-2"})
+	var ve *config.ValidationError
+	if err := cfg.Validate(); !errors.As(err, &ve) || !ve.Has("runs.followup") || !ve.Has("runs.workers") {
+		t.Errorf("Validate() = %v, want problems at runs.followup and runs.workers", err)
+	}
+}

@@ -1,0 +1,41 @@
+package render
+
+import "testing"
+
+// BenchmarkRender20Subagents renders the 20-subagent result card (with
+// structured values) on each platform.
+func BenchmarkRender20Subagents(b *testing.B) {
+	card := Card{Title: "Fact check complete", Status: StatusDone, Body: markdownBody, Footer: footer, Subagents: subagents(20)}
+	b.Run("slack", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Slack(card, testKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("discord", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Discord(card, testKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("telegram", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Telegram(card, testKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(Plain(card)) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+}

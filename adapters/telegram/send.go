@@ -297,7 +297,7 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	if r := []rune(notice); len(r) > maxNotice {
 		notice = string(r[:maxNotice-1]) + "…"
 	}
-	c.answered.Swap(in.ID, true)
+	c.answered.CompareAndSwap(in.ID, false, true) // only for a query being dispatched now
 	return c.answer(ctx, in.ID, notice)
 }
 

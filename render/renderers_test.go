@@ -140,13 +140,14 @@ func TestDiscordButtonsFiveARowAndTooManyRowsRefused(t *testing.T) {
 	if len(rows) != 3 || len(rows[0].Components) != 5 || len(rows[2].Components) != 2 {
 		t.Fatalf("rows: %+v", rows)
 	}
-	actions = append(actions, actions...) // 24 buttons: 5 rows, the most Discord takes
+	actions = append(actions, actions...)
+	actions = append(actions, actions[0]) // 25 buttons: 5 full rows, the most Discord takes
 	if _, err := Discord(Card{Title: "t", Status: StatusDone, Actions: actions}, testKey); err != nil {
-		t.Fatalf("24 buttons fit in 5 rows: %v", err)
+		t.Fatalf("25 buttons fit in 5 rows: %v", err)
 	}
 	actions = append(actions, actions[0])
 	if _, err := Discord(Card{Title: "t", Status: StatusDone, Actions: actions}, testKey); !errors.Is(err, ErrInvalidCard) {
-		t.Fatalf("25 buttons need 6 rows; want ErrInvalidCard, got %v", err)
+		t.Fatalf("26 buttons need 6 rows; want ErrInvalidCard, got %v", err)
 	}
 }
 

@@ -1,0 +1,315 @@
+package rdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newStore returns a store on the test Redis under a fresh prefix, deleted afterwards.
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("the tests need Redis on 127.0.0.1:6379: %v", err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "sbtest:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		it := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+		for it.Next(ctx) {
+			c.Del(ctx, it.Val())
+		}
+		_ = c.Close()
+	})
+	return New(c, prefix)
+}
+
+const tag = "{conv:0123456789abcdef0123456789abcdef}"
+
+var ctx = context.Background()
+
+func ms(d time.Duration) int64 { return time.Now().Add(d).UnixMilli() }
+
+func mustEnqueue(t *testing.T, s *Store, probe bool, id string, max int, interrupt bool) EnqueueResult {
+	t.Helper()
+	r, err := s.Enqueue(ctx, tag, probe, Entry(id, []byte("env-"+id)), max, interrupt, ms(0), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func ids(t *testing.T, s *Store) string {
+	t.Helper()
+	got, err := s.MailboxIDs(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(got)
+}
+
+func TestScriptEnqueue(t *testing.T) {
+	s := newStore(t)
+	if r := mustEnqueue(t, s, true, "a", 2, false); r.Status != StatusNew {
+		t.Fatalf("idle conversation: %+v, want new", r)
+	}
+	if r := mustEnqueue(t, s, true, "b", 2, false); r.Status != StatusScheduled || ids(t, s) != "[a]" {
+		t.Fatalf("probe of a scheduled conversation: %+v %s, want scheduled without a push", r, ids(t, s))
+	}
+	if r := mustEnqueue(t, s, false, "b", 2, false); r.Status != StatusQueued || ids(t, s) != "[a b]" {
+		t.Fatalf("push: %+v %s", r, ids(t, s))
+	}
+	if r := mustEnqueue(t, s, false, "c", 2, false); r.Status != StatusBusy || ids(t, s) != "[a b]" {
+		t.Fatalf("over the limit: %+v %s, want busy and nothing pushed", r, ids(t, s))
+	}
+	// Interrupt: a is active; b is dropped, a flagged, c appended.
+	if c, _ := s.Claim(ctx, tag, "w", ms(0), ms(time.Minute)); c.Status != ClaimRun {
+		t.Fatal(c)
+	}
+	r := mustEnqueue(t, s, false, "c", 2, true)
+	if r.Status != StatusQueued || r.Interrupted != "a" || fmt.Sprint(r.Removed) != "[b]" || ids(t, s) != "[a c]" {
+		t.Fatalf("interrupt: %+v %s", r, ids(t, s))
+	}
+	if rn, _ := s.Renew(ctx, RenewReq{Tag: tag, Owner: "w", RunID: "a", Deadline: ms(time.Minute)}); !rn.Cancelled {
+		t.Error("the interrupted run is not flagged cancelled")
+	}
+}
+
+func TestScriptRetract(t *testing.T) {
+	s := newStore(t)
+	mustEnqueue(t, s, true, "a", 0, false)
+	if need, err := s.Retract(ctx, tag, Entry("a", []byte("env-a"))); err != nil || need {
+		t.Fatalf("Retract = %v, %v", need, err)
+	}
+	if _, ok, _ := s.ConvState(ctx, tag); ok {
+		t.Error("state left after retracting the only entry")
+	}
+	mustEnqueue(t, s, true, "a", 0, false)
+	mustEnqueue(t, s, false, "b", 0, false) // queued behind the invisible entry meanwhile
+	if need, _ := s.Retract(ctx, tag, Entry("a", []byte("env-a"))); !need || ids(t, s) != "[b]" {
+		t.Errorf("Retract with another entry behind = %v %s, want a hint needed for [b]", need, ids(t, s))
+	}
+}
+
+func TestScriptClaimAndAck(t *testing.T) {
+	s := newStore(t)
+	if c, _ := s.Claim(ctx, tag, "w1", ms(0), ms(time.Minute)); c.Status != ClaimEmpty {
+		t.Fatalf("claim of nothing = %+v", c)
+	}
+	mustEnqueue(t, s, true, "a", 0, false)
+	mustEnqueue(t, s, false, "b", 0, false)
+	c, err := s.Claim(ctx, tag, "w1", ms(0), ms(time.Minute))
+	if err != nil || c.Status != ClaimRun || c.Entry != Entry("a", []byte("env-a")) || c.Attempt != 1 || c.Cancelled {
+		t.Fatalf("claim = %+v, %v", c, err)
+	}
+	if c, _ := s.Claim(ctx, tag, "w2", ms(0), ms(time.Minute)); c.Status != ClaimHeld {
+		t.Fatalf("claim of a live lease = %+v, want held", c)
+	}
+	if c, _ := s.Ack(ctx, tag, "w2", "a", ms(time.Minute)); c.Status != ClaimLost {
+		t.Fatalf("ack by a non-owner = %+v, want lost", c)
+	}
+	// The lease expires: w2 takes over, the attempt counts on.
+	if err := s.Client().HSet(ctx, s.stKey(tag), "d", ms(-time.Second)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = s.Claim(ctx, tag, "w2", ms(0), ms(time.Minute))
+	if c.Status != ClaimRun || c.Attempt != 2 {
+		t.Fatalf("takeover = %+v, want run at attempt 2", c)
+	}
+	if c, _ := s.Ack(ctx, tag, "w1", "a", ms(time.Minute)); c.Status != ClaimLost {
+		t.Fatalf("ack by the old owner = %+v, want lost", c)
+	}
+	c, _ = s.Ack(ctx, tag, "w2", "a", ms(time.Minute))
+	if c.Status != ClaimNext || c.Entry != Entry("b", []byte("env-b")) || c.Attempt != 1 {
+		t.Fatalf("ack = %+v, want next b", c)
+	}
+	if c, _ := s.Ack(ctx, tag, "w2", "b", ms(time.Minute)); c.Status != ClaimIdle {
+		t.Fatalf("last ack = %+v, want idle", c)
+	}
+	if n, _ := s.Client().Exists(ctx, s.stKey(tag), s.qKey(tag)).Result(); n != 0 {
+		t.Errorf("%d keys left for an idle conversation", n)
+	}
+}
+
+func TestScriptRenew(t *testing.T) {
+	s := newStore(t)
+	mustEnqueue(t, s, true, "a", 0, false)
+	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Second))
+	r, err := s.RenewMany(ctx, []RenewReq{
+		{Tag: tag, Owner: "w", RunID: "a", Deadline: ms(time.Minute), Bump: true},
+		{Tag: tag, Owner: "other", RunID: "a", Deadline: ms(time.Minute)},
+		{Tag: tag, Owner: "w", RunID: "zzz", Deadline: ms(time.Minute)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r[0].Lost || r[0].Attempt != 2 || !r[1].Lost || !r[2].Lost {
+		t.Errorf("renewals = %+v, want [attempt 2, lost, lost]", r)
+	}
+	if _, err := s.Client().ScriptFlush(ctx).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Renew(ctx, RenewReq{Tag: tag, Owner: "w", RunID: "a", Deadline: ms(time.Minute)}); err != nil || r.Lost || r.Attempt != 2 {
+		t.Errorf("renew after SCRIPT FLUSH = %+v, %v", r, err)
+	}
+}
+
+func TestScriptRelease(t *testing.T) {
+	s := newStore(t)
+	mustEnqueue(t, s, true, "a", 0, false)
+	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+	if need, _ := s.Release(ctx, tag, "other", ms(0)); need {
+		t.Error("a non-owner released the lease")
+	}
+	if need, err := s.Release(ctx, tag, "w", ms(0)); err != nil || !need {
+		t.Fatalf("Release = %v, %v; want a hint needed", need, err)
+	}
+	c, _ := s.Claim(ctx, tag, "w2", ms(0), ms(time.Minute))
+	if c.Status != ClaimRun || c.Attempt != 2 {
+		t.Errorf("claim after release = %+v, want at once, attempt 2", c)
+	}
+}
+
+func TestScriptCancel(t *testing.T) {
+	s := newStore(t)
+	for i, id := range []string{"a", "b", "c"} {
+		mustEnqueue(t, s, i == 0, id, 0, false)
+	}
+	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+	active, removed, err := s.Cancel(ctx, tag, "b")
+	if err != nil || active != "" || fmt.Sprint(removed) != "[b]" {
+		t.Fatalf("cancel b = %q %v %v", active, removed, err)
+	}
+	active, removed, _ = s.Cancel(ctx, tag, "")
+	if active != "a" || fmt.Sprint(removed) != "[c]" || ids(t, s) != "[a]" {
+		t.Fatalf("cancel all = %q %v %s", active, removed, ids(t, s))
+	}
+	if active, removed, _ := s.Cancel(ctx, "{conv:none}", ""); active != "" || len(removed) != 0 {
+		t.Errorf("cancel in an idle conversation = %q %v", active, removed)
+	}
+}
+
+func TestScriptRescue(t *testing.T) {
+	s := newStore(t)
+	mustEnqueue(t, s, true, "a", 0, false) // enqueued, never hinted
+	if again, _ := s.Rescue(ctx, tag, ms(0), ms(-time.Minute)); again {
+		t.Error("rescued a fresh conversation")
+	}
+	if again, err := s.Rescue(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again {
+		t.Errorf("Rescue of a stale one = %v, %v", again, err)
+	}
+	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+	if again, _ := s.Rescue(ctx, tag, ms(0), ms(time.Hour)); again {
+		t.Error("rescued a claimed conversation")
+	}
+}
+
+func TestScriptReadyAndSettle(t *testing.T) {
+	s := newStore(t)
+	if st, err := s.Ready(ctx, true, 2, tag); err != nil || st != ReadyOK {
+		t.Fatalf("Ready = %q, %v", st, err)
+	}
+	if st, _ := s.Ready(ctx, true, 2, ""); st != ReadyOK {
+		t.Fatal(st)
+	}
+	if st, _ := s.Ready(ctx, true, 2, ""); st != ReadyBusy {
+		t.Fatalf("over the global limit = %q", st)
+	}
+	_ = s.Pause(ctx)
+	if st, _ := s.Ready(ctx, true, 0, tag); st != ReadyPaused {
+		t.Fatalf("paused = %q", st)
+	}
+	_ = s.Resume(ctx)
+	if err := s.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureGroup(ctx); err != nil {
+		t.Fatalf("EnsureGroup twice: %v", err)
+	}
+	hints, err := s.ReadHints(ctx, "c1", 10, 0)
+	if err != nil || len(hints) != 1 || hints[0].Tag != tag {
+		t.Fatalf("ReadHints = %+v, %v", hints, err)
+	}
+	if err := s.Settle(ctx, Settlement{Decrement: 2, Counters: map[string]int64{"answered": 2}, Hints: []string{"{conv:x}"}, Acks: []string{hints[0].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Pending(ctx); p != 0 {
+		t.Errorf("pending = %d", p)
+	}
+	if st, _ := s.Stats(ctx); st["answered"] != 2 {
+		t.Errorf("stats = %v", st)
+	}
+	if n, _ := s.Client().XLen(ctx, s.ReadyKey()).Result(); n != 1 {
+		t.Errorf("ready stream holds %d entries, want only the new hint", n)
+	}
+	if err := s.Settle(ctx, Settlement{Decrement: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Pending(ctx); p != 0 {
+		t.Errorf("pending went below zero: %d", p)
+	}
+}
+
+func TestHintsAutoClaimAndTouch(t *testing.T) {
+	s := newStore(t)
+	_ = s.EnsureGroup(ctx)
+	_, _ = s.Ready(ctx, false, 0, tag)
+	hints, _ := s.ReadHints(ctx, "dead", 1, 0)
+	if len(hints) != 1 {
+		t.Fatal(hints)
+	}
+	if got, _ := s.AutoClaim(ctx, "alive", time.Hour, 10); len(got) != 0 {
+		t.Errorf("claimed a fresh hint: %v", got)
+	}
+	if got, err := s.AutoClaim(ctx, "alive", 0, 10); err != nil || len(got) != 1 || got[0].Tag != tag {
+		t.Fatalf("AutoClaim = %v, %v", got, err)
+	}
+	if err := s.Touch(ctx, "alive", []string{hints[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReadHints(ctx, "other", 1, 10*time.Millisecond); len(got) != 0 {
+		t.Errorf("a delivered hint was read again: %v", got)
+	}
+}
+
+func TestScriptDead(t *testing.T) {
+	s := newStore(t)
+	_, _ = s.Ready(ctx, true, 0, "")
+	at := time.UnixMilli(time.Now().UnixMilli())
+	d := DeadLetter{RunID: "r1", Reason: "signature: unsigned", Envelope: []byte("{}"), Conv: "k", Attempts: 1, At: at}
+	id, err := s.AddDeadLetter(ctx, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.DeadLetters(ctx, 10)
+	d.ID = id
+	if len(list) != 1 || fmt.Sprint(list[0]) != fmt.Sprint(d) {
+		t.Fatalf("DeadLetters = %+v, want %+v", list, d)
+	}
+	if st, _ := s.Stats(ctx); st["dead_lettered"] != 1 || st["signature_failures"] != 1 {
+		t.Errorf("stats = %v", st)
+	}
+	if p, _ := s.Pending(ctx); p != 0 {
+		t.Errorf("pending = %d, want the dead run no longer pending", p)
+	}
+	if got, ok, _ := s.FindDeadLetter(ctx, "r1"); !ok || got.ID != id {
+		t.Errorf("FindDeadLetter = %+v %v", got, ok)
+	}
+	if ok, _ := s.DeleteDeadLetter(ctx, id); !ok {
+		t.Error("DeleteDeadLetter found nothing")
+	}
+	if _, ok, _ := s.FindDeadLetter(ctx, "r1"); ok {
+		t.Error("deleted dead letter still found")
+	}
+}

@@ -95,7 +95,15 @@ func (b *Backend) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	}
 	var seed []agent.Event
 	if b.fork && req.Parent != nil {
-		seed = agent.CompletedPrefix(req.Parent.Session().Events())
+		// The completed-turn prefix (agent.CompletedPrefix), sliced from our own copy of the
+		// log rather than copied again: Create copies the seed anyway.
+		events := req.Parent.Session().Events()
+		for i := len(events) - 1; i >= 0; i-- {
+			if events[i].Kind == agent.KindTurnEnd {
+				seed = events[:i+1]
+				break
+			}
+		}
 	}
 	return StartInProcessRun(ctx, b.rt, req, InProcessRunOptions{ProviderName: b.name, Seed: seed, StructuredNudgeRetries: b.retries})
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/lead"
+	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+// core is the platform-neutral part of a process: the store, the queue, the thread state and
+// the agent team. Close releases it in reverse order.
+type core struct {
+	log      *slog.Logger
+	redis    redis.UniversalClient
+	embedded bool
+	provider llm.Provider
+	demo     bool
+	signer   *runs.Signer
+	queue    *runs.Queue
+	threads  *threads.Store
+	team     *lead.Team
+	closers  []func() error
+}
+
+func (c *core) Close() error {
+	var errs []error
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		errs = append(errs, c.closers[i]())
+	}
+	c.closers = nil
+	return errors.Join(errs...)
+}
+
+// newProvider picks the model provider the configuration names.
+func newProvider(cfg *config.Config, log *slog.Logger) (p llm.Provider, demo bool, err error) {
+	switch cfg.LLM.Provider {
+	case config.ProviderDemo, "":
+		return llm.NewDemo(), true, nil
+	case config.ProviderOpenAI:
+		p, err := llm.NewOpenAI(llm.OpenAIOptions{
+			BaseURL:    cfg.LLM.BaseURL,
+			APIKey:     cfg.LLM.APIKey,
+			Model:      cfg.LLM.Model,
+			Timeout:    cfg.LLM.Timeout,
+			MaxRetries: cfg.LLM.MaxRetries,
+			Logger:     log,
+		})
+		return p, false, err
+	}
+	return nil, false, fmt.Errorf("unknown llm.provider %q", cfg.LLM.Provider)
+}
+
+func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger) (c *core, err error) {
+	c = &core{log: log}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	client, closeRedis, embedded, err := runs.OpenRedis(ctx, runs.RedisOptions{
+		URL: cfg.Redis.URL, Mode: runs.RedisMode(cfg.Redis.Mode), Addrs: cfg.Redis.Addrs,
+		MasterName: cfg.Redis.MasterName, Password: cfg.Redis.Password, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.redis, c.embedded = client, embedded
+	c.closers = append(c.closers, closeRedis)
+
+	keys := make([][]byte, 0, len(cfg.Auth.SigningKeys))
+	for _, k := range cfg.Auth.SigningKeys {
+		keys = append(keys, []byte(k))
+	}
+	if len(keys) == 0 {
+		if !embedded {
+			return nil, errors.New("auth.signing_keys is required with a shared Redis: every process must verify the others' runs")
+		}
+		k := make([]byte, 32)
+		_, _ = rand.Read(k)
+		keys = append(keys, k)
+		log.Info("signing runs with a key generated for this process (embedded store)")
+	}
+	if c.signer, err = runs.NewSigner(keys); err != nil {
+		return nil, err
+	}
+
+	if c.provider, c.demo, err = newProvider(cfg, log); err != nil {
+		return nil, err
+	}
+	if c.demo {
+		log.Warn("model: the offline demo provider — not an AI; set DEEPSEEK_API_KEY or BOT_LLM__BASE_URL for a real model")
+	} else {
+		log.Info("model: OpenAI-compatible provider", "base_url", cfg.LLM.BaseURL, "model", cfg.LLM.Model)
+	}
+
+	c.threads = threads.New(client, threads.Options{
+		Prefix:           cfg.Redis.Prefix,
+		HistoryTurns:     cfg.Runs.HistoryTurns,
+		ClarificationTTL: cfg.Runs.ClarificationTTL,
+	})
+	c.queue, err = runs.Open(ctx, client, runs.Options{
+		Prefix:             cfg.Redis.Prefix,
+		Workers:            cfg.Runs.Workers,
+		Lease:              cfg.Runs.Lease,
+		MaxAttempts:        cfg.Runs.MaxAttempts,
+		Followup:           runs.Followup(cfg.Runs.Followup),
+		MaxPerConversation: cfg.Runs.MaxPerConversation,
+		MaxPending:         int64(cfg.Runs.MaxPending),
+		Signer:             c.signer,
+		Logger:             log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.team, err = lead.NewTeam(c.provider, c.threads, lead.Options{
+		System:           cfg.LLM.SystemPrompt,
+		Model:            cfg.LLM.Model,
+		MaxDepth:         cfg.Subagents.MaxDepth,
+		MaxConcurrent:    cfg.Subagents.MaxConcurrent,
+		NudgeRetries:     cfg.Subagents.StructuredNudgeRetries,
+		ClarificationTTL: cfg.Runs.ClarificationTTL,
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.closers = append(c.closers, func() error { c.team.Close(); return nil })
+	return c, nil
+}

@@ -156,12 +156,13 @@ func Slack(c Card, k Key) ([]SlackMessage, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	fallback := truncate(headline(c)+" — "+status, SlackMaxFallbackText)
+	// The notification text is parsed like mrkdwn, so it is escaped too.
+	fallback := truncateMarkup(EscapeSlack(headline(c)+" — "+status), SlackMaxFallbackText, DialectSlack)
 	var msgs []SlackMessage
 	for start := 0; start < len(blocks); start += SlackMaxBlocks {
 		text := fallback
 		if start > 0 {
-			text = truncate(headline(c)+" (continued)", SlackMaxFallbackText)
+			text = truncateMarkup(EscapeSlack(headline(c)+" (continued)"), SlackMaxFallbackText, DialectSlack)
 		}
 		msgs = append(msgs, SlackMessage{Text: text, Blocks: blocks[start:min(len(blocks), start+SlackMaxBlocks)]})
 	}

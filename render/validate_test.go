@@ -41,6 +41,7 @@ func validateSlack(msgs []SlackMessage) violations {
 		v.check(len(m.Blocks) > 0 && len(m.Blocks) <= SlackMaxBlocks, "%s: %d blocks", w, len(m.Blocks))
 		v.text(w+" text", m.Text, SlackMaxFallbackText)
 		v.mentions(w+" text", m.Text)
+		v.check(!strings.ContainsAny(m.Text, "<>"), "%s: notification text must be escaped: %q", w, m.Text)
 		validateSlackBlocks(&v, w, m.Blocks)
 	}
 	return v

@@ -12,6 +12,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -161,8 +162,8 @@ var ErrInvalidCard = errors.New("render: invalid card")
 
 // Validate reports whether the card can be rendered: a known status, a
 // non-empty title, and a well-formed form (1–MaxFormFields fields, known kinds,
-// options for choice fields, at most MaxFormOptions options, a valid token and
-// Step in range). Renderers call it first; the error wraps ErrInvalidCard.
+// non-empty options for choice fields, at most MaxFormOptions options, a valid
+// token and Step in range). Renderers call it first; the error wraps ErrInvalidCard.
 func (c Card) Validate() error {
 	switch c.Status {
 	case StatusWorking, StatusWaiting, StatusDone, StatusFailed, StatusCancelled:
@@ -205,6 +206,11 @@ func (c Card) Validate() error {
 		}
 		if fld.Label == "" {
 			return fmt.Errorf("%w: field %d has no label", ErrInvalidCard, i)
+		}
+		for j, o := range fld.Options {
+			if strings.TrimSpace(o) == "" {
+				return fmt.Errorf("%w: field %d option %d is empty", ErrInvalidCard, i, j)
+			}
 		}
 	}
 	return nil

@@ -196,7 +196,7 @@ func Discord(c Card, k Key) ([]DiscordMessage, error) {
 		b.text(ConvertMarkdown(c.Body, DialectDiscord))
 	}
 	for _, f := range c.Fields {
-		b.field(DiscordEmbedField{Name: truncate(NeutralizeMentions(f.Label), DiscordMaxFieldName),
+		b.field(DiscordEmbedField{Name: truncate(NeutralizeMentions(orDash(f.Label)), DiscordMaxFieldName),
 			Value: truncateMarkup(discordEsc(orDash(f.Value)), DiscordMaxFieldValue, DialectDiscord), Inline: f.Inline})
 	}
 	for _, sa := range c.Subagents {

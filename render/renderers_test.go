@@ -25,6 +25,7 @@ func TestCardValidateRejectsWhatNoPlatformCanShow(t *testing.T) {
 		{"choice without options", formCard(FormField{Label: "x", Kind: KindChoice})},
 		{"too many options", formCard(FormField{Label: "x", Kind: KindChoice, Options: make([]string, 26)})},
 		{"unknown kind", formCard(FormField{Label: "x", Kind: "slider"})},
+		{"empty option", formCard(FormField{Label: "x", Kind: KindChoice, Options: []string{"a", " "}})},
 		{"field without label", formCard(FormField{Kind: KindText})},
 		{"bad token", Card{Title: "t", Status: StatusWaiting, Form: &Form{Token: "has space", Fields: []FormField{choice}}}},
 		{"step out of range", Card{Title: "t", Status: StatusWaiting, Form: &Form{Token: "t", Step: 1, Fields: []FormField{choice}}}},

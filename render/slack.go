@@ -171,8 +171,11 @@ func Slack(c Card, k Key) ([]SlackMessage, error) {
 
 // slackFieldText is a bold label over a value, for a section field.
 func slackFieldText(f Field, limit int) SlackText {
-	label := "*" + slackEsc(strings.TrimSpace(f.Label)) + "*"
-	return SlackText{Type: "mrkdwn", Text: truncateMarkup(label+"\n"+slackEsc(f.Value), limit, DialectSlack)}
+	text := slackEsc(orDash(f.Value))
+	if label := strings.TrimSpace(f.Label); label != "" {
+		text = "*" + slackEsc(label) + "*\n" + text
+	}
+	return SlackText{Type: "mrkdwn", Text: truncateMarkup(text, limit, DialectSlack)}
 }
 
 // slackFields lays inline fields out in section fields (10 a section) and

@@ -72,7 +72,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 	return c
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	// The cluster bus uses port+10000: pick ports whose bus port is free too.
 	for range 50 {

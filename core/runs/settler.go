@@ -11,6 +11,9 @@ import (
 // settleBatch bounds one flush.
 const settleBatch = 256
 
+// settleLinger is how long a flush waits for more work to share its round trip.
+const settleLinger = 2 * time.Millisecond
+
 // settler is the settler component: workers hand it spent hints, counters and re-hints, and it
 // flushes whatever accumulated in one script call, so under load many runs share one round trip.
 type settler struct {
@@ -69,13 +72,17 @@ func (s *settler) flush(first settleItem) {
 		st.Decrement += it.decrement
 	}
 	addItem(first)
-drain:
+	// Linger briefly so that a busy pool settles many runs per call; only counters and spent
+	// hints wait, never a user.
+	linger := time.NewTimer(settleLinger)
+	defer linger.Stop()
+collect:
 	for n := 1; n < settleBatch; n++ {
 		select {
 		case it := <-s.in:
 			addItem(it)
-		default:
-			break drain
+		case <-linger.C:
+			break collect
 		}
 	}
 	// Flushing must survive shutdown: it uses its own short deadline, not the pool's context.

@@ -1,0 +1,137 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkThroughput measures enqueue → run → ack with a no-op handler, 16 producers and 256
+// conversations, and the Redis calls per run from INFO commandstats deltas. It runs against a
+// private redis-server child (so other clients do not pollute the counters) when one is
+// installed, else against 127.0.0.1:6379.
+func BenchmarkThroughput(b *testing.B) {
+	c := benchRedis(b)
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			ctx := context.Background()
+			q := newQueue(b, c, func(o *Options) {
+				o.Workers = workers
+				o.MaxPending, o.MaxPerConversation = -1, -1
+				o.Lease = 30 * time.Second
+			})
+			var done atomic.Int64
+			all := make(chan struct{})
+			n := int64(b.N)
+			p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+				if done.Add(1) == n {
+					close(all)
+				}
+				return OutcomeAnswered, nil
+			}), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			envs := make([]*Envelope, b.N)
+			for i := range envs {
+				envs[i] = signedEnv(q.opt.Signer, conv(i%256), "x")
+			}
+			if err := p.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			before := commandCalls(b, c)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			const producers = 16
+			for w := range producers {
+				wg.Go(func() {
+					for i := w; i < b.N; i += producers {
+						if err := q.Enqueue(ctx, envs[i]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			<-all
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if err := p.Shutdown(ctx); err != nil {
+				b.Fatal(err)
+			}
+			after := commandCalls(b, c)
+			// Commands the client sends are round trips; the rest ran inside scripts.
+			var trips, calls int64
+			var parts []string
+			for k, v := range after {
+				if d := v - before[k]; d > 0 && k != "info" {
+					calls += d
+					if clientSent[k] {
+						trips += d
+					}
+					parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(d)/float64(b.N)))
+				}
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+			b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/run")
+			b.ReportMetric(float64(calls)/float64(b.N), "rediscalls/run")
+			if b.N >= 1000 {
+				b.Logf("per run: %s", strings.Join(parts, " "))
+			}
+		})
+	}
+}
+
+// clientSent are the commands the queue sends itself; every other command in the stats ran inside
+// one of its Lua scripts.
+var clientSent = map[string]bool{"evalsha": true, "eval": true, "xreadgroup": true, "xautoclaim": true,
+	"xclaim": true, "publish": true, "xgroup": true, "subscribe": true, "ping": true, "hello": true, "script": true}
+
+func benchRedis(b *testing.B) redis.UniversalClient {
+	server, err := exec.LookPath("redis-server")
+	if err != nil {
+		return realRedis(b)
+	}
+	port := freePort(b)
+	cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 64})
+	b.Cleanup(func() { _ = c.Close() })
+	eventually(b, 10*time.Second, "the private redis-server", func() bool { return c.Ping(context.Background()).Err() == nil })
+	return c
+}
+
+// commandCalls reads INFO commandstats: command name → calls.
+func commandCalls(b *testing.B, c redis.UniversalClient) map[string]int64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out[strings.TrimPrefix(name, "cmdstat_")] = n
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package threads
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// This file holds what the channels router and delivery need from Redis besides threads proper:
+// short-lived claims (inbound dedupe), marks (small values with a lifetime: threads the bot is in,
+// partial form answers, the message a run answers), a runtime allow/deny list per platform, and a
+// read of outbound records. Its Redis commands live here rather than in redis.go, on purpose:
+// they are single commands (or one MULTI on one hash slot), each tested in claim_test.go.
+//
+// Layout, with P the prefix:
+//
+//	Pclaim:<key>            string  a claim (SET NX PX)
+//	Pmark:<key>             string  a mark (SET PX)
+//	P{access:H}:allow|deny  set     runtime allow and deny lists of one platform (H hashes it)
+
+// maxClaimKeyLen bounds caller keys of claims and marks; they embed platform event ids.
+const maxClaimKeyLen = 512
+
+func checkClaimKey(key string) error {
+	if key == "" || len(key) > maxClaimKeyLen {
+		return invalid("key must be 1 to %d bytes", maxClaimKeyLen)
+	}
+	return nil
+}
+
+// Claim takes key for ttl if nobody holds it (SET NX PX under the store's prefix): true means
+// this call took it, false that a live claim exists. It is how the router sees a platform event
+// once. ttl must be positive.
+func (s *Store) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := checkClaimKey(key); err != nil {
+		return false, fmt.Errorf("threads: claim: %w", err)
+	}
+	if ttl <= 0 {
+		return false, fmt.Errorf("threads: claim: %w", invalid("ttl must be positive"))
+	}
+	ok, err := s.r.c.SetNX(ctx, s.keys.prefix+"claim:"+key, "1", ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("threads: claim %q: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Release drops a claim so the next Claim of key succeeds (a redelivery can then be handled).
+// Releasing a key nobody holds is not an error.
+func (s *Store) Release(ctx context.Context, key string) error {
+	if err := checkClaimKey(key); err != nil {
+		return fmt.Errorf("threads: release: %w", err)
+	}
+	if err := s.r.c.Del(ctx, s.keys.prefix+"claim:"+key).Err(); err != nil {
+		return fmt.Errorf("threads: release %q: %w", key, err)
+	}
+	return nil
+}
+
+// Mark stores value under key for ttl, replacing any earlier value. ttl must be positive.
+func (s *Store) Mark(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := checkClaimKey(key); err != nil {
+		return fmt.Errorf("threads: mark: %w", err)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("threads: mark: %w", invalid("ttl must be positive"))
+	}
+	if err := s.r.c.Set(ctx, s.keys.prefix+"mark:"+key, value, ttl).Err(); err != nil {
+		return fmt.Errorf("threads: mark %q: %w", key, err)
+	}
+	return nil
+}
+
+// Marked returns the value Mark stored under key; found is false when there is none (never
+// marked, unmarked, or expired).
+func (s *Store) Marked(ctx context.Context, key string) (value []byte, found bool, err error) {
+	if err := checkClaimKey(key); err != nil {
+		return nil, false, fmt.Errorf("threads: marked: %w", err)
+	}
+	b, found, err := s.r.get(ctx, s.keys.prefix+"mark:"+key)
+	if err != nil {
+		return nil, false, fmt.Errorf("threads: marked %q: %w", key, err)
+	}
+	return b, found, nil
+}
+
+// Unmark deletes a mark; deleting one that is not there is not an error.
+func (s *Store) Unmark(ctx context.Context, key string) error {
+	if err := checkClaimKey(key); err != nil {
+		return fmt.Errorf("threads: unmark: %w", err)
+	}
+	if err := s.r.c.Del(ctx, s.keys.prefix+"mark:"+key).Err(); err != nil {
+		return fmt.Errorf("threads: unmark %q: %w", key, err)
+	}
+	return nil
+}
+
+// accessKeys are the allow and deny sets of one platform; they share a hash tag so one MULTI
+// updates both on Redis Cluster.
+func (k keyspace) access(platform string) (allow, deny string) {
+	sum := sha256.Sum256([]byte(platform))
+	base := k.prefix + "{access:" + hex.EncodeToString(sum[:8]) + "}:"
+	return base + "allow", base + "deny"
+}
+
+func checkAccessArgs(platform, userID string) error {
+	if platform == "" || len(platform) > 64 {
+		return invalid("platform must be 1 to 64 bytes")
+	}
+	if userID == "" || len(userID) > 256 {
+		return invalid("user id must be 1 to 256 bytes")
+	}
+	return nil
+}
+
+// AllowUser adds userID to platform's runtime allow list and takes it off the deny list, in one
+// step. The lists have no expiry: they are operator decisions.
+func (s *Store) AllowUser(ctx context.Context, platform, userID string) error {
+	return s.setAccess(ctx, platform, userID, true)
+}
+
+// DenyUser adds userID to platform's runtime deny list and takes it off the allow list, in one
+// step.
+func (s *Store) DenyUser(ctx context.Context, platform, userID string) error {
+	return s.setAccess(ctx, platform, userID, false)
+}
+
+func (s *Store) setAccess(ctx context.Context, platform, userID string, allow bool) error {
+	if err := checkAccessArgs(platform, userID); err != nil {
+		return fmt.Errorf("threads: access: %w", err)
+	}
+	allowKey, denyKey := s.keys.access(platform)
+	add, rem := allowKey, denyKey
+	if !allow {
+		add, rem = denyKey, allowKey
+	}
+	_, err := s.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, add, userID)
+		p.SRem(ctx, rem, userID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("threads: access of %s on %s: %w", userID, platform, err)
+	}
+	return nil
+}
+
+// AccessOverride reports whether an admin allowed or denied userID on platform at runtime. At
+// most one of allowed and denied is true.
+func (s *Store) AccessOverride(ctx context.Context, platform, userID string) (allowed, denied bool, err error) {
+	if err := checkAccessArgs(platform, userID); err != nil {
+		return false, false, fmt.Errorf("threads: access override: %w", err)
+	}
+	allowKey, denyKey := s.keys.access(platform)
+	var a, d *redis.BoolCmd
+	_, err = s.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		a = p.SIsMember(ctx, allowKey, userID)
+		d = p.SIsMember(ctx, denyKey, userID)
+		return nil
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("threads: access override of %s on %s: %w", userID, platform, err)
+	}
+	return a.Val(), d.Val(), nil
+}
+
+// Outbound returns what RecordOutbound stored for run runID and step, without writing; found is
+// false when nothing is recorded.
+func (s *Store) Outbound(ctx context.Context, runID, step string) (value []byte, found bool, err error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, false, fmt.Errorf("threads: outbound: %w", err)
+	}
+	if step == "" || len(step) > 256 {
+		return nil, false, fmt.Errorf("threads: outbound of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
+	}
+	b, found, err := s.r.get(ctx, s.keys.outbound(runID, step))
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, fmt.Errorf("threads: outbound of run %s step %q: %w", runID, step, err)
+	}
+	return b, found, nil
+}

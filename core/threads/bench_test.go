@@ -15,7 +15,7 @@ func BenchmarkAppendTurnLoadEvents(b *testing.B) {
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
 			ctx := context.Background()
-			s := newTestStore(b, be.client(b), Options{HistoryTurns: 20})
+			s := newTestStore(b, be.start(b)(b), Options{HistoryTurns: 20})
 			const conv = "telegram/-/bench/0"
 			th, _, err := s.Ensure(ctx, conv)
 			if err != nil {

@@ -2,6 +2,8 @@ package threads
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
@@ -13,48 +15,73 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopCluster()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // realRedisAddr is the Redis every test run needs (CI starts it; see .ci/run).
 const realRedisAddr = "127.0.0.1:6379"
 
-// backends are the servers the store's behaviour is proved against: the real Redis and the
-// embedded miniredis that `bot chat` runs on when redis.url is empty.
+// dialer opens a new client to a backend's server; several calls reach the same data, as
+// several processes would.
+type dialer func(t testing.TB) redis.UniversalClient
+
+// backends are the servers the store's behaviour is proved against: the real Redis, the
+// embedded miniredis that `bot chat` runs on when redis.url is empty, and a three-node Redis
+// Cluster (started once per test binary, see cluster_test.go).
 var backends = []struct {
-	name   string
-	client func(t testing.TB) redis.UniversalClient
+	name  string
+	start func(t testing.TB) dialer
 }{
-	{"redis", realRedis},
-	{"miniredis", embeddedRedis},
+	{"redis", startRealRedis},
+	{"miniredis", startEmbeddedRedis},
+	{"cluster", startClusterBackend},
 }
 
 // forEachBackend runs fn as a subtest against every backend.
 func forEachBackend(t *testing.T, fn func(t *testing.T, c redis.UniversalClient)) {
 	t.Helper()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b.client(t)) })
+		t.Run(b.name, func(t *testing.T) { fn(t, b.start(t)(t)) })
 	}
 }
 
-func realRedis(t testing.TB) redis.UniversalClient {
+func startRealRedis(t testing.TB) dialer {
 	t.Helper()
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{realRedisAddr}})
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatalf("the tests need a real Redis at %s (CI starts one): %v", realRedisAddr, err)
+	return func(t testing.TB) redis.UniversalClient {
+		t.Helper()
+		c := redis.NewClient(&redis.Options{Addr: realRedisAddr})
+		t.Cleanup(func() { c.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatalf("the tests need a real Redis at %s (CI starts one): %v", realRedisAddr, err)
+		}
+		return c
 	}
-	return c
 }
 
-func embeddedRedis(t testing.TB) redis.UniversalClient {
+func startEmbeddedRedis(t testing.TB) dialer {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{mr.Addr()}})
-	t.Cleanup(func() { c.Close() })
-	return c
+	return func(t testing.TB) redis.UniversalClient {
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
 }
+
+// realRedis and embeddedRedis return a client of one backend, for tests that need only one.
+func realRedis(t testing.TB) redis.UniversalClient     { return startRealRedis(t)(t) }
+func embeddedRedis(t testing.TB) redis.UniversalClient { return startEmbeddedRedis(t)(t) }
 
 // uniquePrefix returns a key prefix no other test (or test run) uses, and removes every key
 // under it when the test ends. It never flushes the database.
@@ -71,21 +98,36 @@ func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		// SCAN walks one node; a cluster's keys are spread over its masters.
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return scanDelete(ctx, node, prefix)
+		})
+		if err != nil {
+			t.Errorf("cleaning up %s: %v", prefix, err)
+		}
+		return
+	}
+	if err := scanDelete(ctx, c, prefix); err != nil {
+		t.Errorf("cleaning up %s: %v", prefix, err)
+	}
+}
+
+func scanDelete(ctx context.Context, c redis.Cmdable, prefix string) error {
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 500).Result()
 		if err != nil {
-			t.Errorf("cleaning up %s: %v", prefix, err)
-			return
+			return err
 		}
 		for _, k := range keys {
-			// One key per DEL: the keys of different conversations live in different cluster slots.
+			// One key per DEL: keys of different conversations may live in different slots.
 			if err := c.Del(ctx, k).Err(); err != nil {
-				t.Errorf("cleaning up %s: %v", k, err)
+				return err
 			}
 		}
 		if cursor = next; cursor == 0 {
-			return
+			return nil
 		}
 	}
 }

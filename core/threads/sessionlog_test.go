@@ -28,7 +28,8 @@ func TestSessionLogSurvivesRestart(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := ctxT(t)
-			c := b.client(t)
+			dial := b.start(t)
+			c := dial(t)
 			prefix := uniquePrefix(t, c)
 			before := New(c, Options{Prefix: prefix})
 			th, _, err := before.Ensure(ctx, "telegram/-/99/0")
@@ -43,8 +44,7 @@ func TestSessionLogSurvivesRestart(t *testing.T) {
 			}
 
 			// The "restarted process": another client connection and another Store.
-			restarted := New(redis.NewClient(&redis.Options{Addr: c.(*redis.Client).Options().Addr}), Options{Prefix: prefix})
-			defer restarted.r.c.Close()
+			restarted := New(dial(t), Options{Prefix: prefix})
 			got, err := restarted.LoadTurns(ctx, "telegram/-/99/0")
 			want[2][0] = json.RawMessage(`{ "spaced" : [1, 2] }`) // surrounding whitespace is dropped
 			if err != nil || !reflect.DeepEqual(got, want) {

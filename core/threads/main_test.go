@@ -2,10 +2,10 @@ package threads
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"

@@ -1,0 +1,58 @@
+// Package runs is the spine between chats and agents: signed run envelopes, the Redis run queue,
+// the worker pool that calls a Handler, and the run-event types the channels layer renders.
+//
+// # Envelopes
+//
+// The router builds an Envelope, signs it with a Signer (HMAC-SHA256 over Canonical, a
+// length-prefixed encoding of every field but Attempt and Sig; newest key signs, every key of the
+// ring verifies) and enqueues it. Workers decode and verify before anything runs; an unsigned,
+// forged, tampered or malformed envelope is dead-lettered with its reason and counted, never run.
+//
+// # Queue design
+//
+// Per conversation (keys tagged {conv:<128-bit hash of ConvKey.String>}, one cluster slot):
+//
+//	<prefix>{conv:h}:q   list, the mailbox: "<run id>\n<envelope>" entries, head first
+//	<prefix>{conv:h}:st  hash, exists exactly while the conversation is scheduled: lease owner and
+//	                     deadline (ms, compared with the caller's clock, so leases also expire on
+//	                     the embedded miniredis), active run id and its attempt count, cancel flag
+//
+// Global (keys tagged {global}, one slot): the ready stream of hints ("conversation h may have
+// work") read by the consumer group "workers", the dead-letter stream, the pause flag, the
+// pending counter (global backpressure) and the stats hash. No script touches both kinds.
+//
+// Enqueue probes the conversation. An idle one receives the entry and a fresh state in the same
+// script — invisible to workers, since no hint exists yet — and a second script on the global
+// slot checks the pause flag and the global limit, counts the run and adds the hint (a refusal
+// retracts the entry). A scheduled one is admitted globally first and then appended; its worker
+// will reach it. So a conversation has one hint per scheduling, and its runs sit in one list.
+//
+// Workers read hints in batches (XREADGROUP), claim the conversation's lease (a script that
+// returns the head entry), run it, and acknowledge it with a script that pops it and hands over
+// the next entry under the same lease — a busy conversation costs one round trip per run on the
+// worker side and is never interleaved: FIFO and one at a time per conversation, any number of
+// conversations in parallel across any number of processes. When the mailbox is empty the state
+// is deleted and the hint acknowledged. Spent hints, counters and the pending decrement are
+// flushed in batches by the settler.
+//
+// A worker's heartbeat extends its leases and resets the idle time of its hints every third of a
+// lease. A worker that dies (even SIGKILL) stops both: after a lease its hint is idle long enough
+// for another process's recoverer (XAUTOCLAIM) to take it, and the claim script hands over the
+// conversation because the lease deadline has passed. The interrupted run starts again with its
+// attempt count carried on, so a run that keeps killing workers is dead-lettered after
+// MaxAttempts. A claim that finds a live lease leaves the hint pending as a watchdog. A
+// conversation whose enqueuer died between its two calls is rescued by a periodic scan.
+//
+// Round trips per run: enqueue 2 (idle conversation) or 3 (busy one); claim 1 (idle
+// conversations only); ack 1; plus the batched hint reads and settles. About 4 per run either way
+// (see BenchmarkThroughput).
+//
+// Retries: a transient handler error keeps the lease and retries in place after exponential
+// backoff with jitter (RetryBase doubling up to RetryMax), up to MaxAttempts, then the run is
+// dead-lettered and the user told. Permanent(err) fails at once. Cancels (interrupt policy,
+// Queue.Cancel) set the conversation's cancel flag and publish the run id; the worker holding it
+// cancels the handler's context (pub/sub, backed by the heartbeat's poll of the flag).
+//
+// Shutdown stops the fetcher and recoverer, lets in-flight runs finish until its deadline, then
+// cancels them and releases their leases with a fresh hint, so another worker takes them at once.
+package runs

@@ -17,7 +17,7 @@ import (
 // its events are printed. With no Redis configured the store is embedded.
 func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
-	c, err := newCore(ctx, cfg, log)
+	c, err := newCore(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}

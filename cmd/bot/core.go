@@ -59,7 +59,9 @@ func newProvider(cfg *config.Config, log *slog.Logger) (p llm.Provider, demo boo
 	return nil, false, fmt.Errorf("unknown llm.provider %q", cfg.LLM.Provider)
 }
 
-func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger) (c *core, err error) {
+// newCore opens the store and builds the queue and the team. wrap, when set, wraps the model
+// provider (metrics).
+func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap func(llm.Provider) llm.Provider) (c *core, err error) {
 	c = &core{log: log}
 	defer func() {
 		if err != nil {
@@ -96,6 +98,9 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger) (c *core
 	if c.provider, c.demo, err = newProvider(cfg, log); err != nil {
 		return nil, err
 	}
+	if wrap != nil {
+		c.provider = wrap(c.provider)
+	}
 	if c.demo {
 		log.Warn("model: the offline demo provider — not an AI; set DEEPSEEK_API_KEY or BOT_LLM__BASE_URL for a real model")
 	} else {
@@ -125,6 +130,7 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger) (c *core
 		System:           cfg.LLM.SystemPrompt,
 		Model:            cfg.LLM.Model,
 		MaxDepth:         cfg.Subagents.MaxDepth,
+		NoSubagents:      cfg.Subagents.MaxDepth == 0,
 		MaxConcurrent:    cfg.Subagents.MaxConcurrent,
 		NudgeRetries:     cfg.Subagents.StructuredNudgeRetries,
 		ClarificationTTL: cfg.Runs.ClarificationTTL,

@@ -36,8 +36,11 @@ type Options struct {
 	Model string
 	// MaxSteps caps the model steps of one lead turn (0: the runtime's default).
 	MaxSteps int
-	// MaxDepth and MaxConcurrent bound delegation (subagents.max_depth, subagents.max_concurrent).
+	// MaxDepth and MaxConcurrent bound delegation (subagents.max_depth, subagents.max_concurrent);
+	// MaxDepth 0 means no cap unless NoSubagents is set.
 	MaxDepth, MaxConcurrent int
+	// NoSubagents leaves the delegate tool out: the lead works alone.
+	NoSubagents bool
 	// NudgeRetries is subagents.structured_nudge_retries.
 	NudgeRetries int
 	// ClarificationTTL is how long a question stays answerable (threads' default when 0).
@@ -101,12 +104,14 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 			return nil, fmt.Errorf("lead: %w", err)
 		}
 	}
-	reg, err := subagent.RegisterDelegateTool(t.rt, t.svc, subagent.DelegateConfig{MaxConcurrent: opts.MaxConcurrent, MaxDepth: opts.MaxDepth})
-	if err != nil {
-		return nil, fmt.Errorf("lead: %w", err)
+	if !opts.NoSubagents {
+		reg, err := subagent.RegisterDelegateTool(t.rt, t.svc, subagent.DelegateConfig{MaxConcurrent: opts.MaxConcurrent, MaxDepth: opts.MaxDepth})
+		if err != nil {
+			return nil, fmt.Errorf("lead: %w", err)
+		}
+		t.closers = append(t.closers, reg.Remove)
+		t.tools = append(t.tools, subagent.DelegateToolName)
 	}
-	t.closers = append(t.closers, reg.Remove)
-	t.tools = append(t.tools, subagent.DelegateToolName)
 	for _, tool := range append([]agent.Tool{clarifyTool()}, opts.ExtraTools...) {
 		reg, err := t.rt.RegisterTool(tool)
 		if err != nil {

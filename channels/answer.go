@@ -1,0 +1,386 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// interaction handles a click, a selection or a submitted form, and answers the interaction
+// exactly once: privately with a notice when there is something to say, empty otherwise.
+func (r *Router) interaction(ctx context.Context, ch Channel, in Inbound, admin bool) error {
+	notice, err := r.interact(ctx, ch, in, admin)
+	if err != nil {
+		notice = msgFailed
+	}
+	if !r.respond(ctx, ch, in.Interaction, notice) && notice != "" {
+		r.reply(ctx, ch, in, notice)
+	}
+	return err
+}
+
+func (r *Router) interact(ctx context.Context, ch Channel, in Inbound, admin bool) (string, error) {
+	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
+	id, err := render.DecodeAction(r.opt.ActionKey, in.Interaction.Data)
+	if err != nil {
+		r.m.Refused(platform, "forged_action")
+		r.log.Warn("channels: refusing an interactive id that does not verify", "platform", platform, "user", user, "err", err)
+		return msgBadButton, nil
+	}
+	if id.Kind == render.ActionButton {
+		r.refuse(platform, "stale_button", "ignoring a card button with no action", in)
+		return msgStaleButton, nil
+	}
+	c, err := r.opt.Threads.GetClarification(ctx, id.Token)
+	switch {
+	case errors.Is(err, threads.ErrClarificationNotFound), errors.Is(err, threads.ErrClarificationCancelled):
+		r.refuse(platform, "expired", "refusing a click on a question that is no longer open", in)
+		return msgNotOpen, nil
+	case err != nil:
+		return "", fmt.Errorf("channels: reading question %s: %w", id.Token, err)
+	}
+	if notice := r.checkAnswerable(in, c); notice != "" {
+		return notice, nil
+	}
+	form := formOf(c)
+	p, err := r.loadPartial(ctx, c.ID)
+	if err != nil {
+		return "", err
+	}
+	field := id.Field
+	var fld runs.FormField
+	if len(form.Fields) > 0 {
+		if field < 0 || field >= len(form.Fields) {
+			return msgBadButton, nil
+		}
+		fld = form.Fields[field]
+	}
+	inRange := func(o int) bool { return o >= 0 && o < len(choices(fld)) }
+
+	switch id.Kind {
+	case render.ActionOpenForm:
+		return r.openForm(ctx, ch, in, form, p, c.RunID), nil
+	case render.ActionFreeText:
+		if text := firstValue(in.Interaction.Values); text != "" {
+			return r.finishAnswer(ctx, ch, in, c, form, p, text, admin)
+		}
+		return msgTypeAnswer, nil
+	case render.ActionChoose:
+		if len(form.Fields) == 0 || !inRange(id.Option) {
+			return msgBadButton, nil
+		}
+		p.set(field, fieldAnswer{Options: []int{id.Option}})
+	case render.ActionSelect:
+		opts := r.chosenOptions(in.Interaction.Values, id.Token, field)
+		if len(form.Fields) == 0 || len(opts) == 0 {
+			return msgBadButton, nil
+		}
+		p.set(field, fieldAnswer{Options: opts})
+	case render.ActionToggle:
+		if len(form.Fields) == 0 || !inRange(id.Option) {
+			return msgBadButton, nil
+		}
+		p.toggle(field, id.Option)
+		if err := r.savePartial(ctx, c, p); err != nil {
+			return "", err
+		}
+		r.showForm(ctx, ch, in, formCard(form, "", field, p, c.RunID))
+		return "", nil
+	case render.ActionSubmit:
+		if len(in.Interaction.Values) > 0 {
+			free := r.modalAnswers(in.Interaction.Values, form, id.Token, &p)
+			return r.finishAnswer(ctx, ch, in, c, form, p, free, admin)
+		}
+		if len(form.Fields) == 0 {
+			return msgTypeAnswer, nil
+		}
+		sel := append([]int(nil), p.Selected[field]...)
+		if len(sel) == 0 && fld.Required {
+			return "Pick at least one option, then press Done.", nil
+		}
+		sort.Ints(sel)
+		p.set(field, fieldAnswer{Options: sel})
+	case render.ActionText:
+		text := firstValue(in.Interaction.Values)
+		if len(form.Fields) == 0 || text == "" {
+			return msgTypeAnswer, nil
+		}
+		p.set(field, fieldAnswer{Text: text})
+	case render.ActionSkip:
+		if len(form.Fields) == 0 || fld.Required {
+			return "This question can't be skipped.", nil
+		}
+		p.set(field, fieldAnswer{Skipped: true})
+	default:
+		return msgStaleButton, nil
+	}
+	return r.advance(ctx, ch, in, c, form, p, admin)
+}
+
+// checkAnswerable returns the notice for a clarification that this user may not answer now.
+func (r *Router) checkAnswerable(in Inbound, c threads.Clarification) string {
+	platform := in.Conv.Platform
+	switch {
+	case c.State == threads.StateAnswered:
+		r.refuse(platform, "expired", "refusing an answer to a question already answered", in)
+		return msgAnswered
+	case c.State != threads.StatePending:
+		r.refuse(platform, "expired", "refusing an answer to a withdrawn question", in)
+		return msgNotOpen
+	case !r.now().Before(c.ExpiresAt):
+		r.refuse(platform, "expired", "refusing an answer to an expired question", in)
+		return msgExpired
+	case c.AllowedUserID != in.Identity.ChannelUserID:
+		r.refuse(platform, "foreign_click", "refusing an answer from someone the question was not asked of", in)
+		return msgForeign
+	}
+	return ""
+}
+
+// typedAnswer routes a plain reply while the user's question is pending: option numbers for
+// the field being asked, its text, "skip", or free text where the form allows it.
+func (r *Router) typedAnswer(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, admin bool) error {
+	if notice := r.checkAnswerable(in, c); notice != "" {
+		r.reply(ctx, ch, in, notice)
+		return nil
+	}
+	form := formOf(c)
+	p, err := r.loadPartial(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(in.Text)
+	notice, err := r.typedStep(ctx, ch, in, c, form, p, text, admin)
+	if notice != "" {
+		r.reply(ctx, ch, in, notice)
+	}
+	return err
+}
+
+// typedStep applies a typed reply to the field being asked and moves the form on.
+func (r *Router) typedStep(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, p partialAnswer, text string, admin bool) (string, error) {
+	step := p.next(form)
+	if step < 0 {
+		return r.finishAnswer(ctx, ch, in, c, form, p, text, admin)
+	}
+	fld := form.Fields[step]
+	switch {
+	case !fld.Required && strings.EqualFold(text, "skip"):
+		p.set(step, fieldAnswer{Skipped: true})
+	case fld.Kind == runs.FieldText:
+		p.set(step, fieldAnswer{Text: text})
+	default:
+		opts, ok := ParseAnswer(text, len(choices(fld)), fld.Kind == runs.FieldMultiChoice)
+		if !ok && fld.Kind == runs.FieldConfirm {
+			opts, ok = yesNo(text)
+		}
+		if !ok {
+			if form.AllowFreeText {
+				return r.finishAnswer(ctx, ch, in, c, form, p, text, admin)
+			}
+			return answerHelp(fld), nil
+		}
+		p.set(step, fieldAnswer{Options: opts})
+	}
+	return r.advance(ctx, ch, in, c, form, p, admin)
+}
+
+func answerHelp(fld runs.FormField) string {
+	n := len(choices(fld))
+	if fld.Kind == runs.FieldMultiChoice {
+		return fmt.Sprintf("Please reply with the numbers of your choices (1 to %d), separated by commas, e.g. 1,3.", n)
+	}
+	return fmt.Sprintf("Please reply with a number from 1 to %d.", n)
+}
+
+func yesNo(text string) ([]int, bool) {
+	switch strings.ToLower(strings.TrimSpace(text)) {
+	case "yes", "y":
+		return []int{0}, true
+	case "no", "n":
+		return []int{1}, true
+	}
+	return nil, false
+}
+
+// advance asks the next unanswered field, or sends the answer when every field is in.
+func (r *Router) advance(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, p partialAnswer, admin bool) (string, error) {
+	next := p.next(form)
+	if next < 0 {
+		return r.finishAnswer(ctx, ch, in, c, form, p, "", admin)
+	}
+	if err := r.savePartial(ctx, c, p); err != nil {
+		return "", err
+	}
+	r.showForm(ctx, ch, in, formCard(form, "", next, p, c.RunID))
+	return "", nil
+}
+
+// finishAnswer queues the answer run and closes the question's card.
+func (r *Router) finishAnswer(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, p partialAnswer, free string, admin bool) (string, error) {
+	text := composeAnswer(form, p, free)
+	if text == "" {
+		return msgTypeAnswer, nil
+	}
+	env := r.envelope(in, admin, runs.KindClarificationAnswer)
+	if conv, ok := runs.ParseConvKey(c.ConvKey); ok {
+		env.Conv = conv
+	}
+	env.ClarificationID, env.Text = c.ID, text
+	if n := len(env.Text); n > runs.MaxEnvelopeBytes/2 {
+		return fmt.Sprintf(msgTooLong, n, r.opt.MaxMessageChars), nil
+	}
+	refusal, err := r.enqueue(ctx, in, env)
+	if refusal != "" || err != nil {
+		return refusal, err
+	}
+	if err := r.opt.Threads.Unmark(ctx, partialKey(c.ID)); err != nil {
+		r.log.Warn("channels: dropping partial answers failed", "question", c.ID, "err", err)
+	}
+	if in.Interaction != nil {
+		if ed, ok := ch.(Editor); ok {
+			card := render.Card{Title: "Question", Status: render.StatusDone, Body: joinParagraphs(form.Question, "**Your answer:** "+text)}
+			if _, err := ed.Edit(ctx, in.Interaction.Message, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
+				r.log.Debug("channels: closing the question's card failed", "question", c.ID, "err", err)
+			}
+		}
+	}
+	return "", nil
+}
+
+// showForm shows a form's next step: in place of the clicked card when possible, else as a new
+// message.
+func (r *Router) showForm(ctx context.Context, ch Channel, in Inbound, card render.Card) {
+	if in.Interaction != nil {
+		if ed, ok := ch.(Editor); ok {
+			_, err := ed.Edit(ctx, in.Interaction.Message, Message{Card: &card})
+			if err == nil || errors.Is(err, ErrNotModified) {
+				return
+			}
+			r.log.Debug("channels: editing the form failed; sending it anew", "err", err)
+		}
+	}
+	err := withRateLimit(ctx, time.Minute, 3, func(ctx context.Context) error {
+		_, err := ch.Send(ctx, Target{Conv: in.Conv, ReplyTo: in.MessageID}, Message{Card: &card})
+		return err
+	})
+	if err != nil {
+		r.m.OutboundError(in.Conv.Platform, "send_failed")
+		r.log.Warn("channels: showing the next question failed", "conv", in.Conv.String(), "err", err)
+	}
+}
+
+// openForm opens the form as a native modal where the platform can.
+func (r *Router) openForm(ctx context.Context, ch Channel, in Inbound, form runs.Form, p partialAnswer, runID string) string {
+	fo, ok := ch.(FormOpener)
+	card := formCard(form, "", 0, p, runID)
+	if !ok || card.Form == nil {
+		return msgTypeAnswer
+	}
+	if err := fo.OpenForm(ctx, in.Interaction, *card.Form); err != nil {
+		r.log.Warn("channels: opening the form failed", "platform", ch.Name(), "question", form.ID, "err", err)
+		return msgTypeAnswer
+	}
+	return ""
+}
+
+// chosenOptions decodes the select values of field: each is a signed ActionChoose id.
+func (r *Router) chosenOptions(values map[string][]string, token string, field int) []int {
+	var out []int
+	for _, vs := range values {
+		for _, v := range vs {
+			id, err := render.DecodeAction(r.opt.ActionKey, v)
+			if err == nil && id.Kind == render.ActionChoose && id.Token == token && id.Field == field {
+				out = append(out, id.Option)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// modalAnswers fills p from a submitted modal: values by field id (signed choice ids or typed
+// text); values under any other key are free text, which is returned.
+func (r *Router) modalAnswers(values map[string][]string, form runs.Form, token string, p *partialAnswer) string {
+	byID := map[string]int{}
+	for i, f := range form.Fields {
+		byID[f.ID] = i
+	}
+	var free []string
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		i, isField := byID[k]
+		var opts []int
+		var texts []string
+		for _, v := range values[k] {
+			if id, err := render.DecodeAction(r.opt.ActionKey, v); err == nil && id.Kind == render.ActionChoose && id.Token == token {
+				opts = append(opts, id.Option)
+			} else if v = strings.TrimSpace(v); v != "" {
+				texts = append(texts, v)
+			}
+		}
+		switch {
+		case !isField:
+			free = append(free, texts...)
+		case len(opts) > 0:
+			sort.Ints(opts)
+			p.set(i, fieldAnswer{Options: opts})
+		case len(texts) > 0:
+			p.set(i, fieldAnswer{Text: strings.Join(texts, ", ")})
+		}
+	}
+	return strings.Join(free, "\n")
+}
+
+func firstValue(values map[string][]string) string {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range values[k] {
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func (r *Router) loadPartial(ctx context.Context, formID string) (partialAnswer, error) {
+	b, found, err := r.opt.Threads.Marked(ctx, partialKey(formID))
+	if err != nil {
+		return partialAnswer{}, fmt.Errorf("channels: reading partial answers: %w", err)
+	}
+	var p partialAnswer
+	if found && json.Unmarshal(b, &p) != nil {
+		r.log.Warn("channels: unreadable partial answers; starting the form over", "question", formID)
+		p = partialAnswer{}
+	}
+	return p, nil
+}
+
+func (r *Router) savePartial(ctx context.Context, c threads.Clarification, p partialAnswer) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("channels: encoding partial answers: %w", err)
+	}
+	ttl := max(c.ExpiresAt.Sub(r.now()), time.Minute)
+	if err := r.opt.Threads.Mark(ctx, partialKey(c.ID), b, ttl); err != nil {
+		return fmt.Errorf("channels: saving partial answers: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+// commandSpecs are the commands, the same words on every platform.
+var commandSpecs = []CommandSpec{
+	{Name: "help", Description: "List the commands"},
+	{Name: "new", Description: "Start a new conversation"},
+	{Name: "cancel", Description: "Cancel the running and queued requests in this chat"},
+	{Name: "status", Description: "Show this chat's queue and any open question"},
+	{Name: "whoami", Description: "Show the id the bot sees for you"},
+	{Name: "allow", Description: "Allow a user: allow <user id>", AdminOnly: true},
+	{Name: "deny", Description: "Deny a user: deny <user id>", AdminOnly: true},
+	{Name: "admins", Description: "List this platform's admins", AdminOnly: true},
+	{Name: "stats", Description: "Queue depth, workers, outcomes, dead letters", AdminOnly: true},
+	{Name: "deadletters", Description: "deadletters [list | replay <run id> | drop <run id>]", AdminOnly: true},
+	{Name: "pause", Description: "Stop taking new requests", AdminOnly: true},
+	{Name: "resume", Description: "Take new requests again", AdminOnly: true},
+	{Name: "model", Description: "Show or set this chat's model: model [name]", AdminOnly: true},
+}
+
+// Commands returns every command for adapters' RegisterCommands (a fresh copy).
+func Commands() []CommandSpec { return append([]CommandSpec(nil), commandSpecs...) }
+
+func lookupCommand(name string) (CommandSpec, bool) {
+	for _, c := range commandSpecs {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CommandSpec{}, false
+}
+
+// command runs one command and replies with text straight through the channel.
+func (r *Router) command(ctx context.Context, ch Channel, in Inbound, name string, args []string, admin bool) error {
+	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
+	spec, ok := lookupCommand(name)
+	if !ok {
+		r.refuse(platform, "unknown_command", "unknown command", in)
+		r.reply(ctx, ch, in, fmt.Sprintf("I don't know the command /%s. Send /help for the list.", name))
+		return nil
+	}
+	if spec.AdminOnly && !admin {
+		r.m.Refused(platform, "admin_only")
+		r.log.Warn("channels: a non-admin tried an admin command", "platform", platform, "user", user, "command", name, "conv", in.Conv.String())
+		r.reply(ctx, ch, in, fmt.Sprintf("Sorry, /%s is for admins only.", name))
+		return nil
+	}
+	r.m.Command(platform, name)
+	text, err := r.runCommand(ctx, in, name, args, admin)
+	if err != nil {
+		r.log.Error("channels: command failed", "platform", platform, "command", name, "conv", in.Conv.String(), "err", err)
+		text = fmt.Sprintf("Sorry, /%s failed. Please try again.", name)
+	}
+	r.reply(ctx, ch, in, text)
+	return nil
+}
+
+func (r *Router) runCommand(ctx context.Context, in Inbound, name string, args []string, admin bool) (string, error) {
+	platform, conv := in.Conv.Platform, in.Conv.String()
+	switch name {
+	case "help":
+		return helpText(admin), nil
+	case "new":
+		if _, err := r.opt.Threads.Reset(ctx, conv); err != nil {
+			return "", err
+		}
+		return "Started a new conversation; earlier messages are forgotten.", nil
+	case "cancel":
+		c, err := r.opt.Queue.Cancel(ctx, in.Conv, "")
+		if err != nil {
+			return "", err
+		}
+		if c.Active == "" && len(c.Removed) == 0 {
+			return "Nothing to cancel.", nil
+		}
+		return fmt.Sprintf("Cancelled %s.", plural(boolInt(c.Active != "")+len(c.Removed), "request", "requests")), nil
+	case "status":
+		return r.statusText(ctx, in)
+	case "whoami":
+		role := "not an admin"
+		if admin {
+			role = "an admin"
+		}
+		who := in.Identity.DisplayName
+		if who != "" {
+			who = " (" + who + ")"
+		}
+		return fmt.Sprintf("You are `%s`%s on %s; you are %s.", in.Identity.ChannelUserID, who, platform, role), nil
+	case "allow", "deny":
+		if len(args) != 1 {
+			return fmt.Sprintf("Usage: /%s <user id>", name), nil
+		}
+		var err error
+		if name == "allow" {
+			err = r.opt.Threads.AllowUser(ctx, platform, args[0])
+		} else {
+			err = r.opt.Threads.DenyUser(ctx, platform, args[0])
+		}
+		if errors.Is(err, threads.ErrInvalidArgument) {
+			return "That is not a valid user id.", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		r.log.Info("channels: access changed by an admin", "platform", platform, "admin", in.Identity.ChannelUserID, "command", name, "user", args[0])
+		if name == "allow" {
+			return fmt.Sprintf("Allowed `%s` on %s.", args[0], platform), nil
+		}
+		return fmt.Sprintf("Denied `%s` on %s.", args[0], platform), nil
+	case "admins":
+		list := r.opt.Admins[platform]
+		if len(list) == 0 {
+			return "No admins are configured for " + platform + ".", nil
+		}
+		return "Admins on " + platform + ": `" + strings.Join(list, "`, `") + "`", nil
+	case "stats":
+		return r.statsText(ctx)
+	case "deadletters":
+		return r.deadLetters(ctx, args)
+	case "pause":
+		if err := r.opt.Queue.Pause(ctx); err != nil {
+			return "", err
+		}
+		r.log.Warn("channels: intake paused by an admin", "platform", platform, "admin", in.Identity.ChannelUserID)
+		return "Paused: new requests are refused until /resume. Queued ones still run.", nil
+	case "resume":
+		if err := r.opt.Queue.Resume(ctx); err != nil {
+			return "", err
+		}
+		r.log.Warn("channels: intake resumed by an admin", "platform", platform, "admin", in.Identity.ChannelUserID)
+		return "Resumed: taking new requests.", nil
+	case "model":
+		return r.model(ctx, conv, args)
+	}
+	return "", fmt.Errorf("channels: command %q has no handler", name)
+}
+
+func helpText(admin bool) string {
+	var b strings.Builder
+	b.WriteString("Commands:")
+	for _, c := range commandSpecs {
+		if c.AdminOnly && !admin {
+			continue
+		}
+		b.WriteString("\n/" + c.Name + " — " + c.Description)
+	}
+	return b.String()
+}
+
+func (r *Router) statusText(ctx context.Context, in Inbound) (string, error) {
+	d, err := r.opt.Queue.ConvDepth(ctx, in.Conv)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	switch {
+	case d.Running:
+		parts = append(parts, fmt.Sprintf("Working on a request; %s in this chat.", plural(int(d.Queued), "run", "runs")))
+	case d.Queued > 0:
+		parts = append(parts, fmt.Sprintf("%s queued in this chat.", plural(int(d.Queued), "run", "runs")))
+	default:
+		parts = append(parts, "Idle: nothing queued in this chat.")
+	}
+	c, ok, err := r.opt.Threads.PendingClarification(ctx, in.Conv.String())
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		who := "you"
+		if c.AllowedUserID != in.Identity.ChannelUserID {
+			who = "`" + c.AllowedUserID + "`"
+		}
+		parts = append(parts, fmt.Sprintf("A question is waiting for an answer from %s.", who))
+	}
+	if paused, err := r.opt.Queue.Paused(ctx); err == nil && paused {
+		parts = append(parts, "The bot is paused by an admin.")
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+func (r *Router) statsText(ctx context.Context) (string, error) {
+	d, err := r.opt.Queue.Depth(ctx)
+	if err != nil {
+		return "", err
+	}
+	s, err := r.opt.Queue.Stats(ctx)
+	if err != nil {
+		return "", err
+	}
+	paused, err := r.opt.Queue.Paused(ctx)
+	if err != nil {
+		return "", err
+	}
+	running := 0
+	for _, c := range d.Conversations {
+		if c.Running {
+			running++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Queue: %d pending in %d conversations (%d running); workers in this process: %d", d.Pending, len(d.Conversations), running, r.opt.Workers)
+	if paused {
+		b.WriteString("; intake paused")
+	}
+	fmt.Fprintf(&b, "\nRuns: %d answered, %d waiting, %d cancelled, %d failed, %d retries", s.Answered, s.Waiting, s.Cancelled, s.Failed, s.Retries)
+	fmt.Fprintf(&b, "\nDead letters: %d (%d signature failures); leases lost: %d", d.DeadLetters, s.SignatureFailures, s.LeasesLost)
+	return b.String(), nil
+}
+
+// maxListedDeadLetters bounds the `deadletters list` reply.
+const maxListedDeadLetters = 20
+
+func (r *Router) deadLetters(ctx context.Context, args []string) (string, error) {
+	verb := "list"
+	if len(args) > 0 {
+		verb = strings.ToLower(args[0])
+	}
+	switch {
+	case verb == "list" && len(args) <= 1:
+		ds, err := r.opt.Queue.DeadLetters(ctx, maxListedDeadLetters)
+		if err != nil {
+			return "", err
+		}
+		if len(ds) == 0 {
+			return "No dead letters.", nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "Dead letters (oldest first, up to %d):", maxListedDeadLetters)
+		for _, d := range ds {
+			fmt.Fprintf(&b, "\n`%s` %s — %s (%d attempts, %s)", d.RunID, d.Conv.Platform, d.Reason, d.Attempts, d.At.UTC().Format("2006-01-02 15:04"))
+		}
+		return b.String(), nil
+	case (verb == "replay" || verb == "drop") && len(args) == 2:
+		var err error
+		if verb == "replay" {
+			err = r.opt.Queue.Replay(ctx, args[1])
+		} else {
+			err = r.opt.Queue.Drop(ctx, args[1])
+		}
+		var busy *runs.BusyError
+		switch {
+		case errors.Is(err, runs.ErrNotFound):
+			return fmt.Sprintf("No dead letter has run id `%s`.", args[1]), nil
+		case errors.Is(err, runs.ErrPaused):
+			return "Intake is paused; /resume first.", nil
+		case errors.As(err, &busy):
+			return "The queue is full; try again later.", nil
+		case errors.Is(err, runs.ErrMalformed):
+			return fmt.Sprintf("Dead letter `%s` cannot be decoded; /deadletters drop it.", args[1]), nil
+		case err != nil:
+			return "", err
+		}
+		if verb == "replay" {
+			return fmt.Sprintf("Replayed `%s`.", args[1]), nil
+		}
+		return fmt.Sprintf("Dropped `%s`.", args[1]), nil
+	}
+	return "Usage: /deadletters [list | replay <run id> | drop <run id>]", nil
+}
+
+// validModel bounds what `model` accepts: a model id, not arbitrary text.
+func validModel(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Router) model(ctx context.Context, conv string, args []string) (string, error) {
+	th, _, err := r.opt.Threads.Ensure(ctx, conv)
+	if err != nil {
+		return "", err
+	}
+	if len(args) == 0 {
+		if th.Settings.Model == "" {
+			return "This chat uses the configured default model.", nil
+		}
+		return fmt.Sprintf("This chat uses the model `%s`.", th.Settings.Model), nil
+	}
+	if len(args) != 1 || !validModel(args[0]) {
+		return "Usage: /model <name> — letters, digits and . _ : / - only.", nil
+	}
+	s := th.Settings
+	s.Model = args[0]
+	if err := r.opt.Threads.SetSettings(ctx, conv, s); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("This chat now uses the model `%s`.", s.Model), nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

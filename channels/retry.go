@@ -1,0 +1,31 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// minRateWait is the shortest wait after a rate limit without a usable Retry-After.
+const minRateWait = 50 * time.Millisecond
+
+// withRateLimit calls f, and again after the platform's Retry-After each time it returns a
+// *RateLimitError, up to attempts calls in all. A wait longer than maxWait is cut to maxWait.
+// It returns f's last error, or ctx's error if ctx ends while waiting.
+func withRateLimit(ctx context.Context, maxWait time.Duration, attempts int, f func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		var rl *RateLimitError
+		if err == nil || !errors.As(err, &rl) || attempt >= attempts {
+			return err
+		}
+		wait := min(max(rl.RetryAfter, minRateWait), maxWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

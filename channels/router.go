@@ -1,0 +1,351 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// Access policies (access.<platform>.policy).
+const (
+	PolicyOpen      = "open"
+	PolicyAllowlist = "allowlist"
+)
+
+// AccessPolicy says who may talk to the bot on one platform: anyone (PolicyOpen) or only the
+// channel_user_ids in Allow (PolicyAllowlist); DM says whether direct messages are answered.
+// Admins are always allowed, DMs included; runtime `allow`/`deny` decisions of admins override
+// the policy.
+type AccessPolicy struct {
+	Policy string
+	Allow  []string
+	DM     bool
+}
+
+// Router defaults applied to zero RouterOptions fields.
+const (
+	DefaultMaxMessageChars = 8000
+	DefaultDedupeTTL       = 24 * time.Hour
+	DefaultThreadMemory    = 7 * 24 * time.Hour
+)
+
+// RouterOptions configure a Router. Queue, Signer and Threads are required.
+type RouterOptions struct {
+	Queue   *runs.Queue
+	Signer  *runs.Signer
+	Threads *threads.Store
+	// Access is the policy per platform (ConvKey.Platform); a platform missing here is open,
+	// DMs included.
+	Access map[string]AccessPolicy
+	// Admins are the channel_user_ids with admin rights, per platform.
+	Admins map[string][]string
+	// MaxMessageChars bounds a message's text in characters; longer ones get a polite refusal.
+	MaxMessageChars int
+	// DedupeTTL is how long an event id is remembered (default 24h).
+	DedupeTTL time.Duration
+	// ThreadMemory is how long the router remembers a thread it answered in, so follow-ups
+	// there need no mention (default 7 days).
+	ThreadMemory time.Duration
+	// ActionKey verifies the interactive ids that come back on clicks (the key delivery signs
+	// with).
+	ActionKey render.Key
+	// Workers is shown by `stats` (the pool's worker count in this process).
+	Workers int
+	Logger  *slog.Logger
+	Metrics Metrics
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Router is the platform-neutral intake: it turns inbound messages into signed, queued runs,
+// answers commands, and routes clarification answers (clicks and typed replies). It implements
+// Handler and is safe for concurrent use. It starts no goroutines.
+type Router struct {
+	opt RouterOptions
+	log *slog.Logger
+	m   Metrics
+	now func() time.Time
+}
+
+var _ Handler = (*Router)(nil)
+
+// NewRouter checks opt and returns a router.
+func NewRouter(opt RouterOptions) (*Router, error) {
+	if opt.Queue == nil || opt.Signer == nil || opt.Threads == nil {
+		return nil, errors.New("channels: a router needs a queue, a signer and a thread store")
+	}
+	if opt.MaxMessageChars <= 0 {
+		opt.MaxMessageChars = DefaultMaxMessageChars
+	}
+	if opt.DedupeTTL <= 0 {
+		opt.DedupeTTL = DefaultDedupeTTL
+	}
+	if opt.ThreadMemory <= 0 {
+		opt.ThreadMemory = DefaultThreadMemory
+	}
+	for p, a := range opt.Access {
+		if a.Policy != PolicyOpen && a.Policy != PolicyAllowlist {
+			return nil, fmt.Errorf("channels: access.%s.policy %q is not %q or %q", p, a.Policy, PolicyOpen, PolicyAllowlist)
+		}
+	}
+	r := &Router{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.m == nil {
+		r.m = nopMetrics{}
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r, nil
+}
+
+// User-facing replies of the router.
+const (
+	msgBusy        = "I'm busy with earlier messages in this chat — try again in a moment."
+	msgPaused      = "The bot is paused by an admin."
+	msgNotAllowed  = "Sorry, you are not allowed to use this bot. An admin can allow your id: %s"
+	msgDMDisabled  = "Sorry, I don't answer direct messages here. Please mention me in a group."
+	msgTooLong     = "Sorry, that message is too long (%d characters; the limit is %d). Please shorten it."
+	msgForeign     = "This question is for someone else."
+	msgExpired     = "This question has expired."
+	msgNotOpen     = "This question is no longer open."
+	msgAnswered    = "This question was already answered."
+	msgBadButton   = "This button is not valid."
+	msgStaleButton = "This button no longer does anything."
+	msgTypeAnswer  = "Please type your answer as a reply."
+	msgFailed      = "Sorry, something went wrong. Please try again."
+)
+
+func eventKey(in Inbound) string { return "event:" + in.Conv.Platform + ":" + in.EventID }
+func threadKey(c runs.ConvKey) string {
+	return "thread:" + c.String()
+}
+func replyKey(runID string) string   { return "reply:" + runID }
+func partialKey(formID string) string { return "partial:" + formID }
+
+// HandleInbound routes one inbound event: dedupe, bot-loop protection, access, gating, size,
+// commands, clarification answers, then a signed envelope on the queue. It returns nil when the
+// event was handled or deliberately refused (every refusal is a reply or a logged, counted
+// decision), and an error when it could not be handled; the event's dedupe claim is then
+// released so a redelivery is handled afresh.
+func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) error {
+	if in.Conv.Platform == "" {
+		in.Conv.Platform = ch.Name()
+	}
+	platform := in.Conv.Platform
+	r.m.Inbound(platform)
+	if in.FromBot {
+		r.refuse(platform, "bot", "ignoring a message from a bot", in)
+		return nil
+	}
+	var claimed string
+	if in.EventID != "" {
+		key := eventKey(in)
+		ok, err := r.opt.Threads.Claim(ctx, key, r.opt.DedupeTTL)
+		if err != nil {
+			return fmt.Errorf("channels: dedupe of event %s: %w", in.EventID, err)
+		}
+		if !ok {
+			r.m.DedupeHit(platform)
+			r.log.Debug("channels: duplicate event ignored", "platform", platform, "event", in.EventID)
+			return nil
+		}
+		claimed = key
+	}
+	err := r.route(ctx, ch, in)
+	if err != nil && claimed != "" {
+		if rerr := r.opt.Threads.Release(context.WithoutCancel(ctx), claimed); rerr != nil {
+			r.log.Warn("channels: releasing the dedupe claim failed; a redelivery will be ignored", "event", in.EventID, "err", rerr)
+		}
+	}
+	return err
+}
+
+func (r *Router) refuse(platform, reason, what string, in Inbound) {
+	r.m.Refused(platform, reason)
+	r.log.Info("channels: "+what, "platform", platform, "reason", reason, "user", in.Identity.ChannelUserID, "conv", in.Conv.String(), "event", in.EventID)
+}
+
+func (r *Router) isAdmin(platform, userID string) bool {
+	return userID != "" && slices.Contains(r.opt.Admins[platform], userID)
+}
+
+// allowed applies the access policy; admins pass everything.
+func (r *Router) allowed(ctx context.Context, in Inbound, admin bool) (ok bool, reason string, err error) {
+	if admin {
+		return true, "", nil
+	}
+	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
+	pol, known := r.opt.Access[platform]
+	if !known {
+		pol = AccessPolicy{Policy: PolicyOpen, DM: true}
+	}
+	allowed, denied, err := r.opt.Threads.AccessOverride(ctx, platform, user)
+	if err != nil {
+		return false, "", fmt.Errorf("channels: access of %s: %w", user, err)
+	}
+	switch {
+	case denied:
+		return false, "not_allowed", nil
+	case !allowed && pol.Policy == PolicyAllowlist && !slices.Contains(pol.Allow, user):
+		return false, "not_allowed", nil
+	case in.Direct && !pol.DM:
+		return false, "dm_disabled", nil
+	}
+	return true, "", nil
+}
+
+func (r *Router) route(ctx context.Context, ch Channel, in Inbound) error {
+	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
+	if user == "" || in.Conv.Chat == "" {
+		r.refuse(platform, "no_identity", "ignoring an event without a sender or a chat", in)
+		return nil
+	}
+	admin := r.isAdmin(platform, user)
+	ok, reason, err := r.allowed(ctx, in, admin)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.refuse(platform, reason, "refusing a user the access policy does not admit", in)
+		// Tell the user only where it does not spam a group: privately, or in a DM.
+		switch {
+		case in.Interaction != nil:
+			r.respond(ctx, ch, in.Interaction, "Sorry, you are not allowed to use this bot.")
+		case in.Direct && reason == "dm_disabled":
+			r.reply(ctx, ch, in, msgDMDisabled)
+		case in.Direct:
+			r.reply(ctx, ch, in, fmt.Sprintf(msgNotAllowed, user))
+		}
+		return nil
+	}
+	if in.Interaction != nil {
+		return r.interaction(ctx, ch, in, admin)
+	}
+
+	name, args, isCmd := in.Command, in.Args, in.Command != ""
+	if !isCmd {
+		name, args, isCmd = ParseCommand(in.Text)
+	} else {
+		name = strings.ToLower(strings.TrimPrefix(name, "/"))
+	}
+
+	conv := in.Conv.String()
+	pending, hasPending, err := r.opt.Threads.PendingClarification(ctx, conv)
+	if err != nil {
+		return fmt.Errorf("channels: reading the pending question: %w", err)
+	}
+	forUser := hasPending && pending.AllowedUserID == user
+
+	if !in.Direct && !in.AddressesBot && in.Command == "" && !forUser {
+		inThread := false
+		if in.Conv.Thread != "" {
+			if _, inThread, err = r.opt.Threads.Marked(ctx, threadKey(in.Conv)); err != nil {
+				return fmt.Errorf("channels: reading thread membership: %w", err)
+			}
+		}
+		if !inThread {
+			r.m.Refused(platform, "not_addressed")
+			r.log.Debug("channels: group message not addressed to the bot", "platform", platform, "conv", conv, "event", in.EventID)
+			return nil
+		}
+	}
+	if n := utf8.RuneCountInString(in.Text); n > r.opt.MaxMessageChars {
+		r.refuse(platform, "too_long", "refusing an oversized message", in)
+		r.reply(ctx, ch, in, fmt.Sprintf(msgTooLong, n, r.opt.MaxMessageChars))
+		return nil
+	}
+	if isCmd {
+		return r.command(ctx, ch, in, name, args, admin)
+	}
+	if forUser && strings.TrimSpace(in.Text) != "" {
+		return r.typedAnswer(ctx, ch, in, pending, admin)
+	}
+	if strings.TrimSpace(in.Text) == "" && len(in.Files) == 0 {
+		r.refuse(platform, "empty", "ignoring an empty message", in)
+		return nil
+	}
+	env := r.envelope(in, admin, runs.KindMessage)
+	env.Text, env.Attachments = in.Text, in.Files
+	refusal, err := r.enqueue(ctx, in, env)
+	if refusal != "" {
+		r.reply(ctx, ch, in, refusal)
+	}
+	return err
+}
+
+func (r *Router) envelope(in Inbound, admin bool, kind runs.Kind) *runs.Envelope {
+	id := in.Identity
+	if id.Platform == "" {
+		id.Platform = in.Conv.Platform
+	}
+	id.Admin = admin
+	return &runs.Envelope{RunID: runs.NewRunID(), Kind: kind, Conv: in.Conv, Identity: id, ReplyTo: in.MessageID, CreatedAt: r.now()}
+}
+
+// enqueue signs and queues env. Busy and paused are counted and logged, and come back as the
+// polite refusal to show the user; other failures are errors.
+func (r *Router) enqueue(ctx context.Context, in Inbound, env *runs.Envelope) (refusal string, err error) {
+	platform := in.Conv.Platform
+	if env.ReplyTo != "" {
+		// Delivery replies to (and reacts on) the message the run answers.
+		if err := r.opt.Threads.Mark(ctx, replyKey(env.RunID), []byte(env.ReplyTo), r.opt.DedupeTTL); err != nil {
+			r.log.Warn("channels: remembering the message a run answers failed", "run", env.RunID, "err", err)
+		}
+	}
+	r.opt.Signer.Sign(env)
+	err = r.opt.Queue.Enqueue(ctx, env)
+	var busy *runs.BusyError
+	switch {
+	case errors.As(err, &busy):
+		r.refuse(platform, "busy", "refusing a message: the queue is full", in)
+		return msgBusy, nil
+	case errors.Is(err, runs.ErrPaused):
+		r.refuse(platform, "paused", "refusing a message: intake is paused", in)
+		return msgPaused, nil
+	case err != nil:
+		return "", fmt.Errorf("channels: queueing run %s: %w", env.RunID, err)
+	}
+	if in.Conv.Thread != "" {
+		if err := r.opt.Threads.Mark(ctx, threadKey(in.Conv), []byte("1"), r.opt.ThreadMemory); err != nil {
+			r.log.Warn("channels: remembering the thread failed", "conv", in.Conv.String(), "err", err)
+		}
+	}
+	r.log.Debug("channels: run queued", "run", env.RunID, "kind", env.Kind, "conv", in.Conv.String())
+	return "", nil
+}
+
+// reply sends text to the conversation, as a reply to the inbound message.
+func (r *Router) reply(ctx context.Context, ch Channel, in Inbound, text string) {
+	err := withRateLimit(ctx, time.Minute, 3, func(ctx context.Context) error {
+		_, err := ch.Send(ctx, Target{Conv: in.Conv, ReplyTo: in.MessageID}, Message{Text: text})
+		return err
+	})
+	if err != nil {
+		r.m.OutboundError(in.Conv.Platform, "send_failed")
+		r.log.Warn("channels: sending a reply failed", "platform", in.Conv.Platform, "conv", in.Conv.String(), "err", err)
+	}
+}
+
+// respond answers an interaction privately when the channel can, else in the conversation.
+func (r *Router) respond(ctx context.Context, ch Channel, it *Interaction, notice string) bool {
+	ir, ok := ch.(InteractionResponder)
+	if !ok {
+		return false
+	}
+	if err := ir.RespondInteraction(ctx, it, notice); err != nil {
+		r.log.Warn("channels: answering an interaction failed", "platform", ch.Name(), "err", err)
+	}
+	return true
+}

@@ -70,17 +70,73 @@ func encodeTurn(events []json.RawMessage) ([]byte, error) {
 }
 
 // decodeTurn reads one stored turn back into its events, each with the bytes it was appended
-// with (less surrounding whitespace).
+// with (less surrounding whitespace). The events are sub-slices of data (capped, so appending to
+// one never overwrites the next): loading a log costs no copy per event.
 func decodeTurn(key string, index int, data []byte) ([]json.RawMessage, error) {
-	var events []json.RawMessage
-	if err := json.Unmarshal(data, &events); err != nil {
-		return nil, corrupt(key, fmt.Sprintf("turn %d is not a JSON array", index), err)
+	if !json.Valid(data) {
+		return nil, corrupt(key, fmt.Sprintf("turn %d is not valid JSON", index), nil)
+	}
+	events, ok := splitArray(data)
+	if !ok {
+		return nil, corrupt(key, fmt.Sprintf("turn %d is not a JSON array", index), nil)
 	}
 	if len(events) == 0 {
-		// A JSON null decodes to a nil slice too; both mean a turn was lost.
 		return nil, corrupt(key, fmt.Sprintf("turn %d has no events", index), nil)
 	}
 	return events, nil
+}
+
+// splitArray returns the elements of a JSON array. data must be valid JSON (json.Valid); ok is
+// false when it is not an array. Given valid JSON, elements end at commas outside any string,
+// object or array, which is all the scan tracks.
+func splitArray(data []byte) (elems []json.RawMessage, ok bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) < 2 || data[0] != '[' {
+		return nil, false
+	}
+	body := data[1 : len(data)-1]
+	depth, start := 0, -1
+	inString, escaped := false, false
+	emit := func(end int) {
+		e := bytes.TrimRight(body[start:end], " \t\r\n")
+		elems = append(elems, json.RawMessage(e[:len(e):len(e)]))
+		start = -1
+	}
+	for i, c := range body {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case ',':
+			if depth == 0 {
+				emit(i)
+			}
+			continue
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		emit(len(body))
+	}
+	return elems, true
 }
 
 // storedClarification is the immutable part of a clarification as stored in the "data" field.

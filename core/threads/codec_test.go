@@ -206,13 +206,23 @@ func FuzzDecodeTurn(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[1,"x",null]`))
 	f.Add([]byte(`[{"a":`))
+	f.Add([]byte(" [ \"a,]\\\"[\" , {\"b\":[1,{\"c\":\"}\"}]}\t,\n-1.5e3 ,true] "))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		events, err := decodeTurn("k", 0, data)
+		// The standard decoder is the oracle: same events, same bytes, same verdict.
+		var oracle []json.RawMessage
+		oracleErr := json.Unmarshal(data, &oracle)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode error %v is not ErrCorrupt", err)
 			}
+			if oracleErr == nil && len(oracle) > 0 {
+				t.Fatalf("decodeTurn refused %q, encoding/json reads %s", data, oracle)
+			}
 			return
+		}
+		if oracleErr != nil || !reflect.DeepEqual(events, oracle) {
+			t.Fatalf("decodeTurn(%q) = %q; encoding/json reads %q (%v)", data, events, oracle, oracleErr)
 		}
 		if len(events) == 0 {
 			t.Fatal("decoded a turn without events")

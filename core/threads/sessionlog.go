@@ -42,48 +42,55 @@ func (s *Store) AppendTurn(ctx context.Context, convKey, threadID string, events
 }
 
 // LoadTurns returns the session log of the conversation's current thread, oldest turn first,
-// each event with the bytes it was appended with (surrounding whitespace
-// dropped). A conversation without a thread or without turns has
-// an empty log (nil, nil). A stored turn that does not decode is a *CorruptError (ErrCorrupt).
+// each event with the bytes it was appended with (surrounding whitespace dropped). A
+// conversation without a thread or without turns has an empty log (nil, nil). A stored turn that
+// does not decode is a *CorruptError (ErrCorrupt).
 func (s *Store) LoadTurns(ctx context.Context, convKey string) ([][]json.RawMessage, error) {
-	if err := checkConvKey(convKey); err != nil {
-		return nil, fmt.Errorf("threads: load turns: %w", err)
-	}
-	key := s.keys.conv(convKey).log
-	raw, err := s.r.loadTurns(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("threads: load turns of %q: %w", convKey, err)
-	}
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	turns := make([][]json.RawMessage, len(raw))
-	for i, r := range raw {
-		if turns[i], err = decodeTurn(key, i, []byte(r)); err != nil {
-			return nil, fmt.Errorf("threads: load turns of %q: %w", convKey, err)
+	var turns [][]json.RawMessage
+	err := s.eachTurn(ctx, "load turns", convKey, func(n int, events []json.RawMessage) {
+		if turns == nil {
+			turns = make([][]json.RawMessage, 0, n)
 		}
-	}
-	return turns, nil
+		turns = append(turns, events)
+	})
+	return turns, err
 }
 
 // LoadEvents returns the session log of the conversation's current thread as one flat list of
 // events, oldest first: the turns of LoadTurns, concatenated. It is what a restarted process
 // replays to continue the conversation.
 func (s *Store) LoadEvents(ctx context.Context, convKey string) ([]json.RawMessage, error) {
-	turns, err := s.LoadTurns(ctx, convKey)
+	var events []json.RawMessage
+	err := s.eachTurn(ctx, "load events", convKey, func(n int, turn []json.RawMessage) {
+		if events == nil {
+			// A guess of the size from the first turn saves most regrowth.
+			events = make([]json.RawMessage, 0, n*len(turn))
+		}
+		events = append(events, turn...)
+	})
 	if err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, t := range turns {
-		n += len(t)
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	events := make([]json.RawMessage, 0, n)
-	for _, t := range turns {
-		events = append(events, t...)
-	}
 	return events, nil
+}
+
+// eachTurn reads the log in one command and calls fn with each decoded turn, oldest first, and
+// the number of turns.
+func (s *Store) eachTurn(ctx context.Context, op, convKey string, fn func(n int, events []json.RawMessage)) error {
+	if err := checkConvKey(convKey); err != nil {
+		return fmt.Errorf("threads: %s: %w", op, err)
+	}
+	key := s.keys.conv(convKey).log
+	raw, err := s.r.loadTurns(ctx, key)
+	if err != nil {
+		return fmt.Errorf("threads: %s of %q: %w", op, convKey, err)
+	}
+	for i, r := range raw {
+		events, err := decodeTurn(key, i, []byte(r))
+		if err != nil {
+			return fmt.Errorf("threads: %s of %q: %w", op, convKey, err)
+		}
+		fn(len(raw), events)
+	}
+	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// This file holds every Redis command and Lua script the store runs; nothing else in the
-// package talks to Redis. Each script touches only the keys passed in KEYS, and the keys of one
+// This file holds every Redis command and Lua script of threads, session logs, clarifications,
+// tokens and outcomes (claim.go keeps the router's single-command helpers next to their API). Each script touches only the keys passed in KEYS, and the keys of one
 // call share a hash tag (see keyspace), so every script runs on Redis Cluster. Each script has
 // its own test in redis_test.go.
 

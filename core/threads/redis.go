@@ -11,9 +11,10 @@ import (
 )
 
 // This file holds every Redis command and Lua script of threads, session logs, clarifications,
-// tokens and outcomes (claim.go keeps the router's single-command helpers next to their API). Each script touches only the keys passed in KEYS, and the keys of one
-// call share a hash tag (see keyspace), so every script runs on Redis Cluster. Each script has
-// its own test in redis_test.go.
+// tokens and outcomes (claim.go keeps the router's single-command helpers next to their API).
+// Each script touches only the keys passed in KEYS, and the keys of one call share a hash tag
+// (see keyspace), so every script runs on Redis Cluster. Each script has its own test in
+// redis_test.go.
 
 // rdb is the store's Redis access layer.
 type rdb struct {

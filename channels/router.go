@@ -131,7 +131,7 @@ func eventKey(in Inbound) string { return "event:" + in.Conv.Platform + ":" + in
 func threadKey(c runs.ConvKey) string {
 	return "thread:" + c.String()
 }
-func replyKey(runID string) string   { return "reply:" + runID }
+func replyKey(runID string) string    { return "reply:" + runID }
 func partialKey(formID string) string { return "partial:" + formID }
 
 // HandleInbound routes one inbound event: dedupe, bot-loop protection, access, gating, size,

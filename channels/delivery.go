@@ -1,0 +1,594 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// FinalEditor is an Editor with a separate, unthrottled edit for a run's closing message
+// (Telegram's adapter has one). Delivery prefers it for terminal events.
+type FinalEditor interface {
+	EditFinal(ctx context.Context, ref MessageRef, m Message) (MessageRef, error)
+}
+
+// Delivery defaults applied to zero DeliveryOptions fields.
+const (
+	DefaultMaxRetryWait      = 30 * time.Second
+	DefaultRateLimitAttempts = 5
+	DefaultCardMemory        = time.Hour
+)
+
+// Outbound record steps (threads.RecordOutbound) delivery writes per run.
+const (
+	// StepCard holds the JSON MessageRef of the run's placeholder card.
+	StepCard = "card"
+	// StepFinal holds the JSON MessageRef of the run's closing message, once it is delivered.
+	StepFinal = "final"
+)
+
+// DeliveryOptions configure a Delivery. Channels and Threads are required.
+type DeliveryOptions struct {
+	// Channels by ConvKey.Platform.
+	Channels map[string]Channel
+	Threads  *threads.Store
+	// ActionKey is the key the adapters sign interactive ids with; a form whose id it cannot
+	// sign is shown as text (answered by typing).
+	ActionKey render.Key
+	// EditEvery throttles progress edits per platform (latest wins); zero edits on every event.
+	EditEvery map[string]time.Duration
+	Logger    *slog.Logger
+	Metrics   Metrics
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxRetryWait caps one wait after a rate limit (default 30s); RateLimitAttempts bounds the
+	// tries of one operation (default 5).
+	MaxRetryWait      time.Duration
+	RateLimitAttempts int
+	// CardMemory is how long an unfinished run's card state is kept in memory without events
+	// (default 1h); a later event rebuilds it from the recorded placeholder.
+	CardMemory time.Duration
+}
+
+// Delivery shows run events in the conversation: one card per run, posted as a "working"
+// placeholder on started, edited with progress (throttled per platform) and subagent results,
+// and replaced by the answer, the question, or the failure. It is idempotent across replays:
+// the placeholder and the closing message are recorded per run id, so a second attempt of a run
+// edits the same card and never posts the answer twice. It implements runs.Sink; Deliver may be
+// called concurrently for different runs. Close stops its timers.
+type Delivery struct {
+	opt DeliveryOptions
+	log *slog.Logger
+	m   Metrics
+	now func() time.Time
+
+	mu        sync.Mutex
+	cards     map[string]*runCard
+	lastSweep time.Time
+	closed    bool
+	wg        sync.WaitGroup // throttled edits scheduled or running
+}
+
+var _ runs.Sink = (*Delivery)(nil)
+
+// runCard is one run's card as delivery last showed it.
+type runCard struct {
+	mu        sync.Mutex
+	runID     string
+	conv      runs.ConvKey
+	loaded    bool // records read
+	done      bool // closing message delivered (or found delivered)
+	ref       MessageRef
+	replyTo   string
+	started   time.Time
+	touched   time.Time
+	lastEdit  time.Time
+	progress  string
+	subagents []render.SubagentResult
+	subIDs    []string
+	timer     *time.Timer
+}
+
+// NewDelivery checks opt and returns a Delivery.
+func NewDelivery(opt DeliveryOptions) (*Delivery, error) {
+	if len(opt.Channels) == 0 || opt.Threads == nil {
+		return nil, errors.New("channels: delivery needs channels and a thread store")
+	}
+	if opt.MaxRetryWait <= 0 {
+		opt.MaxRetryWait = DefaultMaxRetryWait
+	}
+	if opt.RateLimitAttempts <= 0 {
+		opt.RateLimitAttempts = DefaultRateLimitAttempts
+	}
+	if opt.CardMemory <= 0 {
+		opt.CardMemory = DefaultCardMemory
+	}
+	d := &Delivery{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now, cards: map[string]*runCard{}}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.m == nil {
+		d.m = nopMetrics{}
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	return d, nil
+}
+
+// Close stops pending throttled edits and waits for any running one; later events are still
+// delivered, without throttling timers. Safe to call more than once.
+func (d *Delivery) Close() {
+	d.mu.Lock()
+	d.closed = true
+	cards := make([]*runCard, 0, len(d.cards))
+	for _, c := range d.cards {
+		cards = append(cards, c)
+	}
+	d.mu.Unlock()
+	for _, c := range cards {
+		c.mu.Lock()
+		d.stopTimer(c)
+		c.mu.Unlock()
+	}
+	d.wg.Wait()
+}
+
+// stopTimer cancels c's pending edit; the caller holds c.mu.
+func (d *Delivery) stopTimer(c *runCard) {
+	if c.timer != nil && c.timer.Stop() {
+		d.wg.Done() // the callback will never run
+	}
+	c.timer = nil
+}
+
+// card returns the run's card state, creating it; it also forgets idle cards.
+func (d *Delivery) card(ev runs.Event) *runCard {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	if now.Sub(d.lastSweep) > time.Minute {
+		d.lastSweep = now
+		for id, c := range d.cards {
+			if c.mu.TryLock() {
+				if now.Sub(c.touched) > d.opt.CardMemory {
+					d.stopTimer(c)
+					delete(d.cards, id)
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+	c := d.cards[ev.RunID]
+	if c == nil {
+		c = &runCard{runID: ev.RunID, conv: ev.Conv, touched: now}
+		d.cards[ev.RunID] = c
+	}
+	return c
+}
+
+func (d *Delivery) forget(runID string) {
+	d.mu.Lock()
+	delete(d.cards, runID)
+	d.mu.Unlock()
+}
+
+// Deliver shows one run event. It returns an error only when a closing message (answer,
+// question, failure) could not be delivered at all — after falling back to text, to a new
+// message and waiting out rate limits; that is also logged at Error with the run id.
+func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
+	ch := d.opt.Channels[ev.Conv.Platform]
+	if ch == nil {
+		d.log.Error("channels: no channel for a run's platform; the event is lost", "run", ev.RunID, "platform", ev.Conv.Platform, "kind", ev.Kind)
+		return fmt.Errorf("channels: deliver %s of run %s: no channel for platform %q", ev.Kind, ev.RunID, ev.Conv.Platform)
+	}
+	c := d.card(ev)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.touched = d.now()
+	if !c.loaded {
+		d.load(ctx, c)
+	}
+	if c.done {
+		d.log.Debug("channels: run already delivered; skipping a replayed event", "run", ev.RunID, "kind", ev.Kind)
+		if ev.Kind.Terminal() {
+			d.forget(ev.RunID)
+		}
+		return nil
+	}
+	switch ev.Kind {
+	case runs.EventStarted:
+		d.start(ctx, ch, c, ev)
+	case runs.EventProgress:
+		c.progress = progressText(ev)
+		d.update(ctx, ch, c)
+	case runs.EventSubagentResult:
+		c.addSubagent(ev.Subagent)
+		d.update(ctx, ch, c)
+	case runs.EventFinal, runs.EventFailed, runs.EventCancelled, runs.EventClarification:
+		d.stopTimer(c)
+		err := d.finish(ctx, ch, c, ev)
+		if err == nil {
+			c.done = true
+			d.forget(ev.RunID)
+		}
+		return err
+	default:
+		d.log.Warn("channels: unknown run event kind ignored", "run", ev.RunID, "kind", ev.Kind)
+	}
+	return nil
+}
+
+// load reads what earlier attempts of the run recorded: a closing message delivered, the
+// placeholder card, the message the run answers.
+func (d *Delivery) load(ctx context.Context, c *runCard) {
+	c.loaded = true
+	if _, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepFinal); err != nil {
+		d.log.Warn("channels: reading the run's delivery record failed", "run", c.runID, "err", err)
+	} else if found {
+		c.done = true
+		return
+	}
+	if b, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepCard); err != nil {
+		d.log.Warn("channels: reading the run's card record failed", "run", c.runID, "err", err)
+	} else if found {
+		if json.Unmarshal(b, &c.ref) != nil {
+			c.ref = MessageRef{}
+		}
+		if c.ref.Conv.IsZero() {
+			c.ref.Conv = c.conv
+		}
+	}
+	if b, found, err := d.opt.Threads.Marked(ctx, replyKey(c.runID)); err == nil && found {
+		c.replyTo = string(b)
+	}
+}
+
+func progressText(ev runs.Event) string {
+	if ev.Text != "" {
+		return ev.Text
+	}
+	if ev.Tool != "" {
+		return "_Using " + ev.Tool + "…_"
+	}
+	return ""
+}
+
+func (c *runCard) addSubagent(s *runs.SubagentInfo) {
+	if s == nil {
+		return
+	}
+	r := render.SubagentResult{Name: s.Name, StopReason: s.StopReason, Summary: s.Summary}
+	if r.Name == "" {
+		r.Name = "subagent"
+	}
+	if len(s.Structured) > 0 {
+		r.Structured, _ = render.FieldsFromJSON(s.Structured)
+	}
+	key := s.ID
+	if key == "" {
+		key = s.Name
+	}
+	for i, id := range c.subIDs {
+		if id == key {
+			c.subagents[i] = r
+			return
+		}
+	}
+	c.subIDs = append(c.subIDs, key)
+	c.subagents = append(c.subagents, r)
+}
+
+func (d *Delivery) footer(c *runCard) render.Footer {
+	f := render.Footer{RunID: c.runID}
+	if !c.started.IsZero() {
+		f.Elapsed = d.now().Sub(c.started)
+	}
+	return f
+}
+
+func (d *Delivery) workingCard(c *runCard) render.Card {
+	return render.Card{Title: "Working on it…", Status: render.StatusWorking, Body: c.progress,
+		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
+}
+
+// start shows the "working" signal: typing, a reaction on the message answered, and the
+// placeholder card (or, on a replay, the placeholder an earlier attempt posted).
+func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	c.started = ev.At
+	if c.started.IsZero() {
+		c.started = d.now()
+	}
+	platform := c.conv.Platform
+	if t, ok := ch.(Typer); ok {
+		if err := t.Typing(ctx, Target{Conv: c.conv}); err != nil {
+			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
+		}
+	}
+	if rx, ok := ch.(Reactor); ok && c.replyTo != "" {
+		if err := rx.React(ctx, MessageRef{Conv: c.conv, IDs: []string{c.replyTo}}, "👀"); err != nil {
+			d.log.Debug("channels: reaction failed", "run", c.runID, "err", err)
+		}
+	}
+	card := d.workingCard(c)
+	if c.ref.ID() != "" {
+		d.editProgress(ctx, ch, c) // a replay: reuse the placeholder
+		return
+	}
+	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card)
+	if err != nil {
+		d.m.OutboundError(platform, "send_failed")
+		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)
+		return
+	}
+	c.ref, c.lastEdit = ref, d.now()
+	d.record(ctx, c.runID, StepCard, ref)
+}
+
+func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) {
+	b, err := json.Marshal(ref)
+	if err != nil {
+		return
+	}
+	first, _, err := d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+	switch {
+	case err != nil:
+		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
+	case !first:
+		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
+	}
+}
+
+// update edits the card with the latest state, at most once per the platform's EditEvery; a
+// skipped edit is made when the interval ends (latest wins).
+func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
+	if _, ok := ch.(Editor); !ok || c.ref.ID() == "" {
+		return // the state is kept for the closing message
+	}
+	every := d.opt.EditEvery[c.conv.Platform]
+	since := d.now().Sub(c.lastEdit)
+	if every <= 0 || since >= every {
+		d.stopTimer(c)
+		d.editProgress(ctx, ch, c)
+		return
+	}
+	if c.timer != nil {
+		return
+	}
+	d.mu.Lock()
+	closed := d.closed
+	if !closed {
+		d.wg.Add(1)
+	}
+	d.mu.Unlock()
+	if closed {
+		return
+	}
+	c.timer = time.AfterFunc(every-since, func() {
+		defer d.wg.Done()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.timer = nil
+		if c.done {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d.opt.MaxRetryWait)
+		defer cancel()
+		d.editProgress(ctx, ch, c)
+	})
+}
+
+// editProgress edits the placeholder with the working card; a vanished placeholder is posted
+// again. Failures are logged: progress is best effort, its state survives into the final card.
+func (d *Delivery) editProgress(ctx context.Context, ch Channel, c *runCard) {
+	ed, ok := ch.(Editor)
+	if !ok {
+		return
+	}
+	card := d.workingCard(c)
+	platform := c.conv.Platform
+	var ref MessageRef
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		var err error
+		ref, err = ed.Edit(ctx, c.ref, Message{Card: &card})
+		return err
+	})
+	c.lastEdit = d.now()
+	switch {
+	case err == nil:
+		if len(ref.IDs) > 0 {
+			c.ref = ref
+		}
+	case errors.Is(err, ErrNotModified):
+	case errors.Is(err, ErrMessageGone):
+		d.m.OutboundError(platform, "message_gone")
+		if ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card); err == nil {
+			c.ref = ref
+		}
+	default:
+		kind := "edit_failed"
+		var rl *RateLimitError
+		if errors.As(err, &rl) {
+			kind = "rate_limited"
+		}
+		d.m.OutboundError(platform, kind)
+		d.log.Debug("channels: progress edit failed", "run", c.runID, "err", err)
+	}
+}
+
+// send posts a card; a refused card is sent again as plain text.
+func (d *Delivery) send(ctx context.Context, ch Channel, to Target, card render.Card) (MessageRef, error) {
+	var ref MessageRef
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		var err error
+		ref, err = ch.Send(ctx, to, Message{Card: &card})
+		return err
+	})
+	if !errors.Is(err, ErrCardRefused) {
+		return ref, err
+	}
+	d.m.OutboundError(to.Conv.Platform, "card_refused")
+	d.log.Warn("channels: the platform refused a card; sending plain text", "conv", to.Conv.String(), "title", card.Title)
+	out := MessageRef{Conv: to.Conv}
+	for i, piece := range render.Plain(card) {
+		if i > 0 {
+			to.ReplyTo = ""
+		}
+		var r MessageRef
+		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+			var err error
+			r, err = ch.Send(ctx, to, Message{Text: piece})
+			return err
+		})
+		if err != nil {
+			if len(out.IDs) > 0 {
+				return out, fmt.Errorf("channels: sending plain text part %d: %w", i+1, err)
+			}
+			return out, err
+		}
+		out.IDs = append(out.IDs, r.IDs...)
+	}
+	return out, nil
+}
+
+// edit edits ref with card (EditFinal where the channel has it); a refused card is edited in
+// as plain text.
+func (d *Delivery) edit(ctx context.Context, ed Editor, ch Channel, ref MessageRef, card render.Card) (MessageRef, error) {
+	do := ed.Edit
+	if fe, ok := ch.(FinalEditor); ok {
+		do = fe.EditFinal
+	}
+	call := func(m Message) (MessageRef, error) {
+		var out MessageRef
+		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+			var err error
+			out, err = do(ctx, ref, m)
+			return err
+		})
+		return out, err
+	}
+	out, err := call(Message{Card: &card})
+	if errors.Is(err, ErrCardRefused) {
+		d.m.OutboundError(ref.Conv.Platform, "card_refused")
+		out, err = call(Message{Text: strings.Join(render.Plain(card), "\n\n")})
+	}
+	if errors.Is(err, ErrNotModified) {
+		return ref, nil
+	}
+	if err == nil && len(out.IDs) == 0 {
+		out = ref
+	}
+	return out, err
+}
+
+// closingCard is the card a terminal event leaves.
+func (d *Delivery) closingCard(c *runCard, ev runs.Event) render.Card {
+	subs := append([]render.SubagentResult(nil), c.subagents...)
+	switch ev.Kind {
+	case runs.EventFinal:
+		body := ev.Text
+		if strings.TrimSpace(body) == "" {
+			body = "_(No answer.)_"
+		}
+		return render.Card{Title: "Answer", Status: render.StatusDone, Body: body, Subagents: subs, Footer: d.footer(c)}
+	case runs.EventClarification:
+		if ev.Form == nil {
+			return render.Card{Title: "Question", Status: render.StatusWaiting, Body: ev.Text, Subagents: subs, Footer: d.footer(c)}
+		}
+		f := *ev.Form
+		if _, err := render.EncodeAction(d.opt.ActionKey, render.ActionID{Kind: render.ActionChoose, Token: f.ID}); err != nil && !errors.Is(err, render.ErrNoKey) {
+			f.Fields = nil // ids cannot be signed: show it as text, answered by typing
+			f.Question = formTextAll(*ev.Form)
+		}
+		card := formCard(f, ev.Text, 0, partialAnswer{}, c.runID)
+		card.Subagents, card.Footer = subs, d.footer(c)
+		return card
+	case runs.EventCancelled:
+		return render.Card{Title: "Cancelled", Status: render.StatusCancelled, Body: orDefault(ev.Reason, "Cancelled."), Subagents: subs, Footer: d.footer(c)}
+	}
+	return render.Card{Title: "Something went wrong", Status: render.StatusFailed, Body: orDefault(ev.Reason, "Sorry, this could not be completed."), Subagents: subs, Footer: d.footer(c)}
+}
+
+// formTextAll is every field of a form as text, for a form shown without buttons.
+func formTextAll(f runs.Form) string {
+	parts := []string{f.Question}
+	for i := range f.Fields {
+		t := formText(runs.Form{Fields: f.Fields}, i)
+		parts = append(parts, strings.TrimSpace(t))
+	}
+	return joinParagraphs(parts...)
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
+
+// finish delivers the closing message: edited into the placeholder where possible, else sent
+// anew with the placeholder removed; then recorded so a replay skips it.
+func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.Event) error {
+	card := d.closingCard(c, ev)
+	platform := c.conv.Platform
+	var ref MessageRef
+	delivered := false
+	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" {
+		out, err := d.edit(ctx, ed, ch, c.ref, card)
+		switch {
+		case err == nil:
+			ref, delivered = out, true
+		case errors.Is(err, ErrMessageGone):
+			d.m.OutboundError(platform, "message_gone")
+			c.ref = MessageRef{} // nothing left behind to remove
+		default:
+			d.m.OutboundError(platform, "edit_failed")
+			d.log.Warn("channels: editing the closing message into the placeholder failed; sending it anew", "run", c.runID, "err", err)
+		}
+	}
+	if !delivered {
+		out, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card)
+		if err != nil {
+			d.m.OutboundError(platform, "final_lost")
+			d.log.Error("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
+			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
+		}
+		ref = out
+		if c.ref.ID() != "" {
+			d.removePlaceholder(ctx, ch, c)
+		}
+	}
+	d.record(ctx, c.runID, StepFinal, ref)
+	return nil
+}
+
+// removePlaceholder deletes the placeholder the closing message did not replace, or where the
+// platform cannot delete, turns it into a pointer to the answer.
+func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard) {
+	platform := c.conv.Platform
+	if del, ok := ch.(Deleter); ok {
+		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+			return del.Delete(ctx, c.ref)
+		})
+		if err == nil || errors.Is(err, ErrMessageGone) {
+			return
+		}
+		d.m.OutboundError(platform, "delete_failed")
+		d.log.Warn("channels: deleting the placeholder failed", "run", c.runID, "err", err)
+	}
+	if ed, ok := ch.(Editor); ok {
+		card := render.Card{Title: "Done", Status: render.StatusDone, Body: "_The answer is below._", Footer: d.footer(c)}
+		if _, err := ed.Edit(ctx, c.ref, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
+			d.log.Warn("channels: the placeholder could not be removed or updated", "run", c.runID, "err", err)
+		}
+	}
+}

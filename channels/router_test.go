@@ -1,0 +1,269 @@
+package channels
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+// TestSameEventTwiceOneRun proves inbound dedupe: a platform redelivering one event id queues
+// one run, and the second delivery is counted as a dedupe hit.
+func TestSameEventTwiceOneRun(t *testing.T) {
+	h := newHarness(t)
+	conv := dm("c1")
+	in := Inbound{EventID: "update:1", Conv: conv, Identity: user("u1"), Text: "hello", Direct: true, MessageID: "10"}
+	h.send(in)
+	h.send(in)
+	if n := h.queued(conv); n != 1 {
+		t.Errorf("%d runs queued for one event delivered twice, want 1", n)
+	}
+	if n := h.metrics.get("dedupe/test"); n != 1 {
+		t.Errorf("dedupe hits = %d, want 1", n)
+	}
+	in.EventID = "update:2"
+	h.send(in)
+	if n := h.queued(conv); n != 2 {
+		t.Errorf("a new event id queued %d runs in all, want 2", n)
+	}
+}
+
+// TestDedupeReleasedWhenHandlingFails proves a failed handling releases the event's claim, so
+// the platform's redelivery is handled.
+func TestDedupeReleasedWhenHandlingFails(t *testing.T) {
+	h := newHarness(t)
+	conv := dm("c1")
+	in := Inbound{EventID: "update:9", Conv: conv, Identity: user("u1"), Text: "hello", Direct: true}
+	// A conversation key the thread store refuses makes handling fail after the claim.
+	bad := in
+	bad.Conv.Chat = strings.Repeat("x", 2000)
+	if err := h.router.HandleInbound(h.ctx, h.ch, bad); err == nil {
+		t.Fatal("handling an event the store refuses succeeded")
+	}
+	ok, err := h.store.Claim(h.ctx, eventKey(bad), time.Minute)
+	if err != nil || !ok {
+		t.Errorf("the failed event's claim was kept (claim again = %v, %v)", ok, err)
+	}
+}
+
+// TestGatingRules proves when a message reaches the queue: DMs by policy, group messages only
+// when they address the bot, continue a thread the bot is in, or answer its pending question.
+func TestGatingRules(t *testing.T) {
+	h := newHarness(t, func(ro *RouterOptions, _ *runs.Options) {
+		ro.Access["nodm"] = AccessPolicy{Policy: PolicyOpen, DM: false}
+	})
+	group := func(chat, thread string) runs.ConvKey {
+		return runs.ConvKey{Platform: "test", Workspace: "w", Chat: chat, Thread: thread}
+	}
+	cases := []struct {
+		name      string
+		setup     func(conv runs.ConvKey)
+		in        Inbound
+		wantRuns  int
+		wantReply string
+	}{
+		{name: "DM allowed", in: Inbound{Conv: dm("g1"), Text: "hi", Direct: true, AddressesBot: true}, wantRuns: 1},
+		{name: "DM disallowed", in: Inbound{Conv: runs.ConvKey{Platform: "nodm", Chat: "g2"}, Text: "hi", Direct: true, AddressesBot: true},
+			wantReply: "don't answer direct messages"},
+		{name: "group without mention ignored", in: Inbound{Conv: group("g3", ""), Text: "chatter"}},
+		{name: "group mention", in: Inbound{Conv: group("g4", ""), Text: "@bot hi", AddressesBot: true}, wantRuns: 1},
+		{name: "reply to the bot", in: Inbound{Conv: group("g5", ""), Text: "and?", AddressesBot: true, ReplyTo: "77"}, wantRuns: 1},
+		{name: "thread the bot is in", setup: func(conv runs.ConvKey) {
+			h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "@bot start", AddressesBot: true})
+		}, in: Inbound{Conv: group("g6", "t1"), Text: "follow-up without mention"}, wantRuns: 2},
+		{name: "thread the bot is not in", in: Inbound{Conv: group("g7", "t1"), Text: "no mention"}},
+		{name: "pending clarification for this user", setup: func(conv runs.ConvKey) {
+			putQuestion(t, h, conv, "u1", runs.Form{Question: "How many?", AllowFreeText: true})
+		}, in: Inbound{Conv: group("g8", ""), Text: "four"}, wantRuns: 1},
+		{name: "pending clarification for someone else", setup: func(conv runs.ConvKey) {
+			putQuestion(t, h, conv, "u2", runs.Form{Question: "How many?", AllowFreeText: true})
+		}, in: Inbound{Conv: group("g9", ""), Text: "four"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup(tc.in.Conv)
+			}
+			before := len(h.ch.sent())
+			tc.in.Identity = user("u1")
+			h.send(tc.in)
+			if n := h.queued(tc.in.Conv); n != tc.wantRuns {
+				t.Errorf("%d runs queued, want %d", n, tc.wantRuns)
+			}
+			sent := h.ch.sent()[before:]
+			switch {
+			case tc.wantReply == "" && len(sent) > 0:
+				t.Errorf("unexpected reply %q", sent[0].Text)
+			case tc.wantReply != "" && (len(sent) != 1 || !strings.Contains(sent[0].Text, tc.wantReply)):
+				t.Errorf("replies %+v, want one containing %q", sent, tc.wantReply)
+			}
+		})
+	}
+	if n := h.metrics.get("refused/test/not_addressed"); n != 3 {
+		t.Errorf("not_addressed refusals counted %d, want 3", n)
+	}
+}
+
+// putQuestion stores a pending clarification the way the lead does and returns its id.
+func putQuestion(t *testing.T, h *harness, conv runs.ConvKey, allowed string, form runs.Form) string {
+	t.Helper()
+	runID := runs.NewRunID()
+	raw, err := json.Marshal(map[string]any{"form": form, "call_id": "call-1", "events": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := h.store.PutClarification(h.ctx, threads.Clarification{
+		ID: "q" + runID, ConvKey: conv.String(), RunID: runID, AllowedUserID: allowed, Form: raw,
+		ExpiresAt: h.clock.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+// TestBotLoopProtection proves messages from bots (the bot itself included) never run and
+// never get a reply, whatever they say.
+func TestBotLoopProtection(t *testing.T) {
+	h := newHarness(t)
+	conv := dm("b1")
+	for _, text := range []string{"hello", "/help", "/stats", strings.Repeat("x", 10000)} {
+		h.send(Inbound{EventID: "e-" + text[:1], Conv: conv, Identity: user("bot-self"), Text: text, Direct: true, AddressesBot: true, FromBot: true})
+	}
+	if n := h.queued(conv); n != 0 {
+		t.Errorf("%d runs queued from bot messages", n)
+	}
+	if s := h.ch.sent(); len(s) != 0 {
+		t.Errorf("the bot replied to a bot: %q", s[0].Text)
+	}
+	if n := h.metrics.get("refused/test/bot"); n != 4 {
+		t.Errorf("bot refusals counted %d, want 4", n)
+	}
+}
+
+// TestAllowlistAndAdmins proves the allowlist policy: listed users and admins get through,
+// others are refused (told privately in a DM, silently but counted in a group), and runtime
+// allow/deny overrides the configured list.
+func TestAllowlistAndAdmins(t *testing.T) {
+	h := newHarness(t, func(ro *RouterOptions, _ *runs.Options) {
+		ro.Access["test"] = AccessPolicy{Policy: PolicyAllowlist, Allow: []string{"listed"}, DM: false}
+	})
+	cases := []struct {
+		name      string
+		user      string
+		direct    bool
+		before    func()
+		wantRuns  int
+		wantReply string
+	}{
+		{name: "listed user in a group", user: "listed", wantRuns: 1},
+		{name: "unlisted user in a group", user: "stranger"},
+		{name: "unlisted user in a DM is told their id", user: "stranger", direct: true, wantReply: "stranger"},
+		{name: "admin though unlisted, DM too", user: "admin1", direct: true, wantRuns: 1},
+		{name: "runtime allow", user: "late", before: func() {
+			if err := h.store.AllowUser(h.ctx, "test", "late"); err != nil {
+				t.Fatal(err)
+			}
+		}, wantRuns: 1},
+		{name: "runtime deny beats the list", user: "listed2", before: func() {
+			h.router.opt.Access["test"] = AccessPolicy{Policy: PolicyAllowlist, Allow: []string{"listed", "listed2"}}
+			if err := h.store.DenyUser(h.ctx, "test", "listed2"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "admin cannot be denied", user: "admin1", before: func() {
+			if err := h.store.DenyUser(h.ctx, "test", "admin1"); err != nil {
+				t.Fatal(err)
+			}
+		}, wantRuns: 1},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before()
+			}
+			conv := runs.ConvKey{Platform: "test", Chat: "a" + string(rune('a'+i))}
+			before := len(h.ch.sent())
+			h.send(Inbound{Conv: conv, Identity: user(tc.user), Text: "hi", Direct: tc.direct, AddressesBot: true})
+			if n := h.queued(conv); n != tc.wantRuns {
+				t.Errorf("%d runs queued, want %d", n, tc.wantRuns)
+			}
+			sent := h.ch.sent()[before:]
+			if tc.wantReply == "" && len(sent) > 0 {
+				t.Errorf("unexpected reply %q", sent[0].Text)
+			}
+			if tc.wantReply != "" && (len(sent) != 1 || !strings.Contains(sent[0].Text, tc.wantReply)) {
+				t.Errorf("replies %+v, want one containing %q", sent, tc.wantReply)
+			}
+		})
+	}
+	if n := h.metrics.get("refused/test/not_allowed"); n != 3 {
+		t.Errorf("not_allowed refusals counted %d, want 3", n)
+	}
+}
+
+// TestAdminFlagDecidedByRouter proves the envelope's Admin comes from configuration, not from
+// the adapter, and the envelope is signed.
+func TestAdminFlagDecidedByRouter(t *testing.T) {
+	h := newHarness(t)
+	h.startPool()
+	forged := user("u1")
+	forged.Admin = true
+	h.send(Inbound{Conv: dm("f1"), Identity: forged, Text: "hi", Direct: true})
+	h.send(Inbound{Conv: dm("f2"), Identity: user("admin1"), Text: "hi", Direct: true})
+	got := map[string]bool{}
+	for range 2 {
+		env := h.nextRun()
+		if err := h.signer.Verify(env); err != nil {
+			t.Errorf("run %s: %v", env.RunID, err)
+		}
+		got[env.Identity.ChannelUserID] = env.Identity.Admin
+	}
+	if got["u1"] || !got["admin1"] {
+		t.Errorf("admin flags %v, want u1 false and admin1 true", got)
+	}
+}
+
+// TestOversizedMessageRefusedPolitely proves a message over MaxMessageChars gets a polite reply
+// and queues nothing.
+func TestOversizedMessageRefusedPolitely(t *testing.T) {
+	h := newHarness(t, func(ro *RouterOptions, _ *runs.Options) { ro.MaxMessageChars = 100 })
+	conv := dm("o1")
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: strings.Repeat("é", 101), Direct: true, MessageID: "5"})
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: strings.Repeat("é", 100), Direct: true})
+	if n := h.queued(conv); n != 1 {
+		t.Errorf("%d runs queued, want only the message at the limit", n)
+	}
+	s := h.ch.sent()
+	if len(s) != 1 || !strings.Contains(s[0].Text, "too long") || !strings.Contains(s[0].Text, "101") || s[0].To.ReplyTo != "5" {
+		t.Errorf("replies %+v, want one polite refusal replying to message 5", s)
+	}
+}
+
+// TestBusyBecomesPoliteReply proves backpressure and pause turn into polite replies, with
+// nothing queued.
+func TestBusyBecomesPoliteReply(t *testing.T) {
+	h := newHarness(t, func(_ *RouterOptions, qo *runs.Options) { qo.MaxPerConversation = 1 })
+	conv := dm("busy")
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "first", Direct: true})
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "second", Direct: true})
+	if n := h.queued(conv); n != 1 {
+		t.Errorf("%d runs queued, want 1", n)
+	}
+	if got := h.ch.lastSent(); got != msgBusy {
+		t.Errorf("reply %q, want %q", got, msgBusy)
+	}
+	if err := h.queue.Pause(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.send(Inbound{Conv: dm("other"), Identity: user("u1"), Text: "third", Direct: true})
+	if got := h.ch.lastSent(); got != msgPaused {
+		t.Errorf("reply %q, want %q", got, msgPaused)
+	}
+	if h.metrics.get("refused/test/busy") != 1 || h.metrics.get("refused/test/paused") != 1 {
+		t.Errorf("busy/paused not counted: %v", h.metrics.n)
+	}
+}

@@ -25,6 +25,9 @@ type core struct {
 	provider llm.Provider
 	demo     bool
 	signer   *runs.Signer
+	// signingKey is the newest run-signing key; interactive ids are signed with a key derived
+	// from it.
+	signingKey []byte
 	queue    *runs.Queue
 	threads  *threads.Store
 	team     *lead.Team
@@ -91,6 +94,7 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 		keys = append(keys, k)
 		log.Info("signing runs with a key generated for this process (embedded store)")
 	}
+	c.signingKey = keys[0]
 	if c.signer, err = runs.NewSigner(keys); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboard-bot/switchboard/adapters/telegram"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// app is one whole Switchboard process: the core, the router and delivery, the worker pool, the
+// channels and the HTTP listener. start brings it up; shutdown takes it down in order: stop
+// intake → drain the workers (deadline) → stop the channels → close the rest.
+type app struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	core     *core
+	metrics  *metrics
+	router   *channels.Router
+	delivery *channels.Delivery
+	pool     *runs.Pool
+	chans    []channels.Channel
+	webhooks map[string]http.Handler // path → handler, mounted on the HTTP listener
+
+	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
+	listener net.Listener
+	server   *http.Server
+}
+
+// errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.
+var errShuttingDown = errors.New("shutting down: not accepting new messages")
+
+// newApp builds the process. extra channels (the console) are added to the configured ones.
+func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (a *app, err error) {
+	a = &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}}
+	defer func() {
+		if err != nil {
+			a.closeCore()
+		}
+	}()
+	a.core, err = newCore(ctx, cfg, log, func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} })
+	if err != nil {
+		return nil, err
+	}
+	a.metrics.watch(a.core)
+	key, err := render.NewKey(actionSecret(a.core))
+	if err != nil {
+		return nil, err
+	}
+
+	a.chans = append(a.chans, extra...)
+	if cfg.Telegram.Token != "" {
+		tg, err := telegram.New(telegram.Config{
+			Token:         cfg.Telegram.Token,
+			APIURL:        cfg.Telegram.APIURL,
+			Mode:          telegram.Mode(cfg.Telegram.Mode),
+			WebhookURL:    cfg.Telegram.WebhookURL,
+			WebhookSecret: cfg.Telegram.WebhookSecret,
+			Pacing:        cfg.Telegram.Pacing,
+			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
+			Logger:        log.With("channel", "telegram"),
+			ActionKey:     key,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+		if cfg.Telegram.Mode == config.TelegramWebhook {
+			u, err := url.Parse(cfg.Telegram.WebhookURL)
+			if err != nil {
+				return nil, fmt.Errorf("telegram.webhook_url: %w", err)
+			}
+			a.webhooks[webhookPath(u.Path)] = tg.WebhookHandler()
+		}
+		a.chans = append(a.chans, tg)
+	}
+	if len(a.chans) == 0 {
+		return nil, errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
+	}
+
+	byName := map[string]channels.Channel{}
+	for _, ch := range a.chans {
+		byName[ch.Name()] = ch
+	}
+	access := map[string]channels.AccessPolicy{}
+	admins := map[string][]string{}
+	for _, p := range config.Platforms() {
+		if acc, ok := cfg.AccessFor(p); ok {
+			access[p] = channels.AccessPolicy{Policy: acc.Policy, Allow: acc.Allow, DM: acc.DM}
+		}
+		admins[p] = cfg.AdminsFor(p)
+	}
+	// The person at the terminal owns the console.
+	admins["console"] = append(admins["console"], "local")
+	mx := routerMetrics{a.metrics}
+	a.router, err = channels.NewRouter(channels.RouterOptions{
+		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
+		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
+		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
+		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx,
+		EditEvery: map[string]time.Duration{"telegram": time.Second, "console": 0},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.pool, err = a.core.queue.NewPool(a.metrics.instrument(a.core.team), a.delivery)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// actionSecret derives the key that signs interactive ids from the run-signing key, so every
+// process that verifies runs also verifies clicks, without another secret to configure.
+func actionSecret(c *core) []byte {
+	mac := hmac.New(sha256.New, c.signingKey)
+	mac.Write([]byte("switchboard interactive ids v1"))
+	return mac.Sum(nil)
+}
+
+// botID is the public part of a Telegram token (the bot's user id), never the secret part.
+func botID(token string) string {
+	id, _, _ := strings.Cut(token, ":")
+	return id
+}
+
+func webhookPath(p string) string {
+	if p == "" {
+		return "/telegram/webhook"
+	}
+	return p
+}
+
+// HandleInbound gates the router: once shutdown begins, nothing new is accepted.
+func (a *app) HandleInbound(ctx context.Context, ch channels.Channel, in channels.Inbound) error {
+	if !a.intake.Load() {
+		return errShuttingDown
+	}
+	return a.router.HandleInbound(ctx, ch, in)
+}
+
+// start brings the process up: workers, then the HTTP listener, then the channels.
+func (a *app) start(ctx context.Context) error {
+	if err := a.pool.Start(ctx); err != nil {
+		return err
+	}
+	if a.cfg.HTTP.Addr != "" {
+		if err := a.listen(); err != nil {
+			return err
+		}
+	}
+	a.intake.Store(true)
+	for _, ch := range a.chans {
+		if err := ch.Start(ctx, a); err != nil {
+			return fmt.Errorf("%s: %w", ch.Name(), err)
+		}
+		if reg, ok := ch.(channels.CommandRegistrar); ok {
+			if err := reg.RegisterCommands(ctx, channels.Commands()); err != nil {
+				a.log.Warn("registering commands failed", "channel", ch.Name(), "err", err)
+			}
+		}
+		a.log.Info("channel started", "channel", ch.Name())
+	}
+	return nil
+}
+
+func (a *app) listen() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	for path, h := range a.webhooks {
+		mux.Handle("POST "+path, h)
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
+	if err != nil {
+		return fmt.Errorf("http.addr: %w", err)
+	}
+	a.listener = ln
+	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http listener stopped", "err", err)
+		}
+	}()
+	a.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// readyz: Redis answers, and every channel's own inbound loop says it is receiving.
+func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var problems []string
+	if !a.intake.Load() {
+		problems = append(problems, "shutting down")
+	}
+	if err := a.core.redis.Ping(ctx).Err(); err != nil {
+		problems = append(problems, "redis: unreachable")
+	}
+	for _, ch := range a.chans {
+		if rd, ok := ch.(channels.Readiness); ok {
+			if err := rd.Ready(); err != nil {
+				problems = append(problems, ch.Name()+": "+err.Error())
+			}
+		}
+	}
+	if len(problems) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(strings.Join(problems, "\n") + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// shutdown stops intake, drains the workers until ctx's deadline (runs still going then are
+// released to other workers), stops the channels, then closes delivery, HTTP and the core.
+func (a *app) shutdown(ctx context.Context) error {
+	a.intake.Store(false)
+	var errs []error
+	if a.pool != nil {
+		if err := a.pool.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("draining workers: %w", err))
+		}
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, ch := range a.chans {
+		if err := ch.Stop(stopCtx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))
+		}
+	}
+	if a.delivery != nil {
+		a.delivery.Close()
+	}
+	if a.server != nil {
+		if err := a.server.Shutdown(stopCtx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	a.closeCore()
+	return errors.Join(errs...)
+}
+
+func (a *app) closeCore() {
+	if a.core != nil {
+		if err := a.core.Close(); err != nil {
+			a.log.Warn("closing the store", "err", err)
+		}
+		a.core = nil
+	}
+}
+
+// routerMetrics feeds the channels layer's counters into Prometheus.
+type routerMetrics struct{ m *metrics }
+
+func (r routerMetrics) Inbound(p string)          { r.m.inbound.WithLabelValues(p).Inc() }
+func (r routerMetrics) DedupeHit(p string)       { r.m.dedupeHits.WithLabelValues(p).Inc() }
+func (r routerMetrics) Refused(p, reason string) { r.m.refused.WithLabelValues(p, reason).Inc() }
+func (r routerMetrics) Command(p, c string)      { r.m.commands.WithLabelValues(p, c).Inc() }
+func (r routerMetrics) OutboundError(p, k string) {
+	r.m.outboundErr.WithLabelValues(p, k).Inc()
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/runs"
+)
+
+// metrics are the process's Prometheus metrics, served on /metrics.
+type metrics struct {
+	reg         *prometheus.Registry
+	inbound     *prometheus.CounterVec
+	dedupeHits  *prometheus.CounterVec
+	refused     *prometheus.CounterVec
+	commands    *prometheus.CounterVec
+	runs        *prometheus.CounterVec
+	runDuration *prometheus.HistogramVec
+	tokens      *prometheus.CounterVec
+	outboundErr *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_inbound_events_total", Help: "Inbound platform events received, by platform.",
+		}, []string{"platform"}),
+		dedupeHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_dedupe_hits_total", Help: "Inbound events dropped as duplicates, by platform.",
+		}, []string{"platform"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_inbound_refused_total", Help: "Inbound events not turned into runs, by platform and reason.",
+		}, []string{"platform", "reason"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_commands_total", Help: "Commands handled, by platform and command.",
+		}, []string{"platform", "command"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_runs_total", Help: "Runs finished by this process, by outcome (answered, waiting, cancelled, failed, error).",
+		}, []string{"outcome"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchboard_run_duration_seconds", Help: "Time a worker spent on a run, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12),
+		}, []string{"outcome"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_model_tokens_total", Help: "Model tokens used, by kind (prompt, completion).",
+		}, []string{"kind"}),
+		outboundErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_outbound_errors_total", Help: "Failed outbound platform operations, by platform and kind.",
+		}, []string{"platform", "kind"}),
+	}
+	m.reg.MustRegister(m.inbound, m.dedupeHits, m.refused, m.commands, m.runs, m.runDuration, m.tokens, m.outboundErr)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// watch adds the gauges read from the running core.
+func (m *metrics) watch(c *core) {
+	depth := &cachedDepth{q: c.queue}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_queue_pending", Help: "Admitted runs not yet finished, over all processes.",
+	}, func() float64 { return float64(depth.get().Pending) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_dead_letters", Help: "Runs in the dead-letter stream.",
+	}, func() float64 { return float64(depth.get().DeadLetters) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_agents_active", Help: "Agents (leads and subagents) alive in this process.",
+	}, func() float64 { return float64(len(c.team.Runtime().List())) }))
+}
+
+// instrument wraps the run handler to count outcomes and time runs.
+func (m *metrics) instrument(h runs.Handler) runs.Handler {
+	return runs.HandlerFunc(func(ctx context.Context, run *runs.Run) (runs.Outcome, error) {
+		start := time.Now()
+		out, err := h.HandleRun(ctx, run)
+		label := string(out)
+		if err != nil {
+			label = "error"
+		}
+		m.runs.WithLabelValues(label).Inc()
+		m.runDuration.WithLabelValues(label).Observe(time.Since(start).Seconds())
+		return out, err
+	})
+}
+
+// countingProvider counts the tokens a provider reports.
+type countingProvider struct {
+	llm.Provider
+	m *metrics
+}
+
+func (p countingProvider) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+	resp, err := p.Provider.Stream(ctx, req, onDelta)
+	if err == nil {
+		p.m.tokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
+		p.m.tokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
+	}
+	return resp, err
+}
+
+// cachedDepth reads the queue depth at most every few seconds: it scans the keyspace.
+type cachedDepth struct {
+	q  *runs.Queue
+	mu sync.Mutex
+	at time.Time
+	d  runs.Depth
+}
+
+func (c *cachedDepth) get() runs.Depth {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) < 5*time.Second {
+		return c.d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if d, err := c.q.Depth(ctx); err == nil {
+		c.d = d
+	}
+	c.at = time.Now()
+	return c.d
+}

@@ -274,7 +274,7 @@ func (a *app) closeCore() {
 // routerMetrics feeds the channels layer's counters into Prometheus.
 type routerMetrics struct{ m *metrics }
 
-func (r routerMetrics) Inbound(p string)          { r.m.inbound.WithLabelValues(p).Inc() }
+func (r routerMetrics) Inbound(p string)         { r.m.inbound.WithLabelValues(p).Inc() }
 func (r routerMetrics) DedupeHit(p string)       { r.m.dedupeHits.WithLabelValues(p).Inc() }
 func (r routerMetrics) Refused(p, reason string) { r.m.refused.WithLabelValues(p, reason).Inc() }
 func (r routerMetrics) Command(p, c string)      { r.m.commands.WithLabelValues(p, c).Inc() }

@@ -28,10 +28,10 @@ type core struct {
 	// signingKey is the newest run-signing key; interactive ids are signed with a key derived
 	// from it.
 	signingKey []byte
-	queue    *runs.Queue
-	threads  *threads.Store
-	team     *lead.Team
-	closers  []func() error
+	queue      *runs.Queue
+	threads    *threads.Store
+	team       *lead.Team
+	closers    []func() error
 }
 
 func (c *core) Close() error {

@@ -1,0 +1,163 @@
+package channels
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+)
+
+// TestEveryCommand runs every command as text and as a native command, checks its reply and
+// its effect, and proves admin commands refuse non-admins (who are logged and counted).
+func TestEveryCommand(t *testing.T) {
+	h := newHarness(t)
+	conv := dm("cmd")
+	ctx := h.ctx
+	// Something for cancel, status and stats to see: two queued runs.
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "one", Direct: true})
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "two", Direct: true})
+	cases := []struct {
+		name    string
+		user    string
+		text    string // a text command; or native when cmd is set
+		cmd     string
+		args    []string
+		want    []string
+		check   func(t *testing.T)
+		counted string
+	}{
+		{name: "help", user: "u1", text: "/help", want: []string{"/new", "/whoami"}, check: func(t *testing.T) {
+			if strings.Contains(h.ch.lastSent(), "/stats") {
+				t.Error("help shows admin commands to a non-admin")
+			}
+		}},
+		{name: "help for an admin", user: "admin1", text: "/help", want: []string{"/stats", "/deadletters"}},
+		{name: "status", user: "u1", text: "/status", want: []string{"2 runs queued"}},
+		{name: "whoami", user: "u1", text: "/whoami", want: []string{"`u1`", "test", "not an admin"}},
+		{name: "whoami native", user: "admin1", cmd: "whoami", want: []string{"`admin1`", "an admin"}},
+		{name: "cancel", user: "u1", text: "/cancel", want: []string{"Cancelled 2 requests"}, check: func(t *testing.T) {
+			if n := h.queued(conv); n != 0 {
+				t.Errorf("%d runs still queued after cancel", n)
+			}
+		}},
+		{name: "cancel again", user: "u1", text: "/cancel@switchboard_bot", want: []string{"Nothing to cancel"}},
+		{name: "new", user: "u1", text: "/new", want: []string{"new conversation"}, check: func(t *testing.T) {
+			if _, err := h.store.Get(ctx, conv.String()); err != nil {
+				t.Errorf("no thread after /new: %v", err)
+			}
+		}},
+		{name: "allow refused for a non-admin", user: "u1", text: "/allow u9", want: []string{"admins only"}, counted: "refused/test/admin_only"},
+		{name: "allow", user: "admin1", text: "/allow u9", want: []string{"Allowed `u9`"}, check: func(t *testing.T) {
+			if a, _, _ := h.store.AccessOverride(ctx, "test", "u9"); !a {
+				t.Error("u9 not allowed")
+			}
+		}},
+		{name: "allow without a user", user: "admin1", text: "/allow", want: []string{"Usage: /allow"}},
+		{name: "deny", user: "admin1", cmd: "deny", args: []string{"u9"}, want: []string{"Denied `u9`"}, check: func(t *testing.T) {
+			if _, d, _ := h.store.AccessOverride(ctx, "test", "u9"); !d {
+				t.Error("u9 not denied")
+			}
+		}},
+		{name: "admins", user: "admin1", text: "/admins", want: []string{"`admin1`"}},
+		{name: "stats refused for a non-admin", user: "u1", text: "/stats", want: []string{"admins only"}},
+		{name: "stats", user: "admin1", text: "/stats", want: []string{"Queue:", "workers in this process: 2", "cancelled", "Dead letters: 0"}},
+		{name: "deadletters", user: "admin1", text: "/deadletters", want: []string{"No dead letters"}},
+		{name: "deadletters replay unknown", user: "admin1", text: "/deadletters replay 01ABC", want: []string{"No dead letter has run id `01ABC`"}},
+		{name: "deadletters drop unknown", user: "admin1", text: "/deadletters drop 01ABC", want: []string{"No dead letter"}},
+		{name: "deadletters bad usage", user: "admin1", text: "/deadletters explode", want: []string{"Usage: /deadletters"}},
+		{name: "pause", user: "admin1", text: "/pause", want: []string{"Paused"}, check: func(t *testing.T) {
+			if p, _ := h.queue.Paused(ctx); !p {
+				t.Error("not paused")
+			}
+		}},
+		{name: "status while paused", user: "u1", text: "/status", want: []string{"Idle", "paused"}},
+		{name: "resume", user: "admin1", text: "/resume", want: []string{"Resumed"}, check: func(t *testing.T) {
+			if p, _ := h.queue.Paused(ctx); p {
+				t.Error("still paused")
+			}
+		}},
+		{name: "pause refused for a non-admin", user: "u1", cmd: "pause", want: []string{"admins only"}, check: func(t *testing.T) {
+			if p, _ := h.queue.Paused(ctx); p {
+				t.Error("a non-admin paused the bot")
+			}
+		}},
+		{name: "model shows the default", user: "admin1", text: "/model", want: []string{"default model"}},
+		{name: "model sets", user: "admin1", text: "/model deepseek-reasoner", want: []string{"now uses the model `deepseek-reasoner`"}, check: func(t *testing.T) {
+			s, err := h.store.GetSettings(ctx, conv.String())
+			if err != nil || s.Model != "deepseek-reasoner" {
+				t.Errorf("settings %+v, %v", s, err)
+			}
+		}},
+		{name: "model shows the chat's model", user: "admin1", text: "/model", want: []string{"`deepseek-reasoner`"}},
+		{name: "model rejects junk", user: "admin1", text: "/model a b", want: []string{"Usage: /model"}},
+		{name: "model refused for a non-admin", user: "u1", text: "/model x", want: []string{"admins only"}},
+		{name: "unknown command", user: "u1", text: "/frobnicate", want: []string{"don't know the command /frobnicate"}, counted: "refused/test/unknown_command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(h.ch.sent())
+			h.send(Inbound{Conv: conv, Identity: user(tc.user), Text: tc.text, Command: tc.cmd, Args: tc.args, Direct: true})
+			sent := h.ch.sent()[before:]
+			if len(sent) != 1 {
+				t.Fatalf("%d replies, want 1", len(sent))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(sent[0].Text, w) {
+					t.Errorf("reply %q does not contain %q", sent[0].Text, w)
+				}
+			}
+			if sent[0].Msg.Card != nil {
+				t.Error("command replies are text, got a card")
+			}
+			if tc.check != nil {
+				tc.check(t)
+			}
+			if tc.counted != "" && h.metrics.get(tc.counted) == 0 {
+				t.Errorf("%s not counted", tc.counted)
+			}
+		})
+	}
+	if n := h.metrics.get("refused/test/admin_only"); n != 4 {
+		t.Errorf("admin refusals counted %d, want 4", n)
+	}
+	if n := h.queued(conv); n != 0 {
+		t.Errorf("commands queued %d runs; they reply directly", n)
+	}
+}
+
+// TestNewCancelsPendingQuestion proves /new withdraws a pending clarification: a later reply
+// is an ordinary message, not an answer.
+func TestNewCancelsPendingQuestion(t *testing.T) {
+	h := newHarness(t)
+	h.startPool()
+	conv := dm("n1")
+	putQuestion(t, h, conv, "u1", runs.Form{Question: "Which?", AllowFreeText: true})
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "/new", Direct: true})
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "something else", Direct: true})
+	if env := h.nextRun(); env.Kind != runs.KindMessage {
+		t.Errorf("after /new the reply ran as %s, want a message", env.Kind)
+	}
+}
+
+// TestCommandsListed proves Commands covers every command once and can be registered.
+func TestCommandsListed(t *testing.T) {
+	want := []string{"help", "new", "cancel", "status", "whoami", "allow", "deny", "admins", "stats", "deadletters", "pause", "resume", "model"}
+	got := Commands()
+	if len(got) != len(want) {
+		t.Fatalf("%d commands, want %d", len(got), len(want))
+	}
+	for i, c := range got {
+		if c.Name != want[i] || c.Description == "" {
+			t.Errorf("command %d = %+v, want %s with a description", i, c, want[i])
+		}
+	}
+	got[0].Name = "mutated"
+	if Commands()[0].Name != "help" {
+		t.Error("Commands returned shared state")
+	}
+	f := newFakeChannel("test")
+	if err := f.RegisterCommands(context.Background(), Commands()); err != nil || len(f.commands) != len(want) {
+		t.Errorf("registering: %v", err)
+	}
+}

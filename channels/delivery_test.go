@@ -1,0 +1,323 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+var deliveryConv = runs.ConvKey{Platform: "test", Chat: "d1"}
+
+type deliveryHarness struct {
+	t       *testing.T
+	ctx     context.Context
+	store   *threads.Store
+	ch      *fakeChannel
+	metrics *countMetrics
+}
+
+func newDeliveryHarness(t *testing.T) *deliveryHarness {
+	t.Helper()
+	c := realRedis(t)
+	return &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}),
+		ch: newFakeChannel("test"), metrics: newCountMetrics()}
+}
+
+// delivery returns a new Delivery (a new process, as far as memory goes) on the harness's store.
+func (h *deliveryHarness) delivery(ch Channel, tweak ...func(*DeliveryOptions)) *Delivery {
+	h.t.Helper()
+	o := DeliveryOptions{Channels: map[string]Channel{"test": ch}, Threads: h.store, ActionKey: testActionKey,
+		Logger: quietLog, Metrics: h.metrics, MaxRetryWait: time.Second}
+	for _, f := range tweak {
+		f(&o)
+	}
+	d, err := NewDelivery(o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(d.Close)
+	return d
+}
+
+func (h *deliveryHarness) deliver(d *Delivery, evs ...runs.Event) {
+	h.t.Helper()
+	for _, ev := range evs {
+		if ev.Conv.IsZero() {
+			ev.Conv = deliveryConv
+		}
+		if err := d.Deliver(h.ctx, ev); err != nil {
+			h.t.Fatalf("Deliver %s: %v", ev.Kind, err)
+		}
+	}
+}
+
+func started(run string) runs.Event { return runs.Event{RunID: run, Kind: runs.EventStarted, Step: 1} }
+func progress(run, text string) runs.Event {
+	return runs.Event{RunID: run, Kind: runs.EventProgress, Text: text}
+}
+func final(run, text string) runs.Event { return runs.Event{RunID: run, Kind: runs.EventFinal, Text: text} }
+func subResult(run, id, name, summary string) runs.Event {
+	return runs.Event{RunID: run, Kind: runs.EventSubagentResult, Subagent: &runs.SubagentInfo{
+		ID: id, Name: name, StopReason: "completed", Summary: summary, Structured: json.RawMessage(`{"price":"42 EUR"}`)}}
+}
+
+// TestWorkingSignalOnStarted proves started posts a placeholder at once (replying to the
+// message the run answers), shows typing and reacts on that message.
+func TestWorkingSignalOnStarted(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch)
+	run := runs.NewRunID()
+	if err := h.store.Mark(h.ctx, replyKey(run), []byte("55"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(d, started(run))
+	s := h.ch.sent()
+	if len(s) != 1 || !strings.Contains(s[0].Text, "Working") || s[0].To.ReplyTo != "55" {
+		t.Fatalf("sent %+v, want one working placeholder replying to 55", s)
+	}
+	if h.ch.typing != 1 || len(h.ch.reacts) != 1 || h.ch.reacts[0] != "55:👀" {
+		t.Errorf("typing %d, reactions %v", h.ch.typing, h.ch.reacts)
+	}
+}
+
+// TestIdempotentDeliveryOnReplay proves a run id delivered twice posts once: a replay after the
+// answer went out skips it, and a replay after a crash mid-run (another process, no memory)
+// edits the recorded placeholder instead of posting a new one.
+func TestIdempotentDeliveryOnReplay(t *testing.T) {
+	t.Run("replay after the answer", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		run := runs.NewRunID()
+		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching"), final(run, "The answer is 42."))
+		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching"), final(run, "The answer is 42."))
+		if n := len(h.ch.sent()); n != 1 {
+			t.Errorf("%d posts for one run delivered twice, want 1", n)
+		}
+		if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "The answer is 42.") {
+			t.Errorf("visible %q, want the answer once", v)
+		}
+	})
+	t.Run("replay after a crash mid-run", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		run := runs.NewRunID()
+		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching"))
+		edits := h.ch.editCount()
+		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching again"), final(run, "Found it."))
+		if n := len(h.ch.sent()); n != 1 {
+			t.Errorf("%d posts, want 1 (the replay edits the placeholder)", n)
+		}
+		if h.ch.editCount() <= edits {
+			t.Error("the replay did not edit the placeholder")
+		}
+		if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Found it.") {
+			t.Errorf("visible %q, want the answer in the placeholder", v)
+		}
+	})
+	t.Run("the closing event alone on replay", func(t *testing.T) {
+		// The lead re-emits only the closing event when a finished run is redelivered.
+		h := newDeliveryHarness(t)
+		run := runs.NewRunID()
+		h.deliver(h.delivery(h.ch), started(run), final(run, "Done."))
+		h.deliver(h.delivery(h.ch), final(run, "Done."))
+		if n := len(h.ch.sent()); n != 1 {
+			t.Errorf("%d posts, want 1", n)
+		}
+	})
+}
+
+// TestProgressThrottledAndSubagentsKept proves progress edits are throttled per platform (the
+// latest state is shown when the interval ends) and that subagent results are never dropped:
+// the final card carries them all.
+func TestProgressThrottledAndSubagentsKept(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch, func(o *DeliveryOptions) { o.EditEvery = map[string]time.Duration{"test": 50 * time.Millisecond} })
+	run := runs.NewRunID()
+	h.deliver(d, started(run))
+	for _, text := range []string{"one", "two", "three"} {
+		h.deliver(d, progress(run, text))
+	}
+	h.deliver(d, subResult(run, "s1", "flights", "Cheapest on Tuesday"), subResult(run, "s2", "hotels", "Two options"))
+	if n := h.ch.editCount(); n > 1 {
+		t.Errorf("%d edits within one interval, want at most 1", n)
+	}
+	waitFor(t, "the trailing edit with the latest state", func() bool {
+		v := h.ch.visible()
+		return len(v) == 1 && strings.Contains(v[0], "three") && strings.Contains(v[0], "hotels")
+	})
+	h.deliver(d, final(run, "Book Tuesday."))
+	v := h.ch.visible()
+	if len(v) != 1 {
+		t.Fatalf("visible %q", v)
+	}
+	for _, want := range []string{"Book Tuesday.", "flights", "Cheapest on Tuesday", "hotels", "price: 42 EUR"} {
+		if !strings.Contains(v[0], want) {
+			t.Errorf("final card lacks %q:\n%s", want, v[0])
+		}
+	}
+}
+
+// TestCloseStopsPendingEdits proves Close cancels a scheduled throttled edit and leaves no
+// goroutine behind (goleak checks the package).
+func TestCloseStopsPendingEdits(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch, func(o *DeliveryOptions) { o.EditEvery = map[string]time.Duration{"test": time.Hour} })
+	run := runs.NewRunID()
+	h.deliver(d, started(run), progress(run, "a"), progress(run, "b"))
+	d.Close()
+	d.Close()
+	if n := h.ch.editCount(); n > 1 {
+		t.Errorf("%d edits", n)
+	}
+}
+
+// TestTextFallbackWhenCardRefused proves a platform refusing cards still gets every message,
+// as plain text: the placeholder, and the answer edited in (or sent, without an editor).
+func TestTextFallbackWhenCardRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		ch   func(f *fakeChannel) Channel
+	}{
+		{"with edits", func(f *fakeChannel) Channel { return f }},
+		{"send only", func(f *fakeChannel) Channel { return sendOnly{f} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDeliveryHarness(t)
+			h.ch.refuseCards = true
+			d := h.delivery(tc.ch(h.ch))
+			run := runs.NewRunID()
+			h.deliver(d, started(run), final(run, "Plain answer."))
+			v := h.ch.visible()
+			if len(v) == 0 || !strings.Contains(v[len(v)-1], "Plain answer.") {
+				t.Errorf("visible %q, want the answer as text", v)
+			}
+			for _, s := range h.ch.sent() {
+				if s.Msg.Card != nil {
+					t.Error("a card was accepted by a platform that refuses cards")
+				}
+			}
+			if h.metrics.get("outbound/test/card_refused") == 0 {
+				t.Error("card refusals not counted")
+			}
+		})
+	}
+}
+
+// TestRateLimitHandling proves a 429 is waited out and retried: the final answer arrives, once.
+func TestRateLimitHandling(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch)
+	run := runs.NewRunID()
+	h.deliver(d, started(run))
+	h.ch.mu.Lock()
+	h.ch.rateLimitN, h.ch.retryAfter = 2, 20*time.Millisecond
+	h.ch.mu.Unlock()
+	begin := time.Now()
+	h.deliver(d, final(run, "Worth the wait."))
+	if waited := time.Since(begin); waited < 40*time.Millisecond {
+		t.Errorf("retried after %s, before the platform's Retry-After", waited)
+	}
+	if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Worth the wait.") {
+		t.Errorf("visible %q, want the answer once", v)
+	}
+
+	t.Run("never silently lost", func(t *testing.T) {
+		run := runs.NewRunID()
+		h.ch.mu.Lock()
+		h.ch.failSendsAll = true
+		h.ch.mu.Unlock()
+		err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "lost?"})
+		if err == nil {
+			t.Error("an undeliverable answer returned no error")
+		}
+		if h.metrics.get("outbound/test/final_lost") != 1 {
+			t.Error("the lost answer was not counted")
+		}
+	})
+}
+
+// TestNoPlaceholderLeftBehind proves an answer too long to edit into the placeholder is sent
+// as new messages and the placeholder is deleted (or, without delete, turned into a pointer).
+func TestNoPlaceholderLeftBehind(t *testing.T) {
+	long := strings.Repeat("A long answer line.\n", 400) // ~8,000 characters
+	t.Run("deleted", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		h.ch.maxEdit, h.ch.pieceLen = 4096, 4096
+		d := h.delivery(h.ch)
+		run := runs.NewRunID()
+		h.deliver(d, started(run), final(run, long))
+		s := h.ch.sent()
+		if len(s) != 2 || len(s[1].IDs) < 2 {
+			t.Fatalf("sends %d (last with %d ids), want the placeholder then the answer in several messages", len(s), len(s[len(s)-1].IDs))
+		}
+		if len(h.ch.deletes) != 1 || h.ch.deletes[0] != s[0].IDs[0] {
+			t.Errorf("deleted %v, want the placeholder %s", h.ch.deletes, s[0].IDs[0])
+		}
+		for _, v := range h.ch.visible() {
+			if strings.Contains(v, "Working") {
+				t.Error("the placeholder is still visible")
+			}
+		}
+	})
+	t.Run("no delete capability", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		h.ch.maxEdit, h.ch.pieceLen = 4096, 4096
+		d := h.delivery(editNoDelete{sendOnly{h.ch}})
+		run := runs.NewRunID()
+		h.deliver(d, started(run), final(run, long))
+		v := h.ch.visible()
+		if len(v) < 3 || !strings.Contains(v[0], "answer is below") {
+			t.Errorf("visible %d messages, first %q; want the placeholder pointing to the answer", len(v), v[0])
+		}
+	})
+	t.Run("placeholder gone", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		d := h.delivery(h.ch)
+		run := runs.NewRunID()
+		h.deliver(d, started(run))
+		h.ch.mu.Lock()
+		h.ch.editGone = true
+		h.ch.mu.Unlock()
+		h.deliver(d, final(run, "Fresh message."))
+		if v := h.ch.visible(); len(v) != 2 || !strings.Contains(v[1], "Fresh message.") {
+			t.Errorf("visible %q, want the answer as a new message", v)
+		}
+	})
+}
+
+// TestClosingCards proves the question, failure and cancellation cards: status, reason, and a
+// form whose options can be answered.
+func TestClosingCards(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch)
+	cases := []struct {
+		name string
+		ev   runs.Event
+		want []string
+	}{
+		{"clarification", runs.Event{Kind: runs.EventClarification, Text: "Before I book:", Form: &runs.Form{ID: "q01ABC", Question: "How many people?", Fields: peopleForm.Fields}},
+			[]string{"Before I book:", "How many people?", "1. 2", "2. 4", "Waiting"}},
+		{"clarification with an unsignable id", runs.Event{Kind: runs.EventClarification, Form: &runs.Form{ID: "bad id!", Question: "Size?", Fields: peopleForm.Fields}},
+			[]string{"Size?", "1. 2"}},
+		{"failed", runs.Event{Kind: runs.EventFailed, Reason: "The model declined."}, []string{"Failed", "The model declined."}},
+		{"cancelled", runs.Event{Kind: runs.EventCancelled, Reason: "Cancelled."}, []string{"Cancelled"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := runs.NewRunID()
+			tc.ev.RunID = run
+			h.deliver(d, started(run), tc.ev)
+			v := h.ch.visible()
+			last := v[len(v)-1]
+			for _, w := range tc.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("card lacks %q:\n%s", w, last)
+				}
+			}
+		})
+	}
+}

@@ -37,7 +37,16 @@ commands:
   version        print the version
 `
 
+// run is the whole command line; SIGINT and SIGTERM cancel the command's context.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdin, stdout, stderr, environ)
+}
+
+// runContext is run with the context the command runs under: `bot run` and `bot chat` serve
+// until ctx ends, then drain and return 0 (tests cancel ctx instead of sending a signal).
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -49,9 +58,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	switch cmd {
 	case "version":
 		fmt.Fprintln(stdout, "switchboard", versionString())

@@ -33,6 +33,9 @@ type Message struct {
 	FromUser  int64
 	Edits     int
 	Deleted   bool
+	// At is when the message was sent (for a bot message: when sendMessage was served), for
+	// latency measurements.
+	At time.Time
 }
 
 type chat struct {
@@ -208,7 +211,7 @@ func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
 		}
 	}
 	c.nextID++
-	m := &Message{ID: c.nextID, ChatID: cid, ThreadID: thread, Text: p["text"], ParseMode: p["parse_mode"], Keyboard: kb, ReplyTo: reply, FromUser: BotID}
+	m := &Message{ID: c.nextID, ChatID: cid, ThreadID: thread, Text: p["text"], ParseMode: p["parse_mode"], Keyboard: kb, ReplyTo: reply, FromUser: BotID, At: time.Now()}
 	c.msgs[m.ID] = m
 	c.order = append(c.order, m.ID)
 	return s.wireOut(m), nil

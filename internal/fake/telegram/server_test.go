@@ -205,3 +205,39 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+func TestTakeUpdatesHandsOverQueuedUpdatesOnceInOrder(t *testing.T) {
+	s := New(t)
+	u := User{ID: 42, FirstName: "Ann"}
+	id1, _ := s.PushPrivate(u, "one")
+	id2, _ := s.PushPrivate(u, "two")
+	got := s.TakeUpdates()
+	var ids []int64
+	for _, raw := range got {
+		var up struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &up); err != nil {
+			t.Fatalf("update %s: %v", raw, err)
+		}
+		ids = append(ids, up.UpdateID)
+	}
+	if len(ids) != 2 || ids[0] != id1 || ids[1] != id2 {
+		t.Fatalf("took updates %v, want [%d %d]", ids, id1, id2)
+	}
+	if s.Pending() != 0 || len(s.TakeUpdates()) != 0 {
+		t.Fatal("taken updates are still queued")
+	}
+}
+
+func TestPostedMessagesCarryTheirSendTime(t *testing.T) {
+	s := New(t)
+	before := time.Now()
+	if a := call(t, s, "sendMessage", url.Values{"chat_id": {"5"}, "text": {"hi"}}); !a.OK {
+		t.Fatalf("sendMessage: %+v", a)
+	}
+	posted := s.Posted(5)
+	if len(posted) != 1 || posted[0].At.Before(before) || posted[0].At.After(time.Now()) {
+		t.Fatalf("posted %+v, want one message stamped between the call's start and end", posted)
+	}
+}

@@ -109,7 +109,7 @@ func (s *Server) PushMessage(in In) (updateID int64, messageID int) {
 		// In a forum topic an unreplied message replies to the topic's creation message.
 		m.ReplyToMessage = &WireMessage{MessageID: in.ThreadID, Chat: in.Chat, MessageThreadID: in.ThreadID, IsTopicMessage: true}
 	}
-	c.msgs[m.MessageID] = &Message{ID: m.MessageID, ChatID: in.Chat.ID, ThreadID: in.ThreadID, Text: in.Text, FromUser: in.From.ID, ReplyTo: in.ReplyTo}
+	c.msgs[m.MessageID] = &Message{ID: m.MessageID, ChatID: in.Chat.ID, ThreadID: in.ThreadID, Text: in.Text, FromUser: in.From.ID, ReplyTo: in.ReplyTo, At: time.Now()}
 	c.order = append(c.order, m.MessageID)
 	return s.pushLocked(map[string]any{"message": m}), m.MessageID
 }
@@ -174,6 +174,20 @@ func (s *Server) pushLocked(fields map[string]any) int64 {
 		s.wake = make(chan struct{})
 	}
 	return id
+}
+
+// TakeUpdates removes every queued update and returns their JSON bodies in order, as Telegram
+// hands them to a webhook: tests of webhook mode push updates as usual, take them, and POST
+// them to the bot's webhook handler themselves.
+func (s *Server) TakeUpdates() []json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]json.RawMessage, len(s.queue))
+	for i, q := range s.queue {
+		out[i] = q.raw
+	}
+	s.queue = nil
+	return out
 }
 
 // Pending is the number of updates not yet confirmed by a getUpdates offset.

@@ -60,7 +60,9 @@ func started(run string) runs.Event { return runs.Event{RunID: run, Kind: runs.E
 func progress(run, text string) runs.Event {
 	return runs.Event{RunID: run, Kind: runs.EventProgress, Text: text}
 }
-func final(run, text string) runs.Event { return runs.Event{RunID: run, Kind: runs.EventFinal, Text: text} }
+func final(run, text string) runs.Event {
+	return runs.Event{RunID: run, Kind: runs.EventFinal, Text: text}
+}
 func subResult(run, id, name, summary string) runs.Event {
 	return runs.Event{RunID: run, Kind: runs.EventSubagentResult, Subagent: &runs.SubagentInfo{
 		ID: id, Name: name, StopReason: "completed", Summary: summary, Structured: json.RawMessage(`{"price":"42 EUR"}`)}}

@@ -233,3 +233,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 var errTooLong = errors.New("fake: message too long to edit")
+
+func newBenchStore(tb testing.TB, c redis.UniversalClient) *threads.Store {
+	return threads.New(c, threads.Options{Prefix: uniquePrefix(tb, c)})
+}
+
+// newBenchHarness is a router without limits, for benchmarks.
+func newBenchHarness(b *testing.B) *harness {
+	b.Helper()
+	h := &harness{ctx: ctxT(b), client: realRedis(b), ch: newFakeChannel("test"), metrics: newCountMetrics(), clock: &testClock{}}
+	prefix := uniquePrefix(b, h.client)
+	var err error
+	if h.signer, err = runs.NewSigner([][]byte{[]byte("signing-key-0123456789abcdef")}); err != nil {
+		b.Fatal(err)
+	}
+	if h.queue, err = runs.Open(h.ctx, h.client, runs.Options{Prefix: prefix, Signer: h.signer, Logger: quietLog, MaxPending: -1, MaxPerConversation: -1}); err != nil {
+		b.Fatal(err)
+	}
+	h.store = threads.New(h.client, threads.Options{Prefix: prefix})
+	if h.router, err = NewRouter(RouterOptions{Queue: h.queue, Signer: h.signer, Threads: h.store, Logger: quietLog}); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}

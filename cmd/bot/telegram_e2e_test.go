@@ -1,0 +1,287 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+)
+
+var (
+	ann = telegramfake.User{ID: 4201, FirstName: "Ann", Username: "ann"}
+	bob = telegramfake.User{ID: 4202, FirstName: "Bob", Username: "bob"}
+)
+
+// TestTelegramPrivateConversation proves the whole path for a private message: the update is
+// polled, a "working" placeholder is posted in reply to it, the model's answer is edited into
+// that same placeholder, and nothing else is left in the chat. A second message continues the
+// same thread (the model sees the first turn).
+func TestTelegramPrivateConversation(t *testing.T) {
+	e := newE2E(t, nil)
+	e.start()
+	_, msgID := e.tg.PushPrivate(ann, "hello bot")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "echo: hello bot") {
+		t.Fatalf("answer shows %q, want the model's answer", v)
+	}
+	if got[0].ReplyTo != msgID {
+		t.Errorf("answer replies to %d, want the user's message %d", got[0].ReplyTo, msgID)
+	}
+	if got[0].Edits == 0 {
+		t.Error("the answer was posted anew instead of edited into the placeholder")
+	}
+	if n := e.tg.Count("sendMessage"); n != 1 {
+		t.Errorf("sendMessage called %d times, want 1 (the placeholder)", n)
+	}
+	if e.tg.ChatActions(ann.ID, "typing") == 0 {
+		t.Error("no typing signal while the run worked")
+	}
+
+	e.tg.PushPrivate(ann, "and again")
+	got = e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "echo: and again") {
+		t.Fatalf("second answer shows %q", v)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model called %d times, want 2", len(reqs))
+	}
+	if !hasMessage(reqs[1].Messages, "user", "hello bot") || !hasMessage(reqs[1].Messages, "assistant", "echo: hello bot") {
+		t.Errorf("the second request lacks the first turn: %+v", reqs[1].Messages)
+	}
+}
+
+// mention addresses the fake's bot in a group.
+const mention = "@" + telegramfake.BotUsername
+
+// TestTelegramGroupMentionGating proves that in a group only messages addressed to the bot are
+// answered: an unmentioned message is ignored, a mention is answered in the group, and a reply
+// to the bot's message counts as addressing it.
+func TestTelegramGroupMentionGating(t *testing.T) {
+	const group = int64(-1001001)
+	e := newE2E(t, nil)
+	e.start()
+	e.tg.PushGroup(group, ann, "just chatting among ourselves")
+	e.tg.PushGroup(group, ann, mention+" what is the plan?")
+	got := e.waitAnswers(group, 1)
+	if v := visible(got[0]); !strings.Contains(v, "what is the plan?") {
+		t.Fatalf("answer shows %q, want the answer to the mention", v)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 1 || hasMessage(reqs[0].Messages, "user", "just chatting") {
+		t.Fatalf("model saw %d request(s); the unmentioned message must never reach it", len(reqs))
+	}
+
+	e.tg.PushMessage(telegramfake.In{Chat: telegramfake.Group(group), From: bob, Text: "and after that?", ReplyTo: got[0].ID})
+	got = e.waitAnswers(group, 2)
+	if v := visible(got[1]); !strings.Contains(v, "and after that?") {
+		t.Fatalf("reply to the bot answered with %q", v)
+	}
+}
+
+// TestTelegramForumTopic proves an answer stays in the forum topic it was asked in
+// (message_thread_id on every message), and that each topic is its own conversation.
+func TestTelegramForumTopic(t *testing.T) {
+	const forum = int64(-1002002)
+	e := newE2E(t, nil)
+	e.start()
+	e.tg.PushTopic(forum, 77, ann, mention+" first topic question")
+	got := e.waitAnswers(forum, 1)
+	e.tg.PushTopic(forum, 78, ann, mention+" second topic question")
+	got = e.waitAnswers(forum, 2)
+	for i, want := range []int{77, 78} {
+		if got[i].ThreadID != want {
+			t.Errorf("answer %d went to topic %d, want %d", i, got[i].ThreadID, want)
+		}
+	}
+	if e.tg.ChatActions(forum, "typing") == 0 {
+		t.Error("no typing signal in the topic")
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || hasMessage(reqs[1].Messages, "user", "first topic question") {
+		t.Fatal("the second topic's run saw the first topic's conversation")
+	}
+}
+
+// bookingModel asks how many people with a choice field, and answers once the tool result (the
+// user's choice) comes back.
+func bookingModel(r modelserver.Request) modelserver.Reply {
+	if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+		return modelserver.Text("booked: " + last.Content)
+	}
+	return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+		Arguments: `{"question":"How many people?","fields":[{"id":"people","label":"People","kind":"choice","options":["2","4","6"],"required":true}]}`})
+}
+
+// waitQuestion waits for a message with an inline keyboard in chat and returns it.
+func (e *e2e) waitQuestion(chat int64) telegramfake.Message {
+	e.tb.Helper()
+	var card telegramfake.Message
+	waitFor(e.tb, "the question with buttons", 10*time.Second, func() bool {
+		for _, m := range e.tg.Posted(chat) {
+			if len(m.Keyboard) > 0 {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	return card
+}
+
+// button returns the callback data of the button labelled text.
+func button(tb testing.TB, m telegramfake.Message, text string) string {
+	tb.Helper()
+	for _, row := range m.Keyboard {
+		for _, b := range row {
+			if b.Text == text {
+				return b.CallbackData
+			}
+		}
+	}
+	tb.Fatalf("no button %q on %+v", text, m.Keyboard)
+	return ""
+}
+
+// TestTelegramClarificationByButton proves the model's ask_clarification with a choice field
+// becomes an inline keyboard, a click on an option is answered and resumes the run with that
+// choice as the tool result, and the final answer arrives with no placeholder or keyboard left.
+func TestTelegramClarificationByButton(t *testing.T) {
+	e := newE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	e.tg.PushPrivate(ann, "book a table")
+	card := e.waitQuestion(ann.ID)
+	if v := visible(card); !strings.Contains(v, "How many people?") {
+		t.Fatalf("question card shows %q", v)
+	}
+	_, qid := e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "4"))
+	waitFor(t, "the click answered", 10*time.Second, func() bool { _, ok := e.tg.CallbackAnswer(qid); return ok })
+	got := e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "booked") || !strings.Contains(v, "People: 4") {
+		t.Fatalf("final answer shows %q, want the booking for 4", v)
+	}
+	if got[0].ID != card.ID || len(got[0].Keyboard) != 0 || !strings.Contains(visible(got[0]), "People: 4") {
+		t.Errorf("the question card was left as %q with keyboard %v, want it closed with the answer", visible(got[0]), got[0].Keyboard)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || reqs[1].Messages[len(reqs[1].Messages)-1].Role != "tool" {
+		t.Fatalf("model calls %d; the answer must resume the run with a tool result", len(reqs))
+	}
+}
+
+// TestTelegramForeignClickRefused proves a click on someone else's question in a group gets a
+// private answerCallbackQuery notice and changes nothing: the card, its keyboard and the run are
+// untouched, and the asker can still answer.
+func TestTelegramForeignClickRefused(t *testing.T) {
+	const group = int64(-1003003)
+	e := newE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	e.tg.PushGroup(group, ann, mention+" book a table")
+	card := e.waitQuestion(group)
+
+	_, qid := e.tg.PushCallback(group, card.ID, bob, button(t, card, "6"))
+	var notice string
+	waitFor(t, "the foreign click answered", 10*time.Second, func() bool {
+		var ok bool
+		notice, ok = e.tg.CallbackAnswer(qid)
+		return ok
+	})
+	if notice == "" {
+		t.Error("the foreign click was answered without a notice")
+	}
+	after, _ := e.tg.Message(group, card.ID)
+	if after.Text != card.Text || after.Edits != card.Edits || len(after.Keyboard) != len(card.Keyboard) {
+		t.Errorf("the foreign click changed the card: %q (edits %d → %d)", visible(after), card.Edits, after.Edits)
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times after a foreign click, want 1", n)
+	}
+
+	e.tg.PushCallback(group, card.ID, ann, button(t, card, "2"))
+	got := e.waitAnswers(group, 2)
+	if v := visible(got[1]); !strings.Contains(v, "People: 2") {
+		t.Fatalf("the asker's answer gave %q, want People: 2", v)
+	}
+}
+
+// TestTelegramLongAnswerChunked proves an answer longer than 4,096 characters arrives as
+// several messages, each within the limit, with all of the text present in order and no
+// placeholder left.
+func TestTelegramLongAnswerChunked(t *testing.T) {
+	const words = 1500
+	var b strings.Builder
+	for i := range words {
+		fmt.Fprintf(&b, "w%05d ", i)
+	}
+	long := b.String() // 10,500 characters
+	e := newE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: long, ChunkSize: 512}
+	})
+	e.start()
+	e.tg.PushPrivate(ann, "tell me everything")
+	var got []telegramfake.Message
+	waitFor(t, "the whole long answer", 15*time.Second, func() bool {
+		got = e.tg.Posted(ann.ID)
+		all := ""
+		for _, m := range got {
+			if isPlaceholder(m) {
+				return false
+			}
+			all += visible(m)
+		}
+		return strings.Contains(all, fmt.Sprintf("w%05d", words-1))
+	})
+	if len(got) < 3 {
+		t.Fatalf("%d messages for a 10,500-character answer, want at least 3", len(got))
+	}
+	var seq []string
+	for i, m := range got {
+		if n := utf16Len(visible(m)); n > telegramfake.MaxTextLen {
+			t.Errorf("message %d is %d characters, over the limit", i, n)
+		}
+		seq = append(seq, wordRE.FindAllString(visible(m), -1)...)
+	}
+	if len(seq) != words {
+		t.Fatalf("%d words arrived, want %d", len(seq), words)
+	}
+	for i, w := range seq {
+		if want := fmt.Sprintf("w%05d", i); w != want {
+			t.Fatalf("word %d is %s, want %s: text lost or out of order", i, w, want)
+		}
+	}
+}
+
+var wordRE = regexp.MustCompile(`w\d{5}`)
+
+func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// TestTelegram429StormNoReplyLost proves a storm of 429s on sendMessage and editMessageText
+// (retry_after honoured) loses no reply and leaves no placeholder: every chat ends with exactly
+// its answer.
+func TestTelegram429StormNoReplyLost(t *testing.T) {
+	e := newE2E(t, nil)
+	e.tg.RateLimitStorm("sendMessage", 4, 1)
+	e.tg.RateLimitStorm("editMessageText", 4, 1)
+	e.start()
+	users := []telegramfake.User{ann, bob, {ID: 4203, FirstName: "Cy"}, {ID: 4204, FirstName: "Di"}}
+	for _, u := range users {
+		e.tg.PushPrivate(u, "hi from "+u.FirstName)
+	}
+	for _, u := range users {
+		got := e.waitAnswers(u.ID, 1)
+		if v := visible(got[0]); !strings.Contains(v, "echo: hi from "+u.FirstName) {
+			t.Errorf("%s's chat shows %q", u.FirstName, v)
+		}
+	}
+	if n := e.tg.Count("sendMessage"); n < len(users)+4 {
+		t.Errorf("sendMessage called %d times; the storm's 429s were not all met", n)
+	}
+}

@@ -278,7 +278,7 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound) error {
 	}
 	env := r.envelope(in, admin, runs.KindMessage)
 	env.Text, env.Attachments = in.Text, in.Files
-	refusal, err := r.enqueue(ctx, in, env)
+	refusal, err := r.enqueue(ctx, ch, in, env)
 	if refusal != "" {
 		r.reply(ctx, ch, in, refusal)
 	}
@@ -296,7 +296,7 @@ func (r *Router) envelope(in Inbound, admin bool, kind runs.Kind) *runs.Envelope
 
 // enqueue signs and queues env. Busy and paused are counted and logged, and come back as the
 // polite refusal to show the user; other failures are errors.
-func (r *Router) enqueue(ctx context.Context, in Inbound, env *runs.Envelope) (refusal string, err error) {
+func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope) (refusal string, err error) {
 	platform := in.Conv.Platform
 	if env.ReplyTo != "" {
 		// Delivery replies to (and reacts on) the message the run answers.
@@ -316,6 +316,13 @@ func (r *Router) enqueue(ctx context.Context, in Inbound, env *runs.Envelope) (r
 		return msgPaused, nil
 	case err != nil:
 		return "", fmt.Errorf("channels: queueing run %s: %w", env.RunID, err)
+	}
+	// The working signal goes out at receipt, even when the run waits behind others in this
+	// conversation; delivery's placeholder follows when a worker starts it.
+	if t, ok := ch.(Typer); ok {
+		if err := t.Typing(ctx, Target{Conv: in.Conv}); err != nil {
+			r.log.Debug("channels: typing signal failed", "conv", in.Conv.String(), "err", err)
+		}
 	}
 	if in.Conv.Thread != "" {
 		if err := r.opt.Threads.Mark(ctx, threadKey(in.Conv), []byte("1"), r.opt.ThreadMemory); err != nil {

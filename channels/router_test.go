@@ -267,3 +267,17 @@ func TestBusyBecomesPoliteReply(t *testing.T) {
 		t.Errorf("busy/paused not counted: %v", h.metrics.n)
 	}
 }
+
+// TestWorkingSignalAtReceipt proves the "working" signal goes out when a message is accepted,
+// before any worker has started the run (the run may wait behind others in the conversation).
+func TestWorkingSignalAtReceipt(t *testing.T) {
+	h := newHarness(t)
+	conv := dm("c1")
+	h.send(Inbound{EventID: "update:1", Conv: conv, Identity: user("u1"), Text: "hello", Direct: true, MessageID: "10"})
+	h.ch.mu.Lock()
+	typing := h.ch.typing
+	h.ch.mu.Unlock()
+	if typing != 1 || h.queued(conv) != 1 {
+		t.Fatalf("typing signals = %d, runs queued = %d; want 1 and 1", typing, h.queued(conv))
+	}
+}

@@ -1,13 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf16"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
@@ -91,9 +101,9 @@ func TestTelegramForumTopic(t *testing.T) {
 	e := newE2E(t, nil)
 	e.start()
 	e.tg.PushTopic(forum, 77, ann, mention+" first topic question")
-	got := e.waitAnswers(forum, 1)
+	e.waitAnswers(forum, 1)
 	e.tg.PushTopic(forum, 78, ann, mention+" second topic question")
-	got = e.waitAnswers(forum, 2)
+	got := e.waitAnswers(forum, 2)
 	for i, want := range []int{77, 78} {
 		if got[i].ThreadID != want {
 			t.Errorf("answer %d went to topic %d, want %d", i, got[i].ThreadID, want)
@@ -283,5 +293,199 @@ func TestTelegram429StormNoReplyLost(t *testing.T) {
 	}
 	if n := e.tg.Count("sendMessage"); n < len(users)+4 {
 		t.Errorf("sendMessage called %d times; the storm's 429s were not all met", n)
+	}
+}
+
+// counter reads one labelled value of a counter vector.
+func counter(v *prometheus.CounterVec, labels ...string) float64 {
+	var m dto.Metric
+	if err := v.WithLabelValues(labels...).Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped proves the Redis-kept offset: a process
+// stopped while updates keep arriving and runs are in flight, and a new process on the same
+// Redis prefix, together answer every update exactly once, in order per chat — no update is
+// handed to the router twice (no dedupe hit) and none is skipped.
+func TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped(t *testing.T) {
+	const chats, perChat = 8, 3
+	e := newE2E(t, nil)
+	e.model.SetLatency(20 * time.Millisecond)
+	users := make([]telegramfake.User, chats)
+	for i := range users {
+		users[i] = telegramfake.User{ID: int64(5000 + i), FirstName: fmt.Sprintf("U%d", i)}
+	}
+	push := func(round int) {
+		for _, u := range users {
+			e.tg.PushPrivate(u, fmt.Sprintf("%s message %d", u.FirstName, round))
+		}
+	}
+	first := e.start()
+	push(0)
+	waitFor(t, "runs in flight", 10*time.Second, func() bool { return e.model.Count() >= 2 })
+	stopped := make(chan struct{})
+	go func() { first.stop(); close(stopped) }()
+	waitFor(t, "intake to stop", 10*time.Second, func() bool { return !first.intake.Load() })
+	push(1) // arrives while the first process drains: refused, left for the next one
+	<-stopped
+	round2 := int64(0)
+	for _, u := range users { // arrives while no process runs
+		id, _ := e.tg.PushPrivate(u, fmt.Sprintf("%s message 2", u.FirstName))
+		if round2 == 0 {
+			round2 = id
+		}
+	}
+	restartAt := len(e.tg.Calls())
+	second := e.start()
+
+	for _, u := range users {
+		got := e.waitAnswers(u.ID, perChat)
+		for round, m := range got {
+			if want := fmt.Sprintf("echo: %s message %d", u.FirstName, round); !strings.Contains(visible(m), want) {
+				t.Errorf("%s's answer %d shows %q, want %q", u.FirstName, round, visible(m), want)
+			}
+		}
+	}
+	firstIn, secondIn := counter(first.metrics.inbound, "telegram"), counter(second.metrics.inbound, "telegram")
+	t.Logf("updates handed over: %v by the first process, %v by the second", firstIn, secondIn)
+	inbound := firstIn + secondIn
+	if inbound != chats*perChat {
+		t.Errorf("the router was handed %v updates over both processes, want %d", inbound, chats*perChat)
+	}
+	if d := counter(first.metrics.dedupeHits, "telegram") + counter(second.metrics.dedupeHits, "telegram"); d != 0 {
+		t.Errorf("%v updates were replayed to the router (dedupe hits)", d)
+	}
+	// The second process polls from where the first stopped: at or past every offset the first
+	// confirmed (no replay), at or before the first update it never saw (no skip).
+	var before, after []int64
+	for i, c := range e.tg.Calls() {
+		if c.Method != "getUpdates" {
+			continue
+		}
+		off, _ := strconv.ParseInt(c.Params["offset"], 10, 64)
+		if i < restartAt {
+			before = append(before, off)
+		} else {
+			after = append(after, off)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		t.Fatalf("getUpdates calls before/after the restart: %d/%d", len(before), len(after))
+	}
+	if resumed := after[0]; resumed < slices.Max(before) || resumed > round2 {
+		t.Errorf("the new process resumed at offset %d; the old one confirmed up to %d and update %d arrived while down", resumed, slices.Max(before), round2)
+	}
+	if n := e.tg.Count("sendMessage"); n != chats*perChat {
+		t.Errorf("sendMessage called %d times, want %d (one placeholder per update)", n, chats*perChat)
+	}
+}
+
+// TestTelegramWebhookGoodAndBadSecret proves webhook mode over the app's own HTTP listener: the
+// webhook is registered with its secret on start, a delivery with a wrong or missing secret is
+// refused with 401 and never answered, the right secret gets 200 and an answer, and a
+// redelivery of the same update is not answered twice.
+func TestTelegramWebhookGoodAndBadSecret(t *testing.T) {
+	const secret = "e2e_webhook-Secret-42"
+	e := newE2E(t, func(c *config.Config) {
+		c.Telegram.Mode = config.TelegramWebhook
+		c.Telegram.WebhookURL = "https://bot.example.test/hooks/telegram"
+		c.Telegram.WebhookSecret = secret
+	})
+	a := e.start()
+	if wh := e.tg.Webhook(); wh.URL != e.cfg.Telegram.WebhookURL || wh.SecretToken != secret {
+		t.Fatalf("webhook registered as %q (secret set: %v)", wh.URL, wh.SecretToken == secret)
+	}
+	e.tg.PushPrivate(ann, "via webhook")
+	updates := e.tg.TakeUpdates()
+	if len(updates) != 1 {
+		t.Fatalf("%d updates queued, want 1", len(updates))
+	}
+	url := "http://" + a.listener.Addr().String() + "/hooks/telegram"
+	deliveries := []struct {
+		name   string
+		secret string
+		status int
+	}{
+		{"missing secret", "", http.StatusUnauthorized},
+		{"wrong secret", "e2e_webhook-Secret-43", http.StatusUnauthorized},
+		{"right secret", secret, http.StatusOK},
+		{"redelivery", secret, http.StatusOK},
+	}
+	for _, d := range deliveries {
+		t.Run(d.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(updates[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if d.secret != "" {
+				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", d.secret)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != d.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, d.status)
+			}
+			if d.status == http.StatusUnauthorized && e.model.Count() != 0 {
+				t.Fatal("a refused delivery reached the model")
+			}
+		})
+	}
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "echo: via webhook") {
+		t.Fatalf("answer shows %q", v)
+	}
+	if n := e.tg.Count("getUpdates"); n != 0 {
+		t.Errorf("getUpdates called %d times in webhook mode", n)
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times, want 1: the redelivery was answered again", n)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestBotRunWithEnvironment proves `bot run` configured only by BOT_ environment variables
+// serves a Telegram bot end to end, never prints the token, and exits 0 when cancelled.
+func TestBotRunWithEnvironment(t *testing.T) {
+	e := newE2E(t, nil)
+	environ := []string{
+		"BOT_TELEGRAM__TOKEN=" + e.tg.Token(),
+		"BOT_TELEGRAM__API_URL=" + e.tg.URL(),
+		"BOT_TELEGRAM__PACING=false",
+		"BOT_LLM__BASE_URL=" + e.model.BaseURL(),
+		"BOT_REDIS__URL=" + testRedisURL,
+		"BOT_REDIS__PREFIX=" + e.cfg.Redis.Prefix,
+		"BOT_AUTH__SIGNING_KEYS=" + testSigningKey,
+		"BOT_HTTP__ADDR=127.0.0.1:0",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- runContext(ctx, []string{"run"}, strings.NewReader(""), &stdout, &stderr, environ) }()
+
+	e.tg.PushPrivate(ann, "hello from the environment")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "echo: hello from the environment") {
+		t.Fatalf("answer shows %q", v)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("bot run exited %d, want 0; stderr:\n%s", c, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("bot run did not exit after cancellation")
+	}
+	_, secretPart, _ := strings.Cut(e.tg.Token(), ":")
+	if strings.Contains(stderr.String(), secretPart) || strings.Contains(stdout.String(), secretPart) {
+		t.Error("bot run printed the bot token")
 	}
 }

@@ -82,35 +82,51 @@ type Input struct {
 	// stands (e.g. after a tool result was filled in by a clarification answer). The turn's
 	// trigger is Source ("resume" when empty).
 	Resume bool
+	// OnIdle, when set, is called once at the next running→idle transition after this input
+	// was queued — exactly when a WhenIdle started right after SendInput would return (so also
+	// at a pre-turn cancel, and when Dispose stops the agent). It runs on a goroutine the agent
+	// no longer needs, so it may Send, Cancel or Dispose; a long OnIdle delays only itself.
+	OnIdle func()
 	// ctx carries values (identity, tracing) to the turn; never its cancellation.
 	ctx context.Context
 }
 
 // Agent is a handle on one agent and its loop. Safe for concurrent use.
+//
+// The loop goroutine exists only while the agent has work: Send starts it, and it exits once
+// the queue is empty, so an idle agent costs no goroutine.
 type Agent struct {
 	rt      *Runtime
 	id      string
 	opts    Options
 	session *Session
 
-	values sync.Map
+	vmu    sync.Mutex
+	values []valueEntry // what Set attached; a handful at most, so a slice beats a map
 
 	mu       sync.Mutex
 	queue    []Input
 	busy     bool          // work queued or a turn running
-	idleCh   chan struct{} // closed at the transition to idle
+	idleCh   chan struct{} // made by WhenIdle while busy, closed at the transition to idle
+	idleFns  []func()      // OnIdle callbacks of the current busy spell
+	fire     []func()      // OnIdle callbacks of a pre-turn cancel, for the loop to run
+	looping  bool          // a loop goroutine is running (busy implies looping)
 	running  bool
 	cancelFn context.CancelCauseFunc
 	disposed bool
+	finished bool          // disposed, the loop gone and the agent out of the registry
+	done     chan struct{} // made by a waiting Dispose, closed once finished
 	nextTurn int
 	usage    llm.Usage
-
-	wake     chan struct{}
-	stop     chan struct{}
-	loopDone chan struct{}
 }
 
-// Create makes an agent, registers it and starts its loop.
+type valueEntry struct{ key, value any }
+
+// ownSlack is the spare event capacity a new session gets: one single-step turn
+// (turn/start, user/message, step/start, two chunks, assistant/message, step/end, turn/end).
+const ownSlack = 8
+
+// Create makes an agent and registers it. Its loop starts with the first Send.
 func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	if err := checkSeed(o.Seed); err != nil {
 		return nil, err
@@ -127,13 +143,9 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 		opts: o.Options.clone(),
 		session: &Session{
 			header: Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed)},
-			events: append(make([]Event, 0, len(o.Seed)+16), o.Seed...),
+			events: append(make([]Event, 0, len(o.Seed)+ownSlack), o.Seed...),
 		},
-		idleCh:   closedChan(),
 		nextTurn: 1,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		loopDone: make(chan struct{}),
 	}
 	for _, e := range o.Seed {
 		if e.Turn >= a.nextTurn {
@@ -147,14 +159,7 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	}
 	r.agents[a.id] = a
 	r.mu.Unlock()
-	go a.loop()
 	return a, nil
-}
-
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
 }
 
 // ID is the agent's id.
@@ -169,17 +174,46 @@ func (a *Agent) Session() *Session { return a.session }
 // Runtime is the runtime hosting the agent.
 func (a *Agent) Runtime() *Runtime { return a.rt }
 
-// Set attaches a value to the agent under key (for hooks that keep per-agent state).
-func (a *Agent) Set(key, value any) { a.values.Store(key, value) }
+// Set attaches a value to the agent under key (for hooks that keep per-agent state). Keys
+// compare with ==, as map keys do.
+func (a *Agent) Set(key, value any) {
+	a.vmu.Lock()
+	defer a.vmu.Unlock()
+	for i := range a.values {
+		if a.values[i].key == key {
+			a.values[i].value = value
+			return
+		}
+	}
+	a.values = append(a.values, valueEntry{key, value})
+}
 
 // Value returns what Set attached under key, or nil.
 func (a *Agent) Value(key any) any {
-	v, _ := a.values.Load(key)
-	return v
+	a.vmu.Lock()
+	defer a.vmu.Unlock()
+	for _, e := range a.values {
+		if e.key == key {
+			return e.value
+		}
+	}
+	return nil
 }
 
 // Delete removes what Set attached under key.
-func (a *Agent) Delete(key any) { a.values.Delete(key) }
+func (a *Agent) Delete(key any) {
+	a.vmu.Lock()
+	defer a.vmu.Unlock()
+	for i := range a.values {
+		if a.values[i].key == key {
+			last := len(a.values) - 1
+			a.values[i] = a.values[last]
+			a.values[last] = valueEntry{}
+			a.values = a.values[:last]
+			return
+		}
+	}
+}
 
 // Usage is the token usage of all the agent's model calls so far.
 func (a *Agent) Usage() llm.Usage {
@@ -210,7 +244,8 @@ func (a *Agent) Send(prompt string) error {
 }
 
 // SendInput enqueues like Send. The turn's context carries ctx's values (for tools), never its
-// cancellation or deadline: use Cancel to stop a turn.
+// cancellation or deadline: use Cancel to stop a turn. in.OnIdle, if set, is registered in the
+// same step as the input is queued.
 func (a *Agent) SendInput(ctx context.Context, in Input) error {
 	if in.Source == "" {
 		in.Source = "user"
@@ -219,19 +254,23 @@ func (a *Agent) SendInput(ctx context.Context, in Input) error {
 		}
 	}
 	in.ctx = ctx
+	onIdle := in.OnIdle
+	in.OnIdle = nil
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.disposed {
+		a.mu.Unlock()
 		return fmt.Errorf("agent: send to %s: %w", a.id, ErrDisposed)
 	}
 	a.queue = append(a.queue, in)
-	if !a.busy {
-		a.busy = true
-		a.idleCh = make(chan struct{})
+	a.busy = true
+	if onIdle != nil {
+		a.idleFns = append(a.idleFns, onIdle)
 	}
-	select {
-	case a.wake <- struct{}{}:
-	default:
+	start := !a.looping
+	a.looping = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
 	}
 	return nil
 }
@@ -241,6 +280,13 @@ func (a *Agent) SendInput(ctx context.Context, in Input) error {
 // ctx's error if ctx ends first.
 func (a *Agent) WhenIdle(ctx context.Context) error {
 	a.mu.Lock()
+	if !a.busy {
+		a.mu.Unlock()
+		return nil
+	}
+	if a.idleCh == nil {
+		a.idleCh = make(chan struct{})
+	}
 	ch := a.idleCh
 	a.mu.Unlock()
 	select {
@@ -249,6 +295,22 @@ func (a *Agent) WhenIdle(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// becomeIdle ends a busy spell: WhenIdle waiters are released and the spell's OnIdle callbacks
+// are returned for the caller to run (or hand on) once a.mu is released. Call with a.mu held.
+func (a *Agent) becomeIdle() []func() {
+	if !a.busy {
+		return nil
+	}
+	a.busy = false
+	if a.idleCh != nil {
+		close(a.idleCh)
+		a.idleCh = nil
+	}
+	fns := a.idleFns
+	a.idleFns = nil
+	return fns
 }
 
 // Cancel clears the queue and aborts the current step; the turn ends `aborted`. It only arms
@@ -265,9 +327,9 @@ func (a *Agent) Cancel(reason string) {
 		a.cancelFn(&CancelError{Reason: reason})
 		return
 	}
-	// Pre-turn window: nothing started, so nothing to end.
-	a.busy = false
-	close(a.idleCh)
+	// Pre-turn window: nothing started, so nothing to end. The loop goroutine (busy implies
+	// one) runs the OnIdle callbacks, never the caller of Cancel.
+	a.fire = append(a.fire, a.becomeIdle()...)
 }
 
 // Dispose stops the agent for good: the current step is aborted as `disposed` and a closing
@@ -282,53 +344,75 @@ func (a *Agent) Dispose(ctx context.Context) error {
 		if a.cancelFn != nil {
 			a.cancelFn(ErrDisposed)
 		}
-		close(a.stop)
+		if !a.looping {
+			// No loop will see the flag: finish here.
+			a.mu.Unlock()
+			a.finish()
+			return nil
+		}
 	}
+	if a.finished {
+		a.mu.Unlock()
+		return nil
+	}
+	if a.done == nil {
+		a.done = make(chan struct{})
+	}
+	ch := a.done
 	a.mu.Unlock()
 	select {
-	case <-a.loopDone:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// loop runs queued turns one at a time until Dispose.
+// finish takes a disposed agent whose loop is gone out of the registry and releases the
+// Dispose calls waiting for that. It runs exactly once: from Dispose when no loop was running,
+// else from the loop as it exits.
+func (a *Agent) finish() {
+	a.rt.unregister(a)
+	a.mu.Lock()
+	a.finished = true
+	ch := a.done
+	a.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// loop runs queued turns one at a time until the queue is empty or the agent is disposed, then
+// exits; the next Send starts a new one.
 func (a *Agent) loop() {
-	defer func() {
-		a.mu.Lock()
-		if a.busy {
-			a.busy = false
-			close(a.idleCh)
-		}
-		a.mu.Unlock()
-		a.rt.unregister(a)
-		close(a.loopDone)
-	}()
 	for {
 		a.mu.Lock()
-		if a.disposed {
+		if a.disposed || len(a.queue) == 0 {
+			fns := append(a.fire, a.becomeIdle()...)
+			a.fire = nil
+			a.looping = false
+			disposed := a.disposed
 			a.mu.Unlock()
+			if disposed {
+				a.finish()
+			}
+			for _, f := range fns {
+				f()
+			}
 			return
 		}
-		if len(a.queue) == 0 {
-			if a.busy {
-				a.busy = false
-				close(a.idleCh)
-			}
-			a.mu.Unlock()
-			select {
-			case <-a.wake:
-				continue
-			case <-a.stop:
-				return
-			}
+		if len(a.fire) > 0 {
+			// A pre-turn cancel emptied the queue and new work came in before this loop
+			// looked: that spell's callbacks must not wait for the new turn, nor run on the
+			// loop (they may Dispose).
+			go runAll(a.fire)
+			a.fire = nil
 		}
 		in := a.queue[0]
 		a.queue[0] = Input{}
 		a.queue = a.queue[1:]
 		base := context.Background()
-		if in.ctx != nil {
+		if in.ctx != nil && in.ctx != base {
 			base = context.WithoutCancel(in.ctx)
 		}
 		ctx, cancel := context.WithCancelCause(base)
@@ -345,6 +429,12 @@ func (a *Agent) loop() {
 		a.running = false
 		a.mu.Unlock()
 		cancel(nil)
+	}
+}
+
+func runAll(fns []func()) {
+	for _, f := range fns {
+		f()
 	}
 }
 

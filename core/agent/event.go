@@ -113,6 +113,19 @@ func (s *Session) Since(from int) []Event {
 	return append([]Event(nil), s.events[from:]...)
 }
 
+// Last returns a copy of the last event of the given kind with Seq ≥ from, without copying the
+// log; ok is false when there is none.
+func (s *Session) Last(kind Kind, from int) (e Event, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.events) - 1; i >= max(from, 0); i-- {
+		if s.events[i].Kind == kind {
+			return s.events[i], true
+		}
+	}
+	return Event{}, false
+}
+
 // history builds the model history from the log in place: History only reads events (values),
 // so the per-step copy of the whole log that Events() would make is not needed.
 func (s *Session) history() []llm.Message {

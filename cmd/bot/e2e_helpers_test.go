@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -153,7 +152,7 @@ func (r *running) stop() {
 func (e *e2e) start() *running {
 	e.tb.Helper()
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := newLogger(e.cfg, e.logs)
 	a, err := newApp(ctx, e.cfg, log)
 	if err != nil {
 		e.tb.Fatalf("newApp: %v", err)

@@ -15,11 +15,21 @@ import (
 )
 
 // BenchmarkThroughput measures enqueue → run → ack with a no-op handler, 16 producers and 256
-// conversations, and the Redis calls per run from INFO commandstats deltas. It runs against a
-// private redis-server child (so other clients do not pollute the counters) when one is
-// installed, else against 127.0.0.1:6379.
+// conversations. Per run it reports:
+//
+//	roundtrips/run  network round trips the client made (a go-redis hook: one per command sent
+//	                alone, one per pipeline)
+//	commands/run    commands the client sent (INFO commandstats deltas of the commands the queue
+//	                sends itself; pipelined ones count one each)
+//	rediscalls/run  every command Redis executed, those inside scripts included
+//	redis-µs/run    Redis CPU (INFO cpu, user+sys) per run: the server's share of the ceiling
+//
+// It runs against a private redis-server child (so other clients do not pollute the counters)
+// when one is installed, else against 127.0.0.1:6379.
 func BenchmarkThroughput(b *testing.B) {
 	c := benchRedis(b)
+	var trips tripCounter
+	c.AddHook(&trips)
 	for _, workers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			ctx := context.Background()
@@ -48,6 +58,8 @@ func BenchmarkThroughput(b *testing.B) {
 				b.Fatal(err)
 			}
 			before := commandCalls(b, c)
+			cpuBefore := redisCPU(b, c)
+			tripsBefore := trips.n.Load()
 			b.ResetTimer()
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -69,22 +81,32 @@ func BenchmarkThroughput(b *testing.B) {
 			if err := p.Shutdown(ctx); err != nil {
 				b.Fatal(err)
 			}
+			rt := trips.n.Load() - tripsBefore
 			after := commandCalls(b, c)
-			// Commands the client sends are round trips; the rest ran inside scripts.
-			var trips, calls int64
+			cpu := redisCPU(b, c) - cpuBefore
+			// Commands the client sends count as commands; the rest ran inside scripts.
+			var sent, calls int64
 			var parts []string
 			for k, v := range after {
+				if strings.HasSuffix(k, ".usec") {
+					if d := v - before[k]; d > 0 && clientSent[strings.TrimSuffix(k, ".usec")] {
+						parts = append(parts, fmt.Sprintf("%s=%.1fµs", k, float64(d)/float64(b.N)))
+					}
+					continue
+				}
 				if d := v - before[k]; d > 0 && k != "info" {
 					calls += d
 					if clientSent[k] {
-						trips += d
+						sent += d
 					}
 					parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(d)/float64(b.N)))
 				}
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
-			b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/run")
+			b.ReportMetric(float64(rt)/float64(b.N), "roundtrips/run")
+			b.ReportMetric(float64(sent)/float64(b.N), "commands/run")
 			b.ReportMetric(float64(calls)/float64(b.N), "rediscalls/run")
+			b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "redis-µs/run")
 			if b.N >= 1000 {
 				b.Logf("per run: %s", strings.Join(parts, " "))
 			}
@@ -95,7 +117,45 @@ func BenchmarkThroughput(b *testing.B) {
 // clientSent are the commands the queue sends itself; every other command in the stats ran inside
 // one of its Lua scripts.
 var clientSent = map[string]bool{"evalsha": true, "eval": true, "xreadgroup": true, "xautoclaim": true,
-	"xclaim": true, "publish": true, "xgroup": true, "subscribe": true, "ping": true, "hello": true, "script": true}
+	"xclaim": true, "publish": true, "xgroup": true, "subscribe": true, "ping": true, "hello": true, "script": true,
+	"client|setinfo": true}
+
+// tripCounter is a go-redis hook counting network round trips: a command sent alone is one, a
+// pipeline is one.
+type tripCounter struct{ n atomic.Int64 }
+
+func (t *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (t *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		t.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (t *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		t.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// redisCPU reads the server's CPU time so far (INFO cpu, user + sys).
+func redisCPU(b *testing.B, c redis.UniversalClient) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
 
 func benchRedis(b *testing.B) redis.UniversalClient {
 	server, err := exec.LookPath("redis-server")
@@ -114,7 +174,7 @@ func benchRedis(b *testing.B) redis.UniversalClient {
 	return c
 }
 
-// commandCalls reads INFO commandstats: command name → calls.
+// commandCalls reads INFO commandstats: command name → calls, and "<name>.usec" → µs spent.
 func commandCalls(b *testing.B, c redis.UniversalClient) map[string]int64 {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -130,6 +190,10 @@ func commandCalls(b *testing.B, c redis.UniversalClient) map[string]int64 {
 			if v, ok := strings.CutPrefix(f, "calls="); ok {
 				n, _ := strconv.ParseInt(v, 10, 64)
 				out[strings.TrimPrefix(name, "cmdstat_")] = n
+			}
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out[strings.TrimPrefix(name, "cmdstat_")+".usec"] = n
 			}
 		}
 	}

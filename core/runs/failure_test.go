@@ -43,6 +43,8 @@ func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 			s := stats(t, q)
 			return s.Retries == 2 && s.DeadLettered == 1
 		})
+		// The user is told after the dead letter is recorded.
+		eventually(t, 5*time.Second, "the failed event", func() bool { return len(rec.eventsOf(env.RunID)) > 0 })
 		if evs := rec.eventsOf(env.RunID); len(evs) != 1 || evs[0].Kind != EventFailed || evs[0].Reason == "" {
 			t.Errorf("events = %+v, want one failed event telling the user", evs)
 		}

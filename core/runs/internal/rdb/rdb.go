@@ -18,13 +18,14 @@ import (
 // conversation's hash tag, global keys the tag {global}.
 type Store struct {
 	c      redis.UniversalClient
+	b      *batcher
 	prefix string
 	group  string
 }
 
 // New returns a store on client c under prefix.
 func New(c redis.UniversalClient, prefix string) *Store {
-	return &Store{c: c, prefix: prefix, group: "workers"}
+	return &Store{c: c, b: &batcher{c: c}, prefix: prefix, group: "workers"}
 }
 
 // Client is the underlying client.
@@ -76,7 +77,7 @@ func (s *Store) Enqueue(ctx context.Context, tag string, probe bool, entry strin
 	if probe {
 		mode = "probe"
 	}
-	v, err := scriptEnqueue.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)},
+	v, err := s.eval(ctx, scriptEnqueue, []string{s.stKey(tag), s.qKey(tag)},
 		mode, entry, maxPerConv, b2s(interrupt), now, convKey).StringSlice()
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: %w", tag, err)
@@ -90,7 +91,7 @@ func (s *Store) Enqueue(ctx context.Context, tag string, probe bool, entry strin
 // Retract removes an entry a refused "new" enqueue put in; needHint reports that others queued
 // behind it and the conversation must still be hinted.
 func (s *Store) Retract(ctx context.Context, tag, entry string) (needHint bool, err error) {
-	n, err := scriptRetract.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, entry).Int()
+	n, err := s.eval(ctx, scriptRetract, []string{s.stKey(tag), s.qKey(tag)}, entry).Int()
 	if err != nil {
 		return false, fmt.Errorf("rdb: retract from %s: %w", tag, err)
 	}
@@ -107,7 +108,7 @@ const (
 // Ready admits one run against the pause flag and the global limit (when admit), then adds a hint
 // for tag (when tag is not empty).
 func (s *Store) Ready(ctx context.Context, admit bool, maxPending int64, tag string) (string, error) {
-	v, err := scriptReady.Run(ctx, s.c, []string{s.g("paused"), s.g("pending"), s.ReadyKey()},
+	v, err := s.eval(ctx, scriptReady, []string{s.g("paused"), s.g("pending"), s.ReadyKey()},
 		b2s(admit), maxPending, tag).Text()
 	if err != nil {
 		return "", fmt.Errorf("rdb: ready %s: %w", tag, err)
@@ -153,7 +154,7 @@ func parseClaim(v []any) (Claim, error) {
 
 // Claim takes tag's lease for owner until deadline (ms) if it is free or expired at now (ms).
 func (s *Store) Claim(ctx context.Context, tag, owner string, now, deadline int64) (Claim, error) {
-	v, err := scriptClaim.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, now, deadline).Slice()
+	v, err := s.eval(ctx, scriptClaim, []string{s.stKey(tag), s.qKey(tag)}, owner, now, deadline).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("rdb: claim %s: %w", tag, err)
 	}
@@ -166,7 +167,7 @@ func (s *Store) Claim(ctx context.Context, tag, owner string, now, deadline int6
 
 // Ack removes the finished run and returns the next one under the same lease, or ClaimIdle.
 func (s *Store) Ack(ctx context.Context, tag, owner, runID string, deadline int64) (Claim, error) {
-	v, err := scriptAck.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, runID, deadline).Slice()
+	v, err := s.eval(ctx, scriptAck, []string{s.stKey(tag), s.qKey(tag)}, owner, runID, deadline).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("rdb: ack %s in %s: %w", runID, tag, err)
 	}
@@ -244,7 +245,7 @@ func isNoScript(err error) bool {
 
 // Release gives up owner's lease on tag; needHint reports the mailbox still holds work.
 func (s *Store) Release(ctx context.Context, tag, owner string, now int64) (needHint bool, err error) {
-	n, err := scriptRelease.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, owner, now).Int()
+	n, err := s.eval(ctx, scriptRelease, []string{s.stKey(tag), s.qKey(tag)}, owner, now).Int()
 	if err != nil {
 		return false, fmt.Errorf("rdb: release %s: %w", tag, err)
 	}
@@ -253,7 +254,7 @@ func (s *Store) Release(ctx context.Context, tag, owner string, now int64) (need
 
 // Cancel removes queued runs of tag matching runID ("" for all) and flags the active one.
 func (s *Store) Cancel(ctx context.Context, tag, runID string) (active string, removed []string, err error) {
-	v, err := scriptCancel.Run(ctx, s.c, []string{s.stKey(tag), s.qKey(tag)}, runID).StringSlice()
+	v, err := s.eval(ctx, scriptCancel, []string{s.stKey(tag), s.qKey(tag)}, runID).StringSlice()
 	if err != nil {
 		return "", nil, fmt.Errorf("rdb: cancel in %s: %w", tag, err)
 	}
@@ -265,7 +266,7 @@ func (s *Store) Cancel(ctx context.Context, tag, runID string) (active string, r
 
 // Rescue re-arms tag when its hint was asked for before staleBefore and never claimed.
 func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) (bool, error) {
-	n, err := scriptRescue.Run(ctx, s.c, []string{s.stKey(tag)}, now, staleBefore).Int()
+	n, err := s.eval(ctx, scriptRescue, []string{s.stKey(tag)}, now, staleBefore).Int()
 	if err != nil {
 		return false, fmt.Errorf("rdb: rescue %s: %w", tag, err)
 	}
@@ -305,7 +306,7 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	for _, a := range st.Acks {
 		args = append(args, a)
 	}
-	if err := scriptSettle.Run(ctx, s.c, []string{s.ReadyKey(), s.g("pending"), s.g("stats")}, args...).Err(); err != nil {
+	if err := s.eval(ctx, scriptSettle, []string{s.ReadyKey(), s.g("pending"), s.g("stats")}, args...).Err(); err != nil {
 		return fmt.Errorf("rdb: settle %d acks: %w", len(st.Acks), err)
 	}
 	return nil
@@ -325,7 +326,7 @@ type DeadLetter struct {
 // AddDeadLetter records d (its ID is assigned) and counts it, as a signature failure too when
 // sigFailure.
 func (s *Store) AddDeadLetter(ctx context.Context, d DeadLetter, sigFailure bool) (string, error) {
-	id, err := scriptDead.Run(ctx, s.c, []string{s.DeadKey(), s.g("pending"), s.g("stats")},
+	id, err := s.eval(ctx, scriptDead, []string{s.DeadKey(), s.g("pending"), s.g("stats")},
 		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure)).Text()
 	if err != nil {
 		return "", fmt.Errorf("rdb: dead-letter %s: %w", d.RunID, err)

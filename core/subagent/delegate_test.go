@@ -303,7 +303,7 @@ func TestDelegateParentCancelCancelsChild(t *testing.T) {
 	if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "did not complete (aborted)") {
 		t.Fatalf("result %+v", rs)
 	}
-	end, _ := lastTurnEnd(children.get("slow").Session().Events())
+	end, _ := children.get("slow").Session().Last(agent.KindTurnEnd, 0)
 	if end.Reason != agent.TurnAborted || len(f.rt.List()) != 1 {
 		t.Fatalf("child turn ended %s; %d agents registered", end.Reason, len(f.rt.List()))
 	}

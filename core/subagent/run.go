@@ -33,6 +33,16 @@ type Run struct {
 	child    *agent.Agent
 	done     chan struct{}
 
+	// The driver's state. It advances on the child's OnIdle callbacks, one at a time, so it
+	// needs no goroutine of its own and no lock.
+	ctx     context.Context // values for the child's turns
+	st      *structuredState
+	retries int
+	seedLen int
+	stop    func() bool // unhooks the ctx cancel; nil when ctx can never end
+	acq     *StructuredAcquisition
+	onIdle  func() // r.idle, bound once
+
 	mu           sync.Mutex
 	cancelled    bool
 	cancelReason string
@@ -100,25 +110,26 @@ func StartInProcessRun(ctx context.Context, rt *agent.Runtime, req StartRequest,
 	if st != nil {
 		child.Set(structuredKey{}, st)
 	}
-	r := &Run{id: child.ID(), provider: opts.ProviderName, child: child, done: make(chan struct{})}
+	r := &Run{id: child.ID(), provider: opts.ProviderName, child: child, done: make(chan struct{}),
+		ctx: ctx, st: st, retries: opts.StructuredNudgeRetries, seedLen: len(opts.Seed), acq: acq}
+	r.onIdle = r.idle
 	// 7. Cancellation: the caller's ctx cancels the run. A ctx already done means the run is
 	// cancelled before anything is sent (checked here, synchronously, so it is deterministic).
-	stop := func() bool { return false }
 	if ctx.Err() != nil {
 		r.cancelled, r.cancelReason = true, cancelReasonOf(ctx)
-	} else {
-		stop = context.AfterFunc(ctx, func() { r.Cancel(cancelReasonOf(ctx)) })
+	} else if ctx.Done() != nil {
+		r.stop = context.AfterFunc(ctx, func() { r.Cancel(cancelReasonOf(ctx)) })
 	}
-	// 8–10. Drive in the background; settling detaches the state and releases the acquisition.
-	go func() {
-		res := r.drive(ctx, req.Prompt, st, opts.StructuredNudgeRetries, len(opts.Seed))
-		stop()
-		if st != nil {
-			child.Delete(structuredKey{})
-		}
-		acq.Release()
-		r.settle(res)
-	}()
+	// 8. Send, then continue on the child's next idle (Run.idle); settling detaches the state
+	// and releases the acquisition (10).
+	sent, err := r.send(agent.Input{Content: req.Prompt, OnIdle: r.onIdle})
+	switch {
+	case !sent:
+		_, reason := r.isCancelled()
+		r.finish(Result{StopReason: StopAborted, Detail: cancelDetail(reason)})
+	case err != nil:
+		r.finish(Result{StopReason: StopError, Detail: "the subagent was disposed before it started"})
+	}
 	return r, nil
 }
 
@@ -147,13 +158,13 @@ func cancelReasonOf(ctx context.Context) string {
 
 // send enqueues one turn unless the run is cancelled. Holding mu across the check and the send
 // means a Cancel either lands before (nothing is sent) or finds the child busy (and arms).
-func (r *Run) send(ctx context.Context, in agent.Input) (sent bool, err error) {
+func (r *Run) send(in agent.Input) (sent bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cancelled {
 		return false, nil
 	}
-	return true, r.child.SendInput(ctx, in)
+	return true, r.child.SendInput(r.ctx, in)
 }
 
 func (r *Run) isCancelled() (bool, string) {
@@ -162,40 +173,34 @@ func (r *Run) isCancelled() (bool, string) {
 	return r.cancelled, r.cancelReason
 }
 
-func (r *Run) drive(ctx context.Context, prompt string, st *structuredState, retries, seedLen int) Result {
-	sent, err := r.send(ctx, agent.Input{Content: prompt})
-	if !sent {
-		_, reason := r.isCancelled()
-		return Result{StopReason: StopAborted, Detail: cancelDetail(reason)}
-	}
-	if err != nil {
-		return Result{StopReason: StopError, Detail: "the subagent was disposed before it started"}
-	}
-	idle := context.Background() // cancellation goes through Cancel, never through waiting
-	_ = r.child.WhenIdle(idle)
-	for st != nil && retries > 0 && !st.isCaptured() {
-		if c, _ := r.isCancelled(); c {
-			break
+// idle runs when the child goes idle after the driver's last send (on a goroutine the child no
+// longer needs): it nudges a structured child that finished cleanly without reporting, while
+// retries last, and otherwise settles the run from the child's own events.
+func (r *Run) idle() {
+	if r.st != nil && r.retries > 0 && !r.st.isCaptured() {
+		cancelled, _ := r.isCancelled()
+		// Only a clean finish is nudged.
+		if end, ok := r.child.Session().Last(agent.KindTurnEnd, r.seedLen); !cancelled && ok && end.Reason == agent.TurnCompleted {
+			r.retries--
+			if sent, err := r.send(agent.Input{Content: NudgeText, Source: "nudge", OnIdle: r.onIdle}); sent && err == nil {
+				return // continued on the next idle
+			}
 		}
-		if end, ok := lastTurnEnd(r.child.Session().Since(seedLen)); !ok || end.Reason != agent.TurnCompleted {
-			break // only a clean finish is nudged
-		}
-		retries--
-		if sent, err := r.send(ctx, agent.Input{Content: NudgeText, Source: "nudge"}); !sent || err != nil {
-			break
-		}
-		_ = r.child.WhenIdle(idle)
 	}
-	return r.read(st, seedLen)
+	r.finish(r.read(r.st, r.seedLen))
 }
 
-func lastTurnEnd(events []agent.Event) (agent.Event, bool) {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Kind == agent.KindTurnEnd {
-			return events[i], true
-		}
+// finish unhooks the ctx cancel, detaches the structured state, releases the acquisition and
+// settles the run with res.
+func (r *Run) finish(res Result) {
+	if r.stop != nil {
+		r.stop()
 	}
-	return agent.Event{}, false
+	if r.st != nil {
+		r.child.Delete(structuredKey{})
+	}
+	r.acq.Release()
+	r.settle(res)
 }
 
 func cancelDetail(reason string) string {
@@ -208,16 +213,11 @@ func cancelDetail(reason string) string {
 // read settles the result from the child's own events (index ≥ seedLen) only.
 func (r *Run) read(st *structuredState, seedLen int) Result {
 	var res Result
-	var end agent.Event
-	ended := false
-	for _, e := range r.child.Session().Since(seedLen) {
-		switch e.Kind {
-		case agent.KindAssistantMessage:
-			res.Output = e.Content
-		case agent.KindTurnEnd:
-			end, ended = e, true
-		}
+	session := r.child.Session()
+	if msg, ok := session.Last(agent.KindAssistantMessage, seedLen); ok {
+		res.Output = msg.Content
 	}
+	end, ended := session.Last(agent.KindTurnEnd, seedLen)
 	cancelled, reason := r.isCancelled()
 	switch {
 	case !ended && cancelled:

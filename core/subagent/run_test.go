@@ -233,7 +233,7 @@ func TestCancelWhileModelStreamHangsIsAborted(t *testing.T) {
 	waitFor(t, "the model call", func() bool { return p.Calls() == 1 })
 	cancel() // the caller's context cancels the run
 	res := settle(t, run)
-	end, _ := lastTurnEnd(run.Agent().Session().Events())
+	end, _ := run.Agent().Session().Last(agent.KindTurnEnd, 0)
 	if res.StopReason != StopAborted || end.Reason != agent.TurnAborted {
 		t.Fatalf("result %+v, turn end %s", res, end.Reason)
 	}
@@ -261,7 +261,7 @@ func TestCancelAfterCompletedTurnStaysCompleted(t *testing.T) {
 	f := newFixture(t, llm.NewScripted(llm.Reply{Text: "finished"}))
 	run := f.start(t, "spawn", StartRequest{Prompt: "go"})
 	waitFor(t, "the turn to end", func() bool {
-		_, ok := lastTurnEnd(run.Agent().Session().Events())
+		_, ok := run.Agent().Session().Last(agent.KindTurnEnd, 0)
 		return ok
 	})
 	run.Cancel("too late")

@@ -7,10 +7,8 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"sort"
@@ -39,23 +37,6 @@ func Join(vs []Violation) string {
 var validTypes = map[string]bool{
 	"object": true, "array": true, "string": true, "number": true,
 	"integer": true, "boolean": true, "null": true,
-}
-
-// Parse decodes a schema document into a generic tree, keeping numbers exact.
-func Parse(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("schema: not valid JSON: %w", err)
-	}
-	// dec.More reports false before a stray ']' or '}', so ask for a second value instead: only
-	// io.EOF means the document held exactly one.
-	var rest any
-	if err := dec.Decode(&rest); err != io.EOF {
-		return nil, fmt.Errorf("schema: trailing data after the JSON value")
-	}
-	return v, nil
 }
 
 // CheckSupported reports every way the schema strays from the supported subset. The root must

@@ -2,18 +2,25 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
@@ -40,6 +47,9 @@ func BenchmarkTelegramEndToEnd(b *testing.B) {
 		{name: "2000msgs_200chats", messages: 2000, chats: 200},
 		{name: "2000msgs_2000chats", messages: 2000, chats: 2000},
 		{name: "paced100ps_500msgs_200chats", messages: 500, chats: 200, rate: 100},
+		// Webhook mode, delivered like Telegram does with its default max_connections (40
+		// concurrent requests): the pipeline without the poll loop's one-at-a-time hand-over.
+		{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true},
 	}
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -57,7 +67,14 @@ type loadSpec struct {
 	messages int
 	chats    int
 	rate     int
+	webhook  bool
 }
+
+// webhookConnections is how many deliveries Telegram keeps in flight to a webhook by default
+// (setWebhook max_connections).
+const webhookConnections = 40
+
+const loadWebhookSecret = "load-webhook-secret"
 
 // loadWorkers is the worker pool size under load; per-conversation FIFO bounds useful
 // parallelism by the number of chats.
@@ -78,6 +95,11 @@ func runLoad(b *testing.B, w loadSpec) {
 		c.Runs.MaxPending = 100_000
 		c.Runs.MaxPerConversation = 1000
 		c.Log.Level = "warn"
+		if w.webhook {
+			c.Telegram.Mode = config.TelegramWebhook
+			c.Telegram.WebhookURL = "https://bot.example.test/telegram"
+			c.Telegram.WebhookSecret = loadWebhookSecret
+		}
 	})
 	e.tg.SetRecording(false)
 	e.model.SetRecording(false)
@@ -85,6 +107,11 @@ func runLoad(b *testing.B, w loadSpec) {
 		return modelserver.Reply{Content: "echo: " + r.LastUserText(), ChunkSize: 64}
 	})
 	r := e.start()
+	trips := &roundTrips{}
+	if os.Getenv("SB_LOAD_TRIPS") != "" {
+		trips.by = map[string]int{} // attribution costs a stack walk per command
+	}
+	r.core.redis.AddHook(trips)
 
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -93,6 +120,12 @@ func runLoad(b *testing.B, w loadSpec) {
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 
+	var deliver func()
+	if w.webhook {
+		var stop func()
+		deliver, stop = webhookDeliverer(b, e.tg, "http://"+r.listener.Addr().String()+"/telegram")
+		defer stop()
+	}
 	b.StartTimer()
 	began := time.Now()
 	msgs := make([]pushed, 0, w.messages)
@@ -110,7 +143,15 @@ func runLoad(b *testing.B, w loadSpec) {
 		at := time.Now()
 		_, id := e.tg.PushPrivate(u, text)
 		msgs = append(msgs, pushed{chat: u.ID, id: id, text: text, at: at})
+		if deliver != nil && tick != nil {
+			deliver()
+		}
 	}
+	if deliver != nil && tick == nil {
+		deliver()
+	}
+	waitFor(b, "every update taken in", 5*time.Minute, func() bool { return e.tg.Pending() == 0 })
+	intake := time.Since(began)
 	// Each run ends with one edit of its placeholder into the answer (no progress edits at
 	// 0 ms); the full check follows.
 	waitFor(b, "every answer edited in", 5*time.Minute, func() bool { return e.tg.Count("editMessageText") >= w.messages })
@@ -132,18 +173,77 @@ func runLoad(b *testing.B, w loadSpec) {
 	redisUsed := redisCPU(b) - redisCPU0
 
 	lat := verifyLoad(b, e.tg, msgs)
+	var hist dto.Metric
+	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
+		h := hist.GetHistogram()
+		b.ReportMetric(h.GetSampleSum()*1000/float64(h.GetSampleCount()), "run-avg-ms")
+	}
 	r.stop()
 
 	n := float64(w.messages)
 	if w.rate == 0 {
 		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+		if !w.webhook {
+			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
+		}
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/msg")
 	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
 	b.ReportMetric(0, "ns/op")
+	if trips.by != nil {
+		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// webhookDeliverer returns deliver, which hands every update queued in the fake to the app's
+// webhook over webhookConnections concurrent connections, and stop, which ends the deliverers.
+// A delivery that is not answered 200 fails the benchmark.
+func webhookDeliverer(b *testing.B, tg *telegramfake.Server, url string) (deliver, stop func()) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = webhookConnections
+	client := &http.Client{Transport: tr}
+	work := make(chan []byte, 4096)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range webhookConnections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for body := range work {
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", loadWebhookSecret)
+				resp, err := client.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	deliver = func() {
+		for _, u := range tg.TakeUpdates() {
+			work <- u
+		}
+	}
+	stop = func() {
+		close(work)
+		wg.Wait()
+		tr.CloseIdleConnections()
+		if n := failed.Load(); n > 0 {
+			b.Errorf("%d webhook deliveries failed", n)
+		}
+	}
+	return deliver, stop
 }
 
 func boolInt(v bool) int {
@@ -250,4 +350,70 @@ func redisCPU(b *testing.B) float64 {
 		}
 	}
 	return total
+}
+
+// roundTrips counts the app's Redis round trips (a pipeline is one).
+// With by set, it also counts them by the first switchboard function on the stack.
+type roundTrips struct {
+	n  atomic.Int64
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (h *roundTrips) count() {
+	h.n.Add(1)
+	if h.by == nil {
+		return
+	}
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	var chain []string
+	for len(chain) < 3 {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "switchboard-bot/switchboard/") && !strings.Contains(f.Function, "roundTrips") {
+			chain = append(chain, f.Function[strings.LastIndex(f.Function, "/")+1:])
+		}
+		if !more {
+			break
+		}
+	}
+	h.mu.Lock()
+	h.by[strings.Join(chain, " < ")]++
+	h.mu.Unlock()
+}
+
+// top lists the n callers with the most round trips.
+func (h *roundTrips) top(n int, per float64) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	type kv struct {
+		k string
+		v int
+	}
+	var all []kv
+	for k, v := range h.by {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return b.v - a.v })
+	var sb strings.Builder
+	for _, e := range all[:min(n, len(all))] {
+		fmt.Fprintf(&sb, "  %6.2f/msg  %s\n", float64(e.v)/per, e.k)
+	}
+	return sb.String()
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count()
+		return next(ctx, cmds)
+	}
 }

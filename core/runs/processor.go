@@ -53,6 +53,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 	}
 	switch c.Status {
 	case rdb.ClaimEmpty:
+		p.q.sched.forget(h.Tag)
 		p.set.add(settleItem{ack: h.ID})
 		return
 	case rdb.ClaimHeld:
@@ -81,6 +82,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 		}
 		switch c.Status {
 		case rdb.ClaimIdle:
+			p.q.sched.forget(h.Tag)
 			p.set.add(settleItem{ack: h.ID})
 			return
 		case rdb.ClaimLost:

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,9 +16,10 @@ import (
 // Pools on the worker side. It is safe for concurrent use; any number of Queues in any number of
 // processes may share one Redis and prefix.
 type Queue struct {
-	st  *rdb.Store
-	opt Options
-	log *slog.Logger
+	st    *rdb.Store
+	opt   Options
+	log   *slog.Logger
+	sched *scheduledSet
 }
 
 // New returns a queue on client with opt. It does not talk to Redis.
@@ -26,7 +28,7 @@ func New(client redis.UniversalClient, opt Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger}, nil
+	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger, sched: newScheduledSet()}, nil
 }
 
 // Open is New plus a check that Redis answers and the workers' consumer group exists.
@@ -50,6 +52,9 @@ func (q *Queue) Options() Options { return q.opt }
 // in the middle of the two steps leaves at worst a run that the recoverer schedules later).
 // Enqueue does not sign: the router signs, workers verify. Under the interrupt policy it also
 // cancels the conversation's active run and drops its queued ones.
+//
+// It costs two round trips when its guess of whether the conversation is scheduled (see
+// scheduledSet) is right, three when it is wrong; concurrent calls share pipelines.
 func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 	if err := env.Validate(); err != nil {
 		return fmt.Errorf("runs: enqueue: %w", err)
@@ -60,69 +65,104 @@ func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 	if err != nil {
 		return err
 	}
-	entry := rdb.Entry(env.RunID, payload)
-	tag := env.Conv.HashTag()
-	interrupt := q.opt.followupFor(env.Conv) == FollowupInterrupt
-	maxConv := limitOrZero(q.opt.MaxPerConversation)
-	maxAll := limitOrZero(q.opt.MaxPending)
-	now := time.Now().UnixMilli()
-
-	// Step 1 (conversation slot): an idle conversation gets the entry at once, still invisible to
-	// workers because no hint exists yet; a scheduled one is only probed.
-	r, err := q.st.Enqueue(ctx, tag, true, entry, maxConv, interrupt, now, env.Conv.String())
-	if err != nil {
+	e := enqueue{
+		entry:     rdb.Entry(env.RunID, payload),
+		tag:       env.Conv.HashTag(),
+		conv:      env.Conv.String(),
+		runID:     env.RunID,
+		interrupt: q.opt.followupFor(env.Conv) == FollowupInterrupt,
+		maxConv:   limitOrZero(q.opt.MaxPerConversation),
+		maxAll:    limitOrZero(q.opt.MaxPending),
+		now:       time.Now(),
+	}
+	if q.sched.likely(e.tag, e.now) {
+		err = q.enqueueScheduled(ctx, e)
+	} else {
+		err = q.enqueueIdle(ctx, e)
+	}
+	var busy *BusyError
+	switch {
+	case errors.Is(err, ErrPaused) || errors.As(err, &busy):
+		return err // nothing was queued: the conversation's state did not change
+	case err != nil:
 		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+	}
+	q.sched.saw(e.tag, e.now)
+	return nil
+}
+
+// enqueue is one Enqueue call's arguments.
+type enqueue struct {
+	entry, tag, conv, runID string
+	interrupt               bool
+	maxConv                 int
+	maxAll                  int64
+	now                     time.Time
+}
+
+// enqueueIdle is the order for a conversation believed idle. Step 1 (conversation slot): an idle
+// conversation gets the entry at once, still invisible to workers because no hint exists yet; a
+// scheduled one is only probed. Step 2 (global slot): admit against pause and the global limit,
+// and hint workers. A scheduled conversation then takes enqueueScheduled's two steps.
+func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
+	r, err := q.st.Enqueue(ctx, e.tag, true, e.entry, e.maxConv, e.interrupt, e.now.UnixMilli(), e.conv)
+	if err != nil {
+		return err
 	}
 	switch r.Status {
 	case rdb.StatusBusy:
-		return &BusyError{Scope: ScopeConversation, Limit: int64(maxConv)}
-	case rdb.StatusNew:
-		// Step 2 (global slot): admit against pause and the global limit, and hint workers.
-		status, err := q.st.Ready(ctx, true, maxAll, tag)
-		if err != nil {
-			return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
-		}
-		if status == rdb.ReadyOK {
-			return nil
-		}
-		needHint, err := q.st.Retract(ctx, tag, entry)
-		if err != nil {
-			return fmt.Errorf("runs: enqueue %s: undo after refusal: %w", env.RunID, err)
-		}
-		if needHint {
-			if _, err := q.st.Ready(ctx, false, 0, tag); err != nil {
-				return fmt.Errorf("runs: enqueue %s: hint: %w", env.RunID, err)
-			}
-		}
-		return q.refusal(status, maxAll)
+		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
+	case rdb.StatusScheduled:
+		return q.enqueueScheduled(ctx, e)
 	}
-
-	// Scheduled: admit first, then append (the active worker may take it at once).
-	status, err := q.st.Ready(ctx, true, maxAll, "")
+	status, err := q.st.Ready(ctx, true, e.maxAll, e.tag)
 	if err != nil {
-		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+		return err
+	}
+	if status == rdb.ReadyOK {
+		return nil
+	}
+	needHint, err := q.st.Retract(ctx, e.tag, e.entry)
+	if err != nil {
+		return fmt.Errorf("undo after refusal: %w", err)
+	}
+	if needHint {
+		if _, err := q.st.Ready(ctx, false, 0, e.tag); err != nil {
+			return fmt.Errorf("hint: %w", err)
+		}
+	}
+	return q.refusal(status, e.maxAll)
+}
+
+// enqueueScheduled is the order for a conversation believed scheduled: admit first, then append
+// (the active worker may take it at once, so it must be counted before). When the conversation
+// turns out idle, the append schedules it and a third call hints it.
+func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
+	status, err := q.st.Ready(ctx, true, e.maxAll, "")
+	if err != nil {
+		return err
 	}
 	if status != rdb.ReadyOK {
-		return q.refusal(status, maxAll)
+		return q.refusal(status, e.maxAll)
 	}
-	r, err = q.st.Enqueue(ctx, tag, false, entry, maxConv, interrupt, now, env.Conv.String())
+	r, err := q.st.Enqueue(ctx, e.tag, false, e.entry, e.maxConv, e.interrupt, e.now.UnixMilli(), e.conv)
 	if err != nil {
 		q.unadmit(ctx, 1, 0)
-		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+		return err
 	}
 	switch r.Status {
 	case rdb.StatusBusy:
 		q.unadmit(ctx, 1, 0)
-		return &BusyError{Scope: ScopeConversation, Limit: int64(maxConv)}
+		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
 	case rdb.StatusNew:
-		// The conversation went idle between the two steps: it needs a hint now.
-		if _, err := q.st.Ready(ctx, false, 0, tag); err != nil {
-			return fmt.Errorf("runs: enqueue %s: hint: %w", env.RunID, err)
+		// The conversation was idle: it needs a hint now.
+		if _, err := q.st.Ready(ctx, false, 0, e.tag); err != nil {
+			return fmt.Errorf("hint: %w", err)
 		}
 		return nil
 	}
 	if r.Interrupted != "" {
-		q.log.Info("runs: interrupting the active run", "run", r.Interrupted, "conv", env.Conv.String(), "by", env.RunID)
+		q.log.Info("runs: interrupting the active run", "run", r.Interrupted, "conv", e.conv, "by", e.runID)
 		if err := q.st.PublishCancel(ctx, r.Interrupted); err != nil {
 			// The worker's heartbeat still sees the cancel flag within a third of a lease.
 			q.log.Warn("runs: publish cancel failed", "run", r.Interrupted, "err", err)

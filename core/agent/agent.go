@@ -9,6 +9,9 @@ import (
 	"github.com/switchboard-bot/switchboard/core/llm"
 )
 
+// ErrSeedAndFork is returned by Create when both CreateOptions.Seed and ForkFrom are set.
+var ErrSeedAndFork = errors.New("agent: a session is seeded either from Seed or from ForkFrom, not both")
+
 // ErrDisposed is returned by Send on a disposed agent, and is the cancel cause of a step cut off
 // by Dispose.
 var ErrDisposed = errors.New("agent: the agent is disposed")
@@ -58,8 +61,13 @@ type CreateOptions struct {
 	ParentSession string
 	// Seed is copied to the start of the session log; it must be contiguous from seq 0. Turn
 	// numbers continue after the seed's.
-	Seed    []Event
-	Options Options
+	Seed []Event
+	// ForkFrom seeds the session with that session's completed turns instead: its events up to
+	// and including its last turn/end at Create time (none if no turn has ended). They are
+	// shared rather than copied — a written event never changes — so a fork costs no copy of
+	// the parent's log. Setting both Seed and ForkFrom is an error.
+	ForkFrom *Session
+	Options  Options
 }
 
 // Status is where an agent is in its life.
@@ -131,6 +139,14 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	if err := checkSeed(o.Seed); err != nil {
 		return nil, err
 	}
+	var shared [][]Event
+	nshared := 0
+	if o.ForkFrom != nil {
+		if len(o.Seed) > 0 {
+			return nil, fmt.Errorf("agent: create: %w", ErrSeedAndFork)
+		}
+		shared, nshared = o.ForkFrom.completedPrefix()
+	}
 	if o.ID == "" {
 		o.ID = r.NewID("ag")
 	}
@@ -142,16 +158,17 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 		id:   o.ID,
 		opts: o.Options.clone(),
 		session: &Session{
-			header: Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed)},
-			events: append(make([]Event, 0, len(o.Seed)+ownSlack), o.Seed...),
+			header:  Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed) + nshared},
+			shared:  shared,
+			nshared: nshared,
+			events:  append(make([]Event, 0, len(o.Seed)+ownSlack), o.Seed...),
 		},
 		nextTurn: 1,
 	}
-	for _, e := range o.Seed {
-		if e.Turn >= a.nextTurn {
-			a.nextTurn = e.Turn + 1
-		}
+	for _, seg := range shared {
+		a.nextTurn = nextTurnAfter(seg, a.nextTurn)
 	}
+	a.nextTurn = nextTurnAfter(o.Seed, a.nextTurn)
 	r.mu.Lock()
 	if _, dup := r.agents[a.id]; dup {
 		r.mu.Unlock()
@@ -160,6 +177,16 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	r.agents[a.id] = a
 	r.mu.Unlock()
 	return a, nil
+}
+
+// nextTurnAfter returns the first turn number after every turn in events, at least next.
+func nextTurnAfter(events []Event, next int) int {
+	for i := range events {
+		if events[i].Turn >= next {
+			next = events[i].Turn + 1
+		}
+	}
+	return next
 }
 
 // ID is the agent's id.

@@ -78,10 +78,16 @@ type Header struct {
 
 // Session is an append-only, frozen log: Seq is the index from 0, and readers only ever get
 // copies. Safe for concurrent use.
+//
+// A session forked from another (CreateOptions.ForkFrom) starts with that session's completed
+// turns as read-only segments shared with it: written events never change, so sharing them is
+// as good as a copy.
 type Session struct {
-	header Header
-	mu     sync.RWMutex
-	events []Event
+	header  Header
+	mu      sync.RWMutex
+	shared  [][]Event // the forked seed, in order; never written to
+	nshared int       // how many events shared holds
+	events  []Event   // the rest of the log, from Seq nshared on
 }
 
 // Header returns the session's header.
@@ -94,7 +100,7 @@ func (s *Session) ID() string { return s.header.SessionID }
 func (s *Session) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.events)
+	return s.nshared + len(s.events)
 }
 
 // Events returns a copy of the whole log.
@@ -104,13 +110,20 @@ func (s *Session) Events() []Event { return s.Since(0) }
 func (s *Session) Since(from int) []Event {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if from < 0 {
-		from = 0
-	}
-	if from >= len(s.events) {
+	from = max(from, 0)
+	total := s.nshared + len(s.events)
+	if from >= total {
 		return nil
 	}
-	return append([]Event(nil), s.events[from:]...)
+	out := make([]Event, 0, total-from)
+	off := 0
+	for _, seg := range s.shared {
+		if from < off+len(seg) {
+			out = append(out, seg[max(from-off, 0):]...)
+		}
+		off += len(seg)
+	}
+	return append(out, s.events[max(from-s.nshared, 0):]...)
 }
 
 // Last returns a copy of the last event of the given kind with Seq ≥ from, without copying the
@@ -118,12 +131,52 @@ func (s *Session) Since(from int) []Event {
 func (s *Session) Last(kind Kind, from int) (e Event, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for i := len(s.events) - 1; i >= max(from, 0); i-- {
+	from = max(from, 0)
+	for i := len(s.events) - 1; i >= 0 && s.nshared+i >= from; i-- {
 		if s.events[i].Kind == kind {
 			return s.events[i], true
 		}
 	}
+	off := s.nshared
+	for k := len(s.shared) - 1; k >= 0; k-- {
+		seg := s.shared[k]
+		off -= len(seg)
+		for i := len(seg) - 1; i >= 0 && off+i >= from; i-- {
+			if seg[i].Kind == kind {
+				return seg[i], true
+			}
+		}
+	}
 	return Event{}, false
+}
+
+// completedPrefix returns the events up to and including the last turn/end as segments that
+// share this session's memory (each capped, so nothing can be appended through them), and how
+// many events they hold; none when no turn has ended.
+func (s *Session) completedPrefix() ([][]Event, int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.events) - 1; i >= 0; i-- {
+		if s.events[i].Kind == KindTurnEnd {
+			segs := make([][]Event, len(s.shared), len(s.shared)+1)
+			copy(segs, s.shared)
+			return append(segs, s.events[:i+1:i+1]), s.nshared + i + 1
+		}
+	}
+	off := s.nshared
+	for k := len(s.shared) - 1; k >= 0; k-- {
+		seg := s.shared[k]
+		off -= len(seg)
+		for i := len(seg) - 1; i >= 0; i-- {
+			if seg[i].Kind == KindTurnEnd {
+				segs := make([][]Event, k+1)
+				copy(segs, s.shared[:k])
+				segs[k] = seg[: i+1 : i+1]
+				return segs, off + i + 1
+			}
+		}
+	}
+	return nil, 0
 }
 
 // history builds the model history from the log in place: History only reads events (values),
@@ -131,12 +184,22 @@ func (s *Session) Last(kind Kind, from int) (e Event, ok bool) {
 func (s *Session) history() []llm.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return History(s.events)
+	var b historyBuilder
+	b.init(s.nshared + len(s.events))
+	for _, seg := range s.shared {
+		for i := range seg {
+			b.add(&seg[i])
+		}
+	}
+	for i := range s.events {
+		b.add(&s.events[i])
+	}
+	return b.finish()
 }
 
 func (s *Session) append(e Event) Event {
 	s.mu.Lock()
-	e.Seq = len(s.events)
+	e.Seq = s.nshared + len(s.events)
 	s.events = append(s.events, e)
 	s.mu.Unlock()
 	return e
@@ -180,46 +243,81 @@ func CompletedPrefix(events []Event) []Event {
 // are left out; every tool call is paired with its result, and a call that never got one (a
 // turn cut off mid-tool) is answered with a synthetic error so the history stays well formed.
 func History(events []Event) []llm.Message {
-	msgs := make([]llm.Message, 0, len(events)/2+1)
-	pending := map[string]bool{}
-	lastAssistant := -1
-	closeDangling := func() {
-		if lastAssistant < 0 {
+	var b historyBuilder
+	b.init(len(events))
+	for i := range events {
+		b.add(&events[i])
+	}
+	return b.finish()
+}
+
+// historyBuilder turns events into messages one at a time (see History).
+type historyBuilder struct {
+	msgs          []llm.Message
+	pending       []string // call ids of the last assistant message still waiting for a result
+	lastAssistant int
+}
+
+func (b *historyBuilder) init(events int) {
+	b.msgs = make([]llm.Message, 0, events/2+1)
+	b.lastAssistant = -1
+}
+
+func (b *historyBuilder) add(e *Event) {
+	switch e.Kind {
+	case KindUserMessage:
+		b.closeDangling()
+		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleUser, Content: e.Content})
+	case KindAssistantMessage:
+		b.closeDangling()
+		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleAssistant, Content: e.Content})
+		b.lastAssistant = len(b.msgs) - 1
+	case KindToolCall:
+		if b.lastAssistant < 0 {
 			return
 		}
-		for _, tc := range msgs[lastAssistant].ToolCalls {
-			if pending[tc.ID] {
-				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: "Error: the tool call was interrupted"})
-				delete(pending, tc.ID)
-			}
+		m := &b.msgs[b.lastAssistant]
+		m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: e.CallID, Name: e.Tool, Arguments: e.Arguments})
+		if !b.unpend(e.CallID, false) {
+			b.pending = append(b.pending, e.CallID)
 		}
-		lastAssistant = -1
+	case KindToolResult:
+		if !b.unpend(e.CallID, true) {
+			return
+		}
+		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: e.CallID, Content: e.Content})
+	case KindTurnEnd:
+		b.closeDangling()
 	}
-	for _, e := range events {
-		switch e.Kind {
-		case KindUserMessage:
-			closeDangling()
-			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: e.Content})
-		case KindAssistantMessage:
-			closeDangling()
-			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: e.Content})
-			lastAssistant = len(msgs) - 1
-		case KindToolCall:
-			if lastAssistant < 0 {
-				continue
+}
+
+// unpend reports whether id is pending, and removes it if remove is set.
+func (b *historyBuilder) unpend(id string, remove bool) bool {
+	for i, p := range b.pending {
+		if p == id {
+			if remove {
+				b.pending = append(b.pending[:i], b.pending[i+1:]...)
 			}
-			msgs[lastAssistant].ToolCalls = append(msgs[lastAssistant].ToolCalls, llm.ToolCall{ID: e.CallID, Name: e.Tool, Arguments: e.Arguments})
-			pending[e.CallID] = true
-		case KindToolResult:
-			if !pending[e.CallID] {
-				continue
-			}
-			delete(pending, e.CallID)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: e.CallID, Content: e.Content})
-		case KindTurnEnd:
-			closeDangling()
+			return true
 		}
 	}
-	closeDangling()
-	return msgs
+	return false
+}
+
+// closeDangling answers the last assistant message's calls that got no result.
+func (b *historyBuilder) closeDangling() {
+	if b.lastAssistant < 0 {
+		return
+	}
+	for _, tc := range b.msgs[b.lastAssistant].ToolCalls {
+		if b.unpend(tc.ID, true) {
+			b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: "Error: the tool call was interrupted"})
+		}
+	}
+	b.lastAssistant = -1
+}
+
+func (b *historyBuilder) finish() []llm.Message {
+	b.closeDangling()
+	return b.msgs
 }

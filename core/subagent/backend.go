@@ -93,19 +93,12 @@ func (b *Backend) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if err := gate(b, req); err != nil {
 		return nil, err
 	}
-	var seed []agent.Event
+	var from *agent.Session
 	if b.fork && req.Parent != nil {
-		// The completed-turn prefix (agent.CompletedPrefix), sliced from our own copy of the
-		// log rather than copied again: Create copies the seed anyway.
-		events := req.Parent.Session().Events()
-		for i := len(events) - 1; i >= 0; i-- {
-			if events[i].Kind == agent.KindTurnEnd {
-				seed = events[:i+1]
-				break
-			}
-		}
+		// The completed-turn prefix (agent.CompletedPrefix), shared with the parent's log.
+		from = req.Parent.Session()
 	}
-	return StartInProcessRun(ctx, b.rt, req, InProcessRunOptions{ProviderName: b.name, Seed: seed, StructuredNudgeRetries: b.retries})
+	return StartInProcessRun(ctx, b.rt, req, InProcessRunOptions{ProviderName: b.name, ForkFrom: from, StructuredNudgeRetries: b.retries})
 }
 
 // Close releases the backend's structured-runtime acquisition. Runs already started hold their

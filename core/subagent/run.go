@@ -19,6 +19,9 @@ type InProcessRunOptions struct {
 	// Seed is copied to the start of the child's session (fork's completed-turn prefix); it
 	// must be contiguous from seq 0. Nil starts a fresh child.
 	Seed []agent.Event
+	// ForkFrom, instead of Seed, seeds the child with that session's completed-turn prefix,
+	// taken when the child is created and shared rather than copied (agent.CreateOptions.ForkFrom).
+	ForkFrom *agent.Session
 	// StructuredNudgeRetries is how many times a structured child that finished cleanly without
 	// reporting is re-prompted. Required: 0 means never; negative is an error. The backend's
 	// validated Config supplies it; there is no hidden default here.
@@ -84,7 +87,7 @@ func StartInProcessRun(ctx context.Context, rt *agent.Runtime, req StartRequest,
 		MaxSteps:      req.AgentOptions.MaxSteps,
 		MaxTokens:     req.AgentOptions.MaxTokens,
 	}
-	co := agent.CreateOptions{ID: rt.NewID("sub"), SessionID: rt.NewID("ses"), Seed: opts.Seed, Options: o}
+	co := agent.CreateOptions{ID: rt.NewID("sub"), SessionID: rt.NewID("ses"), Seed: opts.Seed, ForkFrom: opts.ForkFrom, Options: o}
 	if p := req.Parent; p != nil {
 		co.Options.Model = p.Options().Model
 		h := p.Session().Header()
@@ -111,7 +114,7 @@ func StartInProcessRun(ctx context.Context, rt *agent.Runtime, req StartRequest,
 		child.Set(structuredKey{}, st)
 	}
 	r := &Run{id: child.ID(), provider: opts.ProviderName, child: child, done: make(chan struct{}),
-		ctx: ctx, st: st, retries: opts.StructuredNudgeRetries, seedLen: len(opts.Seed), acq: acq}
+		ctx: ctx, st: st, retries: opts.StructuredNudgeRetries, seedLen: child.Session().Header().SeedLength, acq: acq}
 	r.onIdle = r.idle
 	// 7. Cancellation: the caller's ctx cancels the run. A ctx already done means the run is
 	// cancelled before anything is sent (checked here, synchronously, so it is deterministic).

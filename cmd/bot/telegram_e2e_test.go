@@ -33,9 +33,23 @@ var (
 // same thread (the model sees the first turn).
 func TestTelegramPrivateConversation(t *testing.T) {
 	e := newE2E(t, nil)
+	e.model.SetLatency(300 * time.Millisecond) // long enough to see the placeholder
 	e.start()
 	_, msgID := e.tg.PushPrivate(ann, "hello bot")
+	var placeholder telegramfake.Message
+	waitFor(t, "the working placeholder", 10*time.Second, func() bool {
+		p := e.tg.Posted(ann.ID)
+		if len(p) == 1 && isPlaceholder(p[0]) {
+			placeholder = p[0]
+			return true
+		}
+		return false
+	})
 	got := e.waitAnswers(ann.ID, 1)
+	if got[0].ID != placeholder.ID {
+		t.Errorf("the answer is message %d, want it edited into the placeholder %d", got[0].ID, placeholder.ID)
+	}
+	e.model.SetLatency(0)
 	if v := visible(got[0]); !strings.Contains(v, "echo: hello bot") {
 		t.Fatalf("answer shows %q, want the model's answer", v)
 	}

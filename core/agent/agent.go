@@ -465,9 +465,8 @@ func runAll(fns []func()) {
 	}
 }
 
-// write appends an event to the session and tells the listeners.
-func (a *Agent) write(e Event) Event {
-	e = a.session.append(e)
+// write appends an event to the session (setting its Seq) and tells the listeners.
+func (a *Agent) write(e *Event) {
+	a.session.append(e)
 	a.rt.emit(a, e)
-	return e
 }

@@ -197,12 +197,11 @@ func (s *Session) history() []llm.Message {
 	return b.finish()
 }
 
-func (s *Session) append(e Event) Event {
+func (s *Session) append(e *Event) {
 	s.mu.Lock()
 	e.Seq = s.nshared + len(s.events)
-	s.events = append(s.events, e)
+	s.events = append(s.events, *e)
 	s.mu.Unlock()
-	return e
 }
 
 // SeedError says why a seed was refused.
@@ -267,10 +266,10 @@ func (b *historyBuilder) add(e *Event) {
 	switch e.Kind {
 	case KindUserMessage:
 		b.closeDangling()
-		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleUser, Content: e.Content})
+		b.push(llm.RoleUser, e.Content, "")
 	case KindAssistantMessage:
 		b.closeDangling()
-		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleAssistant, Content: e.Content})
+		b.push(llm.RoleAssistant, e.Content, "")
 		b.lastAssistant = len(b.msgs) - 1
 	case KindToolCall:
 		if b.lastAssistant < 0 {
@@ -285,10 +284,18 @@ func (b *historyBuilder) add(e *Event) {
 		if !b.unpend(e.CallID, true) {
 			return
 		}
-		b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: e.CallID, Content: e.Content})
+		b.push(llm.RoleTool, e.Content, e.CallID)
 	case KindTurnEnd:
 		b.closeDangling()
 	}
+}
+
+// push appends one message; not inlined, so add's frame (live while the history is built)
+// holds no message literals.
+//
+//go:noinline
+func (b *historyBuilder) push(role llm.Role, content, toolCallID string) {
+	b.msgs = append(b.msgs, llm.Message{Role: role, Content: content, ToolCallID: toolCallID})
 }
 
 // unpend reports whether id is pending, and removes it if remove is set.
@@ -311,7 +318,7 @@ func (b *historyBuilder) closeDangling() {
 	}
 	for _, tc := range b.msgs[b.lastAssistant].ToolCalls {
 		if b.unpend(tc.ID, true) {
-			b.msgs = append(b.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: "Error: the tool call was interrupted"})
+			b.push(llm.RoleTool, "Error: the tool call was interrupted", tc.ID)
 		}
 	}
 	b.lastAssistant = -1

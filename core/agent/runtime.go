@@ -191,17 +191,17 @@ func (r *Runtime) unregister(a *Agent) {
 	r.mu.Unlock()
 }
 
-func (r *Runtime) emit(a *Agent, e Event) {
+func (r *Runtime) emit(a *Agent, e *Event) {
 	for _, l := range r.listeners.list() {
 		r.safeListen(l, a, e)
 	}
 }
 
-func (r *Runtime) safeListen(l Listener, a *Agent, e Event) {
+func (r *Runtime) safeListen(l Listener, a *Agent, e *Event) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("agent: event listener panicked; contained", "agent", a.id, "kind", e.Kind, "panic", fmt.Sprint(p))
 		}
 	}()
-	l(a, e)
+	l(a, *e)
 }

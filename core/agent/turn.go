@@ -13,12 +13,51 @@ import (
 
 // runTurn runs one turn and writes exactly one turn/end.
 func (a *Agent) runTurn(ctx context.Context, turn int, in Input) {
-	a.write(Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
-	if !in.Resume {
-		a.write(Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source})
-	}
+	a.writeTurnStart(turn, &in)
 	reason, msg := a.steps(ctx, turn)
-	a.write(Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg})
+	a.writeTurnEnd(turn, reason, msg)
+}
+
+// The write helpers below build each event in their own frame, never inlined, so the frames of
+// the turn loop that stay live during a model call are small and its goroutine's stack rarely
+// has to grow (and be copied).
+
+//go:noinline
+func (a *Agent) writeTurnStart(turn int, in *Input) {
+	a.write(&Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
+	if !in.Resume {
+		a.write(&Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source})
+	}
+}
+
+//go:noinline
+func (a *Agent) writeTurnEnd(turn int, reason TurnEndReason, msg string) {
+	a.write(&Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg})
+}
+
+//go:noinline
+func (a *Agent) writeMark(kind Kind, turn, step int) {
+	a.write(&Event{Kind: kind, Turn: turn, Step: step})
+}
+
+//go:noinline
+func (a *Agent) writeAssistant(turn, step int, resp *llm.Response) {
+	a.write(&Event{Kind: KindAssistantMessage, Turn: turn, Step: step, Content: resp.Content, Reasoning: resp.Reasoning, Usage: resp.Usage})
+}
+
+//go:noinline
+func (a *Agent) writeChunk(turn, step int, content string) {
+	a.write(&Event{Kind: KindAssistantChunk, Turn: turn, Step: step, Content: content})
+}
+
+//go:noinline
+func (a *Agent) writeToolCall(turn, step int, c *llm.ToolCall) {
+	a.write(&Event{Kind: KindToolCall, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
+}
+
+//go:noinline
+func (a *Agent) writeToolResult(turn, step int, c *llm.ToolCall, r *ToolResult) {
+	a.write(&Event{Kind: KindToolResult, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Content: r.Content, IsError: r.IsError, Code: r.Code})
 }
 
 // interruption maps a done turn context to its turn-end reason.
@@ -47,10 +86,10 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		if step > maxSteps {
 			return TurnError, fmt.Sprintf("the turn reached its limit of %d model steps", maxSteps)
 		}
-		a.write(Event{Kind: KindStepStart, Turn: turn, Step: step})
+		a.writeMark(KindStepStart, turn, step)
 		resp, err := a.callModel(ctx, turn, step)
 		if err != nil {
-			a.write(Event{Kind: KindStepEnd, Turn: turn, Step: step})
+			a.writeMark(KindStepEnd, turn, step)
 			if ctx.Err() != nil {
 				return interruption(ctx), ""
 			}
@@ -59,9 +98,9 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		a.mu.Lock()
 		a.usage = a.usage.Add(resp.Usage)
 		a.mu.Unlock()
-		a.write(Event{Kind: KindAssistantMessage, Turn: turn, Step: step, Content: resp.Content, Reasoning: resp.Reasoning, Usage: resp.Usage})
+		a.writeAssistant(turn, step, &resp)
 		a.runTools(ctx, turn, step, resp.ToolCalls)
-		a.write(Event{Kind: KindStepEnd, Turn: turn, Step: step})
+		a.writeMark(KindStepEnd, turn, step)
 		if ctx.Err() != nil {
 			return interruption(ctx), ""
 		}
@@ -94,7 +133,7 @@ func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, er
 	}
 	return a.rt.provider.Stream(ctx, req, func(d llm.Delta) {
 		if d.Content != "" {
-			a.write(Event{Kind: KindAssistantChunk, Turn: turn, Step: step, Content: d.Content})
+			a.writeChunk(turn, step, d.Content)
 		}
 	})
 }
@@ -106,8 +145,8 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.ToolCa
 	if len(calls) == 0 {
 		return
 	}
-	for _, c := range calls {
-		a.write(Event{Kind: KindToolCall, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
+	for i := range calls {
+		a.writeToolCall(turn, step, &calls[i])
 	}
 	for i := 0; i < len(calls); {
 		j := i + 1
@@ -129,9 +168,8 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.ToolCa
 			}
 			wg.Wait()
 		}
-		for k, r := range results {
-			c := calls[i+k]
-			a.write(Event{Kind: KindToolResult, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Content: r.Content, IsError: r.IsError, Code: r.Code})
+		for k := range results {
+			a.writeToolResult(turn, step, &calls[i+k], &results[k])
 		}
 		i = j
 	}

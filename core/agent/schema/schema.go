@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,40 +44,73 @@ var validTypes = map[string]bool{
 // generic tree Parse returns (or any tree of map[string]any, []any and scalars); a tree that
 // refers to itself is reported as circular rather than followed.
 func CheckSupported(s any) []Violation {
-	c := checker{onPath: map[uintptr]bool{}}
+	var c checker
 	m, ok := s.(map[string]any)
 	if !ok {
 		return []Violation{{"schema", "must be an object"}}
 	}
+	root := &pathSeg{key: "schema"}
 	if t, _ := m["type"].(string); t != "object" {
-		c.add("schema.type", "must be \"object\" at the root")
+		c.add(root.child("type"), "must be \"object\" at the root")
 	}
-	c.check("schema", m, 0)
+	c.check(root, m, 0)
 	return c.out
+}
+
+// pathSeg is one step of the path to the part being checked. Paths are rendered only for a
+// violation, so checking a supported schema builds no strings.
+type pathSeg struct {
+	up    *pathSeg
+	key   string // ".key", or "[index]" when up is set and key is empty
+	index int
+}
+
+func (p *pathSeg) child(key string) *pathSeg { return &pathSeg{up: p, key: key} }
+
+func (p *pathSeg) at(i int) *pathSeg { return &pathSeg{up: p, index: i} }
+
+func (p *pathSeg) String() string {
+	if p.up == nil {
+		return p.key
+	}
+	if p.key == "" {
+		return p.up.String() + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return p.up.String() + "." + p.key
 }
 
 type checker struct {
 	out []Violation
 	// onPath holds the identities of the schema objects between the root and the one being
 	// checked: meeting one again means the tree loops. A subschema reused side by side is fine.
-	onPath map[uintptr]bool
+	onPath []uintptr
 }
 
-func (c *checker) add(path, msg string) { c.out = append(c.out, Violation{path, msg}) }
+func (c *checker) add(p *pathSeg, msg string) { c.out = append(c.out, Violation{p.String(), msg}) }
 
-func (c *checker) check(path string, m map[string]any, depth int) {
+// sortedKeys returns m's keys in order, so violations come out in a stable order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (c *checker) check(path *pathSeg, m map[string]any, depth int) {
 	if depth > maxDepth {
 		// Every level lengthens the path, so an unbounded descent costs quadratic memory.
 		c.add(path, "is nested too deeply")
 		return
 	}
 	id := reflect.ValueOf(m).Pointer()
-	if c.onPath[id] {
+	if slices.Contains(c.onPath, id) {
 		c.add(path, "is circular")
 		return
 	}
-	c.onPath[id] = true
-	defer delete(c.onPath, id)
+	c.onPath = append(c.onPath, id)
+	defer func() { c.onPath = c.onPath[:len(c.onPath)-1] }()
 
 	typ, hasType := "", false
 	if raw, ok := m["type"]; ok {
@@ -85,21 +118,16 @@ func (c *checker) check(path string, m map[string]any, depth int) {
 		t, isStr := raw.(string)
 		switch {
 		case !isStr:
-			c.add(path+".type", "must be a single type name (type arrays are not supported)")
+			c.add(path.child("type"), "must be a single type name (type arrays are not supported)")
 		case !validTypes[t]:
-			c.add(path+".type", fmt.Sprintf("has unknown type %q", t))
+			c.add(path.child("type"), fmt.Sprintf("has unknown type %q", t))
 		default:
 			typ = t
 		}
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(m) {
 		v := m[k]
-		p := path + "." + k
+		p := path.child(k)
 		switch k {
 		case "type":
 		case "description", "title":
@@ -116,18 +144,13 @@ func (c *checker) check(path string, m map[string]any, depth int) {
 				c.add(p, "must be an object")
 				continue
 			}
-			names := make([]string, 0, len(props))
-			for n := range props {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
+			for _, n := range sortedKeys(props) {
 				sub, ok := props[n].(map[string]any)
 				if !ok {
-					c.add(p+"."+n, "must be a schema object")
+					c.add(p.child(n), "must be a schema object")
 					continue
 				}
-				c.check(p+"."+n, sub, depth+1)
+				c.check(p.child(n), sub, depth+1)
 			}
 		case "required":
 			if hasType && typ != "object" {
@@ -142,11 +165,11 @@ func (c *checker) check(path string, m map[string]any, depth int) {
 			for i, r := range list {
 				name, ok := r.(string)
 				if !ok {
-					c.add(fmt.Sprintf("%s[%d]", p, i), "must be a string")
+					c.add(p.at(i), "must be a string")
 					continue
 				}
 				if _, ok := props[name]; !ok {
-					c.add(fmt.Sprintf("%s[%d]", p, i), fmt.Sprintf("names %q, which is not in properties", name))
+					c.add(p.at(i), fmt.Sprintf("names %q, which is not in properties", name))
 				}
 			}
 		case "additionalProperties":
@@ -177,7 +200,7 @@ func (c *checker) check(path string, m map[string]any, depth int) {
 			}
 			for i, e := range list {
 				if !isScalar(e) {
-					c.add(fmt.Sprintf("%s[%d]", p, i), "must be a scalar")
+					c.add(p.at(i), "must be a scalar")
 				}
 			}
 		case "const":
@@ -267,7 +290,7 @@ func validate(out *[]Violation, path string, s any, v any, depth int) {
 		for k := range val {
 			names = append(names, k)
 		}
-		sort.Strings(names)
+		slices.Sort(names)
 		closed := m["additionalProperties"] == false
 		for _, k := range names {
 			sub, declared := props[k]

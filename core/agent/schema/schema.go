@@ -49,34 +49,11 @@ func CheckSupported(s any) []Violation {
 	if !ok {
 		return []Violation{{"schema", "must be an object"}}
 	}
-	root := &pathSeg{key: "schema"}
 	if t, _ := m["type"].(string); t != "object" {
-		c.add(root.child("type"), "must be \"object\" at the root")
+		c.add("schema.type", "must be \"object\" at the root")
 	}
-	c.check(root, m, 0)
+	c.check("schema", m, 0)
 	return c.out
-}
-
-// pathSeg is one step of the path to the part being checked. Paths are rendered only for a
-// violation, so checking a supported schema builds no strings.
-type pathSeg struct {
-	up    *pathSeg
-	key   string // ".key", or "[index]" when up is set and key is empty
-	index int
-}
-
-func (p *pathSeg) child(key string) *pathSeg { return &pathSeg{up: p, key: key} }
-
-func (p *pathSeg) at(i int) *pathSeg { return &pathSeg{up: p, index: i} }
-
-func (p *pathSeg) String() string {
-	if p.up == nil {
-		return p.key
-	}
-	if p.key == "" {
-		return p.up.String() + "[" + strconv.Itoa(p.index) + "]"
-	}
-	return p.up.String() + "." + p.key
 }
 
 type checker struct {
@@ -86,7 +63,13 @@ type checker struct {
 	onPath []uintptr
 }
 
-func (c *checker) add(p *pathSeg, msg string) { c.out = append(c.out, Violation{p.String(), msg}) }
+func (c *checker) add(path, msg string) { c.out = append(c.out, Violation{path, msg}) }
+
+// Paths are built only for a violation or a subschema, so checking a supported schema builds
+// few strings.
+func dot(path, key string) string { return path + "." + key }
+
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // sortedKeys returns m's keys in order, so violations come out in a stable order.
 func sortedKeys[V any](m map[string]V) []string {
@@ -98,7 +81,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (c *checker) check(path *pathSeg, m map[string]any, depth int) {
+func (c *checker) check(path string, m map[string]any, depth int) {
 	if depth > maxDepth {
 		// Every level lengthens the path, so an unbounded descent costs quadratic memory.
 		c.add(path, "is nested too deeply")
@@ -118,100 +101,99 @@ func (c *checker) check(path *pathSeg, m map[string]any, depth int) {
 		t, isStr := raw.(string)
 		switch {
 		case !isStr:
-			c.add(path.child("type"), "must be a single type name (type arrays are not supported)")
+			c.add(dot(path, "type"), "must be a single type name (type arrays are not supported)")
 		case !validTypes[t]:
-			c.add(path.child("type"), fmt.Sprintf("has unknown type %q", t))
+			c.add(dot(path, "type"), fmt.Sprintf("has unknown type %q", t))
 		default:
 			typ = t
 		}
 	}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
-		p := path.child(k)
 		switch k {
 		case "type":
 		case "description", "title":
 			if _, ok := v.(string); !ok {
-				c.add(p, "must be a string")
+				c.add(dot(path, k), "must be a string")
 			}
 		case "default", "examples":
 		case "properties":
 			if hasType && typ != "object" {
-				c.add(p, "is only allowed on objects")
+				c.add(dot(path, k), "is only allowed on objects")
 			}
 			props, ok := v.(map[string]any)
 			if !ok {
-				c.add(p, "must be an object")
+				c.add(dot(path, k), "must be an object")
 				continue
 			}
 			for _, n := range sortedKeys(props) {
 				sub, ok := props[n].(map[string]any)
 				if !ok {
-					c.add(p.child(n), "must be a schema object")
+					c.add(path+"."+k+"."+n, "must be a schema object")
 					continue
 				}
-				c.check(p.child(n), sub, depth+1)
+				c.check(path+"."+k+"."+n, sub, depth+1)
 			}
 		case "required":
 			if hasType && typ != "object" {
-				c.add(p, "is only allowed on objects")
+				c.add(dot(path, k), "is only allowed on objects")
 			}
 			list, ok := v.([]any)
 			if !ok {
-				c.add(p, "must be an array of property names")
+				c.add(dot(path, k), "must be an array of property names")
 				continue
 			}
 			props, _ := m["properties"].(map[string]any)
 			for i, r := range list {
 				name, ok := r.(string)
 				if !ok {
-					c.add(p.at(i), "must be a string")
+					c.add(index(dot(path, k), i), "must be a string")
 					continue
 				}
 				if _, ok := props[name]; !ok {
-					c.add(p.at(i), fmt.Sprintf("names %q, which is not in properties", name))
+					c.add(index(dot(path, k), i), fmt.Sprintf("names %q, which is not in properties", name))
 				}
 			}
 		case "additionalProperties":
 			if hasType && typ != "object" {
-				c.add(p, "is only allowed on objects")
+				c.add(dot(path, k), "is only allowed on objects")
 			}
 			if _, ok := v.(bool); !ok {
-				c.add(p, "must be a boolean")
+				c.add(dot(path, k), "must be a boolean")
 			}
 		case "items":
 			if hasType && typ != "array" {
-				c.add(p, "is only allowed on arrays")
+				c.add(dot(path, k), "is only allowed on arrays")
 			}
 			sub, ok := v.(map[string]any)
 			if !ok {
-				c.add(p, "must be a schema object")
+				c.add(dot(path, k), "must be a schema object")
 				continue
 			}
-			c.check(p, sub, depth+1)
+			c.check(dot(path, k), sub, depth+1)
 		case "enum":
 			if typ == "object" || typ == "array" {
-				c.add(p, "is only allowed on scalar types")
+				c.add(dot(path, k), "is only allowed on scalar types")
 			}
 			list, ok := v.([]any)
 			if !ok || len(list) == 0 {
-				c.add(p, "must be a non-empty array")
+				c.add(dot(path, k), "must be a non-empty array")
 				continue
 			}
 			for i, e := range list {
 				if !isScalar(e) {
-					c.add(p.at(i), "must be a scalar")
+					c.add(index(dot(path, k), i), "must be a scalar")
 				}
 			}
 		case "const":
 			if typ == "object" || typ == "array" {
-				c.add(p, "is only allowed on scalar types")
+				c.add(dot(path, k), "is only allowed on scalar types")
 			}
 			if !isScalar(v) {
-				c.add(p, "must be a scalar")
+				c.add(dot(path, k), "must be a scalar")
 			}
 		default:
-			c.add(p, "is not supported")
+			c.add(dot(path, k), "is not supported")
 		}
 	}
 }

@@ -159,11 +159,11 @@ func (a *app) HandleInbound(ctx context.Context, ch channels.Channel, in channel
 	return a.router.HandleInbound(ctx, ch, in)
 }
 
-// start brings the process up: workers, then the HTTP listener, then the channels.
+// start brings the process up: the HTTP listener, then the channels, then the workers. Workers
+// come last because runs left queued in Redis by a stopped process are delivered through the
+// channels at once, and a channel can only send once it has started (Telegram: getMe). Inbound
+// arriving before the workers start just waits in the queue.
 func (a *app) start(ctx context.Context) error {
-	if err := a.pool.Start(ctx); err != nil {
-		return err
-	}
 	if a.cfg.HTTP.Addr != "" {
 		if err := a.listen(); err != nil {
 			return err
@@ -181,7 +181,7 @@ func (a *app) start(ctx context.Context) error {
 		}
 		a.log.Info("channel started", "channel", ch.Name())
 	}
-	return nil
+	return a.pool.Start(ctx)
 }
 
 func (a *app) listen() error {

@@ -503,3 +503,30 @@ func TestBotRunWithEnvironment(t *testing.T) {
 		t.Error("bot run printed the bot token")
 	}
 }
+
+// TestTelegramQueuedRunsWaitForTheChannelToStart proves a process that starts with runs already
+// queued in Redis delivers none of them before its Telegram channel has started (getMe answered):
+// the runs left by a stopped process are answered by the next one exactly once, even when its
+// getMe is slow.
+func TestTelegramQueuedRunsWaitForTheChannelToStart(t *testing.T) {
+	e := newE2E(t, func(c *config.Config) { c.Runs.Workers = 1 })
+	e.model.SetLatency(300 * time.Millisecond)
+	first := e.start()
+	users := []telegramfake.User{ann, bob, {ID: 4203, FirstName: "Cy"}, {ID: 4204, FirstName: "Di"}}
+	for _, u := range users {
+		e.tg.PushPrivate(u, "queued for "+u.FirstName)
+	}
+	waitFor(t, "every message queued", 10*time.Second, func() bool {
+		return counter(first.metrics.inbound, "telegram") == float64(len(users))
+	})
+	first.stop() // finishes the run in flight; the others stay queued in Redis
+	e.model.SetLatency(0)
+	e.tg.Delay("getMe", 300*time.Millisecond)
+	e.start()
+	for _, u := range users {
+		got := e.waitAnswers(u.ID, 1)
+		if v := visible(got[0]); !strings.Contains(v, "echo: queued for "+u.FirstName) {
+			t.Errorf("%s's chat shows %q", u.FirstName, v)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package telegramfake
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+	"time"
+)
 
 // Fault is an error answer to inject. Status 429 with RetryAfter > 0 carries
 // parameters.retry_after; an empty Description gets Telegram's usual one for the status.
@@ -66,4 +70,35 @@ func (s *Server) takeFault(method string, p map[string]string) *apiError {
 		return &apiError{code: f.f.Status, desc: f.f.Description, retryAfter: f.f.RetryAfter}
 	}
 	return nil
+}
+
+// Delay makes every later call of method wait d before it is answered (0 removes the delay); a
+// call whose client goes away during the wait is dropped. Tests use it to hold a process in its
+// start-up (a slow getMe) or a send in flight.
+func (s *Server) Delay(method string, d time.Duration) {
+	s.mu.Lock()
+	if d <= 0 {
+		delete(s.delays, method)
+	} else {
+		s.delays[method] = d
+	}
+	s.mu.Unlock()
+}
+
+// wait blocks for method's delay, if any; it reports false when ctx ended first.
+func (s *Server) wait(ctx context.Context, method string) bool {
+	s.mu.Lock()
+	d := s.delays[method]
+	s.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

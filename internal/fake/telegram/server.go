@@ -63,6 +63,7 @@ type Server struct {
 	commands   json.RawMessage
 	webhook    WebhookInfo
 	callbacks  map[string]*callback
+	delays     map[string]time.Duration
 	record     bool
 	closed     bool
 }
@@ -84,6 +85,7 @@ func StartWithToken(token string) *Server {
 		chats:      map[int64]*chat{},
 		counts:     map[string]int{},
 		callbacks:  map[string]*callback{},
+		delays:     map[string]time.Duration{},
 		commands:   json.RawMessage("[]"),
 		record:     true,
 	}
@@ -163,6 +165,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.counts[method]++
 	s.mu.Unlock()
+	if !s.wait(r.Context(), method) {
+		return
+	}
 	params, err := readParams(r)
 	if err != nil {
 		writeError(w, badRequest("invalid request parameters"))

@@ -241,3 +241,22 @@ func TestPostedMessagesCarryTheirSendTime(t *testing.T) {
 		t.Fatalf("posted %+v, want one message stamped between the call's start and end", posted)
 	}
 }
+
+func TestDelayHoldsTheMethodsAnswers(t *testing.T) {
+	s := New(t)
+	const d = 150 * time.Millisecond
+	s.Delay("getMe", d)
+	began := time.Now()
+	if a := call(t, s, "getMe", nil); !a.OK {
+		t.Fatalf("getMe: %+v", a)
+	}
+	if took := time.Since(began); took < d {
+		t.Fatalf("delayed getMe answered after %v, want at least %v", took, d)
+	}
+	s.Delay("getMe", 0)
+	began = time.Now()
+	call(t, s, "getMe", nil)
+	if took := time.Since(began); took >= d {
+		t.Fatalf("getMe still delayed (%v) after the delay was removed", took)
+	}
+}

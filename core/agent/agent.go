@@ -130,9 +130,13 @@ type Agent struct {
 
 type valueEntry struct{ key, value any }
 
-// ownSlack is the spare event capacity a new session gets: one single-step turn
-// (turn/start, user/message, step/start, two chunks, assistant/message, step/end, turn/end).
-const ownSlack = 8
+// Spare event capacity of a new session. A subagent's turn is usually one step (turn/start,
+// user/message, step/start, two chunks, assistant/message, step/end, turn/end: 8 events); a
+// top-level agent's usually calls tools, so it gets room for a two-step turn.
+const (
+	childSlack    = 8
+	topLevelSlack = 16
+)
 
 // Create makes an agent and registers it. Its loop starts with the first Send.
 func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
@@ -146,6 +150,10 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 			return nil, fmt.Errorf("agent: create: %w", ErrSeedAndFork)
 		}
 		shared, nshared = o.ForkFrom.completedPrefix()
+	}
+	slack := topLevelSlack
+	if o.Options.SubagentDepth > 0 {
+		slack = childSlack
 	}
 	if o.ID == "" {
 		o.ID = r.NewID("ag")
@@ -161,7 +169,7 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 			header:  Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed) + nshared},
 			shared:  shared,
 			nshared: nshared,
-			events:  append(make([]Event, 0, len(o.Seed)+ownSlack), o.Seed...),
+			events:  append(make([]Event, 0, len(o.Seed)+slack), o.Seed...),
 		},
 		nextTurn: 1,
 	}

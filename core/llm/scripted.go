@@ -77,7 +77,7 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta))
 	switch {
 	case s.fn != nil:
 		s.mu.Unlock()
-		r = s.fn(req.Clone())
+		r = s.fn(req) // the request is the caller's per-call value; only the record is a copy
 	case len(s.replies) == 0:
 		s.mu.Unlock()
 		return Response{}, ErrScriptExhausted

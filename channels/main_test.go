@@ -17,6 +17,8 @@ import (
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -223,13 +225,7 @@ func dm(chat string) runs.ConvKey { return runs.ConvKey{Platform: "test", Chat: 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronizing
-	}
+	poll.Until(t, what, cond)
 }
 
 var errTooLong = errors.New("fake: message too long to edit")

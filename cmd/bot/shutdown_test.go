@@ -17,6 +17,8 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 // lockedBuffer is an io.Writer safe for the console's concurrent prints.
@@ -69,13 +71,7 @@ func (s *stopRecorder) isStopped() bool {
 
 func waitCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, what, cond)
 }
 
 // TestShutdownOrder proves the ordered drain: once shutdown begins no new message is accepted,

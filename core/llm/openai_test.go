@@ -17,6 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 const testKey = "sk-test-SECRET-0123456789"
@@ -545,13 +547,7 @@ func openaiToolCall(index *int, id, name, args string) openai.ToolCall {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "the condition", cond)
 }
 
 func BenchmarkOpenAIStream(b *testing.B) {

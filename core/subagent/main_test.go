@@ -13,6 +13,8 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/llm"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -98,13 +100,7 @@ func idle(t *testing.T, a *agent.Agent) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, what, cond)
 }
 
 func capture(id, args string) llm.Reply {

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -424,13 +426,7 @@ func TestSplitKeepsUTF8SequencesWhole(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "the condition", cond)
 }
 
 func BenchmarkStreamedReply(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 //	                sends itself; pipelined ones count one each)
 //	rediscalls/run  every command Redis executed, those inside scripts included
 //	redis-µs/run    Redis CPU (INFO cpu, user+sys) per run: the server's share of the ceiling
+//	client-µs/run   this process's CPU (getrusage, user+sys) per run: producers, workers and the
+//	                go-redis client; with redis-µs/run it bounds runs/s at cores / (sum) µs
 //
 // It runs against a private redis-server child (so other clients do not pollute the counters)
 // when one is installed, else against 127.0.0.1:6379.
@@ -60,6 +63,7 @@ func BenchmarkThroughput(b *testing.B) {
 			before := commandCalls(b, c)
 			cpuBefore := redisCPU(b, c)
 			tripsBefore := trips.n.Load()
+			clientBefore := processCPU(b)
 			b.ResetTimer()
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -78,6 +82,7 @@ func BenchmarkThroughput(b *testing.B) {
 			<-all
 			elapsed := time.Since(start)
 			b.StopTimer()
+			client := processCPU(b) - clientBefore
 			if err := p.Shutdown(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -107,6 +112,7 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(float64(sent)/float64(b.N), "commands/run")
 			b.ReportMetric(float64(calls)/float64(b.N), "rediscalls/run")
 			b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "redis-µs/run")
+			b.ReportMetric(client.Seconds()*1e6/float64(b.N), "client-µs/run")
 			if b.N >= 1000 {
 				b.Logf("per run: %s", strings.Join(parts, " "))
 			}
@@ -138,6 +144,15 @@ func (t *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		t.n.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// processCPU is this process's CPU time so far (user + sys).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // redisCPU reads the server's CPU time so far (INFO cpu, user + sys).

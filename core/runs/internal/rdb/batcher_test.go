@@ -15,8 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// gate is a go-redis hook that counts round trips and holds the first ones until released, so
-// that a test can queue calls behind pipelines in flight.
+// gate is a go-redis hook that counts round trips of scripts and holds the first ones until
+// released, so that a test can queue calls behind pipelines in flight. Other commands (the
+// connection's handshake, the test's reads) pass uncounted.
 type gate struct {
 	trips   atomic.Int64
 	hold    atomic.Int64 // how many of the first round trips to hold
@@ -31,12 +32,24 @@ func (g *gate) wait() {
 	}
 }
 
+func isScript(cmd redis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name() == "eval" }
+
 func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { g.wait(); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScript(cmd) {
+			g.wait()
+		}
+		return next(ctx, cmd)
+	}
 }
 
 func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { g.wait(); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && isScript(cmds[0]) {
+			g.wait()
+		}
+		return next(ctx, cmds)
+	}
 }
 
 func gatedStore(t *testing.T, hold int64) (*Store, *gate) {
@@ -62,17 +75,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// queued is how many calls wait for a pipeline.
-func (b *batcher) queued() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.queue)
+// queued is how many calls wait for a flush.
+func (g *group[T]) queued() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
 }
 
 var scriptPushArg = redis.NewScript(`redis.call('RPUSH', KEYS[1], ARGV[1]) return ARGV[1]`)
 
 func TestEvalSharesPipelinesAmongConcurrentCallers(t *testing.T) {
-	s, g := gatedStore(t, maxFlights)
+	s, g := gatedStore(t, pipelineFlights)
 	key := s.prefix + "{t}:list"
 	const callers, each = 40, 5
 	var wg sync.WaitGroup
@@ -89,7 +102,7 @@ func TestEvalSharesPipelinesAmongConcurrentCallers(t *testing.T) {
 		})
 	}
 	// Both flights are held; every other caller's first call queues behind them.
-	eventually(t, "the other callers to queue", func() bool { return s.b.queued() == callers-maxFlights })
+	eventually(t, "the other callers to queue", func() bool { return s.pipe.queued() == callers-pipelineFlights })
 	close(g.release)
 	wg.Wait()
 	close(errs)
@@ -133,7 +146,7 @@ func TestEvalFallsBackToEvalForAnUnknownScript(t *testing.T) {
 }
 
 func TestEvalReportsEachCallersError(t *testing.T) {
-	s, g := gatedStore(t, maxFlights)
+	s, g := gatedStore(t, pipelineFlights)
 	bad := redis.NewScript(`return redis.error_reply('ERR bad ' .. ARGV[1])`)
 	good := redis.NewScript(`return ARGV[1]`)
 	var wg sync.WaitGroup
@@ -147,7 +160,7 @@ func TestEvalReportsEachCallersError(t *testing.T) {
 			results[i] = s.eval(ctx, sc, []string{s.prefix + "{t}:x"}, strconv.Itoa(i)).Err()
 		})
 	}
-	eventually(t, "the other callers to queue", func() bool { return s.b.queued() == len(results)-maxFlights })
+	eventually(t, "the other callers to queue", func() bool { return s.pipe.queued() == len(results)-pipelineFlights })
 	close(g.release)
 	wg.Wait()
 	for i, err := range results {

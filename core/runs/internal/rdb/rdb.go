@@ -18,14 +18,16 @@ import (
 // conversation's hash tag, global keys the tag {global}.
 type Store struct {
 	c      redis.UniversalClient
-	b      *batcher
+	pipe   *group[*redis.Cmd]
 	prefix string
 	group  string
 }
 
 // New returns a store on client c under prefix.
 func New(c redis.UniversalClient, prefix string) *Store {
-	return &Store{c: c, b: &batcher{c: c}, prefix: prefix, group: "workers"}
+	s := &Store{c: c, prefix: prefix, group: "workers"}
+	s.pipe = newPipeliner(c)
+	return s
 }
 
 // Client is the underlying client.

@@ -93,7 +93,11 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		// Many runs call the model at once: keep a connection per concurrent call instead of
+		// net/http's default of two idle connections per host.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+		hc = &http.Client{Transport: tr}
 	}
 	cfg := openai.DefaultConfig(opts.APIKey)
 	cfg.BaseURL = strings.TrimRight(opts.BaseURL, "/")

@@ -11,33 +11,33 @@ func TestCheckConfigRedactsSecretsAndListsEveryProblem(t *testing.T) {
 	const token = "123456:SECRET-TELEGRAM-TOKEN-abcdef"
 	const key = "sk-SECRET-MODEL-KEY-0123456789"
 	cases := []struct {
-		name     string
-		environ  []string
-		code     int
-		wantOut  []string
-		wantErr  []string
+		name       string
+		environ    []string
+		code       int
+		wantOut    []string
+		wantErr    []string
 		neverShown []string
 	}{
 		{
-			name:     "valid",
-			environ:  []string{"BOT_TELEGRAM__TOKEN=" + token, "BOT_LLM__API_KEY=" + key},
-			code:     0,
-			wantOut:  []string{"[redacted]", "telegram:"},
-			wantErr:  []string{"configuration OK"},
+			name:       "valid",
+			environ:    []string{"BOT_TELEGRAM__TOKEN=" + token, "BOT_LLM__API_KEY=" + key},
+			code:       0,
+			wantOut:    []string{"[redacted]", "telegram:"},
+			wantErr:    []string{"configuration OK"},
 			neverShown: []string{token, key, "SECRET"},
 		},
 		{
-			name:     "invalid values are all listed",
-			environ:  []string{"BOT_TELEGRAM__TOKEN=" + token, "BOT_RUNS__WORKERS=0", "BOT_RUNS__FOLLOWUP=sometimes"},
-			code:     1,
-			wantErr:  []string{"runs.workers", "runs.followup"},
+			name:       "invalid values are all listed",
+			environ:    []string{"BOT_TELEGRAM__TOKEN=" + token, "BOT_RUNS__WORKERS=0", "BOT_RUNS__FOLLOWUP=sometimes"},
+			code:       1,
+			wantErr:    []string{"runs.workers", "runs.followup"},
 			neverShown: []string{token, "SECRET"},
 		},
 		{
-			name:     "unknown key",
-			environ:  []string{"BOT_TELEGRAM__TOKNE=" + token},
-			code:     1,
-			wantErr:  []string{"TOKNE"},
+			name:       "unknown key",
+			environ:    []string{"BOT_TELEGRAM__TOKNE=" + token},
+			code:       1,
+			wantErr:    []string{"TOKNE"},
 			neverShown: []string{token, "SECRET"},
 		},
 	}

@@ -21,11 +21,14 @@
 // work") read by the consumer group "workers", the dead-letter stream, the pause flag, the
 // pending counter (global backpressure) and the stats hash. No script touches both kinds.
 //
-// Enqueue probes the conversation. An idle one receives the entry and a fresh state in the same
-// script — invisible to workers, since no hint exists yet — and a second script on the global
-// slot checks the pause flag and the global limit, counts the run and adds the hint (a refusal
-// retracts the entry). A scheduled one is admitted globally first and then appended; its worker
-// will reach it. So a conversation has one hint per scheduling, and its runs sit in one list.
+// Enqueue takes two steps, one per slot, in the order that fits the conversation. An idle one
+// receives the entry and a fresh state in one script — invisible to workers, since no hint exists
+// yet — and a second script on the global slot checks the pause flag and the global limit, counts
+// the run and adds the hint (a refusal retracts the entry). A scheduled one is admitted globally
+// first and then appended; its worker will reach it. Which order to take is a guess from
+// conversations this process recently saw scheduled (scheduled.go): right, it costs two round
+// trips; wrong, three (the probe finds the conversation scheduled, or the append finds it idle and
+// hints it). So a conversation has one hint per scheduling, and its runs sit in one list.
 //
 // Workers read hints in batches (XREADGROUP), claim the conversation's lease (a script that
 // returns the head entry), run it, and acknowledge it with a script that pops it and hands over
@@ -43,9 +46,12 @@
 // MaxAttempts. A claim that finds a live lease leaves the hint pending as a watchdog. A
 // conversation whose enqueuer died between its two calls is rescued by a periodic scan.
 //
-// Round trips per run: enqueue 2 (idle conversation) or 3 (busy one); claim 1 (idle
-// conversations only); ack 1; plus the batched hint reads and settles. About 4 per run either way
-// (see BenchmarkThroughput).
+// Round trips per run. Every script call goes through a group commit (internal/rdb group.go):
+// calls made while two pipelines are in flight queue and leave together in the next one, so under
+// load many runs share one network round trip, and a lone call still costs one. Commands per run:
+// enqueue 2 (3 when the guess is wrong); claim 1 (idle conversations only); ack 1; plus the batched
+// hint reads and settles — about 3.2 per run in BenchmarkThroughput, in about 0.6 network round
+// trips per run with 8 workers (bench_test.go says how each figure is measured).
 //
 // Retries: a transient handler error keeps the lease and retries in place after exponential
 // backoff with jitter (RetryBase doubling up to RetryMax), up to MaxAttempts, then the run is

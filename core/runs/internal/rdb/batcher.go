@@ -30,7 +30,8 @@ func newPipeliner(c redis.UniversalClient) *group[*redis.Cmd] {
 
 // eval runs script on keys in a shared pipeline: EVALSHA, and EVAL when Redis does not know the
 // script yet. The retry is safe: a NOSCRIPT call ran nothing, and it is this caller's only call
-// in flight.
+// in flight. A ctx already ended fails at once; one that ends while the call waits does not
+// withdraw it (see group.do).
 func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, "evalsha", script.Hash(), len(keys))
@@ -39,6 +40,10 @@ func (s *Store) eval(ctx context.Context, script *redis.Script, keys []string, a
 	}
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
+	if err := ctx.Err(); err != nil {
+		cmd.SetErr(err) // as a lone call would: an ended ctx sends nothing
+		return cmd
+	}
 	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3) // routes by the first key on a cluster
 	}

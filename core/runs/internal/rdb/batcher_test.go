@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -167,5 +168,18 @@ func TestEvalReportsEachCallersError(t *testing.T) {
 		if wantErr := i%2 == 1; (err != nil) != wantErr || wantErr && !strings.Contains(err.Error(), "bad "+strconv.Itoa(i)) {
 			t.Errorf("call %d: err = %v, want error %v", i, err, wantErr)
 		}
+	}
+}
+
+func TestEvalWithAnEndedContextSendsNothing(t *testing.T) {
+	s := newStore(t)
+	key := s.prefix + "{t}:list"
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.eval(ended, scriptPushArg, []string{key}, "x").Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("eval with an ended ctx = %v, want context.Canceled", err)
+	}
+	if n, _ := s.c.LLen(ctx, key).Result(); n != 0 {
+		t.Errorf("the script ran: %d entries", n)
 	}
 }

@@ -114,6 +114,7 @@ type Channel struct {
 	lastPoll   atomic.Int64 // unix nanos of the last successful getUpdates
 	webhookOK  atomic.Bool
 	seen       *recentIDs
+	gate       *convGate
 	answered   sync.Map // callback query id → struct{}, while its update is being handled
 	pacer      *pacer
 	edits      *editThrottle
@@ -185,6 +186,7 @@ func New(cfg Config) (*Channel, error) {
 		http:       cfg.HTTPClient,
 		redact:     redactor{token: cfg.Token},
 		seen:       newRecentIDs(4096),
+		gate:       newConvGate(),
 		pacer:      newPacer(),
 		edits:      newEditThrottle(time.Second, 3*time.Second),
 		sleep:      sleepCtx,

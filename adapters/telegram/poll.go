@@ -48,10 +48,11 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 // allowedUpdates are the update kinds the bot asks for.
 const allowedUpdates = `["message","callback_query"]`
 
-// poll is the inbound loop of polling mode: long polls from offset, hands each update to the
-// Handler in order, and saves the offset after each batch. A Handler error stops the batch at
-// that update (saved offset points at it) and the loop polls again after a backoff, so the
-// update is retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after.
+// poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
+// Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
+// the batch is done. A Handler error holds the offset at the earliest update not handed over and
+// the loop polls again after a backoff, so that update and its conversation's later ones are
+// retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after.
 func (c *Channel) poll(ctx context.Context, offset int64) {
 	defer c.wg.Done()
 	failures := 0
@@ -117,36 +118,6 @@ func (c *Channel) saveOffset(offset int64) {
 	if err := c.cfg.Offsets.SaveOffset(ctx, offset); err != nil {
 		c.cfg.Logger.Error("telegram: saving the update offset failed; a restart may replay updates", "offset", offset, "err", err)
 	}
-}
-
-// handleBatch hands the batch's updates at or above offset to the Handler in order and returns
-// the offset after the last one handed over. It stops at a Handler error or when ctx ends.
-func (c *Channel) handleBatch(ctx context.Context, batch []json.RawMessage, offset int64) (int64, error) {
-	for _, raw := range batch {
-		if ctx.Err() != nil {
-			return offset, ctx.Err()
-		}
-		u, err := decodeUpdate(raw)
-		if err != nil {
-			var head struct {
-				UpdateID int64 `json:"update_id"`
-			}
-			_ = json.Unmarshal(raw, &head)
-			c.cfg.Logger.Warn("telegram: skipping a malformed update", "update_id", head.UpdateID, "err", err)
-			if head.UpdateID >= offset {
-				offset = head.UpdateID + 1
-			}
-			continue
-		}
-		if u.UpdateID < offset {
-			continue // already handed over (Telegram resent it before our confirmation)
-		}
-		if err := c.dispatch(ctx, u); err != nil {
-			return offset, err
-		}
-		offset = u.UpdateID + 1
-	}
-	return offset, nil
 }
 
 // dispatch converts one update and hands it to the Handler, once per update id in this process.

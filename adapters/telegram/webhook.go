@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,8 +31,11 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 // WebhookHandler is the http.Handler for webhook deliveries; mount it at the path of
 // Config.WebhookURL on the shared listener. It answers 405 to anything but POST, 401 unless the
 // X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time), 400 to a
-// malformed update, 503 before Start or after Stop, 500 when the Handler fails (Telegram then
-// redelivers), and 200 once the update is handed over (or was already, or is ignored).
+// malformed update, 503 before Start or after Stop, 500 when the Handler fails or when an earlier
+// update of the same conversation failed and was not redelivered yet (Telegram then redelivers),
+// and 200 once the update is handed over (or was already, or is ignored). Concurrent deliveries
+// are handed over concurrently across conversations and one at a time, in update order, within
+// one.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(c.serveWebhook)
 }
@@ -66,10 +70,33 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
-	if err := c.dispatch(r.Context(), u); err != nil {
-		c.cfg.Logger.Warn("telegram: handler refused a webhook update; Telegram will redeliver", "update_id", u.UpdateID, "err", err)
+	if c.seen.has(u.UpdateID) {
+		w.WriteHeader(http.StatusOK) // a redelivery of an update already handed over
+		return
+	}
+	if err := c.dispatchInOrder(r.Context(), u); err != nil {
+		if errors.Is(err, errHeldBack) {
+			c.cfg.Logger.Debug("telegram: webhook update held back behind a failed one; Telegram will redeliver", "update_id", u.UpdateID)
+		} else {
+			c.cfg.Logger.Warn("telegram: handler refused a webhook update; Telegram will redeliver", "update_id", u.UpdateID, "err", err)
+		}
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// dispatchInOrder dispatches a webhook update in its conversation's turn (see convGate), so
+// concurrent deliveries reach the Handler one at a time per conversation, in update order.
+func (c *Channel) dispatchInOrder(ctx context.Context, u update) error {
+	k := orderOf(u)
+	if k.solo != 0 {
+		return c.dispatch(ctx, u)
+	}
+	if err := c.gate.enter(ctx, k, u.UpdateID, c.now); err != nil {
+		return err
+	}
+	err := c.dispatch(ctx, u)
+	c.gate.leave(k, u.UpdateID, err == nil, c.now)
+	return err
 }

@@ -2,26 +2,16 @@ package threads
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // This file holds what the channels router and delivery need from Redis besides threads proper:
 // short-lived claims (inbound dedupe), marks (small values with a lifetime: threads the bot is in,
 // partial form answers, the message a run answers), a runtime allow/deny list per platform, and a
-// read of outbound records. Its Redis commands live here rather than in redis.go, on purpose:
-// they are single commands (or one MULTI on one hash slot), each tested in claim_test.go.
-//
-// Layout, with P the prefix:
-//
-//	Pclaim:<key>            string  a claim (SET NX PX)
-//	Pmark:<key>             string  a mark (SET PX)
-//	P{access:H}:allow|deny  set     runtime allow and deny lists of one platform (H hashes it)
+// read of outbound records. Their Redis commands are in redis.go (single commands, or one MULTI
+// on one hash slot), each tested in claim_test.go; intake.go batches the router's reads. Their
+// keys are listed in keys.go.
 
 // maxClaimKeyLen bounds caller keys of claims and marks; they embed platform event ids.
 const maxClaimKeyLen = 512
@@ -43,7 +33,7 @@ func (s *Store) Claim(ctx context.Context, key string, ttl time.Duration) (bool,
 	if ttl <= 0 {
 		return false, fmt.Errorf("threads: claim: %w", invalid("ttl must be positive"))
 	}
-	ok, err := s.r.c.SetNX(ctx, s.keys.prefix+"claim:"+key, "1", ttl).Result()
+	ok, err := s.r.setNX(ctx, s.keys.claim(key), []byte("1"), ttl)
 	if err != nil {
 		return false, fmt.Errorf("threads: claim %q: %w", key, err)
 	}
@@ -56,7 +46,7 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	if err := checkClaimKey(key); err != nil {
 		return fmt.Errorf("threads: release: %w", err)
 	}
-	if err := s.r.c.Del(ctx, s.keys.prefix+"claim:"+key).Err(); err != nil {
+	if err := s.r.del(ctx, s.keys.claim(key)); err != nil {
 		return fmt.Errorf("threads: release %q: %w", key, err)
 	}
 	return nil
@@ -70,7 +60,7 @@ func (s *Store) Mark(ctx context.Context, key string, value []byte, ttl time.Dur
 	if ttl <= 0 {
 		return fmt.Errorf("threads: mark: %w", invalid("ttl must be positive"))
 	}
-	if err := s.r.c.Set(ctx, s.keys.prefix+"mark:"+key, value, ttl).Err(); err != nil {
+	if err := s.r.set(ctx, s.keys.mark(key), value, ttl); err != nil {
 		return fmt.Errorf("threads: mark %q: %w", key, err)
 	}
 	return nil
@@ -82,7 +72,7 @@ func (s *Store) Marked(ctx context.Context, key string) (value []byte, found boo
 	if err := checkClaimKey(key); err != nil {
 		return nil, false, fmt.Errorf("threads: marked: %w", err)
 	}
-	b, found, err := s.r.get(ctx, s.keys.prefix+"mark:"+key)
+	b, found, err := s.r.get(ctx, s.keys.mark(key))
 	if err != nil {
 		return nil, false, fmt.Errorf("threads: marked %q: %w", key, err)
 	}
@@ -94,18 +84,10 @@ func (s *Store) Unmark(ctx context.Context, key string) error {
 	if err := checkClaimKey(key); err != nil {
 		return fmt.Errorf("threads: unmark: %w", err)
 	}
-	if err := s.r.c.Del(ctx, s.keys.prefix+"mark:"+key).Err(); err != nil {
+	if err := s.r.del(ctx, s.keys.mark(key)); err != nil {
 		return fmt.Errorf("threads: unmark %q: %w", key, err)
 	}
 	return nil
-}
-
-// accessKeys are the allow and deny sets of one platform; they share a hash tag so one MULTI
-// updates both on Redis Cluster.
-func (k keyspace) access(platform string) (allow, deny string) {
-	sum := sha256.Sum256([]byte(platform))
-	base := k.prefix + "{access:" + hex.EncodeToString(sum[:8]) + "}:"
-	return base + "allow", base + "deny"
 }
 
 func checkAccessArgs(platform, userID string) error {
@@ -139,12 +121,7 @@ func (s *Store) setAccess(ctx context.Context, platform, userID string, allow bo
 	if !allow {
 		add, rem = denyKey, allowKey
 	}
-	_, err := s.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.SAdd(ctx, add, userID)
-		p.SRem(ctx, rem, userID)
-		return nil
-	})
-	if err != nil {
+	if err := s.r.moveMember(ctx, add, rem, userID); err != nil {
 		return fmt.Errorf("threads: access of %s on %s: %w", userID, platform, err)
 	}
 	return nil
@@ -157,16 +134,11 @@ func (s *Store) AccessOverride(ctx context.Context, platform, userID string) (al
 		return false, false, fmt.Errorf("threads: access override: %w", err)
 	}
 	allowKey, denyKey := s.keys.access(platform)
-	var a, d *redis.BoolCmd
-	_, err = s.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		a = p.SIsMember(ctx, allowKey, userID)
-		d = p.SIsMember(ctx, denyKey, userID)
-		return nil
-	})
+	allowed, denied, err = s.r.memberOfBoth(ctx, allowKey, denyKey, userID)
 	if err != nil {
 		return false, false, fmt.Errorf("threads: access override of %s on %s: %w", userID, platform, err)
 	}
-	return a.Val(), d.Val(), nil
+	return allowed, denied, nil
 }
 
 // Outbound returns what RecordOutbound stored for run runID and step, without writing; found is
@@ -179,7 +151,7 @@ func (s *Store) Outbound(ctx context.Context, runID, step string) (value []byte,
 		return nil, false, fmt.Errorf("threads: outbound of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
 	}
 	b, found, err := s.r.get(ctx, s.keys.outbound(runID, step))
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, false, fmt.Errorf("threads: outbound of run %s step %q: %w", runID, step, err)
 	}
 	return b, found, nil

@@ -202,12 +202,22 @@ func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Cla
 	if err != nil {
 		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
 	}
+	c, ok, err = s.openClarification(key, fields)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
+	}
+	return c, ok, nil
+}
+
+// openClarification decodes a clarification hash read from key and reports whether it is open:
+// pending and not expired by the store's clock.
+func (s *Store) openClarification(key string, fields map[string]string) (Clarification, bool, error) {
 	if len(fields) == 0 {
 		return Clarification{}, false, nil
 	}
-	c, err = decodeClarification(key, fields)
+	c, err := decodeClarification(key, fields)
 	if err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
+		return Clarification{}, false, err
 	}
 	if c.State != StatePending || !s.opts.Now().Before(c.ExpiresAt) {
 		return Clarification{}, false, nil

@@ -21,6 +21,10 @@ import (
 //	Ptok:<token>       string  short-token payload
 //	Prun:<id>:out:<s>  string  outbound record of run <id>, step <s>
 //	Prun:<id>:outcome  string  the run's final outcome
+//	P{conv:H}:run:<id> hash    a run's outcome and closing result (BeginRun, FinishRun)
+//	Pclaim:<key>       string  a claim (SET NX PX)
+//	Pmark:<key>        string  a mark (SET PX)
+//	P{access:H}:allow|deny  set  runtime allow and deny lists of one platform (H hashes it)
 type keyspace struct {
 	prefix string
 }
@@ -49,3 +53,21 @@ func (k keyspace) outbound(runID, step string) string {
 }
 
 func (k keyspace) outcome(runID string) string { return k.prefix + "run:" + runID + ":outcome" }
+
+// run is the record of one run of the conversation (outcome and result); it shares the
+// conversation's hash tag so one script can append the run's turn and record its end together.
+func (k keyspace) run(convKey, runID string) string {
+	return k.prefix + convTag(convKey) + ":run:" + runID
+}
+
+func (k keyspace) claim(key string) string { return k.prefix + "claim:" + key }
+
+func (k keyspace) mark(key string) string { return k.prefix + "mark:" + key }
+
+// accessKeys are the allow and deny sets of one platform; they share a hash tag so one MULTI
+// updates both on Redis Cluster.
+func (k keyspace) access(platform string) (allow, deny string) {
+	sum := sha256.Sum256([]byte(platform))
+	base := k.prefix + "{access:" + hex.EncodeToString(sum[:8]) + "}:"
+	return base + "allow", base + "deny"
+}

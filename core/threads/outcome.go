@@ -61,3 +61,48 @@ func (s *Store) Outcome(ctx context.Context, runID string) (outcome string, foun
 	}
 	return string(b), found, nil
 }
+
+// RunRecords are the outbound records and marks Lookup found.
+type RunRecords struct {
+	// Outbound maps a step to what RecordOutbound stored for it; steps with no record are absent.
+	Outbound map[string][]byte
+	// Marks maps a key to what Mark stored under it; keys with no mark are absent.
+	Marks map[string][]byte
+}
+
+// Lookup reads the outbound records of run runID for steps (as Outbound) and the marks under
+// markKeys (as Marked), in one pipelined round trip, without writing.
+func (s *Store) Lookup(ctx context.Context, runID string, steps, markKeys []string) (RunRecords, error) {
+	if err := checkRunID(runID); err != nil {
+		return RunRecords{}, fmt.Errorf("threads: lookup: %w", err)
+	}
+	keys := make([]string, 0, len(steps)+len(markKeys))
+	for _, st := range steps {
+		if st == "" || len(st) > 256 {
+			return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
+		}
+		keys = append(keys, s.keys.outbound(runID, st))
+	}
+	for _, k := range markKeys {
+		if err := checkClaimKey(k); err != nil {
+			return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, err)
+		}
+		keys = append(keys, s.keys.mark(k))
+	}
+	vals, found, err := s.r.getMany(ctx, keys)
+	if err != nil {
+		return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, err)
+	}
+	rec := RunRecords{Outbound: map[string][]byte{}, Marks: map[string][]byte{}}
+	for i, st := range steps {
+		if found[i] {
+			rec.Outbound[st] = vals[i]
+		}
+	}
+	for i, k := range markKeys {
+		if found[len(steps)+i] {
+			rec.Marks[k] = vals[len(steps)+i]
+		}
+	}
+	return rec, nil
+}

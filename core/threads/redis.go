@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// This file holds every Redis command and Lua script of threads, session logs, clarifications,
-// tokens and outcomes (claim.go keeps the router's single-command helpers next to their API).
-// Each script touches only the keys passed in KEYS, and the keys of one call share a hash tag
-// (see keyspace), so every script runs on Redis Cluster. Each script has its own test in
-// redis_test.go.
+// This file holds every Redis command, pipeline and Lua script of the store: threads, session
+// logs, clarifications, tokens, outcomes, run records, and the router's claims, marks and access
+// lists. Each script touches only the keys passed in KEYS, and the keys of one call share a hash
+// tag (see keyspace), so every script runs on Redis Cluster. Pipelines may mix keys of
+// different slots: go-redis's ClusterClient splits a pipeline per node, and nothing in a
+// pipeline depends on the order of commands on different keys. Each script and pipeline has its
+// own test in redis_test.go (claims, marks and access lists in claim_test.go).
 
 // rdb is the store's Redis access layer.
 type rdb struct {
@@ -275,4 +277,249 @@ func (r rdb) get(ctx context.Context, key string) (val []byte, found bool, err e
 // setNX stores value at key with a TTL unless the key exists.
 func (r rdb) setNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
 	return r.c.SetNX(ctx, key, value, ttl).Result()
+}
+
+// set stores value at key with a TTL, replacing any value.
+func (r rdb) set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return r.c.Set(ctx, key, value, ttl).Err()
+}
+
+// del deletes key; a missing key is not an error.
+func (r rdb) del(ctx context.Context, key string) error {
+	return r.c.Del(ctx, key).Err()
+}
+
+// moveMember adds member to the set add and removes it from rem in one MULTI; the two sets share
+// a hash tag (see keyspace.access).
+func (r rdb) moveMember(ctx context.Context, add, rem, member string) error {
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, add, member)
+		p.SRem(ctx, rem, member)
+		return nil
+	})
+	return err
+}
+
+// memberOfBoth reports whether member is in set a and in set b, in one pipelined round trip.
+func (r rdb) memberOfBoth(ctx context.Context, a, b, member string) (inA, inB bool, err error) {
+	var ca, cb *redis.BoolCmd
+	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ca = p.SIsMember(ctx, a, member)
+		cb = p.SIsMember(ctx, b, member)
+		return nil
+	})
+	if err != nil {
+		return false, false, err
+	}
+	return ca.Val(), cb.Val(), nil
+}
+
+// intakeOps are the commands of one Intake round trip; a step whose key is empty is left out.
+type intakeOps struct {
+	claimKey string
+	claimTTL time.Duration
+	// allowKey and denyKey are checked for member when both are set.
+	allowKey, denyKey, member string
+	clarKey                   string
+	markedKey                 string
+	marks                     []markOp
+}
+
+// markOp is one SET PX of a mark.
+type markOp struct {
+	key   string
+	value []byte
+	ttl   time.Duration
+}
+
+// intakeReply is what an intake round trip read; claimed reports that claimKey was taken.
+type intakeReply struct {
+	claimed         bool
+	allowed, denied bool
+	clar            map[string]string
+	marked          []byte
+	isMarked        bool
+}
+
+// intake runs ops as one pipeline. The claim is SET NX PX; the reads see the state as it was
+// before the pipeline's writes only where they touch the same keys, which they never do. On an
+// error the reply still says whether the claim was taken, so the caller can give it back.
+func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
+	var (
+		rep         intakeReply
+		claim       *redis.BoolCmd
+		allow, deny *redis.BoolCmd
+		clar        *redis.MapStringStringCmd
+		marked      *redis.StringCmd
+	)
+	p := r.c.Pipeline()
+	if ops.claimKey != "" {
+		claim = p.SetNX(ctx, ops.claimKey, "1", ops.claimTTL)
+	}
+	if ops.allowKey != "" && ops.denyKey != "" {
+		allow = p.SIsMember(ctx, ops.allowKey, ops.member)
+		deny = p.SIsMember(ctx, ops.denyKey, ops.member)
+	}
+	if ops.clarKey != "" {
+		clar = p.HGetAll(ctx, ops.clarKey)
+	}
+	if ops.markedKey != "" {
+		marked = p.Get(ctx, ops.markedKey)
+	}
+	sets := make([]*redis.StatusCmd, 0, len(ops.marks))
+	for _, m := range ops.marks {
+		sets = append(sets, p.Set(ctx, m.key, m.value, m.ttl))
+	}
+	if p.Len() == 0 {
+		return rep, nil
+	}
+	_, _ = p.Exec(ctx) // errors are read per command below: a missing mark is redis.Nil, not a failure
+	var first error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, redis.Nil) && first == nil {
+			first = err
+		}
+	}
+	if claim != nil {
+		rep.claimed = claim.Err() == nil && claim.Val()
+		keep(claim.Err())
+	}
+	if allow != nil {
+		rep.allowed, rep.denied = allow.Val(), deny.Val()
+		keep(allow.Err())
+		keep(deny.Err())
+	}
+	if clar != nil {
+		rep.clar = clar.Val()
+		keep(clar.Err())
+	}
+	if marked != nil {
+		b, err := marked.Bytes()
+		rep.marked, rep.isMarked = b, err == nil
+		keep(err)
+	}
+	for _, c := range sets {
+		keep(c.Err())
+	}
+	return rep, first
+}
+
+// getMany reads several string keys in one pipeline (not MGET: the keys may live in different
+// slots). A missing key is a nil entry with found false.
+func (r rdb) getMany(ctx context.Context, keys []string) (vals [][]byte, found []bool, err error) {
+	cmds := make([]*redis.StringCmd, len(keys))
+	p := r.c.Pipeline()
+	for i, k := range keys {
+		cmds[i] = p.Get(ctx, k)
+	}
+	if len(keys) > 0 {
+		_, _ = p.Exec(ctx) // errors are read per command: a missing key is redis.Nil
+	}
+	vals, found = make([][]byte, len(keys)), make([]bool, len(keys))
+	for i, c := range cmds {
+		b, cerr := c.Bytes()
+		switch {
+		case cerr == nil:
+			vals[i], found[i] = b, true
+		case errors.Is(cerr, redis.Nil):
+		default:
+			return nil, nil, cerr
+		}
+	}
+	return vals, found, nil
+}
+
+// beginRunScript reads how a run stands: its recorded end if it has one; otherwise it ensures
+// the conversation's thread (as ensureScript) and reads the session log, in one step.
+// KEYS[1] run record, KEYS[2] thread hash, KEYS[3] session log.
+// ARGV: id, conversation key, created (unix ms), session id (for a thread created now).
+// Returns {1, outcome, result} for a finished run, else {0, created (0|1), HGETALL of the
+// thread, LRANGE of the log}.
+var beginRunScript = redis.NewScript(`
+local rec = redis.call('HMGET', KEYS[1], 'outcome', 'result')
+if rec[1] then return {1, rec[1], rec[2] or ''} end
+local created = 0
+if redis.call('HSETNX', KEYS[2], 'id', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], 'conv', ARGV[2], 'created', ARGV[3], 'session', ARGV[4])
+  created = 1
+end
+return {0, created, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1)}
+`)
+
+// finishRunScript records a run's end — its result, then its outcome — and, when a turn is
+// given, appends it to the session log (as appendTurnScript) first, in one step: an outcome is
+// never visible without its result and its turn, and a run that already has an outcome changes
+// nothing.
+// KEYS[1] run record, KEYS[2] thread hash, KEYS[3] session log.
+// ARGV: outcome, result, record ttl (ms), thread id, encoded turn or empty, turns to keep.
+// Returns -3 if the run already had an outcome (nothing written), -1 if a turn was given and no
+// thread exists (nothing written), -2 if the thread is not current (recorded, turn not
+// appended), else the number of turns kept (0 without a turn).
+var finishRunScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then return -3 end
+local n = 0
+if ARGV[5] ~= '' then
+  local cur = redis.call('HGET', KEYS[2], 'id')
+  if not cur then return -1 end
+  if cur ~= ARGV[4] then
+    n = -2
+  else
+    n = redis.call('RPUSH', KEYS[3], ARGV[5])
+    local keep = tonumber(ARGV[6])
+    if n > keep then
+      redis.call('LTRIM', KEYS[3], -keep, -1)
+      n = keep
+    end
+  end
+end
+redis.call('HSET', KEYS[1], 'result', ARGV[2], 'outcome', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return n
+`)
+
+// runBegun is beginRunScript's reply.
+type runBegun struct {
+	finished        bool
+	outcome, result string
+	created         bool
+	thread          map[string]string
+	log             []string
+}
+
+func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv string, created time.Time, session string) (runBegun, error) {
+	v, err := beginRunScript.Run(ctx, r.c, []string{runKey, ck.thread, ck.log}, id, conv, ms(created), session).Result()
+	if err != nil {
+		return runBegun{}, err
+	}
+	list, err := replyList(v, 3)
+	if err != nil {
+		return runBegun{}, err
+	}
+	if list[0] == int64(1) {
+		out, _ := list[1].(string)
+		res, _ := list[2].(string)
+		return runBegun{finished: true, outcome: out, result: res}, nil
+	}
+	if len(list) < 4 {
+		return runBegun{}, fmt.Errorf("unexpected script reply %v", v)
+	}
+	fields, err := pairs(list[2])
+	if err != nil {
+		return runBegun{}, err
+	}
+	raw, ok := list[3].([]any)
+	if !ok {
+		return runBegun{}, fmt.Errorf("unexpected script reply element %T", list[3])
+	}
+	log := make([]string, len(raw))
+	for i, e := range raw {
+		if log[i], ok = e.(string); !ok {
+			return runBegun{}, fmt.Errorf("unexpected script reply element %T", e)
+		}
+	}
+	return runBegun{created: list[1] == int64(1), thread: fields, log: log}, nil
+}
+
+func (r rdb) finishRun(ctx context.Context, runKey string, ck convKeys, outcome string, result []byte, ttl time.Duration, threadID string, turn []byte, keep int) (int64, error) {
+	return finishRunScript.Run(ctx, r.c, []string{runKey, ck.thread, ck.log}, outcome, result, ttlMs(ttl), threadID, turn, keep).Int64()
 }

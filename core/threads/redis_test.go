@@ -202,3 +202,125 @@ func TestRecordOnceScript(t *testing.T) {
 		}
 	})
 }
+
+func TestBeginRunScript(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		r, ck := scriptKeys(t, c)
+		runKey := ck.thread[:len(ck.thread)-len("thread")] + "run:r1"
+		c.RPush(ctx, ck.log, "[1]", "[2]")
+		b, err := r.beginRun(ctx, runKey, ck, "id1", "conv/script", t0, "s1")
+		want := map[string]string{"id": "id1", "conv": "conv/script", "created": "1764504000000", "session": "s1"}
+		if err != nil || b.finished || !b.created || !reflect.DeepEqual(b.thread, want) || !reflect.DeepEqual(b.log, []string{"[1]", "[2]"}) {
+			t.Fatalf("first begin = %+v, %v", b, err)
+		}
+		b, err = r.beginRun(ctx, runKey, ck, "id2", "conv/script", t0, "s2")
+		if err != nil || b.created || b.thread["id"] != "id1" {
+			t.Errorf("second begin = %+v, %v; want the first thread", b, err)
+		}
+		c.HSet(ctx, runKey, "outcome", "answered", "result", "R")
+		c.Del(ctx, ck.thread)
+		b, err = r.beginRun(ctx, runKey, ck, "id3", "conv/script", t0, "s3")
+		if err != nil || !b.finished || b.outcome != "answered" || b.result != "R" {
+			t.Errorf("begin of a finished run = %+v, %v", b, err)
+		}
+		if n, _ := c.Exists(ctx, ck.thread).Result(); n != 0 {
+			t.Error("begin of a finished run created a thread")
+		}
+	})
+}
+
+func TestFinishRunScript(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		r, ck := scriptKeys(t, c)
+		base := ck.thread[:len(ck.thread)-len("thread")]
+		steps := []struct {
+			name   string
+			run    string
+			thread string
+			turn   string
+			want   int64
+		}{
+			{"turn without thread", "r0", "t1", "[0]", -1},
+			{"no turn, no thread", "r1", "", "", 0},
+			{"already finished", "r1", "", "", -3},
+			{"turn on the current thread", "r2", "t1", "[1]", 1},
+			{"turn on a stale thread", "r3", "t0", "[2]", -2},
+			{"trimmed", "r4", "t1", "[3]", 2},
+			{"trimmed again", "r5", "t1", "[4]", 2},
+		}
+		for _, st := range steps {
+			if st.name == "turn on the current thread" {
+				c.HSet(ctx, ck.thread, "id", "t1")
+			}
+			n, err := r.finishRun(ctx, base+"run:"+st.run, ck, "answered", []byte("res-"+st.run), time.Hour, st.thread, []byte(st.turn), 2)
+			if err != nil || n != st.want {
+				t.Errorf("%s = %d, %v; want %d", st.name, n, err, st.want)
+			}
+		}
+		if got, _ := r.loadTurns(ctx, ck.log); !reflect.DeepEqual(got, []string{"[3]", "[4]"}) {
+			t.Errorf("log = %q; want the newest two turns", got)
+		}
+		if n, _ := c.Exists(ctx, base+"run:r0").Result(); n != 0 {
+			t.Error("a refused finish recorded the run")
+		}
+		if got, _ := c.HGetAll(ctx, base+"run:r3").Result(); !reflect.DeepEqual(got, map[string]string{"outcome": "answered", "result": "res-r3"}) {
+			t.Errorf("stale finish record = %v", got)
+		}
+		if ttl, _ := c.PTTL(ctx, base+"run:r2").Result(); ttl <= 59*time.Minute || ttl > time.Hour {
+			t.Errorf("record TTL = %v, want 1h", ttl)
+		}
+	})
+}
+
+func TestIntakePipeline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		r, ck := scriptKeys(t, c)
+		ks := keyspace{prefix: ck.thread[:len("sbtest:")+13]} // the test's prefix
+		allow, deny := ks.access("p")
+		c.SAdd(ctx, allow, "u")
+		c.HSet(ctx, ck.clar, "id", "q")
+		c.Set(ctx, ks.mark("m"), "v", time.Minute)
+		ops := intakeOps{claimKey: ks.claim("e"), claimTTL: time.Minute, allowKey: allow, denyKey: deny, member: "u",
+			clarKey: ck.clar, markedKey: ks.mark("m"), marks: []markOp{{key: ks.mark("w"), value: []byte("x"), ttl: time.Minute}}}
+		rep, err := r.intake(ctx, ops)
+		if err != nil || !rep.claimed || !rep.allowed || rep.denied || rep.clar["id"] != "q" || !rep.isMarked || string(rep.marked) != "v" {
+			t.Fatalf("intake = %+v, %v", rep, err)
+		}
+		if v, _ := c.Get(ctx, ks.mark("w")).Result(); v != "x" {
+			t.Errorf("written mark = %q", v)
+		}
+		if ttl, _ := c.PTTL(ctx, ks.claim("e")).Result(); ttl <= 0 || ttl > time.Minute {
+			t.Errorf("claim TTL = %v", ttl)
+		}
+		ops.markedKey = ks.mark("missing")
+		rep, err = r.intake(ctx, ops)
+		if err != nil || rep.claimed || rep.isMarked {
+			t.Errorf("second intake = %+v, %v; want not claimed, not marked", rep, err)
+		}
+	})
+}
+
+func TestGetManyPipeline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		r, ck := scriptKeys(t, c)
+		prefix := ck.thread[:len("sbtest:")+13]
+		keys := []string{ck.thread + "x", prefix + "{other}:x", ck.clar + "y"} // two slots
+		c.Set(ctx, keys[0], "a", time.Minute)
+		c.Set(ctx, keys[2], "c", time.Minute)
+		vals, found, err := r.getMany(ctx, keys)
+		if err != nil || !reflect.DeepEqual(found, []bool{true, false, true}) || string(vals[0]) != "a" || string(vals[2]) != "c" {
+			t.Errorf("getMany = %q, %v, %v", vals, found, err)
+		}
+		c.HSet(ctx, keys[1], "f", "v")
+		if _, _, err := r.getMany(ctx, keys); err == nil {
+			t.Error("getMany over a hash succeeded")
+		}
+		if vals, found, err := r.getMany(ctx, nil); err != nil || len(vals) != 0 || len(found) != 0 {
+			t.Errorf("getMany of nothing = %v, %v, %v", vals, found, err)
+		}
+	})
+}

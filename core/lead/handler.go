@@ -26,10 +26,6 @@ type pendingTurn struct {
 	Events []agent.Event `json:"events"`
 }
 
-// resultSlot is the outbound record under which a finished run keeps its closing event, so a
-// replay re-emits it instead of running the model (and appending to the history) again.
-const resultSlot = "lead-result"
-
 // User-facing reasons; short, no internals.
 const (
 	reasonExpired  = "That question has expired. Please send your request again."
@@ -46,17 +42,17 @@ const (
 func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, error) {
 	env := run.Envelope
 	conv := env.Conv.String()
-	if out, ok, err := t.replayed(ctx, run); err != nil || ok {
-		return out, err
-	}
-	th, _, err := t.store.Ensure(ctx, conv)
+	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
+	// thread and loads its history.
+	st, err := t.store.BeginRun(ctx, conv, env.RunID)
 	if err != nil {
-		return "", fmt.Errorf("lead: loading the thread: %w", err)
+		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
-	history, err := t.loadHistory(ctx, conv)
-	if err != nil {
-		return "", err
+	if st.Finished {
+		return t.replayed(ctx, run, st), nil
 	}
+	th := st.Thread
+	history := t.decodeHistory(conv, st.Events)
 
 	in := agent.Input{Content: env.Text}
 	var completed []agent.Event // the pending turn this run completes, answer filled in
@@ -68,7 +64,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 			return "", err
 		}
 		if reason != "" {
-			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed)
+			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
 		}
 		completed = answered(p, env.Text)
 		history = append(history, completed...)
@@ -125,48 +121,62 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID, "err", errNoAnswer)
 			text = "_(The assistant finished without writing an answer.)_"
 		}
-		if err := t.persist(ctx, conv, th.ID, append(completed, own...)); err != nil {
+		turn, err := historyTurn(append(completed, own...))
+		if err != nil {
 			return "", err
 		}
-		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered)
+		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
 	default:
 		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
-		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed)
+		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed, nil)
 	}
 }
 
 // replayed re-emits the closing event of a run that already finished (a redelivery after a
-// crash between recording the result and acknowledging the run).
-func (t *Team) replayed(ctx context.Context, run *runs.Run) (runs.Outcome, bool, error) {
-	outcome, found, err := t.store.Outcome(ctx, run.Envelope.RunID)
-	if err != nil {
-		return "", false, fmt.Errorf("lead: reading the run's outcome: %w", err)
-	}
-	if !found {
-		return "", false, nil
-	}
-	// The result is recorded before the outcome, so it is there; were it not, "{}" is harmless.
-	_, stored, err := t.store.RecordOutbound(ctx, run.Envelope.RunID, resultSlot, []byte("{}"))
-	if err != nil {
-		return "", false, fmt.Errorf("lead: reading the run's result: %w", err)
-	}
+// crash between recording the end and acknowledging the run). The result is recorded with the
+// outcome in one step, so it is there.
+func (t *Team) replayed(ctx context.Context, run *runs.Run, st threads.RunStart) runs.Outcome {
 	var ev runs.Event
-	if json.Unmarshal(stored, &ev) == nil && ev.Kind != "" {
-		_ = run.Emit(ctx, ev)
-	}
-	return runs.Outcome(outcome), true, nil
-}
-
-// finish records the closing event (so a replay re-emits it) and emits it.
-func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome) (runs.Outcome, error) {
-	id := run.Envelope.RunID
-	if b, err := json.Marshal(ev); err == nil {
-		if _, _, err := t.store.RecordOutbound(ctx, id, resultSlot, b); err != nil {
-			t.log.Warn("lead: recording the run's result failed", "run", id, "err", err)
+	if json.Unmarshal(st.Result, &ev) == nil && ev.Kind != "" {
+		if err := run.Emit(ctx, ev); err != nil {
+			t.log.Warn("lead: re-delivering a finished run's closing event failed", "run", run.Envelope.RunID, "kind", ev.Kind, "err", err)
 		}
 	}
-	if _, err := t.store.RecordOutcome(ctx, id, string(out)); err != nil {
-		t.log.Warn("lead: recording the run's outcome failed", "run", id, "err", err)
+	return runs.Outcome(st.Outcome)
+}
+
+// savedTurn is the exchange a finished run adds to its thread's history.
+type savedTurn struct {
+	threadID string
+	events   []json.RawMessage
+}
+
+// finish records the run's end — its turn appended to the history (when turn is set), the
+// closing event (so a replay re-emits it) and the outcome, in one atomic step — and then emits
+// the closing event. A run whose history could not be saved returns an error, so it is tried
+// again; a failed record of a run without a turn is logged and the event still goes out.
+func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome, turn *savedTurn) (runs.Outcome, error) {
+	id := run.Envelope.RunID
+	result, err := json.Marshal(ev)
+	if err != nil {
+		// Recorded without it, a replay ends the run without re-emitting; the event still goes out now.
+		t.log.Warn("lead: encoding the run's closing event failed", "run", id, "err", err)
+		result = nil
+	}
+	end := threads.RunEnd{Outcome: string(out), Result: result}
+	if turn != nil {
+		end.ThreadID, end.Turn = turn.threadID, turn.events
+	}
+	first, err := t.store.FinishRun(ctx, run.Envelope.Conv.String(), id, end)
+	switch {
+	case errors.Is(err, threads.ErrStaleThread):
+		// The user started over with `new` while this ran; the answer still goes out.
+	case err != nil && turn != nil:
+		return "", fmt.Errorf("lead: saving history: %w", err)
+	case err != nil:
+		t.log.Warn("lead: recording the run's end failed", "run", id, "err", err)
+	case !first:
+		t.log.Warn("lead: another attempt of the run recorded its end first; its history is kept", "run", id)
 	}
 	if err := run.Emit(ctx, ev); err != nil {
 		t.log.Warn("lead: delivering the run's closing event failed", "run", id, "kind", ev.Kind, "err", err)
@@ -198,7 +208,7 @@ func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events, own []a
 	}
 	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
 	text := answerText(own, lastTurnOf(own))
-	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting)
+	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting, nil)
 }
 
 func expiry(ttl time.Duration) time.Time {
@@ -244,10 +254,10 @@ func answered(p *pendingTurn, answer string) []agent.Event {
 	return out
 }
 
-// persist appends the finished exchange to the thread's history as one turn: the completed
-// pending turn, if this run answered one, then this run's own events. Chunks are left out; they
-// repeat the messages.
-func (t *Team) persist(ctx context.Context, conv, threadID string, events []agent.Event) error {
+// historyTurn encodes the finished exchange as one history turn: the completed pending turn, if
+// this run answered one, then this run's own events. Chunks are left out; they repeat the
+// messages.
+func historyTurn(events []agent.Event) ([]json.RawMessage, error) {
 	raw := make([]json.RawMessage, 0, len(events))
 	for _, e := range events {
 		if e.Kind == agent.KindAssistantChunk {
@@ -255,25 +265,16 @@ func (t *Team) persist(ctx context.Context, conv, threadID string, events []agen
 		}
 		b, err := json.Marshal(e)
 		if err != nil {
-			return runs.Permanent(fmt.Errorf("lead: encoding history: %w", err))
+			return nil, runs.Permanent(fmt.Errorf("lead: encoding history: %w", err))
 		}
 		raw = append(raw, b)
 	}
-	err := t.store.AppendTurn(ctx, conv, threadID, raw)
-	if errors.Is(err, threads.ErrStaleThread) {
-		return nil // the user started over with `new` while this ran; the answer still goes out
-	}
-	if err != nil {
-		return fmt.Errorf("lead: saving history: %w", err)
-	}
-	return nil
+	return raw, nil
 }
 
-func (t *Team) loadHistory(ctx context.Context, conv string) ([]agent.Event, error) {
-	raw, err := t.store.LoadEvents(ctx, conv)
-	if err != nil {
-		return nil, fmt.Errorf("lead: loading history: %w", err)
-	}
+// decodeHistory turns the stored session events back into agent events; unreadable ones are
+// skipped and logged.
+func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
 	out := make([]agent.Event, 0, len(raw))
 	for _, r := range raw {
 		var e agent.Event
@@ -283,7 +284,7 @@ func (t *Team) loadHistory(ctx context.Context, conv string) ([]agent.Event, err
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out
 }
 
 // answerText is what users may see of a turn: the assistant text of that turn's last message

@@ -319,3 +319,44 @@ func TestClarificationLimitsAreToolErrors(t *testing.T) {
 		t.Fatalf("tool error %+v", res)
 	}
 }
+
+// TestReplayedRunKeepsOneHistoryTurn proves the end of a run is recorded with its history turn
+// in one step: a redelivered run — answered or failed — re-emits its closing event and never
+// appends to the history again.
+func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
+	cases := []struct {
+		name     string
+		env      *runs.Envelope
+		wantKind runs.EventKind
+		wantOut  runs.Outcome
+		wantHist int
+	}{
+		{"answered", envelope(runs.KindMessage, "hello"), runs.EventFinal, runs.OutcomeAnswered, 2},
+		{"failed", envelope(runs.KindClarificationAnswer, "late"), runs.EventFailed, runs.OutcomeFailed, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newStore(t)
+			p := llm.NewScripted(llm.Reply{Text: "only once"})
+			team := newTeam(t, p, store)
+			ctx := context.Background()
+			first := &collector{}
+			if out, err := team.HandleRun(ctx, runs.NewRun(tc.env, first)); err != nil || out != tc.wantOut {
+				t.Fatalf("first attempt = %v, %v", out, err)
+			}
+			hist, err := store.LoadEvents(ctx, conv.String())
+			if err != nil || len(hist) < tc.wantHist {
+				t.Fatalf("history after the first attempt: %d events, %v", len(hist), err)
+			}
+			replay := &collector{}
+			tc.env.Attempt = 2
+			out, err := team.HandleRun(ctx, runs.NewRun(tc.env, replay))
+			if err != nil || out != tc.wantOut || replay.last().Kind != tc.wantKind || replay.last().Text != first.last().Text {
+				t.Fatalf("replay = %v, %v, %+v; want %v re-emitting %+v", out, err, replay.last(), tc.wantOut, first.last())
+			}
+			if again, _ := store.LoadEvents(ctx, conv.String()); len(again) != len(hist) {
+				t.Errorf("history grew on replay: %d → %d events", len(hist), len(again))
+			}
+		})
+	}
+}

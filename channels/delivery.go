@@ -228,19 +228,21 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	return nil
 }
 
-// load reads what earlier attempts of the run recorded: a closing message delivered, the
-// placeholder card, the message the run answers.
+// load reads, in one round trip, what earlier attempts of the run recorded: a closing message
+// delivered, the placeholder card, the message the run answers. A failed read is logged and
+// the run delivered as a first attempt.
 func (d *Delivery) load(ctx context.Context, c *runCard) {
 	c.loaded = true
-	if _, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepFinal); err != nil {
-		d.log.Warn("channels: reading the run's delivery record failed", "run", c.runID, "err", err)
-	} else if found {
+	rec, err := d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, []string{replyKey(c.runID)})
+	if err != nil {
+		d.log.Warn("channels: reading the run's delivery records failed", "run", c.runID, "err", err)
+		return
+	}
+	if _, found := rec.Outbound[StepFinal]; found {
 		c.done = true
 		return
 	}
-	if b, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepCard); err != nil {
-		d.log.Warn("channels: reading the run's card record failed", "run", c.runID, "err", err)
-	} else if found {
+	if b, found := rec.Outbound[StepCard]; found {
 		if json.Unmarshal(b, &c.ref) != nil {
 			c.ref = MessageRef{}
 		}
@@ -248,7 +250,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 			c.ref.Conv = c.conv
 		}
 	}
-	if b, found, err := d.opt.Threads.Marked(ctx, replyKey(c.runID)); err == nil && found {
+	if b, found := rec.Marks[replyKey(c.runID)]; found {
 		c.replyTo = string(b)
 	}
 }

@@ -139,6 +139,10 @@ func partialKey(formID string) string { return "partial:" + formID }
 // event was handled or deliberately refused (every refusal is a reply or a logged, counted
 // decision), and an error when it could not be handled; the event's dedupe claim is then
 // released so a redelivery is handled afresh.
+//
+// What routing needs from Redis — the dedupe claim, the runtime access lists, the open question
+// of the conversation, whether the bot is in the message's thread, and the record of the message
+// a run answers — is one round trip (threads.Store.Intake).
 func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) error {
 	if in.Conv.Platform == "" {
 		in.Conv.Platform = ch.Name()
@@ -149,27 +153,80 @@ func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) erro
 		r.refuse(platform, "bot", "ignoring a message from a bot", in)
 		return nil
 	}
-	var claimed string
-	if in.EventID != "" {
-		key := eventKey(in)
-		ok, err := r.opt.Threads.Claim(ctx, key, r.opt.DedupeTTL)
-		if err != nil {
-			return fmt.Errorf("channels: dedupe of event %s: %w", in.EventID, err)
-		}
-		if !ok {
-			r.m.DedupeHit(platform)
-			r.log.Debug("channels: duplicate event ignored", "platform", platform, "event", in.EventID)
-			return nil
-		}
-		claimed = key
+	it, req := r.intakeRequest(in)
+	res, err := r.opt.Threads.Intake(ctx, req)
+	if err != nil {
+		return fmt.Errorf("channels: intake of event %s: %w", in.EventID, err)
 	}
-	err := r.route(ctx, ch, in)
-	if err != nil && claimed != "" {
-		if rerr := r.opt.Threads.Release(context.WithoutCancel(ctx), claimed); rerr != nil {
+	if req.ClaimKey != "" && !res.Claimed {
+		r.m.DedupeHit(platform)
+		r.log.Debug("channels: duplicate event ignored", "platform", platform, "event", in.EventID)
+		return nil
+	}
+	it.res = res
+	err = r.route(ctx, ch, in, it)
+	if err != nil && req.ClaimKey != "" {
+		if rerr := r.opt.Threads.Release(context.WithoutCancel(ctx), req.ClaimKey); rerr != nil {
 			r.log.Warn("channels: releasing the dedupe claim failed; a redelivery will be ignored", "event", in.EventID, "err", rerr)
 		}
 	}
 	return err
+}
+
+// intake is what the router knows of an event before routing it.
+type intake struct {
+	admin bool
+	res   threads.IntakeResult
+	// runID, when set, is the run id a message run of this event gets; the record of the message
+	// it answers was written with the intake.
+	runID string
+}
+
+// intakeRequest says what to claim, read and write for in in one round trip.
+func (r *Router) intakeRequest(in Inbound) (intake, threads.IntakeRequest) {
+	var it intake
+	var req threads.IntakeRequest
+	if in.EventID != "" {
+		req.ClaimKey, req.ClaimTTL = eventKey(in), r.opt.DedupeTTL
+	}
+	user := in.Identity.ChannelUserID
+	if user == "" || in.Conv.Chat == "" {
+		return it, req // refused in route; only the claim is needed
+	}
+	it.admin = r.isAdmin(in.Conv.Platform, user)
+	if !it.admin {
+		req.Platform, req.UserID = in.Conv.Platform, user
+	}
+	if in.Interaction != nil {
+		return it, req
+	}
+	req.ConvKey = in.Conv.String()
+	if !in.Direct && !in.AddressesBot && in.Command == "" && in.Conv.Thread != "" {
+		req.MarkedKey = threadKey(in.Conv)
+	}
+	if r.likelyMessageRun(in) {
+		// Delivery replies to (and reacts on) the message the run answers; writing that record
+		// now saves a round trip. Should the event be dropped after all (a duplicate, a refused
+		// user, a typed answer, a full queue), the record only lapses unused.
+		it.runID = runs.NewRunID()
+		req.Marks = []threads.MarkWrite{{Key: replyKey(it.runID), Value: []byte(in.MessageID), TTL: r.opt.DedupeTTL}}
+	}
+	return it, req
+}
+
+// likelyMessageRun reports whether in, judged without Redis, becomes a message run answering
+// in.MessageID: addressed to the bot, not a command, within the size limit, not empty.
+func (r *Router) likelyMessageRun(in Inbound) bool {
+	if in.MessageID == "" || !(in.Direct || in.AddressesBot) || in.Command != "" {
+		return false
+	}
+	if _, _, isCmd := ParseCommand(in.Text); isCmd {
+		return false
+	}
+	if strings.TrimSpace(in.Text) == "" && len(in.Files) == 0 {
+		return false
+	}
+	return utf8.RuneCountInString(in.Text) <= r.opt.MaxMessageChars
 }
 
 func (r *Router) refuse(platform, reason, what string, in Inbound) {
@@ -181,42 +238,36 @@ func (r *Router) isAdmin(platform, userID string) bool {
 	return userID != "" && slices.Contains(r.opt.Admins[platform], userID)
 }
 
-// allowed applies the access policy; admins pass everything.
-func (r *Router) allowed(ctx context.Context, in Inbound, admin bool) (ok bool, reason string, err error) {
-	if admin {
-		return true, "", nil
+// allowed applies the access policy, with the runtime decisions the intake read; admins pass
+// everything.
+func (r *Router) allowed(in Inbound, it intake) (ok bool, reason string) {
+	if it.admin {
+		return true, ""
 	}
 	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
 	pol, known := r.opt.Access[platform]
 	if !known {
 		pol = AccessPolicy{Policy: PolicyOpen, DM: true}
 	}
-	allowed, denied, err := r.opt.Threads.AccessOverride(ctx, platform, user)
-	if err != nil {
-		return false, "", fmt.Errorf("channels: access of %s: %w", user, err)
-	}
 	switch {
-	case denied:
-		return false, "not_allowed", nil
-	case !allowed && pol.Policy == PolicyAllowlist && !slices.Contains(pol.Allow, user):
-		return false, "not_allowed", nil
+	case it.res.Denied:
+		return false, "not_allowed"
+	case !it.res.Allowed && pol.Policy == PolicyAllowlist && !slices.Contains(pol.Allow, user):
+		return false, "not_allowed"
 	case in.Direct && !pol.DM:
-		return false, "dm_disabled", nil
+		return false, "dm_disabled"
 	}
-	return true, "", nil
+	return true, ""
 }
 
-func (r *Router) route(ctx context.Context, ch Channel, in Inbound) error {
+func (r *Router) route(ctx context.Context, ch Channel, in Inbound, it intake) error {
 	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
 	if user == "" || in.Conv.Chat == "" {
 		r.refuse(platform, "no_identity", "ignoring an event without a sender or a chat", in)
 		return nil
 	}
-	admin := r.isAdmin(platform, user)
-	ok, reason, err := r.allowed(ctx, in, admin)
-	if err != nil {
-		return err
-	}
+	admin := it.admin
+	ok, reason := r.allowed(in, it)
 	if !ok {
 		r.refuse(platform, reason, "refusing a user the access policy does not admit", in)
 		// Tell the user only where it does not spam a group: privately, or in a DM.
@@ -242,20 +293,11 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound) error {
 	}
 
 	conv := in.Conv.String()
-	pending, hasPending, err := r.opt.Threads.PendingClarification(ctx, conv)
-	if err != nil {
-		return fmt.Errorf("channels: reading the pending question: %w", err)
-	}
-	forUser := hasPending && pending.AllowedUserID == user
+	pending := it.res.Pending
+	forUser := it.res.HasPending && pending.AllowedUserID == user
 
 	if !in.Direct && !in.AddressesBot && in.Command == "" && !forUser {
-		inThread := false
-		if in.Conv.Thread != "" {
-			if _, inThread, err = r.opt.Threads.Marked(ctx, threadKey(in.Conv)); err != nil {
-				return fmt.Errorf("channels: reading thread membership: %w", err)
-			}
-		}
-		if !inThread {
+		if !it.res.IsMarked { // the bot is not in the message's thread (or it has none)
 			r.m.Refused(platform, "not_addressed")
 			r.log.Debug("channels: group message not addressed to the bot", "platform", platform, "conv", conv, "event", in.EventID)
 			return nil
@@ -278,7 +320,11 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound) error {
 	}
 	env := r.envelope(in, admin, runs.KindMessage)
 	env.Text, env.Attachments = in.Text, in.Files
-	refusal, err := r.enqueue(ctx, ch, in, env)
+	replyMarked := it.runID != ""
+	if replyMarked {
+		env.RunID = it.runID
+	}
+	refusal, err := r.enqueue(ctx, ch, in, env, replyMarked)
 	if refusal != "" {
 		r.reply(ctx, ch, in, refusal)
 	}
@@ -295,10 +341,11 @@ func (r *Router) envelope(in Inbound, admin bool, kind runs.Kind) *runs.Envelope
 }
 
 // enqueue signs and queues env. Busy and paused are counted and logged, and come back as the
-// polite refusal to show the user; other failures are errors.
-func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope) (refusal string, err error) {
+// polite refusal to show the user; other failures are errors. replyMarked says the record of
+// the message the run answers was written with the intake.
+func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope, replyMarked bool) (refusal string, err error) {
 	platform := in.Conv.Platform
-	if env.ReplyTo != "" {
+	if env.ReplyTo != "" && !replyMarked {
 		// Delivery replies to (and reacts on) the message the run answers.
 		if err := r.opt.Threads.Mark(ctx, replyKey(env.RunID), []byte(env.ReplyTo), r.opt.DedupeTTL); err != nil {
 			r.log.Warn("channels: remembering the message a run answers failed", "run", env.RunID, "err", err)

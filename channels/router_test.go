@@ -281,3 +281,33 @@ func TestWorkingSignalAtReceipt(t *testing.T) {
 		t.Fatalf("typing signals = %d, runs queued = %d; want 1 and 1", typing, h.queued(conv))
 	}
 }
+
+// TestRunRemembersTheMessageItAnswers proves delivery can reply to the message a run answers:
+// the reply record is there under the queued run's id, whether it was written with the intake
+// (a message addressed to the bot) or at enqueue (a follow-up in a thread the bot is in).
+func TestRunRemembersTheMessageItAnswers(t *testing.T) {
+	h := newHarness(t)
+	h.startPool()
+	thread := runs.ConvKey{Platform: "test", Chat: "g1", Thread: "t1"}
+	cases := []struct {
+		name string
+		in   Inbound
+	}{
+		{"direct message", Inbound{EventID: "e1", Conv: dm("c1"), Identity: user("u1"), Text: "hi", Direct: true, MessageID: "101"}},
+		{"mention in a thread", Inbound{EventID: "e2", Conv: thread, Identity: user("u1"), Text: "@bot hi", AddressesBot: true, MessageID: "102"}},
+		{"follow-up in the thread", Inbound{EventID: "e3", Conv: thread, Identity: user("u2"), Text: "and then?", MessageID: "103"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h.send(tc.in)
+			env := h.nextRun()
+			if env.ReplyTo != tc.in.MessageID {
+				t.Fatalf("run answers %q, want %q", env.ReplyTo, tc.in.MessageID)
+			}
+			got, found, err := h.store.Marked(h.ctx, replyKey(env.RunID))
+			if err != nil || !found || string(got) != tc.in.MessageID {
+				t.Errorf("reply record of run %s = %q, %v, %v; want %q", env.RunID, got, found, err, tc.in.MessageID)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package telegram
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -107,4 +109,45 @@ func BenchmarkSend(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSendConcurrent is BenchmarkSend with 64 senders per CPU — about the load of a 64-worker
+// pool, each worker sending and typing — and reports new connections per send (connection churn
+// once more calls are in flight than the client keeps idle).
+func BenchmarkSendConcurrent(b *testing.B) {
+	fake := telegramfake.Start()
+	defer fake.Close()
+	fake.SetRecording(false)
+	ch, err := New(Config{Token: fake.Token(), APIURL: fake.URL(), Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := ch.http.Transport.(*http.Transport)
+	var dials atomic.Int64
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	defer tr.CloseIdleConnections()
+	if err := ch.Start(context.Background(), &countingHandler{want: -1}); err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Stop(context.Background())
+	msg := channels.Message{Text: "The answer is **42**, see `code` and [a link](https://example.com)."}
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			to := channels.Target{Conv: privateConv(int64(1 + i%200))}
+			if _, err := ch.Send(context.Background(), to, msg); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(dials.Load())/float64(b.N), "dials/op")
 }

@@ -163,7 +163,7 @@ func New(cfg Config) (*Channel, error) {
 		// One host takes every call: keep enough idle connections for concurrent sends (the
 		// default transport keeps two).
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
 		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
 	if cfg.Offsets == nil {

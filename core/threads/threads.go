@@ -7,6 +7,10 @@
 // keys of one conversation share a Redis Cluster hash tag, and every multi-key step is one Lua
 // script, so the store works the same on a single Redis, Sentinel, Cluster, or the embedded
 // miniredis. Session events are opaque JSON: this package never looks inside them.
+//
+// The hot path is a few round trips: Intake (the router's claim and reads, one pipeline),
+// BeginRun and FinishRun (a run's start and end, one script each on the conversation's tag),
+// Lookup (delivery's record reads, one pipeline). Pipelines may span slots; scripts never do.
 package threads
 
 import (

@@ -186,11 +186,12 @@ func TestTokenNeverAppearsInLogsOrErrors(t *testing.T) {
 	defer dead.Close()
 	deadCh, deadLogs := newChannel(t, fake, func(c *Config) { c.APIURL = dead.URL })
 	errs = append(errs, deadCh.Start(context.Background(), &recorder{}))
+	// Armed before Start: a getUpdates already in flight would long-poll past the wait below.
+	fake.FailNext("getUpdates", 3, telegramfake.Fault{Status: 502})
 	if err := ch.Start(context.Background(), &recorder{}); err != nil {
 		t.Fatal(err)
 	}
 	defer ch.Stop(context.Background())
-	fake.FailNext("getUpdates", 3, telegramfake.Fault{Status: 502})
 	eventually(t, "poll errors logged", func() bool { return fake.Count("getUpdates") >= 4 })
 	fake.FailNext("sendMessage", 1, telegramfake.Fault{Status: 400, Description: "Bad Request: chat not found"})
 	_, err := ch.Send(context.Background(), channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})

@@ -324,6 +324,11 @@ func (a *Agent) WhenIdle(ctx context.Context) error {
 	}
 	ch := a.idleCh
 	a.mu.Unlock()
+	return wait(ctx, ch)
+}
+
+// wait returns nil once ch is closed, or ctx's error if ctx ends first.
+func wait(ctx context.Context, ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -395,12 +400,7 @@ func (a *Agent) Dispose(ctx context.Context) error {
 	}
 	ch := a.done
 	a.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait(ctx, ch)
 }
 
 // finish takes a disposed agent whose loop is gone out of the registry and releases the

@@ -66,7 +66,7 @@ type Config struct {
 	// here is replaced by what getMe says.
 	BotUsername string
 	// HTTPClient makes the requests; default a client with no overall timeout (each call carries
-	// its own context deadline) keeping 64 idle connections.
+	// its own context deadline) keeping 256 idle connections.
 	HTTPClient *http.Client
 	// Offsets keeps the polling offset across restarts; default an in-memory store.
 	Offsets OffsetStore

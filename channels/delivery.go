@@ -26,13 +26,19 @@ const (
 	DefaultMaxRetryWait      = 30 * time.Second
 	DefaultRateLimitAttempts = 5
 	DefaultCardMemory        = time.Hour
+	// DefaultPlaceholderAfter is the grace period before a run's "working" placeholder is posted
+	// (DeliveryOptions.PlaceholderAfter); cmd/bot passes it. A run answered within it shows one
+	// message, the answer.
+	DefaultPlaceholderAfter = time.Second
 )
 
 // Outbound record steps (threads.RecordOutbound) delivery writes per run.
 const (
-	// StepCard holds the JSON MessageRef of the run's placeholder card.
+	// StepCard holds the JSON MessageRef of the run's placeholder card, once one is posted.
 	StepCard = "card"
-	// StepFinal holds the JSON MessageRef of the run's closing message, once it is delivered.
+	// StepFinal holds the JSON MessageRef of the run's closing message, once it is delivered. A
+	// run answered within the placeholder's grace period has only this record: its one message
+	// is both its card and its final, and a run with a final record is never delivered again.
 	StepFinal = "final"
 )
 
@@ -57,14 +63,23 @@ type DeliveryOptions struct {
 	// CardMemory is how long an unfinished run's card state is kept in memory without events
 	// (default 1h); a later event rebuilds it from the recorded placeholder.
 	CardMemory time.Duration
+	// PlaceholderAfter is the grace period between a run's started event and its "working"
+	// placeholder. A closing event (answer, question, failure, cancellation) arriving within it
+	// is sent as the run's one message, with no placeholder before it. Progress and subagent
+	// results arriving within it are kept and shown by the placeholder posted when it ends.
+	// Zero posts the placeholder at once on started (and always signals typing there); cmd/bot
+	// passes DefaultPlaceholderAfter.
+	PlaceholderAfter time.Duration
 }
 
 // Delivery shows run events in the conversation: one card per run, posted as a "working"
-// placeholder on started, edited with progress (throttled per platform) and subagent results,
-// and replaced by the answer, the question, or the failure. It is idempotent across replays:
-// the placeholder and the closing message are recorded per run id, so a second attempt of a run
-// edits the same card and never posts the answer twice. It implements runs.Sink; Deliver may be
-// called concurrently for different runs. Close stops its timers.
+// placeholder on started (or, with PlaceholderAfter, once the run outlasts that grace period),
+// edited with progress (throttled per platform) and subagent results, and replaced by the
+// answer, the question, or the failure — which a run closing within the grace period sends as
+// its only message. It is idempotent across replays: the placeholder and the closing message are
+// recorded per run id, so a second attempt of a run edits the same card and never posts the
+// answer twice. It implements runs.Sink; Deliver may be called concurrently for different runs.
+// Close stops its timers.
 type Delivery struct {
 	opt DeliveryOptions
 	log *slog.Logger
@@ -75,7 +90,7 @@ type Delivery struct {
 	cards     map[string]*runCard
 	lastSweep time.Time
 	closed    bool
-	wg        sync.WaitGroup // throttled edits scheduled or running
+	wg        sync.WaitGroup // throttled edits and due placeholders, scheduled or running
 }
 
 var _ runs.Sink = (*Delivery)(nil)
@@ -95,7 +110,12 @@ type runCard struct {
 	progress  string
 	subagents []render.SubagentResult
 	subIDs    []string
-	timer     *time.Timer
+	timer     *time.Timer // the throttled edit scheduled
+	// owed: started was delivered and the placeholder is not posted yet; grace posts it when
+	// the grace period ends, unless a closing event comes first.
+	owed     bool
+	grace    *time.Timer
+	graceGen int // which grace period's callback may still post
 }
 
 // NewDelivery checks opt and returns a Delivery.
@@ -137,7 +157,7 @@ func (d *Delivery) Close() {
 	d.mu.Unlock()
 	for _, c := range cards {
 		c.mu.Lock()
-		d.stopTimer(c)
+		d.stopTimers(c)
 		c.mu.Unlock()
 	}
 	d.wg.Wait()
@@ -151,6 +171,32 @@ func (d *Delivery) stopTimer(c *runCard) {
 	c.timer = nil
 }
 
+// stopTimers cancels c's pending edit and its owed placeholder; the caller holds c.mu.
+func (d *Delivery) stopTimers(c *runCard) {
+	d.stopTimer(c)
+	d.stopGrace(c)
+}
+
+// schedule runs f on c (c.mu held) after wait, unless Close was called; the timer is owned by
+// d.wg until f returns or the timer is stopped. It reports false after Close.
+func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (*time.Timer, bool) {
+	d.mu.Lock()
+	closed := d.closed
+	if !closed {
+		d.wg.Add(1)
+	}
+	d.mu.Unlock()
+	if closed {
+		return nil, false
+	}
+	return time.AfterFunc(wait, func() {
+		defer d.wg.Done()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		f()
+	}), true
+}
+
 // card returns the run's card state, creating it; it also forgets idle cards.
 func (d *Delivery) card(ev runs.Event) *runCard {
 	d.mu.Lock()
@@ -161,7 +207,7 @@ func (d *Delivery) card(ev runs.Event) *runCard {
 		for id, c := range d.cards {
 			if c.mu.TryLock() {
 				if now.Sub(c.touched) > d.opt.CardMemory {
-					d.stopTimer(c)
+					d.stopTimers(c)
 					delete(d.cards, id)
 				}
 				c.mu.Unlock()
@@ -215,7 +261,7 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 		c.addSubagent(ev.Subagent)
 		d.update(ctx, ch, c)
 	case runs.EventFinal, runs.EventFailed, runs.EventCancelled, runs.EventClarification:
-		d.stopTimer(c)
+		d.stopTimers(c) // a placeholder still owed is never posted: the closing card is the message
 		err := d.finish(ctx, ch, c, ev)
 		if err == nil {
 			c.done = true
@@ -303,39 +349,6 @@ func (d *Delivery) workingCard(c *runCard) render.Card {
 		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
 }
 
-// start shows the "working" signal: typing, a reaction on the message answered, and the
-// placeholder card (or, on a replay, the placeholder an earlier attempt posted).
-func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
-	c.started = ev.At
-	if c.started.IsZero() {
-		c.started = d.now()
-	}
-	platform := c.conv.Platform
-	if t, ok := ch.(Typer); ok {
-		if err := t.Typing(ctx, Target{Conv: c.conv}); err != nil {
-			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
-		}
-	}
-	if rx, ok := ch.(Reactor); ok && c.replyTo != "" {
-		if err := rx.React(ctx, MessageRef{Conv: c.conv, IDs: []string{c.replyTo}}, "👀"); err != nil {
-			d.log.Debug("channels: reaction failed", "run", c.runID, "err", err)
-		}
-	}
-	card := d.workingCard(c)
-	if c.ref.ID() != "" {
-		d.editProgress(ctx, ch, c) // a replay: reuse the placeholder
-		return
-	}
-	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card)
-	if err != nil {
-		d.m.OutboundError(platform, "send_failed")
-		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)
-		return
-	}
-	c.ref, c.lastEdit = ref, d.now()
-	d.record(ctx, c.runID, StepCard, ref)
-}
-
 func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) {
 	b, err := json.Marshal(ref)
 	if err != nil {
@@ -366,19 +379,7 @@ func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
 	if c.timer != nil {
 		return
 	}
-	d.mu.Lock()
-	closed := d.closed
-	if !closed {
-		d.wg.Add(1)
-	}
-	d.mu.Unlock()
-	if closed {
-		return
-	}
-	c.timer = time.AfterFunc(every-since, func() {
-		defer d.wg.Done()
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	c.timer, _ = d.schedule(c, every-since, func() {
 		c.timer = nil
 		if c.done {
 			return

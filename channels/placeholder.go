@@ -1,0 +1,118 @@
+package channels
+
+import (
+	"context"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+)
+
+// typingLasts is how long a platform's typing indicator shows after one signal — Telegram's,
+// the shortest, lasts about 5 s — less a margin. The router signals typing at receipt; a run
+// started later than this after its receipt signals it again (with a grace period, it is the
+// only working signal until the placeholder).
+const typingLasts = 4 * time.Second
+
+// start shows the "working" signal on a run's started event: typing (when the receipt's may have
+// expired), a reaction on the message answered, and the placeholder card — posted at once, or
+// owed until the grace period ends — or, on a replay, the placeholder an earlier attempt posted.
+func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	c.started = ev.At
+	if c.started.IsZero() {
+		c.started = d.now()
+	}
+	lazy := d.opt.PlaceholderAfter > 0
+	if t, ok := ch.(Typer); ok && (!lazy || d.receiptTypingExpired(c.runID)) {
+		if err := t.Typing(ctx, Target{Conv: c.conv}); err != nil {
+			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
+		}
+	}
+	if rx, ok := ch.(Reactor); ok && c.replyTo != "" {
+		if err := rx.React(ctx, MessageRef{Conv: c.conv, IDs: []string{c.replyTo}}, "👀"); err != nil {
+			d.log.Debug("channels: reaction failed", "run", c.runID, "err", err)
+		}
+	}
+	switch {
+	case c.ref.ID() != "":
+		d.editProgress(ctx, ch, c) // a replay: reuse the placeholder
+	case c.owed:
+		// Another attempt of the run in this process already started the grace period.
+	case lazy && d.oweGrace(ch, c):
+	default:
+		d.postPlaceholder(ctx, ch, c)
+	}
+}
+
+// receiptTypingExpired reports whether the typing signal the router sent at the run's receipt may
+// have stopped showing. Run ids are ULIDs made at receipt, so their time is the receipt's; an id
+// that is not one (or a dead letter replayed long after) counts as expired.
+func (d *Delivery) receiptTypingExpired(runID string) bool {
+	id, err := ulid.ParseStrict(runID)
+	if err != nil {
+		return true
+	}
+	return d.now().Sub(ulid.Time(id.Time())) >= typingLasts
+}
+
+// oweGrace defers c's placeholder by the grace period; it reports false after Close (the
+// placeholder is then posted at once, as Close stops timers).
+func (d *Delivery) oweGrace(ch Channel, c *runCard) bool {
+	c.graceGen++
+	gen := c.graceGen
+	t, ok := d.schedule(c, d.opt.PlaceholderAfter, func() {
+		if gen != c.graceGen || !c.owed || c.done {
+			return // a closing event came first (or Close, or a later grace period owns c)
+		}
+		c.grace = nil
+		c.owed = false
+		ctx, cancel := context.WithTimeout(context.Background(), d.opt.MaxRetryWait)
+		defer cancel()
+		d.placeholderDue(ctx, ch, c)
+	})
+	if ok {
+		c.owed, c.grace = true, t
+	}
+	return ok
+}
+
+// stopGrace cancels c's owed placeholder; the caller holds c.mu.
+func (d *Delivery) stopGrace(c *runCard) {
+	c.owed = false
+	c.graceGen++
+	if c.grace != nil && c.grace.Stop() {
+		d.wg.Done() // the callback will never run
+	}
+	c.grace = nil
+}
+
+// placeholderDue posts the placeholder of a run that outlasted the grace period, with the
+// progress and subagent results kept meanwhile. It first reads the run's records again (one
+// round trip, only for runs this slow): an attempt of the run in another process may have
+// delivered its closing message (nothing is posted, and this attempt's events are skipped) or
+// posted a placeholder (it is edited instead).
+func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
+	d.load(ctx, c)
+	switch {
+	case c.done:
+		d.log.Debug("channels: another attempt delivered the run during the grace period", "run", c.runID)
+	case c.ref.ID() != "":
+		d.editProgress(ctx, ch, c)
+	default:
+		d.postPlaceholder(ctx, ch, c)
+	}
+}
+
+// postPlaceholder sends the working card, in reply to the message the run answers, and records
+// it so a replay edits it instead of posting another.
+func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard) {
+	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c))
+	if err != nil {
+		d.m.OutboundError(c.conv.Platform, "send_failed")
+		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)
+		return
+	}
+	c.ref, c.lastEdit = ref, d.now()
+	d.record(ctx, c.runID, StepCard, ref)
+}

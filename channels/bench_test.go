@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -61,28 +62,36 @@ func BenchmarkHandleInbound(b *testing.B) {
 }
 
 // BenchmarkDeliverRun measures delivery of one run's events (started, two progress edits, a
-// subagent result, final) to an in-memory channel, with its Redis records.
+// subagent result, final) to an in-memory channel, with its Redis records: with the placeholder
+// posted at once, and with cmd/bot's grace period, within which this (fast) run closes.
 func BenchmarkDeliverRun(b *testing.B) {
-	c := realRedis(b)
-	h := &deliveryHarness{ctx: ctxT(b), ch: newFakeChannel("test"), metrics: newCountMetrics()}
-	h.store = newBenchStore(b, c)
-	d, err := NewDelivery(DeliveryOptions{Channels: map[string]Channel{"test": h.ch}, Threads: h.store, Logger: quietLog})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	trips := countTrips(c)
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer trips.report(b)
-	for i := 0; i < b.N; i++ {
-		run := runs.NewRunID()
-		for _, ev := range []runs.Event{started(run), progress(run, "a"), progress(run, "b"), subResult(run, "s", "n", "x"), final(run, "done")} {
-			ev.Conv = deliveryConv
-			if err := d.Deliver(h.ctx, ev); err != nil {
+	for _, bc := range []struct {
+		name  string
+		after time.Duration
+	}{{"placeholder_at_once", 0}, {"placeholder_after_grace", DefaultPlaceholderAfter}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := realRedis(b)
+			h := &deliveryHarness{ctx: ctxT(b), ch: newFakeChannel("test"), metrics: newCountMetrics()}
+			h.store = newBenchStore(b, c)
+			d, err := NewDelivery(DeliveryOptions{Channels: map[string]Channel{"test": h.ch}, Threads: h.store, Logger: quietLog, PlaceholderAfter: bc.after})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
+			defer d.Close()
+			trips := countTrips(c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer trips.report(b)
+			for i := 0; i < b.N; i++ {
+				run := runs.NewRunID()
+				for _, ev := range []runs.Event{started(run), progress(run, "a"), progress(run, "b"), subResult(run, "s", "n", "x"), final(run, "done")} {
+					ev.Conv = deliveryConv
+					if err := d.Deliver(h.ctx, ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
 

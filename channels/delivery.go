@@ -85,6 +85,8 @@ type Delivery struct {
 	log *slog.Logger
 	m   Metrics
 	now func() time.Time
+	// afterFunc schedules timers (time.AfterFunc; tests fire them by hand).
+	afterFunc func(time.Duration, func()) stopper
 
 	mu        sync.Mutex
 	cards     map[string]*runCard
@@ -110,11 +112,11 @@ type runCard struct {
 	progress  string
 	subagents []render.SubagentResult
 	subIDs    []string
-	timer     *time.Timer // the throttled edit scheduled
+	timer     stopper // the throttled edit scheduled
 	// owed: started was delivered and the placeholder is not posted yet; grace posts it when
 	// the grace period ends, unless a closing event comes first.
 	owed     bool
-	grace    *time.Timer
+	grace    stopper
 	graceGen int // which grace period's callback may still post
 }
 
@@ -142,8 +144,12 @@ func NewDelivery(opt DeliveryOptions) (*Delivery, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	d.afterFunc = func(wait time.Duration, f func()) stopper { return time.AfterFunc(wait, f) }
 	return d, nil
 }
+
+// stopper is a scheduled callback (a *time.Timer); Stop reports whether it stopped the call.
+type stopper interface{ Stop() bool }
 
 // Close stops pending throttled edits and waits for any running one; later events are still
 // delivered, without throttling timers. Safe to call more than once.
@@ -179,7 +185,7 @@ func (d *Delivery) stopTimers(c *runCard) {
 
 // schedule runs f on c (c.mu held) after wait, unless Close was called; the timer is owned by
 // d.wg until f returns or the timer is stopped. It reports false after Close.
-func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (*time.Timer, bool) {
+func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (stopper, bool) {
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
@@ -189,7 +195,7 @@ func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (*time.Tim
 	if closed {
 		return nil, false
 	}
-	return time.AfterFunc(wait, func() {
+	return d.afterFunc(wait, func() {
 		defer d.wg.Done()
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -572,26 +578,4 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	}
 	d.record(ctx, c.runID, StepFinal, ref)
 	return nil
-}
-
-// removePlaceholder deletes the placeholder the closing message did not replace, or where the
-// platform cannot delete, turns it into a pointer to the answer.
-func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard) {
-	platform := c.conv.Platform
-	if del, ok := ch.(Deleter); ok {
-		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
-			return del.Delete(ctx, c.ref)
-		})
-		if err == nil || errors.Is(err, ErrMessageGone) {
-			return
-		}
-		d.m.OutboundError(platform, "delete_failed")
-		d.log.Warn("channels: deleting the placeholder failed", "run", c.runID, "err", err)
-	}
-	if ed, ok := ch.(Editor); ok {
-		card := render.Card{Title: "Done", Status: render.StatusDone, Body: "_The answer is below._", Footer: d.footer(c)}
-		if _, err := ed.Edit(ctx, c.ref, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
-			d.log.Warn("channels: the placeholder could not be removed or updated", "run", c.runID, "err", err)
-		}
-	}
 }

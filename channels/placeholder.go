@@ -2,11 +2,13 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/render"
 )
 
 // typingLasts is how long a platform's typing indicator shows after one signal — Telegram's,
@@ -115,4 +117,26 @@ func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard) 
 	}
 	c.ref, c.lastEdit = ref, d.now()
 	d.record(ctx, c.runID, StepCard, ref)
+}
+
+// removePlaceholder deletes the placeholder the closing message did not replace, or where the
+// platform cannot delete, turns it into a pointer to the answer.
+func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard) {
+	platform := c.conv.Platform
+	if del, ok := ch.(Deleter); ok {
+		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+			return del.Delete(ctx, c.ref)
+		})
+		if err == nil || errors.Is(err, ErrMessageGone) {
+			return
+		}
+		d.m.OutboundError(platform, "delete_failed")
+		d.log.Warn("channels: deleting the placeholder failed", "run", c.runID, "err", err)
+	}
+	if ed, ok := ch.(Editor); ok {
+		card := render.Card{Title: "Done", Status: render.StatusDone, Body: "_The answer is below._", Footer: d.footer(c)}
+		if _, err := ed.Edit(ctx, c.ref, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
+			d.log.Warn("channels: the placeholder could not be removed or updated", "run", c.runID, "err", err)
+		}
+	}
 }

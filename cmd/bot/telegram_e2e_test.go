@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
@@ -28,39 +29,25 @@ var (
 )
 
 // TestTelegramPrivateConversation proves the whole path for a private message: the update is
-// polled, a "working" placeholder is posted in reply to it, the model's answer is edited into
-// that same placeholder, and nothing else is left in the chat. A second message continues the
-// same thread (the model sees the first turn).
+// polled, typing is signalled at receipt, and the model's answer — faster than the placeholder's
+// grace period — is the one message posted, in reply to it, with no placeholder and no edit. A
+// second message continues the same thread (the model sees the first turn).
 func TestTelegramPrivateConversation(t *testing.T) {
 	e := newE2E(t, nil)
-	e.model.SetLatency(300 * time.Millisecond) // long enough to see the placeholder
 	e.start()
 	_, msgID := e.tg.PushPrivate(ann, "hello bot")
-	var placeholder telegramfake.Message
-	waitFor(t, "the working placeholder", 10*time.Second, func() bool {
-		p := e.tg.Posted(ann.ID)
-		if len(p) == 1 && isPlaceholder(p[0]) {
-			placeholder = p[0]
-			return true
-		}
-		return false
-	})
 	got := e.waitAnswers(ann.ID, 1)
-	if got[0].ID != placeholder.ID {
-		t.Errorf("the answer is message %d, want it edited into the placeholder %d", got[0].ID, placeholder.ID)
-	}
-	e.model.SetLatency(0)
 	if v := visible(got[0]); !strings.Contains(v, "echo: hello bot") {
 		t.Fatalf("answer shows %q, want the model's answer", v)
 	}
 	if got[0].ReplyTo != msgID {
 		t.Errorf("answer replies to %d, want the user's message %d", got[0].ReplyTo, msgID)
 	}
-	if got[0].Edits == 0 {
-		t.Error("the answer was posted anew instead of edited into the placeholder")
+	if got[0].Edits != 0 || e.tg.Count("editMessageText") != 0 {
+		t.Errorf("the answer was edited (%d edits, %d editMessageText calls); a fast answer is one message", got[0].Edits, e.tg.Count("editMessageText"))
 	}
 	if n := e.tg.Count("sendMessage"); n != 1 {
-		t.Errorf("sendMessage called %d times, want 1 (the placeholder)", n)
+		t.Errorf("sendMessage called %d times, want 1 (the answer)", n)
 	}
 	if e.tg.ChatActions(ann.ID, "typing") == 0 {
 		t.Error("no typing signal while the run worked")
@@ -77,6 +64,38 @@ func TestTelegramPrivateConversation(t *testing.T) {
 	}
 	if !hasMessage(reqs[1].Messages, "user", "hello bot") || !hasMessage(reqs[1].Messages, "assistant", "echo: hello bot") {
 		t.Errorf("the second request lacks the first turn: %+v", reqs[1].Messages)
+	}
+}
+
+// TestTelegramSlowAnswerEditsThePlaceholder proves a run slower than the placeholder's grace
+// period gets a "working" placeholder in reply to the message, and that the answer is edited
+// into that same placeholder: one sendMessage, nothing else left in the chat.
+func TestTelegramSlowAnswerEditsThePlaceholder(t *testing.T) {
+	e := newE2E(t, nil)
+	e.model.SetLatency(channels.DefaultPlaceholderAfter + 500*time.Millisecond)
+	e.start()
+	_, msgID := e.tg.PushPrivate(ann, "take your time")
+	var placeholder telegramfake.Message
+	waitFor(t, "the working placeholder", 10*time.Second, func() bool {
+		p := e.tg.Posted(ann.ID)
+		if len(p) == 1 && isPlaceholder(p[0]) {
+			placeholder = p[0]
+			return true
+		}
+		return false
+	})
+	if placeholder.ReplyTo != msgID {
+		t.Errorf("the placeholder replies to %d, want the user's message %d", placeholder.ReplyTo, msgID)
+	}
+	got := e.waitAnswers(ann.ID, 1)
+	if got[0].ID != placeholder.ID || got[0].Edits == 0 {
+		t.Errorf("the answer is message %d (%d edits), want it edited into the placeholder %d", got[0].ID, got[0].Edits, placeholder.ID)
+	}
+	if v := visible(got[0]); !strings.Contains(v, "echo: take your time") {
+		t.Fatalf("answer shows %q, want the model's answer", v)
+	}
+	if n := e.tg.Count("sendMessage"); n != 1 {
+		t.Errorf("sendMessage called %d times, want 1 (the placeholder)", n)
 	}
 }
 
@@ -392,7 +411,7 @@ func TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped(t *testing.T) {
 		t.Errorf("the new process resumed at offset %d; the old one confirmed up to %d and update %d arrived while down", resumed, slices.Max(before), round2)
 	}
 	if n := e.tg.Count("sendMessage"); n != chats*perChat {
-		t.Errorf("sendMessage called %d times, want %d (one placeholder per update)", n, chats*perChat)
+		t.Errorf("sendMessage called %d times, want %d (one message per update)", n, chats*perChat)
 	}
 }
 

@@ -172,6 +172,10 @@ type Runs struct {
 	ClarificationTTL time.Duration `koanf:"clarification_ttl"`
 	// MaxMessageChars is the longest incoming message accepted, in characters.
 	MaxMessageChars int `koanf:"max_message_chars"`
+	// PlaceholderAfter is how long a run may take before a "working" placeholder is posted; a
+	// run answered sooner shows one message. 0 posts the placeholder at once. (The typing
+	// signal goes out at receipt either way.)
+	PlaceholderAfter time.Duration `koanf:"placeholder_after"`
 }
 
 // Subagents bounds the subagents a lead agent may start.
@@ -270,6 +274,7 @@ func Default() *Config {
 			HistoryTurns:       50,
 			ClarificationTTL:   time.Hour,
 			MaxMessageChars:    8000,
+			PlaceholderAfter:   time.Second,
 		},
 		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
 		Log:       Log{Level: "info", Format: LogText},

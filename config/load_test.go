@@ -89,7 +89,7 @@ func fullConfig() *config.Config {
 		HTTP: config.HTTP{Addr: "127.0.0.1:9090"},
 		Runs: config.Runs{
 			Workers: 8, Followup: "interrupt", MaxAttempts: 5, Lease: time.Minute, MaxPerConversation: 7,
-			MaxPending: 500, HistoryTurns: 10, ClarificationTTL: 2 * time.Hour, MaxMessageChars: 4000,
+			MaxPending: 500, HistoryTurns: 10, ClarificationTTL: 2 * time.Hour, MaxMessageChars: 4000, PlaceholderAfter: 2 * time.Second,
 		},
 		Subagents: config.Subagents{MaxDepth: 3, MaxConcurrent: 2, StructuredNudgeRetries: 2},
 		Log:       config.Log{Level: "debug", Format: "json"},
@@ -110,7 +110,7 @@ func TestKeysAreTheDesignContract(t *testing.T) {
 		"discord.token", "discord.api_url", "discord.application_id", "discord.public_key",
 		"http.addr",
 		"runs.workers", "runs.followup", "runs.max_attempts", "runs.lease", "runs.max_per_conversation",
-		"runs.max_pending", "runs.history_turns", "runs.clarification_ttl", "runs.max_message_chars",
+		"runs.max_pending", "runs.history_turns", "runs.clarification_ttl", "runs.max_message_chars", "runs.placeholder_after",
 		"subagents.max_depth", "subagents.max_concurrent", "subagents.structured_nudge_retries",
 		"log.level", "log.format",
 	}
@@ -166,6 +166,7 @@ func TestLoadWithNothingGivesValidDefaults(t *testing.T) {
 		"runs.history_turns":         {cfg.Runs.HistoryTurns, 50},
 		"runs.clarification_ttl":     {cfg.Runs.ClarificationTTL, time.Hour},
 		"runs.max_message_chars":     {cfg.Runs.MaxMessageChars, 8000},
+		"runs.placeholder_after":     {cfg.Runs.PlaceholderAfter, time.Second},
 		"subagents.max_depth":        {cfg.Subagents.MaxDepth, 2},
 		"subagents.max_concurrent":   {cfg.Subagents.MaxConcurrent, 4},
 		"subagents.structured_nudge": {cfg.Subagents.StructuredNudgeRetries, 1},

@@ -205,6 +205,9 @@ func (c *Config) Validate() error {
 	v.atLeast("runs.history_turns", c.Runs.HistoryTurns, 1)
 	v.positiveDuration("runs.clarification_ttl", c.Runs.ClarificationTTL)
 	v.atLeast("runs.max_message_chars", c.Runs.MaxMessageChars, 1)
+	if c.Runs.PlaceholderAfter < 0 {
+		v.add("runs.placeholder_after", "must not be negative")
+	}
 
 	// subagents
 	v.atLeast("subagents.max_depth", c.Subagents.MaxDepth, 0)

@@ -117,7 +117,7 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 		return nil, err
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
-		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: channels.DefaultPlaceholderAfter,
+		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		EditEvery: map[string]time.Duration{"telegram": time.Second, "console": 0},
 	})
 	if err != nil {

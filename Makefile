@@ -26,7 +26,6 @@ unit:
 
 ## bench: every benchmark once, with memory figures.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS) >/dev/null && \
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 ## build: the bot binary into bin/bot.

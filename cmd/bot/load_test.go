@@ -2,11 +2,8 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -24,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
-	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -35,13 +31,15 @@ import (
 //
 //	go test -run '^$' -bench TelegramEndToEnd -benchtime=1x ./cmd/bot/
 //
-// Each burst workload pushes all its messages at once and reports messages per second end to
-// end, process CPU per message (getrusage; the fakes run in this process too), Redis CPU per
-// message (INFO cpu), peak RSS of this process during the workload (VmHWM, reset before it),
-// and receipt → first visible reply (the run's first sendMessage: its answer, or the placeholder
-// of a run outlasting the grace period) p50/p99. The paced workload pushes 100 messages a second
-// and reports the same latencies. Every workload then checks that each message got exactly one
-// reply showing its answer: 0 lost, 0 doubled, 0 placeholders left.
+// The fakes run in a child process (see loadfakes_test.go), so this process is the bot. Each
+// burst workload pushes all its messages at once and reports messages per second end to end;
+// CPU per message (getrusage): bot-cpu-ms/msg for this process, fakes-cpu-ms/msg for the child,
+// cpu-ms/msg for both; Redis CPU per message (INFO cpu); peak RSS of the bot (peak-rss-MB) and
+// of the fakes during the workload (VmHWM, reset before it); and receipt → first visible reply
+// (the run's first sendMessage: its answer, or the placeholder of a run outlasting the grace
+// period) p50/p99. The paced workload pushes 100 messages a second and reports the same
+// latencies. Every workload then checks that each message got exactly one reply showing its
+// answer: 0 lost, 0 doubled, 0 placeholders left.
 func BenchmarkTelegramEndToEnd(b *testing.B) {
 	workloads := []loadSpec{
 		{name: "2000msgs_200chats", messages: 2000, chats: 200},
@@ -90,7 +88,12 @@ type pushed struct {
 
 func runLoad(b *testing.B, w loadSpec) {
 	b.StopTimer()
+	fakes := startLoadFakes(b)
 	e := newE2E(b, func(c *config.Config) {
+		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
+		c.Telegram.Token = fakes.hello.Token
+		c.Telegram.APIURL = fakes.hello.TelegramURL
+		c.LLM.BaseURL = fakes.hello.ModelURL
 		c.Runs.Workers = loadWorkers
 		c.Runs.MaxPending = 100_000
 		c.Runs.MaxPerConversation = 1000
@@ -101,78 +104,74 @@ func runLoad(b *testing.B, w loadSpec) {
 			c.Telegram.WebhookSecret = loadWebhookSecret
 		}
 	})
-	e.tg.SetRecording(false)
-	e.model.SetRecording(false)
-	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
-		return modelserver.Reply{Content: "echo: " + r.LastUserText(), ChunkSize: 64}
-	})
 	r := e.start()
 	trips := &roundTrips{}
 	if os.Getenv("SB_LOAD_TRIPS") != "" {
 		trips.by = map[string]int{} // attribution costs a stack walk per command
 	}
 	r.core.redis.AddHook(trips)
+	var webhook string
+	if w.webhook {
+		webhook = "http://" + r.listener.Addr().String() + "/telegram"
+	}
 
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS(b)
+	fakes.resetPeak()
 	redisCPU0 := redisCPU(b)
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	fakes0 := fakes.usage()
 
-	var deliver func()
-	if w.webhook {
-		var stop func()
-		deliver, stop = webhookDeliverer(b, e.tg, "http://"+r.listener.Addr().String()+"/telegram")
-		defer stop()
-	}
 	b.StartTimer()
 	began := time.Now()
-	msgs := make([]pushed, 0, w.messages)
-	var tick *time.Ticker
-	if w.rate > 0 {
-		tick = time.NewTicker(time.Second / time.Duration(w.rate))
-		defer tick.Stop()
-	}
+	users := make([]int64, w.messages)
+	texts := make([]string, w.messages)
 	for i := range w.messages {
-		if tick != nil && i > 0 {
-			<-tick.C // pacing the load generator, not synchronization
-		}
-		u := telegramfake.User{ID: int64(100_000 + i%w.chats), FirstName: "Load"}
-		text := fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
-		at := time.Now()
-		_, id := e.tg.PushPrivate(u, text)
-		msgs = append(msgs, pushed{chat: u.ID, id: id, text: text, at: at})
-		if deliver != nil && tick != nil {
-			deliver()
-		}
+		users[i] = int64(loadFirstChat + i%w.chats)
+		texts[i] = fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
 	}
-	if deliver != nil && tick == nil {
-		deliver()
+	var acks []loadPushed
+	if w.rate > 0 {
+		tick := time.NewTicker(time.Second / time.Duration(w.rate))
+		defer tick.Stop()
+		for i := range w.messages {
+			if i > 0 {
+				<-tick.C // pacing the load generator, not synchronization
+			}
+			acks = append(acks, fakes.push(users[i:i+1], texts[i:i+1], webhook)...)
+		}
+	} else {
+		acks = fakes.push(users, texts, webhook)
 	}
-	waitFor(b, "every update taken in", 5*time.Minute, func() bool { return e.tg.Pending() == 0 })
+	fakes.wait("intake", 0, 0, 0, 5*time.Minute)
 	intake := time.Since(began)
 	// Each run posts one message — its answer, or the placeholder the answer is edited into
 	// when the run outlasts the grace period; the full check follows.
-	waitFor(b, "every run's message posted", 5*time.Minute, func() bool { return e.tg.Count("sendMessage") >= w.messages })
-	waitFor(b, "every chat answered", 30*time.Second, func() bool {
-		for c := range w.chats {
-			if !answered(e.tg, int64(100_000+c), w.messages/w.chats+boolInt(c < w.messages%w.chats)) {
-				return false
-			}
-		}
-		return true
-	})
+	fakes.wait("posted", w.messages, 0, 0, 5*time.Minute)
+	fakes.wait("answered", w.messages, w.chats, loadFirstChat, 30*time.Second)
 	elapsed := time.Since(began)
 	b.StopTimer()
 
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := cpuTime(ru1) - cpuTime(ru0)
-	peak := peakRSS(b)
+	fakes1 := fakes.usage()
+	botCPU := cpuTime(ru1) - cpuTime(ru0)
+	fakesCPU := fakes1.CPU - fakes0.CPU
+	peak := peakRSS()
 	redisUsed := redisCPU(b) - redisCPU0
+	if w.webhook {
+		if n := fakes.webhookFailures(); n > 0 {
+			b.Errorf("%d webhook deliveries failed", n)
+		}
+	}
 
-	lat := verifyLoad(b, e.tg, msgs)
+	msgs := make([]pushed, len(acks))
+	for i, a := range acks {
+		msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
+	}
+	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), msgs)
 	var hist dto.Metric
 	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
 		h := hist.GetHistogram()
@@ -187,10 +186,13 @@ func runLoad(b *testing.B, w loadSpec) {
 			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
 		}
 	}
-	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/msg")
+	b.ReportMetric(float64((botCPU+fakesCPU).Microseconds())/1000/n, "cpu-ms/msg")
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
 	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
 	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
 	b.ReportMetric(0, "ns/op")
@@ -199,52 +201,8 @@ func runLoad(b *testing.B, w loadSpec) {
 	}
 }
 
-// webhookDeliverer returns deliver, which hands every update queued in the fake to the app's
-// webhook over webhookConnections concurrent connections, and stop, which ends the deliverers.
-// A delivery that is not answered 200 fails the benchmark.
-func webhookDeliverer(b *testing.B, tg *telegramfake.Server, url string) (deliver, stop func()) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = webhookConnections
-	client := &http.Client{Transport: tr}
-	work := make(chan []byte, 4096)
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	for range webhookConnections {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for body := range work {
-				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", loadWebhookSecret)
-				resp, err := client.Do(req)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	deliver = func() {
-		for _, u := range tg.TakeUpdates() {
-			work <- u
-		}
-	}
-	stop = func() {
-		close(work)
-		wg.Wait()
-		tr.CloseIdleConnections()
-		if n := failed.Load(); n > 0 {
-			b.Errorf("%d webhook deliveries failed", n)
-		}
-	}
-	return deliver, stop
-}
+// loadFirstChat is the first load chat's id (a private chat with user loadFirstChat).
+const loadFirstChat = 100_000
 
 func boolInt(v bool) int {
 	if v {
@@ -255,7 +213,7 @@ func boolInt(v bool) int {
 
 // verifyLoad checks every message got exactly one reply — a bot message replying to it, showing
 // its answer, not a placeholder — and returns each message's receipt → first visible reply.
-func verifyLoad(b *testing.B, tg *telegramfake.Server, msgs []pushed) []time.Duration {
+func verifyLoad(b *testing.B, posted map[int64][]telegramfake.Message, msgs []pushed) []time.Duration {
 	b.Helper()
 	byChat := map[int64][]pushed{}
 	for _, m := range msgs {
@@ -265,7 +223,7 @@ func verifyLoad(b *testing.B, tg *telegramfake.Server, msgs []pushed) []time.Dur
 	lost, doubled, placeholders := 0, 0, 0
 	for chat, want := range byChat {
 		replies := map[int][]telegramfake.Message{}
-		for _, p := range tg.Posted(chat) {
+		for _, p := range posted[chat] {
 			if isPlaceholder(p) {
 				placeholders++
 			}
@@ -314,8 +272,15 @@ func resetPeakRSS(b *testing.B) {
 	}
 }
 
-// peakRSS reads VmHWM from /proc/self/status, falling back to getrusage's maxrss.
-func peakRSS(b *testing.B) int64 {
+// peakRSS reads this process's VmHWM (see peakRSSOf).
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return peakRSSOf(ru)
+}
+
+// peakRSSOf reads VmHWM from /proc/self/status, falling back to ru's maxrss.
+func peakRSSOf(ru syscall.Rusage) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err == nil {
 		defer f.Close()
@@ -327,9 +292,6 @@ func peakRSS(b *testing.B) int64 {
 			}
 		}
 	}
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	b.Logf("VmHWM unavailable; using maxrss")
 	return ru.Maxrss << 10
 }
 

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+)
+
+// The load benchmark runs the fakes (the Bot API, the model server, and the webhook deliveries
+// that play Telegram) in a child process — this test binary re-executed with loadFakesEnv set —
+// so that getrusage and VmHWM of the benchmark process measure the bot alone, and the child's
+// own figures measure the fakes. The benchmark drives the child over a small loopback control
+// API (loadFakesServer) exactly as it drove the in-process fakes: pushing updates, waiting for
+// what was posted, reading the posts back.
+
+// loadFakesEnv, set in the environment, makes the test binary serve the fakes and nothing else.
+const loadFakesEnv = "SB_LOAD_FAKES_CHILD"
+
+func init() {
+	if os.Getenv(loadFakesEnv) == "" {
+		return
+	}
+	os.Exit(serveLoadFakes())
+}
+
+// loadFakesHello is the child's first line on stdout.
+type loadFakesHello struct {
+	TelegramURL string `json:"telegram_url"`
+	Token       string `json:"token"`
+	ModelURL    string `json:"model_url"`
+	ControlURL  string `json:"control_url"`
+}
+
+// loadPushed is one pushed message as the child queued it.
+type loadPushed struct {
+	ID int   `json:"id"`
+	At int64 `json:"at"` // Unix ns, taken just before the update was queued
+}
+
+// loadUsage is a process's CPU and peak RSS.
+type loadUsage struct {
+	CPU  time.Duration `json:"cpu"`
+	Peak int64         `json:"peak"`
+}
+
+// serveLoadFakes runs the child: it starts the fakes and the control API, prints their
+// addresses, and serves until its stdin closes (the parent ended).
+func serveLoadFakes() int {
+	tg := telegramfake.Start()
+	defer tg.Close()
+	model := modelserver.Start()
+	defer model.Close()
+	tg.SetRecording(false)
+	model.SetRecording(false)
+	model.SetFunc(echoModel)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load fakes: listen:", err)
+		return 1
+	}
+	s := &loadFakesServer{tg: tg}
+	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	_ = json.NewEncoder(os.Stdout).Encode(loadFakesHello{
+		TelegramURL: tg.URL(), Token: tg.Token(), ModelURL: model.BaseURL(), ControlURL: "http://" + ln.Addr().String(),
+	})
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = srv.Close()
+	s.stopWebhook()
+	return 0
+}
+
+// loadFakesServer is the child's control API over its fakes.
+type loadFakesServer struct {
+	tg *telegramfake.Server
+
+	hookOnce sync.Once
+	hookWork chan []byte
+	hookWG   sync.WaitGroup
+	hookFail atomic.Int64
+}
+
+func (s *loadFakesServer) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	// POST /push {"users":[..],"texts":[..],"webhook":url} → []loadPushed. With webhook set,
+	// the queued updates are then delivered to it over webhookConnections connections.
+	m.HandleFunc("POST /push", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Users   []int64  `json:"users"`
+			Texts   []string `json:"texts"`
+			Webhook string   `json:"webhook"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Users) != len(req.Texts) {
+			http.Error(w, "bad push", http.StatusBadRequest)
+			return
+		}
+		out := make([]loadPushed, len(req.Users))
+		for i, u := range req.Users {
+			at := time.Now()
+			_, id := s.tg.PushPrivate(telegramfake.User{ID: u, FirstName: "Load"}, req.Texts[i])
+			out[i] = loadPushed{ID: id, At: at.UnixNano()}
+		}
+		if req.Webhook != "" {
+			s.deliver(req.Webhook)
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	// GET /wait?what=intake|posted|answered&n=messages&chats=chats&first=chat id: blocks until
+	// the condition holds (204) or the timeout parameter (ns) passes (504).
+	m.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, _ := strconv.Atoi(q.Get("n"))
+		chats, _ := strconv.Atoi(q.Get("chats"))
+		first, _ := strconv.ParseInt(q.Get("first"), 10, 64)
+		timeout, _ := strconv.ParseInt(q.Get("timeout"), 10, 64)
+		var cond func() bool
+		switch q.Get("what") {
+		case "intake":
+			cond = func() bool { return s.tg.Pending() == 0 }
+		case "posted":
+			cond = func() bool { return s.tg.Count("sendMessage") >= n }
+		case "answered":
+			cond = func() bool {
+				for c := range chats {
+					if !answered(s.tg, first+int64(c), n/chats+boolInt(c < n%chats)) {
+						return false
+					}
+				}
+				return true
+			}
+		default:
+			http.Error(w, "unknown condition", http.StatusBadRequest)
+			return
+		}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.NewTimer(time.Duration(timeout))
+		defer deadline.Stop()
+		for !cond() {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				w.WriteHeader(http.StatusGatewayTimeout)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	// GET /posted?first=chat id&chats=n → map chat id → what the bot posted there.
+	m.HandleFunc("GET /posted", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		chats, _ := strconv.Atoi(q.Get("chats"))
+		first, _ := strconv.ParseInt(q.Get("first"), 10, 64)
+		out := make(map[int64][]telegramfake.Message, chats)
+		for c := range chats {
+			out[first+int64(c)] = s.tg.Posted(first + int64(c))
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	m.HandleFunc("GET /usage", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(selfUsage())
+	})
+	m.HandleFunc("POST /reset-peak", func(w http.ResponseWriter, _ *http.Request) {
+		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	// POST /webhook-failures ends the deliveries and returns how many were not answered 200.
+	m.HandleFunc("POST /webhook-failures", func(w http.ResponseWriter, _ *http.Request) {
+		s.stopWebhook()
+		_ = json.NewEncoder(w).Encode(s.hookFail.Load())
+	})
+	return m
+}
+
+// deliver hands every queued update to the webhook deliverers, starting them on first use.
+func (s *loadFakesServer) deliver(url string) {
+	s.hookOnce.Do(func() {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = webhookConnections
+		client := &http.Client{Transport: tr}
+		s.hookWork = make(chan []byte, 4096)
+		for range webhookConnections {
+			s.hookWG.Add(1)
+			go func() {
+				defer s.hookWG.Done()
+				for body := range s.hookWork {
+					req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("X-Telegram-Bot-Api-Secret-Token", loadWebhookSecret)
+					resp, err := client.Do(req)
+					if err != nil {
+						s.hookFail.Add(1)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						s.hookFail.Add(1)
+					}
+				}
+			}()
+		}
+	})
+	for _, u := range s.tg.TakeUpdates() {
+		s.hookWork <- u
+	}
+}
+
+// stopWebhook ends the deliverers, if they were started, once every delivery is done.
+func (s *loadFakesServer) stopWebhook() {
+	started := true
+	s.hookOnce.Do(func() { started = false })
+	if started && s.hookWork != nil {
+		close(s.hookWork)
+		s.hookWork = nil
+		s.hookWG.Wait()
+	}
+}
+
+// selfUsage is this process's CPU (user + system) and peak RSS since the last reset.
+func selfUsage() loadUsage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return loadUsage{CPU: cpuTime(ru), Peak: peakRSSOf(ru)}
+}
+
+// loadFakes is the benchmark's handle on the child process.
+type loadFakes struct {
+	tb    testing.TB
+	hello loadFakesHello
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	hc    *http.Client
+}
+
+// startLoadFakes starts the child and waits for its addresses; it is ended when tb ends.
+func startLoadFakes(tb testing.TB) *loadFakes {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatalf("load fakes: own executable: %v", err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), loadFakesEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatalf("load fakes: %v", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatalf("load fakes: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("load fakes: starting the child: %v", err)
+	}
+	f := &loadFakes{tb: tb, cmd: cmd, stdin: stdin, hc: &http.Client{Transport: &http.Transport{}}}
+	tb.Cleanup(f.close)
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil {
+		tb.Fatalf("load fakes: reading the child's addresses: %v", err)
+	}
+	if err := json.Unmarshal(line, &f.hello); err != nil {
+		tb.Fatalf("load fakes: the child's addresses %q: %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return f
+}
+
+func (f *loadFakes) close() {
+	_ = f.stdin.Close()
+	_ = f.cmd.Wait()
+	f.hc.CloseIdleConnections()
+}
+
+// call makes one control request and decodes its JSON answer into out (when not nil).
+func (f *loadFakes) call(method, path string, in, out any) int {
+	f.tb.Helper()
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(context.Background(), method, f.hello.ControlURL+path, body)
+	resp, err := f.hc.Do(req)
+	if err != nil {
+		f.tb.Fatalf("load fakes %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			f.tb.Fatalf("load fakes %s %s: decoding: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// push queues a private message from each users[i] with texts[i]; with webhook set the child
+// then delivers the queued updates to it.
+func (f *loadFakes) push(users []int64, texts []string, webhook string) []loadPushed {
+	var out []loadPushed
+	in := map[string]any{"users": users, "texts": texts, "webhook": webhook}
+	if code := f.call(http.MethodPost, "/push", in, &out); code != http.StatusOK {
+		f.tb.Fatalf("load fakes: push answered %d", code)
+	}
+	return out
+}
+
+// wait blocks until the child reports the condition (see /wait) holds.
+func (f *loadFakes) wait(what string, n, chats int, first int64, timeout time.Duration) {
+	f.tb.Helper()
+	path := fmt.Sprintf("/wait?what=%s&n=%d&chats=%d&first=%d&timeout=%d", what, n, chats, first, timeout)
+	if code := f.call(http.MethodGet, path, nil, nil); code != http.StatusNoContent {
+		f.tb.Fatalf("load fakes: waiting for %s: %d (timeout %v)", what, code, timeout)
+	}
+}
+
+// posted returns what the bot posted in chats first … first+chats-1.
+func (f *loadFakes) posted(first int64, chats int) map[int64][]telegramfake.Message {
+	out := map[int64][]telegramfake.Message{}
+	f.call(http.MethodGet, fmt.Sprintf("/posted?first=%d&chats=%d", first, chats), nil, &out)
+	return out
+}
+
+// usage is the child's CPU and peak RSS.
+func (f *loadFakes) usage() loadUsage {
+	var u loadUsage
+	f.call(http.MethodGet, "/usage", nil, &u)
+	return u
+}
+
+func (f *loadFakes) resetPeak() { f.call(http.MethodPost, "/reset-peak", nil, nil) }
+
+// webhookFailures ends the child's webhook deliveries and returns how many failed.
+func (f *loadFakes) webhookFailures() int64 {
+	var n int64
+	f.call(http.MethodPost, "/webhook-failures", nil, &n)
+	return n
+}

@@ -40,10 +40,6 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 		}
 		return out, nil
 	}
-	if unmarked(m.Text) {
-		// Conversion and chunking would return it unchanged: skip the markdown parser.
-		return []piece{{text: m.Text}}, nil
-	}
 	chunks := render.Chunk(render.ConvertMarkdown(m.Text, render.DialectTelegram), MaxText, render.DialectTelegram)
 	if len(chunks) == 0 {
 		return nil, errors.New("telegram: empty message")
@@ -54,32 +50,6 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 	}
 	return out, nil
 }
-
-// unmarked reports whether s is text that markdown conversion to Telegram HTML and chunking
-// leave exactly as it is, one piece: at most MaxText bytes, starting with an ASCII letter, made
-// only of ASCII letters, digits, single inner spaces and ",.:;?!" — no byte that starts markdown
-// syntax, an HTML tag or entity, a mention or a line break. TestUnmarkedMatchesConversion
-// and FuzzUnmarked hold it to that.
-func unmarked(s string) bool {
-	if len(s) == 0 || len(s) > MaxText || !isASCIILetter(s[0]) || s[len(s)-1] == ' ' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		switch b := s[i]; {
-		case isASCIILetter(b), b >= '0' && b <= '9':
-		case b == ' ':
-			if s[i-1] == ' ' {
-				return false
-			}
-		case b == ',', b == '.', b == ':', b == ';', b == '?', b == '!':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func isASCIILetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 func chatID(k runs.ConvKey) (int64, error) {
 	id, err := strconv.ParseInt(k.Chat, 10, 64)

@@ -277,12 +277,12 @@ func historyTurn(events []agent.Event) ([]json.RawMessage, error) {
 func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
 	out := make([]agent.Event, 0, len(raw))
 	for _, r := range raw {
-		var e agent.Event
-		if err := json.Unmarshal(r, &e); err != nil || e.Kind == "" {
+		// Decoded in place: a separate variable would escape to the heap once per event.
+		out = append(out, agent.Event{})
+		if err := json.Unmarshal(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
+			out = out[:len(out)-1] // the next append zeroes the slot again
 			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
-			continue
 		}
-		out = append(out, e)
 	}
 	return out
 }

@@ -380,7 +380,7 @@ func (c *converter) escape(s string) string {
 	s = NeutralizeMentions(s)
 	switch c.d {
 	case DialectTelegram:
-		return EscapeHTML(s)
+		return EscapeHTML(NeutralizeUsernames(s))
 	case DialectSlack:
 		return EscapeSlack(s)
 	case DialectDiscord:

@@ -32,7 +32,7 @@ type TelegramMessage struct {
 	ReplyMarkup *TelegramKeyboard `json:"reply_markup,omitempty"`
 }
 
-func tgEsc(s string) string { return EscapeHTML(NeutralizeMentions(s)) }
+func tgEsc(s string) string { return EscapeHTML(NeutralizeUsernames(NeutralizeMentions(s))) }
 
 // Telegram renders a card as HTML-parse-mode messages, chunked to
 // TelegramMaxText with tags closed and reopened at each cut; the inline

@@ -110,6 +110,37 @@ func NeutralizeMentions(s string) string {
 	return b.String()
 }
 
+// NeutralizeUsernames also defuses plain "@username" mentions, for Telegram, where text like
+// "@alice" notifies that user in a group (Slack and Discord need their <@…> syntax to ping,
+// which NeutralizeMentions handles). A zero-width space goes after an '@' that is followed by a
+// letter and not preceded by a letter, digit, '_' or '/', so e-mail addresses and URLs stay
+// intact and the text reads the same.
+func NeutralizeUsernames(s string) string {
+	if !strings.ContainsRune(s, '@') {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '@' || (i > 0 && isWordByte(s[i-1])) {
+			continue
+		}
+		if c := s[i+1]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			if last == 0 {
+				b.Grow(len(s) + 8)
+			}
+			b.WriteString(s[last : i+1])
+			b.WriteString(zwsp)
+			last = i + 1
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // isWordByte is a byte after which an '@' starts no mention: a letter, digit
 // or '_' (e-mail addresses) or '/' (URL paths like /@name).
 func isWordByte(c byte) bool {

@@ -1,0 +1,70 @@
+package llm
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// benchSchema is a tool schema the size of the lead's ask_clarification, indented as it is
+// written in source.
+const benchSchema = `{
+  "type": "object",
+  "properties": {
+    "question": {"type": "string", "description": "The question to ask the user, in one or two sentences."},
+    "fields": {
+      "type": "array",
+      "description": "Up to 5 inputs. Omit for a free-text answer.",
+      "items": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string", "description": "A short identifier for the answer, e.g. \"size\"."},
+          "label": {"type": "string", "description": "What the field asks, shown to the user."},
+          "kind": {"type": "string", "enum": ["choice", "multi_choice", "text", "confirm"]},
+          "options": {"type": "array", "items": {"type": "string"}, "description": "The choices."},
+          "required": {"type": "boolean"}
+        },
+        "required": ["id", "label", "kind"],
+        "additionalProperties": false
+      }
+    },
+    "allow_free_text": {"type": "boolean", "description": "Whether the user may answer in their own words."}
+  },
+  "required": ["question"],
+  "additionalProperties": false
+}`
+
+// benchRequest is a lead call of a chat ten exchanges in: a system prompt, the history, two tools.
+func benchRequest() Request {
+	req := Request{
+		System: []string{strings.Repeat("You are a helpful assistant. ", 20)},
+		Tools: []ToolSpec{
+			{Name: "ask_clarification", Description: "Ask the user a question.", Parameters: json.RawMessage(benchSchema)},
+			{Name: "no_params", Description: "A tool without parameters."},
+		},
+	}
+	for i := range 10 {
+		req.Messages = append(req.Messages,
+			Message{Role: RoleUser, Content: "m" + strings.Repeat("x", i) + " c12"},
+			Message{Role: RoleAssistant, Content: "echo: m" + strings.Repeat("x", i) + " c12"})
+	}
+	return req
+}
+
+// BenchmarkChatRequestWire measures building the wire request and encoding it as go-openai
+// does for every call (encoding/json over openai.ChatCompletionRequest).
+func BenchmarkChatRequestWire(b *testing.B) {
+	p, err := NewOpenAI(OpenAIOptions{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := benchRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		creq := p.chatRequest(req)
+		creq.Stream = true
+		if _, err := json.Marshal(creq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

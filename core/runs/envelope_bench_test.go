@@ -1,0 +1,29 @@
+package runs
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkOpen measures what a worker does with every claimed run before trusting it:
+// decode the wire envelope strictly, then verify its HMAC.
+func BenchmarkOpen(b *testing.B) {
+	s := testSigner(b)
+	env := &Envelope{
+		RunID: NewRunID(), Kind: KindMessage,
+		Conv:     ConvKey{Platform: "telegram", Chat: "100012"},
+		Identity: Identity{Platform: "telegram", ChannelUserID: "100012", DisplayName: "Load"},
+		Text:     "m3 c12", ReplyTo: "4", CreatedAt: time.Now().UTC(), Attempt: 1,
+	}
+	s.Sign(env)
+	wire, err := env.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Open(wire); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -134,3 +134,55 @@ func TestBackpressure(t *testing.T) {
 		t.Errorf("Depth = %+v, %v; want 5 pending over 2 conversations", d, err)
 	}
 }
+
+// TestEnqueueIsAllOrNothingAcrossCancellation proves a caller's context decides only whether an
+// Enqueue starts: an already-ended context queues nothing, and a context that ends while the
+// steps run does not leave a run half-queued (in its mailbox but never hinted to a worker).
+func TestEnqueueIsAllOrNothingAcrossCancellation(t *testing.T) {
+	// A long lease keeps the recoverer's scan for unhinted conversations (every few leases) out
+	// of the test's window: only runs hinted by Enqueue itself can run in time.
+	q := newQueue(t, realRedis(t), func(o *Options) { o.Lease = 30 * time.Second })
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.Enqueue(done, signedEnv(q.opt.Signer, conv(1), "never")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("enqueue with an ended context: %v, want context.Canceled", err)
+	}
+	if d, err := q.ConvDepth(context.Background(), conv(1)); err != nil || d.Queued != 0 {
+		t.Fatalf("an ended context queued something: %+v %v", d, err)
+	}
+
+	// Cancel while the steps are in flight, many times over; every Enqueue that reported success
+	// or was cut short must leave runs that a worker actually runs.
+	rec := newRecorder()
+	var want []string
+	for i := range 50 {
+		ctx, cancel := context.WithCancel(context.Background())
+		e := signedEnv(q.opt.Signer, conv(100+i), "m")
+		go cancel()
+		if err := q.Enqueue(ctx, e); err == nil {
+			want = append(want, e.RunID)
+		}
+		cancel()
+	}
+	startPool(t, q, HandlerFunc(func(_ context.Context, run *Run) (Outcome, error) {
+		rec.handled(run)
+		return OutcomeAnswered, nil
+	}), nil)
+	eventually(t, 10*time.Second, "every queued run to be run", func() bool {
+		for _, id := range want {
+			if rec.count(id) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	eventually(t, 10*time.Second, "no run left in a mailbox", func() bool {
+		for i := range 50 {
+			d, err := q.ConvDepth(context.Background(), conv(100+i))
+			if err != nil || d.Queued != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}

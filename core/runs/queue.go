@@ -75,6 +75,15 @@ func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 		maxAll:    limitOrZero(q.opt.MaxPending),
 		now:       time.Now(),
 	}
+	// Once started, the steps run to the end even if the caller's ctx ends (a platform
+	// connection closing at shutdown): a run left half-queued — in its mailbox but not hinted —
+	// would wait for the recoverer's slow scan, and the caller, seeing an error, would have the
+	// platform redeliver it as a second run.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueTimeout)
+	defer cancel()
 	if q.sched.likely(e.tag, e.now) {
 		err = q.enqueueScheduled(ctx, e)
 	} else {
@@ -90,6 +99,9 @@ func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 	q.sched.saw(e.tag, e.now)
 	return nil
 }
+
+// enqueueTimeout bounds one Enqueue's Redis steps once they have started.
+const enqueueTimeout = 10 * time.Second
 
 // enqueue is one Enqueue call's arguments.
 type enqueue struct {

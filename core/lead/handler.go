@@ -111,14 +111,15 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 
 	own := lead.Session().Since(len(history))
 	form, callID := rs.asked.get()
-	end, _ := lastTurnEnd(own)
+	// No turn/end of its own (it cannot happen once idle) reads as a failure: Reason is empty.
+	end, _ := lead.Session().Last(agent.KindTurnEnd, len(history))
 	switch {
 	case form != nil && end.Reason == agent.TurnCompleted:
-		return t.waitForAnswer(ctx, run, append(completed, own...), own, *form, callID)
+		return t.waitForAnswer(ctx, run, append(completed, own...), answerText(own, end.Turn), *form, callID)
 	case end.Reason == agent.TurnCompleted:
 		text := answerText(own, end.Turn)
 		if text == "" {
-			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID, "err", errNoAnswer)
+			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID)
 			text = "_(The assistant finished without writing an answer.)_"
 		}
 		turn, err := historyTurn(append(completed, own...))
@@ -186,8 +187,8 @@ func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out run
 
 // waitForAnswer stores the question with the unfinished turn and shows the form.
 // events is the whole unfinished exchange: when the lead asks again while answering, the earlier
-// question and its answer come first.
-func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events, own []agent.Event, form runs.Form, callID string) (runs.Outcome, error) {
+// question and its answer come first. text is what the lead wrote with the question.
+func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events []agent.Event, text string, form runs.Form, callID string) (runs.Outcome, error) {
 	env := run.Envelope
 	form.AllowedUserID = env.Identity.ChannelUserID
 	p := pendingTurn{Form: form, CallID: callID, Events: events}
@@ -207,7 +208,6 @@ func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events, own []a
 		return "", fmt.Errorf("lead: storing the question: %w", err)
 	}
 	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
-	text := answerText(own, lastTurnOf(own))
 	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting, nil)
 }
 
@@ -297,24 +297,6 @@ func answerText(events []agent.Event, turn int) string {
 		}
 	}
 	return ""
-}
-
-func lastTurnOf(events []agent.Event) int {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Turn > 0 {
-			return events[i].Turn
-		}
-	}
-	return 0
-}
-
-func lastTurnEnd(events []agent.Event) (agent.Event, bool) {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Kind == agent.KindTurnEnd {
-			return events[i], true
-		}
-	}
-	return agent.Event{Reason: agent.TurnError}, false
 }
 
 func failureReason(r agent.TurnEndReason) string {

@@ -9,7 +9,6 @@
 package lead
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -182,5 +181,3 @@ func labelOf(e subagent.Event) string {
 	}
 	return e.Provider
 }
-
-var errNoAnswer = errors.New("lead: the lead agent finished without an answer")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -20,24 +19,6 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/poll"
 )
-
-// lockedBuffer is an io.Writer safe for the console's concurrent prints.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // stopRecorder is a channel wrapper that notes when the channel was stopped.
 type stopRecorder struct {
@@ -92,7 +73,7 @@ func TestShutdownOrder(t *testing.T) {
 	cfg.LLM.Provider, cfg.LLM.BaseURL, cfg.LLM.APIKey = config.ProviderOpenAI, model.BaseURL(), "test"
 	cfg.HTTP.Addr = ""
 	inR, inW := io.Pipe()
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	con := &stopRecorder{Channel: console.New(console.Options{In: inR, Out: out})}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 

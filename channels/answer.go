@@ -238,7 +238,7 @@ func (r *Router) finishAnswer(ctx context.Context, ch Channel, in Inbound, c thr
 	if n := len(env.Text); n > runs.MaxEnvelopeBytes/2 {
 		return fmt.Sprintf(msgTooLong, n, r.opt.MaxMessageChars), nil
 	}
-	refusal, err := r.enqueue(ctx, ch, in, env, false)
+	refusal, err := r.enqueue(ctx, ch, in, env)
 	if refusal != "" || err != nil {
 		return refusal, err
 	}

@@ -43,8 +43,8 @@ func (t *tripCounter) report(b *testing.B) {
 }
 
 // BenchmarkHandleInbound measures the router's path for one group message that mentions the
-// bot, on the real Redis: the intake (dedupe claim, access override, pending-question read,
-// reply record), signing and enqueue.
+// bot, on the real Redis: the intake (dedupe claim, access override, pending-question read),
+// signing and enqueue.
 func BenchmarkHandleInbound(b *testing.B) {
 	h := newBenchHarness(b)
 	trips := countTrips(h.client)

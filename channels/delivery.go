@@ -248,7 +248,12 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	defer c.mu.Unlock()
 	c.touched = d.now()
 	if !c.loaded {
-		d.load(ctx, c)
+		c.replyTo = ev.ReplyTo
+		if ev.Attempt == 1 {
+			c.loaded = true // a run's first attempt: no earlier one can have delivered anything
+		} else {
+			d.load(ctx, c)
+		}
 	}
 	if c.done {
 		d.log.Debug("channels: run already delivered; skipping a replayed event", "run", ev.RunID, "kind", ev.Kind)
@@ -280,12 +285,11 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	return nil
 }
 
-// load reads, in one round trip, what earlier attempts of the run recorded: a closing message
-// delivered, the placeholder card, the message the run answers. A failed read is logged and
-// the run delivered as a first attempt.
+// load reads what earlier attempts of the run recorded: a closing message delivered, the
+// placeholder card. A failed read is logged and the run delivered as a first attempt.
 func (d *Delivery) load(ctx context.Context, c *runCard) {
 	c.loaded = true
-	rec, err := d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, []string{replyKey(c.runID)})
+	rec, err := d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
 	if err != nil {
 		d.log.Warn("channels: reading the run's delivery records failed", "run", c.runID, "err", err)
 		return
@@ -301,9 +305,6 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 		if c.ref.Conv.IsZero() {
 			c.ref.Conv = c.conv
 		}
-	}
-	if b, found := rec.Marks[replyKey(c.runID)]; found {
-		c.replyTo = string(b)
 	}
 }
 

@@ -3,9 +3,13 @@ package channels
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
@@ -57,6 +61,19 @@ func (h *deliveryHarness) deliver(d *Delivery, evs ...runs.Event) {
 }
 
 func started(run string) runs.Event { return runs.Event{RunID: run, Kind: runs.EventStarted, Step: 1} }
+
+// attempt stamps evs as Run.Emit does for the given attempt of a run answering message msg.
+func attempt(n int, msg string, evs ...runs.Event) []runs.Event {
+	for i := range evs {
+		evs[i].Attempt, evs[i].ReplyTo = n, msg
+	}
+	return evs
+}
+
+// startedAnswering is a first attempt's started event of a run answering message msg.
+func startedAnswering(run, msg string) runs.Event {
+	return runs.Event{RunID: run, Kind: runs.EventStarted, Step: 1, Attempt: 1, ReplyTo: msg}
+}
 func progress(run, text string) runs.Event {
 	return runs.Event{RunID: run, Kind: runs.EventProgress, Text: text}
 }
@@ -74,10 +91,7 @@ func TestWorkingSignalOnStarted(t *testing.T) {
 	h := newDeliveryHarness(t)
 	d := h.delivery(h.ch)
 	run := runs.NewRunID()
-	if err := h.store.Mark(h.ctx, replyKey(run), []byte("55"), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	h.deliver(d, started(run))
+	h.deliver(d, startedAnswering(run, "55"))
 	s := h.ch.sent()
 	if len(s) != 1 || !strings.Contains(s[0].Text, "Working") || s[0].To.ReplyTo != "55" {
 		t.Fatalf("sent %+v, want one working placeholder replying to 55", s)
@@ -106,9 +120,9 @@ func TestIdempotentDeliveryOnReplay(t *testing.T) {
 	t.Run("replay after a crash mid-run", func(t *testing.T) {
 		h := newDeliveryHarness(t)
 		run := runs.NewRunID()
-		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching"))
+		h.deliver(h.delivery(h.ch), attempt(1, "55", started(run), progress(run, "searching"))...)
 		edits := h.ch.editCount()
-		h.deliver(h.delivery(h.ch), started(run), progress(run, "searching again"), final(run, "Found it."))
+		h.deliver(h.delivery(h.ch), attempt(2, "55", started(run), progress(run, "searching again"), final(run, "Found it."))...)
 		if n := len(h.ch.sent()); n != 1 {
 			t.Errorf("%d posts, want 1 (the replay edits the placeholder)", n)
 		}
@@ -321,5 +335,66 @@ func TestClosingCards(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// commandNames records the names of the Redis commands a client sends.
+type commandNames struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *commandNames) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		h.names = append(h.names, c.Name())
+	}
+}
+
+func (h *commandNames) list() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.names)
+}
+
+func (h *commandNames) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *commandNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.add(cmd); return next(ctx, cmd) }
+}
+func (h *commandNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(cmds...); return next(ctx, cmds) }
+}
+
+// TestFirstAttemptReadsNoRecords proves a run's first attempt is delivered without reading what
+// earlier attempts recorded (there can be none) and replies to the message its events name,
+// while a later attempt reads the records and finds the placeholder to edit.
+func TestFirstAttemptReadsNoRecords(t *testing.T) {
+	h := newDeliveryHarness(t)
+	c := realRedis(t)
+	names := &commandNames{}
+	c.AddHook(names)
+	h.store = threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)})
+
+	run := runs.NewRunID()
+	h.deliver(h.delivery(h.ch), attempt(1, "55", started(run), progress(run, "searching"))...)
+	for _, n := range names.list() {
+		if n == "get" || n == "mget" {
+			t.Fatalf("first attempt sent %v: it read earlier attempts' records", names.list())
+		}
+	}
+	if s := h.ch.sent(); len(s) != 1 || s[0].To.ReplyTo != "55" {
+		t.Fatalf("sent %+v, want the placeholder replying to 55", s)
+	}
+
+	h.deliver(h.delivery(h.ch), attempt(2, "55", started(run), final(run, "Found it."))...)
+	if !slices.Contains(names.list(), "get") {
+		t.Errorf("second attempt sent %v, want a read of the run's records", names.list())
+	}
+	if n := len(h.ch.sent()); n != 1 {
+		t.Errorf("%d posts, want 1 (the retry edits the placeholder)", n)
+	}
+	if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Found it.") {
+		t.Errorf("visible %q, want the answer in the placeholder", v)
 	}
 }

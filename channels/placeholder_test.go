@@ -132,10 +132,7 @@ func TestFastAnswerPostsOneMessage(t *testing.T) {
 			h := newDeliveryHarness(t)
 			d, timers := h.lazyDelivery(h.ch)
 			run := runs.NewRunID()
-			if err := h.store.Mark(h.ctx, replyKey(run), []byte("55"), time.Hour); err != nil {
-				t.Fatal(err)
-			}
-			h.deliver(d, started(run), progress(run, "searching"), subResult(run, "s1", "flights", "Cheapest on Tuesday"))
+			h.deliver(d, startedAnswering(run, "55"), progress(run, "searching"), subResult(run, "s1", "flights", "Cheapest on Tuesday"))
 			if n := len(h.ch.sent()); n != 0 {
 				t.Fatalf("%d messages posted within the grace period, want none", n)
 			}
@@ -199,10 +196,7 @@ func TestSlowRunGetsPlaceholderThenEdit(t *testing.T) {
 	h := newDeliveryHarness(t)
 	d, timers := h.lazyDelivery(h.ch)
 	run := runs.NewRunID()
-	if err := h.store.Mark(h.ctx, replyKey(run), []byte("55"), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	h.deliver(d, started(run), progress(run, "searching flights"), subResult(run, "s1", "flights", "Cheapest on Tuesday"))
+	h.deliver(d, startedAnswering(run, "55"), progress(run, "searching flights"), subResult(run, "s1", "flights", "Cheapest on Tuesday"))
 	if n := len(h.ch.sent()); n != 0 {
 		t.Fatalf("%d messages posted within the grace period, want none", n)
 	}

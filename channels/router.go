@@ -131,7 +131,6 @@ func eventKey(in Inbound) string { return "event:" + in.Conv.Platform + ":" + in
 func threadKey(c runs.ConvKey) string {
 	return "thread:" + c.String()
 }
-func replyKey(runID string) string    { return "reply:" + runID }
 func partialKey(formID string) string { return "partial:" + formID }
 
 // HandleInbound routes one inbound event: dedupe, bot-loop protection, access, gating, size,
@@ -177,9 +176,6 @@ func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) erro
 type intake struct {
 	admin bool
 	res   threads.IntakeResult
-	// runID, when set, is the run id a message run of this event gets; the record of the message
-	// it answers was written with the intake.
-	runID string
 }
 
 // intakeRequest says what to claim, read and write for in in one round trip.
@@ -204,29 +200,7 @@ func (r *Router) intakeRequest(in Inbound) (intake, threads.IntakeRequest) {
 	if !in.Direct && !in.AddressesBot && in.Command == "" && in.Conv.Thread != "" {
 		req.MarkedKey = threadKey(in.Conv)
 	}
-	if r.likelyMessageRun(in) {
-		// Delivery replies to (and reacts on) the message the run answers; writing that record
-		// now saves a round trip. Should the event be dropped after all (a duplicate, a refused
-		// user, a typed answer, a full queue), the record only lapses unused.
-		it.runID = runs.NewRunID()
-		req.Marks = []threads.MarkWrite{{Key: replyKey(it.runID), Value: []byte(in.MessageID), TTL: r.opt.DedupeTTL}}
-	}
 	return it, req
-}
-
-// likelyMessageRun reports whether in, judged without Redis, becomes a message run answering
-// in.MessageID: addressed to the bot, not a command, within the size limit, not empty.
-func (r *Router) likelyMessageRun(in Inbound) bool {
-	if in.MessageID == "" || !(in.Direct || in.AddressesBot) || in.Command != "" {
-		return false
-	}
-	if _, _, isCmd := ParseCommand(in.Text); isCmd {
-		return false
-	}
-	if strings.TrimSpace(in.Text) == "" && len(in.Files) == 0 {
-		return false
-	}
-	return utf8.RuneCountInString(in.Text) <= r.opt.MaxMessageChars
 }
 
 func (r *Router) refuse(platform, reason, what string, in Inbound) {
@@ -320,11 +294,7 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound, it intake) e
 	}
 	env := r.envelope(in, admin, runs.KindMessage)
 	env.Text, env.Attachments = in.Text, in.Files
-	replyMarked := it.runID != ""
-	if replyMarked {
-		env.RunID = it.runID
-	}
-	refusal, err := r.enqueue(ctx, ch, in, env, replyMarked)
+	refusal, err := r.enqueue(ctx, ch, in, env)
 	if refusal != "" {
 		r.reply(ctx, ch, in, refusal)
 	}
@@ -341,16 +311,9 @@ func (r *Router) envelope(in Inbound, admin bool, kind runs.Kind) *runs.Envelope
 }
 
 // enqueue signs and queues env. Busy and paused are counted and logged, and come back as the
-// polite refusal to show the user; other failures are errors. replyMarked says the record of
-// the message the run answers was written with the intake.
-func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope, replyMarked bool) (refusal string, err error) {
+// polite refusal to show the user; other failures are errors.
+func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope) (refusal string, err error) {
 	platform := in.Conv.Platform
-	if env.ReplyTo != "" && !replyMarked {
-		// Delivery replies to (and reacts on) the message the run answers.
-		if err := r.opt.Threads.Mark(ctx, replyKey(env.RunID), []byte(env.ReplyTo), r.opt.DedupeTTL); err != nil {
-			r.log.Warn("channels: remembering the message a run answers failed", "run", env.RunID, "err", err)
-		}
-	}
 	r.opt.Signer.Sign(env)
 	err = r.opt.Queue.Enqueue(ctx, env)
 	var busy *runs.BusyError

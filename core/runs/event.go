@@ -47,6 +47,11 @@ type Event struct {
 	// Reason is a short user-safe explanation for failed and cancelled events.
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
+	// Attempt and ReplyTo are the run envelope's, stamped by Run.Emit: the delivery side replies
+	// to ReplyTo, and on attempt 1 knows no earlier attempt can have delivered anything (0 means
+	// unknown: a run outside the queue).
+	Attempt int    `json:"attempt,omitempty"`
+	ReplyTo string `json:"reply_to,omitempty"`
 }
 
 // SubagentInfo is the result of one delegated child agent.

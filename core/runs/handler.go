@@ -62,9 +62,9 @@ func NewRun(env *Envelope, sink Sink) *Run {
 	return &Run{Envelope: env, sink: sink, now: time.Now}
 }
 
-// Emit stamps ev with the run id, the conversation, the next step number and the time (when unset)
-// and delivers it to the sink. Steps increase by one per call, starting at 1, even when delivery
-// fails; the sink's error is returned wrapped.
+// Emit stamps ev with the run id, the conversation, the next step number, the attempt, the message
+// the run answers and the time (when unset), and delivers it to the sink. Steps increase by one
+// per call, starting at 1, even when delivery fails; the sink's error is returned wrapped.
 func (r *Run) Emit(ctx context.Context, ev Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -72,6 +72,8 @@ func (r *Run) Emit(ctx context.Context, ev Event) error {
 	ev.RunID = r.Envelope.RunID
 	ev.Conv = r.Envelope.Conv
 	ev.Step = r.step
+	ev.Attempt = r.Envelope.Attempt
+	ev.ReplyTo = r.Envelope.ReplyTo
 	if ev.At.IsZero() {
 		ev.At = r.now()
 	}

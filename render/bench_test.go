@@ -39,3 +39,11 @@ func BenchmarkRender20Subagents(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkConvertShortAnswer converts a one-line answer, the commonest reply, to Telegram HTML.
+func BenchmarkConvertShortAnswer(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ConvertMarkdown("echo: m12 c34 — the answer is 42.", DialectTelegram)
+	}
+}

@@ -59,12 +59,37 @@ func ConvertMarkdown(md string, d Dialect) string {
 	if !utf8.ValidString(md) {
 		md = strings.ToValidUTF8(md, "\uFFFD")
 	}
+	if plainLine(md) {
+		// Markdown would make one paragraph of one text node of it, unchanged.
+		c := converter{d: d}
+		return NeutralizeMentions(c.escape(md))
+	}
 	src := []byte(md)
 	doc := mdParser.Parse(text.NewReader(src))
 	c := converter{src: src, d: d}
 	// Text nodes are neutralized as they are written; this final pass catches
 	// a mention assembled across nodes (say "@every" and a link text "one").
 	return NeutralizeMentions(strings.Trim(c.container(doc, "\n\n"), "\n"))
+}
+
+// plainLine reports whether md is a line markdown leaves as it is: it starts with a letter
+// (no list marker, heading or indented code), ends without a space, and holds no line break and
+// no character that can open markup, an escape, an entity or raw HTML. Most short answers are
+// such lines; ConvertMarkdown skips the parser for them.
+func plainLine(md string) bool {
+	if md == "" || md[len(md)-1] == ' ' {
+		return false
+	}
+	if c := md[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		return false
+	}
+	for i := 0; i < len(md); i++ {
+		c := md[i]
+		if c < ' ' || c == 0x7f || strings.IndexByte("\\`*_[]()#<>&!|~", c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 type converter struct {

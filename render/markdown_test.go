@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/text"
 )
 
 func TestConvertMarkdownEachDialect(t *testing.T) {
@@ -155,3 +157,50 @@ func FuzzMarkdownSlack(f *testing.F)    { fuzzConverter(f, DialectSlack, SlackMa
 func FuzzMarkdownDiscord(f *testing.F)  { fuzzConverter(f, DialectDiscord, DiscordMaxContent) }
 func FuzzMarkdownTelegram(f *testing.F) { fuzzConverter(f, DialectTelegram, TelegramMaxText) }
 func FuzzMarkdownPlain(f *testing.F)    { fuzzConverter(f, DialectPlain, PlainMaxText) }
+
+// slowConvert is ConvertMarkdown without its plain-line shortcut.
+func slowConvert(md string, d Dialect) string {
+	src := []byte(md)
+	c := converter{src: src, d: d}
+	return NeutralizeMentions(strings.Trim(c.container(mdParser.Parse(text.NewReader(src)), "\n\n"), "\n"))
+}
+
+// TestPlainLineShortcut proves the lines ConvertMarkdown takes without the parser convert
+// exactly as the parser would, and that lines with markup are not taken.
+func TestPlainLineShortcut(t *testing.T) {
+	plain := []string{"echo: m1 c2", "Hello, world.", "a", "It costs $42; see https://example.com/a?b=c.", "Ping @everyone now",
+		"Price über 5 € — \u00e9t\u00e9 ok", "tel: +1 555-0100", "x {y} \"z\" 'w' / 50% ^ = ;"}
+	for _, md := range plain {
+		if !plainLine(md) {
+			t.Errorf("plainLine(%q) = false, want true", md)
+		}
+		for d := DialectPlain; d <= DialectTelegram; d++ {
+			if got, want := ConvertMarkdown(md, d), slowConvert(md, d); got != want {
+				t.Errorf("%v %q: shortcut %q, parser %q", d, md, got, want)
+			}
+		}
+	}
+	for _, md := range []string{"", " lead", "trail ", "1. one", "- item", "# head", "**b**", "a *b*", "a_b_", "a `c`", "a [l](u)",
+		"a <b>", "a &amp;", "a\\*", "a\nb", "a\tb", "a ~~s~~", "a | b", "a !b", "+ x", "> q", "\u00e9 starts non-ASCII"} {
+		if plainLine(md) {
+			t.Errorf("plainLine(%q) = true, want false", md)
+		}
+	}
+}
+
+// FuzzPlainLineShortcut checks the shortcut against the parser on every line it takes.
+func FuzzPlainLineShortcut(f *testing.F) {
+	for _, s := range []string{"echo: m1 c2", "Hi @here", "A  b", "Ab\u00a0", "x\u200b@everyone", "a:b//c", "Z 1) 2."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		if !utf8.ValidString(md) || !plainLine(md) {
+			return
+		}
+		for d := DialectPlain; d <= DialectTelegram; d++ {
+			if got, want := ConvertMarkdown(md, d), slowConvert(md, d); got != want {
+				t.Fatalf("%v %q: shortcut %q, parser %q", d, md, got, want)
+			}
+		}
+	})
+}

@@ -1,12 +1,14 @@
 package lead
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
+	"github.com/switchboard-bot/switchboard/core/llm"
 )
 
 func TestDecodeHistorySkipsUnreadableEvents(t *testing.T) {
@@ -61,5 +63,66 @@ func BenchmarkDecodeHistory(b *testing.B) {
 		if len(team.decodeHistory("conv", raw)) != len(raw) {
 			b.Fatal("events lost")
 		}
+	}
+}
+
+// storedHistory is what BeginRun hands a run of a chat that has had turns exchanges: the events
+// of each saved turn (as historyTurn encodes them), oldest first. Every fifth exchange calls a
+// tool; answers are Markdown with newlines and characters encoding/json escapes.
+func storedHistory(tb testing.TB, turns int) []json.RawMessage {
+	tb.Helper()
+	var raw []json.RawMessage
+	for turn := 1; turn <= turns; turn++ {
+		answer := fmt.Sprintf("**Answer %d**\n\nHere is what I found:\n- the first point, with <some> detail & more\n- the second point, a little longer than the first one\n\nLet me know if you need anything else.", turn)
+		events := []agent.Event{
+			{Kind: agent.KindTurnStart, Turn: turn, Trigger: "user"},
+			{Kind: agent.KindUserMessage, Turn: turn, Source: "user", Content: fmt.Sprintf("question %d: could you look into the thing we talked about earlier?", turn)},
+			{Kind: agent.KindStepStart, Turn: turn, Step: 1},
+		}
+		step := 1
+		if turn%5 == 0 {
+			events = append(events,
+				agent.Event{Kind: agent.KindAssistantMessage, Turn: turn, Step: 1, Usage: llm.Usage{PromptTokens: 900 + turn, CompletionTokens: 30, TotalTokens: 930 + turn}},
+				agent.Event{Kind: agent.KindToolCall, Turn: turn, Step: 1, CallID: "call_abc123", Tool: "delegate", Arguments: `{"task":"look it up","name":"researcher"}`},
+				agent.Event{Kind: agent.KindToolResult, Turn: turn, Step: 1, CallID: "call_abc123", Tool: "delegate", Content: "The subagent found three relevant documents and summarised them."},
+				agent.Event{Kind: agent.KindStepEnd, Turn: turn, Step: 1},
+				agent.Event{Kind: agent.KindStepStart, Turn: turn, Step: 2},
+			)
+			step = 2
+		}
+		events = append(events,
+			agent.Event{Kind: agent.KindAssistantMessage, Turn: turn, Step: step, Content: answer, Usage: llm.Usage{PromptTokens: 1000 + turn, CompletionTokens: 60, TotalTokens: 1060 + turn}},
+			agent.Event{Kind: agent.KindStepEnd, Turn: turn, Step: step},
+			agent.Event{Kind: agent.KindTurnEnd, Turn: turn, Reason: agent.TurnCompleted},
+		)
+		for i := range events {
+			events[i].Seq = len(raw) + i
+		}
+		enc, err := historyTurn(events)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		raw = append(raw, enc...)
+	}
+	return raw
+}
+
+// BenchmarkDecodeHistory50Turns measures what every run of a long chat does before its lead
+// starts: the stored history (50 exchanges, the runs.history_turns default) decoded into agent
+// events and seeded into a new lead agent.
+func BenchmarkDecodeHistory50Turns(b *testing.B) {
+	raw := storedHistory(b, 50)
+	team := &Team{rt: agent.NewRuntime(llm.NewScripted()), log: slog.New(slog.DiscardHandler)}
+	b.ReportAllocs()
+	for b.Loop() {
+		history := team.decodeHistory("conv", raw)
+		if len(history) != len(raw) {
+			b.Fatal("events lost")
+		}
+		a, err := team.rt.Create(agent.CreateOptions{Seed: history})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = a.Dispose(context.Background())
 	}
 }

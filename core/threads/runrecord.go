@@ -50,18 +50,27 @@ func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, 
 	if err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
 	}
+	events, err := decodeLog(ck.log, b.log)
+	if err != nil {
+		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
+	}
+	return RunStart{Thread: th, Created: b.created, Events: events}, nil
+}
+
+// decodeLog reads the stored turns of the log at key back into their events, oldest first.
+func decodeLog(key string, log []string) ([]json.RawMessage, error) {
 	var events []json.RawMessage
-	for i, r := range b.log {
-		turn, err := decodeTurn(ck.log, i, []byte(r))
+	for i, r := range log {
+		turn, err := decodeTurn(key, i, []byte(r))
 		if err != nil {
-			return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
+			return nil, err
 		}
 		if events == nil {
-			events = make([]json.RawMessage, 0, len(b.log)*len(turn))
+			events = make([]json.RawMessage, 0, len(log)*len(turn))
 		}
 		events = append(events, turn...)
 	}
-	return RunStart{Thread: th, Created: b.created, Events: events}, nil
+	return events, nil
 }
 
 // RunEnd is how a run ended, for FinishRun.

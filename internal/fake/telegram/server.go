@@ -276,8 +276,23 @@ type envelope struct {
 	Parameters  *map[string]int `json:"parameters,omitempty"`
 }
 
+// verbatimArray is a result array whose elements are written byte for byte, valid JSON or not
+// (encoding/json would refuse to write an invalid json.RawMessage).
+type verbatimArray []json.RawMessage
+
 func writeResult(w http.ResponseWriter, result any) {
 	w.Header().Set("Content-Type", "application/json")
+	if a, ok := result.(verbatimArray); ok {
+		b := []byte(`{"ok":true,"result":[`)
+		for i, raw := range a {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, raw...)
+		}
+		_, _ = w.Write(append(b, "]}\n"...))
+		return
+	}
 	_ = json.NewEncoder(w).Encode(envelope{OK: true, Result: result})
 }
 

@@ -2,6 +2,7 @@ package telegramfake
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -258,5 +259,42 @@ func TestDelayHoldsTheMethodsAnswers(t *testing.T) {
 	call(t, s, "getMe", nil)
 	if took := time.Since(began); took >= d {
 		t.Fatalf("getMe still delayed (%v) after the delay was removed", took)
+	}
+}
+
+func TestPushVerbatimServesTheBytesAsTheyAreAndConfirmsByOffset(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  string
+	}{
+		{"no update id", `{"message":{"text":"x"}}`},
+		{"not an object", `"just a string"`},
+		{"not json", `{"update_id":`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t)
+			first, _ := s.PushPrivate(User{ID: 42, FirstName: "Ann"}, "one")
+			id := s.PushVerbatim([]byte(tt.raw))
+			if id != first+1 {
+				t.Fatalf("verbatim update filed under %d, want the next id %d", id, first+1)
+			}
+			resp, err := http.PostForm(s.URL()+"/bot"+s.Token()+"/getUpdates", url.Values{"offset": {itoa(first)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(string(body)), ","+tt.raw+"]}") {
+				t.Fatalf("getUpdates answered %s, want the pushed bytes as its last element", body)
+			}
+			call(t, s, "getUpdates", url.Values{"offset": {itoa(id + 1)}})
+			if n := s.Pending(); n != 0 {
+				t.Fatalf("%d updates pending after an offset past the verbatim one", n)
+			}
+		})
 	}
 }

@@ -159,6 +159,18 @@ func (s *Server) PushRaw(fields map[string]any) (updateID int64) {
 	return s.pushLocked(fields)
 }
 
+// PushVerbatim queues raw, byte for byte, as the next update getUpdates (or TakeUpdates) hands
+// out: a malformed update, which need not carry an update_id nor even be valid JSON. The fake
+// files it under the returned id, the next in sequence as Telegram numbers updates; a
+// getUpdates offset above it confirms it like any other.
+func (s *Server) PushVerbatim(raw []byte) (updateID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextUpdate++
+	s.enqueueLocked(s.nextUpdate, append(json.RawMessage(nil), raw...))
+	return s.nextUpdate
+}
+
 func (s *Server) pushLocked(fields map[string]any) int64 {
 	s.nextUpdate++
 	id := s.nextUpdate
@@ -168,17 +180,22 @@ func (s *Server) pushLocked(fields map[string]any) int64 {
 		panic("telegramfake: marshal update: " + err.Error())
 	}
 	delete(fields, "update_id")
+	s.enqueueLocked(id, raw)
+	return id
+}
+
+func (s *Server) enqueueLocked(id int64, raw json.RawMessage) {
 	s.queue = append(s.queue, queued{id: id, raw: raw})
 	if !s.closed {
 		close(s.wake)
 		s.wake = make(chan struct{})
 	}
-	return id
 }
 
 // TakeUpdates removes every queued update and returns their JSON bodies in order, as Telegram
 // hands them to a webhook: tests of webhook mode push updates as usual, take them, and POST
-// them to the bot's webhook handler themselves.
+// them to the bot's webhook handler themselves. A body queued with PushVerbatim comes back
+// as it was pushed.
 func (s *Server) TakeUpdates() []json.RawMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -266,15 +283,12 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 		wake, closed := s.wake, s.closed
 		s.mu.Unlock()
 		if len(out) > 0 || timeout <= 0 || closed {
-			if out == nil {
-				out = []json.RawMessage{}
-			}
-			return out, nil
+			return verbatimArray(out), nil
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return []json.RawMessage{}, nil
+			return verbatimArray(nil), nil
 		}
 	}
 }

@@ -62,6 +62,12 @@ type CreateOptions struct {
 	// Seed is copied to the start of the session log; it must be contiguous from seq 0. Turn
 	// numbers continue after the seed's.
 	Seed []Event
+	// TakeSeed hands Seed over instead: when it has spare capacity the session keeps the slice
+	// as its log and writes new events into that capacity, so after Create the caller must
+	// neither read nor write Seed, nor any slice sharing its array. It is for a caller that
+	// builds a seed only to create the agent (a history decoded from storage), which it saves a
+	// second copy of; a seed without spare capacity is copied as without it.
+	TakeSeed bool
 	// ForkFrom seeds the session with that session's completed turns instead: its events up to
 	// and including its last turn/end at Create time (none if no turn has ended). They are
 	// shared rather than copied — a written event never changes — so a fork costs no copy of
@@ -155,6 +161,10 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	if o.Options.SubagentDepth > 0 {
 		slack = childSlack
 	}
+	events := o.Seed
+	if !o.TakeSeed || cap(events) == len(events) {
+		events = append(make([]Event, 0, len(o.Seed)+slack), o.Seed...)
+	}
 	if o.ID == "" {
 		o.ID = r.NewID("ag")
 	}
@@ -169,7 +179,7 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 			header:  Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed) + nshared},
 			shared:  shared,
 			nshared: nshared,
-			events:  append(make([]Event, 0, len(o.Seed)+slack), o.Seed...),
+			events:  events,
 		},
 		nextTurn: 1,
 	}

@@ -256,6 +256,48 @@ func TestSeedCopyAndSeqContinuity(t *testing.T) {
 	}
 }
 
+// TestTakeSeedUsesTheCallersArray: with TakeSeed the seed's array becomes the log (new events
+// land in its spare capacity, no copy is made); a seed without spare capacity is copied.
+func TestTakeSeedUsesTheCallersArray(t *testing.T) {
+	seedOf := func(capacity int) []agent.Event {
+		seed := make([]agent.Event, 2, capacity)
+		seed[0] = agent.Event{Seq: 0, Kind: agent.KindUserMessage, Turn: 1, Content: "earlier question"}
+		seed[1] = agent.Event{Seq: 1, Kind: agent.KindTurnEnd, Turn: 1, Reason: agent.TurnCompleted}
+		return seed
+	}
+	for _, tc := range []struct {
+		name     string
+		capacity int
+		shared   bool
+	}{
+		{"spare capacity", 32, true},
+		{"no spare capacity", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := seedOf(tc.capacity)
+			p := llm.NewScripted(llm.Reply{Text: "answer"})
+			_, a := newAgent(t, p, agent.CreateOptions{Seed: seed, TakeSeed: true})
+			_ = a.Send("question")
+			waitIdle(t, a)
+			ev := a.Session().Events()
+			if a.Session().Header().SeedLength != 2 || len(ev) < 4 || ev[1].Reason != agent.TurnCompleted || ev[2].Kind != agent.KindTurnStart || ev[2].Turn != 2 {
+				t.Fatalf("log %+v", ev)
+			}
+			for i, e := range ev {
+				if e.Seq != i {
+					t.Fatalf("event %d has seq %d", i, e.Seq)
+				}
+			}
+			if got := cap(seed) > 2 && seed[:3][2].Kind == agent.KindTurnStart; got != tc.shared {
+				t.Errorf("the new turn was written into the seed's array: %v, want %v", got, tc.shared)
+			}
+			if req := p.Requests()[0]; len(req.Messages) != 2 || req.Messages[0].Content != "earlier question" {
+				t.Fatalf("messages %+v", req.Messages)
+			}
+		})
+	}
+}
+
 func TestSeedMustBeContiguous(t *testing.T) {
 	rt := agent.NewRuntime(llm.NewScripted())
 	_, err := rt.Create(agent.CreateOptions{Seed: []agent.Event{{Seq: 1, Kind: agent.KindTurnStart}}})

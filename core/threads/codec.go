@@ -73,70 +73,275 @@ func encodeTurn(events []json.RawMessage) ([]byte, error) {
 // with (less surrounding whitespace). The events are sub-slices of data (capped, so appending to
 // one never overwrites the next): loading a log costs no copy per event.
 func decodeTurn(key string, index int, data []byte) ([]json.RawMessage, error) {
-	if !json.Valid(data) {
-		return nil, corrupt(key, fmt.Sprintf("turn %d is not valid JSON", index), nil)
-	}
-	events, ok := splitArray(data)
-	if !ok {
-		return nil, corrupt(key, fmt.Sprintf("turn %d is not a JSON array", index), nil)
-	}
-	if len(events) == 0 {
-		return nil, corrupt(key, fmt.Sprintf("turn %d has no events", index), nil)
-	}
-	return events, nil
+	return appendTurn(nil, key, index, data)
 }
 
-// splitArray returns the elements of a JSON array. data must be valid JSON (json.Valid); ok is
-// false when it is not an array. Given valid JSON, elements end at commas outside any string,
-// object or array, which is all the scan tracks.
-func splitArray(data []byte) (elems []json.RawMessage, ok bool) {
-	data = bytes.TrimSpace(data)
-	if len(data) < 2 || data[0] != '[' {
-		return nil, false
+// appendTurn is decodeTurn appending the turn's events to dst.
+func appendTurn(dst []json.RawMessage, key string, index int, data []byte) ([]json.RawMessage, error) {
+	n := len(dst)
+	dst, ok := appendElems(dst, data)
+	switch {
+	case !ok && !json.Valid(data):
+		return nil, corrupt(key, fmt.Sprintf("turn %d is not valid JSON", index), nil)
+	case !ok:
+		return nil, corrupt(key, fmt.Sprintf("turn %d is not a JSON array", index), nil)
+	case len(dst) == n:
+		return nil, corrupt(key, fmt.Sprintf("turn %d has no events", index), nil)
 	}
-	body := data[1 : len(data)-1]
-	depth, start := 0, -1
-	inString, escaped := false, false
-	emit := func(end int) {
-		e := bytes.TrimRight(body[start:end], " \t\r\n")
-		elems = append(elems, json.RawMessage(e[:len(e):len(e)]))
-		start = -1
+	return dst, nil
+}
+
+// maxNesting is how deeply arrays and objects may nest in valid JSON, as json.Valid counts.
+const maxNesting = 10000
+
+// appendElems appends the elements of the JSON array data to dst, each without surrounding
+// whitespace and capped. ok is false when data is not valid JSON (exactly as json.Valid judges
+// it) or not an array; the turns of a long log are checked and split in this one pass.
+func appendElems(dst []json.RawMessage, data []byte) (_ []json.RawMessage, ok bool) {
+	v := validator{b: data}
+	v.space()
+	if v.i >= len(v.b) || v.b[v.i] != '[' {
+		return dst, false
 	}
-	for i, c := range body {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+	v.i++
+	v.space()
+	if v.i < len(v.b) && v.b[v.i] == ']' {
+		v.i++
+	} else {
+		for {
+			start := v.i
+			if !v.value(2) {
+				return dst, false
 			}
-			continue
+			dst = append(dst, json.RawMessage(data[start:v.i:v.i]))
+			v.space()
+			if v.i >= len(v.b) {
+				return dst, false
+			}
+			if v.b[v.i] == ']' {
+				v.i++
+				break
+			}
+			if v.b[v.i] != ',' {
+				return dst, false
+			}
+			v.i++
+			v.space()
 		}
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
+	}
+	v.space()
+	return dst, v.i == len(v.b)
+}
+
+// validator checks JSON as json.Valid does; each method reads one thing from i and reports
+// whether it was valid.
+type validator struct {
+	b []byte
+	i int
+}
+
+func (v *validator) space() {
+	for v.i < len(v.b) {
+		switch v.b[v.i] {
+		case ' ', '\t', '\n', '\r':
+			v.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads one value at nesting depth (the number of arrays and objects it is in, itself
+// included if it is one).
+func (v *validator) value(depth int) bool {
+	if v.i >= len(v.b) {
+		return false
+	}
+	switch c := v.b[v.i]; {
+	case c == '"':
+		return v.string()
+	case c == '{':
+		return v.object(depth)
+	case c == '[':
+		return v.array(depth)
+	case c == '-' || c >= '0' && c <= '9':
+		return v.number()
+	case c == 't':
+		return v.literal("true")
+	case c == 'f':
+		return v.literal("false")
+	case c == 'n':
+		return v.literal("null")
+	}
+	return false
+}
+
+func (v *validator) object(depth int) bool {
+	if depth > maxNesting {
+		return false
+	}
+	v.i++
+	v.space()
+	if v.i < len(v.b) && v.b[v.i] == '}' {
+		v.i++
+		return true
+	}
+	for {
+		if v.i >= len(v.b) || v.b[v.i] != '"' || !v.string() {
+			return false
+		}
+		v.space()
+		if v.i >= len(v.b) || v.b[v.i] != ':' {
+			return false
+		}
+		v.i++
+		v.space()
+		if !v.value(depth + 1) {
+			return false
+		}
+		v.space()
+		if v.i >= len(v.b) {
+			return false
+		}
+		switch v.b[v.i] {
 		case ',':
-			if depth == 0 {
-				emit(i)
-			}
-			continue
+			v.i++
+			v.space()
+		case '}':
+			v.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (v *validator) array(depth int) bool {
+	if depth > maxNesting {
+		return false
+	}
+	v.i++
+	v.space()
+	if v.i < len(v.b) && v.b[v.i] == ']' {
+		v.i++
+		return true
+	}
+	for {
+		if !v.value(depth + 1) {
+			return false
+		}
+		v.space()
+		if v.i >= len(v.b) {
+			return false
+		}
+		switch v.b[v.i] {
+		case ',':
+			v.i++
+			v.space()
+		case ']':
+			v.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// inString marks the bytes a string may hold as they are: all but the quote, the backslash and
+// control characters (JSON leaves other bytes, even invalid UTF-8, to the decoder).
+var inString = func() (t [256]bool) {
+	for c := ' '; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func (v *validator) string() bool {
+	v.i++ // opening quote
+	for {
+		for v.i < len(v.b) && inString[v.b[v.i]] {
+			v.i++
+		}
+		if v.i >= len(v.b) {
+			return false
+		}
+		switch v.b[v.i] {
 		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-		}
-		if start < 0 {
-			start = i
+			v.i++
+			return true
+		case '\\':
+			if v.i+1 >= len(v.b) {
+				return false
+			}
+			switch v.b[v.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				v.i += 2
+			case 'u':
+				if len(v.b)-v.i < 6 {
+					return false
+				}
+				for _, h := range v.b[v.i+2 : v.i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				v.i += 6
+			default:
+				return false
+			}
+		default:
+			return false // a control character
 		}
 	}
-	if start >= 0 {
-		emit(len(body))
+}
+
+func (v *validator) number() bool {
+	if v.b[v.i] == '-' {
+		v.i++
 	}
-	return elems, true
+	switch {
+	case v.i >= len(v.b):
+		return false
+	case v.b[v.i] == '0':
+		v.i++
+	case v.b[v.i] >= '1' && v.b[v.i] <= '9':
+		v.digits()
+	default:
+		return false
+	}
+	if v.i < len(v.b) && v.b[v.i] == '.' {
+		v.i++
+		if !v.digits() {
+			return false
+		}
+	}
+	if v.i < len(v.b) && (v.b[v.i] == 'e' || v.b[v.i] == 'E') {
+		v.i++
+		if v.i < len(v.b) && (v.b[v.i] == '+' || v.b[v.i] == '-') {
+			v.i++
+		}
+		if !v.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits reads one or more digits.
+func (v *validator) digits() bool {
+	start := v.i
+	for v.i < len(v.b) && v.b[v.i] >= '0' && v.b[v.i] <= '9' {
+		v.i++
+	}
+	return v.i > start
+}
+
+func (v *validator) literal(word string) bool {
+	if len(v.b)-v.i < len(word) || string(v.b[v.i:v.i+len(word)]) != word {
+		return false
+	}
+	v.i += len(word)
+	return true
 }
 
 // storedClarification is the immutable part of a clarification as stored in the "data" field.

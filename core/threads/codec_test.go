@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,12 +55,67 @@ func TestDecodeTurnMalformed(t *testing.T) {
 		{"truncated", `[{"a":1},{"b":`},
 		{"trailing garbage", `[{"a":1}]x`},
 		{"not JSON", "\x00\xff"},
+		{"trailing comma", `[{"a":1},]`},
+		{"missing comma", `[{"a":1} {"b":2}]`},
+		{"bad escape", `[{"a":"\x"}]`},
+		{"short unicode escape", `[{"a":"\u12"}]`},
+		{"control character in a string", "[{\"a\":\"\x01\"}]"},
+		{"bad number", `[{"a":01}]`},
+		{"bad literal", `[{"a":tru}]`},
+		{"object key not a string", `[{a:1}]`},
+		{"nested too deeply", "[" + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting) + "]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeTurn("k", 3, []byte(tc.data)); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("decodeTurn(%q) = %v, want ErrCorrupt", tc.data, err)
 			}
 		})
+	}
+}
+
+// TestAppendElemsJudgesLikeJSONValid: the one-pass check and split accepts exactly what
+// json.Valid does (given an array), nesting limit included.
+func TestAppendElemsJudgesLikeJSONValid(t *testing.T) {
+	for _, data := range []string{
+		`[]`, ` [ ] `, `[1]`, `[-0.5e+10,0,-0,1E2,true,false,null,"",{},[]]`, `[{"a":[{"b":"\u00e9\n\""}]}]`,
+		"[\"\xff\xfe invalid UTF-8 is valid JSON\"]", `[1,]`, `[,1]`, `[1 2]`, `[-]`, `[1.]`, `[1e]`, `[.5]`,
+		`[1.5e+]`, `["\u00G0"]`, `["\/\b\f\r\t"]`, `["\a"]`, `[{"a" 1}]`, `[{"a":1,}]`, `[{,}]`, `[nul]`, `[1]]`,
+		"[" + strings.Repeat("[", maxNesting-1) + strings.Repeat("]", maxNesting-1) + "]",
+		"[" + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting) + "]",
+		"[" + strings.Repeat(`{"a":`, maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1) + "]",
+		"[" + strings.Repeat(`{"a":`, maxNesting) + "1" + strings.Repeat("}", maxNesting) + "]",
+	} {
+		_, ok := appendElems(nil, []byte(data))
+		if want := json.Valid([]byte(data)); ok != want {
+			name := data
+			if len(name) > 40 {
+				name = name[:40] + "…"
+			}
+			t.Errorf("appendElems(%q) ok = %v, json.Valid says %v", name, ok, want)
+		}
+	}
+}
+
+// TestDecodeLogConcatenatesTurns: BeginRun's decoding of a whole log is the turns' events in
+// order, and names the turn that does not decode.
+func TestDecodeLogConcatenatesTurns(t *testing.T) {
+	events, err := decodeLog("k", []string{`[{"a":1}]`, ` [ "x" , [2,3] , null ] `, `[{"b":2}]`})
+	want := []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`"x"`), json.RawMessage(`[2,3]`), json.RawMessage(`null`), json.RawMessage(`{"b":2}`)}
+	if err != nil || !reflect.DeepEqual(events, want) {
+		t.Fatalf("decodeLog = %s, %v; want %s", events, err, want)
+	}
+	// Events share one buffer; appending to one must not overwrite the next.
+	_ = append(events[1], '!')
+	if string(events[2]) != `[2,3]` {
+		t.Fatalf("appending to an event overwrote the next: %s", events[2])
+	}
+	if events, err := decodeLog("k", nil); events != nil || err != nil {
+		t.Fatalf("decodeLog(nil) = %s, %v", events, err)
+	}
+	_, err = decodeLog("k", []string{`[1]`, `[]`})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Key != "k" || !strings.Contains(ce.Reason, "turn 1") {
+		t.Fatalf("decodeLog of an empty second turn = %v, want a *CorruptError naming turn 1", err)
 	}
 }
 
@@ -208,6 +264,9 @@ func FuzzDecodeTurn(f *testing.F) {
 	f.Add([]byte(`[{"a":`))
 	f.Add([]byte(" [ \"a,]\\\"[\" , {\"b\":[1,{\"c\":\"}\"}]}\t,\n-1.5e3 ,true] "))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, ok := appendElems(nil, data); ok && !json.Valid(data) {
+			t.Fatalf("appendElems accepted %q, which is not valid JSON", data)
+		}
 		events, err := decodeTurn("k", 0, data)
 		// The standard decoder is the oracle: same events, same bytes, same verdict.
 		var oracle []json.RawMessage

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // A run record is what a run of a conversation leaves when it ends: its outcome and its result
@@ -57,18 +58,29 @@ func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, 
 	return RunStart{Thread: th, Created: b.created, Events: events}, nil
 }
 
-// decodeLog reads the stored turns of the log at key back into their events, oldest first.
+// decodeLog reads the stored turns of the log at key back into their events, oldest first, as
+// decodeTurn does. The events share one copy of the log's bytes.
 func decodeLog(key string, log []string) ([]json.RawMessage, error) {
-	var events []json.RawMessage
+	if len(log) == 0 {
+		return nil, nil
+	}
+	size := 0
+	for _, r := range log {
+		size += len(r)
+	}
+	buf := make([]byte, 0, size)
+	events := make([]json.RawMessage, 0, 8*len(log))
 	for i, r := range log {
-		turn, err := decodeTurn(key, i, []byte(r))
-		if err != nil {
+		buf = append(buf, r...)
+		turn := buf[len(buf)-len(r):]
+		var err error
+		if events, err = appendTurn(events, key, i, turn); err != nil {
 			return nil, err
 		}
-		if events == nil {
-			events = make([]json.RawMessage, 0, len(log)*len(turn))
+		if i == 0 {
+			// The first turn's events per byte predict the rest: grow once rather than regrow.
+			events = slices.Grow(events, len(events)*(size-len(turn))/len(turn))
 		}
-		events = append(events, turn...)
 	}
 	return events, nil
 }

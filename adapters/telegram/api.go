@@ -110,8 +110,13 @@ func (r redactor) error(err error) error {
 
 // callOnce makes one Bot API call through the library's generic request, bound to ctx.
 func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
-	bot := *c.bot // a shallow copy per call, so each call carries its own context
-	bot.Client = ctxClient{ctx: ctx, c: c.http}
+	return c.request(ctx, method, params, ctxClient{ctx: ctx, c: c.http})
+}
+
+// request is callOnce through client, which must bind its requests to ctx.
+func (c *Channel) request(ctx context.Context, method string, params tgbotapi.Params, client tgbotapi.HTTPClient) (json.RawMessage, error) {
+	bot := *c.bot // a shallow copy per call, so each call carries its own client
+	bot.Client = client
 	resp, err := bot.MakeRequest(method, params)
 	if err == nil {
 		return resp.Result, nil

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 )
@@ -51,23 +50,22 @@ type batchItem struct {
 // concurrently (at most maxHandovers at once), each conversation's updates strictly in update
 // order. A Handler error stops its conversation there — its later updates in the batch are not
 // handed over — while other conversations go on; ctx ending stops every conversation before its
-// next update. It returns when every hand-over it started has returned, with the offset to save:
-// the id of the earliest update not handed over, or past the batch when all were; and the error
-// of that earliest update. Updates at or above the returned offset that were handed over anyway
-// come back on the next poll and are skipped as already seen (the router dedupes them too).
-func (c *Channel) handleBatch(ctx context.Context, batch []json.RawMessage, offset int64) (int64, error) {
+// next update. Malformed updates are logged, counted and skipped: one whose id cannot be read
+// counts as the least id its place in the batch allows (floorIDs). It returns when every
+// hand-over it started has returned, with the offset to save: the id of the earliest update not
+// handed over, or past the batch when all were; and the error of that earliest update. Updates
+// at or above the returned offset that were handed over anyway come back on the next poll and
+// are skipped as already seen (the router dedupes them too).
+func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) (int64, error) {
+	floorIDs(batch, offset)
 	items := make([]batchItem, len(batch))
 	groups := make(map[convOrder][]int, len(batch))
 	var order []convOrder
-	for i, raw := range batch {
-		u, err := decodeUpdate(raw)
+	for i, e := range batch {
+		u, err := decodeUpdate(e.raw)
 		if err != nil {
-			var head struct {
-				UpdateID int64 `json:"update_id"`
-			}
-			_ = json.Unmarshal(raw, &head)
-			c.cfg.Logger.Warn("telegram: skipping a malformed update", "update_id", head.UpdateID, "err", err)
-			items[i] = batchItem{id: head.UpdateID, ok: true}
+			c.skipMalformed(e.id, e.floor, len(e.raw), err)
+			items[i] = batchItem{id: max(e.id, e.floor), ok: true}
 			continue
 		}
 		items[i] = batchItem{id: u.UpdateID, u: u}
@@ -125,10 +123,34 @@ func (c *Channel) handleBatch(ctx context.Context, batch []json.RawMessage, offs
 		if err == nil {
 			err = it.err
 		}
-		last = max(last, it.id)
+		if it.id > 0 { // 0: an unreadable id with no floor, which moves nothing
+			last = max(last, it.id)
+		}
 	}
 	if held != nil {
 		return max(offset, held.id), err
 	}
 	return last + 1, nil
+}
+
+// skipMalformed logs and counts an update that cannot be handed over: id is its update_id, or
+// 0 when unreadable (then floor, when known, is the least it can be). An update with a readable
+// id is reported once however often it is fetched. Neither the update's content nor the token
+// is logged.
+func (c *Channel) skipMalformed(id, floor int64, size int, err error) {
+	attrs := []any{"bytes", size, "err", c.redact.error(err)}
+	switch {
+	case id > 0:
+		if c.seen.has(id) {
+			return
+		}
+		c.seen.add(id)
+		attrs = append(attrs, "update_id", id)
+	case floor > 0:
+		attrs = append(attrs, "update_id_at_least", floor)
+	}
+	c.cfg.Logger.Warn("telegram: skipping a malformed update", attrs...)
+	if c.cfg.OnMalformedUpdate != nil {
+		c.cfg.OnMalformedUpdate()
+	}
 }

@@ -81,6 +81,11 @@ type Config struct {
 	MaxRetryWait time.Duration
 	// CallTimeout bounds each call other than getUpdates; default 30 s.
 	CallTimeout time.Duration
+	// OnMalformedUpdate, when set, is called once for each update skipped as malformed (an
+	// element of a getUpdates answer or a webhook body that is not a readable update), for a
+	// metric; it must return quickly. An update whose id can be read is counted once; one
+	// whose id cannot may be counted again if it is fetched again.
+	OnMalformedUpdate func()
 }
 
 // String is redacted: it never shows the token or the webhook secret.

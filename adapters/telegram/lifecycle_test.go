@@ -144,9 +144,11 @@ func TestWebhookChecksSecretAndPayload(t *testing.T) {
 		{"bad secret", "wrong", good, 401},
 		{"missing secret", "", good, 401},
 		{"secret prefix", secret[:5], good, 401},
-		{"malformed json", secret, `{"update_id":`, 400},
-		{"no update id", secret, `{"message":{}}`, 400},
-		{"message without chat", secret, `{"update_id":9,"message":{"message_id":1}}`, 400},
+		// Malformed updates are acknowledged and skipped, so Telegram does not redeliver them
+		// ahead of the updates behind them (TestWebhookAcknowledgesMalformedUpdatesAndGoesOn).
+		{"malformed json", secret, `{"update_id":`, 200},
+		{"no update id", secret, `{"message":{}}`, 200},
+		{"message without chat", secret, `{"update_id":9,"message":{"message_id":1}}`, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -52,10 +51,13 @@ const allowedUpdates = `["message","callback_query"]`
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
 // the batch is done. A Handler error holds the offset at the earliest update not handed over and
 // the loop polls again after a backoff, so that update and its conversation's later ones are
-// retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after.
+// retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after. A batch
+// that ends in an update whose id cannot be read is polled again at once only while that moves
+// the offset on: a batch that moved nothing, or a second such batch in a row, backs off too (see
+// blindWait), so an unreadable update never makes a busy loop.
 func (c *Channel) poll(ctx context.Context, offset int64) {
 	defer c.wg.Done()
-	failures := 0
+	failures, blind := 0, 0
 	fail := func(err error, wait time.Duration) bool {
 		failures++
 		if wait <= 0 {
@@ -70,7 +72,7 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 		if offset > 0 {
 			params["offset"] = strconv.FormatInt(offset, 10)
 		}
-		raw, err := c.callOnce(ctx, "getUpdates", params)
+		batch, err := c.fetchUpdates(ctx, params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -86,15 +88,9 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			continue
 		}
 		c.lastPoll.Store(c.now().UnixNano())
-		var batch []json.RawMessage
-		if err := json.Unmarshal(raw, &batch); err != nil {
-			if !fail(err, 0) {
-				return
-			}
-			continue
-		}
 		next, herr := c.handleBatch(ctx, batch, offset)
-		if next != offset {
+		moved := next != offset
+		if moved {
 			offset = next
 			c.saveOffset(offset)
 		}
@@ -108,7 +104,32 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			continue
 		}
 		failures = 0
+		if len(batch) == 0 || batch[len(batch)-1].id > 0 {
+			blind = 0
+			continue
+		}
+		if wait, ok := blindWait(&blind, moved); ok {
+			c.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
+				"offset", offset, "wait", wait)
+			if c.sleep(ctx, wait) != nil {
+				return
+			}
+		}
 	}
+}
+
+// blindWait decides the pause after a batch that ends in an update whose id cannot be read
+// ("blind": no id after it tells how far the offset must move). The first such batch that moved
+// the offset is polled again at once — with ids in sequence the offset is past the update now.
+// One that moved nothing (no bound on the id: polling with no offset yet), or a second in a
+// row (ids out of sequence: the offset moves one id a poll), waits a backoff: the update stays at
+// the head of the queue until a readable update behind it lets the offset pass.
+func blindWait(blind *int, moved bool) (time.Duration, bool) {
+	*blind++
+	if moved && *blind == 1 {
+		return 0, false
+	}
+	return backoff(*blind), true
 }
 
 // saveOffset saves even while stopping: the batch it covers was handed over.

@@ -30,12 +30,13 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 
 // WebhookHandler is the http.Handler for webhook deliveries; mount it at the path of
 // Config.WebhookURL on the shared listener. It answers 405 to anything but POST, 401 unless the
-// X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time), 400 to a
-// malformed update, 503 before Start or after Stop, 500 when the Handler fails or when an earlier
-// update of the same conversation failed and was not redelivered yet (Telegram then redelivers),
-// and 200 once the update is handed over (or was already, or is ignored). Concurrent deliveries
-// are handed over concurrently across conversations and one at a time, in update order, within
-// one.
+// X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time), 503
+// before Start or after Stop, 400 when the body cannot be read, 500 when the Handler fails or when
+// an earlier update of the same conversation failed and was not redelivered yet (Telegram then
+// redelivers), and 200 once the update is handed over (or was already, or is ignored, or is
+// malformed: logged, counted and skipped, so it never holds up the updates behind it).
+// Concurrent deliveries are handed over concurrently across conversations and one at a time, in
+// update order, within one.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(c.serveWebhook)
 }
@@ -52,6 +53,13 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
+	c.mu.Lock()
+	ready := c.handler != nil && !c.stopped
+	c.mu.Unlock()
+	if !ready {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxUpdateBytes+1))
 	if err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
@@ -59,15 +67,10 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := decodeUpdate(body)
 	if err != nil {
-		c.cfg.Logger.Warn("telegram: malformed webhook update refused", "err", err)
-		http.Error(w, "malformed update", http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	ready := c.handler != nil && !c.stopped
-	c.mu.Unlock()
-	if !ready {
-		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		// Acknowledged, not refused: Telegram would redeliver it for as long as it keeps trying,
+		// holding up the updates behind it, and it would be as malformed every time.
+		c.skipMalformed(readUpdateID(body), 0, len(body), err)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if c.seen.has(u.UpdateID) {

@@ -1,0 +1,196 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// entry is one element of a getUpdates answer, before it is decoded as an update.
+type entry struct {
+	// raw is the element's JSON; nil for an element the answer breaks off in.
+	raw json.RawMessage
+	// id is the element's update_id, 0 when it cannot be read.
+	id int64
+	// floor is, for an element whose id cannot be read, the least id it can have (see
+	// floorIDs); 0 when nothing bounds it.
+	floor int64
+}
+
+// maxAnswerBytes bounds a getUpdates answer kept for reading: 100 updates are far smaller.
+const maxAnswerBytes = 32 << 20
+
+// fetchUpdates makes one getUpdates call and returns its answer element by element, so that one
+// bad element costs only itself: an element whose update_id cannot be read is returned with id
+// 0, and an answer that is not valid JSON (which the library refuses whole) is read up to where it
+// breaks (see splitBatch). Errors are the call's, or an answer with
+// no readable array of updates.
+func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
+	kept := &keptBody{inner: ctxClient{ctx: ctx, c: c.http}}
+	res, err := c.request(ctx, "getUpdates", params, kept)
+	if err == nil {
+		entries, complete := splitBatch(json.NewDecoder(bytes.NewReader(res)))
+		if !complete && len(entries) == 0 && !isNull(res) {
+			return nil, fmt.Errorf("telegram: getUpdates: the result is not an array of updates")
+		}
+		return entries, nil
+	}
+	var ae *APIError
+	if errors.As(err, &ae) || ctx.Err() != nil || kept.status != http.StatusOK || kept.body == nil {
+		return nil, err
+	}
+	// A 200 answer the library could not decode: keep what can be read of it.
+	entries, ok := salvageBatch(kept.body)
+	if !ok {
+		return nil, err
+	}
+	read := 0
+	for _, e := range entries {
+		if e.raw != nil {
+			read++
+		}
+	}
+	c.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
+		"bytes", len(kept.body), "updates_read", read, "err", c.redact.error(err))
+	return entries, nil
+}
+
+func isNull(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || string(b) == "null"
+}
+
+// keptBody is an HTTP client that reads a 200 answer's body whole before the library decodes
+// it, so that an answer the library cannot decode can still be read in part.
+type keptBody struct {
+	inner  tgbotapi.HTTPClient
+	status int
+	body   []byte
+}
+
+func (k *keptBody) Do(req *http.Request) (*http.Response, error) {
+	resp, err := k.inner.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxAnswerBytes {
+		// Not cut here: a cut answer would be read in part and its last update skipped.
+		return nil, fmt.Errorf("answer over %d bytes", maxAnswerBytes)
+	}
+	k.status, k.body = resp.StatusCode, body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// splitBatch reads a JSON array from dec element by element. complete is false when dec does
+// not hold a whole array: the elements before the break are returned. The element the array
+// breaks off in is returned too, with no raw, when it is the first: then nothing else would move
+// the offset past it. After readable elements it is left out, for the next poll to fetch first
+// (an answer cut short breaks elsewhere then) or, if it breaks there again, to skip.
+func splitBatch(dec *json.Decoder) (entries []entry, complete bool) {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, false
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if len(entries) == 0 {
+				entries = []entry{{}}
+			}
+			return entries, false
+		}
+		entries = append(entries, entry{raw: raw, id: readUpdateID(raw)})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return entries, false
+	}
+	return entries, true
+}
+
+// salvageBatch reads the updates of a getUpdates answer that is not valid JSON: it walks the
+// envelope to its "result" array and splits that up to where it breaks. ok is false when the
+// answer holds no result array to read, or says ok:false.
+func salvageBatch(body []byte) (entries []entry, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		switch key {
+		case "result":
+			entries, _ = splitBatch(dec)
+			return entries, len(entries) > 0
+		case "ok":
+			if v, err := dec.Token(); err != nil || v != true {
+				return nil, false
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, false
+			}
+		}
+	}
+	return nil, false
+}
+
+// readUpdateID reads the update_id of one element: a positive integer, written as a JSON number
+// or a string of digits. It returns 0 when there is none to read.
+func readUpdateID(raw json.RawMessage) int64 {
+	var head struct {
+		UpdateID json.RawMessage `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &head) != nil || len(head.UpdateID) == 0 {
+		return 0
+	}
+	text := string(head.UpdateID)
+	if head.UpdateID[0] == '"' {
+		if json.Unmarshal(head.UpdateID, &text) != nil {
+			return 0
+		}
+	}
+	id, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return id
+}
+
+// floorIDs gives each element whose id cannot be read the least id it can have. Telegram
+// numbers updates in sequence and answers them in ascending order from the offset asked for, so
+// an element's id is at least one more than the previous element's (read, or itself a floor), and
+// the first element's at least offset. Before the first read id of an answer polled with no
+// offset nothing bounds it. A floor is exact while ids run in sequence (always, but after a week
+// without updates, when Telegram picks the next id at random), and never above the element's
+// true id: an offset past a floor passes the element, or falls short of it, but never passes a
+// later update.
+func floorIDs(entries []entry, offset int64) {
+	// prev is the least id the previous element can have, when known.
+	prev, known := offset-1, offset > 0
+	for i := range entries {
+		e := &entries[i]
+		switch {
+		case e.id > 0:
+			prev, known = e.id, true
+		case known:
+			e.floor = prev + 1
+			prev = e.floor
+		}
+	}
+}

@@ -59,6 +59,7 @@ type OpenAI struct {
 	opts   OpenAIOptions
 	host   string
 	client *openai.Client
+	tools  toolCache
 	log    *slog.Logger
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -126,9 +127,12 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		cctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
 		defer cancel()
 	}
-	creq := p.chatRequest(req)
+	c, err := p.prepare(req)
+	if err != nil {
+		return Response{}, fmt.Errorf("llm: openai: call to %s: %w", p.host, err)
+	}
 	for attempt := 0; ; attempt++ {
-		resp, f := p.once(cctx, creq, onDelta)
+		resp, f := p.once(cctx, c, onDelta)
 		if f == nil {
 			return resp, nil
 		}
@@ -171,61 +175,49 @@ func (p *OpenAI) contextErr(ctx, cctx context.Context) error {
 	return nil
 }
 
-// chatRequest maps a Request to the wire request. System sections become one system message
-// ahead of the history; an empty tool result is sent as "(no output)" because servers refuse
-// a tool message without content.
-func (p *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
+// call is one model call ready to send: go-openai's view of it and its pre-encoded body.
+type call struct {
+	// stub carries only what go-openai reads before sending (the model, for the URL and its
+	// checks, and max_tokens); go-openai's encoding of it is replaced by body on the wire.
+	stub openai.ChatCompletionRequest
+	body []byte
+}
+
+// toolsMarker stands for a request's tools when go-openai's checks only ask whether there are any.
+var toolsMarker = []openai.Tool{{Type: openai.ToolTypeFunction}}
+
+// prepare encodes req for the wire and runs go-openai's model checks on it, as go-openai would
+// on the full request.
+func (p *OpenAI) prepare(req Request) (call, error) {
 	model := req.Model
 	if model == "" {
 		model = p.opts.Model
 	}
-	msgs := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+1)
-	var sections []string
-	for _, s := range req.System {
-		if strings.TrimSpace(s) != "" {
-			sections = append(sections, s)
-		}
-	}
-	if len(sections) > 0 {
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: strings.Join(sections, "\n\n")})
-	}
-	for _, m := range req.Messages {
-		om := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
-		for _, tc := range m.ToolCalls {
-			om.ToolCalls = append(om.ToolCalls, openai.ToolCall{ID: tc.ID, Type: openai.ToolTypeFunction,
-				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
-		}
-		if m.Role == RoleTool && om.Content == "" {
-			om.Content = "(no output)"
-		}
-		msgs = append(msgs, om)
-	}
-	creq := openai.ChatCompletionRequest{
-		Model:         model,
-		Messages:      msgs,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-	}
+	var c call
+	c.stub.Model = model
 	//lint:ignore SA1019 DeepSeek and most OpenAI-compatible servers read max_tokens, not max_completion_tokens.
-	creq.MaxTokens = req.MaxTokens
-	for _, t := range req.Tools {
-		var params any = t.Parameters
-		if len(t.Parameters) == 0 {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		creq.Tools = append(creq.Tools, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: params}})
+	c.stub.MaxTokens = req.MaxTokens
+	check := c.stub
+	check.Tools = toolsMarker[:min(len(req.Tools), 1)]
+	if err := openai.NewReasoningValidator().Validate(check); err != nil {
+		return call{}, err
 	}
-	return creq
+	body, err := p.wireBody(req, model)
+	if err != nil {
+		return call{}, err
+	}
+	c.body = body
+	return c, nil
 }
 
 // errStreamCut means the stream ended before the server said it was finished.
 var errStreamCut = errors.New("the stream ended before the answer was finished")
 
 // once makes one attempt. On failure it reports whether anything reached onDelta.
-func (p *OpenAI) once(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(Delta)) (Response, *failure) {
-	rec := &exchange{}
+func (p *OpenAI) once(ctx context.Context, c call, onDelta func(Delta)) (Response, *failure) {
+	rec := &exchange{body: c.body}
 	ctx = context.WithValue(ctx, exchangeKey{}, rec)
-	stream, err := p.client.CreateChatCompletionStream(ctx, creq)
+	stream, err := p.client.CreateChatCompletionStream(ctx, c.stub)
 	if err != nil {
 		return Response{}, p.classify(err, rec, false)
 	}

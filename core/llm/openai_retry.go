@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,31 +17,44 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// exchangeKey carries an *exchange in a request's context, so the HTTP layer can report what
-// the go-openai client does not expose: the status and the Retry-After header.
+// exchangeKey carries an *exchange in a request's context, so the HTTP layer can send the
+// pre-encoded body and report what the go-openai client does not expose: the status and the
+// Retry-After header.
 type exchangeKey struct{}
 
-// exchange is what capturingDoer saw of one HTTP attempt. It is written and read on the
-// goroutine that runs the attempt.
+// exchange is one HTTP attempt: the body to send, and what capturingDoer saw of the answer.
+// It is written and read on the goroutine that runs the attempt.
 type exchange struct {
+	body       []byte // the encoded request (see wireBody); never modified
 	status     int
 	retryAfter string
 }
 
-// capturingDoer is the HTTP client handed to go-openai; it records each answer's status and
-// Retry-After header in the request's exchange.
+// capturingDoer is the HTTP client handed to go-openai. It sends the attempt's pre-encoded
+// body in place of go-openai's encoding of the stub request, and records each answer's status
+// and Retry-After header in the request's exchange.
 type capturingDoer struct{ c *http.Client }
 
 func (d capturingDoer) Do(r *http.Request) (*http.Response, error) {
+	x, _ := r.Context().Value(exchangeKey{}).(*exchange)
+	if x != nil && x.body != nil {
+		body := x.body
+		r.Body = bodyReader{bytes.NewReader(body)}
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return bodyReader{bytes.NewReader(body)}, nil }
+	}
 	resp, err := d.c.Do(r)
-	if err == nil {
-		if x, ok := r.Context().Value(exchangeKey{}).(*exchange); ok {
-			x.status = resp.StatusCode
-			x.retryAfter = resp.Header.Get("Retry-After")
-		}
+	if err == nil && x != nil {
+		x.status = resp.StatusCode
+		x.retryAfter = resp.Header.Get("Retry-After")
 	}
 	return resp, err
 }
+
+// bodyReader is a request body read from memory.
+type bodyReader struct{ *bytes.Reader }
+
+func (bodyReader) Close() error { return nil }
 
 // failure is one failed attempt, classified.
 type failure struct {

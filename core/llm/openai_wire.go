@@ -1,0 +1,274 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// The request body is encoded here rather than by go-openai: its encoding runs every message
+// and tool through its own MarshalJSON and then re-compacts the result, which made the
+// encoding the largest per-call cost of a model call. The bytes are exactly those go-openai
+// would send for the same openai.ChatCompletionRequest (openai_wire_test.go checks it
+// against go-openai's own encoding); capturingDoer puts them on the HTTP request in place of
+// go-openai's encoding of a stub request that carries only what go-openai itself reads.
+
+// wireBody is the JSON body of one chat-completions call: req with model filled in, streamed,
+// with usage asked for. System sections are joined by a blank line into one system message
+// ahead of the history; an empty tool result is sent as "(no output)" because servers refuse
+// a tool message without content.
+func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
+	var small [16][]byte // an agent's tools, usually without a heap allocation
+	tools := small[:0]
+	size := 128 + len(model)
+	for _, t := range req.Tools {
+		w, err := p.tools.encoded(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		tools = append(tools, w)
+		size += len(w) + 1
+	}
+	for _, s := range req.System {
+		size += len(s) + 4
+	}
+	for _, m := range req.Messages {
+		size += 48 + len(m.Content) + len(m.ToolCallID)
+		for _, tc := range m.ToolCalls {
+			size += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)*11/10
+		}
+	}
+
+	b := make([]byte, 0, size)
+	b = append(b, `{"model":`...)
+	b = appendString(b, model)
+	b = append(b, `,"messages":[`...)
+	first := true
+	for _, s := range req.System {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		if first {
+			b = append(b, `{"role":"system","content":"`...)
+			first = false
+		} else {
+			b = append(b, `\n\n`...)
+		}
+		b = appendStringBody(b, s)
+	}
+	if !first {
+		b = append(b, `"}`...)
+	}
+	for _, m := range req.Messages {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendMessage(b, m)
+	}
+	b = append(b, ']')
+	if req.MaxTokens != 0 {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	}
+	b = append(b, `,"stream":true`...)
+	if len(tools) > 0 {
+		b = append(b, `,"tools":[`...)
+		for i, w := range tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, w...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"stream_options":{"include_usage":true}}`...)
+	return b, nil
+}
+
+// appendMessage appends m as go-openai encodes an openai.ChatCompletionMessage.
+func appendMessage(b []byte, m Message) []byte {
+	b = append(b, `{"role":`...)
+	b = appendString(b, string(m.Role))
+	content := m.Content
+	if m.Role == RoleTool && content == "" {
+		content = "(no output)"
+	}
+	if content != "" {
+		b = append(b, `,"content":`...)
+		b = appendString(b, content)
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if tc.ID != "" {
+				b = append(b, `"id":`...)
+				b = appendString(b, tc.ID)
+				b = append(b, ',')
+			}
+			b = append(b, `"type":"function","function":{`...)
+			if tc.Name != "" {
+				b = append(b, `"name":`...)
+				b = appendString(b, tc.Name)
+			}
+			if tc.Arguments != "" {
+				if tc.Name != "" {
+					b = append(b, ',')
+				}
+				b = append(b, `"arguments":`...)
+				b = appendString(b, tc.Arguments)
+			}
+			b = append(b, `}}`...)
+		}
+		b = append(b, ']')
+	}
+	if m.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b = appendString(b, m.ToolCallID)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string, escaped exactly as encoding/json escapes it
+// (HTML-safe, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = appendStringBody(b, s)
+	return append(b, '"')
+}
+
+// appendStringBody is appendString without the quotes.
+func appendStringBody(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // other control bytes, and <, > and & as encoding/json escapes them
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(b, s[start:]...)
+}
+
+// jsonSafe reports the ASCII bytes a JSON string holds as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+// toolCache bounds: specs of one name beyond maxToolVariants (a tool whose schema changes per
+// call), or any spec once maxCachedTools are kept, are encoded on every call instead.
+const (
+	maxToolVariants = 8
+	maxCachedTools  = 1024
+)
+
+// toolCache holds the wire encoding of each tool spec seen. An agent offers the same tools on
+// every call, so each is encoded once. Safe for concurrent use.
+type toolCache struct {
+	mu     sync.RWMutex
+	byName map[string][]*wireTool
+	n      int
+}
+
+type wireTool struct {
+	description string
+	parameters  []byte
+	wire        []byte // go-openai's encoding of the tool; never modified
+}
+
+// encoded returns t as go-openai encodes it in a request's "tools". A tool without parameters
+// is offered as taking an empty object. It fails when t.Parameters is not valid JSON.
+func (c *toolCache) encoded(t ToolSpec) ([]byte, error) {
+	c.mu.RLock()
+	w := c.find(t)
+	c.mu.RUnlock()
+	if w != nil {
+		return w, nil
+	}
+
+	var params any = t.Parameters
+	if len(t.Parameters) == 0 {
+		params = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	wire, err := json.Marshal(openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name: t.Name, Description: t.Description, Parameters: params}})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.find(t); w != nil {
+		return w, nil // another call cached it meanwhile
+	}
+	if len(c.byName[t.Name]) < maxToolVariants && c.n < maxCachedTools {
+		if c.byName == nil {
+			c.byName = map[string][]*wireTool{}
+		}
+		v := &wireTool{description: t.Description, parameters: bytes.Clone(t.Parameters), wire: wire}
+		c.byName[t.Name] = append(c.byName[t.Name], v)
+		c.n++
+	}
+	return wire, nil
+}
+
+// find returns the cached encoding of t, nil if there is none. The caller holds c.mu.
+func (c *toolCache) find(t ToolSpec) []byte {
+	for _, v := range c.byName[t.Name] {
+		if v.description == t.Description && bytes.Equal(v.parameters, t.Parameters) {
+			return v.wire
+		}
+	}
+	return nil
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // benchSchema is a tool schema the size of the lead's ask_clarification, indented as it is
@@ -84,4 +86,28 @@ func BenchmarkChatRequestWireGoOpenAI(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeChunk measures decoding one streamed content chunk: the provider's decoder,
+// and go-openai's (what Recv does) for comparison.
+func BenchmarkDecodeChunk(b *testing.B) {
+	line := []byte(chunkLine(`{"content":"The quick"}`, ""))
+	b.Run("provider", func(b *testing.B) {
+		b.ReportAllocs()
+		var c wireChunk
+		for b.Loop() {
+			if err := decodeChunk(line, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("go-openai", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var c openai.ChatCompletionStreamResponse
+			if err := json.Unmarshal(line, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -223,8 +223,11 @@ func (p *OpenAI) once(ctx context.Context, c call, onDelta func(Delta)) (Respons
 	}
 	defer stream.Close()
 	var acc accumulator
+	var chunk wireChunk
 	for {
-		chunk, err := stream.Recv()
+		// RecvRaw frames the events and reports error events as Recv does; the chunk is
+		// decoded here into the few fields the accumulator reads.
+		line, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			if !acc.finished {
 				return Response{}, p.classify(errStreamCut, rec, acc.streamed)
@@ -234,7 +237,10 @@ func (p *OpenAI) once(ctx context.Context, c call, onDelta func(Delta)) (Respons
 		if err != nil {
 			return Response{}, p.classify(err, rec, acc.streamed)
 		}
-		acc.add(chunk, onDelta)
+		if err := decodeChunk(line, &chunk); err != nil {
+			return Response{}, p.classify(err, rec, acc.streamed)
+		}
+		acc.add(&chunk, onDelta)
 	}
 }
 
@@ -254,9 +260,9 @@ type partialCall struct {
 	args     strings.Builder
 }
 
-func (a *accumulator) add(chunk openai.ChatCompletionStreamResponse, onDelta func(Delta)) {
-	if u := chunk.Usage; u != nil {
-		a.usage = Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+func (a *accumulator) add(chunk *wireChunk, onDelta func(Delta)) {
+	if chunk.Usage != nil {
+		a.usage = *chunk.Usage
 	}
 	for _, ch := range chunk.Choices {
 		if ch.Index != 0 {

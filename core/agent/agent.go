@@ -62,12 +62,12 @@ type CreateOptions struct {
 	// Seed is copied to the start of the session log; it must be contiguous from seq 0. Turn
 	// numbers continue after the seed's.
 	Seed []Event
-	// TakeSeed hands Seed over instead: when it has spare capacity the session keeps the slice
-	// as its log and writes new events into that capacity, so after Create the caller must
-	// neither read nor write Seed, nor any slice sharing its array. It is for a caller that
-	// builds a seed only to create the agent (a history decoded from storage), which it saves a
-	// second copy of; a seed without spare capacity is copied as without it.
-	TakeSeed bool
+	// ShareSeed makes the session read Seed in place instead of copying it, as it does a
+	// ForkFrom prefix: new events go to the session's own memory, never into Seed's array, but
+	// the caller must not change Seed's events after Create. It is for a caller that builds a
+	// seed only to create the agent (a history decoded from storage), which it saves a second
+	// copy of the whole history.
+	ShareSeed bool
 	// ForkFrom seeds the session with that session's completed turns instead: its events up to
 	// and including its last turn/end at Create time (none if no turn has ended). They are
 	// shared rather than copied — a written event never changes — so a fork costs no copy of
@@ -149,20 +149,24 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	if err := checkSeed(o.Seed); err != nil {
 		return nil, err
 	}
-	var shared [][]Event
-	nshared := 0
-	if o.ForkFrom != nil {
-		if len(o.Seed) > 0 {
-			return nil, fmt.Errorf("agent: create: %w", ErrSeedAndFork)
-		}
-		shared, nshared = o.ForkFrom.completedPrefix()
-	}
 	slack := topLevelSlack
 	if o.Options.SubagentDepth > 0 {
 		slack = childSlack
 	}
-	events := o.Seed
-	if !o.TakeSeed || cap(events) == len(events) {
+	var shared [][]Event
+	nshared := 0
+	var events []Event
+	switch {
+	case o.ForkFrom != nil && len(o.Seed) > 0:
+		return nil, fmt.Errorf("agent: create: %w", ErrSeedAndFork)
+	case o.ForkFrom != nil:
+		shared, nshared = o.ForkFrom.completedPrefix()
+		events = make([]Event, 0, slack)
+	case o.ShareSeed && len(o.Seed) > 0:
+		// Capped, so nothing is ever appended into the caller's array.
+		shared, nshared = [][]Event{o.Seed[:len(o.Seed):len(o.Seed)]}, len(o.Seed)
+		events = make([]Event, 0, slack)
+	default:
 		events = append(make([]Event, 0, len(o.Seed)+slack), o.Seed...)
 	}
 	if o.ID == "" {
@@ -176,7 +180,7 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 		id:   o.ID,
 		opts: o.Options.clone(),
 		session: &Session{
-			header:  Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: len(o.Seed) + nshared},
+			header:  Header{AgentID: o.ID, SessionID: o.SessionID, Cwd: o.Cwd, ParentSession: o.ParentSession, SeedLength: nshared + len(events)},
 			shared:  shared,
 			nshared: nshared,
 			events:  events,
@@ -186,7 +190,7 @@ func (r *Runtime) Create(o CreateOptions) (*Agent, error) {
 	for _, seg := range shared {
 		a.nextTurn = nextTurnAfter(seg, a.nextTurn)
 	}
-	a.nextTurn = nextTurnAfter(o.Seed, a.nextTurn)
+	a.nextTurn = nextTurnAfter(events, a.nextTurn)
 	r.mu.Lock()
 	if _, dup := r.agents[a.id]; dup {
 		r.mu.Unlock()

@@ -256,45 +256,47 @@ func TestSeedCopyAndSeqContinuity(t *testing.T) {
 	}
 }
 
-// TestTakeSeedUsesTheCallersArray: with TakeSeed the seed's array becomes the log (new events
-// land in its spare capacity, no copy is made); a seed without spare capacity is copied.
-func TestTakeSeedUsesTheCallersArray(t *testing.T) {
-	seedOf := func(capacity int) []agent.Event {
-		seed := make([]agent.Event, 2, capacity)
-		seed[0] = agent.Event{Seq: 0, Kind: agent.KindUserMessage, Turn: 1, Content: "earlier question"}
-		seed[1] = agent.Event{Seq: 1, Kind: agent.KindTurnEnd, Turn: 1, Reason: agent.TurnCompleted}
-		return seed
+// TestShareSeedReadsTheCallersEvents: with ShareSeed the session reads the seed in place (no
+// copy: a change the caller must not make would show) and writes its own events elsewhere,
+// never into the seed's spare capacity; sequence, turn numbers, the model's history and a fork
+// of it are as with a copied seed.
+func TestShareSeedReadsTheCallersEvents(t *testing.T) {
+	seed := make([]agent.Event, 2, 32)
+	seed[0] = agent.Event{Seq: 0, Kind: agent.KindUserMessage, Turn: 1, Content: "earlier question"}
+	seed[1] = agent.Event{Seq: 1, Kind: agent.KindTurnEnd, Turn: 1, Reason: agent.TurnCompleted}
+	p := llm.NewScripted(llm.Reply{Text: "answer"}, llm.Reply{Text: "fork answer"})
+	rt, a := newAgent(t, p, agent.CreateOptions{Seed: seed, ShareSeed: true})
+	if got := a.Session().Events()[0].Content; got != "earlier question" {
+		t.Fatalf("seeded content %q", got)
 	}
-	for _, tc := range []struct {
-		name     string
-		capacity int
-		shared   bool
-	}{
-		{"spare capacity", 32, true},
-		{"no spare capacity", 2, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			seed := seedOf(tc.capacity)
-			p := llm.NewScripted(llm.Reply{Text: "answer"})
-			_, a := newAgent(t, p, agent.CreateOptions{Seed: seed, TakeSeed: true})
-			_ = a.Send("question")
-			waitIdle(t, a)
-			ev := a.Session().Events()
-			if a.Session().Header().SeedLength != 2 || len(ev) < 4 || ev[1].Reason != agent.TurnCompleted || ev[2].Kind != agent.KindTurnStart || ev[2].Turn != 2 {
-				t.Fatalf("log %+v", ev)
-			}
-			for i, e := range ev {
-				if e.Seq != i {
-					t.Fatalf("event %d has seq %d", i, e.Seq)
-				}
-			}
-			if got := cap(seed) > 2 && seed[:3][2].Kind == agent.KindTurnStart; got != tc.shared {
-				t.Errorf("the new turn was written into the seed's array: %v, want %v", got, tc.shared)
-			}
-			if req := p.Requests()[0]; len(req.Messages) != 2 || req.Messages[0].Content != "earlier question" {
-				t.Fatalf("messages %+v", req.Messages)
-			}
-		})
+	_ = a.Send("question")
+	waitIdle(t, a)
+	if spare := seed[:3][2]; spare != (agent.Event{}) {
+		t.Errorf("the session wrote into the seed's spare capacity: %+v", spare)
+	}
+	ev := a.Session().Events()
+	if a.Session().Header().SeedLength != 2 || len(ev) < 4 || ev[2].Kind != agent.KindTurnStart || ev[2].Turn != 2 {
+		t.Fatalf("log %+v", ev)
+	}
+	for i, e := range ev {
+		if e.Seq != i {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	if req := p.Requests()[0]; len(req.Messages) != 2 || req.Messages[0].Content != "earlier question" {
+		t.Fatalf("messages %+v", req.Messages)
+	}
+	fork, err := rt.Create(agent.CreateOptions{ForkFrom: a.Session()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fork.Dispose(context.Background()) })
+	if got := fork.Session().Events(); len(got) != len(ev) || got[0].Content != "earlier question" || got[len(got)-1] != ev[len(ev)-1] {
+		t.Fatalf("fork of a shared-seed session has %+v, want %+v", got, ev)
+	}
+	seed[0].Content = "changed in place"
+	if got := a.Session().Events()[0].Content; got != "changed in place" {
+		t.Errorf("the seed was copied: the session still reads %q", got)
 	}
 }
 

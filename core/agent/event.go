@@ -81,11 +81,11 @@ type Header struct {
 //
 // A session forked from another (CreateOptions.ForkFrom) starts with that session's completed
 // turns as read-only segments shared with it: written events never change, so sharing them is
-// as good as a copy.
+// as good as a copy. A seed given with CreateOptions.ShareSeed is such a segment too.
 type Session struct {
 	header  Header
 	mu      sync.RWMutex
-	shared  [][]Event // the forked seed, in order; never written to
+	shared  [][]Event // the forked or shared seed, in order; never written to
 	nshared int       // how many events shared holds
 	events  []Event   // the rest of the log, from Seq nshared on
 }

@@ -80,11 +80,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	if th.Settings.Model != "" {
 		model = th.Settings.Model
 	}
-	lead, err := t.rt.Create(agent.CreateOptions{
-		SessionID: th.SessionID + "." + env.RunID,
-		Seed:      history,
-		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: t.tools, MaxSteps: t.opts.MaxSteps},
-	})
+	seeded := len(history)
+	lead, err := t.newLead(th.SessionID+"."+env.RunID, model, history)
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: creating the lead agent: %w", err))
 	}
@@ -109,10 +106,10 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	}
 	rs.close() // every progress and subagent event is out before the closing one
 
-	own := lead.Session().Since(len(history))
+	own := lead.Session().Since(seeded)
 	form, callID := rs.asked.get()
 	// No turn/end of its own (it cannot happen once idle) reads as a failure: Reason is empty.
-	end, _ := lead.Session().Last(agent.KindTurnEnd, len(history))
+	end, _ := lead.Session().Last(agent.KindTurnEnd, seeded)
 	switch {
 	case form != nil && end.Reason == agent.TurnCompleted:
 		return t.waitForAnswer(ctx, run, append(completed, own...), answerText(own, end.Turn), *form, callID)
@@ -131,6 +128,18 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed, nil)
 	}
+}
+
+// newLead creates a run's lead agent on its history. The history was decoded for this agent
+// alone, so the agent reads it in place rather than copying it again: the caller must not
+// change it afterwards.
+func (t *Team) newLead(sessionID, model string, history []agent.Event) (*agent.Agent, error) {
+	return t.rt.Create(agent.CreateOptions{
+		SessionID: sessionID,
+		Seed:      history,
+		ShareSeed: true,
+		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: t.tools, MaxSteps: t.opts.MaxSteps},
+	})
 }
 
 // replayed re-emits the closing event of a run that already finished (a redelivery after a
@@ -279,7 +288,7 @@ func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
 	for _, r := range raw {
 		// Decoded in place: a separate variable would escape to the heap once per event.
 		out = append(out, agent.Event{})
-		if err := json.Unmarshal(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
+		if err := agent.DecodeEvent(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
 			out = out[:len(out)-1] // the next append zeroes the slot again
 			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
 		}

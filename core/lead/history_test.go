@@ -119,7 +119,7 @@ func BenchmarkDecodeHistory50Turns(b *testing.B) {
 		if len(history) != len(raw) {
 			b.Fatal("events lost")
 		}
-		a, err := team.rt.Create(agent.CreateOptions{Seed: history})
+		a, err := team.newLead("", "", history)
 		if err != nil {
 			b.Fatal(err)
 		}

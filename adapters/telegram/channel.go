@@ -7,8 +7,8 @@
 //
 // Inbound: long polling (default) or a webhook handler to mount on the shared HTTP listener.
 // Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
-// type, typing, inline keyboards, callback answers, command menu, 429 handling and per-chat
-// pacing.
+// type, typing, inline keyboards, callback answers, command menu, 429 handling and pacing (per
+// chat and overall).
 package telegram
 
 import (
@@ -59,8 +59,9 @@ type Config struct {
 	// (1–256 characters of A-Z a-z 0-9 _ -).
 	WebhookSecret string
 	// Pacing spaces messages per chat (about one a second, 20 a minute in groups) without holding
-	// up other chats. Configuration turns it on by default (telegram.pacing); false turns it off
-	// for local Bot API servers and load tests.
+	// up other chats, and over all chats (at most 30 in any second, Telegram's limit for a bot).
+	// Configuration turns it on by default (telegram.pacing); false turns both off for local Bot
+	// API servers and load tests.
 	Pacing bool
 	// BotUsername is the bot's @username without '@'. Start learns it from getMe; a value set
 	// here is replaced by what getMe says.

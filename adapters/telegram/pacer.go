@@ -6,19 +6,33 @@ import (
 )
 
 // Pacing limits: about one message a second per private chat and 20 a minute per group, each
-// with a burst of paceBurst so a short chunked answer is not held back.
+// with a burst of paceBurst so a short chunked answer is not held back; and, over all chats, at
+// most globalPerSecond in any one second
+// (https://core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this): a burst of
+// globalBurst, then one every globalInterval, spaced so that burst and steady rate together stay
+// within the second.
 const (
 	privateInterval = time.Second
 	groupInterval   = 3 * time.Second
 	paceBurst       = 3
+
+	globalPerSecond = 30
+	globalBurst     = 3
+	globalInterval  = time.Second / (globalPerSecond - globalBurst)
 )
 
-// pacer spaces sends per chat (GCRA): each chat has its own schedule, so a busy chat never holds
-// up another.
+// pacer spaces sends (GCRA) per chat — each chat has its own schedule, so a busy chat never holds
+// up another — and over all chats. A send first waits for its chat's slot, then books the next
+// overall slot, so the overall schedule is taken in the order sends become due: a chat joins it
+// no faster than its own pace (a burst of paceBurst, then one a second at most), and a quiet chat
+// waits behind that much of a busy chat's traffic, never behind its backlog. (A send the overall
+// limit holds up may come closer to its chat's next one than the chat's pace; never earlier
+// than its own slot.)
 type pacer struct {
-	mu    sync.Mutex
-	tat   map[int64]time.Time // theoretical arrival time of the next send, per chat
-	calls int
+	mu     sync.Mutex
+	tat    map[int64]time.Time // theoretical arrival time of the next send, per chat
+	global time.Time           // theoretical arrival time of the next send, any chat
+	calls  int
 }
 
 func newPacer() *pacer { return &pacer{tat: map[int64]time.Time{}} }
@@ -45,4 +59,18 @@ func (p *pacer) reserve(chat int64, now time.Time) time.Duration {
 	}
 	p.tat[chat] = t.Add(interval)
 	return max(0, t.Sub(now)-(paceBurst-1)*interval)
+}
+
+// reserveGlobal books the bot's next overall send slot at now — to be called once the chat's
+// own slot (reserve) has come — and returns how long to wait for it. A slot booked by a send
+// that is then abandoned stays spent.
+func (p *pacer) reserveGlobal(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.global
+	if t.Before(now) {
+		t = now
+	}
+	p.global = t.Add(globalInterval)
+	return max(0, t.Sub(now)-(globalBurst-1)*globalInterval)
 }

@@ -66,9 +66,9 @@ type sentMessage struct {
 
 // Send posts m to the conversation: in its forum topic when Conv.Thread is set, as a reply to
 // to.ReplyTo (on the first piece; sent anyway if that message is gone), split at 4,096
-// characters with the keyboard on the last piece, paced per chat when Config.Pacing is on. HTML
-// Telegram refuses to parse is resent as plain text. The ref lists every message sent; on error
-// it lists those sent before the error.
+// characters with the keyboard on the last piece, paced per chat and overall when Config.Pacing
+// is on. HTML Telegram refuses to parse is resent as plain text. The ref lists every message
+// sent; on error it lists those sent before the error.
 func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	chat, err := chatID(to.Conv)
@@ -95,7 +95,11 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 
 func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo string, p piece) (string, error) {
 	if c.cfg.Pacing {
+		// The chat's slot first, then the overall one (see pacer).
 		if err := c.sleep(ctx, c.pacer.reserve(chat, c.now())); err != nil {
+			return "", fmt.Errorf("telegram: send: %w", err)
+		}
+		if err := c.sleep(ctx, c.pacer.reserveGlobal(c.now())); err != nil {
 			return "", fmt.Errorf("telegram: send: %w", err)
 		}
 	}

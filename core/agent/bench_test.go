@@ -46,3 +46,36 @@ func BenchmarkCopySession100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHistory50Turns measures building the model's messages from a long chat's log (50
+// exchanges, every fifth with a tool call), which every step of a lead seeded with it does.
+func BenchmarkHistory50Turns(b *testing.B) {
+	var events []agent.Event
+	for turn := 1; turn <= 50; turn++ {
+		events = append(events,
+			agent.Event{Kind: agent.KindTurnStart, Turn: turn, Trigger: "user"},
+			agent.Event{Kind: agent.KindUserMessage, Turn: turn, Source: "user", Content: "question"},
+			agent.Event{Kind: agent.KindStepStart, Turn: turn, Step: 1},
+		)
+		if turn%5 == 0 {
+			events = append(events,
+				agent.Event{Kind: agent.KindAssistantMessage, Turn: turn, Step: 1},
+				agent.Event{Kind: agent.KindToolCall, Turn: turn, Step: 1, CallID: "c1", Tool: "t", Arguments: "{}"},
+				agent.Event{Kind: agent.KindToolResult, Turn: turn, Step: 1, CallID: "c1", Tool: "t", Content: "result"},
+				agent.Event{Kind: agent.KindStepEnd, Turn: turn, Step: 1},
+				agent.Event{Kind: agent.KindStepStart, Turn: turn, Step: 2},
+			)
+		}
+		events = append(events,
+			agent.Event{Kind: agent.KindAssistantMessage, Turn: turn, Step: 1, Content: "answer"},
+			agent.Event{Kind: agent.KindStepEnd, Turn: turn, Step: 1},
+			agent.Event{Kind: agent.KindTurnEnd, Turn: turn, Reason: agent.TurnCompleted},
+		)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(agent.History(events)) != 120 {
+			b.Fatal("wrong history")
+		}
+	}
+}

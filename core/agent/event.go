@@ -184,8 +184,12 @@ func (s *Session) completedPrefix() ([][]Event, int) {
 func (s *Session) history() []llm.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	n := messagesIn(s.events)
+	for _, seg := range s.shared {
+		n += messagesIn(seg)
+	}
 	var b historyBuilder
-	b.init(s.nshared + len(s.events))
+	b.init(n)
 	for _, seg := range s.shared {
 		for i := range seg {
 			b.add(&seg[i])
@@ -243,7 +247,7 @@ func CompletedPrefix(events []Event) []Event {
 // turn cut off mid-tool) is answered with a synthetic error so the history stays well formed.
 func History(events []Event) []llm.Message {
 	var b historyBuilder
-	b.init(len(events))
+	b.init(messagesIn(events))
 	for i := range events {
 		b.add(&events[i])
 	}
@@ -257,9 +261,23 @@ type historyBuilder struct {
 	lastAssistant int
 }
 
-func (b *historyBuilder) init(events int) {
-	b.msgs = make([]llm.Message, 0, events/2+1)
+// init sizes the history for n messages.
+func (b *historyBuilder) init(n int) {
+	b.msgs = make([]llm.Message, 0, n)
 	b.lastAssistant = -1
+}
+
+// messagesIn counts the events that become a message of their own, so the history is sized
+// once (a synthetic answer to an interrupted call, which is rare, grows it).
+func messagesIn(events []Event) int {
+	n := 0
+	for i := range events {
+		switch events[i].Kind {
+		case KindUserMessage, KindAssistantMessage, KindToolResult:
+			n++
+		}
+	}
+	return n
 }
 
 func (b *historyBuilder) add(e *Event) {

@@ -51,24 +51,34 @@ type batchItem struct {
 // order. A Handler error stops its conversation there — its later updates in the batch are not
 // handed over — while other conversations go on; ctx ending stops every conversation before its
 // next update. Malformed updates are logged, counted and skipped: one whose id cannot be read
-// counts as the least id its place in the batch allows (floorIDs). It returns when every
+// counts as the least id its place in the batch allows (floorIDs). It sets the entries' ids and
+// floors. It returns when every
 // hand-over it started has returned, with the offset to save: the id of the earliest update not
 // handed over, or past the batch when all were; and the error of that earliest update. Updates
 // at or above the returned offset that were handed over anyway come back on the next poll and
 // are skipped as already seen (the router dedupes them too).
 func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) (int64, error) {
-	floorIDs(batch, offset)
 	items := make([]batchItem, len(batch))
+	malformed := make([]error, len(batch))
+	for i := range batch {
+		e := &batch[i]
+		u, err := decodeUpdate(e.raw)
+		if err != nil {
+			e.id, malformed[i] = readUpdateID(e.raw), err
+			continue
+		}
+		e.id, items[i] = u.UpdateID, batchItem{id: u.UpdateID, u: u}
+	}
+	floorIDs(batch, offset)
 	groups := make(map[convOrder][]int, len(batch))
 	var order []convOrder
 	for i, e := range batch {
-		u, err := decodeUpdate(e.raw)
-		if err != nil {
-			c.skipMalformed(e.id, e.floor, len(e.raw), err)
+		if malformed[i] != nil {
+			c.skipMalformed(e.id, e.floor, len(e.raw), malformed[i])
 			items[i] = batchItem{id: max(e.id, e.floor), ok: true}
 			continue
 		}
-		items[i] = batchItem{id: u.UpdateID, u: u}
+		u := items[i].u
 		if u.UpdateID < offset {
 			items[i].ok = true // already handed over (Telegram resent it before our confirmation)
 			continue

@@ -17,7 +17,8 @@ import (
 type entry struct {
 	// raw is the element's JSON; nil for an element the answer breaks off in.
 	raw json.RawMessage
-	// id is the element's update_id, 0 when it cannot be read.
+	// id is the element's update_id, 0 when it cannot be read; set by handleBatch, which reads
+	// it from the decoded update, and with readUpdateID only when the update is malformed.
 	id int64
 	// floor is, for an element whose id cannot be read, the least id it can have (see
 	// floorIDs); 0 when nothing bounds it.
@@ -28,17 +29,21 @@ type entry struct {
 const maxAnswerBytes = 32 << 20
 
 // fetchUpdates makes one getUpdates call and returns its answer element by element, so that one
-// bad element costs only itself: an element whose update_id cannot be read is returned with id
-// 0, and an answer that is not valid JSON (which the library refuses whole) is read up to where it
-// breaks (see splitBatch). Errors are the call's, or an answer with
+// bad element costs only itself: an answer that is not valid JSON (which the library refuses
+// whole) is read up to where it breaks (see splitBatch). Errors are the call's, or an answer with
 // no readable array of updates.
 func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
 	kept := &keptBody{inner: ctxClient{ctx: ctx, c: c.http}}
 	res, err := c.request(ctx, "getUpdates", params, kept)
 	if err == nil {
-		entries, complete := splitBatch(json.NewDecoder(bytes.NewReader(res)))
-		if !complete && len(entries) == 0 && !isNull(res) {
+		// The library checked the answer is valid JSON: split the array without a second scan.
+		var raws []json.RawMessage
+		if err := json.Unmarshal(res, &raws); err != nil {
 			return nil, fmt.Errorf("telegram: getUpdates: the result is not an array of updates")
+		}
+		entries := make([]entry, len(raws))
+		for i, raw := range raws {
+			entries[i].raw = raw
 		}
 		return entries, nil
 	}
@@ -62,11 +67,6 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 	return entries, nil
 }
 
-func isNull(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) == 0 || string(b) == "null"
-}
-
 // keptBody is an HTTP client that reads a 200 answer's body whole before the library decodes
 // it, so that an answer the library cannot decode can still be read in part.
 type keptBody struct {
@@ -86,7 +86,7 @@ func (k *keptBody) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if len(body) > maxAnswerBytes {
-		// Not cut here: a cut answer would be read in part and its last update skipped.
+		// Refused, not cut: an answer cut inside its first update would have that update skipped.
 		return nil, fmt.Errorf("answer over %d bytes", maxAnswerBytes)
 	}
 	k.status, k.body = resp.StatusCode, body
@@ -111,7 +111,7 @@ func splitBatch(dec *json.Decoder) (entries []entry, complete bool) {
 			}
 			return entries, false
 		}
-		entries = append(entries, entry{raw: raw, id: readUpdateID(raw)})
+		entries = append(entries, entry{raw: raw})
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
 		return entries, false

@@ -53,6 +53,15 @@ func TestReadUpdateID(t *testing.T) {
 	}
 }
 
+// readIDs sets the entries' ids as handleBatch does for malformed updates (readUpdateID agrees
+// with decodeUpdate on every well-formed one).
+func readIDs(entries []entry) []entry {
+	for i := range entries {
+		entries[i].id = readUpdateID(entries[i].raw)
+	}
+	return entries
+}
+
 // idsOf lists each entry as its id, "?floor" for an unreadable id with a floor, "?" without one,
 // and "!" for the element an answer breaks off in.
 func idsOf(entries []entry) []string {
@@ -104,7 +113,7 @@ func TestMalformedBatchesAreReadElementByElement(t *testing.T) {
 			if !ok && len(tt.want) > 0 {
 				t.Fatalf("salvageBatch found nothing in %s", body)
 			}
-			floorIDs(entries, tt.offset)
+			floorIDs(readIDs(entries), tt.offset)
 			if got := idsOf(entries); !slices.Equal(got, tt.want) {
 				t.Fatalf("read %q, want %q", got, tt.want)
 			}
@@ -117,7 +126,7 @@ func TestMalformedBatchesAreReadElementByElement(t *testing.T) {
 			// A valid answer reads the same through splitBatch, as the poll does with the library's
 			// result.
 			split, complete := splitBatch(json.NewDecoder(strings.NewReader(tt.result)))
-			floorIDs(split, tt.offset)
+			floorIDs(readIDs(split), tt.offset)
 			if !complete || !slices.Equal(idsOf(split), tt.want) {
 				t.Fatalf("splitBatch read %q (complete %v), want %q", idsOf(split), complete, tt.want)
 			}
@@ -454,15 +463,17 @@ func FuzzSplitBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, offset int64) {
 		entries, complete := splitBatch(json.NewDecoder(bytes.NewReader(data)))
-		for i, e := range entries {
+		for i, e := range readIDs(entries) {
 			if e.raw == nil && (complete || len(entries) != 1) {
 				t.Fatalf("entry %d of %d has no raw (complete %v)", i, len(entries), complete)
 			}
-			if e.raw != nil && e.id != readUpdateID(e.raw) {
-				t.Fatalf("entry %d id %d, readUpdateID says %d", i, e.id, readUpdateID(e.raw))
-			}
 			if e.id < 0 {
 				t.Fatalf("negative id %d", e.id)
+			}
+			// handleBatch takes a well-formed update's id from decodeUpdate and a malformed one's
+			// from readUpdateID: they must agree.
+			if u, err := decodeUpdate(e.raw); err == nil && u.UpdateID != e.id {
+				t.Fatalf("entry %d: update_id %d decoded, %d read", i, u.UpdateID, e.id)
 			}
 		}
 		var whole []json.RawMessage

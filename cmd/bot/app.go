@@ -76,6 +76,8 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
 			Logger:        log.With("channel", "telegram"),
 			ActionKey:     key,
+			// An update the adapter skipped as malformed is an inbound event that became no run.
+			OnMalformedUpdate: func() { a.metrics.refused.WithLabelValues("telegram", "malformed").Inc() },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)

@@ -69,6 +69,22 @@ func TestTelegramPrivateConversation(t *testing.T) {
 	}
 }
 
+// TestTelegramMalformedUpdateSkippedAndCounted proves an update the bot cannot read is skipped —
+// the message behind it is answered — and counted as refused for being malformed.
+func TestTelegramMalformedUpdateSkippedAndCounted(t *testing.T) {
+	e := newE2E(t, nil)
+	r := e.start()
+	e.tg.PushVerbatim([]byte(`{"message":{"text":"no update id"}}`))
+	e.tg.PushPrivate(ann, "after the bad one")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "echo: after the bad one") {
+		t.Fatalf("answer shows %q, want the message after the malformed update answered", v)
+	}
+	if n := counter(r.metrics.refused, "telegram", "malformed"); n < 1 {
+		t.Errorf("malformed updates counted %v, want at least 1", n)
+	}
+}
+
 // TestTelegramSlowAnswerEditsThePlaceholder proves a run slower than the placeholder's grace
 // period gets a "working" placeholder in reply to the message, and that the answer is edited
 // into that same placeholder: one sendMessage, nothing else left in the chat.

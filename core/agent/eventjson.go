@@ -4,11 +4,124 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/core/llm"
 )
+
+// AppendEvent appends the JSON of e to dst: exactly the bytes json.Marshal(e) returns (the same
+// keys in the same order, the same omissions, the same escapes), written by hand. It exists for
+// saving histories, which every answered run does.
+func AppendEvent(dst []byte, e *Event) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, int64(e.Seq), 10)
+	dst = append(dst, `,"kind":`...)
+	dst = appendString(dst, string(e.Kind))
+	dst = appendIntField(dst, `,"turn":`, e.Turn)
+	dst = appendIntField(dst, `,"step":`, e.Step)
+	dst = appendStringField(dst, `,"trigger":`, e.Trigger)
+	dst = appendStringField(dst, `,"source":`, e.Source)
+	dst = appendStringField(dst, `,"content":`, e.Content)
+	dst = appendStringField(dst, `,"reasoning":`, e.Reasoning)
+	if e.Usage != (llm.Usage{}) {
+		dst = append(dst, `,"usage":{"prompt_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(e.Usage.PromptTokens), 10)
+		dst = append(dst, `,"completion_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(e.Usage.CompletionTokens), 10)
+		dst = append(dst, `,"total_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(e.Usage.TotalTokens), 10)
+		dst = append(dst, '}')
+	}
+	dst = appendStringField(dst, `,"call_id":`, e.CallID)
+	dst = appendStringField(dst, `,"tool":`, e.Tool)
+	dst = appendStringField(dst, `,"arguments":`, e.Arguments)
+	if e.IsError {
+		dst = append(dst, `,"is_error":true`...)
+	}
+	dst = appendStringField(dst, `,"code":`, string(e.Code))
+	dst = appendStringField(dst, `,"reason":`, string(e.Reason))
+	dst = appendStringField(dst, `,"error":`, e.Error)
+	return append(dst, '}')
+}
+
+// appendIntField appends an omitempty int field: nothing when v is 0.
+func appendIntField(dst []byte, key string, v int) []byte {
+	if v == 0 {
+		return dst
+	}
+	return strconv.AppendInt(append(dst, key...), int64(v), 10)
+}
+
+// appendStringField appends an omitempty string field: nothing when v is empty.
+func appendStringField(dst []byte, key, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	return appendString(append(dst, key...), v)
+}
+
+// htmlSafe marks the ASCII bytes json.Marshal writes as they are: all but control characters,
+// the quote, the backslash and (escaped for HTML) <, > and &.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = !strings.ContainsRune(`"\<>&`, c)
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s quoted as json.Marshal quotes it: invalid UTF-8 becomes \ufffd, and
+// U+2028 and U+2029 are escaped along with the HTML characters.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if htmlSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(dst, s[start:]...), '"')
+}
 
 // DecodeEvent decodes the JSON of one event into e exactly as json.Unmarshal(data, e) does: the
 // same fields are set (fields data does not name keep their values), and the same error is

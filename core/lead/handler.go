@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
+	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/subagent"
 	"github.com/switchboard-bot/switchboard/core/threads"
@@ -119,10 +120,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID)
 			text = "_(The assistant finished without writing an answer.)_"
 		}
-		turn, err := historyTurn(append(completed, own...))
-		if err != nil {
-			return "", err
-		}
+		turn := historyTurn(completed, own)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
 	default:
 		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
@@ -265,20 +263,40 @@ func answered(p *pendingTurn, answer string) []agent.Event {
 
 // historyTurn encodes the finished exchange as one history turn: the completed pending turn, if
 // this run answered one, then this run's own events. Chunks are left out; they repeat the
-// messages.
-func historyTurn(events []agent.Event) ([]json.RawMessage, error) {
-	raw := make([]json.RawMessage, 0, len(events))
-	for _, e := range events {
-		if e.Kind == agent.KindAssistantChunk {
-			continue
+// messages. The encoded events share one buffer.
+func historyTurn(completed, own []agent.Event) []json.RawMessage {
+	n, size := 0, 0
+	for _, part := range [2][]agent.Event{completed, own} {
+		for i := range part {
+			if e := &part[i]; e.Kind != agent.KindAssistantChunk {
+				n, size = n+1, size+encodedSize(e)
+			}
 		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			return nil, runs.Permanent(fmt.Errorf("lead: encoding history: %w", err))
-		}
-		raw = append(raw, b)
 	}
-	return raw, nil
+	buf := make([]byte, 0, size)
+	raw := make([]json.RawMessage, 0, n)
+	for _, part := range [2][]agent.Event{completed, own} {
+		for i := range part {
+			if part[i].Kind == agent.KindAssistantChunk {
+				continue
+			}
+			start := len(buf)
+			// Should the guess fall short, buf moves; the events already cut keep the old array.
+			buf = agent.AppendEvent(buf, &part[i])
+			raw = append(raw, json.RawMessage(buf[start:len(buf):len(buf)]))
+		}
+	}
+	return raw
+}
+
+// encodedSize is a guess of the size of e's JSON: its keys and numbers, and its text with room
+// for some escapes.
+func encodedSize(e *agent.Event) int {
+	n := 64 + len(e.Kind) + len(e.Trigger) + len(e.Source) + len(e.CallID) + len(e.Tool) + len(e.Code) + len(e.Reason)
+	if e.Usage != (llm.Usage{}) {
+		n += 96
+	}
+	return n + (len(e.Content)+len(e.Reasoning)+len(e.Arguments)+len(e.Error))*9/8
 }
 
 // decodeHistory turns the stored session events back into agent events; unreadable ones are

@@ -66,6 +66,70 @@ func BenchmarkDecodeHistory(b *testing.B) {
 	}
 }
 
+// TestHistoryTurnIsTheExchangeWithoutChunks: the saved turn is the answered pending turn, then
+// the run's own events, each as json.Marshal writes it, chunks left out; the events share a
+// buffer, capped so that appending to one never overwrites the next.
+func TestHistoryTurnIsTheExchangeWithoutChunks(t *testing.T) {
+	completed := []agent.Event{
+		{Seq: 0, Kind: agent.KindToolCall, Turn: 1, Step: 1, CallID: "q1", Tool: ClarifyToolName, Arguments: `{"question":"which?"}`},
+		{Seq: 1, Kind: agent.KindToolResult, Turn: 1, Step: 1, CallID: "q1", Content: "The user answered:\n<this one> & that"},
+	}
+	own := []agent.Event{
+		{Seq: 2, Kind: agent.KindTurnStart, Turn: 2, Trigger: "clarification"},
+		{Seq: 3, Kind: agent.KindAssistantChunk, Turn: 2, Step: 1, Content: "Do"},
+		{Seq: 4, Kind: agent.KindAssistantChunk, Turn: 2, Step: 1, Content: "ne"},
+		{Seq: 5, Kind: agent.KindAssistantMessage, Turn: 2, Step: 1, Content: "Done", Usage: llm.Usage{PromptTokens: 1, TotalTokens: 1}},
+		{Seq: 6, Kind: agent.KindTurnEnd, Turn: 2, Reason: agent.TurnCompleted},
+	}
+	got := historyTurn(completed, own)
+	var want []json.RawMessage
+	for _, e := range append(append([]agent.Event(nil), completed...), own...) {
+		if e.Kind != agent.KindAssistantChunk {
+			b, _ := json.Marshal(e)
+			want = append(want, b)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("historyTurn kept %d events, want %d: %s", len(got), len(want), got)
+	}
+	for i := range want {
+		if string(got[i]) != string(want[i]) {
+			t.Errorf("event %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+	_ = append(got[0], '!')
+	if string(got[1]) != string(want[1]) {
+		t.Errorf("appending to an event overwrote the next: %s", got[1])
+	}
+	if got := historyTurn(nil, nil); len(got) != 0 {
+		t.Errorf("historyTurn of nothing = %s", got)
+	}
+}
+
+// BenchmarkHistoryTurn measures encoding what a run adds to its thread: a turn with a tool call
+// and a streamed answer.
+func BenchmarkHistoryTurn(b *testing.B) {
+	var own []agent.Event
+	for _, e := range storedHistory(b, 5)[24:] { // the fifth exchange, which calls a tool
+		var ev agent.Event
+		if err := json.Unmarshal(e, &ev); err != nil {
+			b.Fatal(err)
+		}
+		own = append(own, ev)
+		if ev.Kind == agent.KindStepStart {
+			for range 10 {
+				own = append(own, agent.Event{Kind: agent.KindAssistantChunk, Turn: ev.Turn, Step: ev.Step, Content: "some streamed words "})
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(historyTurn(nil, own)) != 11 {
+			b.Fatal("wrong turn")
+		}
+	}
+}
+
 // storedHistory is what BeginRun hands a run of a chat that has had turns exchanges: the events
 // of each saved turn (as historyTurn encodes them), oldest first. Every fifth exchange calls a
 // tool; answers are Markdown with newlines and characters encoding/json escapes.
@@ -98,11 +162,7 @@ func storedHistory(tb testing.TB, turns int) []json.RawMessage {
 		for i := range events {
 			events[i].Seq = len(raw) + i
 		}
-		enc, err := historyTurn(events)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		raw = append(raw, enc...)
+		raw = append(raw, historyTurn(nil, events)...)
 	}
 	return raw
 }

@@ -169,7 +169,7 @@ func (q *Queue) Cancel(ctx context.Context, conv ConvKey, runID string) (Cancell
 		}
 	}
 	if len(removed) > 0 {
-		q.unadmit(ctx, int64(len(removed)), int64(len(removed)))
+		q.unadmit(ctx, conv.HashTag(), removed, int64(len(removed)))
 	}
 	if runID != "" && active == "" && len(removed) == 0 {
 		return Cancelled{}, fmt.Errorf("runs: cancel %s in %s: %w", runID, conv, ErrNotFound)

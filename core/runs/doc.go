@@ -19,13 +19,17 @@
 //
 // Global (keys tagged {global}, one slot): the ready stream of hints ("conversation h may have
 // work") read by the consumer group "workers", the dead-letter stream, the pause flag, the
-// pending counter (global backpressure) and the stats hash. No script touches both kinds.
+// admitted set (global backpressure: a hash from "<tag>|<run id>" of every admitted, unfinished
+// run to its admission time on Redis's clock; its HLEN is the pending count that
+// runs.max_pending limits) and the stats hash. No script touches both kinds.
 //
 // Enqueue takes two steps, one per slot, in the order that fits the conversation. An idle one
 // receives the entry and a fresh state in one script — invisible to workers, since no hint exists
-// yet — and a second script on the global slot checks the pause flag and the global limit, counts
-// the run and adds the hint (a refusal retracts the entry). A scheduled one is admitted globally
-// first and then appended; its worker will reach it. Which order to take is a guess from
+// yet — and a second script on the global slot checks the pause flag and the global limit, admits
+// the run (adds its member) and adds the hint (a refusal retracts the entry). A scheduled one is
+// admitted globally first and then appended; its worker will reach it. That append is refused
+// when the admission is older than half the reconciliation age (below): a run never sits in a
+// mailbox uncounted. Which order to take is a guess from
 // conversations this process recently saw scheduled (scheduled.go): right, it costs two round
 // trips; wrong, three (the probe finds the conversation scheduled, or the append finds it idle and
 // hints it). So a conversation has one hint per scheduling, and its runs sit in one list.
@@ -35,23 +39,38 @@
 // the next entry under the same lease — a busy conversation costs one round trip per run on the
 // worker side and is never interleaved: FIFO and one at a time per conversation, any number of
 // conversations in parallel across any number of processes. When the mailbox is empty the state
-// is deleted and the hint acknowledged. Spent hints, counters and the pending decrement are
-// flushed in batches by the settler.
+// is deleted and the hint acknowledged. Spent hints, counters and the finished runs' members of
+// the admitted set are flushed in batches by the settler.
 //
 // A worker's heartbeat extends its leases and resets the idle time of its hints every third of a
 // lease. A worker that dies (even SIGKILL) stops both: after a lease its hint is idle long enough
 // for another process's recoverer (XAUTOCLAIM) to take it, and the claim script hands over the
 // conversation because the lease deadline has passed. The interrupted run starts again with its
 // attempt count carried on, so a run that keeps killing workers is dead-lettered after
-// MaxAttempts. A claim that finds a live lease leaves the hint pending as a watchdog. A
-// conversation whose enqueuer died between its two calls is rescued by a periodic scan.
+// MaxAttempts. A claim that finds a live lease leaves the hint pending as a watchdog.
+//
+// Every five leases each process's recoverer also sweeps:
+//
+//   - Rescue: a conversation whose enqueuer died between its two calls (queued, never hinted) is
+//     hinted again, and its head run admitted if it was not (a scan of the conversations).
+//   - Reconciliation: a process killed between an ack and its settler's flush, or between
+//     admitting a run and appending it, leaves a member in the admitted set whose run is in no
+//     mailbox; over many crashes the queue would refuse every message as busy. The sweep scans
+//     for members older than the reconciliation age (four leases, at least a minute), asks each
+//     conversation's slot which of their runs are no longer in its mailbox (at time t, Redis's
+//     clock), then removes those members from the global slot if admitted at or before t minus the
+//     age: two scripts, one per slot. It never forgets a live run: a run leaves its mailbox only
+//     when finished, cancelled or dead-lettered and comes back only as a replayed dead letter,
+//     admitted anew (a younger member); and an admitted run's append is refused once older than
+//     half the age. Redis nodes' clocks must agree within half the age on a cluster.
 //
 // Round trips per run. Every script call goes through a group commit (internal/rdb group.go):
 // calls made while two pipelines are in flight queue and leave together in the next one, so under
 // load many runs share one network round trip, and a lone call still costs one. Commands per run:
 // enqueue 2 (3 when the guess is wrong); claim 1 (idle conversations only); ack 1; plus the batched
 // hint reads and settles — about 3.2 per run in BenchmarkThroughput, in about 0.6 network round
-// trips per run with 8 workers (bench_test.go says how each figure is measured).
+// trips per run with 8 workers (bench_test.go says how each figure is measured). The sweeps are
+// per process and period, not per run.
 //
 // Retries: a transient handler error keeps the lease and retries in place after exponential
 // backoff with jitter (RetryBase doubling up to RetryMax), up to MaxAttempts, then the run is

@@ -78,7 +78,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 			return
 		}
 		if res.outcome != "" {
-			p.set.add(settleItem{counter: string(res.outcome), decrement: 1})
+			p.set.add(settleItem{counter: string(res.outcome), done: rdb.Member(h.Tag, res.runID)})
 		}
 		switch c.Status {
 		case rdb.ClaimIdle:
@@ -124,11 +124,11 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 	if err != nil {
 		reason := "signature: " + VerifyReason(err)
 		p.log.Warn("runs: envelope failed verification; dead-lettered, not run", "run", runID, "reason", reason)
-		return p.deadLetter(ctx, runID, reason, payload, conv, c.Attempt, true)
+		return p.deadLetter(ctx, tag, runID, reason, payload, conv, c.Attempt, true)
 	}
 	if c.Attempt > p.opt.MaxAttempts {
 		p.log.Error("runs: run started too often without finishing; dead-lettered", "run", runID, "attempts", c.Attempt-1)
-		return p.deadLetter(ctx, runID, "attempts exhausted: workers stopped while running it", payload, conv, c.Attempt-1, false)
+		return p.deadLetter(ctx, tag, runID, "attempts exhausted: workers stopped while running it", payload, conv, c.Attempt-1, false)
 	}
 
 	runCtx, cancel := context.WithCancelCause(p.runs)
@@ -162,7 +162,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			return result{step: stepAck, runID: runID, outcome: OutcomeFailed}
 		case attempt >= p.opt.MaxAttempts:
 			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
-			r := p.deadLetter(ctx, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
+			r := p.deadLetter(ctx, tag, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
 			if r.step == stepAck {
 				p.tell(run, EventFailed, "Sorry, this request failed after several attempts.")
 			}
@@ -224,8 +224,8 @@ func (p *Pool) tell(run *Run, kind EventKind, reason string) {
 	}
 }
 
-func (p *Pool) deadLetter(ctx context.Context, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
-	_, err := p.st.AddDeadLetter(ctx, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
+func (p *Pool) deadLetter(ctx context.Context, tag, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
+	_, err := p.st.AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
 	if err != nil {
 		p.log.Error("runs: dead-lettering failed; the run stays queued", "run", runID, "err", err)
 		return result{step: stepLost, runID: runID}

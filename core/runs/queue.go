@@ -20,7 +20,16 @@ type Queue struct {
 	opt   Options
 	log   *slog.Logger
 	sched *scheduledSet
+	// reconcileAge is how old an admission must be before the periodic scan may forget it when
+	// its run is not in its mailbox; pushes of admitted runs are refused past half of it.
+	reconcileAge time.Duration
 }
+
+// reconcileAge is the age past which an admitted run absent from its mailbox is forgotten (see
+// rdb.Store.Reconcile): several leases, and at least a minute, far beyond what one Enqueue
+// takes (enqueueTimeout plus the client's timeouts). The clocks of the Redis nodes must agree
+// within half of it.
+func reconcileAge(lease time.Duration) time.Duration { return max(4*lease, time.Minute) }
 
 // New returns a queue on client with opt. It does not talk to Redis.
 func New(client redis.UniversalClient, opt Options) (*Queue, error) {
@@ -28,7 +37,8 @@ func New(client redis.UniversalClient, opt Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger, sched: newScheduledSet()}, nil
+	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger, sched: newScheduledSet(),
+		reconcileAge: reconcileAge(opt.Lease)}, nil
 }
 
 // Open is New plus a check that Redis answers and the workers' consumer group exists.
@@ -112,12 +122,21 @@ type enqueue struct {
 	now                     time.Time
 }
 
+// req is e's call of the enqueue script: probe or push, with its admission time when admitted.
+func (e enqueue) req(probe bool, admittedAt int64) rdb.EnqueueReq {
+	return rdb.EnqueueReq{Tag: e.tag, Probe: probe, Entry: e.entry, MaxPerConv: e.maxConv, Interrupt: e.interrupt,
+		Now: e.now.UnixMilli(), ConvKey: e.conv, AdmittedAt: admittedAt}
+}
+
+// member names e's run in the admitted set.
+func (e enqueue) member() string { return rdb.Member(e.tag, e.runID) }
+
 // enqueueIdle is the order for a conversation believed idle. Step 1 (conversation slot): an idle
 // conversation gets the entry at once, still invisible to workers because no hint exists yet; a
 // scheduled one is only probed. Step 2 (global slot): admit against pause and the global limit,
 // and hint workers. A scheduled conversation then takes enqueueScheduled's two steps.
 func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
-	r, err := q.st.Enqueue(ctx, e.tag, true, e.entry, e.maxConv, e.interrupt, e.now.UnixMilli(), e.conv)
+	r, err := q.st.Enqueue(ctx, e.req(true, 0))
 	if err != nil {
 		return err
 	}
@@ -127,7 +146,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	case rdb.StatusScheduled:
 		return q.enqueueScheduled(ctx, e)
 	}
-	status, err := q.st.Ready(ctx, true, e.maxAll, e.tag)
+	status, _, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
 	if err != nil {
 		return err
 	}
@@ -139,7 +158,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 		return fmt.Errorf("undo after refusal: %w", err)
 	}
 	if needHint {
-		if _, err := q.st.Ready(ctx, false, 0, e.tag); err != nil {
+		if _, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag}); err != nil {
 			return fmt.Errorf("hint: %w", err)
 		}
 	}
@@ -148,27 +167,33 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 
 // enqueueScheduled is the order for a conversation believed scheduled: admit first, then append
 // (the active worker may take it at once, so it must be counted before). When the conversation
-// turns out idle, the append schedules it and a third call hints it.
+// turns out idle, the append schedules it and a third call hints it. The append is refused when
+// the admission is older than half the reconciliation age, which may by then have forgotten it.
 func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
-	status, err := q.st.Ready(ctx, true, e.maxAll, "")
+	status, at, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll})
 	if err != nil {
 		return err
 	}
 	if status != rdb.ReadyOK {
 		return q.refusal(status, e.maxAll)
 	}
-	r, err := q.st.Enqueue(ctx, e.tag, false, e.entry, e.maxConv, e.interrupt, e.now.UnixMilli(), e.conv)
+	req := e.req(false, at)
+	req.Window = q.reconcileAge / 2
+	r, err := q.st.Enqueue(ctx, req)
 	if err != nil {
-		q.unadmit(ctx, 1, 0)
+		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return err
 	}
 	switch r.Status {
 	case rdb.StatusBusy:
-		q.unadmit(ctx, 1, 0)
+		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
+	case rdb.StatusLate:
+		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
+		return fmt.Errorf("the run reached its mailbox more than %s after its admission; not queued", req.Window)
 	case rdb.StatusNew:
 		// The conversation was idle: it needs a hint now.
-		if _, err := q.st.Ready(ctx, false, 0, e.tag); err != nil {
+		if _, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag}); err != nil {
 			return fmt.Errorf("hint: %w", err)
 		}
 		return nil
@@ -181,19 +206,24 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 		}
 	}
 	if len(r.Removed) > 0 {
-		q.unadmit(ctx, int64(len(r.Removed)), int64(len(r.Removed)))
+		q.unadmit(ctx, e.tag, r.Removed, int64(len(r.Removed)))
 	}
 	return nil
 }
 
-// unadmit returns n admitted runs to the global budget, counting cancelled of them as cancelled.
-func (q *Queue) unadmit(ctx context.Context, n, cancelled int64) {
+// unadmit returns runIDs of conversation tag to the global budget, counting cancelled of them as
+// cancelled. When it fails, the periodic reconciliation returns them later.
+func (q *Queue) unadmit(ctx context.Context, tag string, runIDs []string, cancelled int64) {
 	var counters map[string]int64
 	if cancelled > 0 {
 		counters = map[string]int64{string(OutcomeCancelled): cancelled}
 	}
-	if err := q.st.AddStats(context.WithoutCancel(ctx), counters, n); err != nil {
-		q.log.Warn("runs: returning admitted runs to the global budget failed", "runs", n, "err", err)
+	done := make([]string, len(runIDs))
+	for i, id := range runIDs {
+		done[i] = rdb.Member(tag, id)
+	}
+	if err := q.st.AddStats(context.WithoutCancel(ctx), counters, done); err != nil {
+		q.log.Warn("runs: returning admitted runs to the global budget failed; the periodic reconciliation will", "runs", len(runIDs), "err", err)
 	}
 }
 

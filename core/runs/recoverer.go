@@ -3,16 +3,22 @@ package runs
 import (
 	"context"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
-// rescueEvery is how many recoverer ticks pass between scans for conversations whose enqueuer
-// died before hinting them.
-const rescueEvery = 10
+// sweepEvery is how many recoverer ticks (half a lease each) pass between sweeps: the rescue scan
+// for conversations whose enqueuer died before hinting them and the reconciliation of the
+// admitted set.
+const sweepEvery = 10
+
+// reconcilePage is how many admitted runs one reconciliation step reads.
+const reconcilePage = 200
 
 // recover is the recoverer component. Every half lease it claims hints idle for a whole lease —
 // their holder stopped heartbeating, so it is dead or cut off — and hands them to the workers,
-// which take the conversation over once its lease has expired. Every few ticks it also rescues
-// conversations queued but never hinted.
+// which take the conversation over once its lease has expired. Every few ticks it sweeps: it
+// rescues conversations queued but never hinted and forgets admitted runs a crash left counted.
 func (p *Pool) recover(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 2)
 	defer t.Stop()
@@ -32,26 +38,46 @@ func (p *Pool) recover(ctx context.Context) {
 			}
 			p.dispatch(hints, n)
 		}
-		if tick%rescueEvery == 0 {
+		if tick%sweepEvery == 0 {
 			p.rescue(ctx)
+			p.q.reconcile(ctx)
 		}
 	}
 }
 
-// rescue re-hints conversations whose hint was asked for two leases ago and never claimed.
+// rescue re-hints conversations whose hint was asked for two leases ago and never claimed, and
+// counts their head run, which the dead enqueuer may not have admitted.
 func (p *Pool) rescue(ctx context.Context) {
 	now := time.Now()
 	stale := now.Add(-2 * p.opt.Lease).UnixMilli()
 	err := p.st.ScanConvs(ctx, func(tag string) error {
-		again, err := p.st.Rescue(ctx, tag, now.UnixMilli(), stale)
+		again, head, err := p.st.Rescue(ctx, tag, now.UnixMilli(), stale)
 		if err != nil || !again {
 			return err
 		}
 		p.log.Warn("runs: rescuing a conversation that was queued but never scheduled", "tag", tag)
-		_, err = p.st.Ready(ctx, false, 0, tag)
+		r := rdb.ReadyReq{Hint: tag}
+		if head != "" {
+			r.Admit, r.Member = rdb.AdmitForce, rdb.Member(tag, head)
+		}
+		_, _, err = p.st.Ready(ctx, r)
 		return err
 	})
 	if err != nil && ctx.Err() == nil {
 		p.log.Warn("runs: rescue scan failed", "err", err)
+	}
+}
+
+// reconcile forgets admitted runs that are no longer in their mailboxes and were admitted more
+// than reconcileAge ago: a process died after acknowledging them and before its settler flushed,
+// or after admitting them and before pushing them. Without it the pending count would only grow
+// across crashes until the global limit refused every message.
+func (q *Queue) reconcile(ctx context.Context) {
+	n, err := q.st.Reconcile(ctx, q.reconcileAge, reconcilePage)
+	if err != nil && ctx.Err() == nil {
+		q.log.Warn("runs: reconciling the pending count failed", "err", err)
+	}
+	if n > 0 {
+		q.log.Warn("runs: the pending count held finished runs (a process died before settling them); forgot them", "runs", n)
 	}
 }

@@ -23,10 +23,10 @@ type settler struct {
 }
 
 type settleItem struct {
-	ack       string // spent hint id
-	hint      string // conversation tag to hint again
-	counter   string
-	decrement int64
+	ack     string // spent hint id
+	hint    string // conversation tag to hint again
+	counter string
+	done    string // finished run (rdb.Member) to remove from the admitted set
 }
 
 func newSettler(st *rdb.Store, log *slog.Logger) *settler {
@@ -69,7 +69,9 @@ func (s *settler) flush(first settleItem) {
 			}
 			st.Counters[it.counter]++
 		}
-		st.Decrement += it.decrement
+		if it.done != "" {
+			st.Done = append(st.Done, it.done)
+		}
 	}
 	addItem(first)
 	// Linger briefly so that a busy pool settles many runs per call; only counters and spent
@@ -94,8 +96,9 @@ collect:
 			return
 		}
 		if try == 3 {
-			// Spent hints come back through the recoverer and are acknowledged then; only
-			// counters are lost.
+			// Spent hints come back through the recoverer and are acknowledged then, and the
+			// reconciliation removes the finished runs from the admitted set; only counters are
+			// lost.
 			s.log.Error("runs: settling finished runs failed; counters may be low", "acks", len(st.Acks), "err", err)
 			return
 		}

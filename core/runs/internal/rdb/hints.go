@@ -113,10 +113,7 @@ func (s *Store) Paused(ctx context.Context) (bool, error) {
 
 // Pending is the global count of admitted runs not yet finished.
 func (s *Store) Pending(ctx context.Context) (int64, error) {
-	n, err := s.c.Get(ctx, s.g("pending")).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	n, err := s.c.HLen(ctx, s.admittedKey()).Result()
 	if err != nil {
 		return 0, fmt.Errorf("rdb: read pending count: %w", err)
 	}
@@ -137,9 +134,10 @@ func (s *Store) Stats(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// AddStats adds to counters directly (paths outside a worker's settle batch).
-func (s *Store) AddStats(ctx context.Context, counters map[string]int64, decrement int64) error {
-	return s.Settle(ctx, Settlement{Counters: counters, Decrement: decrement})
+// AddStats adds to counters and removes done (Member) from the admitted set directly (paths
+// outside a worker's settle batch).
+func (s *Store) AddStats(ctx context.Context, counters map[string]int64, done []string) error {
+	return s.Settle(ctx, Settlement{Counters: counters, Done: done})
 }
 
 // ConvState is one scheduled conversation as the admin sees it.

@@ -61,6 +61,9 @@ const (
 	StatusScheduled = "scheduled"
 	StatusQueued    = "queued"
 	StatusBusy      = "busy"
+	// StatusLate refuses an admitted run whose admission is older than the window (see
+	// scripts.go); nothing was pushed.
+	StatusLate = "late"
 )
 
 // EnqueueResult is what the enqueue script did.
@@ -72,15 +75,30 @@ type EnqueueResult struct {
 	Removed []string
 }
 
-// Enqueue runs the enqueue script for the conversation tag. probe selects probe mode (see
-// scripts.go).
-func (s *Store) Enqueue(ctx context.Context, tag string, probe bool, entry string, maxPerConv int, interrupt bool, now int64, convKey string) (EnqueueResult, error) {
+// EnqueueReq is one call of the enqueue script.
+type EnqueueReq struct {
+	Tag        string
+	Probe      bool // probe mode: only an unscheduled conversation receives the entry
+	Entry      string
+	MaxPerConv int
+	Interrupt  bool
+	Now        int64 // ms, the caller's clock (rescue compares it)
+	ConvKey    string
+	// AdmittedAt is the run's admission time (Ready's answer) when it was admitted before this
+	// push, else 0; the push is refused (StatusLate) when it is more than Window old.
+	AdmittedAt int64
+	Window     time.Duration
+}
+
+// Enqueue runs the enqueue script for r.Tag (see scripts.go).
+func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error) {
 	mode := "push"
-	if probe {
+	if r.Probe {
 		mode = "probe"
 	}
+	tag := r.Tag
 	v, err := s.eval(ctx, scriptEnqueue, []string{s.stKey(tag), s.qKey(tag)},
-		mode, entry, maxPerConv, b2s(interrupt), now, convKey).StringSlice()
+		mode, r.Entry, r.MaxPerConv, b2s(r.Interrupt), r.Now, r.ConvKey, r.AdmittedAt, r.Window.Milliseconds()).StringSlice()
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: %w", tag, err)
 	}
@@ -107,15 +125,44 @@ const (
 	ReadyBusy   = "busy"
 )
 
-// Ready admits one run against the pause flag and the global limit (when admit), then adds a hint
-// for tag (when tag is not empty).
-func (s *Store) Ready(ctx context.Context, admit bool, maxPending int64, tag string) (string, error) {
-	v, err := s.eval(ctx, scriptReady, []string{s.g("paused"), s.g("pending"), s.ReadyKey()},
-		b2s(admit), maxPending, tag).Text()
-	if err != nil {
-		return "", fmt.Errorf("rdb: ready %s: %w", tag, err)
+// Admission modes of Ready.
+const (
+	// AdmitNone only hints.
+	AdmitNone = ""
+	// AdmitCheck refuses when intake is paused or the global limit is reached, and otherwise
+	// counts the run.
+	AdmitCheck = "check"
+	// AdmitForce counts the run unless it is counted already, whatever the limit (a run found in
+	// its mailbox uncounted).
+	AdmitForce = "force"
+)
+
+// ReadyReq is one call of the ready script: an admission, a hint, or both.
+type ReadyReq struct {
+	Admit      string // AdmitNone, AdmitCheck or AdmitForce
+	Member     string // the run to admit (Member)
+	MaxPending int64  // the global limit for AdmitCheck; 0 for none
+	Hint       string // conversation tag to hint; empty for none
+}
+
+// Ready admits r.Member (see ReadyReq) and then hints r.Hint. at is the admission time (ms,
+// Redis's clock), 0 when nothing was admitted.
+func (s *Store) Ready(ctx context.Context, r ReadyReq) (status string, at int64, err error) {
+	mode := r.Admit
+	if mode == AdmitNone {
+		mode = "none"
 	}
-	return v, nil
+	v, err := s.eval(ctx, scriptReady, []string{s.g("paused"), s.admittedKey(), s.ReadyKey()},
+		mode, r.Member, r.MaxPending, r.Hint).Slice()
+	if err != nil {
+		return "", 0, fmt.Errorf("rdb: ready %s: %w", r.Hint, err)
+	}
+	if len(v) < 2 {
+		return "", 0, fmt.Errorf("rdb: ready %s: short reply %v", r.Hint, v)
+	}
+	status, _ = v[0].(string)
+	at, _ = v[1].(int64)
+	return status, at, nil
 }
 
 // Claim statuses.
@@ -266,19 +313,26 @@ func (s *Store) Cancel(ctx context.Context, tag, runID string) (active string, r
 	return v[0], v[1:], nil
 }
 
-// Rescue re-arms tag when its hint was asked for before staleBefore and never claimed.
-func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) (bool, error) {
-	n, err := s.eval(ctx, scriptRescue, []string{s.stKey(tag)}, now, staleBefore).Int()
+// Rescue re-arms tag when its hint was asked for before staleBefore and never claimed: again
+// reports that the caller must hint the conversation again, and head is its mailbox head's run
+// id ("" when the mailbox is empty), which the caller makes sure is counted (AdmitForce).
+func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) (again bool, head string, err error) {
+	v, err := s.eval(ctx, scriptRescue, []string{s.stKey(tag), s.qKey(tag)}, now, staleBefore).Slice()
 	if err != nil {
-		return false, fmt.Errorf("rdb: rescue %s: %w", tag, err)
+		return false, "", fmt.Errorf("rdb: rescue %s: %w", tag, err)
 	}
-	return n == 1, nil
+	if len(v) < 2 {
+		return false, "", fmt.Errorf("rdb: rescue %s: short reply %v", tag, v)
+	}
+	n, _ := v[0].(int64)
+	head, _ = v[1].(string)
+	return n == 1, head, nil
 }
 
 // Settlement is a batch of finished work to flush in one call.
 type Settlement struct {
-	// Decrement lowers the global pending count.
-	Decrement int64
+	// Done are finished runs (Member) to remove from the admitted set.
+	Done []string
 	// Counters are added to the stats hash.
 	Counters map[string]int64
 	// Hints are conversation tags to hint again.
@@ -289,7 +343,7 @@ type Settlement struct {
 
 // Empty reports whether the settlement has nothing to do.
 func (st *Settlement) Empty() bool {
-	return st.Decrement == 0 && len(st.Counters) == 0 && len(st.Hints) == 0 && len(st.Acks) == 0
+	return len(st.Done) == 0 && len(st.Counters) == 0 && len(st.Hints) == 0 && len(st.Acks) == 0
 }
 
 // Settle flushes st.
@@ -297,7 +351,12 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	if st.Empty() {
 		return nil
 	}
-	args := []any{s.group, st.Decrement, len(st.Counters)}
+	args := make([]any, 0, 4+len(st.Done)+2*len(st.Counters)+len(st.Hints)+len(st.Acks))
+	args = append(args, s.group, len(st.Done))
+	for _, m := range st.Done {
+		args = append(args, m)
+	}
+	args = append(args, len(st.Counters))
 	for k, v := range st.Counters {
 		args = append(args, k, v)
 	}
@@ -308,7 +367,7 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	for _, a := range st.Acks {
 		args = append(args, a)
 	}
-	if err := s.eval(ctx, scriptSettle, []string{s.ReadyKey(), s.g("pending"), s.g("stats")}, args...).Err(); err != nil {
+	if err := s.eval(ctx, scriptSettle, []string{s.ReadyKey(), s.admittedKey(), s.g("stats")}, args...).Err(); err != nil {
 		return fmt.Errorf("rdb: settle %d acks: %w", len(st.Acks), err)
 	}
 	return nil
@@ -325,11 +384,11 @@ type DeadLetter struct {
 	At       time.Time
 }
 
-// AddDeadLetter records d (its ID is assigned) and counts it, as a signature failure too when
-// sigFailure.
-func (s *Store) AddDeadLetter(ctx context.Context, d DeadLetter, sigFailure bool) (string, error) {
-	id, err := s.eval(ctx, scriptDead, []string{s.DeadKey(), s.g("pending"), s.g("stats")},
-		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure)).Text()
+// AddDeadLetter records d (its ID is assigned), counts it, as a signature failure too when
+// sigFailure, and removes the run of conversation tag from the admitted set.
+func (s *Store) AddDeadLetter(ctx context.Context, tag string, d DeadLetter, sigFailure bool) (string, error) {
+	id, err := s.eval(ctx, scriptDead, []string{s.DeadKey(), s.admittedKey(), s.g("stats")},
+		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure), Member(tag, d.RunID)).Text()
 	if err != nil {
 		return "", fmt.Errorf("rdb: dead-letter %s: %w", d.RunID, err)
 	}

@@ -43,7 +43,7 @@ func ms(d time.Duration) int64 { return time.Now().Add(d).UnixMilli() }
 
 func mustEnqueue(t *testing.T, s *Store, probe bool, id string, max int, interrupt bool) EnqueueResult {
 	t.Helper()
-	r, err := s.Enqueue(ctx, tag, probe, Entry(id, []byte("env-"+id)), max, interrupt, ms(0), "k")
+	r, err := s.Enqueue(ctx, EnqueueReq{Tag: tag, Probe: probe, Entry: Entry(id, []byte("env-"+id)), MaxPerConv: max, Interrupt: interrupt, Now: ms(0), ConvKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,31 +203,65 @@ func TestScriptCancel(t *testing.T) {
 func TestScriptRescue(t *testing.T) {
 	s := newStore(t)
 	mustEnqueue(t, s, true, "a", 0, false) // enqueued, never hinted
-	if again, _ := s.Rescue(ctx, tag, ms(0), ms(-time.Minute)); again {
+	if again, _, _ := s.Rescue(ctx, tag, ms(0), ms(-time.Minute)); again {
 		t.Error("rescued a fresh conversation")
 	}
-	if again, err := s.Rescue(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again {
-		t.Errorf("Rescue of a stale one = %v, %v", again, err)
+	if again, head, err := s.Rescue(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again || head != "a" {
+		t.Errorf("Rescue of a stale one = %v, %q, %v; want again with its head a", again, head, err)
 	}
 	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
-	if again, _ := s.Rescue(ctx, tag, ms(0), ms(time.Hour)); again {
+	if again, _, _ := s.Rescue(ctx, tag, ms(0), ms(time.Hour)); again {
 		t.Error("rescued a claimed conversation")
 	}
+	// A state left without a mailbox is hinted all the same, so that a claim drops it.
+	other := "{conv:eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee}"
+	if err := s.Client().HSet(ctx, s.stKey(other), "k", "k", "hs", ms(-time.Hour)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if again, head, err := s.Rescue(ctx, other, ms(0), ms(-time.Minute)); err != nil || !again || head != "" {
+		t.Errorf("Rescue of an empty stale one = %v, %q, %v; want again without a head", again, head, err)
+	}
+}
+
+func admit(t *testing.T, s *Store, runID string, max int64, hint string) (string, int64) {
+	t.Helper()
+	st, at, err := s.Ready(ctx, ReadyReq{Admit: AdmitCheck, Member: Member(tag, runID), MaxPending: max, Hint: hint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, at
+}
+
+func pending(t *testing.T, s *Store) int64 {
+	t.Helper()
+	n, err := s.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestScriptReadyAndSettle(t *testing.T) {
 	s := newStore(t)
-	if st, err := s.Ready(ctx, true, 2, tag); err != nil || st != ReadyOK {
-		t.Fatalf("Ready = %q, %v", st, err)
+	before := ms(0)
+	st, at := admit(t, s, "a", 2, tag)
+	if st != ReadyOK || at < before-time.Minute.Milliseconds() || at > ms(time.Minute) {
+		t.Fatalf("Ready = %q at %d, want ok at about %d", st, at, before)
 	}
-	if st, _ := s.Ready(ctx, true, 2, ""); st != ReadyOK {
+	if st, _ := admit(t, s, "b", 2, ""); st != ReadyOK {
 		t.Fatal(st)
 	}
-	if st, _ := s.Ready(ctx, true, 2, ""); st != ReadyBusy {
-		t.Fatalf("over the global limit = %q", st)
+	if st, at := admit(t, s, "c", 2, ""); st != ReadyBusy || at != 0 {
+		t.Fatalf("over the global limit = %q at %d", st, at)
+	}
+	if st, at, _ := s.Ready(ctx, ReadyReq{Admit: AdmitForce, Member: Member(tag, "a")}); st != ReadyOK || at == 0 || pending(t, s) != 2 {
+		t.Fatalf("forced admission of a counted run = %q at %d, pending %d; want ok and still 2", st, at, pending(t, s))
+	}
+	if st, _, _ := s.Ready(ctx, ReadyReq{Admit: AdmitForce, Member: Member(tag, "r")}); st != ReadyOK || pending(t, s) != 3 {
+		t.Fatalf("forced admission over the limit = %q, pending %d; want ok and 3", st, pending(t, s))
 	}
 	_ = s.Pause(ctx)
-	if st, _ := s.Ready(ctx, true, 0, tag); st != ReadyPaused {
+	if st, _ := admit(t, s, "d", 0, tag); st != ReadyPaused {
 		t.Fatalf("paused = %q", st)
 	}
 	_ = s.Resume(ctx)
@@ -241,10 +275,11 @@ func TestScriptReadyAndSettle(t *testing.T) {
 	if err != nil || len(hints) != 1 || hints[0].Tag != tag {
 		t.Fatalf("ReadHints = %+v, %v", hints, err)
 	}
-	if err := s.Settle(ctx, Settlement{Decrement: 2, Counters: map[string]int64{"answered": 2}, Hints: []string{"{conv:x}"}, Acks: []string{hints[0].ID}}); err != nil {
+	done := []string{Member(tag, "a"), Member(tag, "b"), Member(tag, "r")}
+	if err := s.Settle(ctx, Settlement{Done: done, Counters: map[string]int64{"answered": 2}, Hints: []string{"{conv:x}"}, Acks: []string{hints[0].ID}}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := s.Pending(ctx); p != 0 {
+	if p := pending(t, s); p != 0 {
 		t.Errorf("pending = %d", p)
 	}
 	if st, _ := s.Stats(ctx); st["answered"] != 2 {
@@ -253,18 +288,28 @@ func TestScriptReadyAndSettle(t *testing.T) {
 	if n, _ := s.Client().XLen(ctx, s.ReadyKey()).Result(); n != 1 {
 		t.Errorf("ready stream holds %d entries, want only the new hint", n)
 	}
-	if err := s.Settle(ctx, Settlement{Decrement: 5}); err != nil {
-		t.Fatal(err)
+	if err := s.Settle(ctx, Settlement{Done: done}); err != nil {
+		t.Fatalf("settling finished runs twice: %v", err)
 	}
-	if p, _ := s.Pending(ctx); p != 0 {
-		t.Errorf("pending went below zero: %d", p)
+	if p := pending(t, s); p != 0 {
+		t.Errorf("pending after settling twice = %d", p)
+	}
+	// A batch larger than one HDEL call takes.
+	var many []string
+	for i := range 1234 {
+		id := fmt.Sprint("m", i)
+		admit(t, s, id, 0, "")
+		many = append(many, Member(tag, id))
+	}
+	if err := s.Settle(ctx, Settlement{Done: many}); err != nil || pending(t, s) != 0 {
+		t.Errorf("settling %d runs: %v, pending %d", len(many), err, pending(t, s))
 	}
 }
 
 func TestHintsAutoClaimAndTouch(t *testing.T) {
 	s := newStore(t)
 	_ = s.EnsureGroup(ctx)
-	_, _ = s.Ready(ctx, false, 0, tag)
+	_, _, _ = s.Ready(ctx, ReadyReq{Hint: tag})
 	hints, _ := s.ReadHints(ctx, "dead", 1, 0)
 	if len(hints) != 1 {
 		t.Fatal(hints)
@@ -285,10 +330,10 @@ func TestHintsAutoClaimAndTouch(t *testing.T) {
 
 func TestScriptDead(t *testing.T) {
 	s := newStore(t)
-	_, _ = s.Ready(ctx, true, 0, "")
+	admit(t, s, "r1", 0, "")
 	at := time.UnixMilli(time.Now().UnixMilli())
 	d := DeadLetter{RunID: "r1", Reason: "signature: unsigned", Envelope: []byte("{}"), Conv: "k", Attempts: 1, At: at}
-	id, err := s.AddDeadLetter(ctx, d, true)
+	id, err := s.AddDeadLetter(ctx, tag, d, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,11 @@ import "github.com/redis/go-redis/v9"
 //
 // The state hash exists exactly while the conversation is scheduled: its mailbox (q, a list of
 // "<run id>\n<envelope>" entries) is non-empty or a worker holds it.
+//
+// The global admitted set (a hash) maps "<tag>|<run id>" of every admitted, unfinished run to its
+// admission time (ms, Redis TIME of the global slot's node); its HLEN is the pending count the
+// global limit is checked against. Runs leave it in the settler's batches, on dead-lettering and
+// on cancellation; a member left behind by a crash is reconciled (absent below, then forget).
 
 const luaRunID = `
 local function rid(e)
@@ -24,11 +29,27 @@ local function rid(e)
 end
 `
 
-// enqueue: KEYS st, q. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now, convKey.
-// An unscheduled conversation gets the entry and a fresh state at once ("new": the caller must
-// admit it globally and hint it, or retract it). A scheduled one is only probed ("scheduled") in
-// probe mode; in push mode the entry is appended ("queued", activeCancelled, removed ids...).
-var scriptEnqueue = redis.NewScript(luaRunID + `
+// luaNow defines nowMs(): the Redis server's clock in ms. Admission times come from it, so that
+// the admission window (enqueue) and the reconciliation's age (absent, forget) are measured on
+// Redis clocks rather than on the clocks of the processes involved.
+const luaNow = `
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// enqueue: KEYS st, q. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now, convKey,
+// admitted at (ms, Redis clock; 0 when the run is not admitted yet), admission window (ms).
+// An admitted run whose admission is older than the window is refused ("late") before anything
+// else: past the window the reconciliation may have forgotten its admission, and a run must
+// never sit in a mailbox uncounted. An unscheduled conversation gets the entry and a fresh state
+// at once ("new": the caller must admit it globally and hint it, or retract it). A scheduled one
+// is only probed ("scheduled") in probe mode; in push mode the entry is appended ("queued",
+// activeCancelled, removed ids...).
+var scriptEnqueue = redis.NewScript(luaRunID + luaNow + `
+local at = tonumber(ARGV[7])
+if at > 0 and nowMs() - at > tonumber(ARGV[8]) then return {'late', ''} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('RPUSH', KEYS[2], ARGV[2])
   redis.call('HSET', KEYS[1], 'k', ARGV[6], 'hs', ARGV[5])
@@ -167,41 +188,93 @@ end
 return out
 `)
 
-// rescue: KEYS st. ARGV now, stale-before. Re-arms a conversation whose hint was asked for
-// before stale-before and never claimed (its enqueuer died between two calls), returning 1 when
-// the caller must hint it again.
-var scriptRescue = redis.NewScript(`
+// rescue: KEYS st, q. ARGV now, stale-before. Re-arms a conversation whose hint was asked for
+// before stale-before and never claimed (its enqueuer died between two calls). Returns {1, the
+// head's run id, empty when the mailbox is} when the caller must hint it again (and count the
+// head: its enqueuer may have died before admitting it), else {0, empty}.
+var scriptRescue = redis.NewScript(luaRunID + `
 local hs = redis.call('HGET', KEYS[1], 'hs')
-if not hs or tonumber(hs) > tonumber(ARGV[2]) then return 0 end
-if redis.call('HGET', KEYS[1], 'o') then return 0 end
+if not hs or tonumber(hs) > tonumber(ARGV[2]) then return {0, ''} end
+if redis.call('HGET', KEYS[1], 'o') then return {0, ''} end
 redis.call('HSET', KEYS[1], 'hs', ARGV[1])
-return 1
+local head = redis.call('LINDEX', KEYS[2], 0)
+if not head then return {1, ''} end
+return {1, rid(head)}
 `)
 
-// ready: KEYS paused, pending, ready stream. ARGV admit(1|0), maxPending, hint tag (empty for none).
-// With admit it refuses when intake is paused or the global pending count is at its limit, and
-// otherwise counts the run; then it adds the hint. Returns 'ok', 'paused' or 'busy'.
-var scriptReady = redis.NewScript(`
-if ARGV[1] == '1' then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return 'paused' end
-  local max = tonumber(ARGV[2])
-  if max > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= max then return 'busy' end
-  redis.call('INCR', KEYS[2])
+// absent: KEYS q. ARGV run ids. Returns {now (ms, Redis clock), ids not in the mailbox...}: the
+// conversation side of reconciling the admitted set. A run leaves its mailbox only when finished,
+// cancelled or dead-lettered, and comes back only as a replayed dead letter, admitted anew; so an
+// absent run stays absent under its old admission.
+var scriptAbsent = redis.NewScript(luaRunID + luaNow + `
+local out = {nowMs()}
+local here = {}
+for _, e in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do here[rid(e)] = true end
+for i = 1, #ARGV do
+  if not here[ARGV[i]] then out[#out + 1] = ARGV[i] end
 end
-if ARGV[3] ~= '' then redis.call('XADD', KEYS[3], '*', 'c', ARGV[3]) end
-return 'ok'
+return out
 `)
 
-// settle: KEYS ready stream, pending, stats. ARGV group, decrement, ncounters, (field, delta)...,
-// nhints, hint tags..., then stream ids to acknowledge and delete. One call flushes a batch of
-// finished work: counters, the global pending count, new hints and spent hints.
-var scriptSettle = redis.NewScript(`
+// forget: KEYS admitted. ARGV (member, cutoff ms)... Removes each member admitted at or before its
+// cutoff (or with no readable admission time), the global side of reconciling: the caller found its run absent from its mailbox at a
+// time t (absent's clock) and passes t minus the reconciliation age as the cutoff, so a member
+// admitted since (a replayed run's new admission) stays. Returns how many it removed.
+var scriptForget = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV, 2 do
+  local at = redis.call('HGET', KEYS[1], ARGV[i])
+  if at and (tonumber(at) or 0) <= tonumber(ARGV[i + 1]) then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+`)
+
+// ready: KEYS paused, admitted, ready stream. ARGV mode(check|force|none), member, maxPending,
+// hint tag (empty for none). check refuses when intake is paused or the admitted set holds
+// maxPending runs, and otherwise admits member; force admits member unless it is admitted already
+// (rescue: the run is in its mailbox whatever the limit says); then it adds the hint. Returns
+// {'ok', admitted at (ms, Redis clock; 0 without admission)}, {'paused', 0} or {'busy', 0}.
+var scriptReady = redis.NewScript(luaNow + `
+local at = 0
+if ARGV[1] == 'check' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {'paused', 0} end
+  local max = tonumber(ARGV[3])
+  if max > 0 and redis.call('HLEN', KEYS[2]) >= max then return {'busy', 0} end
+  at = nowMs()
+  redis.call('HSET', KEYS[2], ARGV[2], at)
+elseif ARGV[1] == 'force' then
+  at = nowMs()
+  redis.call('HSETNX', KEYS[2], ARGV[2], at)
+end
+if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], '*', 'c', ARGV[4]) end
+return {'ok', at}
+`)
+
+// luaHdel defines hdel(key, from, to): HDEL of ARGV[from..to] in chunks that stay well inside
+// Lua's unpack limit.
+const luaHdel = `
+local function hdel(key, from, to)
+  while from <= to do
+    local last = math.min(to, from + 499)
+    redis.call('HDEL', key, unpack(ARGV, from, last))
+    from = last + 1
+  end
+end
+`
+
+// settle: KEYS ready stream, admitted, stats. ARGV group, ndone, finished members...,
+// ncounters, (field, delta)..., nhints, hint tags..., then stream ids to acknowledge and delete.
+// One call flushes a batch of finished work: finished runs leave the admitted set, counters, new
+// hints and spent hints.
+var scriptSettle = redis.NewScript(luaHdel + `
 local i = 1
 local group = ARGV[i]; i = i + 1
-local dec = tonumber(ARGV[i]); i = i + 1
-if dec ~= 0 then
-  if redis.call('DECRBY', KEYS[2], dec) < 0 then redis.call('SET', KEYS[2], 0) end
-end
+local nd = tonumber(ARGV[i]); i = i + 1
+if nd > 0 then hdel(KEYS[2], i, i + nd - 1) end
+i = i + nd
 local nc = tonumber(ARGV[i]); i = i + 1
 for _ = 1, nc do
   redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
@@ -221,13 +294,13 @@ end
 return 0
 `)
 
-// dead: KEYS dead stream, pending, stats. ARGV run id, reason, envelope, conv key, attempts, at
-// (ms), signature failure (1|0). Records a dead letter and counts it; the run stops counting as
-// pending.
+// dead: KEYS dead stream, admitted, stats. ARGV run id, reason, envelope, conv key, attempts, at
+// (ms), signature failure (1|0), member. Records a dead letter and counts it; the run leaves the
+// admitted set.
 var scriptDead = redis.NewScript(`
 local id = redis.call('XADD', KEYS[1], '*', 'run', ARGV[1], 'reason', ARGV[2], 'env', ARGV[3],
   'conv', ARGV[4], 'attempts', ARGV[5], 'at', ARGV[6])
-if redis.call('DECR', KEYS[2]) < 0 then redis.call('SET', KEYS[2], 0) end
+redis.call('HDEL', KEYS[2], ARGV[8])
 redis.call('HINCRBY', KEYS[3], 'dead_lettered', 1)
 if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[3], 'signature_failures', 1) end
 return id

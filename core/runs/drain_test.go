@@ -33,6 +33,8 @@ func TestDrainOnShutdown(t *testing.T) {
 		mustEnqueue(t, q, second)
 		done := make(chan error, 1)
 		go func() { done <- p.Shutdown(context.Background()) }()
+		// Finishing before the drain began would let the worker take the second run itself.
+		eventually(t, 5*time.Second, "the drain to begin", p.isDraining)
 		close(finish)
 		if err := <-done; err != nil {
 			t.Fatalf("Shutdown = %v, want a clean drain", err)

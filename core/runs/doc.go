@@ -63,6 +63,11 @@
 //     when finished, cancelled or dead-lettered and comes back only as a replayed dead letter,
 //     admitted anew (a younger member); and an admitted run's append is refused once older than
 //     half the age. Redis nodes' clocks must agree within half the age on a cluster.
+//   - Consumer pruning: every process start adds a consumer to the group; consumers that hold no
+//     pending hint and have been idle ten leases are deleted (XGROUP DELCONSUMER in the same
+//     script as the XINFO CONSUMERS that found them, so none takes a hint in between). A dead
+//     consumer's hints are reclaimed by XAUTOCLAIM first; one holding a hint is never deleted.
+//     A live consumer deleted in a quiet spell loses nothing: Redis recreates it at its next read.
 //
 // Round trips per run. Every script call goes through a group commit (internal/rdb group.go):
 // calls made while two pipelines are in flight queue and leave together in the next one, so under

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
@@ -22,6 +23,9 @@ type Pool struct {
 	log  *slog.Logger
 	h    Handler
 	sink Sink
+
+	// consumerIdle is how long an idle consumer without pending hints lives (consumerIdle).
+	consumerIdle time.Duration
 
 	work     chan rdb.Hint      // hints fetched, waiting for a worker
 	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
@@ -57,6 +61,7 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	return &Pool{
 		q: q, st: q.st, opt: q.opt, log: q.log.With("consumer", q.opt.Consumer), h: h, sink: sink,
 		work: make(chan rdb.Hint, 2*w), slots: make(chan struct{}, 2*w), held: newHeldSet(),
+		consumerIdle: consumerIdle(q.opt.Lease),
 	}, nil
 }
 

@@ -8,17 +8,26 @@ import (
 )
 
 // sweepEvery is how many recoverer ticks (half a lease each) pass between sweeps: the rescue scan
-// for conversations whose enqueuer died before hinting them and the reconciliation of the
-// admitted set.
+// for conversations whose enqueuer died before hinting them, the reconciliation of the admitted
+// set and the pruning of dead consumers.
 const sweepEvery = 10
 
 // reconcilePage is how many admitted runs one reconciliation step reads.
 const reconcilePage = 200
 
+// pruneMax bounds the consumers one sweep deletes (the first sweep after an upgrade may find
+// many).
+const pruneMax = 1000
+
+// consumerIdle is how long a consumer without pending hints must have been idle before a sweep
+// deletes it: far longer than the lease after which its hints are reclaimed.
+func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
+
 // recover is the recoverer component. Every half lease it claims hints idle for a whole lease —
 // their holder stopped heartbeating, so it is dead or cut off — and hands them to the workers,
 // which take the conversation over once its lease has expired. Every few ticks it sweeps: it
-// rescues conversations queued but never hinted and forgets admitted runs a crash left counted.
+// rescues conversations queued but never hinted, forgets admitted runs a crash left counted, and
+// deletes the consumers of dead processes.
 func (p *Pool) recover(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 2)
 	defer t.Stop()
@@ -41,6 +50,7 @@ func (p *Pool) recover(ctx context.Context) {
 		if tick%sweepEvery == 0 {
 			p.rescue(ctx)
 			p.q.reconcile(ctx)
+			p.pruneConsumers(ctx)
 		}
 	}
 }
@@ -79,5 +89,17 @@ func (q *Queue) reconcile(ctx context.Context) {
 	}
 	if n > 0 {
 		q.log.Warn("runs: the pending count held finished runs (a process died before settling them); forgot them", "runs", n)
+	}
+}
+
+// pruneConsumers deletes the ready stream's consumers that hold nothing and have been idle far
+// longer than a lease: the names of dead processes, one per process start.
+func (p *Pool) pruneConsumers(ctx context.Context) {
+	names, err := p.st.PruneConsumers(ctx, p.opt.Consumer, p.consumerIdle, pruneMax)
+	if err != nil && ctx.Err() == nil {
+		p.log.Warn("runs: pruning idle consumers failed", "err", err)
+	}
+	if len(names) > 0 {
+		p.log.Info("runs: removed idle consumers of stopped processes", "consumers", len(names))
 	}
 }

@@ -171,8 +171,8 @@ func TestSplitMember(t *testing.T) {
 	}
 }
 
-// TestNewScriptsOnMiniredis runs the admission and reconciliation scripts on the embedded store,
-// which has its own Lua implementation.
+// TestNewScriptsOnMiniredis runs the admission, reconciliation and pruning scripts on the
+// embedded store, which has its own Lua and stream implementations.
 func TestNewScriptsOnMiniredis(t *testing.T) {
 	mr := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -195,5 +195,12 @@ func TestNewScriptsOnMiniredis(t *testing.T) {
 	}
 	if n, err := s.Reconcile(ctx, time.Minute, 10); err != nil || n != 1 {
 		t.Errorf("Reconcile = %d, %v; want the lost admission", n, err)
+	}
+	hints, err := s.ReadHints(ctx, "dead", 10, 0)
+	if err != nil || len(hints) != 1 {
+		t.Fatal(hints, err)
+	}
+	if _, err := s.PruneConsumers(ctx, "self", 0, 10); err != nil {
+		t.Errorf("PruneConsumers = %v", err)
 	}
 }

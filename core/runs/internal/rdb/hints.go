@@ -77,6 +77,18 @@ func (s *Store) Touch(ctx context.Context, consumer string, ids []string) error 
 	return nil
 }
 
+// PruneConsumers deletes up to max consumers of the workers' group that hold no pending hint and
+// have been idle for at least minIdle, except keep, and returns their names. Every process start
+// adds a consumer; this removes dead processes' names once the recoverer has reclaimed their
+// hints (see the prune script for why it is safe).
+func (s *Store) PruneConsumers(ctx context.Context, keep string, minIdle time.Duration, max int) ([]string, error) {
+	names, err := s.eval(ctx, scriptPrune, []string{s.ReadyKey()}, s.group, minIdle.Milliseconds(), keep, max).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("rdb: prune idle consumers: %w", err)
+	}
+	return names, nil
+}
+
 func toHints(msgs []redis.XMessage) []Hint {
 	out := make([]Hint, 0, len(msgs))
 	for _, m := range msgs {

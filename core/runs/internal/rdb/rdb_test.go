@@ -328,6 +328,69 @@ func TestHintsAutoClaimAndTouch(t *testing.T) {
 	}
 }
 
+func consumers(t *testing.T, s *Store) string {
+	t.Helper()
+	cs, err := s.Client().XInfoConsumers(ctx, s.ReadyKey(), s.group).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s:%d", c.Name, c.Pending))
+	}
+	return fmt.Sprint(out)
+}
+
+// TestScriptPruneConsumers: consumers holding nothing and idle long enough are deleted, except
+// the caller's own; a consumer holding a hint never is, however long it has been idle.
+func TestScriptPruneConsumers(t *testing.T) {
+	s := newStore(t)
+	_ = s.EnsureGroup(ctx)
+	read := func(consumer string) []Hint {
+		t.Helper()
+		if _, _, err := s.Ready(ctx, ReadyReq{Hint: tag}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.ReadHints(ctx, consumer, 1, 0)
+		if err != nil || len(h) != 1 {
+			t.Fatalf("%s read %v, %v", consumer, h, err)
+		}
+		return h
+	}
+	read("holder") // dies holding a hint
+	for _, c := range []string{"dead1", "dead2", "dead3", "self"} {
+		h := read(c)
+		if err := s.Settle(ctx, Settlement{Acks: []string{h[0].ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := consumers(t, s); got != "[dead1:0 dead2:0 dead3:0 holder:1 self:0]" {
+		t.Fatalf("consumers = %s", got)
+	}
+	if names, err := s.PruneConsumers(ctx, "self", time.Hour, 10); err != nil || len(names) != 0 {
+		t.Errorf("PruneConsumers(idle an hour) = %v, %v; want none: all were active just now", names, err)
+	}
+	if names, err := s.PruneConsumers(ctx, "self", 0, 2); err != nil || fmt.Sprint(names) != "[dead1 dead2]" {
+		t.Errorf("PruneConsumers(max 2) = %v, %v; want dead1 and dead2", names, err)
+	}
+	if names, err := s.PruneConsumers(ctx, "self", 0, 10); err != nil || fmt.Sprint(names) != "[dead3]" {
+		t.Errorf("PruneConsumers = %v, %v; want dead3", names, err)
+	}
+	if got := consumers(t, s); got != "[holder:1 self:0]" {
+		t.Errorf("consumers = %s, want the holder of a hint and the caller", got)
+	}
+	// Once the recoverer reclaimed its hint, the holder goes too.
+	if h, err := s.AutoClaim(ctx, "self", 0, 10); err != nil || len(h) != 1 {
+		t.Fatalf("AutoClaim = %v, %v", h, err)
+	}
+	if names, _ := s.PruneConsumers(ctx, "self", 0, 10); fmt.Sprint(names) != "[holder]" {
+		t.Errorf("PruneConsumers after the reclaim = %v, want holder", names)
+	}
+	if got := consumers(t, s); got != "[self:1]" {
+		t.Errorf("consumers = %s", got)
+	}
+}
+
 func TestScriptDead(t *testing.T) {
 	s := newStore(t)
 	admit(t, s, "r1", 0, "")

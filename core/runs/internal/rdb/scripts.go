@@ -305,3 +305,25 @@ redis.call('HINCRBY', KEYS[3], 'dead_lettered', 1)
 if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[3], 'signature_failures', 1) end
 return id
 `)
+
+// prune: KEYS ready stream. ARGV group, min idle (ms), consumer to keep, max deletions. Deletes
+// consumers of the group that hold no pending hint and have been idle at least min idle (dead
+// processes' names; every process start adds one), up to max, and returns their names. Reading
+// and deleting in one script leaves no moment for a consumer to take a hint in between: one
+// with pending hints is never deleted (the recoverer reclaims them first), and deleting a live
+// consumer holding nothing loses nothing (Redis creates it again at its next read). An idle time
+// Redis does not know (below 0) keeps the consumer.
+var scriptPrune = redis.NewScript(`
+local out = {}
+local max = tonumber(ARGV[4])
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  if #out >= max then break end
+  local f = {}
+  for i = 1, #c, 2 do f[c[i]] = c[i + 1] end
+  if f['name'] ~= ARGV[3] and tonumber(f['pending']) == 0 and tonumber(f['idle']) >= tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], f['name'])
+    out[#out + 1] = f['name']
+  end
+end
+return out
+`)

@@ -69,7 +69,7 @@
 //     consumer's hints are reclaimed by XAUTOCLAIM first; one holding a hint is never deleted.
 //     A live consumer deleted in a quiet spell loses nothing: Redis recreates it at its next read.
 //
-// Round trips per run. Every script call goes through a group commit (internal/rdb group.go):
+// Round trips per run. Every script call goes through a group commit (internal/redisbatch):
 // calls made while two pipelines are in flight queue and leave together in the next one, so under
 // load many runs share one network round trip, and a lone call still costs one. Commands per run:
 // enqueue 2 (3 when the guess is wrong); claim 1 (idle conversations only); ack 1; plus the batched

@@ -12,22 +12,22 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/internal/redisbatch"
 )
 
 // Store is the queue's view of Redis. All keys start with Prefix; conversation keys carry the
 // conversation's hash tag, global keys the tag {global}.
 type Store struct {
 	c      redis.UniversalClient
-	pipe   *group[*redis.Cmd]
+	pipe   *redisbatch.Batcher
 	prefix string
 	group  string
 }
 
 // New returns a store on client c under prefix.
 func New(c redis.UniversalClient, prefix string) *Store {
-	s := &Store{c: c, prefix: prefix, group: "workers"}
-	s.pipe = newPipeliner(c)
-	return s
+	return &Store{c: c, pipe: redisbatch.New(c), prefix: prefix, group: "workers"}
 }
 
 // Client is the underlying client.

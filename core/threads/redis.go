@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/internal/redisbatch"
 )
 
 // This file holds every Redis command, pipeline and Lua script of the store: threads, session
@@ -21,7 +23,12 @@ import (
 // rdb is the store's Redis access layer.
 type rdb struct {
 	c redis.UniversalClient
+	// b sends the calls of concurrent callers in shared pipelines: under load, many runs' thread
+	// reads and writes share one round trip.
+	b *redisbatch.Batcher
 }
+
+func newRDB(c redis.UniversalClient) rdb { return rdb{c: c, b: redisbatch.New(c)} }
 
 // ensureScript creates the thread record unless one exists, in one step, so that racing first
 // messages agree on one thread.
@@ -168,7 +175,7 @@ func replyList(v any, min int) ([]any, error) {
 }
 
 func (r rdb) ensureThread(ctx context.Context, key, id, conv string, created time.Time, session string) (bool, map[string]string, error) {
-	v, err := ensureScript.Run(ctx, r.c, []string{key}, id, conv, ms(created), session).Result()
+	v, err := r.b.Eval(ctx, ensureScript, []string{key}, id, conv, ms(created), session).Result()
 	if err != nil {
 		return false, nil, err
 	}
@@ -181,7 +188,7 @@ func (r rdb) ensureThread(ctx context.Context, key, id, conv string, created tim
 }
 
 func (r rdb) resetThread(ctx context.Context, ck convKeys, id, conv string, created time.Time, session string) (old, cancelled string, fields map[string]string, err error) {
-	v, err := resetScript.Run(ctx, r.c, []string{ck.thread, ck.log, ck.clar}, id, conv, ms(created), session).Result()
+	v, err := r.b.Eval(ctx, resetScript, []string{ck.thread, ck.log, ck.clar}, id, conv, ms(created), session).Result()
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -200,12 +207,12 @@ func (r rdb) hgetall(ctx context.Context, key string) (map[string]string, error)
 }
 
 func (r rdb) setSettings(ctx context.Context, key string, settings []byte) (bool, error) {
-	n, err := setSettingsScript.Run(ctx, r.c, []string{key}, settings).Int64()
+	n, err := r.b.Eval(ctx, setSettingsScript, []string{key}, settings).Int64()
 	return n == 1, err
 }
 
 func (r rdb) appendTurn(ctx context.Context, ck convKeys, threadID string, turn []byte, keep int) (int64, error) {
-	return appendTurnScript.Run(ctx, r.c, []string{ck.thread, ck.log}, threadID, turn, keep).Int64()
+	return r.b.Eval(ctx, appendTurnScript, []string{ck.thread, ck.log}, threadID, turn, keep).Int64()
 }
 
 func (r rdb) loadTurns(ctx context.Context, logKey string) ([]string, error) {
@@ -213,7 +220,7 @@ func (r rdb) loadTurns(ctx context.Context, logKey string) ([]string, error) {
 }
 
 func (r rdb) putClarification(ctx context.Context, key, id, user string, expires time.Time, data []byte, ttl time.Duration) (written bool, replaced string, err error) {
-	v, err := putClarificationScript.Run(ctx, r.c, []string{key}, id, user, ms(expires), data, ttlMs(ttl)).Result()
+	v, err := r.b.Eval(ctx, putClarificationScript, []string{key}, id, user, ms(expires), data, ttlMs(ttl)).Result()
 	if err != nil {
 		return false, "", err
 	}
@@ -226,7 +233,7 @@ func (r rdb) putClarification(ctx context.Context, key, id, user string, expires
 }
 
 func (r rdb) takeClarification(ctx context.Context, key, id, user string, now time.Time) (string, map[string]string, error) {
-	v, err := takeClarificationScript.Run(ctx, r.c, []string{key}, id, user, ms(now)).Result()
+	v, err := r.b.Eval(ctx, takeClarificationScript, []string{key}, id, user, ms(now)).Result()
 	if err != nil {
 		return "", nil, err
 	}
@@ -244,7 +251,7 @@ func (r rdb) takeClarification(ctx context.Context, key, id, user string, now ti
 
 // recordOnce stores value at key unless a value is there; it returns the value already there.
 func (r rdb) recordOnce(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, []byte, error) {
-	v, err := recordOnceScript.Run(ctx, r.c, []string{key}, value, ttlMs(ttl)).Result()
+	v, err := r.b.Eval(ctx, recordOnceScript, []string{key}, value, ttlMs(ttl)).Result()
 	if err != nil {
 		return false, nil, err
 	}
@@ -341,7 +348,15 @@ type intakeReply struct {
 	isMarked        bool
 }
 
-// intake runs ops as one pipeline. The claim is SET NX PX; the reads see the state as it was
+// withPX appends a PX expiry of ttl (none when ttl is not positive) and then flags to a SET.
+func withPX(args []any, ttl time.Duration, flags ...any) []any {
+	if ttl > 0 {
+		args = append(args, "px", max(ttl.Milliseconds(), 1))
+	}
+	return append(args, flags...)
+}
+
+// intake runs ops together (in a pipeline shared with concurrent callers). The claim is SET NX PX; the reads see the state as it was
 // before the pipeline's writes only where they touch the same keys, which they never do. On an
 // error the reply still says whether the claim was taken, so the caller can give it back.
 func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
@@ -352,28 +367,34 @@ func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
 		clar        *redis.MapStringStringCmd
 		marked      *redis.StringCmd
 	)
-	p := r.c.Pipeline()
+	cmds := make([]redis.Cmder, 0, 5+len(ops.marks))
 	if ops.claimKey != "" {
-		claim = p.SetNX(ctx, ops.claimKey, "1", ops.claimTTL)
+		claim = redis.NewBoolCmd(ctx, withPX([]any{"set", ops.claimKey, "1"}, ops.claimTTL, "nx")...)
+		cmds = append(cmds, claim)
 	}
 	if ops.allowKey != "" && ops.denyKey != "" {
-		allow = p.SIsMember(ctx, ops.allowKey, ops.member)
-		deny = p.SIsMember(ctx, ops.denyKey, ops.member)
+		allow = redis.NewBoolCmd(ctx, "sismember", ops.allowKey, ops.member)
+		deny = redis.NewBoolCmd(ctx, "sismember", ops.denyKey, ops.member)
+		cmds = append(cmds, allow, deny)
 	}
 	if ops.clarKey != "" {
-		clar = p.HGetAll(ctx, ops.clarKey)
+		clar = redis.NewMapStringStringCmd(ctx, "hgetall", ops.clarKey)
+		cmds = append(cmds, clar)
 	}
 	if ops.markedKey != "" {
-		marked = p.Get(ctx, ops.markedKey)
+		marked = redis.NewStringCmd(ctx, "get", ops.markedKey)
+		cmds = append(cmds, marked)
 	}
 	sets := make([]*redis.StatusCmd, 0, len(ops.marks))
 	for _, m := range ops.marks {
-		sets = append(sets, p.Set(ctx, m.key, m.value, m.ttl))
+		set := redis.NewStatusCmd(ctx, withPX([]any{"set", m.key, m.value}, m.ttl)...)
+		sets = append(sets, set)
+		cmds = append(cmds, set)
 	}
-	if p.Len() == 0 {
+	if len(cmds) == 0 {
 		return rep, nil
 	}
-	_, _ = p.Exec(ctx) // errors are read per command below: a missing mark is redis.Nil, not a failure
+	r.b.Do(ctx, cmds...) // errors are read per command below: a missing mark is redis.Nil, not a failure
 	var first error
 	keep := func(err error) {
 		if err != nil && !errors.Is(err, redis.Nil) && first == nil {
@@ -487,7 +508,7 @@ type runBegun struct {
 }
 
 func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv string, created time.Time, session string) (runBegun, error) {
-	v, err := beginRunScript.Run(ctx, r.c, []string{runKey, ck.thread, ck.log}, id, conv, ms(created), session).Result()
+	v, err := r.b.Eval(ctx, beginRunScript, []string{runKey, ck.thread, ck.log}, id, conv, ms(created), session).Result()
 	if err != nil {
 		return runBegun{}, err
 	}
@@ -521,5 +542,5 @@ func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv 
 }
 
 func (r rdb) finishRun(ctx context.Context, runKey string, ck convKeys, outcome string, result []byte, ttl time.Duration, threadID string, turn []byte, keep int) (int64, error) {
-	return finishRunScript.Run(ctx, r.c, []string{runKey, ck.thread, ck.log}, outcome, result, ttlMs(ttl), threadID, turn, keep).Int64()
+	return r.b.Eval(ctx, finishRunScript, []string{runKey, ck.thread, ck.log}, outcome, result, ttlMs(ttl), threadID, turn, keep).Int64()
 }

@@ -13,7 +13,7 @@ import (
 
 func scriptKeys(t *testing.T, c redis.UniversalClient) (rdb, convKeys) {
 	t.Helper()
-	return rdb{c: c}, keyspace{prefix: uniquePrefix(t, c)}.conv("conv/script")
+	return newRDB(c), keyspace{prefix: uniquePrefix(t, c)}.conv("conv/script")
 }
 
 var t0 = time.UnixMilli(1764504000000)

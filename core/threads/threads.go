@@ -82,7 +82,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{r: rdb{c: client}, keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	return &Store{r: newRDB(client), keys: keyspace{prefix: opts.Prefix}, opts: opts}
 }
 
 // Thread is the current thread of a conversation.

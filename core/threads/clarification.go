@@ -209,6 +209,29 @@ func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Cla
 	return c, ok, nil
 }
 
+// WithdrawClarification cancels the conversation's pending clarification, so that neither a
+// click nor a typed reply answers it any more (TakeClarification then says
+// ErrClarificationCancelled), and returns it. ok is false when none was open: none at all, or
+// only one already answered, cancelled or expired (an expired one is cancelled all the same).
+func (s *Store) WithdrawClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+	if err := checkConvKey(convKey); err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification: %w", err)
+	}
+	key := s.keys.conv(convKey).clar
+	fields, err := s.r.withdrawClarification(ctx, key)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification of %q: %w", convKey, err)
+	}
+	c, ok, err = s.openClarification(key, fields)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification of %q: %w", convKey, err)
+	}
+	if ok {
+		c.State = StateCancelled
+	}
+	return c, ok, nil
+}
+
 // openClarification decodes a clarification hash read from key and reports whether it is open:
 // pending and not expired by the store's clock.
 func (s *Store) openClarification(key string, fields map[string]string) (Clarification, bool, error) {

@@ -255,3 +255,51 @@ func TestPutClarificationRejectsInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestWithdrawClarification proves a withdrawn question can no longer be answered, by click or
+// by typing, that withdrawing twice (or with nothing asked) reports nothing open, and that an
+// answered question is not withdrawn.
+func TestWithdrawClarification(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newTestStore(t, c, Options{})
+		const conv = "telegram/-/1/0"
+		if _, ok, err := s.WithdrawClarification(ctx, conv); err != nil || ok {
+			t.Fatalf("withdraw with nothing asked: ok=%v, %v; want nothing open", ok, err)
+		}
+		put, err := s.PutClarification(ctx, askOf(conv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.WithdrawClarification(ctx, conv)
+		if err != nil || !ok || got.ID != put.ID || got.State != StateCancelled {
+			t.Fatalf("withdraw = %+v, %v, %v; want %s cancelled", got, ok, err, put.ID)
+		}
+		if _, open, err := s.PendingClarification(ctx, conv); err != nil || open {
+			t.Errorf("still pending after withdrawal: %v, %v", open, err)
+		}
+		if _, err := s.TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrClarificationCancelled) {
+			t.Errorf("answering a withdrawn question: %v, want ErrClarificationCancelled", err)
+		}
+		if _, ok, err := s.WithdrawClarification(ctx, conv); err != nil || ok {
+			t.Errorf("second withdrawal: ok=%v, %v; want nothing open", ok, err)
+		}
+
+		answered, err := s.PutClarification(ctx, askOf(conv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.TakeClarification(ctx, answered.ID, answered.AllowedUserID); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.WithdrawClarification(ctx, conv); err != nil || ok {
+			t.Errorf("withdrawing an answered question: ok=%v, %v; want nothing open", ok, err)
+		}
+		if got, err := s.GetClarification(ctx, answered.ID); err != nil || got.State != StateAnswered {
+			t.Errorf("answered question after a withdrawal: %+v, %v; want it still answered", got, err)
+		}
+		if _, _, err := s.WithdrawClarification(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("bad conversation key: %v, want ErrInvalidArgument", err)
+		}
+	})
+}

@@ -132,6 +132,15 @@ end
 return {status, redis.call('HGETALL', KEYS[1])}
 `)
 
+// withdrawClarificationScript cancels a conversation's pending clarification.
+// KEYS[1] clarification hash. Returns {} when none is pending, else {HGETALL} as it was before.
+var withdrawClarificationScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return {} end
+local before = redis.call('HGETALL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', 'cancelled')
+return {before}
+`)
+
 // recordOnceScript is SET NX PX that also returns the value already there.
 // KEYS[1] the record. ARGV: value, ttl (ms). Returns {1} if stored, else {0, existing value}.
 var recordOnceScript = redis.NewScript(`
@@ -247,6 +256,20 @@ func (r rdb) takeClarification(ctx context.Context, key, id, user string, now ti
 	}
 	fields, err := pairs(list[1])
 	return status, fields, err
+}
+
+// withdrawClarification cancels the pending clarification at key and returns its record as it
+// was; fields is nil when none was pending.
+func (r rdb) withdrawClarification(ctx context.Context, key string) (map[string]string, error) {
+	v, err := r.b.Eval(ctx, withdrawClarificationScript, []string{key}).Result()
+	if err != nil {
+		return nil, err
+	}
+	list, err := replyList(v, 0)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return pairs(list[0])
 }
 
 // recordOnce stores value at key unless a value is there; it returns the value already there.

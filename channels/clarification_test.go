@@ -1,11 +1,13 @@
 package channels
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -203,5 +205,31 @@ func TestClarificationAnsweredByTypingNumber(t *testing.T) {
 				t.Errorf("answer run %s %q for %s, want %q for %s", env.Kind, env.Text, env.ClarificationID, tc.want, qid)
 			}
 		})
+	}
+}
+
+// TestCancelWithdrawsTheOpenQuestion proves /cancel withdraws a question the bot waits on: the
+// reply says so, its button no longer answers it, and a typed reply becomes a new message run.
+func TestCancelWithdrawsTheOpenQuestion(t *testing.T) {
+	h := newHarness(t)
+	h.startPool()
+	conv := dm("cancelq")
+	qid := putQuestion(t, h, conv, "u1", peopleForm)
+	before := len(h.ch.sent())
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "/cancel", Direct: true})
+	if sent := h.ch.sent()[before:]; len(sent) != 1 || !strings.Contains(sent[0].Text, "Withdrew the open question") {
+		t.Fatalf("replies %+v, want one saying the question was withdrawn", sent)
+	}
+	if _, err := h.store.TakeClarification(h.ctx, qid, "u1"); !errors.Is(err, threads.ErrClarificationCancelled) {
+		t.Errorf("answering the withdrawn question: %v, want ErrClarificationCancelled", err)
+	}
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "2", Direct: true})
+	if env := h.nextRun(); env.Kind != runs.KindMessage || env.Text != "2" {
+		t.Errorf("typed reply became %s %q, want a message run", env.Kind, env.Text)
+	}
+	before = len(h.ch.sent())
+	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "/cancel", Direct: true})
+	if sent := h.ch.sent()[before:]; len(sent) != 1 || strings.Contains(sent[0].Text, "question") {
+		t.Errorf("second /cancel replied %+v, want no question mentioned", sent)
 	}
 }

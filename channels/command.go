@@ -14,7 +14,7 @@ import (
 var commandSpecs = []CommandSpec{
 	{Name: "help", Description: "List the commands"},
 	{Name: "new", Description: "Start a new conversation"},
-	{Name: "cancel", Description: "Cancel the running and queued requests in this chat"},
+	{Name: "cancel", Description: "Cancel the running and queued requests in this chat, and any open question"},
 	{Name: "status", Description: "Show this chat's queue and any open question"},
 	{Name: "whoami", Description: "Show the id the bot sees for you"},
 	{Name: "allow", Description: "Allow a user: allow <user id>", AdminOnly: true},
@@ -79,10 +79,22 @@ func (r *Router) runCommand(ctx context.Context, in Inbound, name string, args [
 		if err != nil {
 			return "", err
 		}
-		if c.Active == "" && len(c.Removed) == 0 {
-			return "Nothing to cancel.", nil
+		// A question the bot is waiting on is withdrawn too: its buttons and a typed reply no
+		// longer answer it, and the next message starts afresh.
+		_, asked, err := r.opt.Threads.WithdrawClarification(ctx, conv)
+		if err != nil {
+			return "", err
 		}
-		return fmt.Sprintf("Cancelled %s.", plural(boolInt(c.Active != "")+len(c.Removed), "request", "requests")), nil
+		n := boolInt(c.Active != "") + len(c.Removed)
+		switch {
+		case n == 0 && !asked:
+			return "Nothing to cancel.", nil
+		case n == 0:
+			return "Withdrew the open question.", nil
+		case asked:
+			return fmt.Sprintf("Cancelled %s and withdrew the open question.", plural(n, "request", "requests")), nil
+		}
+		return fmt.Sprintf("Cancelled %s.", plural(n, "request", "requests")), nil
 	case "status":
 		return r.statusText(ctx, in)
 	case "whoami":

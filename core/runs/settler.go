@@ -11,8 +11,14 @@ import (
 // settleBatch bounds one flush.
 const settleBatch = 256
 
-// settleLinger is how long a flush waits for more work to share its round trip.
-const settleLinger = 2 * time.Millisecond
+// settleLinger is how long a flush that carries a re-hint waits for more work to share its round
+// trip: a conversation's next run waits on that hint. settleQuietLinger is how long a flush of
+// spent hints, counters and finished runs only waits — nobody waits on those, so at a low rate
+// several runs still share one call.
+const (
+	settleLinger      = 2 * time.Millisecond
+	settleQuietLinger = 50 * time.Millisecond
+)
 
 // settler is the settler component: workers hand it spent hints, counters and re-hints, and it
 // flushes whatever accumulated in one script call, so under load many runs share one round trip.
@@ -74,15 +80,24 @@ func (s *settler) flush(first settleItem) {
 		}
 	}
 	addItem(first)
-	// Linger briefly so that a busy pool settles many runs per call; only counters and spent
-	// hints wait, never a user.
-	linger := time.NewTimer(settleLinger)
+	// Linger so that many runs share one call: briefly once a re-hint is in the batch (a run
+	// waits on it), longer while only counters, spent hints and finished runs are.
+	start := time.Now()
+	wait := settleQuietLinger
+	if first.hint != "" {
+		wait = settleLinger
+	}
+	linger := time.NewTimer(wait)
 	defer linger.Stop()
 collect:
 	for n := 1; n < settleBatch; n++ {
 		select {
 		case it := <-s.in:
 			addItem(it)
+			if it.hint != "" && wait != settleLinger {
+				wait = settleLinger
+				linger.Reset(max(0, settleLinger-time.Since(start)))
+			}
 		case <-linger.C:
 			break collect
 		}

@@ -21,9 +21,8 @@ func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stde
 	cfg.HTTP.Addr = "" // no listener for a terminal session
 	log := newLogger(cfg, stderr)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	con := console.New(console.Options{In: stdin, Out: stdout, OnEOF: cancel})
+	eof := make(chan struct{})
+	con := console.New(console.Options{In: stdin, Out: stdout, OnEOF: func() { close(eof) }})
 	a, err := newApp(ctx, cfg, log, con)
 	if err != nil {
 		return err
@@ -38,8 +37,38 @@ func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stde
 		_ = a.shutdown(context.Background())
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done(): // interrupted
+	case <-eof:
+		// The input ended (Ctrl-D, or the end of piped text): every line is queued by now, so
+		// answer them all before quitting.
+		waitAnswered(ctx, a, chatIdleDeadline)
+	}
 	return drain(a, log, 30*time.Second)
+}
+
+// chatIdleDeadline bounds how long `bot chat` waits, once its input ends, for the runs of the
+// lines typed before.
+const chatIdleDeadline = 5 * time.Minute
+
+// waitAnswered waits until the console conversation has no run queued or running (one waiting
+// for a clarification counts as done: no more input can answer it), ctx ends, or the deadline.
+func waitAnswered(ctx context.Context, a *app, deadline time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d, err := a.core.queue.ConvDepth(ctx, console.Conv)
+		if err == nil && d.Queued == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // drain shuts the app down with a deadline for in-flight runs.

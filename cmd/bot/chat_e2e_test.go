@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -79,13 +80,7 @@ func (tr *transcript) String() string {
 // reads the final answer — the whole path: console → router → signed envelope → queue (embedded
 // store) → worker → lead chain (demo model) → delivery → console.
 func TestChatBinaryEndToEnd(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "bot")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = os.Environ()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "chat")
+	cmd := exec.Command(buildBot(t), "chat")
 	// A fresh machine: no model key, no BOT_ settings.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	stdin, err := cmd.StdinPipe()
@@ -136,5 +131,36 @@ func TestChatBinaryEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "panic") {
 		t.Fatalf("output mentions a panic:\n%s", out)
+	}
+}
+
+// buildBot builds the bot binary into a temporary directory and returns its path.
+func buildBot(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bot")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = os.Environ()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestChatAnswersPipedInputThenExits proves `bot chat` with its input piped answers every line
+// before it quits at the end of the input — it does not drop the runs still queued.
+func TestChatAnswersPipedInputThenExits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBot(t), "chat")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Stdin = strings.NewReader("/whoami\nhelp me\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bot chat exited with %v; output:\n%s", err, out)
+	}
+	for _, want := range []string{"You are `local`", "2. Plan a task"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -189,5 +189,10 @@ var ErrCardRefused = errors.New("channels: the platform refused the card")
 // ErrMessageGone means the message to edit or delete no longer exists; delivery sends a new one.
 var ErrMessageGone = errors.New("channels: the message no longer exists")
 
+// ErrUnreachable means the bot can no longer write to the conversation: the user blocked it, it
+// was removed from the group, the chat or topic is gone, or it lost the right to post. Retrying
+// cannot help, so delivery gives the message up (counted and logged) instead of failing the run.
+var ErrUnreachable = errors.New("channels: the conversation cannot be reached")
+
 // ErrNotModified means an edit changed nothing; callers treat it as success.
 var ErrNotModified = errors.New("channels: the message was not modified")

@@ -547,6 +547,13 @@ func orDefault(s, def string) string {
 
 // finish delivers the closing message: edited into the placeholder where possible, else sent
 // anew with the placeholder removed; then recorded so a replay skips it.
+// unreachable gives a run's closing message up: the bot can no longer write to the
+// conversation, and retrying the run would only fail again.
+func (d *Delivery) unreachable(c *runCard, ev runs.Event, err error) {
+	d.m.OutboundError(c.conv.Platform, "unreachable")
+	d.log.Warn("channels: the conversation cannot be reached; the run's closing message is given up", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
+}
+
 func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.Event) error {
 	card := d.closingCard(c, ev)
 	platform := c.conv.Platform
@@ -560,6 +567,9 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		case errors.Is(err, ErrMessageGone):
 			d.m.OutboundError(platform, "message_gone")
 			c.ref = MessageRef{} // nothing left behind to remove
+		case errors.Is(err, ErrUnreachable):
+			d.unreachable(c, ev, err)
+			return nil
 		default:
 			d.m.OutboundError(platform, "edit_failed")
 			d.log.Warn("channels: editing the closing message into the placeholder failed; sending it anew", "run", c.runID, "err", err)
@@ -567,6 +577,10 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	}
 	if !delivered {
 		out, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card)
+		if errors.Is(err, ErrUnreachable) {
+			d.unreachable(c, ev, err)
+			return nil
+		}
 		if err != nil {
 			d.m.OutboundError(platform, "final_lost")
 			d.log.Error("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)

@@ -398,3 +398,27 @@ func TestFirstAttemptReadsNoRecords(t *testing.T) {
 		t.Errorf("visible %q, want the answer in the placeholder", v)
 	}
 }
+
+// TestUnreachableConversationGivesUp proves a closing message the platform can no longer take
+// (the user blocked the bot mid-run) is given up and counted — whether it was to be edited into
+// the placeholder or sent anew — and does not fail the run, which would only retry in vain.
+func TestUnreachableConversationGivesUp(t *testing.T) {
+	for _, placeholder := range []bool{true, false} {
+		h := newDeliveryHarness(t)
+		d := h.delivery(h.ch)
+		run := runs.NewRunID()
+		if placeholder {
+			h.deliver(d, startedAnswering(run, "55"))
+		}
+		h.ch.mu.Lock()
+		h.ch.unreachable = true
+		h.ch.mu.Unlock()
+		if err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "nobody hears this"}); err != nil {
+			t.Errorf("placeholder %v: Deliver = %v, want the answer given up without an error", placeholder, err)
+		}
+		if h.metrics.get("outbound/test/unreachable") != 1 || h.metrics.get("outbound/test/final_lost") != 0 {
+			t.Errorf("placeholder %v: unreachable counted %d, final_lost %d; want 1 and 0", placeholder,
+				h.metrics.get("outbound/test/unreachable"), h.metrics.get("outbound/test/final_lost"))
+		}
+	}
+}

@@ -36,6 +36,7 @@ type fakeChannel struct {
 	retryAfter   time.Duration // for those
 	editGone     bool          // edits answer ErrMessageGone
 	failSendsAll bool          // every Send fails
+	unreachable  bool          // Send and Edit answer ErrUnreachable (the bot was blocked)
 }
 
 type fakeSend struct {
@@ -83,6 +84,9 @@ func (f *fakeChannel) Send(_ context.Context, to Target, m Message) (MessageRef,
 	if f.failSendsAll {
 		return MessageRef{}, errTooLong
 	}
+	if f.unreachable {
+		return MessageRef{}, ErrUnreachable
+	}
 	if m.Card != nil && f.refuseCards {
 		return MessageRef{}, ErrCardRefused
 	}
@@ -111,6 +115,9 @@ func (f *fakeChannel) Edit(_ context.Context, ref MessageRef, m Message) (Messag
 	defer f.mu.Unlock()
 	if err := f.limited(); err != nil {
 		return ref, err
+	}
+	if f.unreachable {
+		return ref, ErrUnreachable
 	}
 	if m.Card != nil && f.refuseCards {
 		return ref, ErrCardRefused

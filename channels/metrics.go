@@ -15,7 +15,8 @@ type Metrics interface {
 	// Command counts a command handled, by name.
 	Command(platform, command string)
 	// OutboundError counts a failed outbound operation by kind: rate_limited, card_refused,
-	// edit_failed, message_gone, send_failed, delete_failed, final_lost.
+	// edit_failed, message_gone, send_failed, delete_failed, final_lost, unreachable (a closing
+	// message given up because the bot can no longer write to the conversation).
 	OutboundError(platform, kind string)
 }
 

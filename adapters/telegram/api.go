@@ -16,8 +16,9 @@ import (
 )
 
 // APIError is an error answer from the Bot API. It unwraps to the channels sentinel it means
-// (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused) when there is one,
-// so callers classify it with errors.Is. It never holds the bot token.
+// (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused,
+// channels.ErrUnreachable) when there is one, so callers classify it with errors.Is. It never
+// holds the bot token.
 type APIError struct {
 	Method      string
 	Code        int
@@ -38,11 +39,20 @@ func (e *APIError) Unwrap() error { return e.kind }
 // finer than the HTTP status, so its description is the only signal; this is the one place that
 // reads it.
 func classify(code int, desc string) error {
+	if code == http.StatusForbidden {
+		// "Forbidden: bot was blocked by the user", "… bot was kicked from the group chat",
+		// "… user is deactivated", "… bot can't initiate conversation with a user", …
+		return channels.ErrUnreachable
+	}
 	if code != http.StatusBadRequest {
 		return nil
 	}
 	d := strings.ToLower(desc)
 	switch {
+	case strings.Contains(d, "chat not found"), strings.Contains(d, "have no rights to send"),
+		strings.Contains(d, "not enough rights to send"), strings.Contains(d, "group chat was upgraded"),
+		strings.Contains(d, "topic_closed"), strings.Contains(d, "message thread not found"):
+		return channels.ErrUnreachable
 	case strings.Contains(d, "message is not modified"):
 		return channels.ErrNotModified
 	case strings.Contains(d, "message to edit not found"), strings.Contains(d, "message to delete not found"),

@@ -275,3 +275,43 @@ func TestPacerSpacesSendsPerChatWithoutHoldingOthers(t *testing.T) {
 		t.Fatalf("after a quiet spell wait = %v", d)
 	}
 }
+
+// TestUnreachableChatIsClassified proves the answers meaning the bot can no longer write to a
+// chat (blocked, removed, chat gone, no rights) are channels.ErrUnreachable, sent once and not
+// retried, while other refusals are not.
+func TestUnreachableChatIsClassified(t *testing.T) {
+	cases := []struct {
+		status int
+		desc   string
+		want   bool
+	}{
+		{403, "Forbidden: bot was blocked by the user", true},
+		{403, "Forbidden: bot was kicked from the group chat", true},
+		{403, "Forbidden: user is deactivated", true},
+		{400, "Bad Request: chat not found", true},
+		{400, "Bad Request: have no rights to send a message", true},
+		{400, "Bad Request: TOPIC_CLOSED", true},
+		{400, "Bad Request: message thread not found", true},
+		{400, "Bad Request: message text is empty", false},
+		{401, "Unauthorized", false},
+	}
+	h := start(t, nil)
+	ctx := context.Background()
+	for i, tc := range cases {
+		chat := int64(900 + i)
+		h.fake.FailChat(chat, "sendMessage", 1, telegramfake.Fault{Status: tc.status, Description: tc.desc})
+		before := h.fake.Count("sendMessage")
+		_, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(chat)}, channels.Message{Text: "hello"})
+		if err == nil {
+			t.Fatalf("%d %q: Send succeeded", tc.status, tc.desc)
+		}
+		if got := errors.Is(err, channels.ErrUnreachable); got != tc.want {
+			t.Errorf("%d %q: ErrUnreachable = %v, want %v (err %v)", tc.status, tc.desc, got, tc.want, err)
+		}
+		if tc.want {
+			if n := h.fake.Count("sendMessage") - before; n != 1 {
+				t.Errorf("%d %q: %d sendMessage calls, want 1 (no retry)", tc.status, tc.desc, n)
+			}
+		}
+	}
+}

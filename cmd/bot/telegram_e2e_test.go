@@ -85,6 +85,30 @@ func TestTelegramMalformedUpdateSkippedAndCounted(t *testing.T) {
 	}
 }
 
+// TestTelegramBlockedUserEndsTheRun proves a run whose user blocked the bot meanwhile ends once
+// its answer is refused with 403 — counted, not retried (the model is asked once) and not
+// dead-lettered — and that the next user is served as usual.
+func TestTelegramBlockedUserEndsTheRun(t *testing.T) {
+	e := newE2E(t, nil)
+	r := e.start()
+	e.tg.FailChat(ann.ID, "sendMessage", 100, telegramfake.Fault{Status: 403, Description: "Forbidden: bot was blocked by the user"})
+	e.tg.PushPrivate(ann, "are you there?")
+	waitFor(t, "the blocked user's answer given up", 15*time.Second, func() bool {
+		return counter(r.metrics.outboundErr, "telegram", "unreachable") == 1
+	})
+	waitFor(t, "the run to end answered", 15*time.Second, func() bool { return counter(r.metrics.runs, "answered") == 1 })
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("model called %d times, want 1 (no retry)", n)
+	}
+	if d, err := r.core.queue.Depth(context.Background()); err != nil || d.DeadLetters != 0 {
+		t.Errorf("dead letters %d, %v; want none", d.DeadLetters, err)
+	}
+	e.tg.PushPrivate(bob, "hello")
+	if got := e.waitAnswers(bob.ID, 1); !strings.Contains(visible(got[0]), "echo: hello") {
+		t.Errorf("the next user got %q", visible(got[0]))
+	}
+}
+
 // TestTelegramSlowAnswerEditsThePlaceholder proves a run slower than the placeholder's grace
 // period gets a "working" placeholder in reply to the message, and that the answer is edited
 // into that same placeholder: one sendMessage, nothing else left in the chat.

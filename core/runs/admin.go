@@ -207,12 +207,56 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	return Stats{
 		Answered: m[string(OutcomeAnswered)], Waiting: m[string(OutcomeWaiting)],
 		Cancelled: m[string(OutcomeCancelled)], Failed: m[string(OutcomeFailed)],
-		Retries: m[statRetries], DeadLettered: m["dead_lettered"], SignatureFailures: m["signature_failures"],
+		Retries: m[statRetries], DeadLettered: m[statDeadLettered], SignatureFailures: m["signature_failures"],
 		LeasesLost: m[statLeaseLost],
 	}, nil
 }
 
 const (
-	statRetries   = "retries"
-	statLeaseLost = "leases_lost"
+	statRetries      = "retries"
+	statLeaseLost    = "leases_lost"
+	statDeadLettered = "dead_lettered"
 )
+
+// Recent is the queue's throughput over the last minute and the last hour, over all processes:
+// whether the bot is busy now, where Stats says how much it did since the start.
+//
+// Runs are counted when their end is recorded (a worker's settler flushes within about 50 ms),
+// in per-minute buckets on the clock of the Redis node holding the queue's global keys, which
+// every process shares. A window is the current minute so far, the whole minutes before it, and
+// the share of the oldest minute still inside it, prorated as if its runs were spread evenly:
+// only that share is an estimate.
+type Recent struct {
+	LastMinute, LastHour Throughput
+}
+
+// Throughput counts runs finished in one window, by how they ended.
+type Throughput struct {
+	Answered, Waiting, Cancelled, Failed int64
+	// Retries counts transient failures that were retried.
+	Retries int64
+	// DeadLettered counts runs moved to the dead-letter stream (attempts exhausted, signature
+	// failures); they are not in Failed.
+	DeadLettered int64
+}
+
+// Recent reads the throughput of the last minute and the last hour in one call.
+func (q *Queue) Recent(ctx context.Context) (Recent, error) {
+	r, err := q.st.Recent(ctx)
+	if err != nil {
+		return Recent{}, fmt.Errorf("runs: recent throughput: %w", err)
+	}
+	return recentOf(r), nil
+}
+
+func recentOf(r rdb.Recent) Recent {
+	return Recent{LastMinute: throughputOf(r.Window(1)), LastHour: throughputOf(r.Window(rdb.RecentMinutes))}
+}
+
+func throughputOf(m map[string]int64) Throughput {
+	return Throughput{
+		Answered: m[string(OutcomeAnswered)], Waiting: m[string(OutcomeWaiting)],
+		Cancelled: m[string(OutcomeCancelled)], Failed: m[string(OutcomeFailed)],
+		Retries: m[statRetries], DeadLettered: m[statDeadLettered],
+	}
+}

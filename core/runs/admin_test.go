@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
 func TestAdminOps(t *testing.T) {
@@ -131,4 +135,67 @@ func TestAdminOps(t *testing.T) {
 			t.Error("still paused after Resume")
 		}
 	})
+}
+
+// TestRecentThroughput proves finished runs show in Queue.Recent by outcome, over all processes'
+// settles, on real Redis and on the embedded miniredis.
+func TestRecentThroughput(t *testing.T) {
+	t.Run("redis", func(t *testing.T) { testRecentThroughput(t, realRedis(t)) })
+	t.Run("embedded miniredis", func(t *testing.T) { testRecentThroughput(t, embedded(t)) })
+}
+
+func testRecentThroughput(t *testing.T, c redis.UniversalClient) {
+	ctx := context.Background()
+	q := newQueue(t, c, func(o *Options) { o.MaxAttempts = 2 })
+	if r, err := q.Recent(ctx); err != nil || r != (Recent{}) {
+		t.Fatalf("Recent of a new queue = %+v, %v; want nothing", r, err)
+	}
+	startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+		switch run.Envelope.Text {
+		case "ok":
+			return OutcomeAnswered, nil
+		case "ask":
+			return OutcomeWaiting, nil
+		case "bad":
+			return "", Permanent(errors.New("refused by the model"))
+		}
+		return "", errors.New("model timed out")
+	}), nil)
+	for i, text := range []string{"ok", "ok", "ok", "ask", "bad", "bad", "flaky"} {
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(i), text))
+	}
+	want := Throughput{Answered: 3, Waiting: 1, Failed: 2, Retries: 1, DeadLettered: 1}
+	var r Recent
+	eventually(t, 10*time.Second, "the runs in the last hour", func() bool {
+		var err error
+		r, err = q.Recent(ctx)
+		return err == nil && r.LastHour == want
+	})
+	// The runs finished moments ago: the last minute holds them unless a minute began since and
+	// prorates the previous one, which can only round some of them away.
+	m, h := r.LastMinute, r.LastHour
+	if m.Answered < 2 || m.Answered > h.Answered || m.Waiting > h.Waiting || m.Failed > h.Failed ||
+		m.Retries > h.Retries || m.DeadLettered > h.DeadLettered || m.Cancelled != 0 {
+		t.Errorf("last minute = %+v, want about the last hour's %+v", m, h)
+	}
+}
+
+// TestRecentWindows proves the queue reads the last minute and the last hour from the buckets.
+func TestRecentWindows(t *testing.T) {
+	const m = int64(29_000_000)
+	r := rdb.Recent{Now: m*60_000 + 30_000, Minutes: map[int64]map[string]int64{
+		m:      {"answered": 4, "failed": 1, "cancelled": 2, "waiting": 1, "retries": 3, "dead_lettered": 1, "leases_lost": 9},
+		m - 1:  {"answered": 10},
+		m - 30: {"answered": 100, "failed": 5},
+		m - 60: {"answered": 60},
+		m - 61: {"answered": 1000},
+	}}
+	got := recentOf(r)
+	want := Recent{
+		LastMinute: Throughput{Answered: 4 + 5, Waiting: 1, Cancelled: 2, Failed: 1, Retries: 3, DeadLettered: 1},
+		LastHour:   Throughput{Answered: 4 + 10 + 100 + 30, Waiting: 1, Cancelled: 2, Failed: 1 + 5, Retries: 3, DeadLettered: 1},
+	}
+	if got != want {
+		t.Errorf("recentOf = %+v, want %+v", got, want)
+	}
 }

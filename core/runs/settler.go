@@ -22,6 +22,8 @@ const (
 
 // settler is the settler component: workers hand it spent hints, counters and re-hints, and it
 // flushes whatever accumulated in one script call, so under load many runs share one round trip.
+// The same call adds the counters to the current minute's bucket of the recent throughput
+// (Queue.Recent), so the rate costs no round trip of its own.
 type settler struct {
 	st  *rdb.Store
 	log *slog.Logger

@@ -23,6 +23,8 @@ type Store struct {
 	pipe   *redisbatch.Batcher
 	prefix string
 	group  string
+	// clock, when set (tests), replaces Redis's clock for the recent-throughput buckets: ms.
+	clock func() int64
 }
 
 // New returns a store on client c under prefix.
@@ -333,7 +335,7 @@ func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) 
 type Settlement struct {
 	// Done are finished runs (Member) to remove from the admitted set.
 	Done []string
-	// Counters are added to the stats hash.
+	// Counters are added to the stats hash and to the current minute's recent bucket.
 	Counters map[string]int64
 	// Hints are conversation tags to hint again.
 	Hints []string
@@ -352,7 +354,7 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 		return nil
 	}
 	args := make([]any, 0, 4+len(st.Done)+2*len(st.Counters)+len(st.Hints)+len(st.Acks))
-	args = append(args, s.group, len(st.Done))
+	args = append(args, s.group, s.recentNow(), len(st.Done))
 	for _, m := range st.Done {
 		args = append(args, m)
 	}
@@ -367,7 +369,7 @@ func (s *Store) Settle(ctx context.Context, st Settlement) error {
 	for _, a := range st.Acks {
 		args = append(args, a)
 	}
-	if err := s.eval(ctx, scriptSettle, []string{s.ReadyKey(), s.admittedKey(), s.g("stats")}, args...).Err(); err != nil {
+	if err := s.eval(ctx, scriptSettle, []string{s.ReadyKey(), s.admittedKey(), s.g("stats"), s.recentKey()}, args...).Err(); err != nil {
 		return fmt.Errorf("rdb: settle %d acks: %w", len(st.Acks), err)
 	}
 	return nil
@@ -387,8 +389,8 @@ type DeadLetter struct {
 // AddDeadLetter records d (its ID is assigned), counts it, as a signature failure too when
 // sigFailure, and removes the run of conversation tag from the admitted set.
 func (s *Store) AddDeadLetter(ctx context.Context, tag string, d DeadLetter, sigFailure bool) (string, error) {
-	id, err := s.eval(ctx, scriptDead, []string{s.DeadKey(), s.admittedKey(), s.g("stats")},
-		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure), Member(tag, d.RunID)).Text()
+	id, err := s.eval(ctx, scriptDead, []string{s.DeadKey(), s.admittedKey(), s.g("stats"), s.recentKey()},
+		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure), Member(tag, d.RunID), s.recentNow()).Text()
 	if err != nil {
 		return "", fmt.Errorf("rdb: dead-letter %s: %w", d.RunID, err)
 	}

@@ -265,19 +265,67 @@ local function hdel(key, from, to)
 end
 `
 
-// settle: KEYS ready stream, admitted, stats. ARGV group, ndone, finished members...,
-// ncounters, (field, delta)..., nhints, hint tags..., then stream ids to acknowledge and delete.
-// One call flushes a batch of finished work: finished runs leave the admitted set, counters, new
-// hints and spent hints.
-var scriptSettle = redis.NewScript(luaHdel + `
+// luaRecent defines recent(key, now, name, delta): adds delta to counter name in the current
+// minute's bucket of the recent hash (see recent.go): field "<unix minute>:<name>", the minute
+// taken from now (ms), or from Redis's clock when now is "0". Redis's clock, not the caller's:
+// the {global} slot lives on one node, so every process writes, and every admin reads, on the
+// same clock, however far the processes' clocks drift apart — the reconciliation's admission
+// times rely on it the same way. The first call in a minute drops the buckets outside the
+// window (older than 60 minutes before it, or ahead of it after a clock step back), records the
+// minute in field "m" and gives the hash a TTL: a key per minute with a TTL would do on Redis,
+// but the embedded miniredis never expires keys on its own, and a script may only write keys
+// its caller named, which cannot be a minute read from Redis's clock.
+const luaRecent = luaNow + `
+local recentMinute
+local function recent(key, now, name, delta)
+  if not recentMinute then
+    local ms = tonumber(now)
+    if ms == 0 then ms = nowMs() end
+    recentMinute = math.floor(ms / 60000)
+    local last = redis.call('HGET', key, 'm')
+    if not last or tonumber(last) ~= recentMinute then
+      for _, f in ipairs(redis.call('HKEYS', key)) do
+        local c = string.find(f, ':', 1, true)
+        if c then
+          local m = tonumber(string.sub(f, 1, c - 1))
+          if not m or m < recentMinute - 60 or m > recentMinute then redis.call('HDEL', key, f) end
+        end
+      end
+      redis.call('HSET', key, 'm', recentMinute)
+      -- Set at the minute's first write: the hash outlives its newest bucket by the window.
+      redis.call('EXPIRE', key, 3720)
+    end
+  end
+  redis.call('HINCRBY', key, recentMinute .. ':' .. name, delta)
+end
+`
+
+// recent: KEYS recent. ARGV now (ms; 0 for Redis's clock). Returns {now, field, value, ...}: the
+// recent hash and the time to read its windows at, on the clock its buckets were written with.
+var scriptRecent = redis.NewScript(luaNow + `
+local now = tonumber(ARGV[1])
+if now == 0 then now = nowMs() end
+local out = {now}
+for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
+return out
+`)
+
+// settle: KEYS ready stream, admitted, stats, recent. ARGV group, now (ms; 0 for Redis's clock),
+// ndone, finished members..., ncounters, (field, delta)..., nhints, hint tags..., then stream ids
+// to acknowledge and delete. One call flushes a batch of finished work: finished runs leave the
+// admitted set, counters (in the totals and in the current minute's bucket), new hints and spent
+// hints.
+var scriptSettle = redis.NewScript(luaHdel + luaRecent + `
 local i = 1
 local group = ARGV[i]; i = i + 1
+local now = ARGV[i]; i = i + 1
 local nd = tonumber(ARGV[i]); i = i + 1
 if nd > 0 then hdel(KEYS[2], i, i + nd - 1) end
 i = i + nd
 local nc = tonumber(ARGV[i]); i = i + 1
 for _ = 1, nc do
   redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+  recent(KEYS[4], now, ARGV[i], ARGV[i + 1])
   i = i + 2
 end
 local nh = tonumber(ARGV[i]); i = i + 1
@@ -294,15 +342,20 @@ end
 return 0
 `)
 
-// dead: KEYS dead stream, admitted, stats. ARGV run id, reason, envelope, conv key, attempts, at
-// (ms), signature failure (1|0), member. Records a dead letter and counts it; the run leaves the
+// dead: KEYS dead stream, admitted, stats, recent. ARGV run id, reason, envelope, conv key,
+// attempts, at (ms), signature failure (1|0), member, now (ms; 0 for Redis's clock). Records a
+// dead letter and counts it (in the totals and the current minute's bucket); the run leaves the
 // admitted set.
-var scriptDead = redis.NewScript(`
+var scriptDead = redis.NewScript(luaRecent + `
 local id = redis.call('XADD', KEYS[1], '*', 'run', ARGV[1], 'reason', ARGV[2], 'env', ARGV[3],
   'conv', ARGV[4], 'attempts', ARGV[5], 'at', ARGV[6])
 redis.call('HDEL', KEYS[2], ARGV[8])
 redis.call('HINCRBY', KEYS[3], 'dead_lettered', 1)
-if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[3], 'signature_failures', 1) end
+recent(KEYS[4], ARGV[9], 'dead_lettered', 1)
+if ARGV[7] == '1' then
+  redis.call('HINCRBY', KEYS[3], 'signature_failures', 1)
+  recent(KEYS[4], ARGV[9], 'signature_failures', 1)
+end
 return id
 `)
 

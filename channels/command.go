@@ -208,6 +208,10 @@ func (r *Router) statsText(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	recent, err := r.opt.Queue.Recent(ctx)
+	if err != nil {
+		return "", err
+	}
 	paused, err := r.opt.Queue.Paused(ctx)
 	if err != nil {
 		return "", err
@@ -224,6 +228,9 @@ func (r *Router) statsText(ctx context.Context) (string, error) {
 		b.WriteString("; intake paused")
 	}
 	fmt.Fprintf(&b, "\nRuns: %d answered, %d waiting, %d cancelled, %d failed, %d retries", s.Answered, s.Waiting, s.Cancelled, s.Failed, s.Retries)
+	m, h := recent.LastMinute, recent.LastHour
+	fmt.Fprintf(&b, "\nLast minute: %d answered, %d failed, %d dead-lettered · last hour: %d answered, %d failed, %d dead-lettered",
+		m.Answered, m.Failed, m.DeadLettered, h.Answered, h.Failed, h.DeadLettered)
 	fmt.Fprintf(&b, "\nDead letters: %d (%d signature failures); leases lost: %d", d.DeadLetters, s.SignatureFailures, s.LeasesLost)
 	return b.String(), nil
 }

@@ -2,8 +2,11 @@ package channels
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
@@ -61,7 +64,7 @@ func TestEveryCommand(t *testing.T) {
 		}},
 		{name: "admins", user: "admin1", text: "/admins", want: []string{"`admin1`"}},
 		{name: "stats refused for a non-admin", user: "u1", text: "/stats", want: []string{"admins only"}},
-		{name: "stats", user: "admin1", text: "/stats", want: []string{"Queue:", "workers in this process: 2", "cancelled", "Dead letters: 0"}},
+		{name: "stats", user: "admin1", text: "/stats", want: []string{"Queue:", "workers in this process: 2", "cancelled", "Dead letters: 0", "Last minute: 0 answered, 0 failed", "last hour: 0 answered"}},
 		{name: "deadletters", user: "admin1", text: "/deadletters", want: []string{"No dead letters"}},
 		{name: "deadletters replay unknown", user: "admin1", text: "/deadletters replay 01ABC", want: []string{"No dead letter has run id `01ABC`"}},
 		{name: "deadletters drop unknown", user: "admin1", text: "/deadletters drop 01ABC", want: []string{"No dead letter"}},
@@ -123,6 +126,49 @@ func TestEveryCommand(t *testing.T) {
 	}
 	if n := h.queued(conv); n != 0 {
 		t.Errorf("commands queued %d runs; they reply directly", n)
+	}
+}
+
+// TestStatsShowsRecentThroughput proves /stats shows the runs finished in the last minute and the
+// last hour, answered and failed, next to the totals.
+func TestStatsShowsRecentThroughput(t *testing.T) {
+	h := newHarness(t)
+	p, err := h.queue.NewPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+		if r.Envelope.Text == "fail" {
+			return "", runs.Permanent(errors.New("refused"))
+		}
+		return runs.OutcomeAnswered, nil
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("pool shutdown: %v", err)
+		}
+	})
+	for i, text := range []string{"one", "two", "fail"} {
+		h.send(Inbound{Conv: dm(fmt.Sprint("tput", i)), Identity: user("u1"), Text: text, Direct: true})
+	}
+	want := runs.Throughput{Answered: 2, Failed: 1}
+	waitFor(t, "three finished runs in both windows", func() bool {
+		r, err := h.queue.Recent(h.ctx)
+		return err == nil && r.LastMinute == want && r.LastHour == want
+	})
+	before := len(h.ch.sent())
+	h.send(Inbound{Conv: dm("admin"), Identity: user("admin1"), Text: "/stats", Direct: true})
+	sent := h.ch.sent()[before:]
+	if len(sent) != 1 {
+		t.Fatalf("%d replies, want 1", len(sent))
+	}
+	line := "Last minute: 2 answered, 1 failed, 0 dead-lettered · last hour: 2 answered, 1 failed, 0 dead-lettered"
+	if !strings.Contains(sent[0].Text, line) {
+		t.Errorf("/stats = %q, want the line %q", sent[0].Text, line)
 	}
 }
 

@@ -21,7 +21,8 @@
 // work") read by the consumer group "workers", the dead-letter stream, the pause flag, the
 // admitted set (global backpressure: a hash from "<tag>|<run id>" of every admitted, unfinished
 // run to its admission time on Redis's clock; its HLEN is the pending count that
-// runs.max_pending limits) and the stats hash. No script touches both kinds.
+// runs.max_pending limits), the stats hash (totals) and the recent hash (per-minute counters of
+// the last hour, on Redis's clock, written by the same settle call). No script touches both kinds.
 //
 // Enqueue takes two steps, one per slot, in the order that fits the conversation. An idle one
 // receives the entry and a fresh state in one script — invisible to workers, since no hint exists

@@ -194,19 +194,7 @@ func (s *Store) TakeClarification(ctx context.Context, id, answeringUserID strin
 // by the store's clock — so a plain-text reply can be routed as its answer. ok is false when
 // there is none.
 func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
-	if err := checkConvKey(convKey); err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: pending clarification: %w", err)
-	}
-	key := s.keys.conv(convKey).clar
-	fields, err := s.r.hgetall(ctx, key)
-	if err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
-	}
-	c, ok, err = s.openClarification(key, fields)
-	if err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: pending clarification of %q: %w", convKey, err)
-	}
-	return c, ok, nil
+	return s.convClarification(ctx, "pending", convKey, s.r.hgetall)
 }
 
 // WithdrawClarification cancels the conversation's pending clarification, so that neither a
@@ -214,20 +202,27 @@ func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Cla
 // ErrClarificationCancelled), and returns it. ok is false when none was open: none at all, or
 // only one already answered, cancelled or expired (an expired one is cancelled all the same).
 func (s *Store) WithdrawClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
-	if err := checkConvKey(convKey); err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification: %w", err)
-	}
-	key := s.keys.conv(convKey).clar
-	fields, err := s.r.withdrawClarification(ctx, key)
-	if err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification of %q: %w", convKey, err)
-	}
-	c, ok, err = s.openClarification(key, fields)
-	if err != nil {
-		return Clarification{}, false, fmt.Errorf("threads: withdraw clarification of %q: %w", convKey, err)
-	}
+	c, ok, err = s.convClarification(ctx, "withdraw", convKey, s.r.withdrawClarification)
 	if ok {
 		c.State = StateCancelled
+	}
+	return c, ok, err
+}
+
+// convClarification reads the conversation's clarification record with read (op names it in
+// errors) and reports whether it was open.
+func (s *Store) convClarification(ctx context.Context, op, convKey string, read func(context.Context, string) (map[string]string, error)) (Clarification, bool, error) {
+	if err := checkConvKey(convKey); err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: %s clarification: %w", op, err)
+	}
+	key := s.keys.conv(convKey).clar
+	fields, err := read(ctx, key)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: %s clarification of %q: %w", op, convKey, err)
+	}
+	c, ok, err := s.openClarification(key, fields)
+	if err != nil {
+		return Clarification{}, false, fmt.Errorf("threads: %s clarification of %q: %w", op, convKey, err)
 	}
 	return c, ok, nil
 }

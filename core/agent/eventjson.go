@@ -1,16 +1,11 @@
 package agent
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // AppendEvent appends the JSON of e to dst: exactly the bytes json.Marshal(e) returns (the same
@@ -20,7 +15,7 @@ func AppendEvent(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, int64(e.Seq), 10)
 	dst = append(dst, `,"kind":`...)
-	dst = appendString(dst, string(e.Kind))
+	dst = jsonwire.AppendQuote(dst, string(e.Kind))
 	dst = appendIntField(dst, `,"turn":`, e.Turn)
 	dst = appendIntField(dst, `,"step":`, e.Step)
 	dst = appendStringField(dst, `,"trigger":`, e.Trigger)
@@ -61,66 +56,7 @@ func appendStringField(dst []byte, key, v string) []byte {
 	if v == "" {
 		return dst
 	}
-	return appendString(append(dst, key...), v)
-}
-
-// htmlSafe marks the ASCII bytes json.Marshal writes as they are: all but control characters,
-// the quote, the backslash and (escaped for HTML) <, > and &.
-var htmlSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = !strings.ContainsRune(`"\<>&`, c)
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s quoted as json.Marshal quotes it: invalid UTF-8 becomes \ufffd, and
-// U+2028 and U+2029 are escaped along with the HTML characters.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if htmlSafe[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(append(dst, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(dst, s[start:]...), '"')
+	return jsonwire.AppendQuote(append(dst, key...), v)
 }
 
 // DecodeEvent decodes the JSON of one event into e exactly as json.Unmarshal(data, e) does: the
@@ -207,13 +143,9 @@ type eventDecoder struct {
 }
 
 func (d *eventDecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
+	// What json.Marshal writes has no whitespace: one comparison, and no store, for that case.
+	if d.i < len(d.b) && d.b[d.i] <= ' ' {
+		d.i = jsonwire.SkipWhitespace(d.b, d.i)
 	}
 }
 
@@ -269,39 +201,11 @@ func (d *eventDecoder) object(member func(key []byte) bool) bool {
 	}
 }
 
-// int reads an integer without fraction or exponent that fits an int.
-func (d *eventDecoder) int(v *int) bool {
-	i := d.i
-	neg := i < len(d.b) && d.b[i] == '-'
-	if neg {
-		i++
-	}
-	if i >= len(d.b) || d.b[i] < '0' || d.b[i] > '9' {
-		return false
-	}
-	var n uint64
-	if d.b[i] == '0' {
-		i++
-	} else {
-		for ; i < len(d.b) && d.b[i] >= '0' && d.b[i] <= '9'; i++ {
-			if n > (math.MaxUint64-9)/10 {
-				return false
-			}
-			n = n*10 + uint64(d.b[i]-'0')
-		}
-	}
-	// A fraction or exponent (valid JSON that does not fit an int) is refused by the caller, which
-	// wants ',' or '}' next.
-	switch {
-	case !neg && n <= math.MaxInt:
-		*v = int(n)
-	case neg && n <= -math.MinInt:
-		*v = int(-n)
-	default:
-		return false
-	}
-	d.i = i
-	return true
+// int reads an integer that fits an int, without fraction or exponent. Small enough to be
+// inlined: when it reports false, v and d are left in any state.
+func (d *eventDecoder) int(v *int) (ok bool) {
+	*v, d.i, ok = jsonwire.ReadInt(d.b, d.i)
+	return ok
 }
 
 func (d *eventDecoder) bool(v *bool) bool {
@@ -326,155 +230,15 @@ func (d *eventDecoder) string(v *string) bool {
 		return false
 	}
 	start := d.i + 1
-	i := d.plain(start)
+	i := jsonwire.SkipPlain(d.b, start)
 	if i < len(d.b) && d.b[i] == '"' {
 		*v = intern(d.b[start:i])
 		d.i = i + 1
 		return true
 	}
-	return d.unquote(v, start, i)
-}
-
-// unquote finishes a string that needs rewriting; b[start:i] is the plain part already scanned.
-func (d *eventDecoder) unquote(v *string, start, i int) bool {
-	var s strings.Builder
-	s.Grow(d.quoteEnd(i) - start) // escapes only shrink; U+FFFD for a stray byte grows, rarely
-	s.Write(d.b[start:i])
-	for i < len(d.b) {
-		switch c := d.b[i]; {
-		case c == '"':
-			*v = s.String()
-			d.i = i + 1
-			return true
-		case c < ' ':
-			return false
-		case c == '\\':
-			if i+1 >= len(d.b) {
-				return false
-			}
-			switch e := d.b[i+1]; e {
-			case '"', '\\', '/':
-				s.WriteByte(e)
-			case 'b':
-				s.WriteByte('\b')
-			case 'f':
-				s.WriteByte('\f')
-			case 'n':
-				s.WriteByte('\n')
-			case 'r':
-				s.WriteByte('\r')
-			case 't':
-				s.WriteByte('\t')
-			case 'u':
-				r := hex4(d.b[i+2:])
-				if r < 0 {
-					return false
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					// A valid pair is one rune; anything else leaves this half as U+FFFD and
-					// the next escape, if any, to be read on its own.
-					if len(d.b)-i >= 6 && d.b[i] == '\\' && d.b[i+1] == 'u' {
-						if r2 := hex4(d.b[i+2:]); r2 >= 0 {
-							if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
-								s.WriteRune(dec)
-								i += 6
-								continue
-							}
-						}
-					}
-					r = unicode.ReplacementChar
-				}
-				s.WriteRune(r)
-				continue
-			default:
-				return false
-			}
-			i += 2
-		default:
-			// Copy the run of bytes that need no rewriting in one go.
-			j := d.plain(i)
-			if j == i {
-				s.WriteRune(utf8.RuneError) // a byte that is not UTF-8
-				i++
-				continue
-			}
-			s.Write(d.b[i:j])
-			i = j
-		}
-	}
-	return false
-}
-
-// quoteEnd returns where the string that i is in ends: the index of the first quote from i
-// that no backslash escapes, or len(b).
-func (d *eventDecoder) quoteEnd(i int) int {
-	for {
-		k := bytes.IndexByte(d.b[i:], '"')
-		if k < 0 {
-			return len(d.b)
-		}
-		i += k
-		n := 0
-		for p := i - 1; p >= 0 && d.b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return i
-		}
-		i++
-	}
-}
-
-// plainASCII marks the ASCII bytes a string keeps as they are: all but the quote, the backslash
-// and control characters.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plain returns the end of the run from i of bytes a string keeps as they are: no quote,
-// backslash or control character, and only valid UTF-8.
-func (d *eventDecoder) plain(i int) int {
-	for i < len(d.b) {
-		if c := d.b[i]; c < utf8.RuneSelf {
-			if !plainASCII[c] {
-				return i
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(d.b[i:])
-		if r == utf8.RuneError && size == 1 {
-			return i
-		}
-		i += size
-	}
-	return i
-}
-
-// hex4 is the value of the four hex digits b starts with, or -1.
-func hex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+	s, end, ok := jsonwire.UnquoteRest(d.b, d.i, i)
+	*v, d.i = s, end
+	return ok
 }
 
 // intern returns the string of b, without allocating when it is a value events repeat.

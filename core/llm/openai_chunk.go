@@ -2,11 +2,11 @@ package llm
 
 import (
 	"encoding/json"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // A model answer streams as one chunk per token or so, so decoding chunks is the per-call cost
@@ -57,7 +57,8 @@ type chunkDecoder struct {
 	spare []wireChoice // an earlier chunk's choices, to decode into
 }
 
-// maxSkipDepth bounds the nesting of unknown values chunkDecoder skips by recursion.
+// maxSkipDepth bounds the nesting of the unknown values chunkDecoder skips (jsonwire.SkipValue
+// recurses once a level); anything deeper is left to encoding/json.
 const maxSkipDepth = 64
 
 func (d *chunkDecoder) chunk(c *wireChunk) bool {
@@ -217,7 +218,10 @@ func (d *chunkDecoder) unknown(key []byte, names ...string) bool {
 			return false
 		}
 	}
-	return d.skip(0)
+	d.ws()
+	end, ok := jsonwire.SkipValue(d.data, d.i, maxSkipDepth)
+	d.i = end
+	return ok
 }
 
 func asciiEqualFold(b []byte, s string) bool {
@@ -239,16 +243,7 @@ func asciiEqualFold(b []byte, s string) bool {
 	return true
 }
 
-func (d *chunkDecoder) ws() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *chunkDecoder) ws() { d.i = jsonwire.SkipWhitespace(d.data, d.i) }
 
 // consume skips white space and then c, reporting whether c was there.
 func (d *chunkDecoder) consume(c byte) bool {
@@ -339,275 +334,21 @@ func (d *chunkDecoder) key() ([]byte, bool) {
 
 // str reads a string into s; null leaves s as it is.
 func (d *chunkDecoder) str(s *string) bool {
-	if d.null() {
+	if d.null() { // which has skipped the whitespace before the value
 		return true
 	}
-	if !d.consume('"') {
-		return false
-	}
-	start := d.i
-	for d.i < len(d.data) {
-		c := d.data[d.i]
-		switch {
-		case c == '"':
-			*s = string(d.data[start:d.i])
-			d.i++
-			return true
-		case c == '\\' || c < 0x20:
-			return d.strSlow(s, start)
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(d.data[d.i:])
-			if r == utf8.RuneError && size == 1 {
-				return d.strSlow(s, start)
-			}
-			d.i += size
-			continue
-		}
-		d.i++
-	}
-	return false
+	v, end, ok := jsonwire.Unquote(d.data, d.i)
+	*s, d.i = v, end // on failure, decodeChunk starts over with encoding/json
+	return ok
 }
 
-// strSlow reads a string whose text starts at start and holds escapes or invalid UTF-8,
-// unescaping as encoding/json does: an invalid surrogate or byte becomes U+FFFD.
-func (d *chunkDecoder) strSlow(s *string, start int) bool {
-	b := make([]byte, 0, len(d.data)-start)
-	i := start
-	for i < len(d.data) {
-		c := d.data[i]
-		switch {
-		case c == '"':
-			*s = string(b)
-			d.i = i + 1
-			return true
-		case c == '\\':
-			if i+1 >= len(d.data) {
-				return false
-			}
-			e := d.data[i+1]
-			switch e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r := getu4(d.data[i:])
-				if r < 0 {
-					return false
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if dec := utf16.DecodeRune(r, getu4(d.data[i:])); dec != unicode.ReplacementChar {
-						i += 6
-						b = utf8.AppendRune(b, dec)
-						continue
-					}
-					r = unicode.ReplacementChar
-				}
-				b = utf8.AppendRune(b, r)
-				continue
-			default:
-				return false
-			}
-			i += 2
-		case c < 0x20:
-			return false
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d.data[i:])
-			b = utf8.AppendRune(b, r) // an invalid byte decodes as U+FFFD
-			i += size
-		}
-	}
-	return false
-}
-
-// getu4 decodes the \uXXXX escape s starts with, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
-}
-
-// integer reads an integer of at most 18 digits into n; null leaves n as it is. A fraction or
-// exponent (which encoding/json refuses for an int) or a longer number is left to it.
+// integer reads an integer that fits an int into n; null leaves n as it is. A fraction or
+// exponent (which encoding/json refuses for an int) or a number too large is left to it.
 func (d *chunkDecoder) integer(n *int) bool {
-	if d.null() {
+	if d.null() { // which has skipped the whitespace before the value
 		return true
 	}
-	d.ws()
-	i := d.i
-	neg := i < len(d.data) && d.data[i] == '-'
-	if neg {
-		i++
-	}
-	start := i
-	for i < len(d.data) && '0' <= d.data[i] && d.data[i] <= '9' {
-		i++
-	}
-	digits := d.data[start:i]
-	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
-		return false
-	}
-	if i < len(d.data) && (d.data[i] == '.' || d.data[i] == 'e' || d.data[i] == 'E') {
-		return false
-	}
-	v := 0
-	for _, c := range digits {
-		v = v*10 + int(c-'0')
-	}
-	if neg {
-		v = -v
-	}
-	*n = v
-	d.i = i
-	return true
-}
-
-// skip reads any one valid JSON value.
-func (d *chunkDecoder) skip(depth int) bool {
-	if depth > maxSkipDepth {
-		return false
-	}
-	d.ws()
-	if d.i >= len(d.data) {
-		return false
-	}
-	switch c := d.data[d.i]; {
-	case c == '"':
-		return d.skipString()
-	case c == '{':
-		d.i++
-		if d.consume('}') {
-			return true
-		}
-		for {
-			d.ws()
-			if !d.skipString() || !d.consume(':') || !d.skip(depth+1) {
-				return false
-			}
-			if d.consume(',') {
-				continue
-			}
-			return d.consume('}')
-		}
-	case c == '[':
-		d.i++
-		if d.consume(']') {
-			return true
-		}
-		for {
-			if !d.skip(depth + 1) {
-				return false
-			}
-			if d.consume(',') {
-				continue
-			}
-			return d.consume(']')
-		}
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	case c == '-' || ('0' <= c && c <= '9'):
-		return d.skipNumber()
-	}
-	return false
-}
-
-// skipString reads a string as JSON's grammar has it (any byte but a control byte, escapes
-// well formed).
-func (d *chunkDecoder) skipString() bool {
-	if d.i >= len(d.data) || d.data[d.i] != '"' {
-		return false
-	}
-	for i := d.i + 1; i < len(d.data); i++ {
-		switch c := d.data[i]; {
-		case c == '"':
-			d.i = i + 1
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			if i+1 >= len(d.data) {
-				return false
-			}
-			switch d.data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if getu4(d.data[i:]) < 0 {
-					return false
-				}
-				i += 5
-			default:
-				return false
-			}
-		}
-	}
-	return false
-}
-
-// skipNumber reads a number as JSON's grammar has it.
-func (d *chunkDecoder) skipNumber() bool {
-	i := d.i
-	digits := func() int {
-		s := i
-		for i < len(d.data) && '0' <= d.data[i] && d.data[i] <= '9' {
-			i++
-		}
-		return i - s
-	}
-	if i < len(d.data) && d.data[i] == '-' {
-		i++
-	}
-	if i < len(d.data) && d.data[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return false
-	}
-	if i < len(d.data) && d.data[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(d.data) && (d.data[i] == 'e' || d.data[i] == 'E') {
-		i++
-		if i < len(d.data) && (d.data[i] == '+' || d.data[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	d.i = i
-	return true
+	v, end, ok := jsonwire.ReadInt(d.data, d.i)
+	*n, d.i = v, end // on failure, decodeChunk starts over with encoding/json
+	return ok
 }

@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // The request body is encoded here rather than by go-openai: its encoding runs every message
@@ -47,7 +48,7 @@ func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
 
 	b := make([]byte, 0, size)
 	b = append(b, `{"model":`...)
-	b = appendString(b, model)
+	b = jsonwire.AppendQuote(b, model)
 	b = append(b, `,"messages":[`...)
 	first := true
 	for _, s := range req.System {
@@ -60,7 +61,7 @@ func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
 		} else {
 			b = append(b, `\n\n`...)
 		}
-		b = appendStringBody(b, s)
+		b = jsonwire.AppendEscaped(b, s)
 	}
 	if !first {
 		b = append(b, `"}`...)
@@ -95,14 +96,14 @@ func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
 // appendMessage appends m as go-openai encodes an openai.ChatCompletionMessage.
 func appendMessage(b []byte, m Message) []byte {
 	b = append(b, `{"role":`...)
-	b = appendString(b, string(m.Role))
+	b = jsonwire.AppendQuote(b, string(m.Role))
 	content := m.Content
 	if m.Role == RoleTool && content == "" {
 		content = "(no output)"
 	}
 	if content != "" {
 		b = append(b, `,"content":`...)
-		b = appendString(b, content)
+		b = jsonwire.AppendQuote(b, content)
 	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -113,20 +114,20 @@ func appendMessage(b []byte, m Message) []byte {
 			b = append(b, '{')
 			if tc.ID != "" {
 				b = append(b, `"id":`...)
-				b = appendString(b, tc.ID)
+				b = jsonwire.AppendQuote(b, tc.ID)
 				b = append(b, ',')
 			}
 			b = append(b, `"type":"function","function":{`...)
 			if tc.Name != "" {
 				b = append(b, `"name":`...)
-				b = appendString(b, tc.Name)
+				b = jsonwire.AppendQuote(b, tc.Name)
 			}
 			if tc.Arguments != "" {
 				if tc.Name != "" {
 					b = append(b, ',')
 				}
 				b = append(b, `"arguments":`...)
-				b = appendString(b, tc.Arguments)
+				b = jsonwire.AppendQuote(b, tc.Arguments)
 			}
 			b = append(b, `}}`...)
 		}
@@ -134,78 +135,10 @@ func appendMessage(b []byte, m Message) []byte {
 	}
 	if m.ToolCallID != "" {
 		b = append(b, `,"tool_call_id":`...)
-		b = appendString(b, m.ToolCallID)
+		b = jsonwire.AppendQuote(b, m.ToolCallID)
 	}
 	return append(b, '}')
 }
-
-// appendString appends s as a JSON string, escaped exactly as encoding/json escapes it
-// (HTML-safe, invalid UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendStringBody(b, s)
-	return append(b, '"')
-}
-
-// appendStringBody is appendString without the quotes.
-func appendStringBody(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // other control bytes, and <, > and & as encoding/json escapes them
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(b, s[start:]...)
-}
-
-// jsonSafe reports the ASCII bytes a JSON string holds as they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
-	return t
-}()
 
 // toolCache bounds: specs of one name beyond maxToolVariants (a tool whose schema changes per
 // call), or any spec once maxCachedTools are kept, are encoded on every call instead.

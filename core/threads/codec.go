@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // This file holds the encoders and decoders of everything the store writes. Decoders treat
@@ -98,250 +100,39 @@ const maxNesting = 10000
 // whitespace and capped. ok is false when data is not valid JSON (exactly as json.Valid judges
 // it) or not an array; the turns of a long log are checked and split in this one pass.
 func appendElems(dst []json.RawMessage, data []byte) (_ []json.RawMessage, ok bool) {
-	v := validator{b: data}
-	v.space()
-	if v.i >= len(v.b) || v.b[v.i] != '[' {
+	i := jsonwire.SkipWhitespace(data, 0)
+	if i >= len(data) || data[i] != '[' {
 		return dst, false
 	}
-	v.i++
-	v.space()
-	if v.i < len(v.b) && v.b[v.i] == ']' {
-		v.i++
+	i++
+	i = jsonwire.SkipWhitespace(data, i)
+	if i < len(data) && data[i] == ']' {
+		i++
 	} else {
 		for {
-			start := v.i
-			if !v.value(2) {
+			// An element is inside the array: one level fewer is left for its own nesting.
+			end, ok := jsonwire.SkipValue(data, i, maxNesting-1)
+			if !ok {
 				return dst, false
 			}
-			dst = append(dst, json.RawMessage(data[start:v.i:v.i]))
-			v.space()
-			if v.i >= len(v.b) {
+			dst = append(dst, json.RawMessage(data[i:end:end]))
+			i = end
+			i = jsonwire.SkipWhitespace(data, i)
+			if i >= len(data) {
 				return dst, false
 			}
-			if v.b[v.i] == ']' {
-				v.i++
+			if data[i] == ']' {
+				i++
 				break
 			}
-			if v.b[v.i] != ',' {
+			if data[i] != ',' {
 				return dst, false
 			}
-			v.i++
-			v.space()
+			i++
+			i = jsonwire.SkipWhitespace(data, i)
 		}
 	}
-	v.space()
-	return dst, v.i == len(v.b)
-}
-
-// validator checks JSON as json.Valid does; each method reads one thing from i and reports
-// whether it was valid.
-type validator struct {
-	b []byte
-	i int
-}
-
-func (v *validator) space() {
-	for v.i < len(v.b) {
-		switch v.b[v.i] {
-		case ' ', '\t', '\n', '\r':
-			v.i++
-		default:
-			return
-		}
-	}
-}
-
-// value reads one value at nesting depth (the number of arrays and objects it is in, itself
-// included if it is one).
-func (v *validator) value(depth int) bool {
-	if v.i >= len(v.b) {
-		return false
-	}
-	switch c := v.b[v.i]; {
-	case c == '"':
-		return v.string()
-	case c == '{':
-		return v.object(depth)
-	case c == '[':
-		return v.array(depth)
-	case c == '-' || c >= '0' && c <= '9':
-		return v.number()
-	case c == 't':
-		return v.literal("true")
-	case c == 'f':
-		return v.literal("false")
-	case c == 'n':
-		return v.literal("null")
-	}
-	return false
-}
-
-func (v *validator) object(depth int) bool {
-	if depth > maxNesting {
-		return false
-	}
-	v.i++
-	v.space()
-	if v.i < len(v.b) && v.b[v.i] == '}' {
-		v.i++
-		return true
-	}
-	for {
-		if v.i >= len(v.b) || v.b[v.i] != '"' || !v.string() {
-			return false
-		}
-		v.space()
-		if v.i >= len(v.b) || v.b[v.i] != ':' {
-			return false
-		}
-		v.i++
-		v.space()
-		if !v.value(depth + 1) {
-			return false
-		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case '}':
-			v.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func (v *validator) array(depth int) bool {
-	if depth > maxNesting {
-		return false
-	}
-	v.i++
-	v.space()
-	if v.i < len(v.b) && v.b[v.i] == ']' {
-		v.i++
-		return true
-	}
-	for {
-		if !v.value(depth + 1) {
-			return false
-		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case ']':
-			v.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// inString marks the bytes a string may hold as they are: all but the quote, the backslash and
-// control characters (JSON leaves other bytes, even invalid UTF-8, to the decoder).
-var inString = func() (t [256]bool) {
-	for c := ' '; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func (v *validator) string() bool {
-	v.i++ // opening quote
-	for {
-		for v.i < len(v.b) && inString[v.b[v.i]] {
-			v.i++
-		}
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case '"':
-			v.i++
-			return true
-		case '\\':
-			if v.i+1 >= len(v.b) {
-				return false
-			}
-			switch v.b[v.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				v.i += 2
-			case 'u':
-				if len(v.b)-v.i < 6 {
-					return false
-				}
-				for _, h := range v.b[v.i+2 : v.i+6] {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
-					}
-				}
-				v.i += 6
-			default:
-				return false
-			}
-		default:
-			return false // a control character
-		}
-	}
-}
-
-func (v *validator) number() bool {
-	if v.b[v.i] == '-' {
-		v.i++
-	}
-	switch {
-	case v.i >= len(v.b):
-		return false
-	case v.b[v.i] == '0':
-		v.i++
-	case v.b[v.i] >= '1' && v.b[v.i] <= '9':
-		v.digits()
-	default:
-		return false
-	}
-	if v.i < len(v.b) && v.b[v.i] == '.' {
-		v.i++
-		if !v.digits() {
-			return false
-		}
-	}
-	if v.i < len(v.b) && (v.b[v.i] == 'e' || v.b[v.i] == 'E') {
-		v.i++
-		if v.i < len(v.b) && (v.b[v.i] == '+' || v.b[v.i] == '-') {
-			v.i++
-		}
-		if !v.digits() {
-			return false
-		}
-	}
-	return true
-}
-
-// digits reads one or more digits.
-func (v *validator) digits() bool {
-	start := v.i
-	for v.i < len(v.b) && v.b[v.i] >= '0' && v.b[v.i] <= '9' {
-		v.i++
-	}
-	return v.i > start
-}
-
-func (v *validator) literal(word string) bool {
-	if len(v.b)-v.i < len(word) || string(v.b[v.i:v.i+len(word)]) != word {
-		return false
-	}
-	v.i += len(word)
-	return true
+	return dst, jsonwire.SkipWhitespace(data, i) == len(data)
 }
 
 // storedClarification is the immutable part of a clarification as stored in the "data" field.

@@ -7,8 +7,8 @@
 // Adapters (adapters/<platform>) know their SDK, this package, render and core/conv (the
 // conversation key, identity and attachment they fill in); nothing here knows a platform.
 //
-// Imports: core/runs and render, as DESIGN.md lists, and also core/threads (a deviation from
-// DESIGN.md's table): the router and delivery keep their state in the thread store — inbound
+// Imports (docs/architecture.md, "Folders and what each imports"): besides core/runs and render,
+// core/threads: the router and delivery keep their state in the thread store — inbound
 // dedupe claims, pending clarifications and partial form answers, per-thread settings (`model`),
 // `new` (Reset), runtime allow/deny lists, threads the bot is in, and the outbound records that
 // make delivery replay-safe.

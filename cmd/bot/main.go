@@ -4,6 +4,7 @@
 //	bot run [-c FILE]        production: the configured platforms, workers and HTTP endpoints
 //	bot check-config [-c F]  print the effective configuration (secrets redacted) and its problems
 //	bot version              print the version
+//	bot healthcheck          exit 0 when this machine's `bot run` answers /healthz (containers)
 package main
 
 import (
@@ -35,6 +36,7 @@ commands:
   run            serve the configured platforms (config: -c FILE or BOT_CONFIG, plus BOT_ env)
   check-config   print the effective configuration with secrets redacted, and every problem
   version        print the version
+  healthcheck    ask /healthz of the local bot run (-addr, else http.addr); exit 0 on 200, else 1
 `
 
 // run is the whole command line; SIGINT and SIGTERM cancel the command's context.
@@ -52,6 +54,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "healthcheck" { // before the shared flags: it has its own (-addr, -timeout)
+		return healthcheck(ctx, rest, environ, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("bot "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "", "configuration file (YAML); BOT_CONFIG when empty")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"net"
 	"net/url"
 	"os"
@@ -266,5 +268,16 @@ func TestComposeConfigurationIsValid(t *testing.T) {
 				t.Errorf("service %s publishes %s, but http.addr listens on port %s", name, p, port)
 			}
 		}
+	}
+}
+
+// TestCheckConfigAcceptsTheExample: `bot check-config -c config.example.yaml` passes, as the
+// example's header promises.
+func TestCheckConfigAcceptsTheExample(t *testing.T) {
+	var out, errb bytes.Buffer
+	path := filepath.Join(repoRoot, "config.example.yaml")
+	code := runContext(context.Background(), []string{"check-config", "-c", path}, strings.NewReader(""), &out, &errb, nil)
+	if code != 0 {
+		t.Fatalf("bot check-config -c %s: exit %d\n%s", path, code, errb.String())
 	}
 }

@@ -4,6 +4,7 @@
 //	bot run [-c FILE]        production: the configured platforms, workers and HTTP endpoints
 //	bot check-config [-c F]  print the effective configuration (secrets redacted) and its problems
 //	bot version              print the version
+//	bot healthcheck          exit 0 when this machine's `bot run` answers /healthz (containers)
 //	bot help [COMMAND]       this summary, or one command's usage
 package main
 
@@ -46,11 +47,14 @@ type command struct {
 	summary  string // one line for the overview
 	detail   string // the rest of its help
 	config   bool
+	// ownFlags: the command parses its arguments itself (inv.args); --help is still answered here.
+	ownFlags bool
 	run      func(ctx context.Context, inv invocation) int
 }
 
 // invocation is what a command runs with.
 type invocation struct {
+	args           []string // the arguments, for a command with ownFlags
 	cfgPath        string
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -98,6 +102,21 @@ every problem ` + "`bot run`" + ` would refuse, each with its key. Exit status 0
 		run: func(_ context.Context, inv invocation) int { return checkConfig(inv) },
 	},
 	{
+		name: "healthcheck", synopsis: "[-addr HOST:PORT] [-c FILE] [-timeout D]", ownFlags: true,
+		summary: "ask /healthz of the local bot run (-addr, else http.addr); exit 0 on 200, else 1",
+		detail: `The container's HEALTHCHECK, so the image needs no shell or curl. The address is -addr, or
+else http.addr as ` + "`bot run`" + ` reads it (-c FILE or BOT_CONFIG, then BOT_HTTP__ADDR); a listener on
+every interface is asked at 127.0.0.1. Every failure exits 1 with a one-line reason.
+
+flags:
+  -addr HOST:PORT   the listener to ask; http.addr from the configuration when empty
+  -c FILE           configuration file (YAML); BOT_CONFIG when empty
+  -timeout D        give up after this long (default 5s)`,
+		run: func(ctx context.Context, inv invocation) int {
+			return healthcheck(ctx, inv.args, inv.environ, inv.stdout, inv.stderr)
+		},
+	},
+	{
 		name: "version", summary: "print the version",
 		run: func(_ context.Context, inv invocation) int {
 			fmt.Fprintln(inv.stdout, "switchboard", versionString())
@@ -140,9 +159,19 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "bot: unknown command %q\n\n%s", name, overview())
 		return exitConfig
 	}
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	if c.ownFlags {
+		for _, a := range rest {
+			if a == "-h" || a == "-help" || a == "--help" {
+				fmt.Fprint(stdout, c.usage())
+				return exitOK
+			}
+		}
+		inv.args = rest
+		return c.run(ctx, inv)
+	}
 	fs := flag.NewFlagSet("bot "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
 	if c.config {
 		fs.StringVar(&inv.cfgPath, "c", "", "configuration file (YAML); BOT_CONFIG when empty")
 	}

@@ -217,3 +217,16 @@ func TestValidateAfterLoadFindsBadEnums(t *testing.T) {
 		t.Errorf("Validate() = %v, want problems at runs.followup and runs.workers", err)
 	}
 }
+
+// TestDefaultWorkersSizedForModelLatency: a worker is a goroutine that waits seconds on the model,
+// so by default a process works on a few hundred conversations at once — a handful of slow
+// chats cannot hold up the rest — and never on more than the queue admits.
+func TestDefaultWorkersSizedForModelLatency(t *testing.T) {
+	d := config.Default()
+	if d.Runs.Workers < 100 || d.Runs.Workers > 1000 {
+		t.Errorf("runs.workers defaults to %d, want a few hundred", d.Runs.Workers)
+	}
+	if d.Runs.Workers > d.Runs.MaxPending {
+		t.Errorf("runs.workers %d exceeds runs.max_pending %d", d.Runs.Workers, d.Runs.MaxPending)
+	}
+}

@@ -157,6 +157,11 @@ func TestLeadChainDelegatesAsksAndFinishes(t *testing.T) {
 	if names["flights"].Summary != "result for: find flights" || names["flights"].StopReason != "completed" {
 		t.Fatalf("flights: %+v", names["flights"])
 	}
+	for name, order := range map[string]int{"flights": 1, "hotels": 2, "city": 3} {
+		if names[name].Order != order {
+			t.Errorf("%s has order %d, want %d: the order the lead asked for it", name, names[name].Order, order)
+		}
+	}
 	var city map[string]any
 	if err := json.Unmarshal(names["city"].Structured, &city); err != nil || city["city"] != "Lisbon" {
 		t.Fatalf("structured city: %s (%v)", names["city"].Structured, err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -38,6 +39,9 @@ type Options struct {
 // Channel is the console channel. Safe for concurrent use.
 type Channel struct {
 	opts Options
+	// h is the handler Start was given; n numbers the lines handed to it.
+	h atomic.Pointer[channels.Handler]
+	n atomic.Int64
 
 	outMu sync.Mutex
 	seq   int
@@ -74,6 +78,7 @@ func (c *Channel) Name() string { return Platform }
 
 // Start reads lines in the background and hands each to h as a direct message.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
+	c.h.Store(&h)
 	lines := make(chan string)
 	go func() {
 		// The reader goroutine may stay blocked in Read after Stop (a terminal cannot be
@@ -91,7 +96,6 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}()
 	go func() {
 		defer close(c.done)
-		n := 0
 		for {
 			select {
 			case <-c.stop:
@@ -105,28 +109,45 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 					}
 					return
 				}
-				line = strings.TrimSpace(line)
-				if line == "" {
-					continue
-				}
-				n++
-				in := channels.Inbound{
-					EventID:      "console:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(n),
-					Conv:         Conv,
-					Identity:     conv.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
-					Text:         line,
-					AddressesBot: true,
-					Direct:       true,
-					MessageID:    strconv.Itoa(n),
-					ReceivedAt:   time.Now(),
-				}
-				if err := h.HandleInbound(ctx, c, in); err != nil {
-					c.printf("! %s\n", userError(err))
+				if strings.TrimSpace(line) != "" {
+					c.hand(ctx, h, line)
 				}
 			}
 		}
 	}()
 	return nil
+}
+
+// hand gives h one line as a direct message from the person at the terminal.
+func (c *Channel) hand(ctx context.Context, h channels.Handler, line string) {
+	n := strconv.FormatInt(c.n.Add(1), 10)
+	in := channels.Inbound{
+		EventID:      "console:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + n,
+		Conv:         Conv,
+		Identity:     conv.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
+		Text:         strings.TrimSpace(line),
+		AddressesBot: true,
+		Direct:       true,
+		MessageID:    n,
+		ReceivedAt:   time.Now(),
+	}
+	if err := h.HandleInbound(ctx, c, in); err != nil {
+		c.printf("! %s\n", userError(err))
+	}
+}
+
+// Type hands line to the handler as if it had been typed at the terminal, and returns once it
+// is handled (`bot chat` types /cancel on Ctrl-C). Before Start it does nothing.
+func (c *Channel) Type(ctx context.Context, line string) {
+	if h := c.h.Load(); h != nil && strings.TrimSpace(line) != "" {
+		c.hand(ctx, *h, line)
+	}
+}
+
+// Notice prints a line of the terminal's own — not a message from the bot — between the bot's
+// messages.
+func (c *Channel) Notice(text string) {
+	c.printf("%s\n", text)
 }
 
 func userError(err error) string {

@@ -37,10 +37,13 @@ commands:
   version        print the version
 `
 
-// run is the whole command line; SIGINT and SIGTERM cancel the command's context.
+// run is the whole command line; SIGTERM cancels the command's context, and so does SIGINT
+// except in `bot chat`, which takes Ctrl-C itself (catchInterrupts).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	ctx, stopInterrupts := catchInterrupts(ctx)
+	defer stopInterrupts()
 	return runContext(ctx, args, stdin, stdout, stderr, environ)
 }
 
@@ -69,7 +72,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if cfg == nil {
 			return code
 		}
-		return exitCode(chat(ctx, cfg, stdin, stdout, stderr), stderr)
+		return exitCode(chat(ctx, cfg, stdin, stdout, stderr, chatInterrupts(ctx)), stderr)
 	case "run":
 		cfg, code := loadConfig(*cfgPath, environ, stderr)
 		if cfg == nil {

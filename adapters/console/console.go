@@ -48,6 +48,8 @@ type Channel struct {
 	// shown is the last text printed for each message id, so an edit that changes nothing
 	// visible is not printed again (a terminal cannot rewrite what scrolled by).
 	shown map[string]string
+	// progress is, for each message id that showed a working card, what of it was printed.
+	progress map[string]*shownProgress
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -67,7 +69,7 @@ func New(opts Options) *Channel {
 	if opts.DisplayName == "" {
 		opts.DisplayName = "you"
 	}
-	return &Channel{opts: opts, shown: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Channel{opts: opts, shown: map[string]string{}, progress: map[string]*shownProgress{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Conv is the console's one conversation.
@@ -189,17 +191,63 @@ func (c *Channel) Edit(_ context.Context, ref channels.MessageRef, m channels.Me
 // print writes m; the caller holds outMu.
 func (c *Channel) print(id string, m channels.Message) {
 	var text string
-	if m.Card != nil {
+	switch {
+	case m.Card != nil && m.Card.Status == render.StatusWorking:
+		text = c.progressText(id, *m.Card)
+	case m.Card != nil:
 		text = strings.Join(render.Plain(*m.Card), "\n")
-	} else {
+		delete(c.progress, id)
+	default:
 		text = render.ConvertMarkdown(m.Text, render.DialectPlain)
 	}
 	text = strings.TrimSpace(text)
-	if c.shown[id] == text {
+	if text == "" || c.shown[id] == text {
 		return
 	}
 	c.shown[id] = text
 	fmt.Fprintf(c.opts.Out, "\nbot> %s\n\n", text)
+}
+
+// shownProgress is what the terminal shows of a working card: its body and subagent sections.
+type shownProgress struct {
+	body      string
+	subagents map[string]bool
+}
+
+// progressText is what to print of a working card: a terminal cannot rewrite what scrolled by,
+// so an update of a card already printed shows only what is new — the subagents that finished
+// since, in the card's order, and the progress line when it changed. "" when nothing is.
+func (c *Channel) progressText(id string, card render.Card) string {
+	p := c.progress[id]
+	if p == nil {
+		p = &shownProgress{subagents: map[string]bool{}}
+		c.progress[id] = p
+		p.body = card.Body
+		for _, s := range card.Subagents {
+			p.subagents[subagentKey(s)] = true
+		}
+		return strings.Join(render.Plain(card), "\n")
+	}
+	var fresh []render.SubagentResult
+	for _, s := range card.Subagents {
+		if k := subagentKey(s); !p.subagents[k] {
+			p.subagents[k] = true
+			fresh = append(fresh, s)
+		}
+	}
+	body := ""
+	if card.Body != p.body {
+		body, p.body = card.Body, card.Body
+	}
+	if len(fresh) == 0 && body == "" {
+		return ""
+	}
+	card.Subagents, card.Body = fresh, body
+	return strings.Join(render.Plain(card), "\n")
+}
+
+func subagentKey(s render.SubagentResult) string {
+	return s.Name + "\x00" + s.StopReason + "\x00" + s.Summary
 }
 
 func (c *Channel) printf(format string, args ...any) {

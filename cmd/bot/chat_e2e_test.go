@@ -135,7 +135,7 @@ func TestChatBinaryEndToEnd(t *testing.T) {
 }
 
 // buildBot builds the bot binary into a temporary directory and returns its path.
-func buildBot(t *testing.T) string {
+func buildBot(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bot")
 	build := exec.Command("go", "build", "-o", bin, ".")

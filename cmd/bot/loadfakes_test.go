@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -189,13 +190,17 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 }
 
 // deliver hands every queued update to the webhook deliverers, starting them on first use.
-func (s *loadFakesServer) deliver(url string) {
+// urls is one webhook URL or several, comma-separated: the deliverers take turns among them, as
+// a load balancer in front of several processes would.
+func (s *loadFakesServer) deliver(urls string) {
 	s.hookOnce.Do(func() {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = webhookConnections
 		client := &http.Client{Transport: tr}
 		s.hookWork = make(chan []byte, 4096)
-		for range webhookConnections {
+		targets := strings.Split(urls, ",")
+		for i := range webhookConnections {
+			url := targets[i%len(targets)]
 			s.hookWG.Add(1)
 			go func() {
 				defer s.hookWG.Done()

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BenchmarkBinary measures what an operator runs: the shipped `bot run`, built from this
+// package, as its own process with the default configuration — only the overrides in
+// binaryOverrides, each for a reason — against the fakes in a second process (the Bot API, the
+// model at 0 ms, the webhook deliveries), with the real Redis. This process only drives the
+// load and reads the others' figures:
+//
+//	go test -run '^$' -bench Binary -benchtime=1x ./cmd/bot/
+//
+// It reports, per workload: msgs/s end to end; bot-cpu-ms/msg, the bot processes' CPU (user +
+// system, /proc/<pid>/stat) over the workload, summed; peak-rss-MB, the largest bot's VmHWM
+// (reset before the workload); intake-msgs/s, how fast the updates were handed out (polling);
+// first reply p50/p99 (receipt → the run's first visible message); redis-cpu-ms/msg (INFO cpu)
+// and redis-reads/msg (INFO stats total_reads_processed: the read events Redis served, about one
+// per round trip). The figures of Redis are the whole server's: run it on a quiet machine. Every
+// workload fails unless each message got exactly one reply showing its answer and no
+// placeholder was left.
+func BenchmarkBinary(b *testing.B) {
+	bin := buildBot(b)
+	for _, w := range []binarySpec{
+		{loadSpec: loadSpec{name: "2000msgs_200chats", messages: 2000, chats: 200}, procs: 1},
+		{loadSpec: loadSpec{name: "2000msgs_2000chats", messages: 2000, chats: 2000}, procs: 1},
+		{loadSpec: loadSpec{name: "paced100ps_500msgs_200chats", messages: 500, chats: 200, rate: 100}, procs: 1},
+		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true}, procs: 1},
+		// Telegram lets one process poll a bot, so several share the load by webhook.
+		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats_3procs", messages: 2000, chats: 200, webhook: true}, procs: 3},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			for range b.N {
+				runBinaryLoad(b, bin, w)
+			}
+		})
+	}
+}
+
+type binarySpec struct {
+	loadSpec
+	procs int // bot processes sharing the Redis
+}
+
+// binaryOverrides are the settings the binary runs change from the defaults, and why.
+const binaryOverrides = "telegram.pacing=false (the workload measures the bot, not Telegram's limits); " +
+	"telegram.api_url, llm.* (the fakes); redis.url, redis.prefix, auth.signing_keys (the shared test Redis); " +
+	"http.addr (a free port per process); telegram.mode=webhook for the webhook workloads"
+
+// botProcess is one `bot run` child.
+type botProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	log  string
+}
+
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startBots starts n `bot run` processes sharing one Redis prefix and waits until each answers
+// /readyz.
+func startBots(b *testing.B, bin string, n int, fakes *loadFakes, prefix string, webhook bool) []*botProcess {
+	b.Helper()
+	var procs []*botProcess
+	for i := range n {
+		p := &botProcess{addr: freePort(b), log: filepath.Join(b.TempDir(), fmt.Sprintf("bot%d.log", i))}
+		env := []string{
+			"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+			"BOT_TELEGRAM__TOKEN=" + fakes.hello.Token, "BOT_TELEGRAM__API_URL=" + fakes.hello.TelegramURL,
+			"BOT_TELEGRAM__PACING=false",
+			"BOT_LLM__PROVIDER=openai", "BOT_LLM__BASE_URL=" + fakes.hello.ModelURL, "BOT_LLM__API_KEY=sk-load",
+			"BOT_LLM__MODEL=fake-model",
+			"BOT_REDIS__URL=" + testRedisURL, "BOT_REDIS__PREFIX=" + prefix, "BOT_AUTH__SIGNING_KEYS=" + testSigningKey,
+			"BOT_HTTP__ADDR=" + p.addr,
+		}
+		if webhook {
+			env = append(env, "BOT_TELEGRAM__MODE=webhook", "BOT_TELEGRAM__WEBHOOK_URL=https://bot.example.test/telegram",
+				"BOT_TELEGRAM__WEBHOOK_SECRET="+loadWebhookSecret)
+		}
+		logf, err := os.Create(p.log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.cmd = exec.Command(bin, "run")
+		p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, logf, logf
+		if err := p.cmd.Start(); err != nil {
+			b.Fatalf("starting bot run: %v", err)
+		}
+		_ = logf.Close()
+		procs = append(procs, p)
+		b.Cleanup(func() { p.stop(b) })
+	}
+	for _, p := range procs {
+		p.waitReady(b)
+	}
+	return procs
+}
+
+func (p *botProcess) waitReady(b *testing.B) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		resp, err := http.Get("http://" + p.addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) || p.cmd.ProcessState != nil {
+			b.Fatalf("bot run at %s never became ready:\n%s", p.addr, p.tail())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the process to exit; it fails the benchmark if the exit was
+// not clean.
+func (p *botProcess) stop(b *testing.B) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		b.Errorf("bot run at %s did not exit cleanly after SIGTERM: %v\n%s", p.addr, err, p.tail())
+	}
+}
+
+func (p *botProcess) tail() string {
+	body, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// cpu is the process's user + system CPU so far (/proc/<pid>/stat, in clock ticks of 10 ms).
+func (p *botProcess) cpu(b *testing.B) time.Duration {
+	body, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("reading the bot's CPU: %v", err)
+	}
+	// The fields after the command name (which is in parentheses and may hold spaces).
+	f := strings.Fields(string(body[strings.LastIndexByte(string(body), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+func (p *botProcess) resetPeak() {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
+}
+
+func (p *botProcess) peak() int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// redisReads is the Redis server's total_reads_processed.
+func redisReads(b *testing.B) int64 {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "stats").Result()
+	if err != nil {
+		b.Fatalf("redis INFO stats: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_reads_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
+	b.StopTimer()
+	fakes := startLoadFakes(b)
+	prefix := uniquePrefix()
+	b.Cleanup(func() { cleanRedis(b, prefix) })
+	bots := startBots(b, bin, w.procs, fakes, prefix, w.webhook)
+	var hooks []string
+	if w.webhook {
+		for _, p := range bots {
+			hooks = append(hooks, "http://"+p.addr+"/telegram")
+		}
+	}
+
+	for _, p := range bots {
+		p.resetPeak()
+	}
+	fakes.resetPeak()
+	cpu0 := make([]time.Duration, len(bots))
+	for i, p := range bots {
+		cpu0[i] = p.cpu(b)
+	}
+	redisCPU0, reads0 := redisCPU(b), redisReads(b)
+
+	b.StartTimer()
+	began := time.Now()
+	users := make([]int64, w.messages)
+	texts := make([]string, w.messages)
+	for i := range w.messages {
+		users[i] = int64(loadFirstChat + i%w.chats)
+		texts[i] = fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
+	}
+	var acks []loadPushed
+	webhook := strings.Join(hooks, ",")
+	if w.rate > 0 {
+		tick := time.NewTicker(time.Second / time.Duration(w.rate))
+		defer tick.Stop()
+		for i := range w.messages {
+			if i > 0 {
+				<-tick.C // pacing the load generator, not synchronization
+			}
+			acks = append(acks, fakes.push(users[i:i+1], texts[i:i+1], webhook)...)
+		}
+	} else {
+		acks = fakes.push(users, texts, webhook)
+	}
+	fakes.wait("intake", 0, 0, 0, 5*time.Minute)
+	intake := time.Since(began)
+	fakes.wait("posted", w.messages, 0, 0, 5*time.Minute)
+	fakes.wait("answered", w.messages, w.chats, loadFirstChat, 30*time.Second)
+	elapsed := time.Since(began)
+	b.StopTimer()
+
+	var botCPU time.Duration
+	var peak int64
+	for i, p := range bots {
+		botCPU += p.cpu(b) - cpu0[i]
+		peak = max(peak, p.peak())
+	}
+	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	if w.webhook {
+		if n := fakes.webhookFailures(); n > 0 {
+			b.Errorf("%d webhook deliveries failed", n)
+		}
+	}
+	msgs := make([]pushed, len(acks))
+	for i, a := range acks {
+		msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
+	}
+	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), msgs)
+	for _, p := range bots {
+		p.stop(b)
+	}
+
+	n := float64(w.messages)
+	if w.rate == 0 {
+		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+		if !w.webhook {
+			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
+		}
+	}
+	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}

@@ -123,6 +123,13 @@ func (f *failureLog) fail(err error, attrs ...any) {
 	f.log.Warn(f.msg, args...)
 }
 
+// failing reports whether a spell of failures is going on.
+func (f *failureLog) failing() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n > 0
+}
+
 // ok ends a spell of failures, logging that the component recovered.
 func (f *failureLog) ok() {
 	f.mu.Lock()

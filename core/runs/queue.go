@@ -21,6 +21,8 @@ type Queue struct {
 	opt   Options
 	log   *slog.Logger
 	sched *scheduledSet
+	// outage logs the enqueues' retries while Redis is unreachable.
+	outage *failureLog
 	// reconcileAge is how old an admission must be before the periodic scan may forget it when
 	// its run is not in its mailbox; pushes of admitted runs are refused past half of it.
 	reconcileAge time.Duration
@@ -39,7 +41,8 @@ func New(client redis.UniversalClient, opt Options) (*Queue, error) {
 		return nil, err
 	}
 	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger, sched: newScheduledSet(),
-		reconcileAge: reconcileAge(opt.Lease)}, nil
+		reconcileAge: reconcileAge(opt.Lease),
+		outage:       newFailureLog(opt.Logger, "enqueue", "runs: scheduling a queued run failed; retrying until the enqueue's deadline")}, nil
 }
 
 // Open is New plus a check that Redis answers and the workers' consumer group exists.
@@ -173,7 +176,14 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	case rdb.StatusScheduled:
 		return q.enqueueScheduled(ctx, e)
 	}
-	status, _, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
+	// The run is in its mailbox (with its mark): while Redis is unreachable, keep trying to
+	// admit and hint it until the enqueue's deadline rather than leave it to the rescue scan.
+	var status string
+	err = retryRedis(ctx, q.outage, func() error {
+		var err error
+		status, _, err = q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
+		return err
+	}, "run", e.runID)
 	if err != nil {
 		return err
 	}
@@ -222,8 +232,11 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return fmt.Errorf("the run reached its mailbox more than %s after its admission; not queued", req.Window)
 	case rdb.StatusNew:
-		// The conversation was idle: it needs a hint now.
-		if _, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag}); err != nil {
+		// The conversation was idle: it needs a hint now (retried as in enqueueIdle).
+		if err := retryRedis(ctx, q.outage, func() error {
+			_, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag})
+			return err
+		}, "run", e.runID); err != nil {
 			return fmt.Errorf("hint: %w", err)
 		}
 		return nil

@@ -28,7 +28,8 @@ func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
 // which take the conversation over once its lease has expired. Every few ticks it sweeps: it
 // rescues conversations queued but never hinted, forgets admitted runs a crash left counted, and
 // deletes the consumers of dead processes. While Redis is unreachable it logs that a few times,
-// not per tick, and puts the sweep off to a tick where Redis answers.
+// not per tick, and puts the sweep off to a tick where Redis answers; the first tick after an
+// outage sweeps.
 func (p *Pool) recover(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 2)
 	defer t.Stop()
@@ -45,6 +46,9 @@ func (p *Pool) recover(ctx context.Context) {
 			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease, n)
 			switch {
 			case err == nil:
+				// Back after an outage: sweep now, for the conversations an enqueue cut off by
+				// it left unscheduled, rather than up to sweepEvery ticks later.
+				sweepDue = sweepDue || fl.failing()
 				fl.ok()
 			case ctx.Err() == nil:
 				fl.fail(err)

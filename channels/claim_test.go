@@ -1,15 +1,9 @@
 package channels
 
 import (
-	"context"
 	"errors"
-	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
@@ -117,92 +111,5 @@ func TestCommandClaimCompleted(t *testing.T) {
 	}
 	if n := len(h.ch.sent()); n != 1 {
 		t.Errorf("%d replies to a command delivered twice, want 1", n)
-	}
-}
-
-// faultHook makes the client fail as an unreachable Redis does, from a chosen command on.
-type faultHook struct {
-	mu   sync.Mutex
-	down bool
-	// after, when set, is a command name: the first call holding it runs, and then Redis is
-	// down (downAfter), or that call's reply is lost (loseReplyOf).
-	after    string
-	loseOnly bool
-}
-
-var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
-
-func (f *faultHook) downAfter(name string)   { f.set(name, false) }
-func (f *faultHook) loseReplyOf(name string) { f.set(name, true) }
-
-func (f *faultHook) set(name string, loseOnly bool) {
-	f.mu.Lock()
-	f.after, f.loseOnly = name, loseOnly
-	f.mu.Unlock()
-}
-
-func (f *faultHook) heal() {
-	f.mu.Lock()
-	f.down, f.after = false, ""
-	f.mu.Unlock()
-}
-
-// before says whether cmds must fail unrun; after, whether they must fail once run.
-func (f *faultHook) before(cmds []redis.Cmder) (fail bool, failAfter bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.down {
-		return true, false
-	}
-	if f.after == "" {
-		return false, false
-	}
-	for _, c := range cmds {
-		if strings.EqualFold(c.Name(), f.after) {
-			f.after = ""
-			if f.loseOnly {
-				return false, true
-			}
-			f.down = true // from the next call on
-			return false, false
-		}
-	}
-	return false, false
-}
-
-func fail(cmds []redis.Cmder) error {
-	for _, c := range cmds {
-		c.SetErr(errRefused)
-	}
-	return errRefused
-}
-
-func (f *faultHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		pre, post := f.before([]redis.Cmder{cmd})
-		if pre {
-			return fail([]redis.Cmder{cmd})
-		}
-		err := next(ctx, cmd)
-		if post {
-			return fail([]redis.Cmder{cmd})
-		}
-		return err
-	}
-}
-
-func (f *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		pre, post := f.before(cmds)
-		if pre {
-			return fail(cmds)
-		}
-		err := next(ctx, cmds)
-		if post {
-			return fail(cmds)
-		}
-		return err
 	}
 }

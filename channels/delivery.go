@@ -290,7 +290,12 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 // placeholder card. A failed read is logged and the run delivered as a first attempt.
 func (d *Delivery) load(ctx context.Context, c *runCard) {
 	c.loaded = true
-	rec, err := d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
+	var rec threads.RunRecords
+	err := d.retryStore(ctx, func() error {
+		var err error
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
+		return err
+	})
 	if err != nil {
 		d.log.Warn("channels: reading the run's delivery records failed", "run", c.runID, "err", err)
 		return
@@ -362,12 +367,48 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	if err != nil {
 		return
 	}
-	first, _, err := d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+	var first bool
+	err = d.retryStore(ctx, func() error {
+		var err error
+		first, _, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+		return err
+	})
 	switch {
 	case err != nil:
 		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
+	}
+}
+
+// Retries of delivery's records. A record that cannot be written (Redis unreachable) is what
+// lets a replay of the run post its message again, so it is tried again for a while — from
+// storeRetryBase doubling up to storeRetryMax, for at most MaxRetryWait in all — before it is
+// given up and logged.
+const (
+	storeRetryBase = 100 * time.Millisecond
+	storeRetryMax  = 2 * time.Second
+)
+
+// retryStore calls f until it succeeds, ctx ends or MaxRetryWait has passed, backing off in
+// between; it returns f's last error.
+func (d *Delivery) retryStore(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(d.opt.MaxRetryWait)
+	wait := storeRetryBase
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || errors.Is(err, threads.ErrInvalidArgument) || errors.Is(err, threads.ErrCorrupt) ||
+			time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, storeRetryMax)
 	}
 }
 

@@ -24,8 +24,8 @@ var (
 func (p *Pool) heartbeat(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 3)
 	defer t.Stop()
-	renew := newFailureLog(p.log, "heartbeat", "runs: renewing leases failed")
-	touch := newFailureLog(p.log, "heartbeat", "runs: touching held hints failed")
+	renew := newFailureLog(p.log, "heartbeat's lease renewal", "runs: renewing leases failed")
+	touch := newFailureLog(p.log, "heartbeat's hint touch", "runs: touching held hints failed")
 	for {
 		select {
 		case <-ctx.Done():

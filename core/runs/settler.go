@@ -28,7 +28,7 @@ const (
 // While Redis is unreachable it keeps the batch and tries it again with a backoff until Redis
 // answers (workers that hand it more wait meanwhile: they could not have settled either), and
 // gives it up only once the pool stops (the drain deadline, or the end of shutdown) and three
-// tries failed.
+// tries failed; an error Redis answered is tried three times, as before.
 type settler struct {
 	st    *rdb.Store
 	log   *slog.Logger
@@ -124,7 +124,8 @@ collect:
 			s.fails.ok()
 			return
 		}
-		if !unreachable(err) || try >= 3 && s.giveUp.Err() != nil {
+		// Three tries for an error Redis answered; while it is unreachable, until the pool stops.
+		if try >= 3 && (!unreachable(err) || s.giveUp.Err() != nil) {
 			// Spent hints come back through the recoverer and are acknowledged then, and the
 			// reconciliation removes the finished runs from the admitted set; only counters are
 			// lost.

@@ -47,7 +47,7 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 // refusalMaxWait caps the backoff after a batch the Handler refused; failureLogEvery is the
 // least time between two lines about one spell of polling failures.
 const (
-	refusalMaxWait  = 2 * time.Second
+	refusalMaxWait  = time.Second
 	failureLogEvery = 5 * time.Second
 )
 
@@ -57,7 +57,7 @@ const allowedUpdates = `["message","callback_query"]`
 // poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
 // the batch is done. A Handler error holds the offset at the earliest update not handed over and
-// the loop polls again after a backoff (100 ms doubling up to refusalMaxWait), so that update
+// the loop polls again after a backoff (100 ms doubling up to refusalMaxWait, 1 s), so that update
 // and its conversation's later ones are retried. Errors of getUpdates back off from 100 ms to
 // 30 s; a 429 waits retry_after. A spell of failures is logged once and then every
 // failureLogEvery, not per retry. A batch that ends in an update whose id cannot be read is

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -39,8 +40,8 @@ const outageHold = 6 * time.Second
 const modelLatency = 800 * time.Millisecond
 
 // testRedisOutage runs the real app (fake Bot API, fake model) on a private redis-server and
-// stops that server with sig in the middle of a conversation: every user has been answered once
-// and one run is in flight. While Redis is down, /readyz answers 503 naming redis, new updates
+// stops that server with sig in the middle of a conversation: every user has been answered once,
+// one run is in flight and a burst of messages from other chats is being taken in. While Redis is down, /readyz answers 503 naming redis, new updates
 // are not confirmed (getUpdates is asked again from the offset before them), and the app backs
 // off — Redis dials and log lines per second stay bounded. Then Redis comes back on the same
 // port and directory and, with no restart of the app, every message sent before, during and after
@@ -77,10 +78,18 @@ func testRedisOutage(t *testing.T, sig syscall.Signal) {
 	waitAll("the answers before the outage", 15*time.Second)
 	waitFor(t, "/readyz to answer 200", 15*time.Second, func() bool { code, _ := readyz(readyURL); return code == http.StatusOK })
 
-	// One run in flight: the model has it when Redis goes.
+	// One run in flight: the model has it when Redis goes. And a burst of messages from other
+	// chats, still being taken in when it goes: some are queued, some are not, some may be
+	// between the two.
 	asked := e.model.Count()
 	push(ann, "Ann in flight")
 	waitFor(t, "the in-flight run to reach the model", 10*time.Second, func() bool { return e.model.Count() > asked })
+	var burst []telegramfake.User
+	for i := range 4 {
+		u := telegramfake.User{ID: int64(4301 + i), FirstName: fmt.Sprintf("Burst%d", i)}
+		burst = append(burst, u)
+		push(u, u.FirstName+" at the stop")
+	}
 
 	srv.Stop(sig)
 	down := time.Now()
@@ -174,7 +183,7 @@ func testRedisOutage(t *testing.T, sig syscall.Signal) {
 			answered++
 		}
 	}
-	for _, u := range users {
+	for _, u := range append(users, burst...) {
 		var want []string
 		for _, m := range sent {
 			if m.user.ID == u.ID {

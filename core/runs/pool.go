@@ -28,7 +28,7 @@ type Pool struct {
 	consumerIdle time.Duration
 	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
 	// for all workers together.
-	outage struct{ claim, ack, renew *failureLog }
+	outage struct{ claim, ack, renew, handler *failureLog }
 
 	work     chan rdb.Hint      // hints fetched, waiting for a worker
 	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
@@ -66,9 +66,10 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 		work: make(chan rdb.Hint, 2*w), slots: make(chan struct{}, 2*w), held: newHeldSet(),
 		consumerIdle: consumerIdle(q.opt.Lease),
 	}
-	p.outage.claim = newFailureLog(p.log, "workers", "runs: claiming a conversation failed; retrying")
-	p.outage.ack = newFailureLog(p.log, "workers", "runs: acknowledging a finished run failed; retrying")
-	p.outage.renew = newFailureLog(p.log, "workers", "runs: renewing a lease before a retry failed; retrying")
+	p.outage.claim = newFailureLog(p.log, "workers' claims", "runs: claiming a conversation failed; retrying")
+	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
+	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
+	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
 	return p, nil
 }
 

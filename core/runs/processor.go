@@ -165,6 +165,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		}
 		switch {
 		case herr == nil:
+			p.outage.handler.ok()
 			if !out.Valid() {
 				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
 				out = OutcomeFailed
@@ -182,7 +183,12 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			}
 			return r
 		}
-		p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
+		if unreachable(herr) {
+			// Redis is gone (the handler's thread store): one line for all runs, not one each.
+			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
+		} else {
+			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
+		}
 		p.set.add(settleItem{counter: statRetries})
 		waitFor(runCtx, p.backoff(attempt))
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {

@@ -89,6 +89,11 @@ type Delivery struct {
 	// afterFunc schedules timers (time.AfterFunc; tests fire them by hand).
 	afterFunc func(time.Duration, func()) stopper
 
+	// closing is the context of the timers' callbacks: Close cancels it, so that one waiting on
+	// Redis or the platform does not hold Close up.
+	closing     context.Context
+	stopClosing context.CancelFunc
+
 	mu        sync.Mutex
 	cards     map[string]*runCard
 	lastSweep time.Time
@@ -146,15 +151,18 @@ func NewDelivery(opt DeliveryOptions) (*Delivery, error) {
 		d.now = time.Now
 	}
 	d.afterFunc = func(wait time.Duration, f func()) stopper { return time.AfterFunc(wait, f) }
+	d.closing, d.stopClosing = context.WithCancel(context.Background())
 	return d, nil
 }
 
 // stopper is a scheduled callback (a *time.Timer); Stop reports whether it stopped the call.
 type stopper interface{ Stop() bool }
 
-// Close stops pending throttled edits and waits for any running one; later events are still
-// delivered, without throttling timers. Safe to call more than once.
+// Close stops pending throttled edits and due placeholders, cancels the context of any running
+// one and waits for it; later events are still delivered, without throttling timers. Safe to
+// call more than once.
 func (d *Delivery) Close() {
+	d.stopClosing()
 	d.mu.Lock()
 	d.closed = true
 	cards := make([]*runCard, 0, len(d.cards))
@@ -433,7 +441,7 @@ func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
 		if c.done {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d.opt.MaxRetryWait)
+		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
 		defer cancel()
 		d.editProgress(ctx, ch, c)
 	})

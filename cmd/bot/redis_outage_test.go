@@ -205,14 +205,14 @@ func testRedisOutage(t *testing.T, sig syscall.Signal) {
 
 	lines, worst := logRate(logsDown)
 	dialRate := float64(len(dialsDown)) / outage.Seconds()
-	steady := dials.between(down.Add(dialWarmup), down.Add(outage))
-	steadyRate := float64(len(steady)) / (outage - dialWarmup).Seconds()
-	t.Logf("%s: messages sent %d, answered %d, lost %d, doubled %d; outage %.1fs; first answer %.2fs after Redis returned (the model takes %s), /readyz 200 after %.2fs; while down: %d Redis dials (%.1f/s; %.1f/s after the first %s), %d log lines at info or above (%.1f/s), most repeated: %q ×%d",
+	steady := dials.between(down.Add(outage-steadyWindow), down.Add(outage))
+	steadyRate := float64(len(steady)) / steadyWindow.Seconds()
+	t.Logf("%s: messages sent %d, answered %d, lost %d, doubled %d; outage %.1fs; first answer %.2fs after Redis returned (the model takes %s), /readyz 200 after %.2fs; while down: %d Redis dials (%.1f/s; %.1f/s over its last %s), %d log lines at info or above (%.1f/s), most repeated: %q ×%d",
 		sig, len(sent), answered, lost, doubled, outage.Seconds(), firstAnswer.Seconds(), modelLatency, readyAgain.Seconds(),
-		len(dialsDown), dialRate, steadyRate, dialWarmup, lines, float64(lines)/outage.Seconds(), worst.msg, worst.n)
+		len(dialsDown), dialRate, steadyRate, steadyWindow, lines, float64(lines)/outage.Seconds(), worst.msg, worst.n)
 	// Backing off: no component retries in a hot loop, and none logs each retry.
 	if steadyRate > maxDialsPerSecond {
-		t.Errorf("%.1f Redis dials per second once the outage had lasted %s, want at most %d: something retries in a hot loop", steadyRate, dialWarmup, maxDialsPerSecond)
+		t.Errorf("%.1f Redis dials per second over the outage's last %s, want at most %d: something retries in a hot loop", steadyRate, steadyWindow, maxDialsPerSecond)
 	}
 	if len(dialsDown) > maxOutageDials {
 		t.Errorf("%d Redis dials in a %.1fs outage, want at most %d", len(dialsDown), outage.Seconds(), maxOutageDials)
@@ -264,11 +264,11 @@ func TestRedisOutageShutdownWithinTheDrainDeadline(t *testing.T) {
 // Bounds of backing off while Redis is down. go-redis dials a pool's PoolSize connections (20
 // on two cores), each DialerRetries (5) times, before the pool fails fast and probes once a
 // second; the client has two such pools, so an outage starts with a burst of about 200 dials
-// over its first seconds whatever the callers do. Past dialWarmup, the dials per second over the
-// whole process show whether anything retries in a loop. Logs: one line per message per
-// logEvery.
+// over its first seconds whatever the callers do. Over the outage's last steadyWindow (it lasts
+// outageHold and more), the dials per second over the whole process show whether anything
+// retries in a loop. Logs: one line per message per logEvery.
 const (
-	dialWarmup        = 4 * time.Second
+	steadyWindow      = 4 * time.Second
 	maxDialsPerSecond = 8
 	maxOutageDials    = 300
 	logEvery          = 2 * time.Second

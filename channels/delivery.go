@@ -90,6 +90,11 @@ type Delivery struct {
 	// afterFunc schedules timers (time.AfterFunc; tests fire them by hand).
 	afterFunc func(time.Duration, func()) stopper
 
+	// closing is the context of the timers' callbacks: Close cancels it, so that one waiting on
+	// Redis or the platform does not hold Close up.
+	closing     context.Context
+	stopClosing context.CancelFunc
+
 	mu        sync.Mutex
 	cards     map[string]*runCard
 	lastSweep time.Time
@@ -150,15 +155,18 @@ func NewDelivery(opt DeliveryOptions) (*Delivery, error) {
 		d.now = time.Now
 	}
 	d.afterFunc = func(wait time.Duration, f func()) stopper { return time.AfterFunc(wait, f) }
+	d.closing, d.stopClosing = context.WithCancel(context.Background())
 	return d, nil
 }
 
 // stopper is a scheduled callback (a *time.Timer); Stop reports whether it stopped the call.
 type stopper interface{ Stop() bool }
 
-// Close stops pending throttled edits and waits for any running one; later events are still
-// delivered, without throttling timers. Safe to call more than once.
+// Close stops pending throttled edits and due placeholders, cancels the context of any running
+// one and waits for it; later events are still delivered, without throttling timers. Safe to
+// call more than once.
 func (d *Delivery) Close() {
+	d.stopClosing()
 	d.mu.Lock()
 	d.closed = true
 	cards := make([]*runCard, 0, len(d.cards))
@@ -294,7 +302,12 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 // placeholder card. A failed read is logged and the run delivered as a first attempt.
 func (d *Delivery) load(ctx context.Context, c *runCard) {
 	c.loaded = true
-	rec, err := d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
+	var rec threads.RunRecords
+	err := d.retryStore(ctx, func() error {
+		var err error
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
+		return err
+	})
 	if err != nil {
 		d.log.Warn("channels: reading the run's delivery records failed", "run", c.runID, "err", err)
 		return
@@ -376,12 +389,48 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	if err != nil {
 		return
 	}
-	first, _, err := d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+	var first bool
+	err = d.retryStore(ctx, func() error {
+		var err error
+		first, _, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+		return err
+	})
 	switch {
 	case err != nil:
 		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
+	}
+}
+
+// Retries of delivery's records. A record that cannot be written (Redis unreachable) is what
+// lets a replay of the run post its message again, so it is tried again for a while — from
+// storeRetryBase doubling up to storeRetryMax, for at most MaxRetryWait in all — before it is
+// given up and logged.
+const (
+	storeRetryBase = 100 * time.Millisecond
+	storeRetryMax  = 2 * time.Second
+)
+
+// retryStore calls f until it succeeds, ctx ends or MaxRetryWait has passed, backing off in
+// between; it returns f's last error.
+func (d *Delivery) retryStore(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(d.opt.MaxRetryWait)
+	wait := storeRetryBase
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || errors.Is(err, threads.ErrInvalidArgument) || errors.Is(err, threads.ErrCorrupt) ||
+			time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, storeRetryMax)
 	}
 }
 
@@ -406,7 +455,7 @@ func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
 		if c.done {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), d.opt.MaxRetryWait)
+		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
 		defer cancel()
 		d.editProgress(ctx, ch, c)
 	})

@@ -69,7 +69,7 @@ func (d *Delivery) oweGrace(ch Channel, c *runCard) bool {
 		}
 		c.grace = nil
 		c.owed = false
-		ctx, cancel := context.WithTimeout(context.Background(), d.opt.MaxRetryWait)
+		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
 		defer cancel()
 		d.placeholderDue(ctx, ch, c)
 	})

@@ -37,6 +37,7 @@ const (
 	DefaultMaxMessageChars = 8000
 	DefaultDedupeTTL       = 24 * time.Hour
 	DefaultThreadMemory    = 7 * 24 * time.Hour
+	DefaultPendingTTL      = 2 * time.Minute
 )
 
 // RouterOptions configure a Router. Queue, Signer and Threads are required.
@@ -53,6 +54,11 @@ type RouterOptions struct {
 	MaxMessageChars int
 	// DedupeTTL is how long an event id is remembered (default 24h).
 	DedupeTTL time.Duration
+	// PendingTTL is how long an event's claim lasts while the event is being handled (default
+	// 2 min): a redelivery meanwhile is refused for the platform to retry, and a claim a failed
+	// handling could not give back (Redis unreachable) blocks another process's redelivery no
+	// longer than this.
+	PendingTTL time.Duration
 	// ThreadMemory is how long the router remembers a thread it answered in, so follow-ups
 	// there need no mention (default 7 days).
 	ThreadMemory time.Duration
@@ -71,10 +77,11 @@ type RouterOptions struct {
 // answers commands, and routes clarification answers (clicks and typed replies). It implements
 // Handler and is safe for concurrent use. It starts no goroutines.
 type Router struct {
-	opt RouterOptions
-	log *slog.Logger
-	m   Metrics
-	now func() time.Time
+	opt  RouterOptions
+	log  *slog.Logger
+	m    Metrics
+	now  func() time.Time
+	owed *owedClaims
 }
 
 var _ Handler = (*Router)(nil)
@@ -90,6 +97,9 @@ func NewRouter(opt RouterOptions) (*Router, error) {
 	if opt.DedupeTTL <= 0 {
 		opt.DedupeTTL = DefaultDedupeTTL
 	}
+	if opt.PendingTTL <= 0 {
+		opt.PendingTTL = DefaultPendingTTL
+	}
 	if opt.ThreadMemory <= 0 {
 		opt.ThreadMemory = DefaultThreadMemory
 	}
@@ -98,7 +108,7 @@ func NewRouter(opt RouterOptions) (*Router, error) {
 			return nil, fmt.Errorf("channels: access.%s.policy %q is not %q or %q", p, a.Policy, PolicyOpen, PolicyAllowlist)
 		}
 	}
-	r := &Router{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now}
+	r := &Router{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now, owed: newOwedClaims()}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -156,18 +166,49 @@ func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) erro
 	it, req := r.intakeRequest(in)
 	res, err := r.opt.Threads.Intake(ctx, req)
 	if err != nil {
+		if req.ClaimKey != "" {
+			// The claim may have been taken though its reply was lost: the redelivery to this
+			// process takes it again with the same token.
+			r.owed.keep(req.ClaimKey, req.ClaimToken)
+		}
 		return fmt.Errorf("channels: intake of event %s: %w", in.EventID, err)
 	}
-	if req.ClaimKey != "" && !res.Claimed {
+	if req.ClaimKey != "" && (res.Seen || !res.Claimed) {
+		if res.ClaimPending && !res.Seen {
+			// Another delivery is being handled, or one failed and could not give its claim back
+			// (Redis went away): not known to be handled, so the platform must try again.
+			r.log.Debug("channels: event being handled by another delivery; refused for redelivery", "platform", platform, "event", in.EventID)
+			return fmt.Errorf("channels: event %s: %w", in.EventID, ErrEventPending)
+		}
 		r.m.DedupeHit(platform)
 		r.log.Debug("channels: duplicate event ignored", "platform", platform, "event", in.EventID)
+		r.owed.forget(req.ClaimKey)
 		return nil
 	}
 	it.res = res
-	err = r.route(ctx, ch, in, it)
-	if err != nil && req.ClaimKey != "" {
-		if rerr := r.opt.Threads.Release(context.WithoutCancel(ctx), req.ClaimKey); rerr != nil {
-			r.log.Warn("channels: releasing the dedupe claim failed; a redelivery will be ignored", "event", in.EventID, "err", rerr)
+	err = r.route(withClaim(ctx, it.claim), ch, in, it)
+	if req.ClaimKey == "" {
+		return err
+	}
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case err != nil:
+		// Give the claim back so a redelivery is handled afresh. The run's own mark (EnqueueOnce)
+		// says whether it was queued after all, so releasing never lets an event run twice.
+		if rerr := r.opt.Threads.ReleaseClaim(bg, req.ClaimKey, req.ClaimToken); rerr != nil {
+			// Redis is unreachable: the redelivery to this process retakes the claim with the
+			// same token; one to another process waits for the pending claim to expire.
+			r.owed.keep(req.ClaimKey, req.ClaimToken)
+			r.log.Warn("channels: giving back the dedupe claim failed; a redelivery here takes it again, elsewhere after it expires",
+				"event", in.EventID, "expires_in", r.opt.PendingTTL, "err", rerr)
+		}
+	case it.claim.queued:
+		r.owed.forget(req.ClaimKey) // the run's mark dedupes the event from now on
+	default:
+		r.owed.forget(req.ClaimKey)
+		if cerr := r.opt.Threads.CompleteClaim(bg, req.ClaimKey, req.ClaimToken, r.opt.DedupeTTL); cerr != nil {
+			r.log.Warn("channels: completing the dedupe claim failed; a redelivery after it expires is handled again",
+				"event", in.EventID, "expires_in", r.opt.PendingTTL, "err", cerr)
 		}
 	}
 	return err
@@ -177,6 +218,7 @@ func (r *Router) HandleInbound(ctx context.Context, ch Channel, in Inbound) erro
 type intake struct {
 	admin bool
 	res   threads.IntakeResult
+	claim *eventClaim // nil when the event has no id
 }
 
 // intakeRequest says what to claim, read and write for in in one round trip.
@@ -184,7 +226,12 @@ func (r *Router) intakeRequest(in Inbound) (intake, threads.IntakeRequest) {
 	var it intake
 	var req threads.IntakeRequest
 	if in.EventID != "" {
-		req.ClaimKey, req.ClaimTTL = eventKey(in), r.opt.DedupeTTL
+		key := eventKey(in)
+		req.ClaimKey, req.ClaimTTL, req.ClaimToken = key, r.opt.PendingTTL, r.owed.token(key)
+		it.claim = &eventClaim{key: key}
+		if !in.Conv.IsZero() && in.Conv.Chat != "" {
+			req.SeenKey = r.opt.Queue.SeenKey(in.Conv, key)
+		}
 	}
 	user := in.Identity.ChannelUserID
 	if user == "" || in.Conv.Chat == "" {
@@ -316,9 +363,20 @@ func (r *Router) envelope(in Inbound, admin bool, kind runs.Kind) *runs.Envelope
 func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.Envelope) (refusal string, err error) {
 	platform := in.Conv.Platform
 	r.opt.Signer.Sign(env)
-	err = r.opt.Queue.Enqueue(ctx, env)
+	claim := claimOf(ctx)
+	if claim != nil && !claim.queued && env.Conv == in.Conv {
+		// The event's first run carries its mark, set in the step that queues it.
+		err = r.opt.Queue.EnqueueOnce(ctx, env, claim.key, r.opt.DedupeTTL)
+	} else {
+		err = r.opt.Queue.Enqueue(ctx, env)
+	}
 	var busy *runs.BusyError
 	switch {
+	case errors.Is(err, runs.ErrDuplicate):
+		r.m.DedupeHit(platform)
+		r.log.Debug("channels: the event's run is queued already; ignored", "platform", platform, "event", in.EventID)
+		claim.queued = true
+		return "", nil
 	case errors.As(err, &busy):
 		r.refuse(platform, "busy", "refusing a message: the queue is full", in)
 		return msgBusy, nil
@@ -327,6 +385,9 @@ func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.
 		return msgPaused, nil
 	case err != nil:
 		return "", fmt.Errorf("channels: queueing run %s: %w", env.RunID, err)
+	}
+	if claim != nil {
+		claim.queued = true
 	}
 	// The working signal goes out at receipt, even when the run waits behind others in this
 	// conversation; delivery's placeholder follows when a worker starts it.

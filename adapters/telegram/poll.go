@@ -44,27 +44,47 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 	return nil
 }
 
+// refusalMaxWait caps the backoff after a batch the Handler refused; failureLogEvery is the
+// least time between two lines about one spell of polling failures.
+const (
+	refusalMaxWait  = time.Second
+	failureLogEvery = 5 * time.Second
+)
+
 // allowedUpdates are the update kinds the bot asks for.
 const allowedUpdates = `["message","callback_query"]`
 
 // poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
 // the batch is done. A Handler error holds the offset at the earliest update not handed over and
-// the loop polls again after a backoff, so that update and its conversation's later ones are
-// retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after. A batch
-// that ends in an update whose id cannot be read is polled again at once only while that moves
-// the offset on: a batch that moved nothing, or a second such batch in a row, backs off too (see
-// blindWait), so an unreadable update never makes a busy loop.
+// the loop polls again after a backoff (100 ms doubling up to refusalMaxWait, 1 s), so that update
+// and its conversation's later ones are retried. Errors of getUpdates back off from 100 ms to
+// 30 s; a 429 waits retry_after. A spell of failures is logged once and then every
+// failureLogEvery, not per retry. A batch that ends in an update whose id cannot be read is
+// polled again at once only while that moves the offset on: a batch that moved nothing, or a
+// second such batch in a row, backs off too (see blindWait), so an unreadable update never makes
+// a busy loop.
 func (c *Channel) poll(ctx context.Context, offset int64) {
 	defer c.wg.Done()
 	failures, blind := 0, 0
+	var logged time.Time
 	fail := func(err error, wait time.Duration) bool {
 		failures++
 		if wait <= 0 {
 			wait = backoff(failures)
 		}
-		c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", failures)
+		// One line per spell of failures and then one per failureLogEvery, not one per retry.
+		if now := c.now(); failures == 1 || now.Sub(logged) >= failureLogEvery {
+			logged = now
+			c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", failures)
+		}
 		return c.sleep(ctx, wait) == nil
+	}
+	recovered := func() {
+		if failures > 1 {
+			c.cfg.Logger.Info("telegram: polling recovered", "failures", failures)
+		}
+		failures = 0
 	}
 	timeout := strconv.Itoa(max(1, int(c.pollTimout/time.Second)))
 	for ctx.Err() == nil {
@@ -98,12 +118,14 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			if ctx.Err() != nil {
 				return
 			}
-			if !fail(herr, 0) {
+			// The Handler refused (its store is unreachable, say): poll again soon, so that the
+			// updates held back are handed over within refusalMaxWait of its coming back.
+			if !fail(herr, min(backoff(failures+1), refusalMaxWait)) {
 				return
 			}
 			continue
 		}
-		failures = 0
+		recovered()
 		if len(batch) == 0 || batch[len(batch)-1].id > 0 {
 			blind = 0
 			continue

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -9,20 +10,50 @@ import (
 // listenCancels is the canceller component: it receives the ids of cancelled runs over pub/sub
 // and cancels the handler's context when this process runs one. A missed message is caught by
 // the heartbeat's poll of the cancel flag.
+//
+// It reads the subscription itself rather than through PubSub.Channel, whose reader retries a
+// lost connection every 100 ms for as long as Redis is down: here a lost connection is retried
+// with the outage backoff (go-redis reconnects and subscribes again on the next read), and the
+// failures are logged a few times. A read that sees nothing for a lease sends a PING, so a dead
+// connection is found. ctx ending closes the subscription, which ends a read in flight.
 func (p *Pool) listenCancels(ctx context.Context, ps *redis.PubSub) {
-	defer func() { _ = ps.Close() }()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
+	closed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close(); close(closed) })
+	defer func() {
+		if stop() {
+			_ = ps.Close()
+		} else {
+			<-closed
+		}
+	}()
+	fl := newFailureLog(p.log, "canceller", "runs: listening for cancels failed; retrying")
+	failures := 0
+	for ctx.Err() == nil {
+		msg, err := ps.ReceiveTimeout(ctx, p.opt.Lease)
+		if err != nil && isTimeout(err) {
+			err = ps.Ping(ctx) // quiet for a lease: make sure the connection still works
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			if p.held.cancelRun(m.Payload, errCancelled) {
-				p.log.Info("runs: run cancelled", "run", m.Payload)
+			failures++
+			fl.fail(err)
+			if !waitFor(ctx, outageBackoff(failures)) {
+				return
 			}
+			continue
+		}
+		failures = 0
+		fl.ok()
+		if m, ok := msg.(*redis.Message); ok && p.held.cancelRun(m.Payload, errCancelled) {
+			p.log.Info("runs: run cancelled", "run", m.Payload)
 		}
 	}
+}
+
+// isTimeout reports whether err is a read that timed out with the connection intact.
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout() && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -16,6 +16,8 @@
 //	<prefix>{conv:h}:st  hash, exists exactly while the conversation is scheduled: lease owner and
 //	                     deadline (ms, compared with the caller's clock, so leases also expire on
 //	                     the embedded miniredis), active run id and its attempt count, cancel flag
+//	<prefix>{conv:h}:seen:<event>  string, the run id queued for an inbound event (EnqueueOnce),
+//	                     set by the script that puts the run in the mailbox, for the dedupe TTL
 //
 // Global (keys tagged {global}, one slot): the ready stream of hints ("conversation h may have
 // work") read by the consumer group "workers", the dead-letter stream, the pause flag, the
@@ -83,6 +85,11 @@
 // dead-lettered and the user told. Permanent(err) fails at once. Cancels (interrupt policy,
 // Queue.Cancel) set the conversation's cancel flag and publish the run id; the worker holding it
 // cancels the handler's context (pub/sub, backed by the heartbeat's poll of the flag).
+//
+// Redis outages: every component keeps going while Redis is unreachable and resumes by itself
+// when it answers again (outage.go). Loops back off (100 ms doubling to 2 s), workers wait for
+// Redis to claim, acknowledge and renew rather than drop what they hold, the settler keeps its
+// batch, and each repeated failure is logged a few times, with one line on recovery.
 //
 // Shutdown stops the fetcher and recoverer, lets in-flight runs finish until its deadline, then
 // cancels them and releases their leases with a fresh hint, so another worker takes them at once.

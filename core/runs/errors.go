@@ -8,6 +8,10 @@ import (
 // ErrPaused is returned by Enqueue while intake is paused (Queue.Pause).
 var ErrPaused = errors.New("runs: intake is paused")
 
+// ErrDuplicate is returned by EnqueueOnce when the event's run was queued already; nothing was
+// queued.
+var ErrDuplicate = errors.New("runs: the event's run is queued already")
+
 // ErrNotFound is returned by admin operations naming a run that is not there.
 var ErrNotFound = errors.New("runs: no such run")
 

@@ -2,7 +2,10 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
@@ -13,7 +16,11 @@ const fetchBlock = 500 * time.Millisecond
 
 // fetch is the fetcher component: it reads hints from the ready stream for as many as this process
 // has free slots (at most two per worker), so one read serves several workers under load.
+//
+// While Redis fails it backs off (outageBackoff) and logs the failure a few times, not per read.
 func (p *Pool) fetch(ctx context.Context) {
+	fl := newFailureLog(p.log, "fetcher", "runs: reading hints failed; retrying")
+	failures := 0
 	for {
 		n, ok := p.takeSlots(ctx, true, p.opt.Workers)
 		if !ok {
@@ -21,12 +28,23 @@ func (p *Pool) fetch(ctx context.Context) {
 		}
 		hints, err := p.st.ReadHints(ctx, p.opt.Consumer, n, fetchBlock)
 		if err != nil && ctx.Err() == nil {
-			p.log.Warn("runs: reading hints failed; retrying", "err", err)
+			failures++
+			fl.fail(err)
+			if redis.HasErrorPrefix(errors.Unwrap(err), "NOGROUP") {
+				// Redis came back without its data (no persistence): recreate the group.
+				if gerr := p.st.EnsureGroup(ctx); gerr != nil {
+					p.log.Debug("runs: recreating the consumer group failed", "err", gerr)
+				}
+			}
 			p.returnSlots(n)
-			if !waitFor(ctx, 200*time.Millisecond) {
+			if !waitFor(ctx, outageBackoff(failures)) {
 				return
 			}
 			continue
+		}
+		if err == nil {
+			failures = 0
+			fl.ok()
 		}
 		p.dispatch(hints, n)
 		if ctx.Err() != nil {

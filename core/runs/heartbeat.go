@@ -18,20 +18,25 @@ var (
 // this process executes and resets the idle time of every hint it holds, in two round trips. A
 // run whose lease was lost, or whose conversation flagged it cancelled, has its context cancelled
 // (the poll that backs up the canceller's pub/sub).
+//
+// While Redis fails, each beat still tries (a third of a lease is already a slow pace) and the
+// failures are logged a few times, not per beat.
 func (p *Pool) heartbeat(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 3)
 	defer t.Stop()
+	renew := newFailureLog(p.log, "heartbeat's lease renewal", "runs: renewing leases failed")
+	touch := newFailureLog(p.log, "heartbeat's hint touch", "runs: touching held hints failed")
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.beat(ctx)
+			p.beat(ctx, renew, touch)
 		}
 	}
 }
 
-func (p *Pool) beat(ctx context.Context) {
+func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	runs, hints := p.held.snapshot()
 	deadline := time.Now().Add(p.opt.Lease).UnixMilli()
 	reqs := make([]rdb.RenewReq, len(runs))
@@ -39,10 +44,11 @@ func (p *Pool) beat(ctx context.Context) {
 		reqs[i] = rdb.RenewReq{Tag: r.tag, Owner: r.owner, RunID: r.runID, Deadline: deadline}
 	}
 	res, err := p.st.RenewMany(ctx, reqs)
-	if err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn("runs: renewing leases failed", "leases", len(reqs), "err", err)
-		}
+	switch {
+	case err == nil:
+		renewLog.ok()
+	case ctx.Err() == nil:
+		renewLog.fail(err, "leases", len(reqs))
 	}
 	for i, r := range res {
 		switch {
@@ -53,7 +59,10 @@ func (p *Pool) beat(ctx context.Context) {
 			runs[i].cancel(errCancelled)
 		}
 	}
-	if err := p.st.Touch(ctx, p.opt.Consumer, hints); err != nil && ctx.Err() == nil {
-		p.log.Warn("runs: touching held hints failed", "hints", len(hints), "err", err)
+	switch err := p.st.Touch(ctx, p.opt.Consumer, hints); {
+	case err == nil:
+		touchLog.ok()
+	case ctx.Err() == nil:
+		touchLog.fail(err, "hints", len(hints))
 	}
 }

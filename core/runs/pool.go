@@ -26,6 +26,9 @@ type Pool struct {
 
 	// consumerIdle is how long an idle consumer without pending hints lives (consumerIdle).
 	consumerIdle time.Duration
+	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
+	// for all workers together.
+	outage struct{ claim, ack, renew, handler *failureLog }
 
 	work     chan rdb.Hint      // hints fetched, waiting for a worker
 	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
@@ -58,11 +61,16 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 		return nil, errors.New("runs: a pool needs a handler")
 	}
 	w := q.opt.Workers
-	return &Pool{
+	p := &Pool{
 		q: q, st: q.st, opt: q.opt, log: q.log.With("consumer", q.opt.Consumer), h: h, sink: sink,
 		work: make(chan rdb.Hint, 2*w), slots: make(chan struct{}, 2*w), held: newHeldSet(),
 		consumerIdle: consumerIdle(q.opt.Lease),
-	}, nil
+	}
+	p.outage.claim = newFailureLog(p.log, "workers' claims", "runs: claiming a conversation failed; retrying")
+	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
+	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
+	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
+	return p, nil
 }
 
 // Start creates the consumer group if needed, subscribes to cancels and starts every component.
@@ -89,7 +97,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	intakeCtx, intake := context.WithCancel(p.bg)
 	p.intake = intake
 
-	p.set = newSettler(p.st, p.log)
+	p.set = newSettler(p.st, p.log, p.runs)
 	p.bgWG.Add(3)
 	go func() { defer p.bgWG.Done(); p.set.run(p.bg) }()
 	go func() { defer p.bgWG.Done(); p.heartbeat(p.bg) }()

@@ -45,8 +45,15 @@ type result struct {
 // serve claims the hinted conversation and runs its mailbox in order while it holds the lease.
 func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 	ctx := p.bg
-	now := time.Now()
-	c, err := p.st.Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
+	var c rdb.Claim
+	// While Redis is unreachable, wait for it (the heartbeat keeps the hint ours) rather than
+	// leave the conversation to the recoverer a lease later; each try takes the lease anew.
+	err := retryRedis(p.runs, p.outage.claim, func() error {
+		now := time.Now()
+		var err error
+		c, err = p.st.Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
+		return err
+	}, "tag", h.Tag)
 	if err != nil {
 		p.log.Warn("runs: claim failed; the hint comes back after a lease", "tag", h.Tag, "err", err)
 		return
@@ -72,7 +79,14 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 			p.set.add(settleItem{ack: h.ID})
 			return
 		}
-		c, err = p.st.Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
+		// The run is finished: while Redis is unreachable, keep trying to record that (the
+		// lease stays ours unless another worker took the conversation over, which Ack tells),
+		// so the run is not run again a lease later.
+		err = retryRedis(p.runs, p.outage.ack, func() error {
+			var err error
+			c, err = p.st.Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
+			return err
+		}, "run", res.runID)
 		if err != nil {
 			p.log.Error("runs: acknowledging a finished run failed; it may run again", "run", res.runID, "err", err)
 			return
@@ -151,6 +165,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		}
 		switch {
 		case herr == nil:
+			p.outage.handler.ok()
 			if !out.Valid() {
 				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
 				out = OutcomeFailed
@@ -168,13 +183,28 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			}
 			return r
 		}
-		p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
+		if unreachable(herr) {
+			// Redis is gone (the handler's thread store): one line for all runs, not one each.
+			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
+		} else {
+			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
+		}
 		p.set.add(settleItem{counter: statRetries})
 		waitFor(runCtx, p.backoff(attempt))
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {
 			return r
 		}
-		rn, err := p.st.Renew(ctx, rdb.RenewReq{Tag: tag, Owner: owner, RunID: runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+		// Before the next attempt the lease must be ours still; while Redis is unreachable that
+		// cannot be known, so wait for it rather than leave the run to the recoverer.
+		var rn rdb.Renewal
+		err := retryRedis(runCtx, p.outage.renew, func() error {
+			var err error
+			rn, err = p.st.Renew(ctx, rdb.RenewReq{Tag: tag, Owner: owner, RunID: runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+			return err
+		}, "run", runID)
+		if r, done := p.interrupted(runCtx, tag, owner, run); done {
+			return r
+		}
 		if err != nil || rn.Lost {
 			return result{step: stepLost, runID: runID}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -20,6 +21,8 @@ type Queue struct {
 	opt   Options
 	log   *slog.Logger
 	sched *scheduledSet
+	// outage logs the enqueues' retries while Redis is unreachable.
+	outage *failureLog
 	// reconcileAge is how old an admission must be before the periodic scan may forget it when
 	// its run is not in its mailbox; pushes of admitted runs are refused past half of it.
 	reconcileAge time.Duration
@@ -38,7 +41,8 @@ func New(client redis.UniversalClient, opt Options) (*Queue, error) {
 		return nil, err
 	}
 	return &Queue{st: rdb.New(client, opt.Prefix), opt: opt, log: opt.Logger, sched: newScheduledSet(),
-		reconcileAge: reconcileAge(opt.Lease)}, nil
+		reconcileAge: reconcileAge(opt.Lease),
+		outage:       newFailureLog(opt.Logger, "enqueue", "runs: scheduling a queued run failed; retrying until the enqueue's deadline")}, nil
 }
 
 // Open is New plus a check that Redis answers and the workers' consumer group exists.
@@ -53,6 +57,11 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Queu
 	return q, nil
 }
 
+// SeenKey is the key EnqueueOnce sets to mark event as queued in conversation c (it shares the
+// conversation's hash slot). The router reads it at intake to see a redelivered event as a
+// duplicate even when the claim it took for it could not be given back.
+func (q *Queue) SeenKey(c conv.Key, event string) string { return q.st.SeenKey(c.HashTag(), event) }
+
 // Options returns the queue's options with defaults applied.
 func (q *Queue) Options() Options { return q.opt }
 
@@ -66,6 +75,17 @@ func (q *Queue) Options() Options { return q.opt }
 // It costs two round trips when its guess of whether the conversation is scheduled (see
 // scheduledSet) is right, three when it is wrong; concurrent calls share pipelines.
 func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
+	return q.EnqueueOnce(ctx, env, "", 0)
+}
+
+// EnqueueOnce is Enqueue for the run that answers inbound event (the caller's id of it, such as
+// "event:<platform>:<id>"; empty: Enqueue): it returns ErrDuplicate, queueing nothing, when a
+// run for event was queued in the conversation within ttl; otherwise the run is queued as
+// Enqueue does, and event marked as queued (SeenKey) in the same step that puts the run in its
+// mailbox. So the mark never exists without its run: an error from EnqueueOnce may still have
+// queued the run (Redis failed between the two steps; the recoverer schedules it), and then the
+// mark is there too and a redelivery of the event is a duplicate — never a second run.
+func (q *Queue) EnqueueOnce(ctx context.Context, env *Envelope, event string, ttl time.Duration) error {
 	if err := env.Validate(); err != nil {
 		return fmt.Errorf("runs: enqueue: %w", err)
 	}
@@ -85,6 +105,12 @@ func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 		maxAll:    limitOrZero(q.opt.MaxPending),
 		now:       time.Now(),
 	}
+	if event != "" {
+		if ttl <= 0 {
+			return fmt.Errorf("runs: enqueue %s: the ttl of event %q is not positive", env.RunID, event)
+		}
+		e.seen, e.seenTTL = q.st.SeenKey(e.tag, event), ttl
+	}
 	// Once started, the steps run to the end even if the caller's ctx ends (a platform
 	// connection closing at shutdown): a run left half-queued — in its mailbox but not hinted —
 	// would wait for the recoverer's slow scan, and the caller, seeing an error, would have the
@@ -101,7 +127,7 @@ func (q *Queue) Enqueue(ctx context.Context, env *Envelope) error {
 	}
 	var busy *BusyError
 	switch {
-	case errors.Is(err, ErrPaused) || errors.As(err, &busy):
+	case errors.Is(err, ErrPaused) || errors.Is(err, ErrDuplicate) || errors.As(err, &busy):
 		return err // nothing was queued: the conversation's state did not change
 	case err != nil:
 		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
@@ -120,12 +146,14 @@ type enqueue struct {
 	maxConv                 int
 	maxAll                  int64
 	now                     time.Time
+	seen                    string // the event's seen key, when EnqueueOnce
+	seenTTL                 time.Duration
 }
 
 // req is e's call of the enqueue script: probe or push, with its admission time when admitted.
 func (e enqueue) req(probe bool, admittedAt int64) rdb.EnqueueReq {
 	return rdb.EnqueueReq{Tag: e.tag, Probe: probe, Entry: e.entry, MaxPerConv: e.maxConv, Interrupt: e.interrupt,
-		Now: e.now.UnixMilli(), ConvKey: e.conv, AdmittedAt: admittedAt}
+		Now: e.now.UnixMilli(), ConvKey: e.conv, AdmittedAt: admittedAt, Seen: e.seen, SeenTTL: e.seenTTL}
 }
 
 // member names e's run in the admitted set.
@@ -141,19 +169,28 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 		return err
 	}
 	switch r.Status {
+	case rdb.StatusDuplicate:
+		return ErrDuplicate
 	case rdb.StatusBusy:
 		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
 	case rdb.StatusScheduled:
 		return q.enqueueScheduled(ctx, e)
 	}
-	status, _, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
+	// The run is in its mailbox (with its mark): while Redis is unreachable, keep trying to
+	// admit and hint it until the enqueue's deadline rather than leave it to the rescue scan.
+	var status string
+	err = retryRedis(ctx, q.outage, func() error {
+		var err error
+		status, _, err = q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
+		return err
+	}, "run", e.runID)
 	if err != nil {
 		return err
 	}
 	if status == rdb.ReadyOK {
 		return nil
 	}
-	needHint, err := q.st.Retract(ctx, e.tag, e.entry)
+	needHint, err := q.st.Retract(ctx, e.tag, e.entry, e.seen)
 	if err != nil {
 		return fmt.Errorf("undo after refusal: %w", err)
 	}
@@ -185,6 +222,9 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 		return err
 	}
 	switch r.Status {
+	case rdb.StatusDuplicate:
+		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
+		return ErrDuplicate
 	case rdb.StatusBusy:
 		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
@@ -192,8 +232,11 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return fmt.Errorf("the run reached its mailbox more than %s after its admission; not queued", req.Window)
 	case rdb.StatusNew:
-		// The conversation was idle: it needs a hint now.
-		if _, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag}); err != nil {
+		// The conversation was idle: it needs a hint now (retried as in enqueueIdle).
+		if err := retryRedis(ctx, q.outage, func() error {
+			_, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag})
+			return err
+		}, "run", e.runID); err != nil {
 			return fmt.Errorf("hint: %w", err)
 		}
 		return nil

@@ -27,27 +27,41 @@ func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
 // their holder stopped heartbeating, so it is dead or cut off — and hands them to the workers,
 // which take the conversation over once its lease has expired. Every few ticks it sweeps: it
 // rescues conversations queued but never hinted, forgets admitted runs a crash left counted, and
-// deletes the consumers of dead processes.
+// deletes the consumers of dead processes. While Redis is unreachable it logs that a few times,
+// not per tick, and puts the sweep off to a tick where Redis answers; the first tick after an
+// outage sweeps.
 func (p *Pool) recover(ctx context.Context) {
 	t := time.NewTicker(p.opt.Lease / 2)
 	defer t.Stop()
+	fl := newFailureLog(p.log, "recoverer", "runs: reclaiming idle hints failed")
+	sweepDue := false
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		down := false
 		if n, ok := p.takeSlots(ctx, false, p.opt.Workers); ok {
 			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease, n)
-			if err != nil && ctx.Err() == nil {
-				p.log.Warn("runs: reclaiming idle hints failed", "err", err)
+			switch {
+			case err == nil:
+				// Back after an outage: sweep now, for the conversations an enqueue cut off by
+				// it left unscheduled, rather than up to sweepEvery ticks later.
+				sweepDue = sweepDue || fl.failing()
+				fl.ok()
+			case ctx.Err() == nil:
+				fl.fail(err)
+				down = unreachable(err)
 			}
 			if len(hints) > 0 {
 				p.log.Info("runs: taking over conversations of a silent worker", "hints", len(hints))
 			}
 			p.dispatch(hints, n)
 		}
-		if tick%sweepEvery == 0 {
+		sweepDue = sweepDue || tick%sweepEvery == 0
+		if sweepDue && !down {
+			sweepDue = false
 			p.rescue(ctx)
 			p.q.reconcile(ctx)
 			p.pruneConsumers(ctx)

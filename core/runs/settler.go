@@ -24,10 +24,19 @@ const (
 // flushes whatever accumulated in one script call, so under load many runs share one round trip.
 // The same call adds the counters to the current minute's bucket of the recent throughput
 // (Queue.Recent), so the rate costs no round trip of its own.
+//
+// While Redis is unreachable it keeps the batch and tries it again with a backoff until Redis
+// answers (workers that hand it more wait meanwhile: they could not have settled either), and
+// gives it up only once the pool stops (the drain deadline, or the end of shutdown) and three
+// tries failed; an error Redis answered is tried three times, as before.
 type settler struct {
-	st  *rdb.Store
-	log *slog.Logger
-	in  chan settleItem
+	st    *rdb.Store
+	log   *slog.Logger
+	in    chan settleItem
+	fails *failureLog
+	// giveUp ends the retries of a batch Redis cannot take, after at most three tries: the
+	// pool's drain deadline, or the end of its shutdown.
+	giveUp context.Context
 }
 
 type settleItem struct {
@@ -37,8 +46,9 @@ type settleItem struct {
 	done    string // finished run (rdb.Member) to remove from the admitted set
 }
 
-func newSettler(st *rdb.Store, log *slog.Logger) *settler {
-	return &settler{st: st, log: log, in: make(chan settleItem, 4*settleBatch)}
+func newSettler(st *rdb.Store, log *slog.Logger, giveUp context.Context) *settler {
+	return &settler{st: st, log: log, in: make(chan settleItem, 4*settleBatch), giveUp: giveUp,
+		fails: newFailureLog(log, "settler", "runs: settling finished runs failed; keeping them to retry")}
 }
 
 func (s *settler) add(it settleItem) { s.in <- it }
@@ -104,21 +114,30 @@ collect:
 			break collect
 		}
 	}
-	// Flushing must survive shutdown: it uses its own short deadline, not the pool's context.
+	// Flushing must survive shutdown: each call has its own short deadline, not the pool's
+	// context.
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := s.st.Settle(ctx, st)
 		cancel()
 		if err == nil {
+			s.fails.ok()
 			return
 		}
-		if try == 3 {
+		// Three tries for an error Redis answered; while it is unreachable, until the pool stops.
+		if try >= 3 && (!unreachable(err) || s.giveUp.Err() != nil) {
 			// Spent hints come back through the recoverer and are acknowledged then, and the
 			// reconciliation removes the finished runs from the admitted set; only counters are
 			// lost.
-			s.log.Error("runs: settling finished runs failed; counters may be low", "acks", len(st.Acks), "err", err)
+			s.log.Error("runs: settling finished runs failed; counters may be low", "acks", len(st.Acks), "tries", try, "err", err)
 			return
 		}
-		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		s.fails.fail(err, "acks", len(st.Acks), "hints", len(st.Hints))
+		wait := time.NewTimer(outageBackoff(try))
+		select {
+		case <-wait.C:
+		case <-s.giveUp.Done():
+			wait.Stop()
+		}
 	}
 }

@@ -52,6 +52,34 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	return nil
 }
 
+// ReleaseClaim gives back a claim Intake took pending under token, so a redelivery of the event
+// is handled afresh; a claim another attempt holds, or one completed, is left alone.
+func (s *Store) ReleaseClaim(ctx context.Context, key, token string) error {
+	if err := checkClaimKey(key); err != nil {
+		return fmt.Errorf("threads: release claim: %w", err)
+	}
+	if err := s.r.releaseClaim(ctx, s.keys.claim(key), claimPendingPrefix+token); err != nil {
+		return fmt.Errorf("threads: release claim %q: %w", key, err)
+	}
+	return nil
+}
+
+// CompleteClaim marks a claim Intake took pending under token as done for ttl: the event was
+// handled, and a redelivery within ttl is a duplicate. A claim another attempt took meanwhile
+// (this one's had expired) is left alone. ttl must be positive.
+func (s *Store) CompleteClaim(ctx context.Context, key, token string, ttl time.Duration) error {
+	if err := checkClaimKey(key); err != nil {
+		return fmt.Errorf("threads: complete claim: %w", err)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("threads: complete claim: %w", invalid("ttl must be positive"))
+	}
+	if err := s.r.completeClaim(ctx, s.keys.claim(key), claimPendingPrefix+token, ttl); err != nil {
+		return fmt.Errorf("threads: complete claim %q: %w", key, err)
+	}
+	return nil
+}
+
 // Mark stores value under key for ttl, replacing any earlier value. ttl must be positive.
 func (s *Store) Mark(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	if err := checkClaimKey(key); err != nil {

@@ -13,6 +13,15 @@ type IntakeRequest struct {
 	// ClaimKey, with ClaimTTL, is claimed as Claim does: it is how an event is seen once.
 	ClaimKey string
 	ClaimTTL time.Duration
+	// ClaimToken, when set, takes the claim as pending under this token (for ClaimTTL) rather
+	// than done: the caller then completes it (CompleteClaim) or gives it back (ReleaseClaim)
+	// once the event is handled. A claim pending under the same token is taken again — the
+	// retry of a caller whose release failed — and one pending under another token is reported
+	// as ClaimPending, apart from a duplicate of an event handled already.
+	ClaimToken string
+	// SeenKey, when set, is a key of the run queue to test for existence (runs.Queue.SeenKey):
+	// the mark of an event whose run is queued. Seen reports it.
+	SeenKey string
 	// Platform and UserID, when both are set, read the runtime access lists as AccessOverride
 	// does.
 	Platform string
@@ -40,6 +49,12 @@ type IntakeResult struct {
 	// Claimed is true when this call took ClaimKey; false means a live claim exists (a
 	// duplicate event) or no claim was asked for.
 	Claimed bool
+	// ClaimPending is true when ClaimKey was not taken because another attempt holds it pending
+	// (ClaimToken): that event is being handled, or its handling failed and could not give the
+	// claim back; it is not known to be handled.
+	ClaimPending bool
+	// Seen is true when SeenKey exists.
+	Seen bool
 	// Allowed and Denied are the runtime access decisions, as AccessOverride returns them.
 	Allowed, Denied bool
 	// Pending is the conversation's open clarification when HasPending is true.
@@ -71,7 +86,11 @@ func (s *Store) Intake(ctx context.Context, req IntakeRequest) (IntakeResult, er
 		}
 	}
 	if rep.claimed {
-		_ = s.r.del(context.WithoutCancel(ctx), ops.claimKey)
+		if ops.pending != "" {
+			_ = s.r.releaseClaim(context.WithoutCancel(ctx), ops.claimKey, ops.pending)
+		} else {
+			_ = s.r.del(context.WithoutCancel(ctx), ops.claimKey)
+		}
 	}
 	return IntakeResult{}, fmt.Errorf("threads: intake of %q: %w", req.ClaimKey, err)
 }
@@ -86,6 +105,15 @@ func (s *Store) intakeOps(req IntakeRequest) (intakeOps, error) {
 			return ops, invalid("claim ttl must be positive")
 		}
 		ops.claimKey, ops.claimTTL = s.keys.claim(req.ClaimKey), req.ClaimTTL
+		if req.ClaimToken != "" {
+			ops.pending = claimPendingPrefix + req.ClaimToken
+		}
+	}
+	if req.SeenKey != "" {
+		if len(req.SeenKey) > 2*maxClaimKeyLen {
+			return ops, invalid("seen key must be at most %d bytes", 2*maxClaimKeyLen)
+		}
+		ops.seenKey = req.SeenKey
 	}
 	if req.Platform != "" || req.UserID != "" {
 		if err := checkAccessArgs(req.Platform, req.UserID); err != nil {
@@ -119,7 +147,7 @@ func (s *Store) intakeOps(req IntakeRequest) (intakeOps, error) {
 }
 
 func (s *Store) intakeResult(ops intakeOps, rep intakeReply) (IntakeResult, error) {
-	res := IntakeResult{Claimed: rep.claimed, Allowed: rep.allowed, Denied: rep.denied, Marked: rep.marked, IsMarked: rep.isMarked}
+	res := IntakeResult{Claimed: rep.claimed, ClaimPending: rep.claimPending, Seen: rep.seen, Allowed: rep.allowed, Denied: rep.denied, Marked: rep.marked, IsMarked: rep.isMarked}
 	if ops.clarKey != "" {
 		c, ok, err := s.openClarification(ops.clarKey, rep.clar)
 		if err != nil {

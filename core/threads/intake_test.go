@@ -141,3 +141,64 @@ func TestIntakeRejectsBadArguments(t *testing.T) {
 		t.Error("a refused Intake took its claim")
 	}
 }
+
+// TestIntakePendingClaims proves claims taken with a token: another token finds the claim
+// pending (not a duplicate), the same token takes it again (a retry after a release that
+// failed), a completed claim is a duplicate for every token, a release under another token
+// leaves the claim alone, and SeenKey is reported as it exists.
+func TestIntakePendingClaims(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newTestStore(t, c, Options{})
+		claim := func(token string) IntakeResult {
+			t.Helper()
+			res, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:1", ClaimTTL: time.Minute, ClaimToken: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		if res := claim("a"); !res.Claimed || res.ClaimPending {
+			t.Fatalf("first claim = %+v, want taken", res)
+		}
+		if res := claim("b"); res.Claimed || !res.ClaimPending {
+			t.Fatalf("claim under another token = %+v, want pending", res)
+		}
+		if res := claim("a"); !res.Claimed {
+			t.Fatalf("claim again under the same token = %+v, want taken", res)
+		}
+		if err := s.ReleaseClaim(ctx, "event:1", "b"); err != nil {
+			t.Fatal(err)
+		}
+		if res := claim("b"); !res.ClaimPending {
+			t.Fatalf("after a release under another token: %+v, want still pending", res)
+		}
+		if err := s.ReleaseClaim(ctx, "event:1", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if res := claim("b"); !res.Claimed {
+			t.Fatalf("after the holder's release: %+v, want free", res)
+		}
+		if err := s.CompleteClaim(ctx, "event:1", "b", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range []string{"a", "b"} {
+			if res := claim(tok); res.Claimed || res.ClaimPending {
+				t.Fatalf("completed claim under token %s = %+v, want a duplicate", tok, res)
+			}
+		}
+		if ok, _ := s.Claim(ctx, "event:1", time.Minute); ok {
+			t.Error("Claim took a completed claim")
+		}
+
+		seen := s.keys.prefix + "seen-mark"
+		res, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:2", ClaimTTL: time.Minute, ClaimToken: "a", SeenKey: seen})
+		if err != nil || res.Seen || !res.Claimed {
+			t.Fatalf("before the mark: %+v, %v", res, err)
+		}
+		c.Set(ctx, seen, "run", time.Minute)
+		if res, err := s.Intake(ctx, IntakeRequest{SeenKey: seen}); err != nil || !res.Seen {
+			t.Fatalf("with the mark: %+v, %v; want seen", res, err)
+		}
+	})
+}

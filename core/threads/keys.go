@@ -22,7 +22,7 @@ import (
 //	Prun:<id>:out:<s>  string  outbound record of run <id>, step <s>
 //	Prun:<id>:outcome  string  the run's final outcome
 //	P{conv:H}:run:<id> hash    a run's outcome and closing result (BeginRun, FinishRun)
-//	Pclaim:<key>       string  a claim (SET NX PX)
+//	Pclaim:<key>       string  a claim (SET NX PX): "1" done, "p:<token>" pending (Intake with a token)
 //	Pmark:<key>        string  a mark (SET PX)
 //	P{access:H}:allow|deny  set  runtime allow and deny lists of one platform (H hashes it)
 type keyspace struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -314,6 +315,39 @@ func (r rdb) set(ctx context.Context, key string, value []byte, ttl time.Duratio
 	return r.c.Set(ctx, key, value, ttl).Err()
 }
 
+// Claim values. A claim taken with a token holds "p:<token>" while its event is being handled
+// (pending); completing it replaces that with claimDone. A claim taken without a token holds
+// claimDone at once (Claim, and Intake without ClaimToken).
+const (
+	claimPendingPrefix = "p:"
+	claimDone          = "1"
+)
+
+// releaseClaimScript deletes a pending claim if it still holds the caller's token.
+// KEYS[1] claim. ARGV: pending value. Returns 1 if deleted.
+var releaseClaimScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// completeClaimScript marks a claim done for ttl unless another attempt holds it: it is set when
+// absent (expired meanwhile) or still pending under the caller's token.
+// KEYS[1] claim. ARGV: pending value, done value, ttl (ms). Returns 1 if set.
+var completeClaimScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+`)
+
+func (r rdb) releaseClaim(ctx context.Context, key, pending string) error {
+	return r.b.Eval(ctx, releaseClaimScript, []string{key}, pending).Err()
+}
+
+func (r rdb) completeClaim(ctx context.Context, key, pending string, ttl time.Duration) error {
+	return r.b.Eval(ctx, completeClaimScript, []string{key}, pending, claimDone, ttlMs(ttl)).Err()
+}
+
 // del deletes key; a missing key is not an error.
 func (r rdb) del(ctx context.Context, key string) error {
 	return r.c.Del(ctx, key).Err()
@@ -348,6 +382,9 @@ func (r rdb) memberOfBoth(ctx context.Context, a, b, member string) (inA, inB bo
 type intakeOps struct {
 	claimKey string
 	claimTTL time.Duration
+	// pending is the claim's value while pending ("p:<token>"); empty: claim as Claim does.
+	pending string
+	seenKey string
 	// allowKey and denyKey are checked for member when both are set.
 	allowKey, denyKey, member string
 	clarKey                   string
@@ -365,6 +402,8 @@ type markOp struct {
 // intakeReply is what an intake round trip read; claimed reports that claimKey was taken.
 type intakeReply struct {
 	claimed         bool
+	claimPending    bool // held pending by another token
+	seen            bool
 	allowed, denied bool
 	clar            map[string]string
 	marked          []byte
@@ -386,14 +425,31 @@ func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
 	var (
 		rep         intakeReply
 		claim       *redis.BoolCmd
+		holder      *redis.StringCmd
+		seen        *redis.IntCmd
 		allow, deny *redis.BoolCmd
 		clar        *redis.MapStringStringCmd
 		marked      *redis.StringCmd
 	)
-	cmds := make([]redis.Cmder, 0, 5+len(ops.marks))
+	cmds := make([]redis.Cmder, 0, 7+len(ops.marks))
 	if ops.claimKey != "" {
-		claim = redis.NewBoolCmd(ctx, withPX([]any{"set", ops.claimKey, "1"}, ops.claimTTL, "nx")...)
+		value := claimDone
+		if ops.pending != "" {
+			value = ops.pending
+		}
+		claim = redis.NewBoolCmd(ctx, withPX([]any{"set", ops.claimKey, value}, ops.claimTTL, "nx")...)
 		cmds = append(cmds, claim)
+		if ops.pending != "" {
+			// Right after the SET on the same key: who holds the claim when this call did not
+			// take it — this token (a retry after a release that failed), another attempt still
+			// pending, or a completed one.
+			holder = redis.NewStringCmd(ctx, "get", ops.claimKey)
+			cmds = append(cmds, holder)
+		}
+	}
+	if ops.seenKey != "" {
+		seen = redis.NewIntCmd(ctx, "exists", ops.seenKey)
+		cmds = append(cmds, seen)
 	}
 	if ops.allowKey != "" && ops.denyKey != "" {
 		allow = redis.NewBoolCmd(ctx, "sismember", ops.allowKey, ops.member)
@@ -427,6 +483,16 @@ func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
 	if claim != nil {
 		rep.claimed = claim.Err() == nil && claim.Val()
 		keep(claim.Err())
+	}
+	if holder != nil && !rep.claimed {
+		v, err := holder.Result()
+		rep.claimed = err == nil && v == ops.pending
+		rep.claimPending = err == nil && !rep.claimed && strings.HasPrefix(v, claimPendingPrefix)
+		keep(err)
+	}
+	if seen != nil {
+		rep.seen = seen.Val() > 0
+		keep(seen.Err())
 	}
 	if allow != nil {
 		rep.allowed, rep.denied = allow.Val(), deny.Val()

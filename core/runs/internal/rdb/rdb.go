@@ -63,6 +63,8 @@ const (
 	StatusScheduled = "scheduled"
 	StatusQueued    = "queued"
 	StatusBusy      = "busy"
+	// StatusDuplicate: the request's seen key exists; the event's run was queued before.
+	StatusDuplicate = "duplicate"
 	// StatusLate refuses an admitted run whose admission is older than the window (see
 	// scripts.go); nothing was pushed.
 	StatusLate = "late"
@@ -90,7 +92,16 @@ type EnqueueReq struct {
 	// push, else 0; the push is refused (StatusLate) when it is more than Window old.
 	AdmittedAt int64
 	Window     time.Duration
+	// Seen, when set, is the key marking the inbound event the run answers (SeenKey): an
+	// existing mark makes the call StatusDuplicate, and a push sets it for SeenTTL.
+	Seen    string
+	SeenTTL time.Duration
 }
+
+// SeenKey is the key that marks inbound event (a caller's id of it, e.g. "event:<platform>:<id>")
+// as queued in conversation tag: it shares the conversation's slot, so the enqueue script sets it
+// together with the entry.
+func (s *Store) SeenKey(tag, event string) string { return s.prefix + tag + ":seen:" + event }
 
 // Enqueue runs the enqueue script for r.Tag (see scripts.go).
 func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error) {
@@ -99,8 +110,12 @@ func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error
 		mode = "probe"
 	}
 	tag := r.Tag
-	v, err := s.eval(ctx, scriptEnqueue, []string{s.stKey(tag), s.qKey(tag)},
-		mode, r.Entry, r.MaxPerConv, b2s(r.Interrupt), r.Now, r.ConvKey, r.AdmittedAt, r.Window.Milliseconds()).StringSlice()
+	keys := []string{s.stKey(tag), s.qKey(tag)}
+	if r.Seen != "" {
+		keys = append(keys, r.Seen)
+	}
+	v, err := s.eval(ctx, scriptEnqueue, keys,
+		mode, r.Entry, r.MaxPerConv, b2s(r.Interrupt), r.Now, r.ConvKey, r.AdmittedAt, r.Window.Milliseconds(), max(r.SeenTTL.Milliseconds(), 1)).StringSlice()
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: %w", tag, err)
 	}
@@ -110,10 +125,14 @@ func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error
 	return EnqueueResult{Status: v[0], Interrupted: v[1], Removed: v[2:]}, nil
 }
 
-// Retract removes an entry a refused "new" enqueue put in; needHint reports that others queued
-// behind it and the conversation must still be hinted.
-func (s *Store) Retract(ctx context.Context, tag, entry string) (needHint bool, err error) {
-	n, err := s.eval(ctx, scriptRetract, []string{s.stKey(tag), s.qKey(tag)}, entry).Int()
+// Retract removes an entry a refused "new" enqueue put in, and its seen key when set; needHint
+// reports that others queued behind it and the conversation must still be hinted.
+func (s *Store) Retract(ctx context.Context, tag, entry, seen string) (needHint bool, err error) {
+	keys := []string{s.stKey(tag), s.qKey(tag)}
+	if seen != "" {
+		keys = append(keys, seen)
+	}
+	n, err := s.eval(ctx, scriptRetract, keys, entry).Int()
 	if err != nil {
 		return false, fmt.Errorf("rdb: retract from %s: %w", tag, err)
 	}

@@ -89,7 +89,7 @@ func TestScriptEnqueue(t *testing.T) {
 func TestScriptRetract(t *testing.T) {
 	s := newStore(t)
 	mustEnqueue(t, s, true, "a", 0, false)
-	if need, err := s.Retract(ctx, tag, Entry("a", []byte("env-a"))); err != nil || need {
+	if need, err := s.Retract(ctx, tag, Entry("a", []byte("env-a")), ""); err != nil || need {
 		t.Fatalf("Retract = %v, %v", need, err)
 	}
 	if _, ok, _ := s.ConvState(ctx, tag); ok {
@@ -97,7 +97,7 @@ func TestScriptRetract(t *testing.T) {
 	}
 	mustEnqueue(t, s, true, "a", 0, false)
 	mustEnqueue(t, s, false, "b", 0, false) // queued behind the invisible entry meanwhile
-	if need, _ := s.Retract(ctx, tag, Entry("a", []byte("env-a"))); !need || ids(t, s) != "[b]" {
+	if need, _ := s.Retract(ctx, tag, Entry("a", []byte("env-a")), ""); !need || ids(t, s) != "[b]" {
 		t.Errorf("Retract with another entry behind = %v %s, want a hint needed for [b]", need, ids(t, s))
 	}
 }

@@ -39,20 +39,28 @@ local function nowMs()
 end
 `
 
-// enqueue: KEYS st, q. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now, convKey,
-// admitted at (ms, Redis clock; 0 when the run is not admitted yet), admission window (ms).
-// An admitted run whose admission is older than the window is refused ("late") before anything
-// else: past the window the reconciliation may have forgotten its admission, and a run must
-// never sit in a mailbox uncounted. An unscheduled conversation gets the entry and a fresh state
-// at once ("new": the caller must admit it globally and hint it, or retract it). A scheduled one
-// is only probed ("scheduled") in probe mode; in push mode the entry is appended ("queued",
-// activeCancelled, removed ids...).
+// enqueue: KEYS st, q[, seen]. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now,
+// convKey, admitted at (ms, Redis clock; 0 when the run is not admitted yet), admission window
+// (ms), seen ttl (ms). The optional seen key marks the inbound event the run answers: when it
+// exists the event was queued already and nothing is done ("duplicate"); when the entry is
+// pushed it is set (the run id, for the ttl) in the same step, so an event is marked exactly
+// when its run is in the mailbox. An admitted run whose admission is older than the window is
+// refused ("late") before anything else: past the window the reconciliation may have forgotten
+// its admission, and a run must never sit in a mailbox uncounted. An unscheduled conversation
+// gets the entry and a fresh state at once ("new": the caller must admit it globally and hint
+// it, or retract it). A scheduled one is only probed ("scheduled") in probe mode; in push mode
+// the entry is appended ("queued", activeCancelled, removed ids...).
 var scriptEnqueue = redis.NewScript(luaRunID + luaNow + `
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return {'duplicate', ''} end
+local function seen()
+  if KEYS[3] then redis.call('SET', KEYS[3], rid(ARGV[2]), 'PX', ARGV[9]) end
+end
 local at = tonumber(ARGV[7])
 if at > 0 and nowMs() - at > tonumber(ARGV[8]) then return {'late', ''} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('RPUSH', KEYS[2], ARGV[2])
   redis.call('HSET', KEYS[1], 'k', ARGV[6], 'hs', ARGV[5])
+  seen()
   return {'new', ''}
 end
 local interrupt = ARGV[4] == '1'
@@ -75,12 +83,15 @@ if interrupt then
   end
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
+seen()
 return out
 `)
 
-// retract: KEYS st, q. ARGV entry. Undoes a "new" enqueue the global gate refused. Returns 1 when
-// other entries arrived meanwhile (the conversation still needs a hint), else 0.
+// retract: KEYS st, q[, seen]. ARGV entry. Undoes a "new" enqueue the global gate refused, the
+// event's seen mark with it. Returns 1 when other entries arrived meanwhile (the conversation
+// still needs a hint), else 0.
 var scriptRetract = redis.NewScript(`
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
 redis.call('LREM', KEYS[2], 1, ARGV[1])
 if redis.call('LLEN', KEYS[2]) > 0 then return 1 end
 if not redis.call('HGET', KEYS[1], 'o') then redis.call('DEL', KEYS[1]) end

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
@@ -231,8 +232,8 @@ func (r *Router) finishAnswer(ctx context.Context, ch Channel, in Inbound, c thr
 		return msgTypeAnswer, nil
 	}
 	env := r.envelope(in, admin, runs.KindClarificationAnswer)
-	if conv, ok := runs.ParseConvKey(c.ConvKey); ok {
-		env.Conv = conv
+	if k, ok := conv.ParseKey(c.ConvKey); ok {
+		env.Conv = k
 	}
 	env.ClarificationID, env.Text = c.ID, text
 	if n := len(env.Text); n > runs.MaxEnvelopeBytes/2 {

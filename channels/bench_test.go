@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkHandleInbound(b *testing.B) {
 	trips.n.Store(0)
 	defer trips.report(b)
 	for i := 0; i < b.N; i++ {
-		in := Inbound{EventID: "u:" + strconv.Itoa(i), Conv: runs.ConvKey{Platform: "test", Chat: "c" + strconv.Itoa(i%64)},
+		in := Inbound{EventID: "u:" + strconv.Itoa(i), Conv: conv.Key{Platform: "test", Chat: "c" + strconv.Itoa(i%64)},
 			Identity: user("u1"), Text: "hello there", AddressesBot: true, MessageID: strconv.Itoa(i)}
 		if err := h.router.HandleInbound(h.ctx, h.ch, in); err != nil {
 			b.Fatal(err)

@@ -4,7 +4,8 @@
 // router that turns inbound messages into signed runs, and the delivery of run events back to
 // the conversation.
 //
-// Adapters (adapters/<platform>) know their SDK and this package; nothing here knows a platform.
+// Adapters (adapters/<platform>) know their SDK, this package, render and core/conv (the
+// conversation key, identity and attachment they fill in); nothing here knows a platform.
 //
 // Imports: core/runs and render, as DESIGN.md lists, and also core/threads (a deviation from
 // DESIGN.md's table): the router and delivery keep their state in the thread store — inbound
@@ -19,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -98,10 +99,10 @@ type Inbound struct {
 	// EventID is the platform's id for this delivery, unique per platform ("update:123"); the
 	// router dedupes on it.
 	EventID string
-	Conv    runs.ConvKey
+	Conv    conv.Key
 	// Identity is the sender as the adapter derived it from the event. Admin is never set by
 	// adapters; the router decides it from configuration.
-	Identity runs.Identity
+	Identity conv.Identity
 	Text     string
 	// AddressesBot: the message mentions the bot, replies to it, or is in a thread the bot is in.
 	AddressesBot bool
@@ -112,7 +113,7 @@ type Inbound struct {
 	// MessageID is the platform id of this message; ReplyTo the id of the message it replies to.
 	MessageID string
 	ReplyTo   string
-	Files     []runs.Attachment
+	Files     []conv.Attachment
 	// Command is set when the platform delivered a native command (Slack or Discord slash
 	// command); Args are its words. Text commands ("/new") are parsed by the router.
 	Command string
@@ -138,7 +139,7 @@ type Interaction struct {
 
 // Target is where a message goes: a conversation, optionally as a reply to a message.
 type Target struct {
-	Conv    runs.ConvKey
+	Conv    conv.Key
 	ReplyTo string
 }
 
@@ -153,7 +154,7 @@ type Message struct {
 // MessageRef names a sent message. A long message may have been split into several platform
 // messages: IDs lists them in order, the first being the one edits go to.
 type MessageRef struct {
-	Conv runs.ConvKey
+	Conv conv.Key
 	IDs  []string
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
@@ -30,7 +31,7 @@ func click(t *testing.T, key render.Key, id render.ActionID) string {
 	return s
 }
 
-func clickIn(conv runs.ConvKey, who, data string) Inbound {
+func clickIn(conv conv.Key, who, data string) Inbound {
 	return Inbound{Conv: conv, Identity: user(who), AddressesBot: true, MessageID: "card",
 		Interaction: &Interaction{ID: "cb", Data: data, Message: MessageRef{Conv: conv, IDs: []string{"card"}}}}
 }
@@ -41,7 +42,7 @@ func clickIn(conv runs.ConvKey, who, data string) Inbound {
 func TestClarificationAnsweredByClick(t *testing.T) {
 	h := newHarness(t)
 	h.startPool()
-	conv := runs.ConvKey{Platform: "test", Chat: "group", Workspace: "w"}
+	conv := conv.Key{Platform: "test", Chat: "group", Workspace: "w"}
 	qid := putQuestion(t, h, conv, "u1", peopleForm)
 	choose := func(opt int) string {
 		return click(t, testActionKey, render.ActionID{Kind: render.ActionChoose, Token: qid, Option: opt})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
@@ -44,7 +45,7 @@ const (
 
 // DeliveryOptions configure a Delivery. Channels and Threads are required.
 type DeliveryOptions struct {
-	// Channels by ConvKey.Platform.
+	// Channels by conv.Key.Platform.
 	Channels map[string]Channel
 	Threads  *threads.Store
 	// ActionKey is the key the adapters sign interactive ids with; a form whose id it cannot
@@ -101,7 +102,7 @@ var _ runs.Sink = (*Delivery)(nil)
 type runCard struct {
 	mu        sync.Mutex
 	runID     string
-	conv      runs.ConvKey
+	conv      conv.Key
 	loaded    bool // records read
 	done      bool // closing message delivered (or found delivered)
 	ref       MessageRef

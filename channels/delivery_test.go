@@ -11,11 +11,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
 
-var deliveryConv = runs.ConvKey{Platform: "test", Chat: "d1"}
+var deliveryConv = conv.Key{Platform: "test", Chat: "d1"}
 
 type deliveryHarness struct {
 	t       *testing.T

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
@@ -192,7 +193,7 @@ func (h *harness) nextRun() *runs.Envelope {
 
 // noRun checks that nothing was queued: it enqueues a marker message in conv and sees that
 // the marker is the next run (FIFO per conversation).
-func (h *harness) noRunBefore(conv runs.ConvKey) {
+func (h *harness) noRunBefore(conv conv.Key) {
 	h.t.Helper()
 	h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "marker", Direct: true})
 	if env := h.nextRun(); env.Text != "marker" {
@@ -200,7 +201,7 @@ func (h *harness) noRunBefore(conv runs.ConvKey) {
 	}
 }
 
-func (h *harness) queued(conv runs.ConvKey) int {
+func (h *harness) queued(conv conv.Key) int {
 	h.t.Helper()
 	ids, err := h.queue.QueuedRuns(h.ctx, conv)
 	if err != nil {
@@ -216,11 +217,11 @@ func (h *harness) send(in Inbound) {
 	}
 }
 
-func user(id string) runs.Identity {
-	return runs.Identity{ChannelUserID: id, DisplayName: "User " + id}
+func user(id string) conv.Identity {
+	return conv.Identity{ChannelUserID: id, DisplayName: "User " + id}
 }
 
-func dm(chat string) runs.ConvKey { return runs.ConvKey{Platform: "test", Chat: chat} }
+func dm(chat string) conv.Key { return conv.Key{Platform: "test", Chat: chat} }
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/render"
@@ -43,7 +44,7 @@ type RouterOptions struct {
 	Queue   *runs.Queue
 	Signer  *runs.Signer
 	Threads *threads.Store
-	// Access is the policy per platform (ConvKey.Platform); a platform missing here is open,
+	// Access is the policy per platform (conv.Key.Platform); a platform missing here is open,
 	// DMs included.
 	Access map[string]AccessPolicy
 	// Admins are the channel_user_ids with admin rights, per platform.
@@ -128,7 +129,7 @@ const (
 )
 
 func eventKey(in Inbound) string { return "event:" + in.Conv.Platform + ":" + in.EventID }
-func threadKey(c runs.ConvKey) string {
+func threadKey(c conv.Key) string {
 	return "thread:" + c.String()
 }
 func partialKey(formID string) string { return "partial:" + formID }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
@@ -55,30 +56,30 @@ func TestGatingRules(t *testing.T) {
 	h := newHarness(t, func(ro *RouterOptions, _ *runs.Options) {
 		ro.Access["nodm"] = AccessPolicy{Policy: PolicyOpen, DM: false}
 	})
-	group := func(chat, thread string) runs.ConvKey {
-		return runs.ConvKey{Platform: "test", Workspace: "w", Chat: chat, Thread: thread}
+	group := func(chat, thread string) conv.Key {
+		return conv.Key{Platform: "test", Workspace: "w", Chat: chat, Thread: thread}
 	}
 	cases := []struct {
 		name      string
-		setup     func(conv runs.ConvKey)
+		setup     func(conv conv.Key)
 		in        Inbound
 		wantRuns  int
 		wantReply string
 	}{
 		{name: "DM allowed", in: Inbound{Conv: dm("g1"), Text: "hi", Direct: true, AddressesBot: true}, wantRuns: 1},
-		{name: "DM disallowed", in: Inbound{Conv: runs.ConvKey{Platform: "nodm", Chat: "g2"}, Text: "hi", Direct: true, AddressesBot: true},
+		{name: "DM disallowed", in: Inbound{Conv: conv.Key{Platform: "nodm", Chat: "g2"}, Text: "hi", Direct: true, AddressesBot: true},
 			wantReply: "don't answer direct messages"},
 		{name: "group without mention ignored", in: Inbound{Conv: group("g3", ""), Text: "chatter"}},
 		{name: "group mention", in: Inbound{Conv: group("g4", ""), Text: "@bot hi", AddressesBot: true}, wantRuns: 1},
 		{name: "reply to the bot", in: Inbound{Conv: group("g5", ""), Text: "and?", AddressesBot: true, ReplyTo: "77"}, wantRuns: 1},
-		{name: "thread the bot is in", setup: func(conv runs.ConvKey) {
+		{name: "thread the bot is in", setup: func(conv conv.Key) {
 			h.send(Inbound{Conv: conv, Identity: user("u1"), Text: "@bot start", AddressesBot: true})
 		}, in: Inbound{Conv: group("g6", "t1"), Text: "follow-up without mention"}, wantRuns: 2},
 		{name: "thread the bot is not in", in: Inbound{Conv: group("g7", "t1"), Text: "no mention"}},
-		{name: "pending clarification for this user", setup: func(conv runs.ConvKey) {
+		{name: "pending clarification for this user", setup: func(conv conv.Key) {
 			putQuestion(t, h, conv, "u1", runs.Form{Question: "How many?", AllowFreeText: true})
 		}, in: Inbound{Conv: group("g8", ""), Text: "four"}, wantRuns: 1},
-		{name: "pending clarification for someone else", setup: func(conv runs.ConvKey) {
+		{name: "pending clarification for someone else", setup: func(conv conv.Key) {
 			putQuestion(t, h, conv, "u2", runs.Form{Question: "How many?", AllowFreeText: true})
 		}, in: Inbound{Conv: group("g9", ""), Text: "four"}},
 	}
@@ -108,7 +109,7 @@ func TestGatingRules(t *testing.T) {
 }
 
 // putQuestion stores a pending clarification the way the lead does and returns its id.
-func putQuestion(t *testing.T, h *harness, conv runs.ConvKey, allowed string, form runs.Form) string {
+func putQuestion(t *testing.T, h *harness, conv conv.Key, allowed string, form runs.Form) string {
 	t.Helper()
 	runID := runs.NewRunID()
 	raw, err := json.Marshal(map[string]any{"form": form, "call_id": "call-1", "events": []any{}})
@@ -185,7 +186,7 @@ func TestAllowlistAndAdmins(t *testing.T) {
 			if tc.before != nil {
 				tc.before()
 			}
-			conv := runs.ConvKey{Platform: "test", Chat: "a" + string(rune('a'+i))}
+			conv := conv.Key{Platform: "test", Chat: "a" + string(rune('a'+i))}
 			before := len(h.ch.sent())
 			h.send(Inbound{Conv: conv, Identity: user(tc.user), Text: "hi", Direct: tc.direct, AddressesBot: true})
 			if n := h.queued(conv); n != tc.wantRuns {
@@ -288,7 +289,7 @@ func TestWorkingSignalAtReceipt(t *testing.T) {
 func TestRunRemembersTheMessageItAnswers(t *testing.T) {
 	h := newHarness(t)
 	h.startPool()
-	thread := runs.ConvKey{Platform: "test", Chat: "g1", Thread: "t1"}
+	thread := conv.Key{Platform: "test", Chat: "g1", Thread: "t1"}
 	cases := []struct {
 		name string
 		in   Inbound

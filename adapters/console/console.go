@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -67,7 +67,7 @@ func New(opts Options) *Channel {
 }
 
 // Conv is the console's one conversation.
-var Conv = runs.ConvKey{Platform: Platform, Chat: "terminal"}
+var Conv = conv.Key{Platform: Platform, Chat: "terminal"}
 
 // Name reports "console".
 func (c *Channel) Name() string { return Platform }
@@ -113,7 +113,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 				in := channels.Inbound{
 					EventID:      "console:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(n),
 					Conv:         Conv,
-					Identity:     runs.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
+					Identity:     conv.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
 					Text:         line,
 					AddressesBot: true,
 					Direct:       true,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -21,13 +21,13 @@ type orderHandler struct {
 	hook func(in channels.Inbound) error
 
 	mu       sync.Mutex
-	inFlight map[runs.ConvKey]int
-	calls    map[runs.ConvKey][]string // conversation → texts in hand-over order
-	accepted map[string]int            // text → times accepted
+	inFlight map[conv.Key]int
+	calls    map[conv.Key][]string // conversation → texts in hand-over order
+	accepted map[string]int        // text → times accepted
 }
 
 func newOrderHandler(t *testing.T, hook func(channels.Inbound) error) *orderHandler {
-	return &orderHandler{t: t, hook: hook, inFlight: map[runs.ConvKey]int{}, calls: map[runs.ConvKey][]string{}, accepted: map[string]int{}}
+	return &orderHandler{t: t, hook: hook, inFlight: map[conv.Key]int{}, calls: map[conv.Key][]string{}, accepted: map[string]int{}}
 }
 
 func (h *orderHandler) HandleInbound(_ context.Context, _ channels.Channel, in channels.Inbound) error {
@@ -58,7 +58,7 @@ func (h *orderHandler) timesAccepted(text string) int {
 	return h.accepted[text]
 }
 
-func (h *orderHandler) order(conv runs.ConvKey) []string {
+func (h *orderHandler) order(conv conv.Key) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.calls[conv])
@@ -79,7 +79,7 @@ var bob = telegramfake.User{ID: 7, FirstName: "Bob"}
 func TestBatchHandledConcurrentlyAcrossChatsInOrderWithinChat(t *testing.T) {
 	type msg struct {
 		push func(f *telegramfake.Server, text string) int64
-		conv runs.ConvKey
+		conv conv.Key
 	}
 	private := func(u telegramfake.User) msg {
 		return msg{func(f *telegramfake.Server, text string) int64 { id, _ := f.PushPrivate(u, text); return id }, privateConv(u.ID)}
@@ -89,7 +89,7 @@ func TestBatchHandledConcurrentlyAcrossChatsInOrderWithinChat(t *testing.T) {
 			id, _ := f.PushTopic(-100500, thread, ann, text)
 			return id
 		},
-			runs.ConvKey{Platform: platform, Chat: "-100500", Thread: strconv.Itoa(thread)}}
+			conv.Key{Platform: platform, Chat: "-100500", Thread: strconv.Itoa(thread)}}
 	}
 	tests := []struct {
 		name string

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -16,8 +16,8 @@ func TestPrivateMessageBecomesDirectInbound(t *testing.T) {
 	in := h.waitInbound(t, 1)[0]
 	want := channels.Inbound{
 		EventID:      "telegram:update:" + strconv.FormatInt(upd, 10),
-		Conv:         runs.ConvKey{Platform: "telegram", Chat: "42"},
-		Identity:     runs.Identity{Platform: "telegram", ChannelUserID: "42", DisplayName: "Ann Lee"},
+		Conv:         conv.Key{Platform: "telegram", Chat: "42"},
+		Identity:     conv.Identity{Platform: "telegram", ChannelUserID: "42", DisplayName: "Ann Lee"},
 		Text:         "hello there",
 		AddressesBot: true,
 		Direct:       true,
@@ -37,7 +37,7 @@ func TestGroupMessagesCarryMentionGating(t *testing.T) {
 	h := start(t, nil)
 	const group = -1001
 	bob := telegramfake.User{ID: 7, FirstName: "Bob"}
-	botMsg, err := h.ch.Send(context.Background(), channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: strconv.Itoa(group)}}, channels.Message{Text: "I am here"})
+	botMsg, err := h.ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: strconv.Itoa(group)}}, channels.Message{Text: "I am here"})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -66,7 +66,7 @@ func TestGroupMessagesCarryMentionGating(t *testing.T) {
 				t.Fatalf("got Direct=%v AddressesBot=%v Text=%q ReplyTo=%q; want addressed=%v text=%q replyTo=%q",
 					in.Direct, in.AddressesBot, in.Text, in.ReplyTo, tt.addressed, tt.text, tt.replyTo)
 			}
-			if in.Conv != (runs.ConvKey{Platform: "telegram", Chat: strconv.Itoa(group)}) {
+			if in.Conv != (conv.Key{Platform: "telegram", Chat: strconv.Itoa(group)}) {
 				t.Fatalf("conv = %+v", in.Conv)
 			}
 		})
@@ -97,7 +97,7 @@ func TestForumTopicBecomesConversationThread(t *testing.T) {
 	h := start(t, nil)
 	h.fake.PushTopic(-100777, 55, ann, "in a topic")
 	in := h.waitInbound(t, 1)[0]
-	want := runs.ConvKey{Platform: "telegram", Chat: "-100777", Thread: "55"}
+	want := conv.Key{Platform: "telegram", Chat: "-100777", Thread: "55"}
 	if in.Conv != want {
 		t.Fatalf("conv = %+v, want %+v", in.Conv, want)
 	}
@@ -136,7 +136,7 @@ func TestCallbackQueryBecomesInteractionAndIsAlwaysAnswered(t *testing.T) {
 				}
 			}
 			h := startWith(t, fake, nil, rec)
-			ref, err := h.ch.Send(context.Background(), channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "pick"})
+			ref, err := h.ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "pick"})
 			if err != nil {
 				t.Fatalf("Send: %v", err)
 			}

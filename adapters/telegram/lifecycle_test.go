@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -196,12 +196,12 @@ func TestTokenNeverAppearsInLogsOrErrors(t *testing.T) {
 	defer ch.Stop(context.Background())
 	eventually(t, "poll errors logged", func() bool { return fake.Count("getUpdates") >= 4 })
 	fake.FailNext("sendMessage", 1, telegramfake.Fault{Status: 400, Description: "Bad Request: chat not found"})
-	_, err := ch.Send(context.Background(), channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})
+	_, err := ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})
 	errs = append(errs, err)
 	ch.http = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("dial failed for " + r.URL.String())
 	})}
-	_, err = ch.Send(context.Background(), channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})
+	_, err = ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})
 	errs = append(errs, err)
 	for i, err := range errs {
 		if err == nil {

@@ -11,13 +11,13 @@ import (
 	"unicode/utf16"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
-func privateConv(id int64) runs.ConvKey {
-	return runs.ConvKey{Platform: "telegram", Chat: strconv.FormatInt(id, 10)}
+func privateConv(id int64) conv.Key {
+	return conv.Key{Platform: "telegram", Chat: strconv.FormatInt(id, 10)}
 }
 
 func clarificationCard() *render.Card {
@@ -229,7 +229,7 @@ func TestUnparsableHTMLFallsBackToPlainText(t *testing.T) {
 func TestTypingAndCommandsAreSentOnlyWhenNeeded(t *testing.T) {
 	h := start(t, nil)
 	ctx := context.Background()
-	if err := h.ch.Typing(ctx, channels.Target{Conv: runs.ConvKey{Platform: "telegram", Chat: "-100777", Thread: "55"}}); err != nil {
+	if err := h.ch.Typing(ctx, channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "-100777", Thread: "55"}}); err != nil {
 		t.Fatalf("Typing: %v", err)
 	}
 	if n := h.fake.ChatActions(-100777, "typing"); n != 1 {

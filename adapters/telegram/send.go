@@ -12,7 +12,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -51,7 +51,7 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 	return out, nil
 }
 
-func chatID(k runs.ConvKey) (int64, error) {
+func chatID(k conv.Key) (int64, error) {
 	id, err := strconv.ParseInt(k.Chat, 10, 64)
 	if err != nil || id == 0 {
 		return 0, fmt.Errorf("telegram: bad chat id %q", k.Chat)

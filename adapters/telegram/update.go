@@ -12,7 +12,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // update is a Bot API Update as this adapter reads it: the library's types plus the fields its
@@ -88,8 +88,8 @@ func toInbound(u update, bot botIdentity, now time.Time) (in channels.Inbound, o
 	return in, false
 }
 
-func convKey(chat *tgbotapi.Chat, m *message) runs.ConvKey {
-	k := runs.ConvKey{Platform: platform, Chat: strconv.FormatInt(chat.ID, 10)}
+func convKey(chat *tgbotapi.Chat, m *message) conv.Key {
+	k := conv.Key{Platform: platform, Chat: strconv.FormatInt(chat.ID, 10)}
 	// message_thread_id is also set on reply threads of ordinary supergroups; only a forum topic
 	// is its own conversation.
 	if m != nil && m.IsTopicMessage && m.MessageThreadID != 0 {
@@ -98,15 +98,15 @@ func convKey(chat *tgbotapi.Chat, m *message) runs.ConvKey {
 	return k
 }
 
-func identity(u *tgbotapi.User) runs.Identity {
+func identity(u *tgbotapi.User) conv.Identity {
 	if u == nil {
-		return runs.Identity{Platform: platform}
+		return conv.Identity{Platform: platform}
 	}
 	name := strings.TrimSpace(u.FirstName + " " + u.LastName)
 	if name == "" {
 		name = u.UserName
 	}
-	return runs.Identity{Platform: platform, ChannelUserID: strconv.FormatInt(u.ID, 10), DisplayName: name}
+	return conv.Identity{Platform: platform, ChannelUserID: strconv.FormatInt(u.ID, 10), DisplayName: name}
 }
 
 func messageInbound(u update, bot botIdentity, now time.Time) (channels.Inbound, bool) {
@@ -202,14 +202,14 @@ func removeRanges(u16 []uint16, cut [][2]int) string {
 	return s
 }
 
-func attachments(m *message) []runs.Attachment {
-	var out []runs.Attachment
+func attachments(m *message) []conv.Attachment {
+	var out []conv.Attachment
 	if d := m.Document; d != nil {
-		out = append(out, runs.Attachment{Name: d.FileName, MIME: d.MimeType, Size: int64(d.FileSize), URL: fileRef(d.FileID)})
+		out = append(out, conv.Attachment{Name: d.FileName, MIME: d.MimeType, Size: int64(d.FileSize), URL: fileRef(d.FileID)})
 	}
 	if n := len(m.Photo); n > 0 {
 		p := m.Photo[n-1] // the largest size comes last
-		out = append(out, runs.Attachment{Name: "photo.jpg", MIME: "image/jpeg", Size: int64(p.FileSize), URL: fileRef(p.FileID)})
+		out = append(out, conv.Attachment{Name: "photo.jpg", MIME: "image/jpeg", Size: int64(p.FileSize), URL: fileRef(p.FileID)})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package lead
 import (
 	"context"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
 
@@ -10,7 +11,7 @@ import (
 // Tools read it with CallerFrom to decide what the user may do.
 type Caller struct {
 	RunID         string
-	Conv          runs.ConvKey
+	Conv          conv.Key
 	Platform      string
 	ChannelUserID string
 	DisplayName   string

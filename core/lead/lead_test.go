@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/lead"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -71,12 +72,12 @@ func (c *collector) last() runs.Event {
 	return c.events[len(c.events)-1]
 }
 
-var conv = runs.ConvKey{Platform: "console", Chat: "local"}
+var testConv = conv.Key{Platform: "console", Chat: "local"}
 
 func envelope(kind runs.Kind, text string) *runs.Envelope {
 	return &runs.Envelope{
-		RunID: runs.NewRunID(), Kind: kind, Conv: conv, Text: text, CreatedAt: time.Now(), Attempt: 1,
-		Identity: runs.Identity{Platform: "console", ChannelUserID: "U1", DisplayName: "Ada"},
+		RunID: runs.NewRunID(), Kind: kind, Conv: testConv, Text: text, CreatedAt: time.Now(), Attempt: 1,
+		Identity: conv.Identity{Platform: "console", ChannelUserID: "U1", DisplayName: "Ada"},
 	}
 }
 
@@ -188,7 +189,7 @@ func TestLeadChainDelegatesAsksAndFinishes(t *testing.T) {
 	if out != runs.OutcomeFailed || !strings.Contains(third.last().Reason, "already answered") {
 		t.Fatalf("second answer: %v %+v", out, third.last())
 	}
-	raw, err := store.LoadEvents(ctx, conv.String())
+	raw, err := store.LoadEvents(ctx, testConv.String())
 	if err != nil || len(raw) == 0 {
 		t.Fatalf("history: %d %v", len(raw), err)
 	}
@@ -344,7 +345,7 @@ func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
 			if out, err := team.HandleRun(ctx, runs.NewRun(tc.env, first)); err != nil || out != tc.wantOut {
 				t.Fatalf("first attempt = %v, %v", out, err)
 			}
-			hist, err := store.LoadEvents(ctx, conv.String())
+			hist, err := store.LoadEvents(ctx, testConv.String())
 			if err != nil || len(hist) < tc.wantHist {
 				t.Fatalf("history after the first attempt: %d events, %v", len(hist), err)
 			}
@@ -354,7 +355,7 @@ func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
 			if err != nil || out != tc.wantOut || replay.last().Kind != tc.wantKind || replay.last().Text != first.last().Text {
 				t.Fatalf("replay = %v, %v, %+v; want %v re-emitting %+v", out, err, replay.last(), tc.wantOut, first.last())
 			}
-			if again, _ := store.LoadEvents(ctx, conv.String()); len(again) != len(hist) {
+			if again, _ := store.LoadEvents(ctx, testConv.String()); len(again) != len(hist) {
 				t.Errorf("history grew on replay: %d → %d events", len(hist), len(again))
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -20,7 +21,7 @@ type Depth struct {
 
 // ConvDepth is one conversation's backlog.
 type ConvDepth struct {
-	Conv ConvKey
+	Conv conv.Key
 	// Queued counts runs in the mailbox, the active one included.
 	Queued int64
 	// Active is the run a worker holds or last held, empty when none started.
@@ -45,7 +46,7 @@ func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 		if err != nil || !ok {
 			return err
 		}
-		k, _ := ParseConvKey(cs.Conv)
+		k, _ := conv.ParseKey(cs.Conv)
 		d.Conversations = append(d.Conversations, ConvDepth{Conv: k, Queued: cs.Queued, Active: cs.Active, Running: cs.Owner != ""})
 		return nil
 	})
@@ -56,7 +57,7 @@ func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 }
 
 // ConvDepth reports one conversation's backlog (zero when it has none).
-func (q *Queue) ConvDepth(ctx context.Context, conv ConvKey) (ConvDepth, error) {
+func (q *Queue) ConvDepth(ctx context.Context, conv conv.Key) (ConvDepth, error) {
 	cs, _, err := q.st.ConvState(ctx, conv.HashTag())
 	if err != nil {
 		return ConvDepth{}, fmt.Errorf("runs: depth of %s: %w", conv, err)
@@ -65,7 +66,7 @@ func (q *Queue) ConvDepth(ctx context.Context, conv ConvKey) (ConvDepth, error) 
 }
 
 // QueuedRuns lists the run ids in a conversation's mailbox, head (the active or next run) first.
-func (q *Queue) QueuedRuns(ctx context.Context, conv ConvKey) ([]string, error) {
+func (q *Queue) QueuedRuns(ctx context.Context, conv conv.Key) ([]string, error) {
 	ids, err := q.st.MailboxIDs(ctx, conv.HashTag())
 	if err != nil {
 		return nil, fmt.Errorf("runs: list %s: %w", conv, err)
@@ -76,7 +77,7 @@ func (q *Queue) QueuedRuns(ctx context.Context, conv ConvKey) ([]string, error) 
 // DeadLetter is a run the queue gave up on, with why.
 type DeadLetter struct {
 	RunID string
-	Conv  ConvKey
+	Conv  conv.Key
 	// Reason is for operators: "signature: bad_signature", "attempts exhausted: …".
 	Reason   string
 	Attempts int
@@ -103,7 +104,7 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 }
 
 func toDeadLetter(d rdb.DeadLetter) DeadLetter {
-	k, _ := ParseConvKey(d.Conv)
+	k, _ := conv.ParseKey(d.Conv)
 	env, _ := DecodeEnvelope(d.Envelope)
 	return DeadLetter{RunID: d.RunID, Conv: k, Reason: d.Reason, Attempts: d.Attempts, At: d.At, Envelope: env, Raw: d.Envelope}
 }
@@ -158,7 +159,7 @@ type Cancelled struct {
 // Cancel cancels runID in conv, or every run of conv when runID is empty: queued runs are removed
 // and the active run's context is cancelled (its outcome becomes cancelled). ErrNotFound when
 // runID is given and matched nothing.
-func (q *Queue) Cancel(ctx context.Context, conv ConvKey, runID string) (Cancelled, error) {
+func (q *Queue) Cancel(ctx context.Context, conv conv.Key, runID string) (Cancelled, error) {
 	active, removed, err := q.st.Cancel(ctx, conv.HashTag(), runID)
 	if err != nil {
 		return Cancelled{}, fmt.Errorf("runs: cancel in %s: %w", conv, err)

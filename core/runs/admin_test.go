@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -19,21 +20,21 @@ func TestAdminOps(t *testing.T) {
 
 	t.Run("depth", func(t *testing.T) {
 		q := newQueue(t, c)
-		for _, k := range []ConvKey{conv(1), conv(1), conv(2)} {
+		for _, k := range []conv.Key{testConv(1), testConv(1), testConv(2)} {
 			mustEnqueue(t, q, signedEnv(q.opt.Signer, k, "m"))
 		}
 		d, err := q.Depth(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[ConvKey]int64{}
+		got := map[conv.Key]int64{}
 		for _, cd := range d.Conversations {
 			got[cd.Conv] = cd.Queued
 		}
-		if d.Pending != 3 || got[conv(1)] != 2 || got[conv(2)] != 1 || len(got) != 2 {
+		if d.Pending != 3 || got[testConv(1)] != 2 || got[testConv(2)] != 1 || len(got) != 2 {
 			t.Errorf("Depth = %+v, want 3 pending: 2 in conv 1, 1 in conv 2", d)
 		}
-		if cd, err := q.ConvDepth(ctx, conv(1)); err != nil || cd.Queued != 2 || cd.Running {
+		if cd, err := q.ConvDepth(ctx, testConv(1)); err != nil || cd.Queued != 2 || cd.Running {
 			t.Errorf("ConvDepth = %+v, %v", cd, err)
 		}
 	})
@@ -50,7 +51,7 @@ func TestAdminOps(t *testing.T) {
 			}
 			return OutcomeAnswered, nil
 		}), nil)
-		a, b := signedEnv(q.opt.Signer, conv(1), "a"), signedEnv(q.opt.Signer, conv(2), "b")
+		a, b := signedEnv(q.opt.Signer, testConv(1), "a"), signedEnv(q.opt.Signer, testConv(2), "b")
 		mustEnqueue(t, q, a)
 		mustEnqueue(t, q, b)
 		eventually(t, 5*time.Second, "two dead letters", func() bool { d, _ := q.DeadLetters(ctx, 10); return len(d) == 2 })
@@ -82,7 +83,7 @@ func TestAdminOps(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}), rec)
-		k := conv(3)
+		k := testConv(3)
 		a, b, cc := signedEnv(q.opt.Signer, k, "a"), signedEnv(q.opt.Signer, k, "b"), signedEnv(q.opt.Signer, k, "c")
 		for _, e := range []*Envelope{a, b, cc} {
 			mustEnqueue(t, q, e)
@@ -112,14 +113,14 @@ func TestAdminOps(t *testing.T) {
 
 	t.Run("pause and resume intake", func(t *testing.T) {
 		q := newQueue(t, c)
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(1), "before"))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(1), "before"))
 		if err := q.Pause(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if p, err := q.Paused(ctx); err != nil || !p {
 			t.Fatalf("Paused = %v, %v", p, err)
 		}
-		for _, k := range []ConvKey{conv(1), conv(2)} { // a scheduled and an idle conversation
+		for _, k := range []conv.Key{testConv(1), testConv(2)} { // a scheduled and an idle conversation
 			if err := q.Enqueue(ctx, signedEnv(q.opt.Signer, k, "during")); !errors.Is(err, ErrPaused) {
 				t.Errorf("Enqueue while paused into %s = %v, want ErrPaused", k.Chat, err)
 			}
@@ -130,7 +131,7 @@ func TestAdminOps(t *testing.T) {
 		if err := q.Resume(ctx); err != nil {
 			t.Fatal(err)
 		}
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(2), "after"))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(2), "after"))
 		if p, _ := q.Paused(ctx); p {
 			t.Error("still paused after Resume")
 		}
@@ -162,7 +163,7 @@ func testRecentThroughput(t *testing.T, c redis.UniversalClient) {
 		return "", errors.New("model timed out")
 	}), nil)
 	for i, text := range []string{"ok", "ok", "ok", "ask", "bad", "bad", "flaky"} {
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(i), text))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(i), text))
 	}
 	want := Throughput{Answered: 3, Waiting: 1, Failed: 2, Retries: 1, DeadLettered: 1}
 	var r Recent

@@ -55,7 +55,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			envs := make([]*Envelope, b.N)
 			for i := range envs {
-				envs[i] = signedEnv(q.opt.Signer, conv(i%256), "x")
+				envs[i] = signedEnv(q.opt.Signer, testConv(i%256), "x")
 			}
 			if err := p.Start(ctx); err != nil {
 				b.Fatal(err)

@@ -10,7 +10,7 @@
 //
 // # Queue design
 //
-// Per conversation (keys tagged {conv:<128-bit hash of ConvKey.String>}, one cluster slot):
+// Per conversation (keys tagged {conv:<128-bit hash of conv.Key.String>}, one cluster slot):
 //
 //	<prefix>{conv:h}:q   list, the mailbox: "<run id>\n<envelope>" entries, head first
 //	<prefix>{conv:h}:st  hash, exists exactly while the conversation is scheduled: lease owner and

@@ -26,7 +26,7 @@ func TestDrainOnShutdown(t *testing.T) {
 		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		k := conv(1)
+		k := testConv(1)
 		first, second := signedEnv(q.opt.Signer, k, "first"), signedEnv(q.opt.Signer, k, "second")
 		mustEnqueue(t, q, first)
 		<-started
@@ -65,7 +65,7 @@ func TestDrainOnShutdown(t *testing.T) {
 		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		env := signedEnv(q.opt.Signer, conv(2), "slow")
+		env := signedEnv(q.opt.Signer, testConv(2), "slow")
 		mustEnqueue(t, q, env)
 		<-started
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // MaxEnvelopeBytes bounds an encoded envelope; larger input is malformed. The router refuses
@@ -21,13 +22,13 @@ const MaxEnvelopeBytes = 1 << 20
 // nothing in it until Signer.Verify succeeds.
 type Envelope struct {
 	// RunID is a ULID (NewRunID): sortable by creation time, unique per run.
-	RunID    string   `json:"run_id"`
-	Kind     Kind     `json:"kind"`
-	Conv     ConvKey  `json:"conv"`
-	Identity Identity `json:"identity"`
-	Text     string   `json:"text,omitempty"`
+	RunID    string        `json:"run_id"`
+	Kind     Kind          `json:"kind"`
+	Conv     conv.Key      `json:"conv"`
+	Identity conv.Identity `json:"identity"`
+	Text     string        `json:"text,omitempty"`
 	// Attachments are file metadata only.
-	Attachments []Attachment `json:"attachments,omitempty"`
+	Attachments []conv.Attachment `json:"attachments,omitempty"`
 	// ReplyTo is the platform message id the answer should reply to or thread under.
 	ReplyTo string `json:"reply_to,omitempty"`
 	// Command and Args are set for KindCommand.

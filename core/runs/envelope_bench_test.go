@@ -3,6 +3,8 @@ package runs
 import (
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // BenchmarkOpen measures what a worker does with every claimed run before trusting it:
@@ -11,8 +13,8 @@ func BenchmarkOpen(b *testing.B) {
 	s := testSigner(b)
 	env := &Envelope{
 		RunID: NewRunID(), Kind: KindMessage,
-		Conv:     ConvKey{Platform: "telegram", Chat: "100012"},
-		Identity: Identity{Platform: "telegram", ChannelUserID: "100012", DisplayName: "Load"},
+		Conv:     conv.Key{Platform: "telegram", Chat: "100012"},
+		Identity: conv.Identity{Platform: "telegram", ChannelUserID: "100012", DisplayName: "Load"},
 		Text:     "m3 c12", ReplyTo: "4", CreatedAt: time.Now().UTC(), Attempt: 1,
 	}
 	s.Sign(env)

@@ -6,43 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestConvKeyStringIsStableAndInjective(t *testing.T) {
-	cases := []struct {
-		k    ConvKey
-		want string
-	}{
-		{ConvKey{Platform: "slack", Workspace: "T1", Chat: "C1", Thread: "171.2"}, "slack:T1:C1:171.2"},
-		{ConvKey{Platform: "telegram", Chat: "-100"}, "telegram::-100:"},
-		{ConvKey{Platform: "x", Chat: "a:b", Thread: "50%"}, "x::a%3Ab:50%25"},
-	}
-	for _, c := range cases {
-		t.Run(c.want, func(t *testing.T) {
-			if got := c.k.String(); got != c.want {
-				t.Errorf("String() = %q, want %q", got, c.want)
-			}
-			if back, ok := ParseConvKey(c.k.String()); !ok || back != c.k {
-				t.Errorf("ParseConvKey(String()) = %+v, %v", back, ok)
-			}
-			if tag := c.k.HashTag(); !strings.HasPrefix(tag, "{conv:") || len(tag) != len("{conv:}")+32 {
-				t.Errorf("HashTag() = %q", tag)
-			}
-		})
-	}
-	if (ConvKey{Platform: "a", Chat: "b:c"}).String() == (ConvKey{Platform: "a", Chat: "b", Thread: "c"}).String() {
-		t.Error("two different keys share a string")
-	}
-	for _, bad := range []string{"", "a:b:c", "a:b:c:d:e", "a:b:%zz:d", "a:b:%3:d", "a:b:c:%"} {
-		if _, ok := ParseConvKey(bad); ok {
-			t.Errorf("ParseConvKey(%q) accepted", bad)
-		}
-	}
-}
+	"github.com/switchboard-bot/switchboard/core/conv"
+)
 
 func TestDecodeEnvelopeRejectsMalformedInput(t *testing.T) {
 	s := testSigner(t)
-	good := signedEnv(s, conv(1), "hello")
+	good := signedEnv(s, testConv(1), "hello")
 	goodJSON, err := good.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +49,7 @@ func TestDecodeEnvelopeRejectsMalformedInput(t *testing.T) {
 func TestVerifyClassifiesFailures(t *testing.T) {
 	s := testSigner(t)
 	other := testSigner(t, []byte("some-other-key-0123456789"))
-	mk := func(f func(e *Envelope)) *Envelope { e := signedEnv(s, conv(1), "hi"); f(e); return e }
+	mk := func(f func(e *Envelope)) *Envelope { e := signedEnv(s, testConv(1), "hi"); f(e); return e }
 	cases := []struct {
 		name string
 		env  *Envelope
@@ -89,7 +59,7 @@ func TestVerifyClassifiesFailures(t *testing.T) {
 		{"attempt is not signed", mk(func(e *Envelope) { e.Attempt = 3 }), nil},
 		{"unsigned", mk(func(e *Envelope) { e.Sig = nil }), ErrUnsigned},
 		{"empty signature", mk(func(e *Envelope) { e.Sig = &Signature{} }), ErrUnsigned},
-		{"unknown key", signedEnv(other, conv(1), "hi"), ErrUnknownKey},
+		{"unknown key", signedEnv(other, testConv(1), "hi"), ErrUnknownKey},
 		{"tampered text", mk(func(e *Envelope) { e.Text = "bye" }), ErrBadSignature},
 		{"tampered identity", mk(func(e *Envelope) { e.Identity.ChannelUserID = "admin" }), ErrBadSignature},
 		{"tampered time", mk(func(e *Envelope) { e.CreatedAt = e.CreatedAt.Add(time.Nanosecond) }), ErrBadSignature},
@@ -109,9 +79,9 @@ func TestVerifyClassifiesFailures(t *testing.T) {
 
 func TestSignatureSurvivesTheWire(t *testing.T) {
 	s := testSigner(t)
-	e := signedEnv(s, conv(1), "héllo <b>&</b>")
+	e := signedEnv(s, testConv(1), "héllo <b>&</b>")
 	e.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))
-	e.Attachments = []Attachment{{Name: "a.png", MIME: "image/png", Size: 10, URL: "https://x/a"}}
+	e.Attachments = []conv.Attachment{{Name: "a.png", MIME: "image/png", Size: 10, URL: "https://x/a"}}
 	e.Kind, e.Command, e.Args = KindCommand, "reset", []string{"all"}
 	s.Sign(e)
 	b, err := e.Encode()
@@ -141,7 +111,7 @@ func TestNewSignerRejectsBadRings(t *testing.T) {
 
 func TestRunEmitStampsSteps(t *testing.T) {
 	rec := newRecorder()
-	env := newEnv(conv(1), "x")
+	env := newEnv(testConv(1), "x")
 	run := NewRun(env, rec)
 	for _, k := range []EventKind{EventStarted, EventProgress, EventFinal} {
 		if err := run.Emit(context.Background(), Event{Kind: k}); err != nil {
@@ -164,7 +134,7 @@ func TestRunEmitStampsSteps(t *testing.T) {
 
 func FuzzDecodeEnvelope(f *testing.F) {
 	s, _ := NewSigner([][]byte{testKey})
-	good := signedEnv(s, conv(1), "hello")
+	good := signedEnv(s, testConv(1), "hello")
 	b, _ := good.Encode()
 	f.Add(b)
 	f.Add([]byte(`{}`))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // EventKind says what a run event reports; the channels layer renders each kind.
@@ -36,7 +38,7 @@ func (k EventKind) Terminal() bool {
 type Event struct {
 	RunID string    `json:"run_id"`
 	Step  int       `json:"step"`
-	Conv  ConvKey   `json:"conv"`
+	Conv  conv.Key  `json:"conv"`
 	Kind  EventKind `json:"kind"`
 	// Text is markdown.
 	Text string `json:"text,omitempty"`

@@ -25,7 +25,7 @@ func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 			}
 			return "", errors.New("model timed out")
 		}), rec)
-		env := signedEnv(q.opt.Signer, conv(1), "doomed")
+		env := signedEnv(q.opt.Signer, testConv(1), "doomed")
 		mustEnqueue(t, q, env)
 		var dls []DeadLetter
 		eventually(t, 5*time.Second, "the dead letter", func() bool {
@@ -61,7 +61,7 @@ func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 			}
 			return OutcomeAnswered, nil
 		}), nil)
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(2), "flaky"))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(2), "flaky"))
 		eventually(t, 5*time.Second, "the answer", func() bool { s := stats(t, q); return s.Answered == 1 && s.Retries == 1 })
 	})
 	t.Run("a permanent error fails at once", func(t *testing.T) {
@@ -71,7 +71,7 @@ func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 			calls.Add(1)
 			return "", Permanent(errors.New("bad request"))
 		}), nil)
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(3), "bad"))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(3), "bad"))
 		eventually(t, 5*time.Second, "the failure", func() bool { return stats(t, q).Failed == 1 })
 		if calls.Load() != 1 {
 			t.Errorf("handler called %d times, want 1", calls.Load())
@@ -86,7 +86,7 @@ func TestForgedTamperedUnsignedDeadLettered(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, realRedis(t))
 	other := testSigner(t, []byte("an-attackers-key-0123456789abcdef"))
-	k := conv(7)
+	k := testConv(7)
 	unsigned := newEnv(k, "unsigned")
 	forged := signedEnv(other, k, "forged with another key")
 	tampered := signedEnv(q.opt.Signer, k, "transfer 10")
@@ -153,7 +153,7 @@ func TestKeyRotation(t *testing.T) {
 	retired := testSigner(t, newKey)
 
 	t.Run("newest signs, every key verifies", func(t *testing.T) {
-		e := newEnv(conv(1), "x")
+		e := newEnv(testConv(1), "x")
 		rotated.Sign(e)
 		if e.Sig.KeyID != KeyID(newKey) {
 			t.Errorf("signed with %s, want the newest key %s", e.Sig.KeyID, KeyID(newKey))
@@ -161,7 +161,7 @@ func TestKeyRotation(t *testing.T) {
 		if err := oldRing.Verify(e); !errors.Is(err, ErrUnknownKey) {
 			t.Errorf("old ring verifying a new-key envelope = %v, want ErrUnknownKey", err)
 		}
-		o := newEnv(conv(1), "y")
+		o := newEnv(testConv(1), "y")
 		oldRing.Sign(o)
 		if err := rotated.Verify(o); err != nil {
 			t.Errorf("rotated ring rejects an old-key envelope: %v", err)
@@ -169,8 +169,8 @@ func TestKeyRotation(t *testing.T) {
 	})
 	t.Run("queued runs signed before a rotation still run; after retirement they are dead-lettered", func(t *testing.T) {
 		q := newQueue(t, c, func(o *Options) { o.Signer = rotated })
-		before := signedEnv(oldRing, conv(2), "signed before the rotation")
-		after := signedEnv(rotated, conv(3), "signed after")
+		before := signedEnv(oldRing, testConv(2), "signed before the rotation")
+		after := signedEnv(rotated, testConv(3), "signed after")
 		mustEnqueue(t, q, before)
 		mustEnqueue(t, q, after)
 		rec := newRecorder()
@@ -182,7 +182,7 @@ func TestKeyRotation(t *testing.T) {
 		}
 
 		q2 := newQueue(t, c, func(o *Options) { o.Signer = retired; o.Prefix = q.opt.Prefix })
-		stale := signedEnv(oldRing, conv(4), "signed with the retired key")
+		stale := signedEnv(oldRing, testConv(4), "signed with the retired key")
 		mustEnqueue(t, q2, stale)
 		startPool(t, q2, h, nil)
 		eventually(t, 5*time.Second, "the dead letter", func() bool {

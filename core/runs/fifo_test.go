@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 func TestFIFOPerConversation(t *testing.T) {
@@ -21,7 +22,7 @@ func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) {
 	q := newQueue(t, c, func(o *Options) { o.Workers = 8; o.MaxPending = -1; o.MaxPerConversation = -1 })
 	rec := newRecorder()
 	var mu sync.Mutex
-	active := map[ConvKey]bool{}
+	active := map[conv.Key]bool{}
 	overlap := false
 	h := HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
 		k := run.Envelope.Conv
@@ -42,14 +43,14 @@ func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) {
 	// Each producer owns a subset of conversations, so per-conversation enqueue order is known.
 	const producers = 5
 	var wg sync.WaitGroup
-	want := map[ConvKey][]string{}
+	want := map[conv.Key][]string{}
 	ids := make([]string, 0, n)
 	var wmu sync.Mutex
 	for p := range producers {
 		wg.Go(func() {
 			perProducer := convs / producers
 			for j := range n / producers {
-				k := conv(p + producers*(j%perProducer))
+				k := testConv(p + producers*(j%perProducer))
 				i := j*producers + p
 				e := signedEnv(q.opt.Signer, k, fmt.Sprintf("%s#%d", k.Chat, i))
 				wmu.Lock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"go.uber.org/goleak"
 )
 
@@ -92,16 +93,16 @@ func testSigner(t testing.TB, keys ...[]byte) *Signer {
 	return s
 }
 
-func conv(i int) ConvKey {
-	return ConvKey{Platform: "test", Workspace: "w", Chat: "chat-" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + hex.EncodeToString([]byte{byte(i >> 8), byte(i)})}
+func testConv(i int) conv.Key {
+	return conv.Key{Platform: "test", Workspace: "w", Chat: "chat-" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + hex.EncodeToString([]byte{byte(i >> 8), byte(i)})}
 }
 
-func newEnv(c ConvKey, text string) *Envelope {
+func newEnv(c conv.Key, text string) *Envelope {
 	return &Envelope{RunID: NewRunID(), Kind: KindMessage, Conv: c, Text: text, CreatedAt: time.Now(),
-		Identity: Identity{Platform: c.Platform, ChannelUserID: "u1", DisplayName: "User"}}
+		Identity: conv.Identity{Platform: c.Platform, ChannelUserID: "u1", DisplayName: "User"}}
 }
 
-func signedEnv(s *Signer, c ConvKey, text string) *Envelope {
+func signedEnv(s *Signer, c conv.Key, text string) *Envelope {
 	e := newEnv(c, text)
 	s.Sign(e)
 	return e
@@ -166,12 +167,12 @@ func mustEnqueue(t testing.TB, q *Queue, e *Envelope) {
 type recorder struct {
 	mu     sync.Mutex
 	runs   map[string]int // run id -> times handled
-	order  map[ConvKey][]string
+	order  map[conv.Key][]string
 	events []Event
 }
 
 func newRecorder() *recorder {
-	return &recorder{runs: map[string]int{}, order: map[ConvKey][]string{}}
+	return &recorder{runs: map[string]int{}, order: map[conv.Key][]string{}}
 }
 
 func (r *recorder) handled(run *Run) {

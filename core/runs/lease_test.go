@@ -22,7 +22,7 @@ func TestLeaseExpiryTakeover(t *testing.T) { testLeaseExpiryTakeover(t, realRedi
 func testLeaseExpiryTakeover(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
 	q := newQueue(t, c)
-	k := conv(1)
+	k := testConv(1)
 	first, second := signedEnv(q.opt.Signer, k, "first"), signedEnv(q.opt.Signer, k, "second")
 	mustEnqueue(t, q, first)
 	mustEnqueue(t, q, second)
@@ -68,7 +68,7 @@ func testLeaseExpiryTakeover(t *testing.T, c redis.UniversalClient) {
 func TestLeaseTakeoverAfterSIGKILL(t *testing.T) {
 	c := realRedis(t)
 	q := newQueue(t, c)
-	k := conv(2)
+	k := testConv(2)
 	env := signedEnv(q.opt.Signer, k, "survives kill -9")
 	mustEnqueue(t, q, env)
 

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // Followup is what a message does when its conversation already has a run in progress.
@@ -39,7 +41,7 @@ type Options struct {
 	Followup Followup
 	// FollowupFor, when set, picks the policy per conversation (a per-thread setting); an empty
 	// answer falls back to Followup.
-	FollowupFor func(ConvKey) Followup
+	FollowupFor func(conv.Key) Followup
 	// MaxPerConversation bounds queued runs per conversation (default 50; negative: no limit).
 	MaxPerConversation int
 	// MaxPending bounds admitted, unfinished runs over all conversations (default 10000;
@@ -100,7 +102,7 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-func (o Options) followupFor(k ConvKey) Followup {
+func (o Options) followupFor(k conv.Key) Followup {
 	if o.FollowupFor != nil {
 		if f := o.FollowupFor(k); f == FollowupQueue || f == FollowupInterrupt {
 			return f

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -23,7 +24,7 @@ func pendingOf(t testing.TB, q *Queue) int64 {
 
 // ghostAck plays a worker that runs conv's run and acknowledges it, then dies before its settler
 // flushes: the run is finished but still counted.
-func ghostAck(t *testing.T, q *Queue, k ConvKey, runID string) {
+func ghostAck(t *testing.T, q *Queue, k conv.Key, runID string) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := q.st.ReadHints(ctx, "ghost", 100, 0); err != nil {
@@ -44,7 +45,7 @@ func ghostAck(t *testing.T, q *Queue, k ConvKey, runID string) {
 
 // ghostAdmit plays an enqueuer that admits a run for a scheduled conversation and dies before
 // pushing it: counted, never queued.
-func ghostAdmit(t *testing.T, q *Queue, k ConvKey) {
+func ghostAdmit(t *testing.T, q *Queue, k conv.Key) {
 	t.Helper()
 	st, _, err := q.st.Ready(context.Background(), rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: rdb.Member(k.HashTag(), NewRunID())})
 	if err != nil || st != rdb.ReadyOK {
@@ -62,11 +63,11 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 	q := newQueue(t, realRedis(t), func(o *Options) { o.Lease = 300 * time.Millisecond })
 	q.reconcileAge = 500 * time.Millisecond
 
-	acked := signedEnv(q.opt.Signer, conv(1), "acked, never settled")
+	acked := signedEnv(q.opt.Signer, testConv(1), "acked, never settled")
 	mustEnqueue(t, q, acked)
-	ghostAck(t, q, conv(1), acked.RunID)
-	ghostAdmit(t, q, conv(2))
-	live := signedEnv(q.opt.Signer, conv(3), "queued")
+	ghostAck(t, q, testConv(1), acked.RunID)
+	ghostAdmit(t, q, testConv(2))
+	live := signedEnv(q.opt.Signer, testConv(3), "queued")
 	mustEnqueue(t, q, live)
 	if n := pendingOf(t, q); n != 3 {
 		t.Fatalf("pending = %d after the crashes, want 3 (1 queued, 2 left over)", n)
@@ -81,19 +82,19 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 			}
 			return n == 1
 		})
-		if ok, err := q.st.IsAdmitted(ctx, conv(3).HashTag(), live.RunID); err != nil || !ok {
+		if ok, err := q.st.IsAdmitted(ctx, testConv(3).HashTag(), live.RunID); err != nil || !ok {
 			t.Errorf("the queued run's admission = %v, %v; want kept", ok, err)
 		}
 	})
 
 	// An enqueuer killed between its push and its admission: queued, hinted by nobody, counted by
 	// nobody. The rescue hints it and counts it.
-	unadmitted := signedEnv(q.opt.Signer, conv(4), "pushed, never admitted")
+	unadmitted := signedEnv(q.opt.Signer, testConv(4), "pushed, never admitted")
 	payload, err := unadmitted.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := q.st.Enqueue(ctx, rdb.EnqueueReq{Tag: conv(4).HashTag(), Probe: true, Entry: rdb.Entry(unadmitted.RunID, payload), Now: time.Now().UnixMilli(), ConvKey: conv(4).String()})
+	r, err := q.st.Enqueue(ctx, rdb.EnqueueReq{Tag: testConv(4).HashTag(), Probe: true, Entry: rdb.Entry(unadmitted.RunID, payload), Now: time.Now().UnixMilli(), ConvKey: testConv(4).String()})
 	if err != nil || r.Status != rdb.StatusNew {
 		t.Fatalf("push = %+v, %v", r, err)
 	}
@@ -114,15 +115,15 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 			p.rescue(ctx)
 			return pendingOf(t, q) == 2
 		})
-		if ok, _ := q.st.IsAdmitted(ctx, conv(4).HashTag(), unadmitted.RunID); !ok {
+		if ok, _ := q.st.IsAdmitted(ctx, testConv(4).HashTag(), unadmitted.RunID); !ok {
 			t.Error("the rescued run is not the one counted")
 		}
 	})
 
 	t.Run("a running pool sweeps by itself", func(t *testing.T) {
 		// New crashes, left to the pool's recoverer.
-		ghostAdmit(t, q, conv(5))
-		ghostAdmit(t, q, conv(1))
+		ghostAdmit(t, q, testConv(5))
+		ghostAdmit(t, q, testConv(1))
 		if err := p.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +200,7 @@ func TestReconcileNeverUndercountsLiveRuns(t *testing.T) {
 		for c := range convs {
 			pw.Go(func() {
 				for i := from; i < to; i++ {
-					mustEnqueueAsync(t, q, signedEnv(q.opt.Signer, conv(c), fmt.Sprintf("c%d-%d", c, i)))
+					mustEnqueueAsync(t, q, signedEnv(q.opt.Signer, testConv(c), fmt.Sprintf("c%d-%d", c, i)))
 				}
 			})
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 func TestConversationsRunInParallel(t *testing.T) {
@@ -35,7 +37,7 @@ func TestConversationsRunInParallel(t *testing.T) {
 		return OutcomeAnswered, nil
 	}), nil)
 	for i := range convs {
-		mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(i), "hi"))
+		mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(i), "hi"))
 	}
 	eventually(t, 10*time.Second, "every run", func() bool { return stats(t, q).Answered == convs })
 	if peak != convs {
@@ -60,7 +62,7 @@ func TestInterruptPolicy(t *testing.T) {
 		}
 		return OutcomeAnswered, nil
 	}), rec)
-	k := conv(1)
+	k := testConv(1)
 	first, second, third := signedEnv(q.opt.Signer, k, "first"), signedEnv(q.opt.Signer, k, "second"), signedEnv(q.opt.Signer, k, "third")
 	mustEnqueue(t, q, first)
 	if got := <-started; got != "first" {
@@ -90,7 +92,7 @@ func TestBackpressure(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, realRedis(t), func(o *Options) { o.MaxPerConversation = 3; o.MaxPending = 5 })
 	var accepted []string
-	enqueue := func(k ConvKey) error {
+	enqueue := func(k conv.Key) error {
 		e := signedEnv(q.opt.Signer, k, "m")
 		err := q.Enqueue(ctx, e)
 		if err == nil {
@@ -99,27 +101,27 @@ func TestBackpressure(t *testing.T) {
 		return err
 	}
 	for range 3 {
-		if err := enqueue(conv(1)); err != nil {
+		if err := enqueue(testConv(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var busy *BusyError
-	if err := enqueue(conv(1)); !errors.As(err, &busy) || busy.Scope != ScopeConversation || busy.Limit != 3 {
+	if err := enqueue(testConv(1)); !errors.As(err, &busy) || busy.Scope != ScopeConversation || busy.Limit != 3 {
 		t.Fatalf("4th run in one conversation: %v, want BusyError{conversation, 3}", err)
 	}
 	for range 2 {
-		if err := enqueue(conv(2)); err != nil {
+		if err := enqueue(testConv(2)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, k := range []ConvKey{conv(2), conv(3)} { // scheduled and idle conversations alike
+	for _, k := range []conv.Key{testConv(2), testConv(3)} { // scheduled and idle conversations alike
 		if err := enqueue(k); !errors.As(err, &busy) || busy.Scope != ScopeGlobal || busy.Limit != 5 {
 			t.Fatalf("6th run overall in %s: %v, want BusyError{global, 5}", k.Chat, err)
 		}
 	}
 	// Nothing was dropped silently: exactly the accepted runs are queued.
 	var queued []string
-	for _, k := range []ConvKey{conv(1), conv(2), conv(3)} {
+	for _, k := range []conv.Key{testConv(1), testConv(2), testConv(3)} {
 		ids, err := q.QueuedRuns(ctx, k)
 		if err != nil {
 			t.Fatal(err)
@@ -144,10 +146,10 @@ func TestEnqueueIsAllOrNothingAcrossCancellation(t *testing.T) {
 	q := newQueue(t, realRedis(t), func(o *Options) { o.Lease = 30 * time.Second })
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := q.Enqueue(done, signedEnv(q.opt.Signer, conv(1), "never")); !errors.Is(err, context.Canceled) {
+	if err := q.Enqueue(done, signedEnv(q.opt.Signer, testConv(1), "never")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("enqueue with an ended context: %v, want context.Canceled", err)
 	}
-	if d, err := q.ConvDepth(context.Background(), conv(1)); err != nil || d.Queued != 0 {
+	if d, err := q.ConvDepth(context.Background(), testConv(1)); err != nil || d.Queued != 0 {
 		t.Fatalf("an ended context queued something: %+v %v", d, err)
 	}
 
@@ -157,7 +159,7 @@ func TestEnqueueIsAllOrNothingAcrossCancellation(t *testing.T) {
 	var want []string
 	for i := range 50 {
 		ctx, cancel := context.WithCancel(context.Background())
-		e := signedEnv(q.opt.Signer, conv(100+i), "m")
+		e := signedEnv(q.opt.Signer, testConv(100+i), "m")
 		go cancel()
 		if err := q.Enqueue(ctx, e); err == nil {
 			want = append(want, e.RunID)
@@ -178,7 +180,7 @@ func TestEnqueueIsAllOrNothingAcrossCancellation(t *testing.T) {
 	})
 	eventually(t, 10*time.Second, "no run left in a mailbox", func() bool {
 		for i := range 50 {
-			d, err := q.ConvDepth(context.Background(), conv(100+i))
+			d, err := q.ConvDepth(context.Background(), testConv(100+i))
 			if err != nil || d.Queued != 0 {
 				return false
 			}

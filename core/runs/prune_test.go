@@ -48,7 +48,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	for i := range 2 {
 		q := open(fmt.Sprint("old-", i))
 		p := startPool(t, q, h, nil)
-		e := signedEnv(q.opt.Signer, conv(i), "served by an old process")
+		e := signedEnv(q.opt.Signer, testConv(i), "served by an old process")
 		mustEnqueue(t, q, e)
 		eventually(t, 5*time.Second, "the old process's run", func() bool { return rec.count(e.RunID) == 1 })
 		if err := p.Shutdown(ctx); err != nil {
@@ -56,7 +56,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 		}
 	}
 	// A process killed while holding a hint it never served.
-	orphan := signedEnv(base.opt.Signer, conv(9), "held by a killed process")
+	orphan := signedEnv(base.opt.Signer, testConv(9), "held by a killed process")
 	mustEnqueue(t, base, orphan)
 	if hs, err := base.st.ReadHints(ctx, "killed", 10, 0); err != nil || len(hs) != 1 {
 		t.Fatalf("the killed process read %v, %v", hs, err)

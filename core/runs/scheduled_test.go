@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 func TestScheduledSetRemembersForAWhile(t *testing.T) {
@@ -53,9 +55,9 @@ func TestEnqueueWhenTheGuessIsWrong(t *testing.T) {
 		// hold keeps the first run in its handler until the second is enqueued.
 		hold bool
 		// prime enqueues the first run so that the producer's guess is wrong.
-		prime func(t *testing.T, producer, other *Queue, k ConvKey, rec *recorder) (first *Envelope)
+		prime func(t *testing.T, producer, other *Queue, k conv.Key, rec *recorder) (first *Envelope)
 	}{
-		{"believed scheduled, went idle", false, func(t *testing.T, producer, _ *Queue, k ConvKey, rec *recorder) *Envelope {
+		{"believed scheduled, went idle", false, func(t *testing.T, producer, _ *Queue, k conv.Key, rec *recorder) *Envelope {
 			e := signedEnv(producer.opt.Signer, k, "first")
 			mustEnqueue(t, producer, e)
 			eventually(t, 5*time.Second, "the first run and the idle conversation", func() bool {
@@ -67,7 +69,7 @@ func TestEnqueueWhenTheGuessIsWrong(t *testing.T) {
 			}
 			return e
 		}},
-		{"believed idle, scheduled by another producer", true, func(t *testing.T, producer, other *Queue, k ConvKey, rec *recorder) *Envelope {
+		{"believed idle, scheduled by another producer", true, func(t *testing.T, producer, other *Queue, k conv.Key, rec *recorder) *Envelope {
 			e := signedEnv(other.opt.Signer, k, "first")
 			mustEnqueue(t, other, e)
 			if producer.sched.likely(k.HashTag(), time.Now()) {
@@ -102,7 +104,7 @@ func TestEnqueueWhenTheGuessIsWrong(t *testing.T) {
 				rec.handled(run)
 				return OutcomeAnswered, nil
 			}), nil)
-			k := conv(7)
+			k := testConv(7)
 			first := tt.prime(t, producer, other, k, rec)
 			second := signedEnv(opt.Signer, k, "second")
 			mustEnqueue(t, producer, second)
@@ -126,8 +128,8 @@ func TestEnqueueWhenTheGuessIsWrong(t *testing.T) {
 func TestEnqueueRefusalsLeaveTheGuessAlone(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, realRedis(t), func(o *Options) { o.MaxPending = 1 })
-	mustEnqueue(t, q, signedEnv(q.opt.Signer, conv(1), "one"))
-	k := conv(2)
+	mustEnqueue(t, q, signedEnv(q.opt.Signer, testConv(1), "one"))
+	k := testConv(2)
 	var busy *BusyError
 	if err := q.Enqueue(ctx, signedEnv(q.opt.Signer, k, "two")); !errors.As(err, &busy) || busy.Scope != ScopeGlobal {
 		t.Fatalf("Enqueue over the global limit = %v, want BusyError{global}", err)

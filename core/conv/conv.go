@@ -1,4 +1,8 @@
-package runs
+// Package conv is the vocabulary adapters fill in and the core keys its state by: which
+// conversation a message belongs to (Key), who sent it (Identity) and the files that came with it
+// (Attachment). It imports only the standard library, so an adapter can name a conversation
+// without being able to reach the queue, the thread store or Redis.
+package conv
 
 import (
 	"crypto/sha256"
@@ -6,10 +10,10 @@ import (
 	"strings"
 )
 
-// ConvKey identifies one conversation: a platform, a workspace (Slack team, Discord guild; empty
+// Key identifies one conversation: a platform, a workspace (Slack team, Discord guild; empty
 // for Telegram), a chat (channel, DM, group) and a thread or topic inside it (may be empty).
-// Two messages belong to the same conversation exactly when their ConvKeys are equal.
-type ConvKey struct {
+// Two messages belong to the same conversation exactly when their Keys are equal.
+type Key struct {
 	Platform  string `json:"platform"`
 	Workspace string `json:"workspace,omitempty"`
 	Chat      string `json:"chat"`
@@ -19,36 +23,36 @@ type ConvKey struct {
 // String is the conversation's stable identity: the four parts joined by ':' with '%' and ':'
 // inside a part percent-escaped, so distinct keys never produce the same string. It never changes
 // between releases; stores key conversations by it.
-func (k ConvKey) String() string {
+func (k Key) String() string {
 	return escapePart(k.Platform) + ":" + escapePart(k.Workspace) + ":" + escapePart(k.Chat) + ":" + escapePart(k.Thread)
 }
 
-// ParseConvKey inverts String. It reports false when s is not a string String produced.
-func ParseConvKey(s string) (ConvKey, bool) {
+// ParseKey inverts String. It reports false when s is not a string String produced.
+func ParseKey(s string) (Key, bool) {
 	parts := strings.Split(s, ":")
 	if len(parts) != 4 {
-		return ConvKey{}, false
+		return Key{}, false
 	}
 	var out [4]string
 	for i, p := range parts {
 		u, ok := unescapePart(p)
 		if !ok {
-			return ConvKey{}, false
+			return Key{}, false
 		}
 		out[i] = u
 	}
-	return ConvKey{Platform: out[0], Workspace: out[1], Chat: out[2], Thread: out[3]}, true
+	return Key{Platform: out[0], Workspace: out[1], Chat: out[2], Thread: out[3]}, true
 }
 
 // HashTag is the Redis Cluster hash tag of the conversation, "{conv:<32 hex>}": every key of one
 // conversation carries it so the scripts that touch them together run on one cluster slot.
-func (k ConvKey) HashTag() string {
+func (k Key) HashTag() string {
 	sum := sha256.Sum256([]byte(k.String()))
 	return "{conv:" + hex.EncodeToString(sum[:16]) + "}"
 }
 
 // IsZero reports whether the key names no conversation (no platform and no chat).
-func (k ConvKey) IsZero() bool { return k.Platform == "" && k.Chat == "" }
+func (k Key) IsZero() bool { return k.Platform == "" && k.Chat == "" }
 
 func escapePart(s string) string {
 	if !strings.ContainsAny(s, "%:") {
@@ -99,23 +103,4 @@ type Attachment struct {
 	MIME string `json:"mime,omitempty"`
 	Size int64  `json:"size,omitempty"`
 	URL  string `json:"url,omitempty"`
-}
-
-// Kind is what an envelope asks the worker to do.
-type Kind string
-
-// The envelope kinds.
-const (
-	KindMessage             Kind = "message"
-	KindClarificationAnswer Kind = "clarification_answer"
-	KindCommand             Kind = "command"
-)
-
-// Valid reports whether k is one of the defined kinds.
-func (k Kind) Valid() bool {
-	switch k {
-	case KindMessage, KindClarificationAnswer, KindCommand:
-		return true
-	}
-	return false
 }

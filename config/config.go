@@ -106,6 +106,23 @@ type Slack struct {
 	APIURL string `koanf:"api_url"`
 	// Mode is SlackSocket or SlackHTTP.
 	Mode string `koanf:"mode"`
+	// Connections is the number of Socket Mode connections held (1–10; Slack spreads events
+	// over them).
+	Connections int `koanf:"connections"`
+	// ThreadReplies is SlackRepliesAll (messages in threads the bot is part of need no mention)
+	// or SlackRepliesMention.
+	ThreadReplies string `koanf:"thread_replies"`
+	// ReplyInThread answers a top-level channel mention in a thread rooted at it.
+	ReplyInThread bool `koanf:"reply_in_thread"`
+	// Command is the slash command the app's manifest declares; its first word is a bot command.
+	Command string `koanf:"command"`
+	// AssistantStatus shows "is thinking…" (assistant.threads.setStatus) while a run works.
+	AssistantStatus bool `koanf:"assistant_status"`
+	// EventsPath, InteractionsPath and CommandsPath are where HTTP mode serves the Events API,
+	// interactivity and the slash command on http.addr.
+	EventsPath       string `koanf:"events_path"`
+	InteractionsPath string `koanf:"interactions_path"`
+	CommandsPath     string `koanf:"commands_path"`
 }
 
 // Discord configures the Discord adapter; it is enabled when Token is set.
@@ -210,6 +227,9 @@ const (
 	TelegramWebhook = "webhook"
 
 	SlackSocket = "socket"
+	// slack.thread_replies
+	SlackRepliesAll     = "all"
+	SlackRepliesMention = "mention"
 	SlackHTTP   = "http"
 
 	PolicyOpen      = "open"
@@ -260,7 +280,9 @@ func Default() *Config {
 			MaxRetries: 3,
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
-		Slack:    Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket},
+		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true,
+			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands"},
 		Discord:  Discord{APIURL: DefaultDiscordAPIURL},
 		Access:   Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:     HTTP{Addr: DefaultHTTPAddr},

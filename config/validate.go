@@ -170,6 +170,22 @@ func (c *Config) Validate() error {
 	} else if c.Slack.AppToken != "" || c.Slack.SigningSecret != "" {
 		v.add("slack.bot_token", "required when slack.app_token or slack.signing_secret is set")
 	}
+	v.oneOf("slack.thread_replies", c.Slack.ThreadReplies, SlackRepliesAll, SlackRepliesMention)
+	if n := c.Slack.Connections; n < 1 || n > 10 {
+		v.add("slack.connections", "must be 1-10 (Slack allows 10 Socket Mode connections per app)")
+	}
+	if cmd := c.Slack.Command; len(cmd) < 2 || cmd[0] != '/' || strings.ContainsAny(cmd, " \t\n") {
+		v.add("slack.command", "must be a slash command like /bot")
+	}
+	paths := map[string]string{}
+	for _, p := range [][2]string{{"slack.events_path", c.Slack.EventsPath}, {"slack.interactions_path", c.Slack.InteractionsPath}, {"slack.commands_path", c.Slack.CommandsPath}} {
+		if !strings.HasPrefix(p[1], "/") {
+			v.add(p[0], "must be a path starting with /")
+		} else if other, dup := paths[p[1]]; dup {
+			v.add(p[0], "must differ from "+other)
+		}
+		paths[p[1]] = p[0]
+	}
 
 	// discord
 	v.httpURL("discord.api_url", c.Discord.APIURL)

@@ -91,6 +91,13 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 		}
 		a.chans = append(a.chans, tg)
 	}
+	if cfg.Slack.BotToken != "" {
+		sl, err := a.newSlack(key)
+		if err != nil {
+			return nil, err
+		}
+		a.chans = append(a.chans, sl)
+	}
 	if len(a.chans) == 0 {
 		return nil, errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
 	}
@@ -120,7 +127,7 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
-		EditEvery: map[string]time.Duration{"telegram": time.Second, "console": 0},
+		EditEvery: map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+)
+
+const (
+	slackAnn = "U0ANN"
+	slackBob = "U0BOB"
+)
+
+// slackE2E is an end-to-end setup with the fake Slack as the only platform.
+type slackE2E struct {
+	*e2e
+	sl *slackfake.Server
+}
+
+func newSlackE2E(t *testing.T, mutate func(*config.Config)) *slackE2E {
+	t.Helper()
+	sl := slackfake.New(t)
+	sl.SetPingInterval(200 * time.Millisecond)
+	e := newE2E(t, func(c *config.Config) {
+		c.Telegram.Token = ""
+		c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret = sl.BotToken(), sl.AppToken(), sl.SigningSecret()
+		c.Slack.APIURL = sl.APIURL()
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	t.Cleanup(func() {
+		for _, sec := range []string{sl.BotToken(), sl.AppToken(), sl.SigningSecret()} {
+			if strings.Contains(e.logs.String(), sec) {
+				t.Errorf("a Slack secret appears in the app's logs")
+			}
+		}
+	})
+	return &slackE2E{e2e: e, sl: sl}
+}
+
+// slackVisible is what a posted message shows: its fallback text and every text of its blocks.
+func slackVisible(m slackfake.Message) string {
+	return m.Text + "\n" + slackBlockText(m) + m.Markdown
+}
+
+// slackBlockText is the text of m's blocks alone.
+func slackBlockText(m slackfake.Message) string {
+	var texts []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if s, ok := x["text"].(string); ok {
+				texts = append(texts, s)
+			}
+			for _, y := range x {
+				walk(y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	var blocks any
+	if json.Unmarshal([]byte(m.Blocks), &blocks) == nil {
+		walk(blocks)
+	}
+	return strings.Join(texts, "\n")
+}
+
+func slackPlaceholder(m slackfake.Message) bool { return strings.Contains(slackVisible(m), "Working on it") }
+
+// inThread returns the bot's messages in channel whose thread is thread ("" for top level).
+func (e *slackE2E) inThread(channel, thread string) []slackfake.Message {
+	var out []slackfake.Message
+	for _, m := range e.sl.Posted(channel) {
+		if m.ThreadTS == thread {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitSlackAnswers waits until the thread shows exactly n closing messages and returns them.
+func (e *slackE2E) waitSlackAnswers(channel, thread string, n int) []slackfake.Message {
+	e.tb.Helper()
+	var got []slackfake.Message
+	waitFor(e.tb, fmt.Sprintf("%d answer(s) in %s/%s", n, channel, thread), 15*time.Second, func() bool {
+		got = e.inThread(channel, thread)
+		if len(got) != n {
+			return false
+		}
+		for _, m := range got {
+			if slackPlaceholder(m) {
+				return false
+			}
+		}
+		return true
+	})
+	return got
+}
+
+func dm(text string) slackfake.Msg {
+	return slackfake.Msg{Channel: "D0ANN", ChannelType: "im", User: slackAnn, Text: text}
+}
+
+// TestSlackDirectMessage proves the whole path for a DM over Socket Mode: the envelope is acked
+// once queued, the answer is one message at the DM's top level, with unfurls off.
+func TestSlackDirectMessage(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.start()
+	_, env := e.sl.PushMessage(dm("hello bot"))
+	got := e.waitSlackAnswers("D0ANN", "", 1)
+	if v := slackVisible(got[0]); !strings.Contains(v, "echo: hello bot") {
+		t.Fatalf("answer shows %q", v)
+	}
+	if got[0].UnfurlLinks != "false" || got[0].UnfurlMedia != "false" {
+		t.Errorf("unfurls %q/%q, want off", got[0].UnfurlLinks, got[0].UnfurlMedia)
+	}
+	waitFor(t, "the ack", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	e.sl.PushMessage(dm("and again"))
+	got = e.waitSlackAnswers("D0ANN", "", 2)
+	if !strings.Contains(slackVisible(got[1]), "echo: and again") {
+		t.Fatalf("second answer %q", slackVisible(got[1]))
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !hasMessage(reqs[1].Messages, "assistant", "echo: hello bot") {
+		t.Fatalf("the DM is not one conversation: %d requests", len(reqs))
+	}
+}
+
+// TestSlackChannelMentionAnsweredInThread proves an unmentioned channel message is ignored, and
+// a mention — delivered as Slack does, app_mention and message for the one post — is one run
+// answered in a thread rooted at it.
+func TestSlackChannelMentionAnsweredInThread(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.start()
+	_, ignored := e.sl.PushMessage(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: "chatting with friends"})
+	ts, envs := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " what is up"})
+	got := e.waitSlackAnswers("C0GEN", ts, 1)
+	if v := slackVisible(got[0]); !strings.Contains(v, "echo: what is up") {
+		t.Fatalf("answer %q", v)
+	}
+	waitFor(t, "every ack", 5*time.Second, func() bool {
+		return e.sl.Acked(ignored) && e.sl.Acked(envs[0]) && e.sl.Acked(envs[1])
+	})
+	if n := e.model.Count(); n != 1 {
+		t.Fatalf("model called %d times, want 1: the pair is one run, the unmentioned message none", n)
+	}
+	if top := e.inThread("C0GEN", ""); len(top) != 0 {
+		t.Errorf("%d messages at the channel's top level, want the answer in the thread only", len(top))
+	}
+
+	// A follow-up in the thread needs no mention.
+	e.sl.PushMessage(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: "tell me more", ThreadTS: ts})
+	got = e.waitSlackAnswers("C0GEN", ts, 2)
+	if !strings.Contains(slackVisible(got[1]), "echo: tell me more") {
+		t.Fatalf("follow-up answer %q", slackVisible(got[1]))
+	}
+	if reqs := e.model.Requests(); !hasMessage(reqs[1].Messages, "assistant", "echo: what is up") {
+		t.Error("the thread follow-up does not continue the thread's conversation")
+	}
+	// A thread the bot is not part of is not answered.
+	other := e.sl.NewTS()
+	_, env := e.sl.PushMessage(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: "private chat", ThreadTS: other})
+	waitFor(t, "the ack", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	if n := e.model.Count(); n != 2 {
+		t.Errorf("model called %d times, want 2 (no answer in a thread the bot is not in)", n)
+	}
+}
+
+// TestSlackRedeliveredEnvelopeIsOneRun proves a redelivery (retry_attempt 1, as Slack sends when
+// an ack was late) is acked and deduplicated: one run, one answer.
+func TestSlackRedeliveredEnvelopeIsOneRun(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.start()
+	_, env := e.sl.PushMessage(dm("only once"))
+	waitFor(t, "the ack", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	again := e.sl.Redeliver(env, "timeout")
+	waitFor(t, "the redelivery acked", 5*time.Second, func() bool { return e.sl.Acked(again) })
+	e.waitSlackAnswers("D0ANN", "", 1)
+	e.sl.PushMessage(dm("next"))
+	e.waitSlackAnswers("D0ANN", "", 2)
+	if n := e.model.Count(); n != 2 {
+		t.Fatalf("model called %d times, want 2", n)
+	}
+}
+
+// TestSlackDroppedSocketMidRunNothingLostOrDoubled proves a socket cut while runs work (and
+// while envelopes are in flight, unacked ones redelivered by Slack) loses no message and
+// answers none twice.
+func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.sl.SetRedelivery(500*time.Millisecond, 3)
+	e.model.SetLatency(300 * time.Millisecond)
+	e.start()
+	const users = 4
+	for i := range users {
+		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("first %d", i)})
+	}
+	waitFor(t, "the runs started", 10*time.Second, func() bool { return e.model.Count() >= 1 })
+	e.sl.DropSockets()
+	for i := range users {
+		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("second %d", i)})
+	}
+	for i := range users {
+		got := e.waitSlackAnswers(fmt.Sprintf("D0U%d", i), "", 2)
+		all := slackVisible(got[0]) + slackVisible(got[1])
+		if !strings.Contains(all, fmt.Sprintf("echo: first %d", i)) || !strings.Contains(all, fmt.Sprintf("echo: second %d", i)) {
+			t.Errorf("user %d's DM shows %q", i, all)
+		}
+	}
+	if n := e.model.Count(); n != 2*users {
+		t.Errorf("model called %d times, want %d: a message lost or run twice", n, 2*users)
+	}
+	if e.sl.Opened() < 2 || e.sl.Connections() != 1 {
+		t.Errorf("opened %d sockets, %d open; want a reconnect and one socket", e.sl.Opened(), e.sl.Connections())
+	}
+}
+
+// TestSlack429StormNoReplyLost proves 429s with Retry-After on chat.postMessage and chat.update
+// are waited out: every DM ends with exactly its answer.
+func TestSlack429StormNoReplyLost(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.sl.RateLimit("chat.postMessage", 4, 1)
+	e.sl.RateLimit("chat.update", 4, 0)
+	e.sl.FailNext("chat.postMessage", 2, slackfake.Fault{Error: "ratelimited"})
+	e.start()
+	names := []string{"ann", "bob", "cy", "di"}
+	for _, n := range names {
+		e.sl.PushMessage(slackfake.Msg{Channel: "D0" + n, ChannelType: "im", User: "U0" + n, Text: "hi from " + n})
+	}
+	for _, n := range names {
+		got := e.waitSlackAnswers("D0"+n, "", 1)
+		if !strings.Contains(slackVisible(got[0]), "echo: hi from "+n) {
+			t.Errorf("%s's DM shows %q", n, slackVisible(got[0]))
+		}
+	}
+	if n := e.sl.Count("chat.postMessage"); n < len(names)+6 {
+		t.Errorf("chat.postMessage called %d times; the storm was not met", n)
+	}
+}
+
+// TestSlackLongAnswerSplit proves an answer past Slack's limits arrives whole, in order, as
+// several messages the fake accepted (≤ 50 blocks, ≤ 3,000 characters a section, ≤ 40,000 of
+// text): nothing truncated.
+func TestSlackLongAnswerSplit(t *testing.T) {
+	const words = 25000
+	var b strings.Builder
+	for i := range words {
+		fmt.Fprintf(&b, "w%05d ", i)
+	}
+	long := b.String() // 175,000 characters: more than 50 sections
+	e := newSlackE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Reply{Content: long, ChunkSize: 4096} })
+	e.start()
+	e.sl.PushMessage(dm("tell me everything"))
+	var got []slackfake.Message
+	waitFor(t, "the whole long answer", 20*time.Second, func() bool {
+		got = e.inThread("D0ANN", "")
+		all := ""
+		for _, m := range got {
+			if slackPlaceholder(m) {
+				return false
+			}
+			all += slackBlockText(m)
+		}
+		return strings.Contains(all, fmt.Sprintf("w%05d", words-1))
+	})
+	if len(got) < 2 {
+		t.Fatalf("%d messages for 175,000 characters, want several", len(got))
+	}
+	var seq []string
+	for _, m := range got {
+		seq = append(seq, wordRE.FindAllString(slackBlockText(m), -1)...)
+	}
+	if len(seq) != words {
+		t.Fatalf("%d words arrived, want %d", len(seq), words)
+	}
+	for i, w := range seq {
+		if want := fmt.Sprintf("w%05d", i); w != want {
+			t.Fatalf("word %d is %s, want %s: text lost or out of order", i, w, want)
+		}
+	}
+	for _, c := range e.sl.Calls() {
+		if c.Error == "invalid_blocks" || c.Error == "msg_too_long" {
+			t.Errorf("%s refused: %s", c.Method, c.Error)
+		}
+	}
+}
+
+// slackButton returns the action id of the button labelled label on m.
+func slackButton(t *testing.T, m slackfake.Message, label string) string {
+	t.Helper()
+	var blocks []struct {
+		Type     string `json:"type"`
+		Elements []struct {
+			Type     string          `json:"type"`
+			ActionID string          `json:"action_id"`
+			Text     json.RawMessage `json:"text"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal([]byte(m.Blocks), &blocks); err != nil {
+		t.Fatalf("blocks: %v", err)
+	}
+	for _, b := range blocks {
+		for _, el := range b.Elements {
+			var text struct {
+				Text string `json:"text"`
+			}
+			if b.Type == "actions" && json.Unmarshal(el.Text, &text) == nil && text.Text == label {
+				return el.ActionID
+			}
+		}
+	}
+	t.Fatalf("no button %q in %s", label, m.Blocks)
+	return ""
+}
+
+// waitSlackQuestion waits for a message with buttons in the thread.
+func (e *slackE2E) waitSlackQuestion(channel, thread string) slackfake.Message {
+	e.tb.Helper()
+	var card slackfake.Message
+	waitFor(e.tb, "the question with buttons", 10*time.Second, func() bool {
+		for _, m := range e.inThread(channel, thread) {
+			if strings.Contains(m.Blocks, `"actions"`) && strings.Contains(slackVisible(m), "How many people?") {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	return card
+}
+
+// TestSlackClarificationByButton proves ask_clarification with a choice field becomes buttons in
+// the thread, the asker's click resumes the run with that choice, the card is closed with the
+// answer, and a click by someone else gets an ephemeral notice to that person only.
+func TestSlackClarificationByButton(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	ts, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " book a table"})
+	card := e.waitSlackQuestion("C0GEN", ts)
+
+	foreign := e.sl.PushAction(slackfake.Action{User: slackBob, Channel: "C0GEN", MessageTS: card.TS, ThreadTS: ts, ActionID: slackButton(t, card, "6"), Value: "2"})
+	waitFor(t, "the foreign click acked", 5*time.Second, func() bool { return e.sl.Acked(foreign) })
+	waitFor(t, "the notice to the foreign clicker", 5*time.Second, func() bool { return len(e.sl.Ephemerals()) == 1 })
+	if eph := e.sl.Ephemerals()[0]; eph.User != slackBob || eph.Channel != "C0GEN" || !strings.Contains(eph.Text, "someone else") {
+		t.Fatalf("ephemeral %+v, want a notice to Bob", eph)
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Fatalf("model called %d times after a foreign click, want 1", n)
+	}
+
+	e.sl.PushAction(slackfake.Action{User: slackAnn, Channel: "C0GEN", MessageTS: card.TS, ThreadTS: ts, ActionID: slackButton(t, card, "4"), Value: "1"})
+	waitFor(t, "the booking", 15*time.Second, func() bool {
+		for _, m := range e.inThread("C0GEN", ts) {
+			if v := slackVisible(m); strings.Contains(v, "booked") && strings.Contains(v, "People: 4") && !slackPlaceholder(m) {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the question card closed with the answer", 10*time.Second, func() bool {
+		for _, m := range e.inThread("C0GEN", ts) {
+			if m.TS == card.TS {
+				return m.Edits > 0 && !strings.Contains(m.Blocks, `"actions"`) && strings.Contains(slackVisible(m), "People: 4")
+			}
+		}
+		return false
+	})
+	if len(e.sl.Ephemerals()) != 1 {
+		t.Errorf("%d ephemerals, want only the foreign clicker's", len(e.sl.Ephemerals()))
+	}
+}
+
+// TestSlackSlashCommand proves /bot <command> runs the router's command and answers
+// ephemerally to the one who ran it.
+func TestSlackSlashCommand(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.start()
+	env := e.sl.PushSlash(slackfake.Slash{Command: "/bot", Text: "whoami", User: slackAnn, Channel: "C0GEN"})
+	waitFor(t, "the command acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	waitFor(t, "the answer", 5*time.Second, func() bool { return len(e.sl.Ephemerals()) == 1 })
+	eph := e.sl.Ephemerals()[0]
+	if eph.User != slackAnn || !strings.Contains(eph.Text, slackfake.TeamID+":"+slackAnn) {
+		t.Fatalf("whoami answered %+v, want Ann's id %s:%s to Ann only", eph, slackfake.TeamID, slackAnn)
+	}
+	if len(e.sl.Posted("C0GEN")) != 0 {
+		t.Error("the command's answer was posted to the channel")
+	}
+}

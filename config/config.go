@@ -230,7 +230,7 @@ const (
 	// slack.thread_replies
 	SlackRepliesAll     = "all"
 	SlackRepliesMention = "mention"
-	SlackHTTP   = "http"
+	SlackHTTP           = "http"
 
 	PolicyOpen      = "open"
 	PolicyAllowlist = "allowlist"
@@ -283,9 +283,9 @@ func Default() *Config {
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true,
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands"},
-		Discord:  Discord{APIURL: DefaultDiscordAPIURL},
-		Access:   Access{Telegram: open, Slack: open, Discord: open, Console: open},
-		HTTP:     HTTP{Addr: DefaultHTTPAddr},
+		Discord: Discord{APIURL: DefaultDiscordAPIURL},
+		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
+		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{
 			Workers:            4,
 			Followup:           FollowupQueue,

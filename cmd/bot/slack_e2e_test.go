@@ -76,7 +76,9 @@ func slackBlockText(m slackfake.Message) string {
 	return strings.Join(texts, "\n")
 }
 
-func slackPlaceholder(m slackfake.Message) bool { return strings.Contains(slackVisible(m), "Working on it") }
+func slackPlaceholder(m slackfake.Message) bool {
+	return strings.Contains(slackVisible(m), "Working on it")
+}
 
 // inThread returns the bot's messages in channel whose thread is thread ("" for top level).
 func (e *slackE2E) inThread(channel, thread string) []slackfake.Message {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -400,4 +401,132 @@ func TestSlackSlashCommand(t *testing.T) {
 	if len(e.sl.Posted("C0GEN")) != 0 {
 		t.Error("the command's answer was posted to the channel")
 	}
+}
+
+// TestSlackHTTPMode proves the Events API mode on the shared listener: url_verification is
+// answered with the challenge, a DM with a good signature is answered, bad and stale signatures
+// are refused with 401 and run nothing, a retry (X-Slack-Retry-Num) of a delivered event runs
+// nothing more, and a slash command arrives on its own path.
+func TestSlackHTTPMode(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) { c.Slack.Mode = config.SlackHTTP; c.Slack.AppToken = "" })
+	r := e.start()
+	base := "http://" + r.listener.Addr().String()
+	events := base + e.cfg.Slack.EventsPath
+
+	resp, err := e.sl.DeliverEvent(events, slackfake.URLVerification("chal-e2e"), slackfake.Delivery{})
+	if err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), `"challenge":"chal-e2e"`) {
+		t.Fatalf("url_verification: %d %s %v", resp.Status, resp.Body, err)
+	}
+	msg := func(text string) map[string]any {
+		return e.sl.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D0ANN", "user": slackAnn,
+			"text": text, "ts": e.sl.NewTS(), "team": slackfake.TeamID})
+	}
+	for _, d := range []slackfake.Delivery{{BadSignature: true}, {Stale: true}, {Unsigned: true}} {
+		resp, err := e.sl.DeliverEvent(events, msg("forged"), d)
+		if err != nil || resp.Status != 401 {
+			t.Fatalf("delivery %+v answered %d, %v; want 401", d, resp.Status, err)
+		}
+	}
+	good := msg("over http")
+	resp, err = e.sl.DeliverEvent(events, good, slackfake.Delivery{})
+	if err != nil || resp.Status != 200 || resp.Took > 3*time.Second {
+		t.Fatalf("good delivery: %d in %s, %v", resp.Status, resp.Took, err)
+	}
+	resp, err = e.sl.DeliverEvent(events, good, slackfake.Delivery{RetryNum: 1, RetryReason: "http_timeout"})
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("retry: %d, %v", resp.Status, err)
+	}
+	got := e.waitSlackAnswers("D0ANN", "", 1)
+	if !strings.Contains(slackVisible(got[0]), "echo: over http") {
+		t.Fatalf("answer %q", slackVisible(got[0]))
+	}
+	resp, err = e.sl.DeliverSlash(base+e.cfg.Slack.CommandsPath, slackfake.Slash{Command: "/bot", Text: "whoami", User: slackAnn, Channel: "D0ANN"}, slackfake.Delivery{})
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("slash command: %d, %v", resp.Status, err)
+	}
+	waitFor(t, "the command's answer", 5*time.Second, func() bool { return len(e.sl.Ephemerals()) == 1 })
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times, want 1: forged, stale and retried deliveries run nothing", n)
+	}
+	if n := counter(r.metrics.dedupeHits, "slack"); n != 1 {
+		t.Errorf("dedupe hits %v, want 1 (the retry)", n)
+	}
+	if rec := httpGet(t, base+"/readyz"); rec != 200 {
+		t.Errorf("/readyz %d in HTTP mode", rec)
+	}
+}
+
+func httpGet(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// tripModel asks two fields (a modal on Slack), and answers once the tool result comes back.
+func tripModel(r modelserver.Request) modelserver.Reply {
+	if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+		return modelserver.Text("planned: " + last.Content)
+	}
+	return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+		Arguments: `{"question":"Where and when?","fields":[{"id":"city","label":"City","kind":"choice","options":["Oslo","Rome"],"required":true},{"id":"when","label":"When","kind":"text","required":true}]}`})
+}
+
+// TestSlackMultiFieldClarificationByModal proves a clarification of several fields shows an
+// "Answer…" button whose click opens a modal (views.open with the click's trigger id), and the
+// submitted modal resumes the run with every field's answer.
+func TestSlackMultiFieldClarificationByModal(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.model.SetFunc(tripModel)
+	e.start()
+	e.sl.PushMessage(dm("plan a trip"))
+	var card slackfake.Message
+	waitFor(t, "the question card", 10*time.Second, func() bool {
+		for _, m := range e.inThread("D0ANN", "") {
+			if strings.Contains(slackVisible(m), "Where and when?") && strings.Contains(m.Blocks, `"actions"`) {
+				card = m
+				return true
+			}
+		}
+		return false
+	})
+	e.sl.PushAction(slackfake.Action{User: slackAnn, Channel: "D0ANN", MessageTS: card.TS, ActionID: slackButton(t, card, "Answer…"), Value: "open"})
+	waitFor(t, "the modal", 5*time.Second, func() bool { return len(e.sl.Views()) == 1 })
+	view := e.sl.Views()[0]
+	var v struct {
+		Blocks []struct {
+			BlockID string `json:"block_id"`
+			Element struct {
+				ActionID string `json:"action_id"`
+				Options  []struct {
+					Value string `json:"value"`
+				} `json:"options"`
+			} `json:"element"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(view.View), &v); err != nil {
+		t.Fatal(err)
+	}
+	sub := slackfake.Submission{User: slackAnn, View: view, Values: map[string]map[string][]string{}, Texts: map[string]map[string]string{}}
+	for _, b := range v.Blocks {
+		switch b.BlockID {
+		case "f0":
+			sub.Values["f0"] = map[string][]string{b.Element.ActionID: {b.Element.Options[1].Value}}
+		case "f1":
+			sub.Texts["f1"] = map[string]string{b.Element.ActionID: "next week"}
+		}
+	}
+	env := e.sl.PushSubmission(sub)
+	waitFor(t, "the submission acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	waitFor(t, "the plan", 15*time.Second, func() bool {
+		for _, m := range e.inThread("D0ANN", "") {
+			if v := slackVisible(m); strings.Contains(v, "planned") && strings.Contains(v, "Rome") && strings.Contains(v, "next week") && !slackPlaceholder(m) {
+				return true
+			}
+		}
+		return false
+	})
 }

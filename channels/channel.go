@@ -7,8 +7,8 @@
 // Adapters (adapters/<platform>) know their SDK, this package, render and core/conv (the
 // conversation key, identity and attachment they fill in); nothing here knows a platform.
 //
-// Imports: core/runs and render, as DESIGN.md lists, and also core/threads (a deviation from
-// DESIGN.md's table): the router and delivery keep their state in the thread store — inbound
+// Imports (docs/architecture.md, "Folders and what each imports"): besides core/runs and render,
+// core/threads: the router and delivery keep their state in the thread store — inbound
 // dedupe claims, pending clarifications and partial form answers, per-thread settings (`model`),
 // `new` (Reset), runtime allow/deny lists, threads the bot is in, and the outbound records that
 // make delivery replay-safe.
@@ -26,7 +26,8 @@ import (
 
 // Channel is one connected platform. Start begins receiving and hands every inbound message to
 // h; it returns once the channel is receiving (or failed to), and the channel keeps receiving
-// until Stop or until ctx ends. Stop stops intake and closes connections; it is safe to call
+// until Stop or until ctx ends. Start's errors start with the channel's name ("telegram: …") and
+// wrap ErrUnauthorized when the platform refused the credentials. Stop stops intake and closes connections; it is safe to call
 // more than once. Send posts a message and returns a reference for later edits.
 type Channel interface {
 	Name() string
@@ -194,6 +195,10 @@ var ErrMessageGone = errors.New("channels: the message no longer exists")
 // was removed from the group, the chat or topic is gone, or it lost the right to post. Retrying
 // cannot help, so delivery gives the message up (counted and logged) instead of failing the run.
 var ErrUnreachable = errors.New("channels: the conversation cannot be reached")
+
+// ErrUnauthorized means the platform refused the bot's credentials (a wrong, revoked or
+// mistyped token). Retrying cannot help; the operator must fix the configuration.
+var ErrUnauthorized = errors.New("the platform refused the bot's credentials")
 
 // ErrNotModified means an edit changed nothing; callers treat it as success.
 var ErrNotModified = errors.New("channels: the message was not modified")

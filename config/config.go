@@ -48,6 +48,9 @@ type Redis struct {
 	MasterName string `koanf:"master_name"`
 	// Password is sent by AUTH when it is not in URL.
 	Password string `koanf:"password" secret:"true"`
+	// ConnectTimeout is how long startup keeps trying to reach Redis (with backoff, one log
+	// line per attempt) before it gives up; a Redis that starts a little after the bot is fine.
+	ConnectTimeout time.Duration `koanf:"connect_timeout"`
 }
 
 // LLM configures the model provider.
@@ -170,7 +173,9 @@ type HTTP struct {
 
 // Runs configures the run queue and its workers.
 type Runs struct {
-	// Workers is the number of worker goroutines in this process.
+	// Workers is how many conversations this process works on at once. A worker is a goroutine
+	// that mostly waits on the model (seconds per answer), so the default is a few hundred: four
+	// slow chats must not hold up every other chat. runs.max_pending bounds the queue behind them.
 	Workers int `koanf:"workers"`
 	// Followup says what a message does to a conversation that already has a run in flight:
 	// FollowupQueue (wait for it) or FollowupInterrupt (cancel it and start anew).
@@ -251,6 +256,7 @@ const (
 	DefaultDiscordAPIURL   = "https://discord.com"
 	DefaultRedisPrefix     = "sb:"
 	DefaultHTTPAddr        = ":8080"
+	DefaultWorkers         = 256
 	deepSeekAPIKeyVariable = "DEEPSEEK_API_KEY"
 )
 
@@ -272,7 +278,7 @@ func Platforms() []string {
 func Default() *Config {
 	open := PlatformAccess{Policy: PolicyOpen, DM: true}
 	return &Config{
-		Redis: Redis{Mode: RedisSingle, Prefix: DefaultRedisPrefix},
+		Redis: Redis{Mode: RedisSingle, Prefix: DefaultRedisPrefix, ConnectTimeout: 30 * time.Second},
 		LLM: LLM{
 			BaseURL:    DefaultLLMBaseURL,
 			Model:      DefaultLLMModel,
@@ -287,7 +293,7 @@ func Default() *Config {
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{
-			Workers:            4,
+			Workers:            DefaultWorkers,
 			Followup:           FollowupQueue,
 			MaxAttempts:        3,
 			Lease:              30 * time.Second,

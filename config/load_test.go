@@ -57,7 +57,7 @@ func fullConfig() *config.Config {
 	return &config.Config{
 		Redis: config.Redis{
 			Mode: "sentinel", Addrs: []string{"10.0.0.1:26379", "10.0.0.2:26379"}, Prefix: "test:",
-			MasterName: "mymaster", Password: "redis-password-from-file",
+			MasterName: "mymaster", Password: "redis-password-from-file", ConnectTimeout: 5 * time.Second,
 		},
 		LLM: config.LLM{
 			Provider: "openai", BaseURL: "http://127.0.0.1:11434/v1", APIKey: "sk-from-file",
@@ -159,7 +159,7 @@ func TestLoadWithNothingGivesValidDefaults(t *testing.T) {
 		"access.slack.policy":        {cfg.Access.Slack.Policy, "open"},
 		"access.console.dm":          {cfg.Access.Console.DM, true},
 		"http.addr":                  {cfg.HTTP.Addr, ":8080"},
-		"runs.workers":               {cfg.Runs.Workers, 4},
+		"runs.workers":               {cfg.Runs.Workers, config.DefaultWorkers},
 		"runs.followup":              {cfg.Runs.Followup, "queue"},
 		"runs.max_attempts":          {cfg.Runs.MaxAttempts, 3},
 		"runs.lease":                 {cfg.Runs.Lease, 30 * time.Second},
@@ -287,7 +287,7 @@ func TestLoadEnvNestsListsAndTypes(t *testing.T) {
 func TestLoadEmptyEnvValueKeepsLowerLayer(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "c.yaml", "telegram: {token: from-file}\n")
 	cfg := mustLoad(t, path, []string{"BOT_TELEGRAM__TOKEN=", "BOT_RUNS__WORKERS="})
-	if cfg.Telegram.Token != "from-file" || cfg.Runs.Workers != 4 {
+	if cfg.Telegram.Token != "from-file" || cfg.Runs.Workers != config.DefaultWorkers {
 		t.Errorf("token %q workers %d: empty env values must be ignored", cfg.Telegram.Token, cfg.Runs.Workers)
 	}
 }
@@ -307,7 +307,7 @@ func TestLoadConfigPathFromBOTConfig(t *testing.T) {
 func TestLoadNullKeepsDefault(t *testing.T) {
 	path := writeFile(t, t.TempDir(), "c.yaml", "telegram: ~\nruns:\n  workers: ~\n")
 	cfg := mustLoad(t, path, nil)
-	if cfg.Telegram.APIURL != config.DefaultTelegramAPIURL || !cfg.Telegram.Pacing || cfg.Runs.Workers != 4 {
+	if cfg.Telegram.APIURL != config.DefaultTelegramAPIURL || !cfg.Telegram.Pacing || cfg.Runs.Workers != config.DefaultWorkers {
 		t.Errorf("null values must keep defaults, got:\n%s", cfg.Redacted())
 	}
 }

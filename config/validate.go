@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -115,6 +116,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	v.positiveDuration("redis.connect_timeout", c.Redis.ConnectTimeout)
+
 	// llm
 	if c.LLM.Provider != "" { // empty: Load picks one
 		v.oneOf("llm.provider", c.LLM.Provider, ProviderOpenAI, ProviderDemo)
@@ -132,6 +135,10 @@ func (c *Config) Validate() error {
 	v.atLeast("llm.max_retries", c.LLM.MaxRetries, 0)
 
 	// auth
+	if c.SharedStore() && len(c.Auth.SigningKeys) == 0 {
+		v.add("auth.signing_keys", "required with a shared Redis (redis.url or redis.addrs): every process must sign "+
+			"and verify the same runs; give each the same key of 32 random bytes or more, e.g. from `openssl rand -hex 32`")
+	}
 	for i, k := range c.Auth.SigningKeys {
 		if len(k) < minSigningKeyLen {
 			v.add(fmt.Sprintf("auth.signing_keys[%d]", i),
@@ -139,7 +146,24 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	// secrets: a value pasted with a space or a line break around it is refused by the platform
+	// with an error that does not say why. (A _file secret is trimmed when it is read.)
+	for _, s := range []struct{ key, val string }{
+		{"telegram.token", c.Telegram.Token}, {"telegram.webhook_secret", c.Telegram.WebhookSecret},
+		{"slack.bot_token", c.Slack.BotToken}, {"slack.app_token", c.Slack.AppToken},
+		{"slack.signing_secret", c.Slack.SigningSecret}, {"discord.token", c.Discord.Token},
+		{"llm.api_key", c.LLM.APIKey}, {"redis.password", c.Redis.Password},
+	} {
+		if s.val != strings.TrimSpace(s.val) {
+			v.add(s.key, "has spaces or line breaks around it: remove them")
+		}
+	}
+
 	// telegram
+	if t := strings.TrimSpace(c.Telegram.Token); t != "" && !validTelegramToken(t) {
+		v.add("telegram.token", "does not look like a bot token (digits, a colon, then letters, digits, _ and -): "+
+			"copy it again from @BotFather")
+	}
 	v.httpURL("telegram.api_url", c.Telegram.APIURL)
 	v.oneOf("telegram.mode", c.Telegram.Mode, TelegramPolling, TelegramWebhook)
 	if c.Telegram.Mode == TelegramWebhook {
@@ -152,6 +176,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Telegram.WebhookURL != "" {
 		v.httpURL("telegram.webhook_url", c.Telegram.WebhookURL)
+		// Telegram's own servers post only to https on these ports; a local Bot API server
+		// (telegram.api_url set) posts anywhere.
+		if c.Telegram.APIURL == DefaultTelegramAPIURL {
+			if msg := telegramWebhookProblem(c.Telegram.WebhookURL); msg != "" {
+				v.add("telegram.webhook_url", msg)
+			}
+		}
 	}
 	if s := c.Telegram.WebhookSecret; s != "" && !validTelegramSecret(s) {
 		v.add("telegram.webhook_secret", "must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
@@ -207,6 +238,9 @@ func (c *Config) Validate() error {
 		v.nonEmptyItems("access."+p+".allow", a.Allow)
 		v.nonEmptyItems("admins."+p, c.AdminsFor(p))
 	}
+	// A Telegram channel_user_id is the user's numeric id; a @username never matches anyone.
+	v.telegramIDs("access.telegram.allow", c.Access.Telegram.Allow)
+	v.telegramIDs("admins.telegram", c.Admins.Telegram)
 
 	// http
 	v.hostPort("http.addr", c.HTTP.Addr, true)
@@ -234,10 +268,57 @@ func (c *Config) Validate() error {
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 	v.oneOf("log.format", c.Log.Format, LogText, LogJSON)
 
-	if len(v.problems) == 0 {
-		return nil
+	return v.err()
+}
+
+// ValidateRun is Validate plus what `bot run` needs beyond it: at least one platform to serve.
+// `bot check-config` reports these problems too, so that it passes exactly what `bot run`
+// accepts.
+func (c *Config) ValidateRun() error {
+	v := &validator{}
+	var ve *ValidationError
+	if err := c.Validate(); errors.As(err, &ve) {
+		v.problems = append(v.problems, ve.Problems...)
 	}
-	return &ValidationError{Problems: v.problems}
+	if len(c.Enabled()) == 0 {
+		v.add("telegram.token", "no platform is configured: set telegram.token (see docs/telegram.md), "+
+			"or try the bot in this terminal with `bot chat`")
+	}
+	return v.err()
+}
+
+// SharedStore reports whether state lives in a Redis shared with other processes (redis.url or
+// redis.addrs), rather than in the store embedded in this process.
+func (c *Config) SharedStore() bool { return c.Redis.URL != "" || len(c.Redis.Addrs) > 0 }
+
+// validTelegramToken reports whether t has a bot token's shape: the bot's id, a colon, the secret.
+func validTelegramToken(t string) bool {
+	id, secret, ok := strings.Cut(t, ":")
+	if !ok || id == "" || secret == "" {
+		return false
+	}
+	for _, r := range id {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return validTelegramSecret(secret)
+}
+
+// telegramWebhookProblem says why Telegram's servers would refuse to post to raw, or "".
+func telegramWebhookProblem(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "" // httpURL reports it
+	}
+	if u.Scheme != "https" {
+		return "Telegram posts only to https:// URLs"
+	}
+	switch u.Port() {
+	case "", "443", "80", "88", "8443":
+		return ""
+	}
+	return fmt.Sprintf("Telegram posts only to ports 443, 80, 88 and 8443, not %s", u.Port())
 }
 
 func validTelegramSecret(s string) bool {
@@ -256,6 +337,23 @@ func validTelegramSecret(s string) bool {
 // validator collects problems. Its checks are only ever given non-secret values to quote.
 type validator struct {
 	problems []Problem
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// telegramIDs requires numeric user ids.
+func (v *validator) telegramIDs(key string, ids []string) {
+	for i, id := range ids {
+		if _, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64); err != nil && strings.TrimSpace(id) != "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("Telegram ids are numbers (the user's id), got %q: "+
+				"a user finds theirs with /whoami", id))
+		}
+	}
 }
 
 func (v *validator) add(key, msg string) {

@@ -92,10 +92,36 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		}, []string{"runs.lease", "runs.clarification_ttl"}},
 		{"bad log level and format", func(c *config.Config) { c.Log.Level, c.Log.Format = "trace", "xml" },
 			[]string{"log.level", "log.format"}},
+		{"shared redis without signing keys", func(c *config.Config) {
+			c.Redis.URL, c.Auth.SigningKeys = "redis://h:6379/0", nil
+		}, []string{"auth.signing_keys"}},
+		{"shared redis by addrs without signing keys", func(c *config.Config) {
+			c.Redis.Mode, c.Redis.Addrs, c.Auth.SigningKeys = "cluster", []string{"a:1"}, nil
+		}, []string{"auth.signing_keys"}},
+		{"no connect timeout", func(c *config.Config) { c.Redis.ConnectTimeout = 0 }, []string{"redis.connect_timeout"}},
+		{"telegram token with spaces around it", func(c *config.Config) { c.Telegram.Token = " 123456:ABC-def_ghi\n" },
+			[]string{"telegram.token"}},
+		{"telegram token of the wrong shape", func(c *config.Config) { c.Telegram.Token = "ABC-def_ghi" }, []string{"telegram.token"}},
+		{"telegram token with a bad character", func(c *config.Config) { c.Telegram.Token = "123:abc/def" }, []string{"telegram.token"}},
+		{"slack token with a line break", func(c *config.Config) {
+			c.Slack.BotToken, c.Slack.AppToken = "xoxb-1\n", "xapp-1"
+		}, []string{"slack.bot_token"}},
+		{"api key with a space", func(c *config.Config) { c.LLM.APIKey = "sk-1 " }, []string{"llm.api_key"}},
+		{"webhook over http", func(c *config.Config) {
+			c.Telegram.Mode, c.Telegram.WebhookURL, c.Telegram.WebhookSecret = "webhook", "http://bot.example/tg", "s"
+		}, []string{"telegram.webhook_url"}},
+		{"webhook on a port Telegram does not post to", func(c *config.Config) {
+			c.Telegram.Mode, c.Telegram.WebhookURL, c.Telegram.WebhookSecret = "webhook", "https://bot.example:9999/tg", "s"
+		}, []string{"telegram.webhook_url"}},
+		{"telegram allow by username", func(c *config.Config) {
+			c.Access.Telegram.Policy, c.Access.Telegram.Allow = "allowlist", []string{"123", "@alice"}
+		}, []string{"access.telegram.allow[1]"}},
+		{"telegram admin by username", func(c *config.Config) { c.Admins.Telegram = []string{"bob"} }, []string{"admins.telegram[0]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := config.Default()
+			c.Auth.SigningKeys = []string{"a-signing-key-long-enough"}
 			tt.change(c)
 			err := c.Validate()
 			var ve *config.ValidationError
@@ -113,6 +139,54 @@ func TestValidateRejectsBadValues(t *testing.T) {
 				t.Errorf("problems at %q, want %q\n%v", got, tt.want, err)
 			}
 		})
+	}
+}
+
+// TestValidateAcceptsWhatTelegramAccepts: the webhook ports Telegram posts to, any URL with a
+// local Bot API server, numeric ids (groups' are negative).
+func TestValidateAcceptsWhatTelegramAccepts(t *testing.T) {
+	for _, change := range []func(c *config.Config){
+		func(c *config.Config) { c.Telegram.WebhookURL = "https://bot.example/tg" },
+		func(c *config.Config) { c.Telegram.WebhookURL = "https://bot.example:8443/tg" },
+		func(c *config.Config) { c.Telegram.WebhookURL = "https://bot.example:88/tg" },
+		func(c *config.Config) {
+			c.Telegram.APIURL, c.Telegram.WebhookURL = "http://127.0.0.1:8081", "http://127.0.0.1:9999/tg"
+		},
+		func(c *config.Config) {
+			c.Telegram.WebhookURL = "https://bot.example/tg"
+			c.Admins.Telegram, c.Access.Telegram.Allow = []string{"42"}, []string{"-1001234", "7"}
+		},
+	} {
+		c := config.Default()
+		c.Telegram.Token, c.Telegram.Mode, c.Telegram.WebhookSecret = "123456:ABC-def_ghi", "webhook", "s3cret"
+		change(c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate() = %v", err)
+		}
+	}
+}
+
+// TestValidateRunNeedsAPlatform: `bot run` (and so check-config) refuses a configuration with
+// nothing to serve, which `bot chat` accepts.
+func TestValidateRunNeedsAPlatform(t *testing.T) {
+	c := config.Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	var ve *config.ValidationError
+	if err := c.ValidateRun(); !errors.As(err, &ve) || !ve.Has("telegram.token") || len(ve.Problems) != 1 {
+		t.Fatalf("ValidateRun() = %v, want one problem at telegram.token", err)
+	}
+	if !strings.Contains(ve.Error(), "bot chat") {
+		t.Errorf("the problem does not say what to do: %v", ve)
+	}
+	c.Telegram.Token = "123456:ABC-def_ghi"
+	if err := c.ValidateRun(); err != nil {
+		t.Errorf("ValidateRun() with a token = %v", err)
+	}
+	c.Redis.URL = "redis://127.0.0.1:6379/0"
+	if err := c.ValidateRun(); !errors.As(err, &ve) || !ve.Has("auth.signing_keys") {
+		t.Errorf("ValidateRun() = %v, want the Validate problem at auth.signing_keys", err)
 	}
 }
 
@@ -151,5 +225,18 @@ func TestValidateAfterLoadFindsBadEnums(t *testing.T) {
 	var ve *config.ValidationError
 	if err := cfg.Validate(); !errors.As(err, &ve) || !ve.Has("runs.followup") || !ve.Has("runs.workers") {
 		t.Errorf("Validate() = %v, want problems at runs.followup and runs.workers", err)
+	}
+}
+
+// TestDefaultWorkersSizedForModelLatency: a worker is a goroutine that waits seconds on the model,
+// so by default a process works on a few hundred conversations at once — a handful of slow
+// chats cannot hold up the rest — and never on more than the queue admits.
+func TestDefaultWorkersSizedForModelLatency(t *testing.T) {
+	d := config.Default()
+	if d.Runs.Workers < 100 || d.Runs.Workers > 1000 {
+		t.Errorf("runs.workers defaults to %d, want a few hundred", d.Runs.Workers)
+	}
+	if d.Runs.Workers > d.Runs.MaxPending {
+		t.Errorf("runs.workers %d exceeds runs.max_pending %d", d.Runs.Workers, d.Runs.MaxPending)
 	}
 }

@@ -245,7 +245,12 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	bot, err := tgbotapi.NewBotAPIWithClient(c.cfg.Token, endpoint, ctxClient{ctx: callCtx, c: c.http})
 	cancelCall()
 	if err != nil {
-		return fmt.Errorf("telegram: start: getMe: %w", c.redact.error(err))
+		var te *tgbotapi.Error
+		// Telegram answers 401 for a wrong or revoked token and 404 for one of the wrong shape.
+		if errors.As(err, &te) && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
+			return fmt.Errorf("telegram: getMe: %w (%d %s)", channels.ErrUnauthorized, te.Code, c.redact.string(te.Message))
+		}
+		return fmt.Errorf("telegram: getMe: %w", c.redact.error(err))
 	}
 	life, cancel := context.WithCancel(ctx)
 	c.mu.Lock()
@@ -266,12 +271,12 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	if _, err := c.call(ctx, "deleteWebhook", nil, true); err != nil {
 		cancel()
-		return fmt.Errorf("telegram: start: deleteWebhook: %w", err)
+		return fmt.Errorf("telegram: deleteWebhook: %w", err)
 	}
 	offset, err := c.cfg.Offsets.LoadOffset(ctx)
 	if err != nil {
 		cancel()
-		return fmt.Errorf("telegram: start: load offset: %w", err)
+		return fmt.Errorf("telegram: load offset: %w", err)
 	}
 	c.wg.Add(1)
 	go c.poll(life, offset)

@@ -23,7 +23,7 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 		"allowed_updates": allowedUpdates,
 	}
 	if _, err := c.call(ctx, "setWebhook", params, true); err != nil {
-		return fmt.Errorf("telegram: start: setWebhook: %w", err)
+		return fmt.Errorf("telegram: setWebhook: %w", err)
 	}
 	return nil
 }

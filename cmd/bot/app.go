@@ -47,21 +47,27 @@ type app struct {
 var errShuttingDown = errors.New("shutting down: not accepting new messages")
 
 // newApp builds the process. extra channels (the console) are added to the configured ones.
-func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (a *app, err error) {
-	a = &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}}
-	defer func() {
-		if err != nil {
-			a.closeCore()
-		}
-	}()
+// On failure everything it opened is closed again.
+func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (*app, error) {
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}}
+	if err := a.build(ctx, extra); err != nil {
+		a.closeCore()
+		return nil, err
+	}
+	return a, nil
+}
+
+// build is newApp's work; on error the caller closes what it opened.
+func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
+	cfg, log := a.cfg, a.log
 	a.core, err = newCore(ctx, cfg, log, func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} })
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.metrics.watch(a.core)
 	key, err := render.NewKey(actionSecret(a.core))
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	a.chans = append(a.chans, extra...)
@@ -80,12 +86,12 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 			OnMalformedUpdate: func() { a.metrics.refused.WithLabelValues("telegram", "malformed").Inc() },
 		})
 		if err != nil {
-			return nil, fmt.Errorf("telegram: %w", err)
+			return err // the adapter's errors name it already
 		}
 		if cfg.Telegram.Mode == config.TelegramWebhook {
 			u, err := url.Parse(cfg.Telegram.WebhookURL)
 			if err != nil {
-				return nil, fmt.Errorf("telegram.webhook_url: %w", err)
+				return fmt.Errorf("telegram.webhook_url: %w", err)
 			}
 			a.webhooks[webhookPath(u.Path)] = tg.WebhookHandler()
 		}
@@ -94,12 +100,12 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 	if cfg.Slack.BotToken != "" {
 		sl, err := a.newSlack(key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a.chans = append(a.chans, sl)
 	}
 	if len(a.chans) == 0 {
-		return nil, errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
+		return errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
 	}
 
 	byName := map[string]channels.Channel{}
@@ -123,20 +129,17 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		EditEvery: map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.pool, err = a.core.queue.NewPool(a.metrics.instrument(a.core.team), a.delivery)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+	return err
 }
 
 // actionSecret derives the key that signs interactive ids from the run-signing key, so every
@@ -181,7 +184,7 @@ func (a *app) start(ctx context.Context) error {
 	a.intake.Store(true)
 	for _, ch := range a.chans {
 		if err := ch.Start(ctx, a); err != nil {
-			return fmt.Errorf("%s: %w", ch.Name(), err)
+			return explainStart(ch.Name(), err)
 		}
 		if reg, ok := ch.(channels.CommandRegistrar); ok {
 			if err := reg.RegisterCommands(ctx, channels.Commands()); err != nil {
@@ -203,7 +206,7 @@ func (a *app) listen() error {
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {
-		return fmt.Errorf("http.addr: %w", err)
+		return explainListen(a.cfg.HTTP.Addr, err)
 	}
 	a.listener = ln
 	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -64,19 +64,30 @@ func newProvider(cfg *config.Config, log *slog.Logger) (p llm.Provider, demo boo
 
 // newCore opens the store and builds the queue and the team. wrap, when set, wraps the model
 // provider (metrics).
-func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap func(llm.Provider) llm.Provider) (c *core, err error) {
-	c = &core{log: log}
-	defer func() {
-		if err != nil {
-			_ = c.Close()
-		}
-	}()
+// On failure everything it opened is closed again.
+func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap func(llm.Provider) llm.Provider) (*core, error) {
+	c := &core{log: log}
+	if err := c.open(ctx, cfg, wrap); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// open is newCore's work; on error the caller closes what it opened.
+func (c *core) open(ctx context.Context, cfg *config.Config, wrap func(llm.Provider) llm.Provider) (err error) {
+	log := c.log
+	routeRedisLogs(log)
 	client, closeRedis, embedded, err := runs.OpenRedis(ctx, runs.RedisOptions{
 		URL: cfg.Redis.URL, Mode: runs.RedisMode(cfg.Redis.Mode), Addrs: cfg.Redis.Addrs,
-		MasterName: cfg.Redis.MasterName, Password: cfg.Redis.Password, Logger: log,
+		MasterName: cfg.Redis.MasterName, Password: cfg.Redis.Password, ConnectTimeout: cfg.Redis.ConnectTimeout,
+		Logger: log,
 	})
+	if errors.Is(err, runs.ErrRedisUnreachable) {
+		return hint(err, "check redis.url (or redis.addrs) and that Redis is running and reachable from here")
+	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.redis, c.embedded = client, embedded
 	c.closers = append(c.closers, closeRedis)
@@ -87,7 +98,7 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 	}
 	if len(keys) == 0 {
 		if !embedded {
-			return nil, errors.New("auth.signing_keys is required with a shared Redis: every process must verify the others' runs")
+			return errors.New("auth.signing_keys is required with a shared Redis: every process must verify the others' runs")
 		}
 		k := make([]byte, 32)
 		_, _ = rand.Read(k)
@@ -96,11 +107,11 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 	}
 	c.signingKey = keys[0]
 	if c.signer, err = runs.NewSigner(keys); err != nil {
-		return nil, err
+		return err
 	}
 
 	if c.provider, c.demo, err = newProvider(cfg, log); err != nil {
-		return nil, err
+		return err
 	}
 	if wrap != nil {
 		c.provider = wrap(c.provider)
@@ -128,7 +139,7 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 		Logger:             log,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.team, err = lead.NewTeam(c.provider, c.threads, lead.Options{
 		System:           cfg.LLM.SystemPrompt,
@@ -141,8 +152,8 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 		Logger:           log,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.closers = append(c.closers, func() error { c.team.Close(); return nil })
-	return c, nil
+	return nil
 }

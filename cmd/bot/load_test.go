@@ -74,9 +74,10 @@ const webhookConnections = 40
 
 const loadWebhookSecret = "load-webhook-secret"
 
-// loadWorkers is the worker pool size under load; per-conversation FIFO bounds useful
-// parallelism by the number of chats.
-const loadWorkers = 64
+// loadOverrides are the settings the load runs change from the defaults, and why; everything
+// else (runs.*, log.*) is the default configuration operators run.
+const loadOverrides = "telegram.pacing=false (the workload measures the bot, not Telegram's rate limits); " +
+	"telegram.api_url, llm.base_url, redis.url, redis.prefix (the fakes, the test Redis)"
 
 // pushed is one user message of a workload.
 type pushed struct {
@@ -94,10 +95,9 @@ func runLoad(b *testing.B, w loadSpec) {
 		c.Telegram.Token = fakes.hello.Token
 		c.Telegram.APIURL = fakes.hello.TelegramURL
 		c.LLM.BaseURL = fakes.hello.ModelURL
-		c.Runs.Workers = loadWorkers
-		c.Runs.MaxPending = 100_000
-		c.Runs.MaxPerConversation = 1000
-		c.Log.Level = "warn"
+		// newE2E's test settings (short lease, debug logs) give way to the defaults.
+		d := config.Default()
+		c.Runs, c.Log = d.Runs, d.Log
 		if w.webhook {
 			c.Telegram.Mode = config.TelegramWebhook
 			c.Telegram.WebhookURL = "https://bot.example.test/telegram"
@@ -186,6 +186,7 @@ func runLoad(b *testing.B, w loadSpec) {
 			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
 		}
 	}
+	b.Logf("defaults except: %s", loadOverrides)
 	b.ReportMetric(float64((botCPU+fakesCPU).Microseconds())/1000/n, "cpu-ms/msg")
 	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")

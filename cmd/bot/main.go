@@ -4,6 +4,8 @@
 //	bot run [-c FILE]        production: the configured platforms, workers and HTTP endpoints
 //	bot check-config [-c F]  print the effective configuration (secrets redacted) and its problems
 //	bot version              print the version
+//	bot healthcheck          exit 0 when this machine's `bot run` answers /healthz (containers)
+//	bot help [COMMAND]       this summary, or one command's usage
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/switchboard-bot/switchboard/config"
@@ -28,14 +31,99 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
 }
 
-const usage = `usage: bot <command> [flags]
+// Exit codes: 0 success; 2 the command line or the configuration is wrong (fix it and run again);
+// 1 the environment failed (Redis, the platform, the network, a port).
+const (
+	exitOK     = 0
+	exitEnv    = 1
+	exitConfig = 2
+)
 
-commands:
-  chat           talk to the bot in this terminal (embedded store; demo model without a key)
-  run            serve the configured platforms (config: -c FILE or BOT_CONFIG, plus BOT_ env)
-  check-config   print the effective configuration with secrets redacted, and every problem
-  version        print the version
-`
+// command is one subcommand: its synopsis, what it does, and how it runs. Commands that take
+// the configuration get -c.
+type command struct {
+	name     string
+	synopsis string // after "bot <name>"
+	summary  string // one line for the overview
+	detail   string // the rest of its help
+	config   bool
+	// ownFlags: the command parses its arguments itself (inv.args); --help is still answered here.
+	ownFlags bool
+	run      func(ctx context.Context, inv invocation) int
+}
+
+// invocation is what a command runs with.
+type invocation struct {
+	args           []string // the arguments, for a command with ownFlags
+	cfgPath        string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	environ        []string
+}
+
+var commands = []command{
+	{
+		name: "chat", synopsis: "[-c FILE]", config: true,
+		summary: "talk to the bot in this terminal (embedded store; demo model without a key)",
+		detail: `Runs the whole production path — router, signed runs, queue, workers, the agent team,
+delivery — with this terminal as the only chat. Needs no setup: without redis.url the store is
+embedded in the process; without DEEPSEEK_API_KEY (or BOT_LLM__BASE_URL) the offline demo model
+answers, and says so. Type /help in the chat for its commands; Ctrl-D quits.`,
+		run: func(ctx context.Context, inv invocation) int {
+			cfg, code := loadConfig(inv, (*config.Config).Validate)
+			if cfg == nil {
+				return code
+			}
+			return report(chat(ctx, cfg, inv.stdin, inv.stdout, inv.stderr), inv.stderr)
+		},
+	},
+	{
+		name: "run", synopsis: "[-c FILE]", config: true,
+		summary: "serve the configured platforms (config: -c FILE or BOT_CONFIG, plus BOT_ env)",
+		detail: `Starts the worker pool, every platform whose token is configured, and the HTTP listener on
+http.addr (/healthz, /readyz, /metrics, webhooks). The configuration is built-in defaults, then
+the YAML file, then BOT_<SECTION>__<KEY> environment variables (docs/configuration.md).
+SIGTERM or SIGINT stops intake, lets runs in flight finish, then closes the platforms.
+Exit status: 2 when the configuration is wrong, 1 when Redis, a platform or the listener fails.`,
+		run: func(ctx context.Context, inv invocation) int {
+			cfg, code := loadConfig(inv, (*config.Config).ValidateRun)
+			if cfg == nil {
+				return code
+			}
+			return report(serve(ctx, cfg, inv.stderr), inv.stderr)
+		},
+	},
+	{
+		name: "check-config", synopsis: "[-c FILE]", config: true,
+		summary: "print the effective configuration with secrets redacted, and every problem",
+		detail: `Loads the configuration as ` + "`bot run`" + ` would, prints it with every secret redacted, and lists
+every problem ` + "`bot run`" + ` would refuse, each with its key. Exit status 0 when there is none,
+2 otherwise.`,
+		run: func(_ context.Context, inv invocation) int { return checkConfig(inv) },
+	},
+	{
+		name: "healthcheck", synopsis: "[-addr HOST:PORT] [-c FILE] [-timeout D]", ownFlags: true,
+		summary: "ask /healthz of the local bot run (-addr, else http.addr); exit 0 on 200, else 1",
+		detail: `The container's HEALTHCHECK, so the image needs no shell or curl. The address is -addr, or
+else http.addr as ` + "`bot run`" + ` reads it (-c FILE or BOT_CONFIG, then BOT_HTTP__ADDR); a listener on
+every interface is asked at 127.0.0.1. Every failure exits 1 with a one-line reason.
+
+flags:
+  -addr HOST:PORT   the listener to ask; http.addr from the configuration when empty
+  -c FILE           configuration file (YAML); BOT_CONFIG when empty
+  -timeout D        give up after this long (default 5s)`,
+		run: func(ctx context.Context, inv invocation) int {
+			return healthcheck(ctx, inv.args, inv.environ, inv.stdout, inv.stderr)
+		},
+	},
+	{
+		name: "version", summary: "print the version",
+		run: func(_ context.Context, inv invocation) int {
+			fmt.Fprintln(inv.stdout, "switchboard", versionString())
+			return exitOK
+		},
+	},
+}
 
 // run is the whole command line; SIGINT and SIGTERM cancel the command's context.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
@@ -48,48 +136,109 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 // until ctx ends, then drain and return 0 (tests cancel ctx instead of sending a signal).
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprint(stderr, overview())
+		return exitConfig
 	}
-	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("bot "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("c", "", "configuration file (YAML); BOT_CONFIG when empty")
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, overview())
+			return exitOK
+		}
+		c, ok := lookup(rest[0])
+		if !ok {
+			fmt.Fprintf(stderr, "bot: unknown command %q\n\n%s", rest[0], overview())
+			return exitConfig
+		}
+		fmt.Fprint(stdout, c.usage())
+		return exitOK
+	}
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "bot: unknown command %q\n\n%s", name, overview())
+		return exitConfig
+	}
+	inv := invocation{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	if c.ownFlags {
+		for _, a := range rest {
+			if a == "-h" || a == "-help" || a == "--help" {
+				fmt.Fprint(stdout, c.usage())
+				return exitOK
+			}
+		}
+		inv.args = rest
+		return c.run(ctx, inv)
+	}
+	fs := flag.NewFlagSet("bot "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if c.config {
+		fs.StringVar(&inv.cfgPath, "c", "", "configuration file (YAML); BOT_CONFIG when empty")
+	}
 	if err := fs.Parse(rest); err != nil {
-		return 2
-	}
-	switch cmd {
-	case "version":
-		fmt.Fprintln(stdout, "switchboard", versionString())
-		return 0
-	case "check-config":
-		return checkConfig(*cfgPath, environ, stdout, stderr)
-	case "chat":
-		cfg, code := loadConfig(*cfgPath, environ, stderr)
-		if cfg == nil {
-			return code
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, c.usage())
+			return exitOK
 		}
-		return exitCode(chat(ctx, cfg, stdin, stdout, stderr), stderr)
-	case "run":
-		cfg, code := loadConfig(*cfgPath, environ, stderr)
-		if cfg == nil {
-			return code
-		}
-		return exitCode(serve(ctx, cfg, stderr), stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		fmt.Fprintf(stderr, "bot %s: %v\n\n%s", c.name, err, c.usage())
+		return exitConfig
 	}
-	fmt.Fprintf(stderr, "bot: unknown command %q\n\n%s", cmd, usage)
-	return 2
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bot %s: unexpected argument %q\n\n%s", c.name, fs.Arg(0), c.usage())
+		return exitConfig
+	}
+	return c.run(ctx, inv)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// overview is the usage of bot itself: every command in a line.
+func overview() string {
+	var b strings.Builder
+	b.WriteString("usage: bot <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\n`bot help <command>` or `bot <command> --help` tells more of one.\n")
+	return b.String()
+}
+
+// usage is one command's help.
+func (c command) usage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: bot %s", c.name)
+	if c.synopsis != "" {
+		b.WriteString(" " + c.synopsis)
+	}
+	b.WriteString("\n\n" + c.summary + "\n")
+	if c.detail != "" {
+		b.WriteString("\n" + c.detail + "\n")
+	}
+	if c.config {
+		b.WriteString("\nflags:\n  -c FILE   configuration file (YAML); BOT_CONFIG when empty\n")
+	}
+	return b.String()
+}
+
+// report prints err as one line for the operator and returns the exit code: 0 for nil or an
+// interrupt, 2 for a configuration problem, 1 for everything else.
+func report(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, context.Canceled) {
-		return 0
+		return exitOK
 	}
 	fmt.Fprintln(stderr, "bot:", err)
-	return 1
+	var ve *config.ValidationError
+	if errors.As(err, &ve) {
+		return exitConfig
+	}
+	return exitEnv
 }
 
 func versionString() string {
@@ -102,41 +251,42 @@ func versionString() string {
 	return "(devel)"
 }
 
-// loadConfig loads and validates; on failure it prints every problem and returns nil and the
-// exit code.
-func loadConfig(path string, environ []string, stderr io.Writer) (*config.Config, int) {
-	cfg, err := config.Load(path, environ)
+// loadConfig loads the configuration and checks it with validate; on failure it prints every
+// problem and returns nil and the exit code.
+func loadConfig(inv invocation, validate func(*config.Config) error) (*config.Config, int) {
+	cfg, err := config.Load(inv.cfgPath, inv.environ)
 	if err == nil {
-		err = cfg.Validate()
+		err = validate(cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "bot: configuration:", err)
-		return nil, 2
+		fmt.Fprintln(inv.stderr, "bot:", err)
+		return nil, exitConfig
 	}
-	return cfg, 0
+	return cfg, exitOK
 }
 
-func checkConfig(path string, environ []string, stdout, stderr io.Writer) int {
-	cfg, err := config.Load(path, environ)
+// checkConfig prints the effective configuration and every problem `bot run` would refuse.
+func checkConfig(inv invocation) int {
+	cfg, err := config.Load(inv.cfgPath, inv.environ)
 	if err != nil {
 		var ve *config.ValidationError
 		if !errors.As(err, &ve) || cfg == nil {
-			fmt.Fprintln(stderr, "bot: configuration:", err)
-			return 2
+			fmt.Fprintln(inv.stderr, "bot:", err)
+			return exitConfig
 		}
 	}
-	fmt.Fprint(stdout, cfg.Redacted())
-	if verr := cfg.Validate(); verr != nil || err != nil {
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-		}
-		if verr != nil {
-			fmt.Fprintln(stderr, verr)
-		}
-		return 1
+	fmt.Fprint(inv.stdout, cfg.Redacted())
+	verr := cfg.ValidateRun()
+	if err == nil && verr == nil {
+		fmt.Fprintln(inv.stderr, "configuration OK")
+		return exitOK
 	}
-	fmt.Fprintln(stderr, "configuration OK")
-	return 0
+	for _, e := range []error{err, verr} {
+		if e != nil {
+			fmt.Fprintln(inv.stderr, "bot:", e)
+		}
+	}
+	return exitConfig
 }
 
 // newLogger writes text or JSON logs at the configured level to w.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -32,9 +34,17 @@ type RedisOptions struct {
 	MasterName string
 	// Password authenticates to the servers (never logged).
 	Password string
-	// Logger receives the embedded-store announcement (default slog.Default()).
+	// ConnectTimeout is how long OpenRedis keeps trying a server that does not answer, with
+	// backoff and one log line per attempt; 0 tries once.
+	ConnectTimeout time.Duration
+	// Logger receives the embedded-store announcement and the connection attempts (default
+	// slog.Default()).
 	Logger *slog.Logger
 }
+
+// ErrRedisUnreachable is what OpenRedis returns when the server did not answer within
+// RedisOptions.ConnectTimeout.
+var ErrRedisUnreachable = errors.New("redis does not answer")
 
 // OpenRedis connects to the configured Redis and checks it answers. With no URL and no Addrs it
 // starts an in-process miniredis instead (embedded is true) and announces that state lives in
@@ -82,11 +92,60 @@ func OpenRedis(ctx context.Context, o RedisOptions) (client redis.UniversalClien
 	default:
 		return nil, nil, false, fmt.Errorf("runs: unknown redis.mode %q (want single, sentinel or cluster)", o.Mode)
 	}
-	if err := client.Ping(ctx).Err(); err != nil {
+	if err := waitForRedis(ctx, client, o, log); err != nil {
 		_ = client.Close()
-		return nil, nil, false, fmt.Errorf("runs: connect to redis (%s mode): %w", modeName(o.Mode), err)
+		return nil, nil, false, err
 	}
 	return client, client.Close, false, nil
+}
+
+// waitForRedis pings until the server answers, ctx ends or o.ConnectTimeout has passed, backing
+// off from 250 ms to 5 s between attempts and logging each failed one.
+func waitForRedis(ctx context.Context, client redis.UniversalClient, o RedisOptions, log *slog.Logger) error {
+	deadline := time.Now().Add(o.ConnectTimeout)
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		pingCtx, cancel := context.WithTimeout(ctx, time.Second)
+		err := client.Ping(pingCtx).Err()
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				log.Info("redis: answering now", "addr", redisAddr(o), "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("redis: %w", ctx.Err())
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w at %s (%s mode) after %d attempt(s) in %s: %v", ErrRedisUnreachable,
+				redisAddr(o), modeName(o.Mode), attempt, o.ConnectTimeout, err)
+		}
+		wait = min(wait, left)
+		log.Warn("redis: not answering yet; retrying", "addr", redisAddr(o), "attempt", attempt,
+			"retry_in", wait.Round(time.Millisecond), "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("redis: %w", ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// redisAddr names the server(s) for messages: host:port only, never the URL (it may hold a
+// password).
+func redisAddr(o RedisOptions) string {
+	if o.URL != "" {
+		if opt, err := redis.ParseURL(o.URL); err == nil {
+			return opt.Addr
+		}
+		return "redis.url"
+	}
+	return strings.Join(o.Addrs, ",")
 }
 
 func modeName(m RedisMode) RedisMode {

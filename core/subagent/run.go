@@ -164,7 +164,7 @@ func cancelReasonOf(ctx context.Context) string {
 func (r *Run) send(in agent.Input) (sent bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cancelled {
+	if r.cancelledLocked() {
 		return false, nil
 	}
 	return true, r.child.SendInput(r.ctx, in)
@@ -173,7 +173,18 @@ func (r *Run) send(in agent.Input) (sent bool, err error) {
 func (r *Run) isCancelled() (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cancelled, r.cancelReason
+	return r.cancelledLocked(), r.cancelReason
+}
+
+// cancelledLocked reports whether the run is cancelled: by Cancel, or by the caller's context
+// having ended. The context is read here, at every decision, rather than left to the
+// context.AfterFunc that cancels the child: that runs on a goroutine of its own and may not
+// have run yet, and the outcome must not depend on when it does. r.mu is held.
+func (r *Run) cancelledLocked() bool {
+	if !r.cancelled && r.ctx.Err() != nil {
+		r.cancelled, r.cancelReason = true, cancelReasonOf(r.ctx)
+	}
+	return r.cancelled
 }
 
 // idle runs when the child goes idle after the driver's last send (on a goroutine the child no

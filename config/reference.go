@@ -1,0 +1,252 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Section is one top-level section of the configuration as Reference describes it.
+type Section struct {
+	// Name is the section's key, like "telegram".
+	Name string
+	// Description says what the section configures (Markdown, one paragraph).
+	Description string
+	// Keys are the section's keys in struct order.
+	Keys []KeyInfo
+}
+
+// KeyInfo describes one configuration key for an operator.
+type KeyInfo struct {
+	// Key is the key path, like "telegram.api_url".
+	Key string
+	// Env is the environment variable that sets it, like "BOT_TELEGRAM__API_URL".
+	Env string
+	// Type names the value's type: string, boolean, integer, duration or list.
+	Type string
+	// Default is the built-in default as a config file would spell it ("30s", "sb:", "true");
+	// empty for an empty string or list.
+	Default string
+	// Secret says the value is a secret: never printed, and it may be given as FileKey instead.
+	Secret bool
+	// FileKey and FileEnv are the "<key>_file" form of a secret and its variable; empty for a
+	// key that is not a secret.
+	FileKey, FileEnv string
+	// Description says what the key means (Markdown, one paragraph).
+	Description string
+}
+
+// Reference describes every configuration key, by section, in struct order. It is the source of
+// docs/configuration.md; a key without a description has an empty Description (a test in this
+// package refuses that).
+func Reference() []Section {
+	def := reflect.ValueOf(Default()).Elem()
+	var out []Section
+	for _, l := range schema.ordered {
+		name, _, _ := strings.Cut(l.key, ".")
+		if len(out) == 0 || out[len(out)-1].Name != name {
+			out = append(out, Section{Name: name, Description: sectionDescriptions[name]})
+		}
+		k := KeyInfo{
+			Key:         l.key,
+			Env:         envName(l.key),
+			Type:        typeName(l.typ),
+			Default:     defaultText(l, def.FieldByIndex(l.index)),
+			Secret:      l.secret != notSecret,
+			Description: describeKey(l.key),
+		}
+		if k.Secret {
+			k.FileKey = l.key + fileSuffix
+			k.FileEnv = envName(k.FileKey)
+		}
+		out[len(out)-1].Keys = append(out[len(out)-1].Keys, k)
+	}
+	return out
+}
+
+// describeKey looks a key up in keyDescriptions: itself, or, for access.<platform>.* and
+// admins.<platform>, its per-platform form.
+func describeKey(key string) string {
+	if d, ok := keyDescriptions[key]; ok {
+		return d
+	}
+	return keyDescriptions[platformPattern(key)]
+}
+
+// platformPattern replaces the platform segment of access.<platform>.* and admins.<platform>
+// with "<platform>"; other keys are returned unchanged.
+func platformPattern(key string) string {
+	parts := strings.Split(key, ".")
+	if len(parts) >= 2 && (parts[0] == "access" || parts[0] == "admins") {
+		for _, p := range Platforms() {
+			if parts[1] == p {
+				parts[1] = "<platform>"
+				return strings.Join(parts, ".")
+			}
+		}
+	}
+	return key
+}
+
+func typeName(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "duration"
+	case t.Kind() == reflect.String:
+		return "string"
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	case t.Kind() == reflect.Int:
+		return "integer"
+	case t.Kind() == reflect.Slice:
+		return "list"
+	}
+	return t.String()
+}
+
+// defaultText spells a default as a config file would: durations without zero units ("2m", not
+// "2m0s"), lists comma-separated.
+func defaultText(l *leaf, v reflect.Value) string {
+	switch {
+	case l.typ == durationType:
+		return shortDuration(time.Duration(v.Int()))
+	case v.Kind() == reflect.Slice:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = fmt.Sprint(v.Index(i).Interface())
+		}
+		return strings.Join(items, ",")
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// sectionDescriptions and keyDescriptions are what docs/configuration.md says of each section
+// and key. access.<platform>.* and admins.<platform> are described once for every platform.
+var sectionDescriptions = map[string]string{
+	"redis": "The store of the run queue and the thread state. Without `redis.url` and `redis.addrs` it is " +
+		"embedded in the process (fine for one process, lost on restart); several processes share one Redis, " +
+		"Sentinel or Cluster.",
+	"llm":  "The model provider.",
+	"auth": "The keys that sign run envelopes (and, derived from the newest, the ids of buttons and menus).",
+	"telegram": "The Telegram adapter, enabled when `telegram.token` is set; step by step in " +
+		"[telegram.md](telegram.md).",
+	"slack":   "The Slack adapter, enabled when `slack.bot_token` is set.",
+	"discord": "The Discord adapter, enabled when `discord.token` is set.",
+	"access": "Who may talk to the bot, per platform (`telegram`, `slack`, `discord`, `console`). Users are " +
+		"named by `channel_user_id`: the platform's user id (numeric on Telegram and Discord, `U…` on Slack).",
+	"admins": "Who may use the admin commands (`/stats`, `/pause`, `/resume`, `/allow`, `/deny`, `/deadletters`, " +
+		"`/model`, …), per platform, by `channel_user_id`. Admin rights are checked on the identity the platform " +
+		"reported, never on what a message says.",
+	"http":      "The one HTTP listener of the process.",
+	"runs":      "The run queue and the workers that execute runs.",
+	"subagents": "Limits on the subagents a lead agent may start.",
+	"log":       "The process log, written to standard error.",
+}
+
+var keyDescriptions = map[string]string{
+	"redis.url": "Where Redis is: `redis://[user:password@]host:port/db`, `rediss://…` (TLS) or `unix:///path`. " +
+		"Empty: the embedded store (in `single` mode with no `redis.addrs`). A password in it is masked when " +
+		"printed.",
+	"redis.mode": "`single`, `sentinel` or `cluster`.",
+	"redis.addrs": "`host:port` pairs: the server in `single` mode (at most one, instead of `redis.url`), the " +
+		"sentinels in `sentinel` mode, the seed nodes in `cluster` mode (or `redis.url`).",
+	"redis.prefix":      "Starts every key Switchboard writes, so that tenants and tests sharing one Redis never collide.",
+	"redis.master_name": "The Sentinel master's name; required in `sentinel` mode.",
+	"redis.password":    "Authenticates to Redis (the master in `sentinel` mode, every node in `cluster` mode); overrides a password in `redis.url`.",
+	"redis.connect_timeout": "How long startup keeps trying a Redis that does not answer (with backoff, one log line per " +
+		"attempt) before `bot run` gives up with exit status 1; a Redis that starts a little after the bot is fine.",
+
+	"llm.provider": "`openai` (any OpenAI-compatible server) or `demo` (the offline demo model, which is not an " +
+		"AI). Unset: `openai` when an API key or a `llm.base_url` other than DeepSeek's is configured, `demo` " +
+		"otherwise.",
+	"llm.base_url": "The OpenAI-compatible endpoint (DeepSeek's by default; a local server works too).",
+	"llm.api_key": "The bearer key sent to `llm.base_url`. Unset while `llm.base_url` is DeepSeek's: taken from " +
+		"`DEEPSEEK_API_KEY` (a DeepSeek key is never sent elsewhere). Required for DeepSeek.",
+	"llm.model":         "The model name sent with every request; required with `openai`.",
+	"llm.timeout":       "Bounds one model call, streaming included.",
+	"llm.max_retries":   "How often a model call answered 429 or 5xx is retried; 0 disables retries.",
+	"llm.system_prompt": "Replaces the lead agent's built-in system prompt when set.",
+
+	"auth.signing_keys": "HMAC keys that sign run envelopes, newest first: the first signs, all verify (rotate " +
+		"by putting a new key in front, drop the old one later). Each at least 16 bytes, e.g. " +
+		"`openssl rand -hex 32`; every process sharing a Redis needs the same list. Required with a shared " +
+		"Redis; empty with the embedded store, a key is generated per process. Comma-separated in the " +
+		"environment, one per line in a `_file`.",
+
+	"telegram.token":   "The bot's token from BotFather (`123456:ABC…`); setting it enables Telegram.",
+	"telegram.api_url": "The Bot API server; override for a local Bot API server or tests.",
+	"telegram.mode": "`polling` (getUpdates; only one process may poll one bot) or `webhook` (Telegram posts " +
+		"updates to `telegram.webhook_url`; any number of processes behind a load balancer).",
+	"telegram.webhook_url": "The public HTTPS URL Telegram posts updates to (ports 443, 80, 88 or 8443); its path is " +
+		"served on `http.addr`. Required in `webhook` mode.",
+	"telegram.webhook_secret": "Telegram's `secret_token`, required on every webhook delivery: 1–256 characters of " +
+		"`A-Z a-z 0-9 _ -`. Required in `webhook` mode.",
+	"telegram.pacing": "Keeps sends within Telegram's rate limits, per chat and overall; `false` for a local Bot " +
+		"API server and load tests.",
+
+	"slack.bot_token":         "The bot token (`xoxb-…`); setting it enables Slack.",
+	"slack.app_token":         "The app-level token (`xapp-…`) that opens Socket Mode connections; required in `socket` mode.",
+	"slack.signing_secret":    "Verifies the requests Slack sends in `http` mode; required there.",
+	"slack.api_url":           "The Web API base URL; override for tests.",
+	"slack.mode":              "`socket` (Socket Mode, no public URL) or `http` (Slack posts events to `http.addr`).",
+	"slack.connections":       "Socket Mode connections to hold, 1–10; Slack spreads events over them and duplicates are dropped.",
+	"slack.thread_replies":    "`all`: messages in a thread the bot is part of need no mention; `mention`: only mentions are read.",
+	"slack.reply_in_thread":   "Answer a top-level channel mention in a thread rooted at it (DMs stay flat).",
+	"slack.command":           "The slash command declared in the app's manifest; its first word is a bot command (`/bot help`).",
+	"slack.assistant_status":  "Show \"is thinking…\" under the thread (`assistant.threads.setStatus`) while a run works.",
+	"slack.events_path":       "Where `http` mode serves the Events API request URL on `http.addr`.",
+	"slack.interactions_path": "Where `http` mode serves the interactivity request URL on `http.addr`.",
+	"slack.commands_path":     "Where `http` mode serves the slash command request URL on `http.addr`.",
+
+	"discord.token":          "The bot token; setting it enables Discord.",
+	"discord.api_url":        "Scheme and host of Discord's REST API and gateway discovery; override for tests.",
+	"discord.application_id": "The application's numeric id (a snowflake).",
+	"discord.public_key":     "The application's Ed25519 public key, 64 hex digits, which verifies HTTP interactions; not a secret.",
+
+	"access.<platform>.policy": "`open` (anyone) or `allowlist` (only the users in `allow`, and the platform's " +
+		"admins).",
+	"access.<platform>.allow": "The `channel_user_id`s admitted under `allowlist`; comma-separated in the environment.",
+	"access.<platform>.dm":    "Whether direct messages are answered at all.",
+	"admins.<platform>":       "The `channel_user_id`s allowed to use admin commands; comma-separated in the environment.",
+
+	"http.addr": "`host:port` of the listener for `/healthz`, `/readyz` (Redis answers and every channel is " +
+		"receiving), `/metrics` (Prometheus) and platform webhooks; `:8080` listens on every interface. " +
+		"`bot healthcheck` asks its `/healthz`.",
+
+	"runs.workers": "How many conversations this process works on at once. A worker is a goroutine that mostly waits " +
+		"on the model (seconds per answer), so the default is a few hundred: a handful of slow chats must not hold up " +
+		"every other chat. `runs.max_pending` bounds the queue behind them.",
+	"runs.followup": "What a message does to a conversation that already has a run in flight: `queue` (it waits " +
+		"its turn) or `interrupt` (the run is cancelled and the new message starts anew).",
+	"runs.max_attempts": "How many times a run is tried before it is dead-lettered (admins can list and replay " +
+		"dead letters).",
+	"runs.lease": "How long a worker owns a run without renewing its lease; the runs of a process that died are " +
+		"taken over after it.",
+	"runs.max_per_conversation": "The most runs queued behind one conversation; a message beyond it is refused with a \"busy, try again\" reply.",
+	"runs.max_pending":          "The most runs pending in the whole queue; a message beyond it is refused with a \"busy, try again\" reply.",
+	"runs.history_turns":        "How many past turns of a thread are sent to the model.",
+	"runs.clarification_ttl":    "How long a question the bot asked waits for its answer.",
+	"runs.max_message_chars":    "The longest message accepted, in characters; a longer one gets a polite refusal.",
+	"runs.placeholder_after": "How long a run may take before a \"working\" placeholder is posted (a run answered " +
+		"sooner shows one message); 0 posts it at once. The typing signal goes out at receipt either way.",
+
+	"subagents.max_depth":      "How deep subagents may nest; 0 disables subagents.",
+	"subagents.max_concurrent": "The most subagents running at once under one lead agent.",
+	"subagents.structured_nudge_retries": "How often a subagent that must return a structured result is " +
+		"reminded to, before the run gives up on it.",
+
+	"log.level":  "`debug`, `info`, `warn` or `error`.",
+	"log.format": "`text` or `json`.",
+}

@@ -151,8 +151,8 @@ const (
 // does not read: edits and deletions (message_changed, message_deleted), other subtypes
 // (joins, topics, bot_message), messages without text or files, and — with RepliesMention —
 // unmentioned thread replies; top-level channel messages without a mention come only in their
-// app_mention form. Messages from bots (the bot itself included) are handed over with FromBot
-// set: the router refuses and counts them.
+// app_mention form — and the bot's own posts. Messages from other bots are handed over with
+// FromBot set: the router refuses and counts them.
 func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.Inbound, eventKind) {
 	switch ev.Type {
 	case "app_uninstalled":
@@ -172,6 +172,10 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 		return channels.Inbound{}, kindIgnore
 	}
 	if ev.Channel == "" || ev.TS == "" {
+		return channels.Inbound{}, kindIgnore
+	}
+	if (me.userID != "" && ev.User == me.userID) || (me.botID != "" && ev.BotID == me.botID) {
+		// The bot's own posts come back as message events: nothing to route, not worth a log line.
 		return channels.Inbound{}, kindIgnore
 	}
 	text, mentioned := stripMention(ev.Text, me.userID)
@@ -198,7 +202,7 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 	if userTeam == "" {
 		userTeam = cb.TeamID
 	}
-	fromBot := ev.BotID != "" || ev.Subtype == "bot_message" || (me.userID != "" && ev.User == me.userID)
+	fromBot := ev.BotID != "" || ev.Subtype == "bot_message"
 	return channels.Inbound{
 		EventID:      messageEventID(ev.Channel, ev.TS),
 		Conv:         k,

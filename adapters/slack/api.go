@@ -89,6 +89,7 @@ func (c *Channel) call(ctx context.Context, method string, f func(ctx context.Co
 		if !ok {
 			return err
 		}
+		c.cfg.Metrics.RateLimited(method)
 		wait := max(rl.RetryAfter, 50*time.Millisecond)
 		if waited+wait > c.cfg.MaxRetryWait {
 			return err

@@ -107,7 +107,31 @@ type Config struct {
 	// OnUninstall, when set, is called with the team id when Slack reports app_uninstalled or
 	// tokens_revoked for a workspace.
 	OnUninstall func(team string)
+	// Metrics receives the adapter's own counts; default none.
+	Metrics Metrics
 }
+
+// Metrics receives what only the adapter sees, for Prometheus; every method must return quickly.
+type Metrics interface {
+	// Connection reports Socket Mode connection id going up (its hello arrived) or down (it is
+	// reconnecting, or the channel stopped).
+	Connection(id int, up bool)
+	// Reconnect counts a Socket Mode reconnection: a hello after the connection's first.
+	Reconnect()
+	// Ack counts an envelope's (or HTTP delivery's) outcome: "acked"; "refused" (the Handler
+	// failed, so it is not acknowledged and Slack redelivers); "failed" (the ack could not be
+	// queued on the socket).
+	Ack(result string)
+	// RateLimited counts a Web API answer that asked to slow down, by method.
+	RateLimited(method string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Connection(int, bool) {}
+func (nopMetrics) Reconnect()           {}
+func (nopMetrics) Ack(string)           {}
+func (nopMetrics) RateLimited(string)   {}
 
 const redacted = "[redacted]"
 
@@ -223,6 +247,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.ReadyWindow <= 0 {
 		cfg.ReadyWindow = 45 * time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
 	}
 	opts := []slackgo.Option{slackgo.OptionAPIURL(cfg.APIURL), slackgo.OptionHTTPClient(cfg.HTTPClient)}
 	if cfg.AppToken != "" {

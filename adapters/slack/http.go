@@ -86,11 +86,13 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		done <- c.deliver(r.Context(), d)
 	})
 	if err := <-done; err != nil {
+		c.cfg.Metrics.Ack("refused")
 		c.log.Warn("slack: the handler refused a delivery; Slack will retry", "type", typ,
 			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", err)
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
 	}
+	c.cfg.Metrics.Ack("acked")
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +261,71 @@ func TestStopFinishesAcksThenCloses(t *testing.T) {
 	// The fake records the ack when it reads the frame, which was written before the close.
 	eventually(t, "the ack of the envelope being handed over at Stop", func() bool { return fake.Acked(env) })
 	eventually(t, "the socket closed", func() bool { return fake.Connections() == 0 })
+}
+
+// countingMetrics records the adapter's counts.
+type countingMetrics struct {
+	mu                   sync.Mutex
+	up, down, reconnects int
+	acks                 map[string]int
+	limited              map[string]int
+}
+
+func (m *countingMetrics) Connection(_ int, up bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if up {
+		m.up++
+	} else {
+		m.down++
+	}
+}
+func (m *countingMetrics) Reconnect() { m.mu.Lock(); m.reconnects++; m.mu.Unlock() }
+func (m *countingMetrics) Ack(r string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.acks[r]++
+}
+func (m *countingMetrics) RateLimited(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.limited[method]++
+}
+func (m *countingMetrics) read(f func(*countingMetrics) bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f(m)
+}
+
+func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
+	m := &countingMetrics{acks: map[string]int{}, limited: map[string]int{}}
+	fake := slackfake.New(t)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	rec := &recorder{fail: func(channels.Inbound) error {
+		if refuse.Swap(false) {
+			return errors.New("down")
+		}
+		return nil
+	}}
+	h := startWith(t, fake, func(c *Config) { c.Metrics = m }, rec)
+	if !m.read(func(m *countingMetrics) bool { return m.up == 1 && m.reconnects == 0 }) {
+		t.Fatalf("after start: %+v", m)
+	}
+	fake.Disconnect("refresh_requested")
+	eventually(t, "the reconnect counted", func() bool {
+		return m.read(func(m *countingMetrics) bool { return m.reconnects == 1 && m.up == 2 && m.down == 1 })
+	})
+	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "refused"})
+	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "taken"})
+	eventually(t, "the acks counted", func() bool {
+		return m.read(func(m *countingMetrics) bool { return m.acks["refused"] == 1 && m.acks["acked"] == 1 })
+	})
+	fake.RateLimit("chat.postMessage", 2, 0)
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if !m.read(func(m *countingMetrics) bool { return m.limited["chat.postMessage"] == 2 }) {
+		t.Fatalf("rate limits counted %v", m.limited)
+	}
 }

@@ -25,6 +25,9 @@ type connState struct {
 	helloOnce        sync.Once
 	mu               sync.Mutex
 	err              error
+	// up and hellos are the connection's state as its consumer saw it (one consumer at a time).
+	up     bool
+	hellos int
 }
 
 func newConnState(i int) *connState {
@@ -90,6 +93,7 @@ func reconnectBackoff(n int) time.Duration {
 // closes when connCtx ends.
 func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 	defer c.loops.Done()
+	defer c.connDown(cs)
 	dialer := &websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: 10 * time.Second,
@@ -125,6 +129,13 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 	}
 }
 
+func (c *Channel) connDown(cs *connState) {
+	if cs.up {
+		cs.up = false
+		c.cfg.Metrics.Connection(cs.id, false)
+	}
+}
+
 // consume reads the client's events until readCtx or runCtx ends, handing each envelope over.
 func (c *Channel) consume(readCtx, runCtx context.Context, sm *socketmode.Client, cs *connState) {
 	for {
@@ -135,10 +146,19 @@ func (c *Channel) consume(readCtx, runCtx context.Context, sm *socketmode.Client
 			return
 		case ev := <-sm.Events:
 			switch ev.Type {
+			case socketmode.EventTypeConnecting:
+				c.connDown(cs)
 			case socketmode.EventTypeHello:
 				cs.lastFrame.Store(c.now().UnixNano())
 				cs.setError(nil)
 				cs.helloOnce.Do(func() { close(cs.hello) })
+				if cs.hellos++; cs.hellos > 1 {
+					c.cfg.Metrics.Reconnect()
+				}
+				if !cs.up {
+					cs.up = true
+					c.cfg.Metrics.Connection(cs.id, true)
+				}
 				c.log.Debug("slack: socket mode hello", "connection", cs.id)
 			case socketmode.EventTypeConnectionError:
 				if e, ok := ev.Data.(interface{ Error() string }); ok {
@@ -172,8 +192,11 @@ func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connS
 		defer cancel()
 		cs.ackSeq.Store(seq.Add(1))
 		if err := sm.AckCtx(actx, req.EnvelopeID, nil); err != nil {
+			c.cfg.Metrics.Ack("failed")
 			c.log.Warn("slack: ack failed; Slack will redeliver", "envelope", req.EnvelopeID, "err", err)
+			return
 		}
+		c.cfg.Metrics.Ack("acked")
 	}
 	d, err := c.decodeDelivery(req.Type, req.Payload)
 	if err != nil {
@@ -187,6 +210,7 @@ func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connS
 	}
 	c.lanes.run(d.in.Conv.String(), func() {
 		if err := c.deliver(ctx, d); err != nil {
+			c.cfg.Metrics.Ack("refused")
 			c.log.Warn("slack: the handler refused an envelope; not acked, Slack will redeliver",
 				"envelope", req.EnvelopeID, "type", req.Type, "retry_attempt", req.RetryAttempt, "err", err)
 			return

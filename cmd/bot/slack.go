@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
 	"github.com/switchboard-bot/switchboard/config"
@@ -28,6 +31,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		Logger:             a.log.With("channel", "slack"),
 		// A payload the adapter skipped as malformed is an inbound event that became no run.
 		OnMalformed: func() { a.metrics.refused.WithLabelValues("slack", "malformed").Inc() },
+		Metrics:     newSlackMetrics(a.metrics.reg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
@@ -39,3 +43,41 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 	}
 	return ch, nil
 }
+
+// slackMetrics are the Slack adapter's own metrics, on the process's registry.
+type slackMetrics struct {
+	connections *prometheus.GaugeVec
+	reconnects  prometheus.Counter
+	acks        *prometheus.CounterVec
+	limited     *prometheus.CounterVec
+}
+
+func newSlackMetrics(reg *prometheus.Registry) *slackMetrics {
+	m := &slackMetrics{
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_slack_socket_connected", Help: "1 while a Slack Socket Mode connection is up (its hello arrived), by connection.",
+		}, []string{"connection"}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_slack_socket_reconnects_total", Help: "Slack Socket Mode reconnections.",
+		}),
+		acks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_slack_acks_total", Help: "Slack envelopes and HTTP deliveries by outcome: acked, refused (left for Slack to redeliver), failed (the ack could not be sent).",
+		}, []string{"result"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_slack_rate_limited_total", Help: "Slack Web API answers asking to slow down (429, ratelimited), by method.",
+		}, []string{"method"}),
+	}
+	reg.MustRegister(m.connections, m.reconnects, m.acks, m.limited)
+	return m
+}
+
+func (m *slackMetrics) Connection(id int, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.connections.WithLabelValues(strconv.Itoa(id)).Set(v)
+}
+func (m *slackMetrics) Reconnect()                { m.reconnects.Inc() }
+func (m *slackMetrics) Ack(result string)         { m.acks.WithLabelValues(result).Inc() }
+func (m *slackMetrics) RateLimited(method string) { m.limited.WithLabelValues(method).Inc() }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
@@ -204,7 +206,7 @@ func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
 	e := newSlackE2E(t, nil)
 	e.sl.SetRedelivery(500*time.Millisecond, 3)
 	e.model.SetLatency(300 * time.Millisecond)
-	e.start()
+	r := e.start()
 	const users = 4
 	for i := range users {
 		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("first %d", i)})
@@ -227,6 +229,12 @@ func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
 	if e.sl.Opened() < 2 || e.sl.Connections() != 1 {
 		t.Errorf("opened %d sockets, %d open; want a reconnect and one socket", e.sl.Opened(), e.sl.Connections())
 	}
+	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_reconnects_total"); n < 1 {
+		t.Errorf("reconnects in the metrics: %v, want at least 1", n)
+	}
+	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_connected", "connection", "1"); n != 1 {
+		t.Errorf("connection 1 in the metrics: %v, want 1 (up)", n)
+	}
 }
 
 // TestSlack429StormNoReplyLost proves 429s with Retry-After on chat.postMessage and chat.update
@@ -236,7 +244,7 @@ func TestSlack429StormNoReplyLost(t *testing.T) {
 	e.sl.RateLimit("chat.postMessage", 4, 1)
 	e.sl.RateLimit("chat.update", 4, 0)
 	e.sl.FailNext("chat.postMessage", 2, slackfake.Fault{Error: "ratelimited"})
-	e.start()
+	r := e.start()
 	names := []string{"ann", "bob", "cy", "di"}
 	for _, n := range names {
 		e.sl.PushMessage(slackfake.Msg{Channel: "D0" + n, ChannelType: "im", User: "U0" + n, Text: "hi from " + n})
@@ -249,6 +257,9 @@ func TestSlack429StormNoReplyLost(t *testing.T) {
 	}
 	if n := e.sl.Count("chat.postMessage"); n < len(names)+6 {
 		t.Errorf("chat.postMessage called %d times; the storm was not met", n)
+	}
+	if n := gathered(t, r.metrics.reg, "switchboard_slack_rate_limited_total", "method", "chat.postMessage"); n != 6 {
+		t.Errorf("rate limits of chat.postMessage in the metrics: %v, want 6", n)
 	}
 }
 
@@ -529,4 +540,38 @@ func TestSlackMultiFieldClarificationByModal(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// gathered is the value of reg's metric name with the given label pairs (name, value, …); -1
+// when there is none.
+func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }

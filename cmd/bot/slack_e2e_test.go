@@ -26,7 +26,7 @@ type slackE2E struct {
 	sl *slackfake.Server
 }
 
-func newSlackE2E(t *testing.T, mutate func(*config.Config)) *slackE2E {
+func newSlackE2E(t testing.TB, mutate func(*config.Config)) *slackE2E {
 	t.Helper()
 	sl := slackfake.New(t)
 	sl.SetPingInterval(200 * time.Millisecond)

@@ -173,6 +173,8 @@ type Channel struct {
 	revoked  sync.Map // team id → struct{}
 	now      func() time.Time
 	sleep    func(ctx context.Context, d time.Duration) error
+	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
+	ackDeadline time.Duration
 }
 
 var (
@@ -262,6 +264,8 @@ func New(cfg Config) (*Channel, error) {
 		log:    cfg.Logger,
 		now:    time.Now,
 		sleep:  sleepCtx,
+
+		ackDeadline: interactionAckDeadline,
 	}
 	c.lanes = newLanes(&c.work)
 	return c, nil

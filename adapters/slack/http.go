@@ -1,11 +1,13 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	slackgo "github.com/slack-go/slack"
 )
@@ -80,12 +82,29 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 	}
 	// One conversation's deliveries reach the Handler one at a time, as over Socket Mode.
 	done := make(chan error, 1)
+	ctx := r.Context()
+	var deadline <-chan time.Time
+	if typ != typeEvents {
+		// As over Socket Mode, a click or a command is answered within Slack's 3 s whatever its
+		// handling, which then goes on without the request.
+		ctx = context.WithoutCancel(ctx)
+		t := time.NewTimer(c.ackDeadline)
+		defer t.Stop()
+		deadline = t.C
+	}
 	c.work.Add(1)
 	c.lanes.run(d.in.Conv.String(), func() {
 		defer c.work.Done()
-		done <- c.deliver(r.Context(), d)
+		done <- c.deliver(ctx, d)
 	})
-	if err := <-done; err != nil {
+	select {
+	case err = <-done:
+	case <-deadline:
+		c.cfg.Metrics.Ack("acked")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err != nil {
 		c.cfg.Metrics.Ack("refused")
 		c.log.Warn("slack: the handler refused a delivery; Slack will retry", "type", typ,
 			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", err)

@@ -155,3 +155,24 @@ func TestHTTPAfterStopIs503(t *testing.T) {
 		t.Error("ready after Stop")
 	}
 }
+
+func TestHTTPSlowInteractionAnsweredInTime(t *testing.T) {
+	release := make(chan struct{})
+	h := startHTTP(t, &recorder{fail: func(in channels.Inbound) error {
+		if in.Interaction != nil {
+			<-release
+		}
+		return nil
+	}})
+	h.ch.ackDeadline = 100 * time.Millisecond
+	r, err := h.fake.DeliverInteraction(h.srv.URL+DefaultInteractionsPath,
+		h.fake.BlockActions(slackfake.Action{User: ann, Channel: "C1", MessageTS: "1.1", ActionID: "slow"}), slackfake.Delivery{})
+	if err != nil || r.Status != 200 || r.Took > 2*time.Second {
+		t.Fatalf("slow interaction: %d in %s, %v", r.Status, r.Took, err)
+	}
+	if len(h.rec.got()) != 0 {
+		t.Fatal("answered after the handling, not before")
+	}
+	close(release)
+	eventually(t, "the handling finished", func() bool { return len(h.rec.got()) == 1 })
+}

@@ -329,3 +329,39 @@ func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
 		t.Fatalf("rate limits counted %v", m.limited)
 	}
 }
+
+// TestSlowInteractionAckedWithinSlacksLimit proves a click whose handling outlasts the ack
+// deadline is acknowledged anyway (Slack shows the user an error after 3 s), while the handling
+// goes on; over HTTP the same click is answered 200 in time.
+func TestSlowInteractionAckedWithinSlacksLimit(t *testing.T) {
+	fake := slackfake.New(t)
+	release := make(chan struct{})
+	var finished atomic.Bool
+	rec := &recorder{fail: func(in channels.Inbound) error {
+		if in.Interaction != nil {
+			<-release
+			finished.Store(true)
+		}
+		return nil
+	}}
+	ch, _ := newChannel(t, fake, nil)
+	ch.ackDeadline = 100 * time.Millisecond
+	if err := ch.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ch.Stop(ctx)
+	})
+	env := fake.PushAction(slackfake.Action{User: ann, Channel: "C1", MessageTS: "1.1", ActionID: "slow"})
+	eventually(t, "the ack before the handling ends", func() bool { return fake.Acked(env) })
+	if finished.Load() {
+		t.Fatal("the handling finished before the ack; the test proves nothing")
+	}
+	close(release)
+	eventually(t, "the handling finished", func() bool { return len(rec.got()) == 1 })
+	if n := len(fake.Acks()); n != 1 {
+		t.Errorf("%d acks, want exactly 1", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	slackgo "github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 )
 
@@ -76,14 +77,17 @@ func (l liveConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// maxReconnectWait caps the wait between connection attempts.
+const maxReconnectWait = 30 * time.Second
+
 // reconnectBackoff is the wait after the n-th consecutive failure of a connection's run: 1 s
-// doubling to 30 s.
+// doubling to maxReconnectWait.
 func reconnectBackoff(n int) time.Duration {
 	d := time.Second
-	for i := 1; i < n && d < 30*time.Second; i++ {
+	for i := 1; i < n && d < maxReconnectWait; i++ {
 		d *= 2
 	}
-	return min(d, 30*time.Second)
+	return min(d, maxReconnectWait)
 }
 
 // runSocket holds one Socket Mode connection: a slack-go client whose RunContext (which itself
@@ -111,7 +115,7 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 		sm := socketmode.New(c.api, socketmode.OptionDialer(dialer), socketmode.OptionReadLimit(maxPayloadBytes+64<<10))
 		runCtx, cancelRun := context.WithCancel(connCtx)
 		var consumer sync.WaitGroup
-		consumer.Go(func() { c.consume(readCtx, runCtx, sm, cs) })
+		consumer.Go(func() { c.consume(readCtx, runCtx, cancelRun, sm, cs) })
 		err := sm.RunContext(runCtx)
 		cancelRun()
 		consumer.Wait()
@@ -137,7 +141,7 @@ func (c *Channel) connDown(cs *connState) {
 }
 
 // consume reads the client's events until readCtx or runCtx ends, handing each envelope over.
-func (c *Channel) consume(readCtx, runCtx context.Context, sm *socketmode.Client, cs *connState) {
+func (c *Channel) consume(readCtx, runCtx context.Context, cancelRun context.CancelFunc, sm *socketmode.Client, cs *connState) {
 	for {
 		select {
 		case <-readCtx.Done():
@@ -161,8 +165,13 @@ func (c *Channel) consume(readCtx, runCtx context.Context, sm *socketmode.Client
 				}
 				c.log.Debug("slack: socket mode hello", "connection", cs.id)
 			case socketmode.EventTypeConnectionError:
-				if e, ok := ev.Data.(interface{ Error() string }); ok {
+				if e, ok := ev.Data.(*slackgo.ConnectionErrorEvent); ok {
 					cs.setError(c.redact.error(errors.New(e.Error())))
+					if e.Backoff > maxReconnectWait {
+						// slack-go would wait up to 5 minutes; start over on our own, capped, backoff.
+						cancelRun()
+						return
+					}
 				}
 			case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 				if ev.Request != nil {
@@ -208,16 +217,34 @@ func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connS
 		ack()
 		return
 	}
+	var once sync.Once
+	ackOnce := func() { once.Do(ack) }
+	var deadline *time.Timer
+	if req.Type != typeEvents {
+		// A click or a command not acknowledged within 3 s shows the user an error, and a modal
+		// can only open in that time: one whose handling runs longer is acknowledged anyway.
+		deadline = time.AfterFunc(c.ackDeadline, ackOnce)
+	}
 	c.lanes.run(d.in.Conv.String(), func() {
-		if err := c.deliver(ctx, d); err != nil {
+		err := c.deliver(ctx, d)
+		inTime := deadline == nil || deadline.Stop()
+		switch {
+		case err != nil && !inTime:
+			c.log.Warn("slack: the handler failed on an interaction already acknowledged; the user can try again",
+				"envelope", req.EnvelopeID, "type", req.Type, "err", err)
+		case err != nil:
 			c.cfg.Metrics.Ack("refused")
 			c.log.Warn("slack: the handler refused an envelope; not acked, Slack will redeliver",
 				"envelope", req.EnvelopeID, "type", req.Type, "retry_attempt", req.RetryAttempt, "err", err)
-			return
+		default:
+			ackOnce()
 		}
-		ack()
 	})
 }
+
+// interactionAckDeadline is when an interaction or a command is acknowledged even though its
+// handling has not finished (Slack's limit is 3 s).
+const interactionAckDeadline = 2500 * time.Millisecond
 
 // lanes run functions one at a time per key, in submission order, different keys in parallel;
 // a key's goroutine exits when its queue is empty.

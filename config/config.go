@@ -121,6 +121,8 @@ type Slack struct {
 	Command string `koanf:"command"`
 	// AssistantStatus shows "is thinking…" (assistant.threads.setStatus) while a run works.
 	AssistantStatus bool `koanf:"assistant_status"`
+	// SuggestedPrompts are offered when a user opens an assistant thread with the app.
+	SuggestedPrompts []string `koanf:"suggested_prompts"`
 	// EventsPath, InteractionsPath and CommandsPath are where HTTP mode serves the Events API,
 	// interactivity and the slash command on http.addr.
 	EventsPath       string `koanf:"events_path"`
@@ -287,7 +289,7 @@ func Default() *Config {
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
-			ReplyInThread: true, Command: "/bot", AssistantStatus: true,
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands"},
 		Discord: Discord{APIURL: DefaultDiscordAPIURL},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},

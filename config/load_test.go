@@ -72,7 +72,8 @@ func fullConfig() *config.Config {
 		Slack: config.Slack{
 			BotToken: "xoxb-slack", AppToken: "xapp-slack", SigningSecret: "slack-signing",
 			APIURL: "http://127.0.0.1:8082/api/", Mode: "http", Connections: 2, ThreadReplies: "mention",
-			ReplyInThread: false, Command: "/sb", AssistantStatus: false, EventsPath: "/hooks/slack/events",
+			ReplyInThread: false, Command: "/sb", AssistantStatus: false, SuggestedPrompts: []string{"Plan my week"},
+			EventsPath:       "/hooks/slack/events",
 			InteractionsPath: "/hooks/slack/interactions", CommandsPath: "/hooks/slack/commands",
 		},
 		Discord: config.Discord{

@@ -202,6 +202,7 @@ func (c *Config) Validate() error {
 		v.add("slack.bot_token", "required when slack.app_token or slack.signing_secret is set")
 	}
 	v.oneOf("slack.thread_replies", c.Slack.ThreadReplies, SlackRepliesAll, SlackRepliesMention)
+	v.nonEmptyItems("slack.suggested_prompts", c.Slack.SuggestedPrompts)
 	if n := c.Slack.Connections; n < 1 || n > 10 {
 		v.add("slack.connections", "must be 1-10 (Slack allows 10 Socket Mode connections per app)")
 	}

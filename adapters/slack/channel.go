@@ -88,6 +88,9 @@ type Config struct {
 	// AssistantStatus shows the "is thinking…" status (assistant.threads.setStatus) while a run
 	// works, in threads where Slack allows it; default on (set AssistantStatusOff to turn off).
 	AssistantStatusOff bool
+	// SuggestedPrompts are offered when a user opens an assistant thread with the app
+	// (assistant_thread_started); none when empty.
+	SuggestedPrompts []string
 	// ActionKey signs the interactive ids of rendered cards.
 	ActionKey render.Key
 	// HTTPClient makes the Web API calls; default a client keeping 256 idle connections.
@@ -171,6 +174,7 @@ type Channel struct {
 	noStatus sync.Map // channel id → struct{}: setStatus refused there
 	statuses sync.Map // channel/thread → struct{}: a status is shown
 	revoked  sync.Map // team id → struct{}
+	untitled sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
 	now      func() time.Time
 	sleep    func(ctx context.Context, d time.Duration) error
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.

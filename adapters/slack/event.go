@@ -44,6 +44,12 @@ type innerEvent struct {
 	ThreadTS    string      `json:"thread_ts"`
 	BotID       string      `json:"bot_id"`
 	Files       []eventFile `json:"files"`
+	// AssistantThread is assistant_thread_started's thread.
+	AssistantThread struct {
+		UserID    string `json:"user_id"`
+		ChannelID string `json:"channel_id"`
+		ThreadTS  string `json:"thread_ts"`
+	} `json:"assistant_thread"`
 	// Tokens are the revoked tokens' owners of tokens_revoked.
 	Tokens struct {
 		Bot []string `json:"bot"`
@@ -145,6 +151,7 @@ const (
 	kindIgnore    eventKind = iota
 	kindMessage             // an Inbound for the router
 	kindUninstall           // app_uninstalled / tokens_revoked: stop work for the workspace
+	kindAssistant           // assistant_thread_started: offer the suggested prompts
 )
 
 // eventInbound converts one decoded event. It reports kindIgnore for what the bot deliberately
@@ -157,6 +164,13 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 	switch ev.Type {
 	case "app_uninstalled":
 		return channels.Inbound{}, kindUninstall
+	case "assistant_thread_started":
+		at := ev.AssistantThread
+		if at.ChannelID == "" || at.ThreadTS == "" {
+			return channels.Inbound{}, kindIgnore
+		}
+		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: at.ChannelID, Thread: at.ThreadTS}
+		return channels.Inbound{Conv: k, ReceivedAt: now}, kindAssistant
 	case "tokens_revoked":
 		if len(ev.Tokens.Bot) > 0 { // user tokens revoked leave the bot working
 			return channels.Inbound{}, kindUninstall

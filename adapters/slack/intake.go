@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	slackgo "github.com/slack-go/slack"
+
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // delivery is one decoded Socket Mode envelope or HTTP request.
@@ -15,6 +18,8 @@ type delivery struct {
 	skip bool       // nothing for the router: acknowledge and forget
 	// challenge is a url_verification's (HTTP mode answers it).
 	challenge string
+	// assistant marks an assistant_thread_started: in.Conv is the new thread.
+	assistant bool
 }
 
 // Envelope types, as Socket Mode names them; HTTP mode maps its three paths onto them.
@@ -44,6 +49,8 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 			return delivery{skip: true}, nil
 		case kindIgnore:
 			return delivery{skip: true}, nil
+		case kindAssistant:
+			return delivery{in: in, assistant: true}, nil
 		}
 		return delivery{in: in}, nil
 	case typeInteractive:
@@ -85,11 +92,73 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 		c.log.Info("slack: dropping an event of a workspace that uninstalled the app", "team", team)
 		return nil
 	}
+	if d.assistant {
+		c.assistantStarted(ctx, d.in.Conv)
+		return nil
+	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
 		c.pending.Store(it.ID, *d.resp)
 		defer c.pending.Delete(it.ID)
 	}
-	return h.HandleInbound(ctx, c, d.in)
+	if err := h.HandleInbound(ctx, c, d.in); err != nil {
+		return err
+	}
+	if d.in.Interaction == nil && d.in.Command == "" {
+		c.titleAssistantThread(ctx, d.in)
+	}
+	return nil
+}
+
+// maxTitle bounds an assistant thread's title.
+const maxTitle = 60
+
+// assistantStarted offers the suggested prompts in a new assistant thread and remembers the
+// thread, so that its first message gives it a title.
+func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
+	c.untitled.Store(k.Chat+"/"+k.Thread, struct{}{})
+	if len(c.cfg.SuggestedPrompts) == 0 {
+		return
+	}
+	prompts := make([]slackgo.AssistantThreadsPrompt, 0, len(c.cfg.SuggestedPrompts))
+	for _, p := range c.cfg.SuggestedPrompts {
+		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: truncateRunes(p, maxTitle), Message: p})
+	}
+	err := c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+		return c.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
+			ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
+	})
+	if err != nil {
+		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+	}
+}
+
+// titleAssistantThread names an assistant thread after its first message.
+func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound) {
+	k := in.Conv
+	if k.Thread == "" {
+		return
+	}
+	if _, fresh := c.untitled.LoadAndDelete(k.Chat + "/" + k.Thread); !fresh {
+		return
+	}
+	title := strings.TrimSpace(strings.Join(strings.Fields(in.Text), " "))
+	if title == "" {
+		return
+	}
+	err := c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
+		return c.api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
+			ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
+	})
+	if err != nil {
+		c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
+	}
+}
+
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // uninstalled stops work for a workspace after app_uninstalled or tokens_revoked.

@@ -339,3 +339,28 @@ func TestUninstallStopsTheWorkspace(t *testing.T) {
 		t.Fatalf("after app_uninstalled: %d inbound, %d uninstalls", len(h.rec.got()), len(gone))
 	}
 }
+
+func TestAssistantThreadPromptsAndTitle(t *testing.T) {
+	h := start(t, func(c *Config) { c.SuggestedPrompts = []string{"What can you do?", "Plan my week"} })
+	root := h.fake.NewTS()
+	env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "assistant_thread_started",
+		"assistant_thread": map[string]any{"user_id": ann, "channel_id": "D1", "thread_ts": root}}))
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	calls := h.fake.CallsOf("assistant.threads.setSuggestedPrompts")
+	if len(calls) != 1 || calls[0].Params["channel_id"] != "D1" || calls[0].Params["thread_ts"] != root ||
+		!strings.Contains(calls[0].Params["prompts"], "Plan my week") {
+		t.Fatalf("suggested prompts %+v", calls)
+	}
+	long := strings.Repeat("plan ", 30)
+	for _, text := range []string{long, "and then?"} {
+		h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: text, ThreadTS: root})
+	}
+	got := h.waitInbound(t, 2)
+	if got[0].Conv.Thread != root {
+		t.Fatalf("assistant thread message conv %+v", got[0].Conv)
+	}
+	titles := h.fake.CallsOf("assistant.threads.setTitle")
+	if len(titles) != 1 || len([]rune(titles[0].Params["title"])) > 60 || !strings.HasPrefix(titles[0].Params["title"], "plan plan") {
+		t.Fatalf("titles %+v, want one, from the first message, at most 60 characters", titles)
+	}
+}

@@ -76,6 +76,8 @@ features:
   bot_user:
     display_name: Switchboard
     always_online: true
+  assistant_view:
+    assistant_description: An agent team that can delegate, ask you questions and answer in cards
   app_home:
     messages_tab_enabled: true
     messages_tab_read_only_enabled: false
@@ -97,6 +99,7 @@ features:
       - im:history
       - mpim:history
       - chat:write
+      - assistant:write
       - commands
       - files:read
 settings:
@@ -111,6 +114,7 @@ settings:
       - message.groups
       - message.im
       - message.mpim
+      - assistant_thread_started
       - app_uninstalled
       - tokens_revoked
   interactivity:

@@ -66,7 +66,7 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 			t.Errorf("scope %s missing", s)
 		}
 	}
-	for _, e := range []string{"app_mention", "message.im", "message.channels", "app_uninstalled"} {
+	for _, e := range []string{"app_mention", "message.im", "message.channels", "app_uninstalled", "assistant_thread_started"} {
 		if !slices.Contains(m.Settings.Events.BotEvents, e) {
 			t.Errorf("event %s missing", e)
 		}

@@ -27,6 +27,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		ReplyInThreadSet:   true,
 		Command:            s.Command,
 		AssistantStatusOff: !s.AssistantStatus,
+		SuggestedPrompts:   s.SuggestedPrompts,
 		ActionKey:          key,
 		Logger:             a.log.With("channel", "slack"),
 		// A payload the adapter skipped as malformed is an inbound event that became no run.

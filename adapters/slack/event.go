@@ -81,6 +81,9 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 			return cb, ev, fmt.Errorf("%w: url_verification without a challenge", errMalformed)
 		}
 		return cb, ev, nil
+	case "app_rate_limited":
+		// Slack stopped delivering events for a minute (30,000 an hour per workspace).
+		return cb, ev, nil
 	case "event_callback":
 	default:
 		return cb, ev, fmt.Errorf("%w: payload type %q", errMalformed, cb.Type)

@@ -51,6 +51,11 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
+	if typ == typeSlash && sslCheck(body) {
+		// Slack's check of the certificate at a command URL: nothing to verify or hand over.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if !c.verify(r.Header, body) {
 		c.log.Warn("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -113,6 +118,12 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 	}
 	c.cfg.Metrics.Ack("acked")
 	w.WriteHeader(http.StatusOK)
+}
+
+// sslCheck reports whether body is a slash command URL's ssl_check=1 probe.
+func sslCheck(body []byte) bool {
+	v, err := url.ParseQuery(string(body))
+	return err == nil && v.Get("ssl_check") == "1" && v.Get("command") == ""
 }
 
 // verify checks the v0 signature and the timestamp's age (5 minutes).

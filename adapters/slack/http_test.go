@@ -176,3 +176,18 @@ func TestHTTPSlowInteractionAnsweredInTime(t *testing.T) {
 	close(release)
 	eventually(t, "the handling finished", func() bool { return len(h.rec.got()) == 1 })
 }
+
+func TestHTTPSlackHousekeepingRequests(t *testing.T) {
+	h := startHTTP(t, &recorder{})
+	r, err := h.fake.Deliver(h.srv.URL+DefaultCommandsPath, "application/x-www-form-urlencoded", []byte("ssl_check=1&token=x"), slackfake.Delivery{Unsigned: true})
+	if err != nil || r.Status != 200 {
+		t.Fatalf("ssl_check: %d %v", r.Status, err)
+	}
+	r, err = h.fake.DeliverEvent(h.srv.URL+DefaultEventsPath, map[string]any{"type": "app_rate_limited", "team_id": slackfake.TeamID, "minute_rate_limited": 1518467820}, slackfake.Delivery{})
+	if err != nil || r.Status != 200 || h.malformed.Load() != 0 {
+		t.Fatalf("app_rate_limited: %d %v, malformed %d", r.Status, err, h.malformed.Load())
+	}
+	if len(h.rec.got()) != 0 {
+		t.Fatal("housekeeping requests were handed over")
+	}
+}

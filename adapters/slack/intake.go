@@ -39,8 +39,12 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 		if err != nil {
 			return delivery{}, err
 		}
-		if cb.Type == "url_verification" {
+		switch cb.Type {
+		case "url_verification":
 			return delivery{skip: true, challenge: cb.Challenge}, nil
+		case "app_rate_limited":
+			c.log.Warn("slack: Slack is holding back this app's events for a minute (app_rate_limited)", "team", cb.TeamID)
+			return delivery{skip: true}, nil
 		}
 		in, kind := eventInbound(cb, ev, me, now)
 		switch kind {

@@ -364,3 +364,18 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 		t.Fatalf("titles %+v, want one, from the first message, at most 60 characters", titles)
 	}
 }
+
+// TestTypingNeverWaitsOnRateLimits proves the typing signal, sent before an envelope is acked,
+// makes one attempt and skips a rate limit instead of waiting it out.
+func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
+	h := start(t, nil)
+	var waits int
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
+	h.fake.RateLimit("assistant.threads.setStatus", 5, 30)
+	if err := h.ch.Typing(context.Background(), channels.Target{Conv: threadConv(h.fake.NewTS())}); err != nil {
+		t.Fatalf("Typing under a rate limit: %v", err)
+	}
+	if waits != 0 || h.fake.Count("assistant.threads.setStatus") != 1 {
+		t.Fatalf("%d waits, %d calls; want one attempt, no wait", waits, h.fake.Count("assistant.threads.setStatus"))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	slackgo "github.com/slack-go/slack"
 
@@ -225,10 +226,15 @@ func (c *Channel) deleteOne(ctx context.Context, channel, ts string) error {
 // statusText is what the thread shows while a run works.
 const statusText = "is thinking…"
 
+// statusTimeout bounds one status call: the router signals typing before the envelope is
+// acknowledged, so it must never hold the ack up.
+const statusTimeout = 2 * time.Second
+
 // Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus
 // (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
 // status is cleared when the run's final message is posted or edited in, and Slack clears it
-// itself when the bot replies. A conversation without a thread shows nothing.
+// itself when the bot replies. A conversation without a thread shows nothing. It is best
+// effort: one attempt of at most two seconds, a rate limit skips it.
 func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	k := to.Conv
 	if c.cfg.AssistantStatusOff || k.Thread == "" {
@@ -237,15 +243,30 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	if _, no := c.noStatus.Load(k.Chat); no {
 		return nil
 	}
-	err := c.call(ctx, "assistant.threads.setStatus", func(ctx context.Context) error {
-		return c.api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: statusText})
-	})
-	if ae, ok := errors.AsType[*APIError](err); ok && ae.Code != "" {
+	err := c.setStatus(ctx, k, statusText)
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
 		c.noStatus.Store(k.Chat, struct{}{})
 		return nil
-	}
-	if err == nil {
+	case err == nil:
 		c.statuses.Store(k.Chat+"/"+k.Thread, struct{}{})
+	}
+	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
+		return nil
+	}
+	return err
+}
+
+func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	err := c.api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
+	if err != nil {
+		err = c.apiError("assistant.threads.setStatus", err)
+		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
+			c.cfg.Metrics.RateLimited("assistant.threads.setStatus")
+		}
 	}
 	return err
 }
@@ -255,10 +276,7 @@ func (c *Channel) clearStatus(ctx context.Context, k conv.Key) {
 	if _, set := c.statuses.LoadAndDelete(k.Chat + "/" + k.Thread); !set {
 		return
 	}
-	err := c.call(ctx, "assistant.threads.setStatus", func(ctx context.Context) error {
-		return c.api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread})
-	})
-	if err != nil {
+	if err := c.setStatus(ctx, k, ""); err != nil {
 		c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
 	}
 }

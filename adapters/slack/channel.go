@@ -331,18 +331,28 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.mu.Lock()
 	c.stopOnDone = stopOnDone
 	c.mu.Unlock()
-	for i := range c.cfg.Connections {
-		cs := newConnState(i)
-		c.conns = append(c.conns, cs)
+	conns := make([]*connState, c.cfg.Connections)
+	for i := range conns {
+		conns[i] = newConnState(i)
+	}
+	c.mu.Lock()
+	c.conns = conns
+	c.mu.Unlock()
+	for _, cs := range conns {
 		c.loops.Add(1)
 		go c.runSocket(readCtx, connCtx, cs)
 	}
 	wait, cancelWait := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancelWait()
-	for _, cs := range c.conns {
+	for _, cs := range conns {
 		select {
 		case <-cs.hello:
+		case <-cs.refused:
 		case <-wait.Done():
+		}
+		select {
+		case <-cs.hello:
+		default:
 			err := cs.lastError()
 			if err == nil {
 				err = wait.Err()
@@ -354,7 +364,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 			return fmt.Errorf("slack: start: socket mode connection %d: %w", cs.id, err)
 		}
 	}
-	c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(c.conns))
+	c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(conns))
 	return nil
 }
 
@@ -395,7 +405,10 @@ func (c *Channel) awaitAcksWritten(ctx context.Context) {
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for _, cs := range c.conns {
+	c.mu.Lock()
+	conns := c.conns
+	c.mu.Unlock()
+	for _, cs := range conns {
 		for !cs.flushed() {
 			select {
 			case <-tick.C:
@@ -428,7 +441,7 @@ var ErrNotReady = errors.New("slack: not receiving")
 // carries nothing is not ready; in HTTP mode the channel is started and not stopped.
 func (c *Channel) Ready() error {
 	c.mu.Lock()
-	stopped, started := c.stopped, c.started
+	stopped, started, conns := c.stopped, c.started, c.conns
 	c.mu.Unlock()
 	switch {
 	case stopped:
@@ -441,8 +454,11 @@ func (c *Channel) Ready() error {
 		}
 		return nil
 	}
+	if len(conns) == 0 {
+		return fmt.Errorf("%w: starting", ErrNotReady)
+	}
 	now := c.now()
-	for _, cs := range c.conns {
+	for _, cs := range conns {
 		last := cs.lastFrame.Load()
 		if last == 0 {
 			return fmt.Errorf("%w: connection %d has not connected", ErrNotReady, cs.id)
@@ -454,7 +470,7 @@ func (c *Channel) Ready() error {
 	return nil
 }
 
-// handler returns the Handler and the bot identity, once started.
+// state returns the Handler and the bot identity, once started.
 func (c *Channel) state() (channels.Handler, self) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,15 +24,18 @@ type connState struct {
 	ackSeq, writeSeq atomic.Int64
 	hello            chan struct{}
 	helloOnce        sync.Once
-	mu               sync.Mutex
-	err              error
+	// refused is closed when Slack refuses the app token (Start gives up at once).
+	refused     chan struct{}
+	refusedOnce sync.Once
+	mu          sync.Mutex
+	err         error
 	// up and hellos are the connection's state as its consumer saw it (one consumer at a time).
 	up     bool
 	hellos int
 }
 
 func newConnState(i int) *connState {
-	return &connState{id: i + 1, hello: make(chan struct{})}
+	return &connState{id: i + 1, hello: make(chan struct{}), refused: make(chan struct{})}
 }
 
 func (cs *connState) setError(err error) {
@@ -125,6 +128,9 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 		failures++
 		err = c.apiError("apps.connections.open", err)
 		cs.setError(err)
+		if errors.Is(err, ErrAuth) {
+			cs.refusedOnce.Do(func() { close(cs.refused) })
+		}
 		wait := reconnectBackoff(failures)
 		c.log.Warn("slack: socket mode connection ended; reconnecting", "connection", cs.id, "err", err, "wait", wait, "failures", failures)
 		if c.sleep(connCtx, wait) != nil {

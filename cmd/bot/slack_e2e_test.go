@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -574,4 +575,37 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...str
 		}
 	}
 	return -1
+}
+
+// TestSlackStartupFailsClearly proves a refused bot token, or an app token Socket Mode refuses,
+// stops `bot run` at start with an error that names the problem and not the secret.
+func TestSlackStartupFailsClearly(t *testing.T) {
+	cases := []struct {
+		name string
+		mut  func(*config.Config)
+		want string
+	}{
+		{"bot token refused", func(c *config.Config) { c.Slack.BotToken = "xoxb-0000-wrong-SECRET" }, "invalid_auth"},
+		{"app token refused", func(c *config.Config) { c.Slack.AppToken = "xapp-0-wrong-SECRET" }, "socket mode connection"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSlackE2E(t, tc.mut)
+			ctx := context.Background()
+			a, err := newApp(ctx, e.cfg, newLogger(e.cfg, e.logs))
+			if err != nil {
+				t.Fatalf("newApp: %v", err)
+			}
+			startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			err = a.start(startCtx)
+			_ = a.shutdown(ctx)
+			if err == nil || !strings.Contains(err.Error(), "slack") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("start: %v; want a slack error naming %q without the token", err, tc.want)
+			}
+			if strings.Contains(e.logs.String(), "SECRET") {
+				t.Error("the refused token appears in the logs")
+			}
+		})
+	}
 }

@@ -91,6 +91,10 @@ type Config struct {
 	// SuggestedPrompts are offered when a user opens an assistant thread with the app
 	// (assistant_thread_started); none when empty.
 	SuggestedPrompts []string
+	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
+	// short burst) instead of meeting its 429s. Configuration turns it on (slack.pacing); load
+	// tests turn it off.
+	Pacing bool
 	// ActionKey signs the interactive ids of rendered cards.
 	ActionKey render.Key
 	// HTTPClient makes the Web API calls; default a client keeping 256 idle connections.
@@ -170,6 +174,7 @@ type Channel struct {
 	conns    []*connState
 	httpOK   atomic.Bool
 	lanes    *lanes
+	pacer    *pacer
 	pending  sync.Map // trigger id → responder, while its interaction is handled
 	noStatus sync.Map // channel id → struct{}: setStatus refused there
 	statuses sync.Map // channel/thread → struct{}: a status is shown
@@ -268,6 +273,7 @@ func New(cfg Config) (*Channel, error) {
 		log:    cfg.Logger,
 		now:    time.Now,
 		sleep:  sleepCtx,
+		pacer:  newPacer(paceEvery, paceBurst),
 
 		ackDeadline: interactionAckDeadline,
 	}

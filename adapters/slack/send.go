@@ -143,6 +143,11 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 }
 
 func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error) {
+	if c.cfg.Pacing {
+		if err := c.sleep(ctx, c.pacer.reserve(k.Chat, c.now())); err != nil {
+			return "", fmt.Errorf("slack: send: %w", err)
+		}
+	}
 	var ts string
 	err := c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
 		var err error

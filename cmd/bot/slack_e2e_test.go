@@ -35,6 +35,7 @@ func newSlackE2E(t testing.TB, mutate func(*config.Config)) *slackE2E {
 		c.Telegram.Token = ""
 		c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret = sl.BotToken(), sl.AppToken(), sl.SigningSecret()
 		c.Slack.APIURL = sl.APIURL()
+		c.Slack.Pacing = false // tests post bursts into one channel; the adapter's tests cover pacing
 		if mutate != nil {
 			mutate(c)
 		}

@@ -46,6 +46,8 @@ func BenchmarkSlackEndToEnd(b *testing.B) {
 func runSlackLoad(b *testing.B, messages, chats int, httpMode bool) {
 	b.StopTimer()
 	e := newSlackE2E(b, func(c *config.Config) {
+		// Defaults except the test's fakes and slack.pacing=false (the workload measures the bot,
+		// not Slack's per-channel pace).
 		d := config.Default()
 		c.Runs, c.Log = d.Runs, d.Log
 		if httpMode {

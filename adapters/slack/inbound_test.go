@@ -365,3 +365,43 @@ func TestSlowInteractionAckedWithinSlacksLimit(t *testing.T) {
 		t.Errorf("%d acks, want exactly 1", n)
 	}
 }
+
+// TestSocketLoopOutlivesAFailedReconnect proves that when slack-go's own reconnect fails for
+// good (apps.connections.open refused), the adapter starts it again with backoff and intake
+// resumes.
+func TestSocketLoopOutlivesAFailedReconnect(t *testing.T) {
+	fake := slackfake.New(t)
+	var waits []time.Duration
+	var mu sync.Mutex
+	ch, logs := newChannel(t, fake, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	ch.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	if err := ch.Start(context.Background(), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ch.Stop(ctx)
+	})
+	h := &harness{fake: fake, ch: ch}
+	h.fake.FailNext("apps.connections.open", 2, slackfake.Fault{Error: "invalid_auth"})
+	h.fake.Disconnect("refresh_requested")
+	eventually(t, "the new socket", func() bool { return h.fake.Opened() == 2 && h.fake.Connections() == 1 })
+	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "after the outage"})
+	eventually(t, "intake resumed", func() bool { return h.fake.Acked(env) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 2 || waits[0] != time.Second || waits[1] != 2*time.Second {
+		t.Fatalf("backoff waits %v, want 1s then 2s", waits)
+	}
+}

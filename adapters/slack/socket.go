@@ -118,12 +118,19 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 		sm := socketmode.New(c.api, socketmode.OptionDialer(dialer), socketmode.OptionReadLimit(maxPayloadBytes+64<<10))
 		runCtx, cancelRun := context.WithCancel(connCtx)
 		var consumer sync.WaitGroup
+		hellos := cs.hellos
 		consumer.Go(func() { c.consume(readCtx, runCtx, cancelRun, sm, cs) })
 		err := sm.RunContext(runCtx)
 		cancelRun()
 		consumer.Wait()
 		if connCtx.Err() != nil {
 			return
+		}
+		if cs.hellos > hellos {
+			failures = 0 // it was connected: this is a new outage, not a longer one
+		}
+		if errors.Is(err, context.Canceled) {
+			err = cs.lastError() // our own cut of slack-go's long backoff: say why it backed off
 		}
 		failures++
 		err = c.apiError("apps.connections.open", err)

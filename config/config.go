@@ -121,6 +121,9 @@ type Slack struct {
 	Command string `koanf:"command"`
 	// AssistantStatus shows "is thinking…" (assistant.threads.setStatus) while a run works.
 	AssistantStatus bool `koanf:"assistant_status"`
+	// ReadyWindow is how recently every Socket Mode connection must have read a frame (Slack
+	// pings every few seconds) for /readyz to count Slack as ready.
+	ReadyWindow time.Duration `koanf:"ready_window"`
 	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
 	// short burst).
 	Pacing bool `koanf:"pacing"`
@@ -292,7 +295,7 @@ func Default() *Config {
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
-			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, SuggestedPrompts: []string{"What can you do?"},
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands"},
 		Discord: Discord{APIURL: DefaultDiscordAPIURL},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},

@@ -73,6 +73,7 @@ func fullConfig() *config.Config {
 			BotToken: "xoxb-slack", AppToken: "xapp-slack", SigningSecret: "slack-signing",
 			APIURL: "http://127.0.0.1:8082/api/", Mode: "http", Connections: 2, ThreadReplies: "mention",
 			ReplyInThread: false, Command: "/sb", AssistantStatus: false, SuggestedPrompts: []string{"Plan my week"},
+			ReadyWindow:      time.Minute,
 			EventsPath:       "/hooks/slack/events",
 			InteractionsPath: "/hooks/slack/interactions", CommandsPath: "/hooks/slack/commands",
 		},

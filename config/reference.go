@@ -206,6 +206,7 @@ var keyDescriptions = map[string]string{
 	"slack.reply_in_thread":   "Answer a top-level channel mention in a thread rooted at it (DMs stay flat).",
 	"slack.command":           "The slash command declared in the app's manifest; its first word is a bot command (`/bot help`).",
 	"slack.assistant_status":  "Show \"is thinking…\" under the thread (`assistant.threads.setStatus`) while a run works.",
+	"slack.ready_window":      "How recently every Socket Mode connection must have read something (an envelope, a hello, Slack's pings) for `/readyz` to count Slack as ready.",
 	"slack.pacing":            "Space `chat.postMessage` per channel to Slack's pace (about one a second after a short burst) instead of meeting its 429s.",
 	"slack.suggested_prompts": "Prompts offered when a user opens an assistant thread with the app; empty offers none.",
 	"slack.events_path":       "Where `http` mode serves the Events API request URL on `http.addr`.",

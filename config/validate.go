@@ -203,6 +203,7 @@ func (c *Config) Validate() error {
 	}
 	v.oneOf("slack.thread_replies", c.Slack.ThreadReplies, SlackRepliesAll, SlackRepliesMention)
 	v.nonEmptyItems("slack.suggested_prompts", c.Slack.SuggestedPrompts)
+	v.positiveDuration("slack.ready_window", c.Slack.ReadyWindow)
 	if n := c.Slack.Connections; n < 1 || n > 10 {
 		v.add("slack.connections", "must be 1-10 (Slack allows 10 Socket Mode connections per app)")
 	}

@@ -29,6 +29,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		AssistantStatusOff: !s.AssistantStatus,
 		SuggestedPrompts:   s.SuggestedPrompts,
 		Pacing:             s.Pacing,
+		ReadyWindow:        s.ReadyWindow,
 		ActionKey:          key,
 		Logger:             a.log.With("channel", "slack"),
 		// A payload the adapter skipped as malformed is an inbound event that became no run.

@@ -610,3 +610,24 @@ func TestSlackStartupFailsClearly(t *testing.T) {
 		})
 	}
 }
+
+// TestSlackReadyzFollowsInboundLife proves /readyz goes unready when the Slack socket stays open
+// but carries nothing (no pings, no envelopes) — the socket that looks connected but receives
+// nothing — and ready again once frames flow.
+func TestSlackReadyzFollowsInboundLife(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) { c.Slack.ReadyWindow = 300 * time.Millisecond })
+	e.sl.SetPingInterval(50 * time.Millisecond)
+	r := e.start()
+	readyz := "http://" + r.listener.Addr().String() + "/readyz"
+	if code := httpGet(t, readyz); code != 200 {
+		t.Fatalf("/readyz %d after start", code)
+	}
+	e.sl.SetPingInterval(0)
+	e.sl.Disconnect("refresh_requested") // the new socket gets a hello, then silence
+	waitFor(t, "/readyz unready", 10*time.Second, func() bool { return httpGet(t, readyz) == http.StatusServiceUnavailable })
+	if e.sl.Connections() != 1 {
+		t.Fatalf("%d sockets open; the point is an open but silent one", e.sl.Connections())
+	}
+	e.sl.PushMessage(dm("wake up"))
+	waitFor(t, "/readyz ready again", 10*time.Second, func() bool { return httpGet(t, readyz) == 200 })
+}

@@ -80,6 +80,15 @@ func (c *Channel) apiError(method string, err error) error {
 // call runs one Web API call with the call timeout, waiting out rate limits (Retry-After) while
 // the total wait stays within MaxRetryWait; past that it returns the *channels.RateLimitError.
 func (c *Channel) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
+	return c.callUnless(ctx, method, nil, f)
+}
+
+// errSuperseded: a newer call made this one pointless while it waited out a rate limit.
+var errSuperseded = errors.New("slack: superseded by a newer call")
+
+// callUnless is call that gives up with errSuperseded when, after a rate-limit wait,
+// superseded reports true (a newer edit of the same message came meanwhile).
+func (c *Channel) callUnless(ctx context.Context, method string, superseded func() bool, f func(ctx context.Context) error) error {
 	waited := time.Duration(0)
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
@@ -99,6 +108,9 @@ func (c *Channel) call(ctx context.Context, method string, f func(ctx context.Co
 			return fmt.Errorf("slack: %s: %w", method, serr)
 		}
 		waited += wait
+		if superseded != nil && superseded() {
+			return errSuperseded
+		}
 	}
 }
 

@@ -180,6 +180,7 @@ type Channel struct {
 	statuses sync.Map // channel/thread → struct{}: a status is shown
 	revoked  sync.Map // team id → struct{}
 	untitled sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
+	edits    sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
 	now      func() time.Time
 	sleep    func(ctx context.Context, d time.Duration) error
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.

@@ -379,3 +379,43 @@ func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
 		t.Fatalf("%d waits, %d calls; want one attempt, no wait", waits, h.fake.Count("assistant.threads.setStatus"))
 	}
 }
+
+// TestRateLimitedEditsCoalesce proves an edit waiting out a 429 gives up when a newer edit of the
+// same message comes meanwhile: the newer content is what the message shows, and the stale edit
+// is never made after it.
+func TestRateLimitedEditsCoalesce(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, nil)
+	waiting, release := make(chan struct{}), make(chan struct{})
+	ch.sleep = func(ctx context.Context, d time.Duration) error {
+		close(waiting)
+		<-release
+		return ctx.Err()
+	}
+	h := startWith(t, fake, nil, &recorder{})
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ch (not started) edits the same message through the same fake.
+	fake.RateLimit("chat.update", 1, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v1 stale"})
+		done <- err
+	}()
+	<-waiting
+	if _, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v2 latest"}); err != nil {
+		t.Fatalf("the newer edit: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the superseded edit: %v, want nil", err)
+	}
+	if got := fake.Posted("C1")[0].Text; got != "v2 latest" {
+		t.Fatalf("the message shows %q, want the latest edit", got)
+	}
+	if n := fake.Count("chat.update"); n != 2 {
+		t.Fatalf("chat.update called %d times, want 2 (the 429 and the latest)", n)
+	}
+}

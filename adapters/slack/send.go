@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -167,7 +168,9 @@ func (c *Channel) ephemeral(ctx context.Context, channel, user, thread string, p
 // Edit replaces the message ref names with m (chat.update): the first piece edits ref's first
 // message, further pieces edit ref's further messages or are posted as new ones (in the
 // thread), and messages of ref beyond the pieces are deleted. A message that no longer exists
-// is channels.ErrMessageGone (delivery then posts anew).
+// is channels.ErrMessageGone (delivery then posts anew). Rate-limited edits coalesce: an edit
+// waiting out a rate limit when a newer edit of the same message comes gives up, returning ref
+// and no error, so the latest content wins and no stale edit is made after it.
 func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
 	if ref.ID() == "" || ref.Conv.Chat == "" {
 		return ref, fmt.Errorf("slack: edit: %w: empty message ref", channels.ErrMessageGone)
@@ -176,14 +179,27 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	if err != nil {
 		return ref, err
 	}
+	key := ref.Conv.Chat + "/" + ref.ID()
+	v, _ := c.edits.LoadOrStore(key, new(atomic.Int64))
+	gen := v.(*atomic.Int64)
+	mine := gen.Add(1)
+	defer func() {
+		if gen.Load() == mine {
+			c.edits.CompareAndDelete(key, gen)
+		}
+	}()
+	superseded := func() bool { return gen.Load() != mine }
 	out := channels.MessageRef{Conv: ref.Conv}
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			id := ref.IDs[i]
-			err := c.call(ctx, "chat.update", func(ctx context.Context) error {
+			err := c.callUnless(ctx, "chat.update", superseded, func(ctx context.Context) error {
 				_, _, _, err := c.api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
 				return err
 			})
+			if errors.Is(err, errSuperseded) {
+				return ref, nil
+			}
 			if err != nil {
 				return ref, err
 			}

@@ -63,6 +63,8 @@ type Call struct {
 	Params map[string]string
 	// Auth says how the token came: "bearer", "form" or "" (none).
 	Auth string
+	// Team is the workspace whose bot token made the call ("" for app-token and OAuth calls).
+	Team string
 	// Status is the HTTP status answered; Error the ok:false error, if any.
 	Status int
 	Error  string
@@ -91,6 +93,15 @@ type Server struct {
 	closed   bool
 
 	sock socketState
+
+	// teams maps each valid bot token to its workspace; codes are OAuth codes not yet
+	// exchanged (code → team); refresh maps refresh tokens to their workspace.
+	teams     map[string]string
+	codes     map[string]string
+	refresh   map[string]string
+	rotateIn  int // > 0: tokens issued by OAuth expire after this many seconds
+	tokenSeq  int
+	lastToken map[string]string // team → its latest bot token
 }
 
 // Option adjusts a server before it starts.
@@ -111,11 +122,15 @@ func Start(opts ...Option) *Server {
 		byTS:     map[string]*Message{},
 		triggers: map[string]time.Time{},
 		tsClock:  time.Now().Unix(),
+		codes:    map[string]string{},
+		refresh:  map[string]string{},
 	}
 	s.sock.init()
 	for _, o := range opts {
 		o(s)
 	}
+	s.teams = map[string]string{s.botToken: TeamID}
+	s.lastToken = map[string]string{TeamID: s.botToken}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
@@ -219,41 +234,67 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, method, params, auth, nil, slackErr("invalid_form_data"))
 		return
 	}
-	want := s.botToken
-	if tokenKind(method) == "app" {
-		want = s.appToken
+	if method == "oauth.v2.access" {
+		if f := s.takeFault(method, params); f != nil {
+			s.answer(w, method, params, auth, nil, f)
+			return
+		}
+		s.mu.Lock()
+		res, aerr := s.oauthAccess(params)
+		s.mu.Unlock()
+		s.answer(w, method, redactOAuth(params), auth, res, aerr)
+		return
 	}
-	switch {
-	case token == "":
+	var team string
+	s.mu.Lock()
+	if tokenKind(method) == "app" {
+		if token != "" && token != s.appToken {
+			token = "refused"
+		}
+	} else if t, ok := s.teams[token]; ok {
+		team = t
+	} else if token != "" {
+		token = "refused"
+	}
+	s.mu.Unlock()
+	switch token {
+	case "":
 		s.answer(w, method, params, auth, nil, slackErr("not_authed"))
 		return
-	case token != want:
+	case "refused":
 		s.answer(w, method, params, auth, nil, slackErr("invalid_auth"))
 		return
 	}
 	if f := s.takeFault(method, params); f != nil {
-		s.answer(w, method, params, auth, nil, f)
+		s.answerTeam(w, method, params, auth, team, nil, f)
 		return
 	}
 	h, ok := handlers[method]
 	if !ok {
-		s.answer(w, method, params, auth, nil, slackErr("unknown_method"))
+		s.answerTeam(w, method, params, auth, team, nil, slackErr("unknown_method"))
 		return
 	}
 	s.mu.Lock()
 	res, aerr := h(s, params)
+	if method == "auth.test" && aerr == nil {
+		res["team_id"] = team
+	}
 	s.mu.Unlock()
-	s.answer(w, method, params, auth, res, aerr)
+	s.answerTeam(w, method, params, auth, team, res, aerr)
 }
 
 func (s *Server) answer(w http.ResponseWriter, method string, params map[string]string, auth string, res map[string]any, e *apiErr) {
+	s.answerTeam(w, method, params, auth, "", res, e)
+}
+
+func (s *Server) answerTeam(w http.ResponseWriter, method string, params map[string]string, auth, team string, res map[string]any, e *apiErr) {
 	status, errText := http.StatusOK, ""
 	if e != nil {
 		status, errText = e.status, e.err
 	}
 	s.mu.Lock()
 	if s.record {
-		s.calls = append(s.calls, Call{Method: method, Params: params, Auth: auth, Status: status, Error: errText, At: time.Now()})
+		s.calls = append(s.calls, Call{Method: method, Params: params, Auth: auth, Team: team, Status: status, Error: errText, At: time.Now()})
 	}
 	s.mu.Unlock()
 	if e != nil && e.status == http.StatusTooManyRequests {

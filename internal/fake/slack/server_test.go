@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -359,5 +360,44 @@ func TestSignedDeliveries(t *testing.T) {
 	defer mu.Unlock()
 	if len(retries) != 5 || retries[1] != "1" {
 		t.Fatalf("retry headers %q", retries)
+	}
+}
+
+func TestOAuthInstallAndRotation(t *testing.T) {
+	s := slackfake.New(t)
+	ctx := context.Background()
+	code := s.IssueCode("T0SECOND")
+	opt := slack.OAuthOptionAPIURL(s.APIURL())
+	if _, err := slack.GetOAuthV2ResponseContext(ctx, http.DefaultClient, slackfake.ClientID, "wrong", code, "https://x.test/cb", opt); err == nil {
+		t.Fatal("a wrong client secret was accepted")
+	}
+	s.SetTokenRotation(12 * time.Hour)
+	resp, err := slack.GetOAuthV2ResponseContext(ctx, http.DefaultClient, slackfake.ClientID, slackfake.ClientSecret, code, "https://x.test/cb", opt)
+	if err != nil || resp.Team.ID != "T0SECOND" || !strings.HasPrefix(resp.AccessToken, "xoxb-") || resp.RefreshToken == "" || resp.ExpiresIn != 43200 {
+		t.Fatalf("oauth.v2.access: %+v, %v", resp, err)
+	}
+	if _, err := slack.GetOAuthV2ResponseContext(ctx, http.DefaultClient, slackfake.ClientID, slackfake.ClientSecret, code, "https://x.test/cb", opt); err == nil || err.Error() != "invalid_code" {
+		t.Fatalf("a code used twice: %v", err)
+	}
+	team := slack.New(resp.AccessToken, slack.OptionAPIURL(s.APIURL()))
+	if at, err := team.AuthTestContext(ctx); err != nil || at.TeamID != "T0SECOND" {
+		t.Fatalf("auth.test with the installed token: %+v %v", at, err)
+	}
+	if c := s.CallsOf("auth.test"); c[len(c)-1].Team != "T0SECOND" {
+		t.Fatalf("the call was recorded for team %q", c[len(c)-1].Team)
+	}
+	if c := s.CallsOf("oauth.v2.access"); strings.Contains(fmt.Sprint(c), slackfake.ClientSecret) {
+		t.Fatal("the client secret was recorded")
+	}
+	fresh, err := slack.RefreshOAuthV2TokenContext(ctx, http.DefaultClient, slackfake.ClientID, slackfake.ClientSecret, resp.RefreshToken, opt)
+	if err != nil || fresh.AccessToken == resp.AccessToken || fresh.Team.ID != "T0SECOND" {
+		t.Fatalf("refresh: %+v %v", fresh, err)
+	}
+	if _, err := team.AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Fatalf("the rotated-out token: %v, want invalid_auth", err)
+	}
+	s.RevokeTeam("T0SECOND")
+	if _, err := slack.New(fresh.AccessToken, slack.OptionAPIURL(s.APIURL())).AuthTestContext(ctx); err == nil {
+		t.Fatal("a revoked team's token still works")
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -114,10 +116,28 @@ func (c *Channel) callUnless(ctx context.Context, method string, superseded func
 	}
 }
 
-// redactor removes secrets from error texts.
-type redactor struct{ secrets []string }
+// redactor removes secrets from error texts; installed workspaces' tokens join as they come.
+type redactor struct {
+	mu      sync.RWMutex
+	secrets []string
+}
 
-func (r redactor) string(s string) string {
+func newRedactor(secrets ...string) *redactor { return &redactor{secrets: secrets} }
+
+func (r *redactor) add(secret string) {
+	if secret == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.secrets, secret) {
+		r.secrets = append(r.secrets, secret)
+	}
+}
+
+func (r *redactor) string(s string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, sec := range r.secrets {
 		if sec != "" {
 			s = strings.ReplaceAll(s, sec, redacted)
@@ -127,7 +147,7 @@ func (r redactor) string(s string) string {
 }
 
 // error returns err, or a redacted copy when its text holds a secret.
-func (r redactor) error(err error) error {
+func (r *redactor) error(err error) error {
 	if err == nil {
 		return nil
 	}

@@ -59,11 +59,24 @@ const (
 // MaxConnections is Slack's limit of Socket Mode connections per app.
 const MaxConnections = 10
 
-// Config configures a Channel. BotToken is required, AppToken in socket mode, SigningSecret in
-// HTTP mode; everything else has a default.
+// Config configures a Channel. BotToken is required unless Installations holds the workspaces'
+// tokens, AppToken in socket mode, SigningSecret in HTTP mode; everything else has a default.
 type Config struct {
-	// BotToken (xoxb-…) makes every Web API call.
+	// BotToken (xoxb-…) makes every Web API call of a single-workspace app, and of workspaces
+	// Installations has no token for.
 	BotToken string
+	// Installations, when set, holds a bot token per workspace that installed the app through
+	// OAuth v2 (InstallHandler, OAuthHandler): each call uses its conversation's workspace's.
+	Installations Installations
+	// ClientID and ClientSecret are the app's OAuth credentials; RedirectURL the public URL of
+	// OAuthHandler; Scopes the bot scopes asked (default DefaultScopes); StateKey signs the OAuth
+	// state (at least 32 bytes). All are needed for InstallHandler and OAuthHandler, and to
+	// refresh rotating tokens.
+	ClientID, ClientSecret, RedirectURL string
+	Scopes                              []string
+	StateKey                            []byte
+	// AuthorizeURL is Slack's authorize page; default DefaultAuthorizeURL.
+	AuthorizeURL string
 	// AppToken (xapp-…) opens Socket Mode connections.
 	AppToken string
 	// SigningSecret verifies HTTP-mode requests.
@@ -157,7 +170,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 type Channel struct {
 	cfg    Config
 	api    *slackgo.Client
-	redact redactor
+	redact *redactor
 	me     self
 	log    *slog.Logger
 
@@ -181,8 +194,11 @@ type Channel struct {
 	revoked  sync.Map // team id → struct{}
 	untitled sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
 	edits    sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
-	now      func() time.Time
-	sleep    func(ctx context.Context, d time.Duration) error
+
+	teamClients sync.Map   // team → *teamClient (installed workspaces)
+	installMu   sync.Mutex // one install lookup or token refresh at a time
+	now         func() time.Time
+	sleep       func(ctx context.Context, d time.Duration) error
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
 	ackDeadline time.Duration
 }
@@ -199,8 +215,27 @@ var (
 
 // New validates cfg and returns a Channel. It does no I/O: Start calls auth.test.
 func New(cfg Config) (*Channel, error) {
-	if !strings.HasPrefix(cfg.BotToken, "xoxb-") {
-		return nil, errors.New("slack: a bot token (xoxb-…) is required")
+	switch {
+	case cfg.BotToken == "" && cfg.Installations == nil:
+		return nil, errors.New("slack: a bot token (xoxb-…) or an installation store is required")
+	case cfg.BotToken != "" && !strings.HasPrefix(cfg.BotToken, "xoxb-"):
+		return nil, errors.New("slack: the bot token must be a bot token (xoxb-…)")
+	}
+	if cfg.ClientID != "" {
+		switch {
+		case cfg.Installations == nil:
+			return nil, errNoInstallations
+		case cfg.ClientSecret == "" || cfg.RedirectURL == "":
+			return nil, errors.New("slack: OAuth install needs the client secret and the redirect URL")
+		case len(cfg.StateKey) < 32:
+			return nil, errors.New("slack: OAuth install needs a state key of at least 32 bytes")
+		}
+	}
+	if cfg.AuthorizeURL == "" {
+		cfg.AuthorizeURL = DefaultAuthorizeURL
+	}
+	if len(cfg.Scopes) == 0 {
+		cfg.Scopes = DefaultScopes
 	}
 	switch cfg.Mode {
 	case "":
@@ -270,7 +305,7 @@ func New(cfg Config) (*Channel, error) {
 	c := &Channel{
 		cfg:    cfg,
 		api:    slackgo.New(cfg.BotToken, opts...),
-		redact: redactor{secrets: []string{cfg.BotToken, cfg.AppToken, cfg.SigningSecret}},
+		redact: newRedactor(cfg.BotToken, cfg.AppToken, cfg.SigningSecret, cfg.ClientSecret),
 		log:    cfg.Logger,
 		now:    time.Now,
 		sleep:  sleepCtx,
@@ -308,11 +343,15 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.started = true
 	c.mu.Unlock()
 
-	callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	at, err := c.api.AuthTestContext(callCtx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("slack: start: auth.test: %w", c.apiError("auth.test", err))
+	at := &slackgo.AuthTestResponse{TeamID: "(installed workspaces)"}
+	if c.cfg.BotToken != "" {
+		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+		var err error
+		at, err = c.api.AuthTestContext(callCtx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("slack: start: auth.test: %w", c.apiError("auth.test", err))
+		}
 	}
 	c.mu.Lock()
 	c.me = self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread}

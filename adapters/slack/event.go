@@ -28,6 +28,11 @@ type callback struct {
 	EnterpriseID string          `json:"enterprise_id"`
 	EventID      string          `json:"event_id"`
 	Event        json.RawMessage `json:"event"`
+	// Authorizations name the installation the event is for: its bot user in that workspace.
+	Authorizations []struct {
+		UserID string `json:"user_id"`
+		IsBot  bool   `json:"is_bot"`
+	} `json:"authorizations"`
 }
 
 // innerEvent is the event of a callback: message, app_mention, app_uninstalled, tokens_revoked.
@@ -193,6 +198,15 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 	}
 	if (me.userID != "" && ev.User == me.userID) || (me.botID != "" && ev.BotID == me.botID) {
 		// The bot's own posts come back as message events: nothing to route, not worth a log line.
+		return channels.Inbound{}, kindIgnore
+	}
+	for _, a := range cb.Authorizations {
+		if a.IsBot && a.UserID != "" {
+			me.userID = a.UserID // the bot's user in this event's workspace (apps installed in many)
+			break
+		}
+	}
+	if me.userID != "" && ev.User == me.userID {
 		return channels.Inbound{}, kindIgnore
 	}
 	text, mentioned := stripMention(ev.Text, me.userID)

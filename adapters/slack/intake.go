@@ -127,8 +127,13 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
 	for _, p := range c.cfg.SuggestedPrompts {
 		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: truncateRunes(p, maxTitle), Message: p})
 	}
-	err := c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
-		return c.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+		return
+	}
+	err = c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
 			ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
 	})
 	if err != nil {
@@ -149,8 +154,12 @@ func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound)
 	if title == "" {
 		return
 	}
-	err := c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
-		return c.api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		return
+	}
+	err = c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
+		return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
 			ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
 	})
 	if err != nil {
@@ -171,6 +180,7 @@ func (c *Channel) uninstalled(team, why string) {
 		return
 	}
 	c.revoked.Store(team, struct{}{})
+	c.forgetInstall(context.Background(), team)
 	c.log.Warn("slack: the app lost its access to a workspace; its events are dropped from now on", "team", team, "event", why)
 	if c.cfg.OnUninstall != nil {
 		c.cfg.OnUninstall(team)

@@ -100,7 +100,7 @@ const maxPrivateMetadata = 3000
 
 // responder is how to answer an interaction privately: who clicked, where.
 type responder struct {
-	channel, user, thread string
+	workspace, channel, user, thread string
 }
 
 // interactionInbound converts a block_actions or view_submission payload. ok is false for
@@ -155,7 +155,7 @@ func interactionInbound(it interaction, now time.Time) (in channels.Inbound, r r
 				Message: channels.MessageRef{Conv: k, IDs: []string{msgTS}}},
 			ReceivedAt: now,
 		}
-		return in, responder{channel: ch, user: it.User.ID, thread: thread}, true
+		return in, responder{workspace: ws, channel: ch, user: it.User.ID, thread: thread}, true
 	case "view_submission":
 		if it.View == nil || it.View.CallbackID == "" {
 			return in, r, false
@@ -178,7 +178,7 @@ func interactionInbound(it interaction, now time.Time) (in channels.Inbound, r r
 		if meta.MsgTS != "" {
 			in.Interaction.Message = channels.MessageRef{Conv: k, IDs: []string{meta.MsgTS}}
 		}
-		return in, responder{channel: k.Chat, user: it.User.ID, thread: k.Thread}, true
+		return in, responder{workspace: k.Workspace, channel: k.Chat, user: it.User.ID, thread: k.Thread}, true
 	}
 	return in, r, false
 }

@@ -124,7 +124,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	}
 	if user, ok := strings.CutPrefix(to.ReplyTo, ephemeralPrefix); ok && user != "" {
 		for _, p := range ps {
-			if err := c.ephemeral(ctx, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
+			if err := c.ephemeral(ctx, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
 				return ref, err
 			}
 		}
@@ -149,18 +149,26 @@ func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error)
 			return "", fmt.Errorf("slack: send: %w", err)
 		}
 	}
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		return "", err
+	}
 	var ts string
-	err := c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+	err = c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
 		var err error
-		_, ts, err = c.api.PostMessageContext(ctx, k.Chat, msgOptions(p, k.Thread)...)
+		_, ts, err = api.PostMessageContext(ctx, k.Chat, msgOptions(p, k.Thread)...)
 		return err
 	})
 	return ts, err
 }
 
-func (c *Channel) ephemeral(ctx context.Context, channel, user, thread string, p piece) error {
+func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, thread string, p piece) error {
+	api, err := c.client(ctx, workspace)
+	if err != nil {
+		return err
+	}
 	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
-		_, err := c.api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
+		_, err := api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
 		return err
 	})
 }
@@ -179,6 +187,10 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	if err != nil {
 		return ref, err
 	}
+	api, err := c.client(ctx, ref.Conv.Workspace)
+	if err != nil {
+		return ref, err
+	}
 	key := ref.Conv.Chat + "/" + ref.ID()
 	v, _ := c.edits.LoadOrStore(key, new(atomic.Int64))
 	gen := v.(*atomic.Int64)
@@ -194,7 +206,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 		if i < len(ref.IDs) {
 			id := ref.IDs[i]
 			err := c.callUnless(ctx, "chat.update", superseded, func(ctx context.Context) error {
-				_, _, _, err := c.api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
+				_, _, _, err := api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
 				return err
 			})
 			if errors.Is(err, errSuperseded) {
@@ -213,7 +225,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 		out.IDs = append(out.IDs, ts)
 	}
 	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
-		if err := c.deleteOne(ctx, ref.Conv.Chat, id); err != nil {
+		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
 			return out, err
 		}
 	}
@@ -226,16 +238,20 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 // Delete deletes every message of ref. A message already gone counts as deleted.
 func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
 	for _, id := range ref.IDs {
-		if err := c.deleteOne(ctx, ref.Conv.Chat, id); err != nil {
+		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Channel) deleteOne(ctx context.Context, channel, ts string) error {
-	err := c.call(ctx, "chat.delete", func(ctx context.Context) error {
-		_, _, err := c.api.DeleteMessageContext(ctx, channel, ts)
+func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) error {
+	api, err := c.client(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	err = c.call(ctx, "chat.delete", func(ctx context.Context) error {
+		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 		return err
 	})
 	if errors.Is(err, channels.ErrMessageGone) {
@@ -282,7 +298,11 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	err := c.api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		return err
+	}
+	err = api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
 	if err != nil {
 		err = c.apiError("assistant.threads.setStatus", err)
 		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
@@ -323,12 +343,16 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 		notice = string(rs[:maxNotice-1]) + "…"
 	}
 	text := render.ConvertMarkdown(notice, render.DialectSlack)
+	api, err := c.client(ctx, r.workspace)
+	if err != nil {
+		return err
+	}
 	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
 		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
 		if r.thread != "" {
 			opts = append(opts, slackgo.MsgOptionTS(r.thread))
 		}
-		_, err := c.api.PostEphemeralContext(ctx, r.channel, r.user, opts...)
+		_, err := api.PostEphemeralContext(ctx, r.channel, r.user, opts...)
 		return err
 	})
 }
@@ -361,8 +385,12 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 		return fmt.Errorf("slack: open form: %w", err)
 	}
 	req.PrivateMetadata = string(mb)
+	api, err := c.client(ctx, in.Message.Conv.Workspace)
+	if err != nil {
+		return err
+	}
 	return c.call(ctx, "views.open", func(ctx context.Context) error {
-		_, err := c.api.OpenViewContext(ctx, in.ID, req)
+		_, err := api.OpenViewContext(ctx, in.ID, req)
 		return err
 	})
 }

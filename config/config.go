@@ -98,9 +98,18 @@ type Telegram struct {
 	Pacing bool `koanf:"pacing"`
 }
 
-// Slack configures the Slack adapter; it is enabled when BotToken is set.
+// Slack configures the Slack adapter; it is enabled when BotToken or ClientID is set.
 type Slack struct {
 	BotToken string `koanf:"bot_token" secret:"true"`
+	// ClientID, ClientSecret and RedirectURL enable installs in many workspaces (OAuth v2):
+	// each workspace's bot token is kept encrypted in Redis.
+	ClientID     string `koanf:"client_id"`
+	ClientSecret string `koanf:"client_secret" secret:"true"`
+	RedirectURL  string `koanf:"redirect_url"`
+	// InstallPath and OAuthPath are where the install link and the OAuth redirect are served on
+	// http.addr.
+	InstallPath string `koanf:"install_path"`
+	OAuthPath   string `koanf:"oauth_path"`
 	// AppToken (xapp-…) opens Socket Mode connections; required in socket mode.
 	AppToken string `koanf:"app_token" secret:"true"`
 	// SigningSecret verifies HTTP-mode requests; required in http mode.
@@ -296,7 +305,8 @@ func Default() *Config {
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
-			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands"},
+			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
+			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
 		Discord: Discord{APIURL: DefaultDiscordAPIURL},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:    HTTP{Addr: DefaultHTTPAddr},
@@ -325,7 +335,7 @@ func (c *Config) Enabled() []string {
 	if c.Telegram.Token != "" {
 		out = append(out, PlatformTelegram)
 	}
-	if c.Slack.BotToken != "" {
+	if c.Slack.BotToken != "" || c.Slack.ClientID != "" {
 		out = append(out, PlatformSlack)
 	}
 	if c.Discord.Token != "" {

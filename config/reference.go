@@ -198,6 +198,11 @@ var keyDescriptions = map[string]string{
 
 	"slack.bot_token":         "The bot token (`xoxb-…`); setting it enables Slack.",
 	"slack.app_token":         "The app-level token (`xapp-…`) that opens Socket Mode connections; required in `socket` mode.",
+	"slack.client_id":         "The app's OAuth client id; with `slack.client_secret` and `slack.redirect_url` the app installs in many workspaces, each one's bot token kept encrypted in Redis.",
+	"slack.client_secret":     "The app's OAuth client secret.",
+	"slack.redirect_url":      "The public URL Slack sends installers back to: `slack.oauth_path` behind your HTTPS proxy.",
+	"slack.install_path":      "Where the install link (\"Add to Slack\") is served on `http.addr`.",
+	"slack.oauth_path":        "Where Slack's OAuth redirect is served on `http.addr`.",
 	"slack.signing_secret":    "Verifies the requests Slack sends in `http` mode; required there.",
 	"slack.api_url":           "The Web API base URL; override for tests.",
 	"slack.mode":              "`socket` (Socket Mode, no public URL) or `http` (Slack posts events to `http.addr`).",

@@ -60,6 +60,16 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"http mode needs signing secret", func(c *config.Config) { c.Slack.BotToken, c.Slack.Mode = "xoxb", "http" },
 			[]string{"slack.signing_secret"}},
 		{"app token without bot token", func(c *config.Config) { c.Slack.AppToken = "xapp" }, []string{"slack.bot_token"}},
+		{"slack client id without secret and redirect", func(c *config.Config) { c.Slack.ClientID, c.Slack.AppToken = "1.2", "xapp" },
+			[]string{"slack.client_secret", "slack.redirect_url"}},
+		{"slack client secret without id", func(c *config.Config) { c.Slack.ClientSecret = "s" }, []string{"slack.client_id"}},
+		{"slack client id in socket mode needs the app token", func(c *config.Config) {
+			c.Slack.ClientID, c.Slack.ClientSecret, c.Slack.RedirectURL = "1.2", "s", "https://x.example/cb"
+		}, []string{"slack.app_token"}},
+		{"slack redirect url not a url", func(c *config.Config) {
+			c.Slack.ClientID, c.Slack.ClientSecret, c.Slack.RedirectURL, c.Slack.AppToken = "1.2", "s", "nope", "xapp"
+		}, []string{"slack.redirect_url"}},
+		{"slack oauth path clashes", func(c *config.Config) { c.Slack.OAuthPath = c.Slack.InstallPath }, []string{"slack.oauth_path"}},
 		{"bad slack thread replies", func(c *config.Config) { c.Slack.ThreadReplies = "some" }, []string{"slack.thread_replies"}},
 		{"too many slack connections", func(c *config.Config) { c.Slack.Connections = 11 }, []string{"slack.connections"}},
 		{"no slack connections", func(c *config.Config) { c.Slack.Connections = 0 }, []string{"slack.connections"}},

@@ -36,7 +36,7 @@ type app struct {
 	delivery *channels.Delivery
 	pool     *runs.Pool
 	chans    []channels.Channel
-	webhooks map[string]http.Handler // path → handler, mounted on the HTTP listener
+	webhooks map[string]http.Handler // path (or "GET path") → handler, mounted on the HTTP listener
 
 	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
 	listener net.Listener
@@ -97,7 +97,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		}
 		a.chans = append(a.chans, tg)
 	}
-	if cfg.Slack.BotToken != "" {
+	if cfg.Slack.BotToken != "" || cfg.Slack.ClientID != "" {
 		sl, err := a.newSlack(key)
 		if err != nil {
 			return err
@@ -202,7 +202,10 @@ func (a *app) listen() error {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	for path, h := range a.webhooks {
-		mux.Handle("POST "+path, h)
+		if !strings.Contains(path, " ") { // "GET /path" names its method
+			path = "POST " + path
+		}
+		mux.Handle(path, h)
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {

@@ -15,7 +15,20 @@ import (
 // (events, interactivity, slash command) on the shared listener.
 func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 	s := a.cfg.Slack
+	var installs slackadapter.Installations
+	if s.ClientID != "" {
+		store, err := newRedisInstallations(a.core.redis, a.cfg.Redis.Prefix, a.core.signingKey)
+		if err != nil {
+			return nil, fmt.Errorf("slack: installation store: %w", err)
+		}
+		installs = store
+	}
 	ch, err := slackadapter.New(slackadapter.Config{
+		Installations:      installs,
+		ClientID:           s.ClientID,
+		ClientSecret:       s.ClientSecret,
+		RedirectURL:        s.RedirectURL,
+		StateKey:           derive(a.core.signingKey, "switchboard slack oauth state v1"),
 		BotToken:           s.BotToken,
 		AppToken:           s.AppToken,
 		SigningSecret:      s.SigningSecret,
@@ -43,6 +56,11 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		a.webhooks[s.EventsPath] = ch.EventsHandler()
 		a.webhooks[s.InteractionsPath] = ch.InteractionsHandler()
 		a.webhooks[s.CommandsPath] = ch.CommandsHandler()
+	}
+	if s.ClientID != "" {
+		// Browsers follow these: GET routes (webhooks are POST unless their key names a method).
+		a.webhooks["GET "+s.InstallPath] = ch.InstallHandler()
+		a.webhooks["GET "+s.OAuthPath] = ch.OAuthHandler()
 	}
 	return ch, nil
 }

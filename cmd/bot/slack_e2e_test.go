@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
@@ -630,4 +633,66 @@ func TestSlackReadyzFollowsInboundLife(t *testing.T) {
 	}
 	e.sl.PushMessage(dm("wake up"))
 	waitFor(t, "/readyz ready again", 10*time.Second, func() bool { return httpGet(t, readyz) == 200 })
+}
+
+// TestSlackOAuthInstallInAnotherWorkspace proves the OAuth v2 install on the shared listener:
+// the install link redirects to Slack's authorize page with a signed state, the callback saves
+// the new workspace's bot token encrypted in Redis (the stored value does not hold it), a DM
+// from that workspace is answered with its own token, a replayed callback is refused, and
+// app_uninstalled deletes the token.
+func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) {
+		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
+		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
+	})
+	r := e.start()
+	base := "http://" + r.listener.Addr().String()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil || loc.Host != "slack.com" {
+		t.Fatalf("install link: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	callback := base + e.cfg.Slack.OAuthPath + "?" + url.Values{"code": {e.sl.IssueCode("T0SECOND")}, "state": {loc.Query().Get("state")}}.Encode()
+	if code := httpGet(t, callback); code != 200 {
+		t.Fatalf("callback: %d", code)
+	}
+	if code := httpGet(t, callback); code != 400 {
+		t.Fatalf("replayed callback: %d, want 400", code)
+	}
+	token := e.sl.TeamToken("T0SECOND")
+	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rc.Close()
+	raw, err := rc.Get(context.Background(), e.cfg.Redis.Prefix+"slack:install:T0SECOND").Bytes()
+	if err != nil || len(raw) == 0 || bytes.Contains(raw, []byte(token)) || bytes.Contains(raw, []byte("xoxb-")) {
+		t.Fatalf("stored install %q, %v: want ciphertext", raw, err)
+	}
+
+	cb := e.sl.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D0TWO", "user": "U0TWO",
+		"text": "hello from two", "ts": e.sl.NewTS(), "team": "T0SECOND"})
+	cb["team_id"] = "T0SECOND"
+	e.sl.Send("events_api", cb)
+	got := e.waitSlackAnswers("D0TWO", "", 1)
+	if !strings.Contains(slackVisible(got[0]), "echo: hello from two") {
+		t.Fatalf("answer %q", slackVisible(got[0]))
+	}
+	for _, c := range e.sl.CallsOf("chat.postMessage") {
+		if c.Params["channel"] == "D0TWO" && c.Team != "T0SECOND" {
+			t.Errorf("the answer in the second workspace was posted with %q's token", c.Team)
+		}
+	}
+	if strings.Contains(e.logs.String(), token) {
+		t.Error("the installed token appears in the logs")
+	}
+
+	env := e.sl.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND", "event_id": "EvUninstall",
+		"event": map[string]any{"type": "app_uninstalled"}})
+	waitFor(t, "the uninstall acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	if n, _ := rc.Exists(context.Background(), e.cfg.Redis.Prefix+"slack:install:T0SECOND").Result(); n != 0 {
+		t.Error("the uninstalled workspace's token is still stored")
+	}
 }

@@ -90,8 +90,11 @@ features:
 	if httpMode {
 		b.WriteString("      url: " + q(public+s.CommandsPath) + "\n")
 	}
-	b.WriteString(`oauth_config:
-  scopes:
+	b.WriteString("oauth_config:\n")
+	if s.RedirectURL != "" {
+		b.WriteString("  redirect_urls:\n    - " + q(s.RedirectURL) + "\n")
+	}
+	b.WriteString(`  scopes:
     bot:
       - app_mentions:read
       - channels:history

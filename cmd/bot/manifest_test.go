@@ -20,7 +20,8 @@ type manifest struct {
 		} `yaml:"slash_commands"`
 	} `yaml:"features"`
 	OAuth struct {
-		Scopes struct {
+		RedirectURLs []string `yaml:"redirect_urls"`
+		Scopes       struct {
 			Bot []string `yaml:"bot"`
 		} `yaml:"scopes"`
 	} `yaml:"oauth_config"`
@@ -80,6 +81,7 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 	if _, err := slackManifest(cfg.Slack, "http://insecure.example.com"); err == nil {
 		t.Error("http mode with a plain-http URL was accepted")
 	}
+	cfg.Slack.RedirectURL = "https://bot.example.com/slack/oauth/callback"
 	s, err := slackManifest(cfg.Slack, "https://bot.example.com/")
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,8 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 	m = parseManifest(t, s)
 	if m.Settings.SocketMode || m.Settings.Events.RequestURL != "https://bot.example.com/slack/events" ||
 		m.Settings.Interactivity.RequestURL != "https://bot.example.com/slack/interactions" ||
-		m.Features.SlashCommands[0].URL != "https://bot.example.com/slack/commands" {
+		m.Features.SlashCommands[0].URL != "https://bot.example.com/slack/commands" ||
+		len(m.OAuth.RedirectURLs) != 1 || m.OAuth.RedirectURLs[0] != cfg.Slack.RedirectURL {
 		t.Errorf("http mode manifest:\n%s", s)
 	}
 }

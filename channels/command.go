@@ -30,6 +30,11 @@ var commandSpecs = []CommandSpec{
 // Commands returns every command for adapters' RegisterCommands (a fresh copy).
 func Commands() []CommandSpec { return append([]CommandSpec(nil), commandSpecs...) }
 
+// greetingCommands are the commands a platform's client sends on its own — Telegram's /start
+// when someone opens the bot for the first time, and the /settings it suggests every bot
+// supports. They are answered with the greeting, and left out of the command menu.
+var greetingCommands = map[string]bool{"start": true, "settings": true}
+
 func lookupCommand(name string) (CommandSpec, bool) {
 	for _, c := range commandSpecs {
 		if c.Name == name {
@@ -42,6 +47,11 @@ func lookupCommand(name string) (CommandSpec, bool) {
 // command runs one command and replies with text straight through the channel.
 func (r *Router) command(ctx context.Context, ch Channel, in Inbound, name string, args []string, admin bool) error {
 	platform, user := in.Conv.Platform, in.Identity.ChannelUserID
+	if greetingCommands[name] {
+		r.m.Command(platform, name)
+		r.reply(ctx, ch, in, greeting(in.Direct)+"\nSend /help for the commands.")
+		return nil
+	}
 	spec, ok := lookupCommand(name)
 	if !ok {
 		r.refuse(platform, "unknown_command", "unknown command", in)
@@ -68,7 +78,7 @@ func (r *Router) runCommand(ctx context.Context, in Inbound, name string, args [
 	platform, conv := in.Conv.Platform, in.Conv.String()
 	switch name {
 	case "help":
-		return helpText(admin), nil
+		return greeting(in.Direct) + "\n\n" + helpText(admin), nil
 	case "new":
 		if _, err := r.opt.Threads.Reset(ctx, conv); err != nil {
 			return "", err
@@ -154,6 +164,15 @@ func (r *Router) runCommand(ctx context.Context, in Inbound, name string, args [
 		return r.model(ctx, conv, args)
 	}
 	return "", fmt.Errorf("channels: command %q has no handler", name)
+}
+
+// greeting is one line saying what the bot does and how to ask it something: in a direct chat by
+// just writing, in a group by mentioning it or replying to it.
+func greeting(direct bool) string {
+	if direct {
+		return "Hi! I am an assistant with a team of helper agents: just write your question or task here and I will answer."
+	}
+	return "Hi! I am an assistant with a team of helper agents: mention me in your message (or reply to one of mine) with your question or task and I will answer."
 }
 
 func helpText(admin bool) string {

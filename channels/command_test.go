@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
 
@@ -205,5 +206,74 @@ func TestCommandsListed(t *testing.T) {
 	f := newFakeChannel("test")
 	if err := f.RegisterCommands(context.Background(), Commands()); err != nil || len(f.commands) != len(want) {
 		t.Errorf("registering: %v", err)
+	}
+}
+
+// TestStartGreetsNewUsers proves the commands a client sends on its own (Telegram's /start when
+// someone opens the bot, /settings) are answered with a greeting that says what the bot does and
+// how to ask it — write in a direct chat, mention it in a group — instead of "I don't know the
+// command"; /help opens with the same greeting and still lists the commands; none of them runs.
+func TestStartGreetsNewUsers(t *testing.T) {
+	h := newHarness(t)
+	group := conv.Key{Platform: "test", Chat: "-100group"}
+	cases := []struct {
+		name    string
+		in      Inbound
+		want    []string
+		notWant []string
+	}{
+		{name: "start in a direct chat", in: Inbound{Conv: dm("greet"), Text: "/start", Direct: true},
+			want: []string{"Hi!", "just write", "/help"}, notWant: []string{"don't know", "mention me"}},
+		{name: "start with the bot's name in a group", in: Inbound{Conv: group, Text: "/start@switchboard_bot", AddressesBot: true},
+			want: []string{"Hi!", "mention me"}, notWant: []string{"don't know", "just write"}},
+		{name: "native start", in: Inbound{Conv: dm("greet"), Command: "/start", Direct: true},
+			want: []string{"Hi!", "just write"}},
+		{name: "settings", in: Inbound{Conv: dm("greet"), Text: "/settings", Direct: true},
+			want: []string{"Hi!", "/help"}, notWant: []string{"don't know"}},
+		{name: "help opens with the greeting", in: Inbound{Conv: dm("greet"), Text: "/help", Direct: true},
+			want: []string{"Hi!", "just write", "Commands:", "/new", "/cancel"}},
+		{name: "help in a group", in: Inbound{Conv: group, Text: "/help", AddressesBot: true},
+			want: []string{"mention me", "Commands:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(h.ch.sent())
+			tc.in.Identity = user("newcomer")
+			h.send(tc.in)
+			sent := h.ch.sent()[before:]
+			if len(sent) != 1 {
+				t.Fatalf("%d replies, want 1", len(sent))
+			}
+			text := sent[0].Text
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("reply %q does not contain %q", text, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(text, w) {
+					t.Errorf("reply %q contains %q", text, w)
+				}
+			}
+			if first, _, _ := strings.Cut(text, "\n"); !strings.HasPrefix(first, "Hi!") {
+				t.Errorf("the reply does not open with the greeting line: %q", first)
+			}
+		})
+	}
+	if n := h.metrics.get("refused/test/unknown_command"); n != 0 {
+		t.Errorf("%d greetings counted as unknown commands", n)
+	}
+	if n := h.metrics.get("command/test/start"); n != 3 {
+		t.Errorf("/start counted %d times, want 3", n)
+	}
+	for _, c := range []conv.Key{dm("greet"), group} {
+		if n := h.queued(c); n != 0 {
+			t.Errorf("%s: %d runs queued; greetings are answered by the router", c, n)
+		}
+	}
+	for _, c := range Commands() {
+		if greetingCommands[c.Name] {
+			t.Errorf("/%s is in the command menu; the client sends it on its own", c.Name)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -100,19 +101,22 @@ var _ runs.Sink = (*Delivery)(nil)
 
 // runCard is one run's card as delivery last showed it.
 type runCard struct {
-	mu        sync.Mutex
-	runID     string
-	conv      conv.Key
-	loaded    bool // records read
-	done      bool // closing message delivered (or found delivered)
-	ref       MessageRef
-	replyTo   string
-	started   time.Time
-	touched   time.Time
-	lastEdit  time.Time
-	progress  string
+	mu       sync.Mutex
+	runID    string
+	conv     conv.Key
+	loaded   bool // records read
+	done     bool // closing message delivered (or found delivered)
+	ref      MessageRef
+	replyTo  string
+	started  time.Time
+	touched  time.Time
+	lastEdit time.Time
+	progress string
+	// subagents are shown in the order the lead asked for them (subOrder, SubagentInfo.Order),
+	// whatever order they finish in; those without an order follow, as they came.
 	subagents []render.SubagentResult
 	subIDs    []string
+	subOrder  []int
 	timer     stopper // the throttled edit scheduled
 	// owed: started was delivered and the placeholder is not posted yet; grace posts it when
 	// the grace period ends, unless a closing event comes first.
@@ -340,8 +344,18 @@ func (c *runCard) addSubagent(s *runs.SubagentInfo) {
 			return
 		}
 	}
-	c.subIDs = append(c.subIDs, key)
-	c.subagents = append(c.subagents, r)
+	at := len(c.subIDs)
+	if s.Order > 0 {
+		for i, o := range c.subOrder {
+			if o == 0 || o > s.Order {
+				at = i
+				break
+			}
+		}
+	}
+	c.subIDs = slices.Insert(c.subIDs, at, key)
+	c.subOrder = slices.Insert(c.subOrder, at, s.Order)
+	c.subagents = slices.Insert(c.subagents, at, r)
 }
 
 func (d *Delivery) footer(c *runCard) render.Footer {

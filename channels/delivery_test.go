@@ -423,3 +423,34 @@ func TestUnreachableConversationGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestSubagentResultsInTheOrderAsked proves the card lists subagent results in the order the
+// lead asked for them (SubagentInfo.Order), whatever order they finish in; a result without an
+// order follows, and a repeated result replaces its entry in place.
+func TestSubagentResultsInTheOrderAsked(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d := h.delivery(h.ch)
+	run := runs.NewRunID()
+	ordered := func(order int, id, name string) runs.Event {
+		ev := subResult(run, id, name, "result of "+name)
+		ev.Subagent.Order = order
+		return ev
+	}
+	h.deliver(d, started(run), ordered(3, "c", "third"), ordered(0, "x", "unnumbered"), ordered(1, "a", "first"),
+		ordered(2, "b", "second"), ordered(1, "a", "first"), final(run, "The answer."))
+	v := h.ch.visible()
+	if len(v) != 1 {
+		t.Fatalf("visible %q, want one message", v)
+	}
+	at := -1
+	for _, want := range []string{"first", "second", "third", "unnumbered", "The answer."} {
+		i := strings.Index(v[0], want)
+		if i < 0 || i < at {
+			t.Fatalf("%q is not after what comes before it:\n%s", want, v[0])
+		}
+		at = i
+	}
+	if n := strings.Count(v[0], "result of first"); n != 1 {
+		t.Errorf("the repeated result is shown %d times, want once:\n%s", n, v[0])
+	}
+}

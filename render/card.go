@@ -38,7 +38,9 @@ type Card struct {
 	// Fields are short label/value facts shown under the body.
 	Fields []Field
 	// Subagents are the results (or, while Status is working, the progress)
-	// of delegated subagents, one section each.
+	// of delegated subagents, one section each, in the order given. Every
+	// renderer shows them under the title and before the body: the results
+	// come before the answer that draws on them.
 	Subagents []SubagentResult
 	// Actions are buttons under the card (for example "Cancel").
 	Actions []Action

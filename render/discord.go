@@ -192,15 +192,17 @@ func Discord(c Card, k Key) ([]DiscordMessage, error) {
 	s := &signer{key: k}
 	b := &embedBuilder{color: StatusColor(c.Status)}
 	b.fresh().Title = truncate(headline(c), DiscordMaxTitle)
+	// An embed shows its fields under its description, so the subagents' fields go in the
+	// title's embed and the body starts the next one: the results come before the answer.
+	for _, sa := range c.Subagents {
+		b.field(discordSubagent(sa))
+	}
 	if c.Body != "" {
 		b.text(ConvertMarkdown(c.Body, DialectDiscord))
 	}
 	for _, f := range c.Fields {
 		b.field(DiscordEmbedField{Name: truncate(NeutralizeMentions(orDash(f.Label)), DiscordMaxFieldName),
 			Value: truncateMarkup(discordEsc(orDash(f.Value)), DiscordMaxFieldValue, DialectDiscord), Inline: f.Inline})
-	}
-	for _, sa := range c.Subagents {
-		b.field(discordSubagent(sa))
 	}
 	var rows []DiscordComponent
 	if c.Form != nil {

@@ -19,15 +19,6 @@ const PlainMaxText = 2000
 func Plain(c Card) []string {
 	var b strings.Builder
 	b.WriteString(headline(c))
-	if c.Body != "" {
-		b.WriteString("\n\n" + ConvertMarkdown(c.Body, DialectPlain))
-	}
-	if len(c.Fields) > 0 {
-		b.WriteString("\n")
-		for _, f := range c.Fields {
-			b.WriteString("\n" + NeutralizeMentions(f.Label) + ": " + NeutralizeMentions(f.Value))
-		}
-	}
 	for _, sa := range c.Subagents {
 		b.WriteString("\n\n" + subagentIcon(sa) + " " + NeutralizeMentions(sa.Name) + " (" + subagentState(sa) + ")")
 		if sa.Summary != "" {
@@ -35,6 +26,15 @@ func Plain(c Card) []string {
 		}
 		for _, f := range sa.Structured {
 			b.WriteString("\n    " + NeutralizeMentions(f.Label) + ": " + NeutralizeMentions(f.Value))
+		}
+	}
+	if c.Body != "" {
+		b.WriteString("\n\n" + ConvertMarkdown(c.Body, DialectPlain))
+	}
+	if len(c.Fields) > 0 {
+		b.WriteString("\n")
+		for _, f := range c.Fields {
+			b.WriteString("\n" + NeutralizeMentions(f.Label) + ": " + NeutralizeMentions(f.Value))
 		}
 	}
 	if f := c.Form; f != nil && f.Step >= 0 && f.Step < len(f.Fields) {

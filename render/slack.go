@@ -125,16 +125,16 @@ func Slack(c Card, k Key) ([]SlackMessage, error) {
 		}
 	}
 	blocks = append(blocks, SlackBlock{Type: "header", Text: plainText(headline(c), SlackMaxHeader)})
+	if len(c.Subagents) > 0 {
+		for _, sa := range c.Subagents {
+			blocks = append(blocks, slackSubagent(sa)...)
+		}
+		blocks = append(blocks, SlackBlock{Type: "divider"})
+	}
 	if c.Body != "" {
 		section(ConvertMarkdown(c.Body, DialectSlack))
 	}
 	blocks = append(blocks, slackFields(c.Fields)...)
-	if len(c.Subagents) > 0 {
-		blocks = append(blocks, SlackBlock{Type: "divider"})
-		for _, sa := range c.Subagents {
-			blocks = append(blocks, slackSubagent(sa)...)
-		}
-	}
 	if c.Form != nil {
 		blocks = append(blocks, slackForm(c.Form, s)...)
 	}

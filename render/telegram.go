@@ -49,15 +49,6 @@ func Telegram(c Card, k Key) ([]TelegramMessage, error) {
 	s := &signer{key: k}
 	var b strings.Builder
 	b.WriteString("<b>" + tgEsc(headline(c)) + "</b>")
-	if c.Body != "" {
-		b.WriteString("\n\n" + ConvertMarkdown(c.Body, DialectTelegram))
-	}
-	if len(c.Fields) > 0 {
-		b.WriteString("\n")
-		for _, f := range c.Fields {
-			b.WriteString("\n<b>" + tgEsc(f.Label) + ":</b> " + tgEsc(f.Value))
-		}
-	}
 	for _, sa := range c.Subagents {
 		b.WriteString("\n\n" + subagentIcon(sa) + " <b>" + tgEsc(sa.Name) + "</b> · <code>" + tgEsc(subagentState(sa)) + "</code>")
 		if sa.Summary != "" {
@@ -65,6 +56,15 @@ func Telegram(c Card, k Key) ([]TelegramMessage, error) {
 		}
 		for _, f := range sa.Structured {
 			b.WriteString("\n    <b>" + tgEsc(f.Label) + ":</b> " + tgEsc(f.Value))
+		}
+	}
+	if c.Body != "" {
+		b.WriteString("\n\n" + ConvertMarkdown(c.Body, DialectTelegram))
+	}
+	if len(c.Fields) > 0 {
+		b.WriteString("\n")
+		for _, f := range c.Fields {
+			b.WriteString("\n<b>" + tgEsc(f.Label) + ":</b> " + tgEsc(f.Value))
 		}
 	}
 	var kb [][]TelegramButton

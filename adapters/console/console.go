@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -38,12 +39,17 @@ type Options struct {
 // Channel is the console channel. Safe for concurrent use.
 type Channel struct {
 	opts Options
+	// h is the handler Start was given; n numbers the lines handed to it.
+	h atomic.Pointer[channels.Handler]
+	n atomic.Int64
 
 	outMu sync.Mutex
 	seq   int
 	// shown is the last text printed for each message id, so an edit that changes nothing
 	// visible is not printed again (a terminal cannot rewrite what scrolled by).
 	shown map[string]string
+	// progress is, for each message id that showed a working card, what of it was printed.
+	progress map[string]*shownProgress
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -63,7 +69,7 @@ func New(opts Options) *Channel {
 	if opts.DisplayName == "" {
 		opts.DisplayName = "you"
 	}
-	return &Channel{opts: opts, shown: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Channel{opts: opts, shown: map[string]string{}, progress: map[string]*shownProgress{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Conv is the console's one conversation.
@@ -74,6 +80,7 @@ func (c *Channel) Name() string { return Platform }
 
 // Start reads lines in the background and hands each to h as a direct message.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
+	c.h.Store(&h)
 	lines := make(chan string)
 	go func() {
 		// The reader goroutine may stay blocked in Read after Stop (a terminal cannot be
@@ -91,7 +98,6 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}()
 	go func() {
 		defer close(c.done)
-		n := 0
 		for {
 			select {
 			case <-c.stop:
@@ -105,28 +111,45 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 					}
 					return
 				}
-				line = strings.TrimSpace(line)
-				if line == "" {
-					continue
-				}
-				n++
-				in := channels.Inbound{
-					EventID:      "console:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(n),
-					Conv:         Conv,
-					Identity:     conv.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
-					Text:         line,
-					AddressesBot: true,
-					Direct:       true,
-					MessageID:    strconv.Itoa(n),
-					ReceivedAt:   time.Now(),
-				}
-				if err := h.HandleInbound(ctx, c, in); err != nil {
-					c.printf("! %s\n", userError(err))
+				if strings.TrimSpace(line) != "" {
+					c.hand(ctx, h, line)
 				}
 			}
 		}
 	}()
 	return nil
+}
+
+// hand gives h one line as a direct message from the person at the terminal.
+func (c *Channel) hand(ctx context.Context, h channels.Handler, line string) {
+	n := strconv.FormatInt(c.n.Add(1), 10)
+	in := channels.Inbound{
+		EventID:      "console:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + n,
+		Conv:         Conv,
+		Identity:     conv.Identity{Platform: Platform, ChannelUserID: c.opts.UserID, DisplayName: c.opts.DisplayName},
+		Text:         strings.TrimSpace(line),
+		AddressesBot: true,
+		Direct:       true,
+		MessageID:    n,
+		ReceivedAt:   time.Now(),
+	}
+	if err := h.HandleInbound(ctx, c, in); err != nil {
+		c.printf("! %s\n", userError(err))
+	}
+}
+
+// Type hands line to the handler as if it had been typed at the terminal, and returns once it
+// is handled (`bot chat` types /cancel on Ctrl-C). Before Start it does nothing.
+func (c *Channel) Type(ctx context.Context, line string) {
+	if h := c.h.Load(); h != nil && strings.TrimSpace(line) != "" {
+		c.hand(ctx, *h, line)
+	}
+}
+
+// Notice prints a line of the terminal's own — not a message from the bot — between the bot's
+// messages.
+func (c *Channel) Notice(text string) {
+	c.printf("%s\n", text)
 }
 
 func userError(err error) string {
@@ -168,17 +191,63 @@ func (c *Channel) Edit(_ context.Context, ref channels.MessageRef, m channels.Me
 // print writes m; the caller holds outMu.
 func (c *Channel) print(id string, m channels.Message) {
 	var text string
-	if m.Card != nil {
+	switch {
+	case m.Card != nil && m.Card.Status == render.StatusWorking:
+		text = c.progressText(id, *m.Card)
+	case m.Card != nil:
 		text = strings.Join(render.Plain(*m.Card), "\n")
-	} else {
+		delete(c.progress, id)
+	default:
 		text = render.ConvertMarkdown(m.Text, render.DialectPlain)
 	}
 	text = strings.TrimSpace(text)
-	if c.shown[id] == text {
+	if text == "" || c.shown[id] == text {
 		return
 	}
 	c.shown[id] = text
 	fmt.Fprintf(c.opts.Out, "\nbot> %s\n\n", text)
+}
+
+// shownProgress is what the terminal shows of a working card: its body and subagent sections.
+type shownProgress struct {
+	body      string
+	subagents map[string]bool
+}
+
+// progressText is what to print of a working card: a terminal cannot rewrite what scrolled by,
+// so an update of a card already printed shows only what is new — the subagents that finished
+// since, in the card's order, and the progress line when it changed. "" when nothing is.
+func (c *Channel) progressText(id string, card render.Card) string {
+	p := c.progress[id]
+	if p == nil {
+		p = &shownProgress{subagents: map[string]bool{}}
+		c.progress[id] = p
+		p.body = card.Body
+		for _, s := range card.Subagents {
+			p.subagents[subagentKey(s)] = true
+		}
+		return strings.Join(render.Plain(card), "\n")
+	}
+	var fresh []render.SubagentResult
+	for _, s := range card.Subagents {
+		if k := subagentKey(s); !p.subagents[k] {
+			p.subagents[k] = true
+			fresh = append(fresh, s)
+		}
+	}
+	body := ""
+	if card.Body != p.body {
+		body, p.body = card.Body, card.Body
+	}
+	if len(fresh) == 0 && body == "" {
+		return ""
+	}
+	card.Subagents, card.Body = fresh, body
+	return strings.Join(render.Plain(card), "\n")
+}
+
+func subagentKey(s render.SubagentResult) string {
+	return s.Name + "\x00" + s.StopReason + "\x00" + s.Summary
 }
 
 func (c *Channel) printf(format string, args ...any) {

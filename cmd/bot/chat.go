@@ -5,16 +5,23 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/adapters/console"
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 )
 
 // chat is `bot chat`: the whole production path — router, signed envelope, queue, worker, lead
 // chain, delivery — with the terminal as the only channel. With no Redis configured the store is
 // embedded in the process; with no model key the demo model answers (and says so).
-func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
+//
+// It runs until the input ends (every line typed is answered first), ctx ends (SIGTERM), or the
+// person at the terminal quits with Ctrl-C, which arrives on interrupts: a Ctrl-C while the bot is
+// working cancels that work — as /cancel does — and says that another one quits; a Ctrl-C while
+// nothing runs, or one within chatQuitWindow of that cancel, quits at once.
+func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer, interrupts <-chan os.Signal) error {
 	if cfg.Log.Level == "" || cfg.Log.Level == "info" {
 		cfg.Log.Level = "warn" // the terminal is for the conversation; operators use `bot run`
 	}
@@ -32,19 +39,69 @@ func chat(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stde
 	} else {
 		fmt.Fprintf(stdout, "Switchboard chat — model %s at %s\n", cfg.LLM.Model, cfg.LLM.BaseURL)
 	}
-	fmt.Fprintln(stdout, "Type a message and press Enter. /help lists commands; Ctrl-D quits.")
+	fmt.Fprintln(stdout, "Type a message and press Enter. /help lists commands; Ctrl-C stops a reply, Ctrl-D quits.")
 	if err := a.start(ctx); err != nil {
 		_ = a.shutdown(context.Background())
 		return err
 	}
-	select {
-	case <-ctx.Done(): // interrupted
-	case <-eof:
-		// The input ended (Ctrl-D, or the end of piped text): every line is queued by now, so
-		// answer them all before quitting.
-		waitAnswered(ctx, a, chatIdleDeadline)
+	var cancelled time.Time // when a Ctrl-C last cancelled work
+	for {
+		select {
+		case <-ctx.Done(): // SIGTERM
+			return drain(a, log, 30*time.Second)
+		case <-eof:
+			// The input ended (Ctrl-D, or the end of piped text): every line is queued by now, so
+			// answer them all before quitting.
+			waitAnswered(ctx, a, chatIdleDeadline)
+			return drain(a, log, 30*time.Second)
+		case <-interrupts:
+			if (!cancelled.IsZero() && time.Since(cancelled) < chatQuitWindow) || !working(ctx, a) {
+				return quitChat(a, log)
+			}
+			// The same path as typing /cancel: the router cancels the running and queued runs,
+			// withdraws an open question, and answers with what it did.
+			con.Type(ctx, "/cancel")
+			con.Notice("(Press Ctrl-C again to quit.)")
+			cancelled = time.Now()
+		}
 	}
-	return drain(a, log, 30*time.Second)
+}
+
+// chatQuitWindow is how soon after a Ctrl-C that cancelled work a second one quits `bot chat`
+// even if there is work again.
+const chatQuitWindow = 3 * time.Second
+
+// working reports whether the person at the terminal is waiting on the bot: a run of the console
+// conversation is queued, or running and its closing message not out yet (the worker records the
+// run done just after). One waiting for an answer to its question is not working. A store that
+// cannot tell counts as working, so a Ctrl-C tries to cancel first.
+func working(ctx context.Context, a *app) bool {
+	d, err := a.core.queue.ConvDepth(ctx, console.Conv)
+	switch {
+	case err != nil:
+		return true
+	case d.Queued == 0:
+		return false
+	case d.Queued > 1 || !d.Running || d.Active == "":
+		return true
+	}
+	rec, err := a.core.threads.Lookup(ctx, d.Active, []string{channels.StepFinal}, nil)
+	if err != nil {
+		return true
+	}
+	_, closed := rec.Outbound[channels.StepFinal]
+	return !closed
+}
+
+// quitChat ends `bot chat` at the user's request: what is still queued or running is cancelled
+// (nobody is left to read it), then the app shuts down.
+func quitChat(a *app, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := a.core.queue.Cancel(ctx, console.Conv, ""); err != nil {
+		log.Warn("chat: cancelling the runs left on quit", "err", err)
+	}
+	return drain(a, log, 10*time.Second)
 }
 
 // chatIdleDeadline bounds how long `bot chat` waits, once its input ends, for the runs of the

@@ -164,3 +164,43 @@ func TestChatAnswersPipedInputThenExits(t *testing.T) {
 		}
 	}
 }
+
+// TestChatBinaryQuitsOnCtrlC proves the signal wiring of the real binary: Ctrl-C (SIGINT, sent
+// to the child process) while `bot chat` is idle quits it at once with exit code 0.
+func TestChatBinaryQuitsOnCtrlC(t *testing.T) {
+	cmd := exec.Command(buildBot(t), "chat")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	out := newTranscript(stdout)
+	at := out.waitFor(t, 0, "Ctrl-D quits.")
+	if _, err := io.WriteString(stdin, "/whoami\n"); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, at, "You are `local`")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("bot chat exited with %v after Ctrl-C; output:\n%s", err, out)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("bot chat did not quit on Ctrl-C; output:\n%s", out)
+	}
+}

@@ -74,7 +74,7 @@ answers, and says so. Type /help in the chat for its commands; Ctrl-D quits.`,
 			if cfg == nil {
 				return code
 			}
-			return report(chat(ctx, cfg, inv.stdin, inv.stdout, inv.stderr), inv.stderr)
+			return report(chat(ctx, cfg, inv.stdin, inv.stdout, inv.stderr, chatInterrupts(ctx)), inv.stderr)
 		},
 	},
 	{
@@ -125,10 +125,13 @@ flags:
 	},
 }
 
-// run is the whole command line; SIGINT and SIGTERM cancel the command's context.
+// run is the whole command line; SIGTERM cancels the command's context, and so does SIGINT
+// except in `bot chat`, which takes Ctrl-C itself (catchInterrupts).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	ctx, stopInterrupts := catchInterrupts(ctx)
+	defer stopInterrupts()
 	return runContext(ctx, args, stdin, stdout, stderr, environ)
 }
 

@@ -169,6 +169,28 @@ func TestTelegramGroupMentionGating(t *testing.T) {
 	}
 }
 
+// TestTelegramStartGreetsNewUser proves a new user's first message — the /start the Telegram
+// client sends — is answered with a greeting saying how to ask, not "I don't know the command",
+// and never reaches the model; in a group, /start@bot says to mention the bot.
+func TestTelegramStartGreetsNewUser(t *testing.T) {
+	const group = int64(-1001003)
+	e := newE2E(t, nil)
+	e.start()
+	e.tg.PushPrivate(ann, "/start")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.HasPrefix(v, "Hi!") || !strings.Contains(v, "just write") || strings.Contains(v, "don't know") {
+		t.Fatalf("/start answered with %q, want the greeting for a direct chat", v)
+	}
+	e.tg.PushGroup(group, bob, "/start"+mention)
+	got = e.waitAnswers(group, 1)
+	if v := visible(got[0]); !strings.HasPrefix(v, "Hi!") || !strings.Contains(v, "mention me") {
+		t.Fatalf("/start in a group answered with %q, want the greeting for a group", v)
+	}
+	if n := len(e.model.Requests()); n != 0 {
+		t.Errorf("the model was called %d times; /start is answered by the router", n)
+	}
+}
+
 // TestTelegramForumTopic proves an answer stays in the forum topic it was asked in
 // (message_thread_id on every message), and that each topic is its own conversation.
 func TestTelegramForumTopic(t *testing.T) {

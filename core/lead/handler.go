@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -348,14 +349,46 @@ type runState struct {
 	queue    []runs.Event
 	closed   bool
 	lastProg time.Time
-	wake     chan struct{}
-	done     chan struct{}
+	// order numbers the lead's delegate calls of this run (call id → 1, 2, …) in the order it
+	// asked for them.
+	order map[string]int
+	wake  chan struct{}
+	done  chan struct{}
 }
 
 func newRunState(t *Team, run *runs.Run, lead *agent.Agent) *runState {
-	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, order: map[string]int{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go rs.loop()
 	return rs
+}
+
+// delegated numbers the lead's delegate call callID: the next in this run.
+func (rs *runState) delegated(callID string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, seen := rs.order[callID]; !seen {
+		rs.order[callID] = len(rs.order) + 1
+	}
+}
+
+// orderOf is the number of the lead's delegation that started the child of e (0 for a child
+// no numbered call started).
+func (rs *runState) orderOf(e subagent.Event) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.order[e.CallID]
+}
+
+// label is how users see the child of e: the name the lead gave it, else "Subagent" and the
+// number of its delegation — never the backend's name ("spawn", "fork").
+func (rs *runState) label(e subagent.Event) string {
+	if e.Name != "" {
+		return e.Name
+	}
+	if n := rs.orderOf(e); n > 0 {
+		return "Subagent " + strconv.Itoa(n)
+	}
+	return "Subagent"
 }
 
 func (rs *runState) emit(ev runs.Event) {
@@ -396,7 +429,7 @@ func (rs *runState) subagentResult(e subagent.Event) {
 	if utf8.RuneCountInString(summary) > maxSummaryRunes {
 		summary = string([]rune(summary)[:maxSummaryRunes]) + "…"
 	}
-	info := &runs.SubagentInfo{ID: e.ID, Name: labelOf(e), StopReason: string(e.StopReason), Summary: summary}
+	info := &runs.SubagentInfo{ID: e.ID, Name: rs.label(e), Order: rs.orderOf(e), StopReason: string(e.StopReason), Summary: summary}
 	if e.Structured != "" && json.Valid([]byte(e.Structured)) {
 		info.Structured = json.RawMessage(e.Structured)
 	}

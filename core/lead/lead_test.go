@@ -157,6 +157,11 @@ func TestLeadChainDelegatesAsksAndFinishes(t *testing.T) {
 	if names["flights"].Summary != "result for: find flights" || names["flights"].StopReason != "completed" {
 		t.Fatalf("flights: %+v", names["flights"])
 	}
+	for name, order := range map[string]int{"flights": 1, "hotels": 2, "city": 3} {
+		if names[name].Order != order {
+			t.Errorf("%s has order %d, want %d: the order the lead asked for it", name, names[name].Order, order)
+		}
+	}
 	var city map[string]any
 	if err := json.Unmarshal(names["city"].Structured, &city); err != nil || city["city"] != "Lisbon" {
 		t.Fatalf("structured city: %s (%v)", names["city"].Structured, err)
@@ -359,5 +364,61 @@ func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
 				t.Errorf("history grew on replay: %d → %d events", len(hist), len(again))
 			}
 		})
+	}
+}
+
+// TestNoAnswerNamesATool runs the offline demo model's scripted flows through the lead chain — a
+// plain question, a vague request answered through its question, a request split over parallel
+// delegations — and proves nothing a user sees (answers, questions, subagent names and
+// summaries, progress, reasons) names a tool or a subagent backend.
+func TestNoAnswerNamesATool(t *testing.T) {
+	store := newStore(t)
+	team := newTeam(t, llm.NewDemo(), store)
+	ctx := context.Background()
+	var seen []runs.Event
+	handle := func(env *runs.Envelope, want runs.Outcome) *collector {
+		t.Helper()
+		c := &collector{}
+		out, err := team.HandleRun(ctx, runs.NewRun(env, c))
+		if err != nil || out != want {
+			t.Fatalf("%q: outcome %v, %v; want %v (events %s)", env.Text, out, err, want, c.kinds())
+		}
+		seen = append(seen, c.events...)
+		return c
+	}
+	handle(envelope(runs.KindMessage, "What is the capital of France?"), runs.OutcomeAnswered)
+	parts := handle(envelope(runs.KindMessage, "summarize the news; plan a trip and also write a poem"), runs.OutcomeAnswered)
+	if n := strings.Count(parts.kinds(), "subagent_result"); n != 3 {
+		t.Fatalf("%d subagent results, want 3: %s", n, parts.kinds())
+	}
+	q := handle(envelope(runs.KindMessage, "help me"), runs.OutcomeWaiting).last()
+	if q.Form == nil {
+		t.Fatalf("no question: %+v", q)
+	}
+	answer := envelope(runs.KindClarificationAnswer, "What should I help with?: Plan a task")
+	answer.ClarificationID = q.Form.ID
+	if final := handle(answer, runs.OutcomeAnswered).last(); !strings.Contains(final.Text, "Plan a task") {
+		t.Fatalf("the answer to the question does not use it: %q", final.Text)
+	}
+
+	for _, ev := range seen {
+		shown := []string{ev.Text, ev.Reason}
+		if s := ev.Subagent; s != nil {
+			shown = append(shown, s.Name, s.Summary, string(s.Structured))
+		}
+		if f := ev.Form; f != nil {
+			shown = append(shown, f.Question)
+			for _, fl := range f.Fields {
+				shown = append(shown, fl.Label)
+				shown = append(shown, fl.Options...)
+			}
+		}
+		for _, s := range shown {
+			for _, internal := range []string{"delegate", "ask_clarification", "structured_output", "spawn", "fork"} {
+				if strings.Contains(s, internal) {
+					t.Errorf("a %s event shows %q:\n%s", ev.Kind, internal, s)
+				}
+			}
+		}
 	}
 }

@@ -139,7 +139,9 @@ func (t *Team) Close() {
 	t.closers = nil
 }
 
-// onAgentEvent turns the lead's own tool calls into throttled progress.
+// onAgentEvent numbers the lead's delegations in the order it asks for them, and turns its
+// other tool calls into throttled progress. A step's tool calls are all written before any of
+// them runs, so every child's call is numbered before the child starts.
 func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
 	if e.Kind != agent.KindToolCall {
 		return
@@ -149,10 +151,13 @@ func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
 		return
 	}
 	rs := v.(*runState)
-	if a != rs.lead || e.Tool == subagent.DelegateToolName || e.Tool == ClarifyToolName {
-		return
+	switch {
+	case a != rs.lead || e.Tool == ClarifyToolName:
+	case e.Tool == subagent.DelegateToolName:
+		rs.delegated(e.CallID)
+	default:
+		rs.progress(e.Tool, "Using "+e.Tool+"…")
 	}
-	rs.progress(e.Tool, "Using "+e.Tool+"…")
 }
 
 // onSubagentEvent maps children to their run and reports their start and result.
@@ -165,7 +170,7 @@ func (t *Team) onSubagentEvent(e subagent.Event) error {
 	switch e.Kind {
 	case subagent.EventStart:
 		t.runs.Store(e.ID, rs)
-		rs.progress("", fmt.Sprintf("Subagent %s started.", labelOf(e)))
+		rs.progress("", fmt.Sprintf("%s started.", rs.label(e)))
 	case subagent.EventEnd:
 		t.runs.Delete(e.ID)
 		if e.ParentID == rs.lead.ID() {
@@ -173,11 +178,4 @@ func (t *Team) onSubagentEvent(e subagent.Event) error {
 		}
 	}
 	return nil
-}
-
-func labelOf(e subagent.Event) string {
-	if e.Name != "" {
-		return e.Name
-	}
-	return e.Provider
 }

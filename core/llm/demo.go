@@ -166,28 +166,68 @@ func demoSplit(text string) []string {
 	return out
 }
 
-// demoSummary lists each tool result of the current turn, under the name of the tool called.
+// demoSummary lists each tool result of the current turn in words a user reads: a delegation by
+// the name or task it was given, an answer to a question as the user's answer, anything else
+// as a result — never by the name of the tool that produced it. The demo banner a subagent's
+// own answer opens with is left out; the summary has its own.
 func demoSummary(history, results []Message) string {
-	names := map[string]string{}
+	calls := map[string]ToolCall{}
 	for _, m := range history {
 		for _, tc := range m.ToolCalls {
-			names[tc.ID] = tc.Name
+			calls[tc.ID] = tc
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n**Here is what came back** (%d %s):\n\n", DemoBanner, len(results), plural(len(results), "result"))
+	b.WriteString(DemoBanner + "\n\n")
+	if len(results) == 1 && calls[results[0].ToolCallID].Name == DemoToolClarify {
+		fmt.Fprintf(&b, "You answered: %s\n", orNoOutput(demoResult(results[0].Content)))
+		b.WriteString("\nI am the offline demo, so I cannot really help with it. Set `DEEPSEEK_API_KEY` to talk to a real model.\n")
+		return b.String()
+	}
+	fmt.Fprintf(&b, "**Here is what came back** (%d %s):\n\n", len(results), plural(len(results), "result"))
 	for i, r := range results {
-		name := names[r.ToolCallID]
-		if name == "" {
-			name = "tool"
-		}
-		content := demoShort(r.Content, 200)
-		if content == "" {
-			content = "_(no output)_"
-		}
-		fmt.Fprintf(&b, "%d. **%s** — %s\n", i+1, name, content)
+		fmt.Fprintf(&b, "%d. **%s** — %s\n", i+1, demoLabel(calls[r.ToolCallID]), orNoOutput(demoResult(r.Content)))
 	}
 	return b.String()
+}
+
+// demoLabel is what a user calls the result of call: the delegated task (or the name the
+// delegation gave it), "Your answer" for a question, "Result" for anything else.
+func demoLabel(call ToolCall) string {
+	switch call.Name {
+	case DemoToolDelegate:
+		var args struct{ Name, Task string }
+		_ = json.Unmarshal([]byte(call.Arguments), &args)
+		switch {
+		case strings.TrimSpace(args.Name) != "":
+			return demoShort(args.Name, 60)
+		case strings.TrimSpace(args.Task) != "":
+			return demoShort(args.Task, 60)
+		}
+		return "Subagent"
+	case DemoToolClarify:
+		return "Your answer"
+	}
+	return "Result"
+}
+
+// demoAnsweredPrefix opens the tool result of an answered question (core/lead writes it for
+// the model); the summary shows only the answer.
+const demoAnsweredPrefix = "The user answered:"
+
+// demoResult is a tool result's content shortened for the summary, without the demo banner or
+// the answered-question preamble.
+func demoResult(content string) string {
+	content = strings.TrimSpace(strings.ReplaceAll(content, DemoBanner, ""))
+	content = strings.TrimSpace(strings.TrimPrefix(content, demoAnsweredPrefix))
+	return demoShort(content, 200)
+}
+
+func orNoOutput(s string) string {
+	if s == "" {
+		return "_(no output)_"
+	}
+	return s
 }
 
 // demoEcho is the plain answer: what the demo understood of text.

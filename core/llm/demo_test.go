@@ -88,11 +88,25 @@ func TestDemoAnswersEachBehaviour(t *testing.T) {
 			name: "tool results in the current turn are summarized",
 			req: Request{Tools: []ToolSpec{delegateTool}, Messages: []Message{
 				user("do a; do b please"),
-				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: DemoToolDelegate}, {ID: "c2", Name: DemoToolDelegate}}},
-				{Role: RoleTool, ToolCallID: "c1", Content: "A is done:\nall good"},
+				{Role: RoleAssistant, ToolCalls: []ToolCall{
+					{ID: "c1", Name: DemoToolDelegate, Arguments: `{"task":"do a"}`},
+					{ID: "c2", Name: DemoToolDelegate, Arguments: `{"task":"do b please","name":"b-team"}`},
+					{ID: "c3", Name: "lookup"},
+				}},
+				{Role: RoleTool, ToolCallID: "c1", Content: DemoBanner + "\n\nA is done:\nall good"},
 				{Role: RoleTool, ToolCallID: "c2", Content: ""},
+				{Role: RoleTool, ToolCallID: "c3", Content: "42"},
 			}},
-			wantText: []string{DemoBanner, "(2 results)", "1. **delegate** — A is done: all good", "2. **delegate** — _(no output)_"},
+			wantText: []string{DemoBanner, "(3 results)", "1. **do a** — A is done: all good", "2. **b-team** — _(no output)_", "3. **Result** — 42"},
+		},
+		{
+			name: "an answered question is the user's answer",
+			req: Request{Tools: []ToolSpec{clarifyTool, delegateTool}, Messages: []Message{
+				user("help me"),
+				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "q1", Name: DemoToolClarify, Arguments: `{"question":"What?"}`}}},
+				{Role: RoleTool, ToolCallID: "q1", Content: "The user answered:\nWhat should I help with?: Plan a task"},
+			}},
+			wantText: []string{DemoBanner, "You answered: What should I help with?: Plan a task"},
 		},
 		{
 			name: "tool results of an earlier turn do not count",
@@ -261,4 +275,35 @@ func FuzzDemoSplit(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDemoAnswersNeverNameTools proves no text answer of the demo — in any of its scripted flows,
+// the results of every tool it uses included — shows a tool's name: users read answers, and
+// tool names are internals.
+func TestDemoAnswersNeverNameTools(t *testing.T) {
+	tools := []ToolSpec{clarifyTool, delegateTool}
+	flows := map[string][]Message{
+		"echo":     {user("What is the capital of France?")},
+		"question": {user("help me"), {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "q", Name: DemoToolClarify, Arguments: `{}`}}}, {Role: RoleTool, ToolCallID: "q", Content: "The user answered:\ntopic: Plan a task"}},
+		"delegations": {user("a; b"), {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "d1", Name: DemoToolDelegate, Arguments: `{"task":"a"}`}, {ID: "d2", Name: DemoToolDelegate, Arguments: `{}`}}},
+			{Role: RoleTool, ToolCallID: "d1", Content: "done"}, {Role: RoleTool, ToolCallID: "d2", Content: "Error: subagent did not complete"}},
+		"structured child": {user("rate it"), {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "s", Name: DemoToolStructured, Arguments: `{}`}}}, {Role: RoleTool, ToolCallID: "s", Content: "ok"}},
+		"unknown call id":  {user("x; y"), {Role: RoleTool, ToolCallID: "nobody", Content: "orphan"}},
+	}
+	for name, msgs := range flows {
+		t.Run(name, func(t *testing.T) {
+			resp, err := NewDemo().Stream(context.Background(), Request{Messages: msgs, Tools: tools}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Content == "" {
+				t.Fatalf("no text answer: %+v", resp)
+			}
+			for _, tool := range []string{DemoToolClarify, DemoToolDelegate, DemoToolStructured} {
+				if strings.Contains(resp.Content, tool) {
+					t.Errorf("the answer names the tool %s:\n%s", tool, resp.Content)
+				}
+			}
+		})
+	}
 }

@@ -58,8 +58,12 @@ type Event struct {
 
 // SubagentInfo is the result of one delegated child agent.
 type SubagentInfo struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Order is the child's place among the delegations of its run, from 1, in the order the lead
+	// asked for them (0: unknown). Results are emitted as they finish; the channels show them in
+	// this order.
+	Order      int             `json:"order,omitempty"`
 	StopReason string          `json:"stop_reason,omitempty"`
 	Summary    string          `json:"summary,omitempty"`
 	Structured json.RawMessage `json:"structured,omitempty"`

@@ -63,7 +63,8 @@ type delegateArgs struct {
 // JSON) as the tool result. A run that does not complete is an isError result saying why; the
 // child is always disposed. Calls are Parallel, so several delegations in one step run at the
 // same time, at most cfg.MaxConcurrent per parent. When the parent's turn is cancelled, the run
-// is cancelled. Observe children through svc's events (ParentID and Name identify them).
+// is cancelled. Observe children through svc's events (ParentID, Name and CallID — the id of
+// the delegate call — identify them).
 func RegisterDelegateTool(rt *agent.Runtime, svc *Service, cfg DelegateConfig) (*agent.Registration, error) {
 	if cfg.MaxConcurrent < 0 || cfg.MaxDepth < 0 {
 		return nil, fmt.Errorf("subagent: delegate tool: max_concurrent and max_depth must be ≥ 0 (got %d, %d)", cfg.MaxConcurrent, cfg.MaxDepth)
@@ -148,6 +149,7 @@ func (d *delegateTool) execute(ctx context.Context, call agent.ToolCall) agent.T
 		OutputSchema: args.OutputSchema,
 		MaxDepth:     d.cfg.MaxDepth,
 		Name:         args.Name,
+		CallID:       call.ID,
 	})
 	if err != nil {
 		return startFailure(label, err)

@@ -35,6 +35,8 @@ type Event struct {
 	// ParentID is the delegating agent's id ("" without a parent); Name the request's label.
 	ParentID string
 	Name     string
+	// CallID is the request's: the parent's tool call that started the run ("" when none did).
+	CallID string
 	// StopReason, Detail, LastAssistantMessage and Structured are set on subagent/end;
 	// LastAssistantMessage is the run's Output, Structured the captured value as JSON text.
 	StopReason           StopReason
@@ -127,7 +129,7 @@ func (s *Service) Start(ctx context.Context, provider string, req StartRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("subagent: start with %s: %w", provider, err)
 	}
-	base := Event{Provider: p.Name(), ID: run.ID(), Name: req.Name}
+	base := Event{Provider: p.Name(), ID: run.ID(), Name: req.Name, CallID: req.CallID}
 	if req.Parent != nil {
 		base.ParentID = req.Parent.ID()
 	}

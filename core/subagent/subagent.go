@@ -32,6 +32,9 @@ type StartRequest struct {
 	ToolFilter []string
 	// Name is an optional label carried in the service's events (for display).
 	Name string
+	// CallID is the id of the tool call that asked for the run (the delegate tool sets it),
+	// carried in the service's events so that a listener can tell which call a child answers.
+	CallID string
 }
 
 // AgentOptions are what a request may set on the child. Zero fields leave the inherited value

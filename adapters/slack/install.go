@@ -14,7 +14,8 @@ import (
 )
 
 // Installation is one workspace's install of the app (OAuth v2): its bot token and, with token
-// rotation on, the refresh token and when the bot token expires.
+// rotation on, the refresh token and when the bot token expires. An org-wide install on
+// Enterprise Grid has the enterprise id as its Team: it serves every workspace of the org.
 type Installation struct {
 	Team, Enterprise string
 	BotUserID        string
@@ -132,6 +133,7 @@ func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client
 		return c.api, nil
 	}
 	team := teamOf(workspace)
+	ent, _, grid := strings.Cut(workspace, "/")
 	if v, ok := c.teamClients.Load(team); ok {
 		tc := v.(*teamClient)
 		if tc.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(tc.inst.ExpiresAt) {
@@ -143,6 +145,9 @@ func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
 	inst, found, err := c.cfg.Installations.Installation(ctx, team)
+	if err == nil && !found && grid {
+		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
+	}
 	if err != nil {
 		return nil, fmt.Errorf("slack: reading the install of %s: %w", team, err)
 	}

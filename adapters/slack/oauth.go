@@ -112,12 +112,16 @@ func (c *Channel) OAuthHandler() http.Handler {
 		}
 		resp, err := slackgo.GetOAuthV2ResponseContext(r.Context(), c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret,
 			q.Get("code"), c.cfg.RedirectURL, slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
-		if err != nil || resp.Team.ID == "" || !strings.HasPrefix(resp.AccessToken, "xoxb-") {
+		owner := resp.Team.ID
+		if resp.IsEnterpriseInstall {
+			owner = resp.Enterprise.ID // an org-wide install serves every workspace of the org
+		}
+		if err != nil || owner == "" || !strings.HasPrefix(resp.AccessToken, "xoxb-") {
 			c.log.Warn("slack: exchanging an install code failed", "err", c.apiError("oauth.v2.access", err))
 			page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")
 			return
 		}
-		inst := Installation{Team: resp.Team.ID, Enterprise: resp.Enterprise.ID, BotUserID: resp.BotUserID,
+		inst := Installation{Team: owner, Enterprise: resp.Enterprise.ID, BotUserID: resp.BotUserID,
 			BotToken: resp.AccessToken, RefreshToken: resp.RefreshToken, ExpiresAt: expiry(c.now(), resp.ExpiresIn)}
 		if err := c.cfg.Installations.SaveInstallation(r.Context(), inst); err != nil {
 			c.log.Error("slack: saving an install failed", "team", inst.Team, "err", err)
@@ -127,7 +131,11 @@ func (c *Channel) OAuthHandler() http.Handler {
 		c.teamClients.Delete(inst.Team)
 		c.revoked.Delete(inst.Team)
 		c.log.Info("slack: installed in a workspace", "team", inst.Team, "enterprise", inst.Enterprise)
-		page(w, http.StatusOK, fmt.Sprintf("Installed in %s. You can close this page.", resp.Team.Name))
+		name := resp.Team.Name
+		if resp.IsEnterpriseInstall {
+			name = resp.Enterprise.Name
+		}
+		page(w, http.StatusOK, fmt.Sprintf("Installed in %s. You can close this page.", name))
 	})
 }
 

@@ -196,3 +196,26 @@ func TestNoTokenForAWorkspaceIsUnreachable(t *testing.T) {
 		t.Errorf("a multi-workspace channel without a default token is not ready: %v", h.ch.Ready())
 	}
 }
+
+func TestOAuthOrgWideInstallServesEveryWorkspaceOfTheOrg(t *testing.T) {
+	h := startOAuth(t, func(c *Config) { c.BotToken = "" })
+	resp, err := noRedirect.Get(h.srv.URL + "/slack/install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if s := h.callback(t, url.Values{"code": {h.fake.IssueOrgCode("E0ORG")}, "state": {loc.Query().Get("state")}}); s != 200 {
+		t.Fatalf("org install callback: %d", s)
+	}
+	if _, found, _ := h.store.Installation(context.Background(), "E0ORG"); !found {
+		t.Fatal("the org install was not saved under the enterprise")
+	}
+	k := conv.Key{Platform: "slack", Workspace: "E0ORG/T0SEVEN", Chat: "C7"}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "hi org"}); err != nil {
+		t.Fatalf("Send in a workspace of the org: %v", err)
+	}
+	if posts := h.fake.CallsOf("chat.postMessage"); len(posts) != 1 || posts[0].Team != "org:E0ORG" {
+		t.Fatalf("posted as %+v, want the org token", posts)
+	}
+}

@@ -3,6 +3,7 @@ package slackfake
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -65,6 +66,17 @@ func (s *Server) IssueCode(team string) string {
 	return code
 }
 
+// IssueOrgCode returns an OAuth code for an org-wide install on Enterprise Grid: its token
+// serves every workspace of enterprise, and oauth.v2.access answers with no team.
+func (s *Server) IssueOrgCode(enterprise string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	code := fmt.Sprintf("code-org-%s-%d", enterprise, s.seq)
+	s.codes[code] = "org:" + enterprise
+	return code
+}
+
 // AuthorizeURL is where Slack's authorize page would be; the install handler under test
 // redirects to any URL given to it, and tests read the state from the redirect.
 func AuthorizeURL() string { return "https://slack.com/oauth/v2/authorize" }
@@ -111,6 +123,9 @@ func (s *Server) oauthAccess(p map[string]string) (map[string]any, *apiErr) {
 	res := map[string]any{"access_token": tok, "token_type": "bot", "scope": "chat:write,commands",
 		"bot_user_id": BotUserID, "app_id": AppID, "team": map[string]any{"id": team, "name": team},
 		"enterprise": nil, "is_enterprise_install": false}
+	if ent, ok := strings.CutPrefix(team, "org:"); ok {
+		res["team"], res["enterprise"], res["is_enterprise_install"] = nil, map[string]any{"id": ent, "name": ent}, true
+	}
 	if s.rotateIn > 0 {
 		s.seq++
 		rt := fmt.Sprintf("xoxe-1-refresh-%s-%d", team, s.seq)

@@ -28,8 +28,17 @@ type APIError struct {
 
 func (e *APIError) Error() string { return fmt.Sprintf("slack: %s: %s", e.Method, e.Code) }
 
-// Unwrap returns the channels sentinel the answer means, or nil.
-func (e *APIError) Unwrap() error { return e.kind }
+// Unwrap returns the sentinels the answer means: a channels sentinel, and for a refused token
+// ErrAuth with channels.ErrUnreachable (the bot cannot write there; retrying cannot help).
+func (e *APIError) Unwrap() []error {
+	switch e.kind {
+	case nil:
+		return nil
+	case ErrAuth:
+		return []error{ErrAuth, channels.ErrUnreachable}
+	}
+	return []error{e.kind}
+}
 
 // ErrAuth is wrapped by errors that mean the token is not (or no longer) valid.
 var ErrAuth = errors.New("slack: the token was refused")

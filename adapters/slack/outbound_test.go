@@ -166,6 +166,7 @@ func TestErrorsClassified(t *testing.T) {
 		{"invalid_blocks", channels.ErrCardRefused},
 		{"msg_too_long", channels.ErrCardRefused},
 		{"invalid_auth", ErrAuth},
+		{"token_revoked", channels.ErrUnreachable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.code, func(t *testing.T) {

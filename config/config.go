@@ -98,9 +98,18 @@ type Telegram struct {
 	Pacing bool `koanf:"pacing"`
 }
 
-// Slack configures the Slack adapter; it is enabled when BotToken is set.
+// Slack configures the Slack adapter; it is enabled when BotToken or ClientID is set.
 type Slack struct {
 	BotToken string `koanf:"bot_token" secret:"true"`
+	// ClientID, ClientSecret and RedirectURL enable installs in many workspaces (OAuth v2):
+	// each workspace's bot token is kept encrypted in Redis.
+	ClientID     string `koanf:"client_id"`
+	ClientSecret string `koanf:"client_secret" secret:"true"`
+	RedirectURL  string `koanf:"redirect_url"`
+	// InstallPath and OAuthPath are where the install link and the OAuth redirect are served on
+	// http.addr.
+	InstallPath string `koanf:"install_path"`
+	OAuthPath   string `koanf:"oauth_path"`
 	// AppToken (xapp-…) opens Socket Mode connections; required in socket mode.
 	AppToken string `koanf:"app_token" secret:"true"`
 	// SigningSecret verifies HTTP-mode requests; required in http mode.
@@ -109,6 +118,31 @@ type Slack struct {
 	APIURL string `koanf:"api_url"`
 	// Mode is SlackSocket or SlackHTTP.
 	Mode string `koanf:"mode"`
+	// Connections is the number of Socket Mode connections held (1–10; Slack spreads events
+	// over them).
+	Connections int `koanf:"connections"`
+	// ThreadReplies is SlackRepliesAll (messages in threads the bot is part of need no mention)
+	// or SlackRepliesMention.
+	ThreadReplies string `koanf:"thread_replies"`
+	// ReplyInThread answers a top-level channel mention in a thread rooted at it.
+	ReplyInThread bool `koanf:"reply_in_thread"`
+	// Command is the slash command the app's manifest declares; its first word is a bot command.
+	Command string `koanf:"command"`
+	// AssistantStatus shows "is thinking…" (assistant.threads.setStatus) while a run works.
+	AssistantStatus bool `koanf:"assistant_status"`
+	// ReadyWindow is how recently every Socket Mode connection must have read a frame (Slack
+	// pings every few seconds) for /readyz to count Slack as ready.
+	ReadyWindow time.Duration `koanf:"ready_window"`
+	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
+	// short burst).
+	Pacing bool `koanf:"pacing"`
+	// SuggestedPrompts are offered when a user opens an assistant thread with the app.
+	SuggestedPrompts []string `koanf:"suggested_prompts"`
+	// EventsPath, InteractionsPath and CommandsPath are where HTTP mode serves the Events API,
+	// interactivity and the slash command on http.addr.
+	EventsPath       string `koanf:"events_path"`
+	InteractionsPath string `koanf:"interactions_path"`
+	CommandsPath     string `koanf:"commands_path"`
 }
 
 // Discord configures the Discord adapter; it is enabled when Token is set.
@@ -215,7 +249,10 @@ const (
 	TelegramWebhook = "webhook"
 
 	SlackSocket = "socket"
-	SlackHTTP   = "http"
+	// slack.thread_replies
+	SlackRepliesAll     = "all"
+	SlackRepliesMention = "mention"
+	SlackHTTP           = "http"
 
 	PolicyOpen      = "open"
 	PolicyAllowlist = "allowlist"
@@ -266,10 +303,13 @@ func Default() *Config {
 			MaxRetries: 3,
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
-		Slack:    Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket},
-		Discord:  Discord{APIURL: DefaultDiscordAPIURL},
-		Access:   Access{Telegram: open, Slack: open, Discord: open, Console: open},
-		HTTP:     HTTP{Addr: DefaultHTTPAddr},
+		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
+			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
+			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
+		Discord: Discord{APIURL: DefaultDiscordAPIURL},
+		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
+		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{
 			Workers:            DefaultWorkers,
 			Followup:           FollowupQueue,
@@ -295,7 +335,7 @@ func (c *Config) Enabled() []string {
 	if c.Telegram.Token != "" {
 		out = append(out, PlatformTelegram)
 	}
-	if c.Slack.BotToken != "" {
+	if c.Slack.BotToken != "" || c.Slack.ClientID != "" {
 		out = append(out, PlatformSlack)
 	}
 	if c.Discord.Token != "" {

@@ -71,7 +71,13 @@ func fullConfig() *config.Config {
 		},
 		Slack: config.Slack{
 			BotToken: "xoxb-slack", AppToken: "xapp-slack", SigningSecret: "slack-signing",
-			APIURL: "http://127.0.0.1:8082/api/", Mode: "http",
+			ClientID: "1111.2222", ClientSecret: "slack-client-secret", RedirectURL: "https://bot.example.com/slack/oauth/callback",
+			InstallPath: "/hooks/slack/install", OAuthPath: "/hooks/slack/oauth",
+			APIURL: "http://127.0.0.1:8082/api/", Mode: "http", Connections: 2, ThreadReplies: "mention",
+			ReplyInThread: false, Command: "/sb", AssistantStatus: false, SuggestedPrompts: []string{"Plan my week"},
+			ReadyWindow:      time.Minute,
+			EventsPath:       "/hooks/slack/events",
+			InteractionsPath: "/hooks/slack/interactions", CommandsPath: "/hooks/slack/commands",
 		},
 		Discord: config.Discord{
 			Token: "discord-token", APIURL: "http://127.0.0.1:8083", ApplicationID: "123456789012345678",
@@ -126,7 +132,7 @@ func TestKeysAreTheDesignContract(t *testing.T) {
 
 	wantSecrets := []string{
 		"auth.signing_keys", "discord.token", "llm.api_key", "redis.password", "redis.url",
-		"slack.app_token", "slack.bot_token", "slack.signing_secret", "telegram.token",
+		"slack.app_token", "slack.bot_token", "slack.client_secret", "slack.signing_secret", "telegram.token",
 		"telegram.webhook_secret",
 	}
 	if got := config.SecretKeys(); !slices.Equal(got, wantSecrets) {

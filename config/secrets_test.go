@@ -34,6 +34,9 @@ slack:
   bot_token: S3CRET-slack-bot-token
   app_token: S3CRET-slack-app-token
   signing_secret: S3CRET-slack-signing-secret
+  client_id: "1111.2222"
+  client_secret: S3CRET-slack-client-secret
+  redirect_url: https://bot.example.com/slack/oauth/callback
 discord:
   token: S3CRET-discord-token
 `

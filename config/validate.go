@@ -191,15 +191,47 @@ func (c *Config) Validate() error {
 	// slack
 	v.httpURL("slack.api_url", c.Slack.APIURL)
 	v.oneOf("slack.mode", c.Slack.Mode, SlackSocket, SlackHTTP)
-	if c.Slack.BotToken != "" {
+	if c.Slack.BotToken != "" || c.Slack.ClientID != "" {
 		if c.Slack.Mode == SlackSocket && c.Slack.AppToken == "" {
-			v.add("slack.app_token", "required in socket mode when slack.bot_token is set")
+			v.add("slack.app_token", "required in socket mode when slack.bot_token or slack.client_id is set")
 		}
 		if c.Slack.Mode == SlackHTTP && c.Slack.SigningSecret == "" {
-			v.add("slack.signing_secret", "required in http mode when slack.bot_token is set")
+			v.add("slack.signing_secret", "required in http mode when slack.bot_token or slack.client_id is set")
 		}
 	} else if c.Slack.AppToken != "" || c.Slack.SigningSecret != "" {
-		v.add("slack.bot_token", "required when slack.app_token or slack.signing_secret is set")
+		v.add("slack.bot_token", "required when slack.app_token or slack.signing_secret is set (or slack.client_id, to install in many workspaces)")
+	}
+	if c.Slack.ClientID != "" {
+		if c.Slack.ClientSecret == "" {
+			v.add("slack.client_secret", "required when slack.client_id is set")
+		}
+		if c.Slack.RedirectURL == "" {
+			v.add("slack.redirect_url", "required when slack.client_id is set (the public URL of slack.oauth_path)")
+		}
+	} else if c.Slack.ClientSecret != "" {
+		v.add("slack.client_id", "required when slack.client_secret is set")
+	}
+	if c.Slack.RedirectURL != "" {
+		v.httpURL("slack.redirect_url", c.Slack.RedirectURL)
+	}
+	v.oneOf("slack.thread_replies", c.Slack.ThreadReplies, SlackRepliesAll, SlackRepliesMention)
+	v.nonEmptyItems("slack.suggested_prompts", c.Slack.SuggestedPrompts)
+	v.positiveDuration("slack.ready_window", c.Slack.ReadyWindow)
+	if n := c.Slack.Connections; n < 1 || n > 10 {
+		v.add("slack.connections", "must be 1-10 (Slack allows 10 Socket Mode connections per app)")
+	}
+	if cmd := c.Slack.Command; len(cmd) < 2 || cmd[0] != '/' || strings.ContainsAny(cmd, " \t\n") {
+		v.add("slack.command", "must be a slash command like /bot")
+	}
+	paths := map[string]string{}
+	for _, p := range [][2]string{{"slack.events_path", c.Slack.EventsPath}, {"slack.interactions_path", c.Slack.InteractionsPath},
+		{"slack.commands_path", c.Slack.CommandsPath}, {"slack.install_path", c.Slack.InstallPath}, {"slack.oauth_path", c.Slack.OAuthPath}} {
+		if !strings.HasPrefix(p[1], "/") {
+			v.add(p[0], "must be a path starting with /")
+		} else if other, dup := paths[p[1]]; dup {
+			v.add(p[0], "must differ from "+other)
+		}
+		paths[p[1]] = p[0]
 	}
 
 	// discord

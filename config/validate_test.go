@@ -60,6 +60,26 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"http mode needs signing secret", func(c *config.Config) { c.Slack.BotToken, c.Slack.Mode = "xoxb", "http" },
 			[]string{"slack.signing_secret"}},
 		{"app token without bot token", func(c *config.Config) { c.Slack.AppToken = "xapp" }, []string{"slack.bot_token"}},
+		{"slack client id without secret and redirect", func(c *config.Config) { c.Slack.ClientID, c.Slack.AppToken = "1.2", "xapp" },
+			[]string{"slack.client_secret", "slack.redirect_url"}},
+		{"slack client secret without id", func(c *config.Config) { c.Slack.ClientSecret = "s" }, []string{"slack.client_id"}},
+		{"slack client id in socket mode needs the app token", func(c *config.Config) {
+			c.Slack.ClientID, c.Slack.ClientSecret, c.Slack.RedirectURL = "1.2", "s", "https://x.example/cb"
+		}, []string{"slack.app_token"}},
+		{"slack redirect url not a url", func(c *config.Config) {
+			c.Slack.ClientID, c.Slack.ClientSecret, c.Slack.RedirectURL, c.Slack.AppToken = "1.2", "s", "nope", "xapp"
+		}, []string{"slack.redirect_url"}},
+		{"slack oauth path clashes", func(c *config.Config) { c.Slack.OAuthPath = c.Slack.InstallPath }, []string{"slack.oauth_path"}},
+		{"bad slack thread replies", func(c *config.Config) { c.Slack.ThreadReplies = "some" }, []string{"slack.thread_replies"}},
+		{"too many slack connections", func(c *config.Config) { c.Slack.Connections = 11 }, []string{"slack.connections"}},
+		{"no slack connections", func(c *config.Config) { c.Slack.Connections = 0 }, []string{"slack.connections"}},
+		{"slack command without slash", func(c *config.Config) { c.Slack.Command = "bot" }, []string{"slack.command"}},
+		{"slack command with space", func(c *config.Config) { c.Slack.Command = "/my bot" }, []string{"slack.command"}},
+		{"slack paths clash", func(c *config.Config) { c.Slack.CommandsPath = c.Slack.EventsPath }, []string{"slack.commands_path"}},
+		{"slack path not a path", func(c *config.Config) { c.Slack.EventsPath = "events" }, []string{"slack.events_path"}},
+		{"slack http mode without listener", func(c *config.Config) {
+			c.Slack.BotToken, c.Slack.SigningSecret, c.Slack.Mode, c.HTTP.Addr = "xoxb", "s", "http", ""
+		}, []string{"http.addr"}},
 		{"discord public key", func(c *config.Config) { c.Discord.PublicKey = "abc" }, []string{"discord.public_key"}},
 		{"discord application id", func(c *config.Config) { c.Discord.ApplicationID = "app" }, []string{"discord.application_id"}},
 		{"discord api url", func(c *config.Config) { c.Discord.APIURL = "ftp://discord.com" }, []string{"discord.api_url"}},

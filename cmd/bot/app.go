@@ -36,7 +36,7 @@ type app struct {
 	delivery *channels.Delivery
 	pool     *runs.Pool
 	chans    []channels.Channel
-	webhooks map[string]http.Handler // path → handler, mounted on the HTTP listener
+	webhooks map[string]http.Handler // path (or "GET path") → handler, mounted on the HTTP listener
 
 	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
 	listener net.Listener
@@ -97,6 +97,13 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		}
 		a.chans = append(a.chans, tg)
 	}
+	if cfg.Slack.BotToken != "" || cfg.Slack.ClientID != "" {
+		sl, err := a.newSlack(key)
+		if err != nil {
+			return err
+		}
+		a.chans = append(a.chans, sl)
+	}
 	if len(a.chans) == 0 {
 		return errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
 	}
@@ -126,7 +133,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
-		EditEvery: map[string]time.Duration{"telegram": time.Second, "console": 0},
+		EditEvery: map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
 	})
 	if err != nil {
 		return err
@@ -195,7 +202,10 @@ func (a *app) listen() error {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	for path, h := range a.webhooks {
-		mux.Handle("POST "+path, h)
+		if !strings.Contains(path, " ") { // "GET /path" names its method
+			path = "POST " + path
+		}
+		mux.Handle(path, h)
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {

@@ -1,0 +1,191 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// APIError is an error answer of the Web API ({"ok":false,"error":Code} or an HTTP status).
+// It unwraps to the channels sentinel it means (channels.ErrMessageGone, ErrCardRefused,
+// ErrUnreachable, ErrNotModified) when there is one, so callers classify it with errors.Is. It
+// never holds a token.
+type APIError struct {
+	Method string
+	// Code is Slack's error code ("channel_not_found"), or "http_<status>".
+	Code string
+	kind error
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("slack: %s: %s", e.Method, e.Code) }
+
+// Unwrap returns the sentinels the answer means: a channels sentinel, and for a refused token
+// ErrAuth with channels.ErrUnreachable (the bot cannot write there; retrying cannot help).
+func (e *APIError) Unwrap() []error {
+	switch e.kind {
+	case nil:
+		return nil
+	case ErrAuth:
+		return []error{ErrAuth, channels.ErrUnreachable}
+	}
+	return []error{e.kind}
+}
+
+// ErrAuth is wrapped by errors that mean the token is not (or no longer) valid.
+var ErrAuth = errors.New("slack: the token was refused")
+
+// classify maps Slack's error codes — documented machine codes, not prose — to sentinels.
+func classify(code string) error {
+	switch code {
+	case "message_not_found", "cant_update_message", "cant_delete_message", "edit_window_closed", "thread_not_found":
+		return channels.ErrMessageGone
+	case "invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_attachments", "invalid_attachments",
+		"markdown_text_conflict", "invalid_arguments":
+		return channels.ErrCardRefused
+	case "channel_not_found", "not_in_channel", "is_archived", "restricted_action", "user_not_in_channel",
+		"cannot_reply_to_message", "team_access_not_granted", "ekm_access_denied", "messages_tab_disabled":
+		return channels.ErrUnreachable
+	case "invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive", "no_permission", "missing_scope", "not_allowed_token_type":
+		return ErrAuth
+	}
+	return nil
+}
+
+// rateLimitCodes are ok:false codes that mean "slow down" without a Retry-After.
+func rateLimited(code string) bool { return code == "ratelimited" || code == "rate_limited" }
+
+// apiError turns a slack-go error into this adapter's: RateLimitedError →
+// *channels.RateLimitError, SlackErrorResponse / StatusCodeError → *APIError; every text
+// redacted.
+func (c *Channel) apiError(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if rl, ok := errors.AsType[*slackgo.RateLimitedError](err); ok {
+		return &channels.RateLimitError{RetryAfter: rl.RetryAfter}
+	}
+	if se, ok := errors.AsType[slackgo.SlackErrorResponse](err); ok {
+		if rateLimited(se.Err) {
+			return &channels.RateLimitError{RetryAfter: time.Second}
+		}
+		return &APIError{Method: method, Code: se.Err, kind: classify(se.Err)}
+	}
+	if sc, ok := errors.AsType[slackgo.StatusCodeError](err); ok {
+		return &APIError{Method: method, Code: fmt.Sprintf("http_%d", sc.Code)}
+	}
+	if err.Error() == "invalid_auth" || err.Error() == "not_authed" || err.Error() == "token_revoked" {
+		return &APIError{Method: method, Code: err.Error(), kind: ErrAuth}
+	}
+	return c.redact.error(fmt.Errorf("slack: %s: %w", method, err))
+}
+
+// call runs one Web API call with the call timeout, waiting out rate limits (Retry-After) while
+// the total wait stays within MaxRetryWait; past that it returns the *channels.RateLimitError.
+func (c *Channel) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
+	return c.callUnless(ctx, method, nil, f)
+}
+
+// errSuperseded: a newer call made this one pointless while it waited out a rate limit.
+var errSuperseded = errors.New("slack: superseded by a newer call")
+
+// callUnless is call that gives up with errSuperseded when, after a rate-limit wait,
+// superseded reports true (a newer edit of the same message came meanwhile).
+func (c *Channel) callUnless(ctx context.Context, method string, superseded func() bool, f func(ctx context.Context) error) error {
+	waited := time.Duration(0)
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+		err := c.apiError(method, f(callCtx))
+		cancel()
+		rl, ok := errors.AsType[*channels.RateLimitError](err)
+		if !ok {
+			return err
+		}
+		c.cfg.Metrics.RateLimited(method)
+		wait := max(rl.RetryAfter, 50*time.Millisecond)
+		if waited+wait > c.cfg.MaxRetryWait {
+			return err
+		}
+		c.log.Debug("slack: rate limited; waiting", "method", method, "wait", wait)
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("slack: %s: %w", method, serr)
+		}
+		waited += wait
+		if superseded != nil && superseded() {
+			return errSuperseded
+		}
+	}
+}
+
+// redactor removes secrets from error texts; installed workspaces' tokens join as they come.
+type redactor struct {
+	mu      sync.RWMutex
+	secrets []string
+}
+
+func newRedactor(secrets ...string) *redactor { return &redactor{secrets: secrets} }
+
+func (r *redactor) add(secret string) {
+	if secret == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.secrets, secret) {
+		r.secrets = append(r.secrets, secret)
+	}
+}
+
+func (r *redactor) string(s string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, sec := range r.secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, redacted)
+		}
+	}
+	return s
+}
+
+// error returns err, or a redacted copy when its text holds a secret.
+func (r *redactor) error(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s := r.string(err.Error()); s != err.Error() {
+		return errors.New(s)
+	}
+	return err
+}
+
+func (c *Channel) malformed(kind string, err error) {
+	c.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", c.redact.error(err))
+	if c.cfg.OnMalformed != nil {
+		c.cfg.OnMalformed()
+	}
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var _ slog.LogValuer = Config{}

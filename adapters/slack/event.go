@@ -1,0 +1,308 @@
+package slack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+)
+
+// errMalformed is wrapped by every decoding error: the payload is not something Slack sends.
+var errMalformed = errors.New("slack: malformed payload")
+
+// maxPayloadBytes bounds one payload (an Events API body, an interaction, a command).
+const maxPayloadBytes = 1 << 20
+
+// callback is an Events API payload (the body of an HTTP delivery, the payload of an
+// events_api envelope) as this adapter reads it. It is decoded here rather than with
+// slackevents.ParseEvent, which rejects a whole event for one block it cannot read: the blocks
+// of a user's message are not needed, its text is.
+type callback struct {
+	Type         string          `json:"type"`
+	Challenge    string          `json:"challenge"`
+	TeamID       string          `json:"team_id"`
+	EnterpriseID string          `json:"enterprise_id"`
+	EventID      string          `json:"event_id"`
+	Event        json.RawMessage `json:"event"`
+	// Authorizations name the installation the event is for: its bot user in that workspace.
+	Authorizations []struct {
+		UserID string `json:"user_id"`
+		IsBot  bool   `json:"is_bot"`
+	} `json:"authorizations"`
+}
+
+// innerEvent is the event of a callback: message, app_mention, app_uninstalled, tokens_revoked.
+type innerEvent struct {
+	Type        string      `json:"type"`
+	Subtype     string      `json:"subtype"`
+	Channel     string      `json:"channel"`
+	ChannelType string      `json:"channel_type"`
+	User        string      `json:"user"`
+	UserTeam    string      `json:"user_team"`
+	Team        string      `json:"team"`
+	Text        string      `json:"text"`
+	TS          string      `json:"ts"`
+	ThreadTS    string      `json:"thread_ts"`
+	BotID       string      `json:"bot_id"`
+	Files       []eventFile `json:"files"`
+	// AssistantThread is assistant_thread_started's thread.
+	AssistantThread struct {
+		UserID    string `json:"user_id"`
+		ChannelID string `json:"channel_id"`
+		ThreadTS  string `json:"thread_ts"`
+	} `json:"assistant_thread"`
+	// Tokens are the revoked tokens' owners of tokens_revoked.
+	Tokens struct {
+		Bot []string `json:"bot"`
+	} `json:"tokens"`
+}
+
+type eventFile struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	MIME       string `json:"mimetype"`
+	Size       int64  `json:"size"`
+	URLPrivate string `json:"url_private"`
+}
+
+// decodeCallback parses an Events API payload. It fails on invalid JSON, on an event_callback
+// without a team or an event object, and on bodies past maxPayloadBytes.
+func decodeCallback(data []byte) (callback, innerEvent, error) {
+	var cb callback
+	var ev innerEvent
+	if len(data) > maxPayloadBytes {
+		return cb, ev, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
+	}
+	if err := json.Unmarshal(data, &cb); err != nil {
+		return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	switch cb.Type {
+	case "url_verification":
+		if cb.Challenge == "" {
+			return cb, ev, fmt.Errorf("%w: url_verification without a challenge", errMalformed)
+		}
+		return cb, ev, nil
+	case "app_rate_limited":
+		// Slack stopped delivering events for a minute (30,000 an hour per workspace).
+		return cb, ev, nil
+	case "event_callback":
+	default:
+		return cb, ev, fmt.Errorf("%w: payload type %q", errMalformed, cb.Type)
+	}
+	if cb.TeamID == "" || len(cb.Event) == 0 || cb.Event[0] != '{' {
+		return cb, ev, fmt.Errorf("%w: event_callback without a team or an event", errMalformed)
+	}
+	if err := json.Unmarshal(cb.Event, &ev); err != nil {
+		return cb, ev, fmt.Errorf("%w: event: %w", errMalformed, err)
+	}
+	if ev.Type == "" {
+		return cb, ev, fmt.Errorf("%w: event without a type", errMalformed)
+	}
+	return cb, ev, nil
+}
+
+// ThreadReplies says which messages in threads the bot reads without a mention.
+type ThreadReplies string
+
+// The thread reply policies.
+const (
+	// RepliesAll hands every message in a thread to the router, which answers those in threads
+	// the bot is part of.
+	RepliesAll ThreadReplies = "all"
+	// RepliesMention reads threads only where the bot is mentioned.
+	RepliesMention ThreadReplies = "mention"
+)
+
+// self is what event conversion needs to know about the bot and the configuration.
+type self struct {
+	userID, botID string
+	threads       ThreadReplies
+	replyInThread bool
+}
+
+// workspace is the conversation key's workspace part: the team, prefixed by the Enterprise Grid
+// org where there is one.
+func workspace(enterprise, team string) string {
+	if enterprise != "" && team != "" {
+		return enterprise + "/" + team
+	}
+	if team == "" {
+		return enterprise
+	}
+	return team
+}
+
+// UserID is the channel_user_id of a Slack user: the org (Enterprise Grid id, where present;
+// else the workspace's team id) and the user id, joined by ':' — e.g. "T0123:U0456". User ids are
+// unique within an org, so the same person is the same channel_user_id in every workspace of a
+// grid. This is what admins.slack and access.slack.allow list.
+func UserID(enterprise, team, user string) string {
+	org := enterprise
+	if org == "" {
+		org = team
+	}
+	return org + ":" + user
+}
+
+// messageEventID is the Inbound.EventID of a message: its channel and ts, which Slack's two
+// events for one post (app_mention and message) and every redelivery share.
+func messageEventID(channel, ts string) string { return "msg:" + channel + ":" + ts }
+
+// eventKind says what an event means to intake.
+type eventKind int
+
+const (
+	kindIgnore    eventKind = iota
+	kindMessage             // an Inbound for the router
+	kindUninstall           // app_uninstalled / tokens_revoked: stop work for the workspace
+	kindAssistant           // assistant_thread_started: offer the suggested prompts
+)
+
+// eventInbound converts one decoded event. It reports kindIgnore for what the bot deliberately
+// does not read: edits and deletions (message_changed, message_deleted), other subtypes
+// (joins, topics, bot_message), messages without text or files, and — with RepliesMention —
+// unmentioned thread replies; top-level channel messages without a mention come only in their
+// app_mention form — and the bot's own posts. Messages from other bots are handed over with
+// FromBot set: the router refuses and counts them.
+func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.Inbound, eventKind) {
+	switch ev.Type {
+	case "app_uninstalled":
+		return channels.Inbound{}, kindUninstall
+	case "assistant_thread_started":
+		at := ev.AssistantThread
+		if at.ChannelID == "" || at.ThreadTS == "" {
+			return channels.Inbound{}, kindIgnore
+		}
+		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: at.ChannelID, Thread: at.ThreadTS}
+		return channels.Inbound{Conv: k, ReceivedAt: now}, kindAssistant
+	case "tokens_revoked":
+		if len(ev.Tokens.Bot) > 0 { // user tokens revoked leave the bot working
+			return channels.Inbound{}, kindUninstall
+		}
+		return channels.Inbound{}, kindIgnore
+	case "app_mention", "message":
+	default:
+		return channels.Inbound{}, kindIgnore
+	}
+	switch ev.Subtype {
+	case "", "file_share", "thread_broadcast", "me_message", "bot_message":
+	default:
+		return channels.Inbound{}, kindIgnore
+	}
+	if ev.Channel == "" || ev.TS == "" {
+		return channels.Inbound{}, kindIgnore
+	}
+	if (me.userID != "" && ev.User == me.userID) || (me.botID != "" && ev.BotID == me.botID) {
+		// The bot's own posts come back as message events: nothing to route, not worth a log line.
+		return channels.Inbound{}, kindIgnore
+	}
+	for _, a := range cb.Authorizations {
+		if a.IsBot && a.UserID != "" {
+			me.userID = a.UserID // the bot's user in this event's workspace (apps installed in many)
+			break
+		}
+	}
+	if me.userID != "" && ev.User == me.userID {
+		return channels.Inbound{}, kindIgnore
+	}
+	text, mentioned := stripMention(ev.Text, me.userID)
+	files := attachments(ev.Files)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
+		return channels.Inbound{}, kindIgnore
+	}
+	direct := ev.Type == "message" && ev.ChannelType == "im"
+	addressed := direct || ev.Type == "app_mention" || mentioned
+	if !addressed {
+		// A channel message without a mention: only a reply in a thread can concern the bot.
+		if ev.ThreadTS == "" || me.threads != RepliesAll || ev.Type != "message" {
+			return channels.Inbound{}, kindIgnore
+		}
+	}
+	k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel, Thread: ev.ThreadTS}
+	if k.Thread == "" && !direct && me.replyInThread {
+		k.Thread = ev.TS // a top-level mention is answered in a thread rooted at it
+	}
+	userTeam := ev.UserTeam
+	if userTeam == "" {
+		userTeam = ev.Team
+	}
+	if userTeam == "" {
+		userTeam = cb.TeamID
+	}
+	fromBot := ev.BotID != "" || ev.Subtype == "bot_message"
+	return channels.Inbound{
+		EventID:      messageEventID(ev.Channel, ev.TS),
+		Conv:         k,
+		Identity:     conv.Identity{Platform: platform, ChannelUserID: userIDOrEmpty(cb.EnterpriseID, userTeam, ev.User)},
+		Text:         text,
+		AddressesBot: addressed,
+		Direct:       direct,
+		FromBot:      fromBot,
+		MessageID:    ev.TS,
+		Files:        files,
+		ReceivedAt:   now,
+	}, kindMessage
+}
+
+func userIDOrEmpty(enterprise, team, user string) string {
+	if user == "" {
+		return ""
+	}
+	return UserID(enterprise, team, user)
+}
+
+// stripMention removes mentions of the bot (<@U…> or <@U…|name>) from text, and reports whether
+// there was one. A leading mention takes the separators after it.
+func stripMention(text, botUser string) (string, bool) {
+	if botUser == "" || !strings.Contains(text, "<@"+botUser) {
+		return text, false
+	}
+	found := false
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, "<@"+botUser)
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		j := strings.IndexByte(rest[i:], '>')
+		if j < 0 {
+			b.WriteString(rest)
+			break
+		}
+		tag := rest[i+2 : i+j]
+		if tag != botUser && !strings.HasPrefix(tag, botUser+"|") {
+			b.WriteString(rest[:i+j+1])
+			rest = rest[i+j+1:]
+			continue
+		}
+		found = true
+		b.WriteString(rest[:i])
+		rest = rest[i+j+1:]
+	}
+	if !found {
+		return text, false
+	}
+	return strings.TrimLeft(strings.TrimSpace(b.String()), ",: "), true
+}
+
+func attachments(fs []eventFile) []conv.Attachment {
+	var out []conv.Attachment
+	for _, f := range fs {
+		if f.ID == "" {
+			continue
+		}
+		name := f.Name
+		if name == "" {
+			name = f.ID
+		}
+		// url_private holds no secret: fetching it needs the bot token in a header.
+		out = append(out, conv.Attachment{Name: name, MIME: f.MIME, Size: f.Size, URL: f.URLPrivate})
+	}
+	return out
+}

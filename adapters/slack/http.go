@@ -1,0 +1,165 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+)
+
+// Default paths of HTTP mode's handlers.
+const (
+	DefaultEventsPath       = "/slack/events"
+	DefaultInteractionsPath = "/slack/interactions"
+	DefaultCommandsPath     = "/slack/commands"
+)
+
+// EventsHandler serves the Events API request URL; InteractionsHandler the interactivity
+// request URL; CommandsHandler the slash command request URL. Mount them on the shared
+// listener (HTTP mode). Each answers 405 to anything but POST, 401 to a request whose v0
+// signature is missing, wrong, or older than 5 minutes (checked in constant time by
+// slack.SecretsVerifier), 503 before Start or after Stop, 400 to a body it cannot read (a
+// malformed payload is counted and answered 200, so Slack does not resend what can never be
+// read), 500 when the Handler fails (Slack retries; the retry, marked X-Slack-Retry-Num, is
+// deduplicated by the router on the event's channel and ts), and 200 once the payload is handed
+// over, ignored, or — url_verification — with the challenge.
+func (c *Channel) EventsHandler() http.Handler { return c.handlerFor(typeEvents) }
+
+// InteractionsHandler serves block_actions and view_submission payloads; see EventsHandler.
+func (c *Channel) InteractionsHandler() http.Handler { return c.handlerFor(typeInteractive) }
+
+// CommandsHandler serves the slash command; see EventsHandler.
+func (c *Channel) CommandsHandler() http.Handler { return c.handlerFor(typeSlash) }
+
+func (c *Channel) handlerFor(typ string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.serve(w, r, typ) })
+}
+
+func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayloadBytes+1))
+	if err != nil || len(body) > maxPayloadBytes {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	if typ == typeSlash && sslCheck(body) {
+		// Slack's check of the certificate at a command URL: nothing to verify or hand over.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if !c.verify(r.Header, body) {
+		c.log.Warn("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if !c.httpOK.Load() {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	payload, err := httpPayload(typ, body)
+	if err != nil {
+		c.malformed(typ, err)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	d, err := c.decodeDelivery(typ, payload)
+	switch {
+	case err != nil:
+		c.malformed(typ, err)
+		w.WriteHeader(http.StatusOK)
+		return
+	case d.challenge != "":
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": d.challenge})
+		return
+	case d.skip:
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	// One conversation's deliveries reach the Handler one at a time, as over Socket Mode.
+	done := make(chan error, 1)
+	ctx := r.Context()
+	var deadline <-chan time.Time
+	if typ != typeEvents {
+		// As over Socket Mode, a click or a command is answered within Slack's 3 s whatever its
+		// handling, which then goes on without the request.
+		ctx = context.WithoutCancel(ctx)
+		t := time.NewTimer(c.ackDeadline)
+		defer t.Stop()
+		deadline = t.C
+	}
+	c.work.Add(1)
+	c.lanes.run(d.in.Conv.String(), func() {
+		defer c.work.Done()
+		done <- c.deliver(ctx, d)
+	})
+	select {
+	case err = <-done:
+	case <-deadline:
+		c.cfg.Metrics.Ack("acked")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err != nil {
+		c.cfg.Metrics.Ack("refused")
+		c.log.Warn("slack: the handler refused a delivery; Slack will retry", "type", typ,
+			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", err)
+		http.Error(w, "try again", http.StatusInternalServerError)
+		return
+	}
+	c.cfg.Metrics.Ack("acked")
+	w.WriteHeader(http.StatusOK)
+}
+
+// sslCheck reports whether body is a slash command URL's ssl_check=1 probe.
+func sslCheck(body []byte) bool {
+	v, err := url.ParseQuery(string(body))
+	return err == nil && v.Get("ssl_check") == "1" && v.Get("command") == ""
+}
+
+// verify checks the v0 signature and the timestamp's age (5 minutes).
+func (c *Channel) verify(h http.Header, body []byte) bool {
+	v, err := slackgo.NewSecretsVerifier(h, c.cfg.SigningSecret)
+	if err != nil {
+		return false
+	}
+	if _, err := v.Write(body); err != nil {
+		return false
+	}
+	return v.Ensure() == nil
+}
+
+// httpPayload extracts the payload from an HTTP body: the JSON itself (events), the payload=
+// form field (interactions), or the form as a JSON object of strings (slash commands, the shape
+// Socket Mode uses).
+func httpPayload(typ string, body []byte) ([]byte, error) {
+	switch typ {
+	case typeEvents:
+		return body, nil
+	case typeInteractive:
+		v, err := url.ParseQuery(string(body))
+		if err != nil || v.Get("payload") == "" {
+			return nil, errors.Join(errMalformed, errors.New("slack: interaction without a payload field"), err)
+		}
+		return []byte(v.Get("payload")), nil
+	default:
+		v, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, errors.Join(errMalformed, err)
+		}
+		m := make(map[string]string, len(v))
+		for k, vs := range v {
+			m[k] = vs[0]
+		}
+		return json.Marshal(m)
+	}
+}

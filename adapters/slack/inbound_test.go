@@ -1,0 +1,407 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+)
+
+func TestSocketDirectMessageHandedOverThenAcked(t *testing.T) {
+	h := start(t, nil)
+	if h.ch.BotUserID() != slackfake.BotUserID {
+		t.Fatalf("bot user %q after Start", h.ch.BotUserID())
+	}
+	ts, env := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "hello bot"})
+	in := h.waitInbound(t, 1)[0]
+	want := conv.Key{Platform: "slack", Workspace: slackfake.TeamID, Chat: "D1"}
+	if in.Conv != want || !in.Direct || !in.AddressesBot || in.Text != "hello bot" || in.MessageID != ts || in.FromBot {
+		t.Fatalf("inbound %+v", in)
+	}
+	if in.Identity.ChannelUserID != annID || in.EventID != "msg:D1:"+ts {
+		t.Fatalf("identity %q, event id %q", in.Identity.ChannelUserID, in.EventID)
+	}
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+}
+
+func TestSocketEnvelopeNotAckedWhenTheHandlerFails(t *testing.T) {
+	fake := slackfake.New(t)
+	var calls atomic.Int32
+	rec := &recorder{fail: func(channels.Inbound) error {
+		if calls.Add(1) == 1 {
+			return errors.New("redis is down")
+		}
+		return nil
+	}}
+	h := startWith(t, fake, nil, rec)
+	fake.SetRedelivery(200*time.Millisecond, 3)
+	_, env := fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "hi"})
+	got := h.waitInbound(t, 1)
+	if calls.Load() != 2 {
+		t.Fatalf("handler called %d times, want 2 (refused, then the redelivery)", calls.Load())
+	}
+	if fake.Acked(env) {
+		t.Error("the refused envelope was acked; Slack would not redeliver it")
+	}
+	envs := fake.Envelopes()
+	if len(envs) != 2 || envs[1].RetryAttempt != 1 {
+		t.Fatalf("envelopes %+v", envs)
+	}
+	eventually(t, "the redelivery acked", func() bool { return fake.Acked(envs[1].ID) })
+	if !strings.HasPrefix(got[0].EventID, "msg:D1:") {
+		t.Errorf("event id %q", got[0].EventID)
+	}
+}
+
+func TestSocketMentionPairSharesOneEventID(t *testing.T) {
+	h := start(t, nil)
+	ts, envs := h.fake.PushMentionPair(slackfake.Msg{Channel: "C1", User: ann, Text: slackfake.Mention() + " what's up?"})
+	got := h.waitInbound(t, 2)
+	for _, in := range got {
+		if in.EventID != "msg:C1:"+ts || in.Text != "what's up?" || !in.AddressesBot || in.Direct {
+			t.Fatalf("inbound %+v", in)
+		}
+		// A top-level mention is answered in a thread rooted at it.
+		if in.Conv.Thread != ts {
+			t.Fatalf("thread %q, want the mention's ts %q", in.Conv.Thread, ts)
+		}
+	}
+	eventually(t, "both acks", func() bool { return h.fake.Acked(envs[0]) && h.fake.Acked(envs[1]) })
+}
+
+func TestSocketChannelMessagesWithoutMention(t *testing.T) {
+	h := start(t, nil)
+	// A top-level message without a mention is not read at all.
+	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "C1", User: ann, Text: "just chatting"})
+	eventually(t, "the ack of the ignored message", func() bool { return h.fake.Acked(env) })
+	// A thread reply is handed over unaddressed: the router answers it if the bot is in the thread.
+	root := h.fake.NewTS()
+	ts, _ := h.fake.PushMessage(slackfake.Msg{Channel: "C1", User: ann, Text: "follow-up", ThreadTS: root})
+	got := h.waitInbound(t, 1)
+	if len(got) != 1 || got[0].MessageID != ts || got[0].AddressesBot || got[0].Conv.Thread != root {
+		t.Fatalf("inbound %+v", got)
+	}
+}
+
+func TestSocketThreadRepliesMentionOnly(t *testing.T) {
+	h := start(t, func(c *Config) { c.ThreadReplies = RepliesMention })
+	root := h.fake.NewTS()
+	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "C1", User: ann, Text: "follow-up", ThreadTS: root})
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	h.fake.PushMention(slackfake.Msg{Channel: "C1", User: ann, Text: "<@" + slackfake.BotUserID + "|bot> now", ThreadTS: root})
+	got := h.waitInbound(t, 1)
+	if len(got) != 1 || got[0].Text != "now" || got[0].Conv.Thread != root {
+		t.Fatalf("inbound %+v", got)
+	}
+}
+
+func TestSocketIgnoresEditsDeletionsAndMarksBots(t *testing.T) {
+	h := start(t, nil)
+	var envs []string
+	for _, sub := range []string{"message_changed", "message_deleted", "channel_join"} {
+		_, e := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "x", Subtype: sub})
+		envs = append(envs, e)
+	}
+	_, e := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: "U0OTHERBOT", Text: "beep", BotID: "B9", Subtype: "bot_message"})
+	envs = append(envs, e)
+	_, e = h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: slackfake.BotUserID, Text: "my own"})
+	envs = append(envs, e)
+	eventually(t, "every ack", func() bool {
+		for _, e := range envs {
+			if !h.fake.Acked(e) {
+				return false
+			}
+		}
+		return true
+	})
+	got := h.rec.got()
+	if len(got) != 1 || !got[0].FromBot || got[0].Text != "beep" {
+		t.Fatalf("inbound %+v, want the other bot's message handed over with FromBot (the router refuses it), the bot's own dropped", got)
+	}
+}
+
+func TestSocketFilesBecomeAttachments(t *testing.T) {
+	h := start(t, nil)
+	h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Subtype: "file_share",
+		Files: []slackfake.File{{ID: "F1", Name: "report.pdf", MIME: "application/pdf", Size: 1234}}})
+	in := h.waitInbound(t, 1)[0]
+	if len(in.Files) != 1 || in.Files[0].Name != "report.pdf" || in.Files[0].MIME != "application/pdf" || in.Files[0].Size != 1234 ||
+		!strings.Contains(in.Files[0].URL, "F1") {
+		t.Fatalf("files %+v", in.Files)
+	}
+}
+
+func TestSocketReconnectsOnDisconnectAndDrop(t *testing.T) {
+	h := start(t, nil)
+	h.fake.Disconnect("refresh_requested")
+	eventually(t, "a new socket after refresh_requested", func() bool { return h.fake.Opened() == 2 && h.fake.Connections() == 1 })
+	h.fake.Disconnect("link_disabled")
+	eventually(t, "a new socket after link_disabled", func() bool { return h.fake.Opened() == 3 && h.fake.Connections() == 1 })
+	h.fake.DropSockets()
+	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "after the drop"})
+	eventually(t, "the message sent during the outage acked", func() bool { return h.fake.Acked(env) })
+	if got := h.waitInbound(t, 1); got[0].Text != "after the drop" {
+		t.Fatalf("inbound %+v", got)
+	}
+	if h.fake.Connections() != 1 {
+		t.Errorf("%d sockets open, want 1 (the old ones closed)", h.fake.Connections())
+	}
+}
+
+func TestSocketSeveralConnections(t *testing.T) {
+	fake := slackfake.New(t)
+	h := startWith(t, fake, func(c *Config) { c.Connections = 3 }, &recorder{})
+	if fake.Connections() != 3 {
+		t.Fatalf("%d sockets, want 3", fake.Connections())
+	}
+	for range 6 {
+		fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "x"})
+	}
+	h.waitInbound(t, 6)
+	seen := map[int]bool{}
+	for _, e := range fake.Envelopes() {
+		seen[e.Conn] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("envelopes went over %d sockets, want all 3", len(seen))
+	}
+}
+
+func TestReadyByInboundLife(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(20 * time.Millisecond)
+	h := startWith(t, fake, func(c *Config) { c.ReadyWindow = 300 * time.Millisecond }, &recorder{})
+	if err := h.ch.Ready(); err != nil {
+		t.Fatalf("Ready after start: %v", err)
+	}
+	// The socket stays open but carries nothing: not ready, though connected.
+	fake.SetPingInterval(0)
+	fake.Disconnect("refresh_requested")
+	eventually(t, "the new, silent socket", func() bool { return fake.Opened() == 2 })
+	eventually(t, "not ready", func() bool { return h.ch.Ready() != nil })
+	if !errors.Is(h.ch.Ready(), ErrNotReady) || fake.Connections() != 1 {
+		t.Fatalf("Ready %v with %d sockets", h.ch.Ready(), fake.Connections())
+	}
+	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "x"})
+	eventually(t, "ready again after an envelope", func() bool { return h.ch.Ready() == nil })
+}
+
+func TestStartFailsClearlyOnBadTokens(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, func(c *Config) { c.BotToken = "xoxb-revoked-SECRET-do-not-show" })
+	err := ch.Start(context.Background(), &recorder{})
+	if err == nil || !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("Start with a wrong bot token: %v", err)
+	}
+	ch2, _ := newChannel(t, fake, func(c *Config) { c.AppToken = "xapp-wrong-SECRET-do-not-show"; c.CallTimeout = time.Second })
+	err = ch2.Start(context.Background(), &recorder{})
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("Start with a wrong app token: %v", err)
+	}
+	if err := ch2.Ready(); err == nil {
+		t.Error("a channel that failed to start is ready")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	good := Config{BotToken: "xoxb-1", AppToken: "xapp-1"}
+	cases := []struct {
+		name string
+		mut  func(*Config)
+	}{
+		{"no bot token", func(c *Config) { c.BotToken = "" }},
+		{"user token", func(c *Config) { c.BotToken = "xoxp-1" }},
+		{"socket without app token", func(c *Config) { c.AppToken = "" }},
+		{"http without secret", func(c *Config) { c.Mode = ModeHTTP }},
+		{"bad mode", func(c *Config) { c.Mode = "rtm" }},
+		{"too many connections", func(c *Config) { c.Connections = 11 }},
+		{"bad thread replies", func(c *Config) { c.ThreadReplies = "some" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			tc.mut(&cfg)
+			if _, err := New(cfg); err == nil {
+				t.Fatal("New accepted it")
+			}
+		})
+	}
+	if s := (Config{BotToken: "xoxb-SECRET", AppToken: "xapp-SECRET", SigningSecret: "SECRET"}).String(); strings.Contains(s, "SECRET") {
+		t.Errorf("Config.String shows a secret: %s", s)
+	}
+}
+
+func TestStopFinishesAcksThenCloses(t *testing.T) {
+	fake := slackfake.New(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	rec := &recorder{fail: func(channels.Inbound) error { close(entered); <-release; return nil }}
+	ch, _ := newChannel(t, fake, nil)
+	if err := ch.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	_, env := fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "slow"})
+	<-entered
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stopped <- ch.Stop(ctx)
+	}()
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	// The fake records the ack when it reads the frame, which was written before the close.
+	eventually(t, "the ack of the envelope being handed over at Stop", func() bool { return fake.Acked(env) })
+	eventually(t, "the socket closed", func() bool { return fake.Connections() == 0 })
+}
+
+// countingMetrics records the adapter's counts.
+type countingMetrics struct {
+	mu                   sync.Mutex
+	up, down, reconnects int
+	acks                 map[string]int
+	limited              map[string]int
+}
+
+func (m *countingMetrics) Connection(_ int, up bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if up {
+		m.up++
+	} else {
+		m.down++
+	}
+}
+func (m *countingMetrics) Reconnect() { m.mu.Lock(); m.reconnects++; m.mu.Unlock() }
+func (m *countingMetrics) Ack(r string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.acks[r]++
+}
+func (m *countingMetrics) RateLimited(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.limited[method]++
+}
+func (m *countingMetrics) read(f func(*countingMetrics) bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f(m)
+}
+
+func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
+	m := &countingMetrics{acks: map[string]int{}, limited: map[string]int{}}
+	fake := slackfake.New(t)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	rec := &recorder{fail: func(channels.Inbound) error {
+		if refuse.Swap(false) {
+			return errors.New("down")
+		}
+		return nil
+	}}
+	h := startWith(t, fake, func(c *Config) { c.Metrics = m }, rec)
+	if !m.read(func(m *countingMetrics) bool { return m.up == 1 && m.reconnects == 0 }) {
+		t.Fatalf("after start: %+v", m)
+	}
+	fake.Disconnect("refresh_requested")
+	eventually(t, "the reconnect counted", func() bool {
+		return m.read(func(m *countingMetrics) bool { return m.reconnects == 1 && m.up == 2 && m.down == 1 })
+	})
+	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "refused"})
+	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "taken"})
+	eventually(t, "the acks counted", func() bool {
+		return m.read(func(m *countingMetrics) bool { return m.acks["refused"] == 1 && m.acks["acked"] == 1 })
+	})
+	fake.RateLimit("chat.postMessage", 2, 0)
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if !m.read(func(m *countingMetrics) bool { return m.limited["chat.postMessage"] == 2 }) {
+		t.Fatalf("rate limits counted %v", m.limited)
+	}
+}
+
+// TestSlowInteractionAckedWithinSlacksLimit proves a click whose handling outlasts the ack
+// deadline is acknowledged anyway (Slack shows the user an error after 3 s), while the handling
+// goes on; over HTTP the same click is answered 200 in time.
+func TestSlowInteractionAckedWithinSlacksLimit(t *testing.T) {
+	fake := slackfake.New(t)
+	release := make(chan struct{})
+	var finished atomic.Bool
+	rec := &recorder{fail: func(in channels.Inbound) error {
+		if in.Interaction != nil {
+			<-release
+			finished.Store(true)
+		}
+		return nil
+	}}
+	ch, _ := newChannel(t, fake, nil)
+	ch.ackDeadline = 100 * time.Millisecond
+	if err := ch.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ch.Stop(ctx)
+	})
+	env := fake.PushAction(slackfake.Action{User: ann, Channel: "C1", MessageTS: "1.1", ActionID: "slow"})
+	eventually(t, "the ack before the handling ends", func() bool { return fake.Acked(env) })
+	if finished.Load() {
+		t.Fatal("the handling finished before the ack; the test proves nothing")
+	}
+	close(release)
+	eventually(t, "the handling finished", func() bool { return len(rec.got()) == 1 })
+	if n := len(fake.Acks()); n != 1 {
+		t.Errorf("%d acks, want exactly 1", n)
+	}
+}
+
+// TestSocketLoopOutlivesAFailedReconnect proves that when slack-go's own reconnect fails for
+// good (apps.connections.open refused), the adapter starts it again with backoff and intake
+// resumes.
+func TestSocketLoopOutlivesAFailedReconnect(t *testing.T) {
+	fake := slackfake.New(t)
+	var waits []time.Duration
+	var mu sync.Mutex
+	ch, logs := newChannel(t, fake, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	ch.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	if err := ch.Start(context.Background(), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ch.Stop(ctx)
+	})
+	h := &harness{fake: fake, ch: ch}
+	h.fake.FailNext("apps.connections.open", 2, slackfake.Fault{Error: "invalid_auth"})
+	h.fake.Disconnect("refresh_requested")
+	eventually(t, "the new socket", func() bool { return h.fake.Opened() == 2 && h.fake.Connections() == 1 })
+	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "after the outage"})
+	eventually(t, "intake resumed", func() bool { return h.fake.Acked(env) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 2 || waits[0] != time.Second || waits[1] != 2*time.Second {
+		t.Fatalf("backoff waits %v, want 1s then 2s", waits)
+	}
+}

@@ -1,0 +1,209 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// Installation is one workspace's install of the app (OAuth v2): its bot token and, with token
+// rotation on, the refresh token and when the bot token expires. An org-wide install on
+// Enterprise Grid has the enterprise id as its Team: it serves every workspace of the org.
+type Installation struct {
+	Team, Enterprise string
+	BotUserID        string
+	BotToken         string
+	RefreshToken     string
+	// ExpiresAt is when BotToken stops working; zero when it does not expire.
+	ExpiresAt time.Time
+}
+
+// String is redacted: it never shows a token.
+func (i Installation) String() string {
+	return fmt.Sprintf("slack.Installation{Team:%q Enterprise:%q BotUserID:%q BotToken:%s}", i.Team, i.Enterprise, i.BotUserID, redacted)
+}
+
+// GoString is redacted like String.
+func (i Installation) GoString() string { return i.String() }
+
+// Installations keeps the workspaces that installed the app, for an app installed in many
+// (OAuth v2). The wiring backs it with Redis, the tokens encrypted; adapters know nothing of
+// Redis. Every method is safe for concurrent use.
+type Installations interface {
+	// Installation returns the team's install; found is false when it has none.
+	Installation(ctx context.Context, team string) (inst Installation, found bool, err error)
+	// SaveInstallation stores inst, replacing the team's previous one.
+	SaveInstallation(ctx context.Context, inst Installation) error
+	// DeleteInstallation forgets the team's install (uninstall, revoked tokens).
+	DeleteInstallation(ctx context.Context, team string) error
+	// ClaimState marks an OAuth state nonce used; claimed is false when it was used before, so
+	// each state installs once.
+	ClaimState(ctx context.Context, nonce string, ttl time.Duration) (claimed bool, err error)
+}
+
+// MemoryInstallations is Installations in memory, for tests and single processes. The zero
+// value is ready to use.
+type MemoryInstallations struct {
+	mu     sync.Mutex
+	insts  map[string]Installation
+	states map[string]time.Time
+}
+
+// Installation returns the team's install.
+func (m *MemoryInstallations) Installation(_ context.Context, team string) (Installation, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inst, ok := m.insts[team]
+	return inst, ok, nil
+}
+
+// SaveInstallation stores inst.
+func (m *MemoryInstallations) SaveInstallation(_ context.Context, inst Installation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.insts == nil {
+		m.insts = map[string]Installation{}
+	}
+	m.insts[inst.Team] = inst
+	return nil
+}
+
+// DeleteInstallation forgets the team's install.
+func (m *MemoryInstallations) DeleteInstallation(_ context.Context, team string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.insts, team)
+	return nil
+}
+
+// ClaimState marks nonce used until ttl passes.
+func (m *MemoryInstallations) ClaimState(_ context.Context, nonce string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if m.states == nil {
+		m.states = map[string]time.Time{}
+	}
+	for k, exp := range m.states {
+		if now.After(exp) {
+			delete(m.states, k)
+		}
+	}
+	if _, used := m.states[nonce]; used {
+		return false, nil
+	}
+	m.states[nonce] = now.Add(ttl)
+	return true, nil
+}
+
+// teamOf is the team part of a conversation key's workspace ("E1/T1" → "T1").
+func teamOf(workspace string) string {
+	if _, team, ok := strings.Cut(workspace, "/"); ok {
+		return team
+	}
+	return workspace
+}
+
+// refreshBefore is how long before its expiry a rotating token is refreshed.
+const refreshBefore = 5 * time.Minute
+
+// teamClient is a cached Web API client with the install it was made from.
+type teamClient struct {
+	api  *slackgo.Client
+	inst Installation
+}
+
+// errNotInstalled: a workspace the app has no token for.
+func errNotInstalled(team string) error {
+	return &APIError{Method: "install", Code: "not_installed:" + team, kind: channels.ErrUnreachable}
+}
+
+// client returns the Web API client for a conversation's workspace: the installed workspace's
+// bot token (refreshed first when it rotates and expires soon) or, for a workspace without an
+// install, the configured bot token.
+func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client, error) {
+	if c.cfg.Installations == nil {
+		return c.api, nil
+	}
+	team := teamOf(workspace)
+	ent, _, grid := strings.Cut(workspace, "/")
+	if v, ok := c.teamClients.Load(team); ok {
+		tc := v.(*teamClient)
+		if tc.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(tc.inst.ExpiresAt) {
+			return tc.api, nil
+		}
+	}
+	// One lookup (and refresh) at a time: a rotating token is refreshed once, not by every
+	// caller that found it expiring.
+	c.installMu.Lock()
+	defer c.installMu.Unlock()
+	inst, found, err := c.cfg.Installations.Installation(ctx, team)
+	if err == nil && !found && grid {
+		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slack: reading the install of %s: %w", team, err)
+	}
+	if !found || inst.BotToken == "" {
+		if c.cfg.BotToken != "" {
+			return c.api, nil
+		}
+		return nil, errNotInstalled(team)
+	}
+	if !inst.ExpiresAt.IsZero() && !c.now().Add(refreshBefore).Before(inst.ExpiresAt) && inst.RefreshToken != "" {
+		if inst, err = c.refresh(ctx, inst); err != nil {
+			return nil, err
+		}
+	}
+	tc := &teamClient{api: c.newAPI(inst.BotToken), inst: inst}
+	c.teamClients.Store(team, tc)
+	return tc.api, nil
+}
+
+func (c *Channel) newAPI(token string) *slackgo.Client {
+	c.redact.add(token)
+	return slackgo.New(token, slackgo.OptionAPIURL(c.cfg.APIURL), slackgo.OptionHTTPClient(c.cfg.HTTPClient))
+}
+
+// refresh trades inst's refresh token for a new bot token (token rotation) and saves it.
+func (c *Channel) refresh(ctx context.Context, inst Installation) (Installation, error) {
+	resp, err := slackgo.RefreshOAuthV2TokenContext(ctx, c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret, inst.RefreshToken,
+		slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
+	if err != nil {
+		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, c.apiError("oauth.v2.access", err))
+	}
+	inst.BotToken, inst.RefreshToken = resp.AccessToken, resp.RefreshToken
+	inst.ExpiresAt = expiry(c.now(), resp.ExpiresIn)
+	if err := c.cfg.Installations.SaveInstallation(ctx, inst); err != nil {
+		return inst, fmt.Errorf("slack: saving the refreshed token of %s: %w", inst.Team, err)
+	}
+	c.log.Info("slack: rotated a workspace's bot token", "team", inst.Team, "expires", inst.ExpiresAt)
+	return inst, nil
+}
+
+func expiry(now time.Time, expiresIn int) time.Time {
+	if expiresIn <= 0 {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(expiresIn) * time.Second)
+}
+
+// forgetInstall drops a workspace's install after app_uninstalled or revoked tokens.
+func (c *Channel) forgetInstall(ctx context.Context, team string) {
+	c.teamClients.Delete(team)
+	if c.cfg.Installations == nil {
+		return
+	}
+	if err := c.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
+		c.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
+	}
+}
+
+var errNoInstallations = errors.New("slack: OAuth install needs an Installations store")

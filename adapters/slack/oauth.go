@@ -1,0 +1,146 @@
+package slack
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+)
+
+// DefaultAuthorizeURL is Slack's OAuth v2 authorize page.
+const DefaultAuthorizeURL = "https://slack.com/oauth/v2/authorize"
+
+// DefaultScopes are the bot scopes an install asks for: what this adapter reads and calls.
+var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
+	"chat:write", "assistant:write", "commands", "files:read"}
+
+// stateTTL is how long an install link stays usable.
+const stateTTL = 10 * time.Minute
+
+// newState is a signed, expiring OAuth state: base64url(nonce ‖ expiry) "." base64url(HMAC).
+func (c *Channel) newState() (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:16]); err != nil {
+		return "", err
+	}
+	binary.BigEndian.PutUint64(b[16:], uint64(c.now().Add(stateTTL).Unix()))
+	mac := hmac.New(sha256.New, c.cfg.StateKey)
+	mac.Write(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:]) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+// checkState verifies a state's signature (constant time) and expiry and returns its nonce.
+func (c *Channel) checkState(state string) (nonce string, err error) {
+	body, sig, ok := strings.Cut(state, ".")
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	s, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if !ok || err1 != nil || err2 != nil || len(b) != 24 {
+		return "", errors.New("malformed state")
+	}
+	mac := hmac.New(sha256.New, c.cfg.StateKey)
+	mac.Write(b)
+	if !hmac.Equal(mac.Sum(nil), s) {
+		return "", errors.New("state signature does not verify")
+	}
+	if exp := time.Unix(int64(binary.BigEndian.Uint64(b[16:])), 0); c.now().After(exp) {
+		return "", errors.New("state expired")
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:16]), nil
+}
+
+// InstallHandler starts an install (GET): it redirects to Slack's authorize page with the app's
+// client id, scopes, redirect URL and a fresh signed state good for ten minutes and one install.
+// Mount it where users go to add the app to a workspace.
+func (c *Channel) InstallHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.ClientID == "" {
+			http.Error(w, "install is not configured", http.StatusNotFound)
+			return
+		}
+		state, err := c.newState()
+		if err != nil {
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		}
+		q := url.Values{"client_id": {c.cfg.ClientID}, "scope": {strings.Join(c.cfg.Scopes, ",")},
+			"redirect_uri": {c.cfg.RedirectURL}, "state": {state}}
+		http.Redirect(w, r, c.cfg.AuthorizeURL+"?"+q.Encode(), http.StatusFound)
+	})
+}
+
+// OAuthHandler is the redirect URL Slack sends the user back to (GET ?code=…&state=…). It
+// refuses (400) a missing, forged, expired or already used state, and a code Slack does not
+// exchange; otherwise it exchanges the code (oauth.v2.access), saves the workspace's bot token
+// in Installations and says so. A workspace that uninstalled before is served again from then on.
+func (c *Channel) OAuthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.cfg.ClientID == "" {
+			http.Error(w, "install is not configured", http.StatusNotFound)
+			return
+		}
+		q := r.URL.Query()
+		if e := q.Get("error"); e != "" {
+			page(w, http.StatusBadRequest, "The app was not installed: "+e+".")
+			return
+		}
+		nonce, err := c.checkState(q.Get("state"))
+		if err != nil {
+			c.log.Warn("slack: refused an install callback", "reason", err.Error(), "remote", r.RemoteAddr)
+			page(w, http.StatusBadRequest, "This install link is not valid or has expired. Start the install again.")
+			return
+		}
+		claimed, err := c.cfg.Installations.ClaimState(r.Context(), nonce, stateTTL)
+		switch {
+		case err != nil:
+			c.log.Error("slack: recording an install state failed", "err", err)
+			page(w, http.StatusInternalServerError, "Something went wrong. Start the install again.")
+			return
+		case !claimed:
+			c.log.Warn("slack: refused a replayed install callback", "remote", r.RemoteAddr)
+			page(w, http.StatusBadRequest, "This install link was used already. Start the install again.")
+			return
+		}
+		resp, err := slackgo.GetOAuthV2ResponseContext(r.Context(), c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret,
+			q.Get("code"), c.cfg.RedirectURL, slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
+		owner := resp.Team.ID
+		if resp.IsEnterpriseInstall {
+			owner = resp.Enterprise.ID // an org-wide install serves every workspace of the org
+		}
+		if err != nil || owner == "" || !strings.HasPrefix(resp.AccessToken, "xoxb-") {
+			c.log.Warn("slack: exchanging an install code failed", "err", c.apiError("oauth.v2.access", err))
+			page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")
+			return
+		}
+		inst := Installation{Team: owner, Enterprise: resp.Enterprise.ID, BotUserID: resp.BotUserID,
+			BotToken: resp.AccessToken, RefreshToken: resp.RefreshToken, ExpiresAt: expiry(c.now(), resp.ExpiresIn)}
+		if err := c.cfg.Installations.SaveInstallation(r.Context(), inst); err != nil {
+			c.log.Error("slack: saving an install failed", "team", inst.Team, "err", err)
+			page(w, http.StatusInternalServerError, "Something went wrong. Start the install again.")
+			return
+		}
+		c.teamClients.Delete(inst.Team)
+		c.revoked.Delete(inst.Team)
+		c.log.Info("slack: installed in a workspace", "team", inst.Team, "enterprise", inst.Enterprise)
+		name := resp.Team.Name
+		if resp.IsEnterpriseInstall {
+			name = resp.Enterprise.Name
+		}
+		page(w, http.StatusOK, fmt.Sprintf("Installed in %s. You can close this page.", name))
+	})
+}
+
+func page(w http.ResponseWriter, status int, text string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><title>Switchboard</title><p>%s</p>\n", html.EscapeString(text))
+}

@@ -1,0 +1,422 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+func threadConv(thread string) conv.Key {
+	return conv.Key{Platform: "slack", Workspace: slackfake.TeamID, Chat: "C1", Thread: thread}
+}
+
+// blockTexts returns the section texts of a message's blocks.
+func blockTexts(t *testing.T, m slackfake.Message) []string {
+	t.Helper()
+	var bs []struct {
+		Type string `json:"type"`
+		Text *struct {
+			Text string `json:"text"`
+		} `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(m.Blocks), &bs); err != nil {
+		t.Fatalf("blocks of %s: %v", m.TS, err)
+	}
+	var out []string
+	for _, b := range bs {
+		if b.Type == "section" && b.Text != nil {
+			out = append(out, b.Text.Text)
+		}
+	}
+	return out
+}
+
+func TestSendCardInThreadWithFallback(t *testing.T) {
+	h := start(t, nil)
+	root := h.fake.NewTS()
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: "**bold** and `code`"}
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv(root)}, channels.Message{Card: &card})
+	if err != nil || len(ref.IDs) != 1 {
+		t.Fatalf("Send: %v %+v", err, ref)
+	}
+	m := h.fake.Posted("C1")[0]
+	if m.ThreadTS != root || m.TS != ref.ID() || m.Text == "" || m.UnfurlLinks != "false" || m.UnfurlMedia != "false" {
+		t.Fatalf("posted %+v", m)
+	}
+	if texts := blockTexts(t, m); len(texts) == 0 || !strings.Contains(texts[0], "*bold*") {
+		t.Fatalf("the body is not mrkdwn: %q", texts)
+	}
+}
+
+var wordRE = regexp.MustCompile(`w\d{5}`)
+
+func TestSendSplitsLongTextWithoutLosingAny(t *testing.T) {
+	h := start(t, nil)
+	const words = 25000
+	var b strings.Builder
+	for i := range words {
+		fmt.Fprintf(&b, "w%05d ", i)
+		if i%500 == 499 {
+			b.WriteString("\n\n")
+		}
+	}
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: b.String()})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	posted := h.fake.Posted("C1")
+	if len(posted) < 2 || len(posted) != len(ref.IDs) {
+		t.Fatalf("%d messages (ref %d) for 175,000 characters", len(posted), len(ref.IDs))
+	}
+	var seq []string
+	for _, m := range posted {
+		if n := len([]rune(m.Text)); n > MaxText {
+			t.Errorf("text of %d characters", n)
+		}
+		var inBlocks []string
+		for _, s := range blockTexts(t, m) {
+			if n := len([]rune(s)); n > MaxSectionText {
+				t.Errorf("section of %d characters", n)
+			}
+			inBlocks = append(inBlocks, wordRE.FindAllString(s, -1)...)
+		}
+		if fb := wordRE.FindAllString(m.Text, -1); strings.Join(fb, " ") != strings.Join(inBlocks, " ") {
+			t.Errorf("the fallback text of %s is not its blocks' content", m.TS)
+		}
+		seq = append(seq, inBlocks...)
+	}
+	if len(seq) != words {
+		t.Fatalf("%d words arrived, want %d", len(seq), words)
+	}
+	for i, w := range seq {
+		if w != fmt.Sprintf("w%05d", i) {
+			t.Fatalf("word %d is %s: lost or out of order", i, w)
+		}
+	}
+}
+
+func TestEditUpdatesTrimsAndReportsGone(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	long := strings.Repeat("x ", 60000)
+	ref, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: long})
+	if err != nil || len(ref.IDs) < 2 {
+		t.Fatalf("Send: %v %+v", err, ref)
+	}
+	out, err := h.ch.Edit(ctx, ref, channels.Message{Text: "short now"})
+	if err != nil || len(out.IDs) != 1 || out.ID() != ref.ID() {
+		t.Fatalf("Edit: %v %+v", err, out)
+	}
+	posted := h.fake.Posted("C1")
+	if len(posted) != 1 || posted[0].Text != "short now" || posted[0].Edits != 1 {
+		t.Fatalf("after the edit: %+v", posted)
+	}
+	if err := h.ch.Delete(ctx, out); err != nil || len(h.fake.Posted("C1")) != 0 {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := h.ch.Delete(ctx, out); err != nil {
+		t.Fatalf("deleting a deleted message: %v, want success", err)
+	}
+	if _, err := h.ch.Edit(ctx, out, channels.Message{Text: "again"}); !errors.Is(err, channels.ErrMessageGone) {
+		t.Fatalf("editing a deleted message: %v, want ErrMessageGone", err)
+	}
+}
+
+func TestRateLimitsWaitedOutThenReported(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	var waits []time.Duration
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
+	h.fake.RateLimit("chat.postMessage", 2, 3)
+	h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Error: "ratelimited"})
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "hi"}); err != nil {
+		t.Fatalf("Send under a short storm: %v", err)
+	}
+	if len(waits) != 3 || waits[0] != 3*time.Second || waits[2] != time.Second {
+		t.Fatalf("waits %v, want Retry-After honoured (3s, 3s) and 1s for ratelimited", waits)
+	}
+	h.fake.RateLimit("chat.postMessage", 100, 20)
+	_, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "hi"})
+	var rl *channels.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter != 20*time.Second {
+		t.Fatalf("a long storm: %v, want a RateLimitError of 20s for delivery to wait", err)
+	}
+}
+
+func TestErrorsClassified(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	cases := []struct {
+		code string
+		want error
+	}{
+		{"channel_not_found", channels.ErrUnreachable},
+		{"not_in_channel", channels.ErrUnreachable},
+		{"is_archived", channels.ErrUnreachable},
+		{"invalid_blocks", channels.ErrCardRefused},
+		{"msg_too_long", channels.ErrCardRefused},
+		{"invalid_auth", ErrAuth},
+		{"token_revoked", channels.ErrUnreachable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.code, func(t *testing.T) {
+			h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Error: tc.code})
+			_, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("%s: %v, want %v", tc.code, err, tc.want)
+			}
+			if strings.Contains(err.Error(), h.fake.BotToken()) {
+				t.Fatal("the error holds the token")
+			}
+		})
+	}
+}
+
+func TestTypingSetsTheStatusAndTheAnswerClearsIt(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	root := h.fake.NewTS()
+	to := channels.Target{Conv: threadConv(root)}
+	if err := h.ch.Typing(ctx, to); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	working := render.Card{Title: "Working", Status: render.StatusWorking}
+	ref, err := h.ch.Send(ctx, to, channels.Message{Card: &working})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := h.fake.Statuses(); len(st) != 1 || st[0].Status == "" || st[0].ThreadTS != root {
+		t.Fatalf("statuses %+v: the working card must not clear the status", st)
+	}
+	done := render.Card{Title: "Done", Status: render.StatusDone, Body: "answer"}
+	if _, err := h.ch.Edit(ctx, ref, channels.Message{Card: &done}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.fake.Statuses(); len(st) != 2 || st[1].Status != "" {
+		t.Fatalf("statuses %+v, want the status cleared by the final answer", st)
+	}
+	// Without a thread there is no status to show.
+	if err := h.ch.Typing(ctx, channels.Target{Conv: threadConv("")}); err != nil || len(h.fake.Statuses()) != 2 {
+		t.Fatalf("Typing without a thread: %v, %d statuses", err, len(h.fake.Statuses()))
+	}
+	// A channel that refuses the status is not asked again.
+	h.fake.FailChannel("C2", "assistant.threads.setStatus", 1, slackfake.Fault{Error: "not_allowed"})
+	other := channels.Target{Conv: conv.Key{Platform: "slack", Workspace: slackfake.TeamID, Chat: "C2", Thread: root}}
+	for range 3 {
+		if err := h.ch.Typing(ctx, other); err != nil {
+			t.Fatalf("Typing where refused: %v", err)
+		}
+	}
+	if n := h.fake.Count("assistant.threads.setStatus"); n != 3 {
+		t.Fatalf("setStatus called %d times, want 3 (one refusal, then never again there)", n)
+	}
+}
+
+func TestInteractionsRespondAndOpenForm(t *testing.T) {
+	fake := slackfake.New(t)
+	form := render.Form{Token: "tok1", Question: "Details?", Fields: []render.FormField{
+		{ID: "size", Label: "Size", Kind: render.KindChoice, Options: []string{"S", "M", "L"}, Required: true},
+		{ID: "note", Label: "Note", Kind: render.KindText},
+	}}
+	var respondErr, openErr error
+	rec := &recorder{respond: func(ctx context.Context, ch channels.Channel, in channels.Inbound) {
+		c := ch.(*Channel)
+		if in.Interaction.Data == "open" {
+			openErr = c.OpenForm(ctx, in.Interaction, form)
+			return
+		}
+		respondErr = c.RespondInteraction(ctx, in.Interaction, "Only **you** see this")
+	}}
+	h := startWith(t, fake, nil, rec)
+	root := fake.NewTS()
+	card := fake.NewTS()
+	env := fake.PushAction(slackfake.Action{User: ann, Channel: "C1", MessageTS: card, ThreadTS: root, ActionID: "choose", Value: "0"})
+	in := h.waitInbound(t, 1)[0]
+	eventually(t, "the ack", func() bool { return fake.Acked(env) })
+	want := threadConv(root)
+	if in.Conv != want || in.Interaction.Data != "choose" || in.Interaction.Message.ID() != card || in.Identity.ChannelUserID != annID || in.Interaction.ID == "" {
+		t.Fatalf("interaction inbound %+v / %+v", in, in.Interaction)
+	}
+	if respondErr != nil {
+		t.Fatalf("RespondInteraction: %v", respondErr)
+	}
+	if e := fake.Ephemerals(); len(e) != 1 || e[0].User != ann || e[0].ThreadTS != root || e[0].Text != "Only *you* see this" {
+		t.Fatalf("ephemerals %+v", e)
+	}
+
+	fake.PushAction(slackfake.Action{User: ann, Channel: "C1", MessageTS: card, ThreadTS: root, ActionID: "open", Value: "open"})
+	h.waitInbound(t, 2)
+	if openErr != nil {
+		t.Fatalf("OpenForm: %v", openErr)
+	}
+	views := fake.Views()
+	if len(views) != 1 {
+		t.Fatalf("views %+v", views)
+	}
+	// Find the signed action ids of the two inputs and submit.
+	var v struct {
+		Blocks []struct {
+			BlockID string `json:"block_id"`
+			Element struct {
+				ActionID string `json:"action_id"`
+				Options  []struct {
+					Value string `json:"value"`
+				} `json:"options"`
+			} `json:"element"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(views[0].View), &v); err != nil {
+		t.Fatal(err)
+	}
+	var sizeAction, sizeValue, noteAction string
+	for _, b := range v.Blocks {
+		switch b.BlockID {
+		case "f0":
+			sizeAction, sizeValue = b.Element.ActionID, b.Element.Options[1].Value
+		case "f1":
+			noteAction = b.Element.ActionID
+		}
+	}
+	if sizeAction == "" || noteAction == "" {
+		t.Fatalf("the modal lacks its inputs: %s", views[0].View)
+	}
+	fake.PushSubmission(slackfake.Submission{User: ann, View: views[0],
+		Values: map[string]map[string][]string{"f0": {sizeAction: {sizeValue}}},
+		Texts:  map[string]map[string]string{"f1": {noteAction: "by Friday"}}})
+	sub := h.waitInbound(t, 3)[2]
+	if sub.Conv != want || sub.Interaction.Message.ID() != card || sub.Interaction.Data == "" {
+		t.Fatalf("submission inbound %+v / %+v", sub, sub.Interaction)
+	}
+	if got := sub.Interaction.Values; len(got) != 2 || got["size"][0] != sizeValue || got["note"][0] != "by Friday" {
+		t.Fatalf("submitted values %v, want them keyed by field id", got)
+	}
+}
+
+func TestSlashCommandAnsweredEphemerally(t *testing.T) {
+	h := start(t, func(c *Config) { c.Command = "/sb" })
+	env := h.fake.PushSlash(slackfake.Slash{Command: "/sb", Text: "allow T1:U9", User: ann, Channel: "C1"})
+	in := h.waitInbound(t, 1)[0]
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	if in.Command != "allow" || len(in.Args) != 1 || in.Args[0] != "T1:U9" || in.Conv.Chat != "C1" || in.Conv.Thread != "" || in.Identity.ChannelUserID != annID {
+		t.Fatalf("command inbound %+v", in)
+	}
+	// The router's reply goes to the one who ran the command only.
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: in.Conv, ReplyTo: in.MessageID}, channels.Message{Text: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.fake.Ephemerals(); len(e) != 1 || e[0].User != ann || e[0].Text != "done" || len(h.fake.Posted("C1")) != 0 {
+		t.Fatalf("ephemerals %+v, posted %+v", e, h.fake.Posted("C1"))
+	}
+	// An empty command is help; another command is not ours.
+	h.fake.PushSlash(slackfake.Slash{Command: "/sb", User: ann, Channel: "C1"})
+	if in := h.waitInbound(t, 2)[1]; in.Command != "help" {
+		t.Fatalf("empty command → %q, want help", in.Command)
+	}
+	env = h.fake.PushSlash(slackfake.Slash{Command: "/other", User: ann, Channel: "C1"})
+	eventually(t, "the foreign command acked", func() bool { return h.fake.Acked(env) })
+	if len(h.rec.got()) != 2 {
+		t.Fatal("a command of another name was handed over")
+	}
+}
+
+func TestUninstallStopsTheWorkspace(t *testing.T) {
+	gone := make(chan string, 4)
+	h := start(t, func(c *Config) { c.OnUninstall = func(team string) { gone <- team } })
+	env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "app_uninstalled"}))
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	_, env = h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "still there?"})
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	if len(h.rec.got()) != 0 || len(gone) != 1 || <-gone != slackfake.TeamID {
+		t.Fatalf("after app_uninstalled: %d inbound, %d uninstalls", len(h.rec.got()), len(gone))
+	}
+}
+
+func TestAssistantThreadPromptsAndTitle(t *testing.T) {
+	h := start(t, func(c *Config) { c.SuggestedPrompts = []string{"What can you do?", "Plan my week"} })
+	root := h.fake.NewTS()
+	env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "assistant_thread_started",
+		"assistant_thread": map[string]any{"user_id": ann, "channel_id": "D1", "thread_ts": root}}))
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	calls := h.fake.CallsOf("assistant.threads.setSuggestedPrompts")
+	if len(calls) != 1 || calls[0].Params["channel_id"] != "D1" || calls[0].Params["thread_ts"] != root ||
+		!strings.Contains(calls[0].Params["prompts"], "Plan my week") {
+		t.Fatalf("suggested prompts %+v", calls)
+	}
+	long := strings.Repeat("plan ", 30)
+	for _, text := range []string{long, "and then?"} {
+		h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: text, ThreadTS: root})
+	}
+	got := h.waitInbound(t, 2)
+	if got[0].Conv.Thread != root {
+		t.Fatalf("assistant thread message conv %+v", got[0].Conv)
+	}
+	titles := h.fake.CallsOf("assistant.threads.setTitle")
+	if len(titles) != 1 || len([]rune(titles[0].Params["title"])) > 60 || !strings.HasPrefix(titles[0].Params["title"], "plan plan") {
+		t.Fatalf("titles %+v, want one, from the first message, at most 60 characters", titles)
+	}
+}
+
+// TestTypingNeverWaitsOnRateLimits proves the typing signal, sent before an envelope is acked,
+// makes one attempt and skips a rate limit instead of waiting it out.
+func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
+	h := start(t, nil)
+	var waits int
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
+	h.fake.RateLimit("assistant.threads.setStatus", 5, 30)
+	if err := h.ch.Typing(context.Background(), channels.Target{Conv: threadConv(h.fake.NewTS())}); err != nil {
+		t.Fatalf("Typing under a rate limit: %v", err)
+	}
+	if waits != 0 || h.fake.Count("assistant.threads.setStatus") != 1 {
+		t.Fatalf("%d waits, %d calls; want one attempt, no wait", waits, h.fake.Count("assistant.threads.setStatus"))
+	}
+}
+
+// TestRateLimitedEditsCoalesce proves an edit waiting out a 429 gives up when a newer edit of the
+// same message comes meanwhile: the newer content is what the message shows, and the stale edit
+// is never made after it.
+func TestRateLimitedEditsCoalesce(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, nil)
+	waiting, release := make(chan struct{}), make(chan struct{})
+	ch.sleep = func(ctx context.Context, d time.Duration) error {
+		close(waiting)
+		<-release
+		return ctx.Err()
+	}
+	h := startWith(t, fake, nil, &recorder{})
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ch (not started) edits the same message through the same fake.
+	fake.RateLimit("chat.update", 1, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v1 stale"})
+		done <- err
+	}()
+	<-waiting
+	if _, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v2 latest"}); err != nil {
+		t.Fatalf("the newer edit: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the superseded edit: %v, want nil", err)
+	}
+	if got := fake.Posted("C1")[0].Text; got != "v2 latest" {
+		t.Fatalf("the message shows %q, want the latest edit", got)
+	}
+	if n := fake.Count("chat.update"); n != 2 {
+		t.Fatalf("chat.update called %d times, want 2 (the 429 and the latest)", n)
+	}
+}

@@ -1,0 +1,396 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// Slack's limits this adapter splits to.
+const (
+	MaxSectionText = render.SlackMaxSectionText // characters of one section's text
+	MaxBlocks      = render.SlackMaxBlocks      // blocks of one message
+	MaxText        = 40000                      // characters of a message's text
+	// textSections is how many full sections one text message carries: its fallback text is
+	// the same content, which must stay within MaxText.
+	textSections = MaxText/MaxSectionText - 1
+)
+
+// piece is one Slack message of a rendered channels.Message.
+type piece struct {
+	text   string // the notification / fallback text (mrkdwn)
+	blocks []slackgo.Block
+	final  bool // the run is no longer working: the thread's status is cleared after it
+}
+
+// rawBlock passes a block rendered by render to slack-go verbatim, so nothing of it is lost
+// in a round trip through slack-go's block types.
+type rawBlock struct {
+	typ string
+	raw json.RawMessage
+}
+
+func (b rawBlock) BlockType() slackgo.MessageBlockType { return slackgo.MessageBlockType(b.typ) }
+func (b rawBlock) ID() string                          { return "" }
+func (b rawBlock) MarshalJSON() ([]byte, error)        { return b.raw, nil }
+
+func rawBlocks(bs []render.SlackBlock) ([]slackgo.Block, error) {
+	out := make([]slackgo.Block, 0, len(bs))
+	for _, b := range bs {
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rawBlock{typ: b.Type, raw: raw})
+	}
+	return out, nil
+}
+
+// pieces renders m: a card with render.Slack (already split at 50 blocks and 3,000 characters a
+// section), or markdown text converted to mrkdwn and split into sections, textSections to a
+// message, each message's fallback text its full content. Nothing is cut. An invalid card is
+// channels.ErrCardRefused, so delivery falls back to text.
+func (c *Channel) pieces(m channels.Message) ([]piece, error) {
+	if m.Card != nil {
+		msgs, err := render.Slack(*m.Card, c.cfg.ActionKey)
+		if err != nil {
+			return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)
+		}
+		out := make([]piece, 0, len(msgs))
+		for _, msg := range msgs {
+			bs, err := rawBlocks(msg.Blocks)
+			if err != nil {
+				return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)
+			}
+			out = append(out, piece{text: msg.Text, blocks: bs, final: m.Card.Status != render.StatusWorking})
+		}
+		return out, nil
+	}
+	chunks := render.Chunk(render.ConvertMarkdown(m.Text, render.DialectSlack), MaxSectionText, render.DialectSlack)
+	if len(chunks) == 0 {
+		return nil, errors.New("slack: empty message")
+	}
+	var out []piece
+	for start := 0; start < len(chunks); start += textSections {
+		part := chunks[start:min(len(chunks), start+textSections)]
+		secs := make([]render.SlackBlock, len(part))
+		for i, ch := range part {
+			secs[i] = render.SlackBlock{Type: "section", Text: &render.SlackText{Type: "mrkdwn", Text: ch}}
+		}
+		bs, err := rawBlocks(secs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, piece{text: strings.Join(part, "\n\n"), blocks: bs, final: true})
+	}
+	return out, nil
+}
+
+func msgOptions(p piece, thread string) []slackgo.MsgOption {
+	opts := []slackgo.MsgOption{
+		slackgo.MsgOptionText(p.text, false),
+		slackgo.MsgOptionBlocks(p.blocks...),
+		slackgo.MsgOptionDisableLinkUnfurl(),
+		slackgo.MsgOptionDisableMediaUnfurl(),
+	}
+	if thread != "" {
+		opts = append(opts, slackgo.MsgOptionTS(thread))
+	}
+	return opts
+}
+
+// Send posts m to the conversation, in its thread when Conv.Thread is set. A reply to a slash
+// command (to.ReplyTo names its user, see slashInbound) goes to that user only, with
+// chat.postEphemeral. The ref lists every message posted; on error it lists those posted
+// before the error.
+func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
+	ref := channels.MessageRef{Conv: to.Conv}
+	if to.Conv.Chat == "" {
+		return ref, errors.New("slack: send: no channel")
+	}
+	ps, err := c.pieces(m)
+	if err != nil {
+		return ref, err
+	}
+	if user, ok := strings.CutPrefix(to.ReplyTo, ephemeralPrefix); ok && user != "" {
+		for _, p := range ps {
+			if err := c.ephemeral(ctx, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
+				return ref, err
+			}
+		}
+		return ref, nil
+	}
+	for _, p := range ps {
+		ts, err := c.post(ctx, to.Conv, p)
+		if err != nil {
+			return ref, err
+		}
+		ref.IDs = append(ref.IDs, ts)
+	}
+	if ps[len(ps)-1].final {
+		c.clearStatus(ctx, to.Conv)
+	}
+	return ref, nil
+}
+
+func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error) {
+	if c.cfg.Pacing {
+		if err := c.sleep(ctx, c.pacer.reserve(k.Chat, c.now())); err != nil {
+			return "", fmt.Errorf("slack: send: %w", err)
+		}
+	}
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		return "", err
+	}
+	var ts string
+	err = c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+		var err error
+		_, ts, err = api.PostMessageContext(ctx, k.Chat, msgOptions(p, k.Thread)...)
+		return err
+	})
+	return ts, err
+}
+
+func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, thread string, p piece) error {
+	api, err := c.client(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+		_, err := api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
+		return err
+	})
+}
+
+// Edit replaces the message ref names with m (chat.update): the first piece edits ref's first
+// message, further pieces edit ref's further messages or are posted as new ones (in the
+// thread), and messages of ref beyond the pieces are deleted. A message that no longer exists
+// is channels.ErrMessageGone (delivery then posts anew). Rate-limited edits coalesce: an edit
+// waiting out a rate limit when a newer edit of the same message comes gives up, returning ref
+// and no error, so the latest content wins and no stale edit is made after it.
+func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+	if ref.ID() == "" || ref.Conv.Chat == "" {
+		return ref, fmt.Errorf("slack: edit: %w: empty message ref", channels.ErrMessageGone)
+	}
+	ps, err := c.pieces(m)
+	if err != nil {
+		return ref, err
+	}
+	api, err := c.client(ctx, ref.Conv.Workspace)
+	if err != nil {
+		return ref, err
+	}
+	key := ref.Conv.Chat + "/" + ref.ID()
+	v, _ := c.edits.LoadOrStore(key, new(atomic.Int64))
+	gen := v.(*atomic.Int64)
+	mine := gen.Add(1)
+	defer func() {
+		if gen.Load() == mine {
+			c.edits.CompareAndDelete(key, gen)
+		}
+	}()
+	superseded := func() bool { return gen.Load() != mine }
+	out := channels.MessageRef{Conv: ref.Conv}
+	for i, p := range ps {
+		if i < len(ref.IDs) {
+			id := ref.IDs[i]
+			err := c.callUnless(ctx, "chat.update", superseded, func(ctx context.Context) error {
+				_, _, _, err := api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
+				return err
+			})
+			if errors.Is(err, errSuperseded) {
+				return ref, nil
+			}
+			if err != nil {
+				return ref, err
+			}
+			out.IDs = append(out.IDs, id)
+			continue
+		}
+		ts, err := c.post(ctx, ref.Conv, p)
+		if err != nil {
+			return out, err
+		}
+		out.IDs = append(out.IDs, ts)
+	}
+	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
+		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
+			return out, err
+		}
+	}
+	if ps[len(ps)-1].final {
+		c.clearStatus(ctx, ref.Conv)
+	}
+	return out, nil
+}
+
+// Delete deletes every message of ref. A message already gone counts as deleted.
+func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
+	for _, id := range ref.IDs {
+		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) error {
+	api, err := c.client(ctx, workspace)
+	if err != nil {
+		return err
+	}
+	err = c.call(ctx, "chat.delete", func(ctx context.Context) error {
+		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
+		return err
+	})
+	if errors.Is(err, channels.ErrMessageGone) {
+		return nil
+	}
+	return err
+}
+
+// statusText is what the thread shows while a run works.
+const statusText = "is thinking…"
+
+// statusTimeout bounds one status call: the router signals typing before the envelope is
+// acknowledged, so it must never hold the ack up.
+const statusTimeout = 2 * time.Second
+
+// Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus
+// (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
+// status is cleared when the run's final message is posted or edited in, and Slack clears it
+// itself when the bot replies. A conversation without a thread shows nothing. It is best
+// effort: one attempt of at most two seconds, a rate limit skips it.
+func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
+	k := to.Conv
+	if c.cfg.AssistantStatusOff || k.Thread == "" {
+		return nil
+	}
+	if _, no := c.noStatus.Load(k.Chat); no {
+		return nil
+	}
+	err := c.setStatus(ctx, k, statusText)
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae):
+		c.noStatus.Store(k.Chat, struct{}{})
+		return nil
+	case err == nil:
+		c.statuses.Store(k.Chat+"/"+k.Thread, struct{}{})
+	}
+	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
+		return nil
+	}
+	return err
+}
+
+func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	api, err := c.client(ctx, k.Workspace)
+	if err != nil {
+		return err
+	}
+	err = api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
+	if err != nil {
+		err = c.apiError("assistant.threads.setStatus", err)
+		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
+			c.cfg.Metrics.RateLimited("assistant.threads.setStatus")
+		}
+	}
+	return err
+}
+
+// clearStatus clears a status Typing set in the conversation's thread.
+func (c *Channel) clearStatus(ctx context.Context, k conv.Key) {
+	if _, set := c.statuses.LoadAndDelete(k.Chat + "/" + k.Thread); !set {
+		return
+	}
+	if err := c.setStatus(ctx, k, ""); err != nil {
+		c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
+	}
+}
+
+// maxNotice bounds an ephemeral notice.
+const maxNotice = 2000
+
+// RespondInteraction tells the user who clicked, privately (chat.postEphemeral in the channel
+// and thread of the click). An empty notice sends nothing: the click was already acknowledged.
+func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
+	if in == nil {
+		return errors.New("slack: respond: no interaction")
+	}
+	if strings.TrimSpace(notice) == "" {
+		return nil
+	}
+	v, ok := c.pending.Load(in.ID)
+	if !ok {
+		return errors.New("slack: respond: the interaction is no longer being handled")
+	}
+	r := v.(responder)
+	if rs := []rune(notice); len(rs) > maxNotice {
+		notice = string(rs[:maxNotice-1]) + "…"
+	}
+	text := render.ConvertMarkdown(notice, render.DialectSlack)
+	api, err := c.client(ctx, r.workspace)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
+		if r.thread != "" {
+			opts = append(opts, slackgo.MsgOptionTS(r.thread))
+		}
+		_, err := api.PostEphemeralContext(ctx, r.channel, r.user, opts...)
+		return err
+	})
+}
+
+// OpenForm opens form as a modal (views.open with the click's trigger id, which Slack honours
+// for 3 s). The modal carries where it was opened and its field ids, so its submission comes
+// back as an Inbound of that conversation with values keyed by field id.
+func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
+	if in == nil || in.ID == "" {
+		return errors.New("slack: open form: no trigger id")
+	}
+	view, err := render.SlackModal(render.Card{Title: "Question", Status: render.StatusWaiting, Form: &form}, c.cfg.ActionKey)
+	if err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	meta := formMeta{Conv: in.Message.Conv.String(), MsgTS: in.Message.ID()}
+	for _, f := range form.Fields {
+		meta.Fields = append(meta.Fields, f.ID)
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil || len(mb) > maxPrivateMetadata {
+		return errors.New("slack: open form: the form's metadata is too large for a modal")
+	}
+	raw, err := json.Marshal(view)
+	if err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	var req slackgo.ModalViewRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	req.PrivateMetadata = string(mb)
+	api, err := c.client(ctx, in.Message.Conv.Workspace)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "views.open", func(ctx context.Context) error {
+		_, err := api.OpenViewContext(ctx, in.ID, req)
+		return err
+	})
+}

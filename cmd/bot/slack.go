@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// newSlack builds the Slack channel from slack.* and, in HTTP mode, mounts its three handlers
+// (events, interactivity, slash command) on the shared listener.
+func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
+	s := a.cfg.Slack
+	var installs slackadapter.Installations
+	if s.ClientID != "" {
+		store, err := newRedisInstallations(a.core.redis, a.cfg.Redis.Prefix, a.core.signingKey)
+		if err != nil {
+			return nil, fmt.Errorf("slack: installation store: %w", err)
+		}
+		installs = store
+	}
+	ch, err := slackadapter.New(slackadapter.Config{
+		Installations:      installs,
+		ClientID:           s.ClientID,
+		ClientSecret:       s.ClientSecret,
+		RedirectURL:        s.RedirectURL,
+		StateKey:           derive(a.core.signingKey, "switchboard slack oauth state v1"),
+		BotToken:           s.BotToken,
+		AppToken:           s.AppToken,
+		SigningSecret:      s.SigningSecret,
+		APIURL:             s.APIURL,
+		Mode:               slackadapter.Mode(s.Mode),
+		Connections:        s.Connections,
+		ThreadReplies:      slackadapter.ThreadReplies(s.ThreadReplies),
+		ReplyInThread:      s.ReplyInThread,
+		ReplyInThreadSet:   true,
+		Command:            s.Command,
+		AssistantStatusOff: !s.AssistantStatus,
+		SuggestedPrompts:   s.SuggestedPrompts,
+		Pacing:             s.Pacing,
+		ReadyWindow:        s.ReadyWindow,
+		ActionKey:          key,
+		Logger:             a.log.With("channel", "slack"),
+		// A payload the adapter skipped as malformed is an inbound event that became no run.
+		OnMalformed: func() { a.metrics.refused.WithLabelValues("slack", "malformed").Inc() },
+		Metrics:     newSlackMetrics(a.metrics.reg),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
+	if s.Mode == config.SlackHTTP {
+		a.webhooks[s.EventsPath] = ch.EventsHandler()
+		a.webhooks[s.InteractionsPath] = ch.InteractionsHandler()
+		a.webhooks[s.CommandsPath] = ch.CommandsHandler()
+	}
+	if s.ClientID != "" {
+		// Browsers follow these: GET routes (webhooks are POST unless their key names a method).
+		a.webhooks["GET "+s.InstallPath] = ch.InstallHandler()
+		a.webhooks["GET "+s.OAuthPath] = ch.OAuthHandler()
+	}
+	return ch, nil
+}
+
+// slackMetrics are the Slack adapter's own metrics, on the process's registry.
+type slackMetrics struct {
+	connections *prometheus.GaugeVec
+	reconnects  prometheus.Counter
+	acks        *prometheus.CounterVec
+	limited     *prometheus.CounterVec
+}
+
+func newSlackMetrics(reg *prometheus.Registry) *slackMetrics {
+	m := &slackMetrics{
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_slack_socket_connected", Help: "1 while a Slack Socket Mode connection is up (its hello arrived), by connection.",
+		}, []string{"connection"}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_slack_socket_reconnects_total", Help: "Slack Socket Mode reconnections.",
+		}),
+		acks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_slack_acks_total", Help: "Slack envelopes and HTTP deliveries by outcome: acked, refused (left for Slack to redeliver), failed (the ack could not be sent).",
+		}, []string{"result"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_slack_rate_limited_total", Help: "Slack Web API answers asking to slow down (429, ratelimited), by method.",
+		}, []string{"method"}),
+	}
+	reg.MustRegister(m.connections, m.reconnects, m.acks, m.limited)
+	return m
+}
+
+func (m *slackMetrics) Connection(id int, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.connections.WithLabelValues(strconv.Itoa(id)).Set(v)
+}
+func (m *slackMetrics) Reconnect()                { m.reconnects.Inc() }
+func (m *slackMetrics) Ack(result string)         { m.acks.WithLabelValues(result).Inc() }
+func (m *slackMetrics) RateLimited(method string) { m.limited.WithLabelValues(method).Inc() }

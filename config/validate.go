@@ -297,7 +297,8 @@ func (c *Config) ValidateRun() error {
 		v.problems = append(v.problems, ve.Problems...)
 	}
 	if len(c.Enabled()) == 0 {
-		v.add("telegram.token", "no platform is configured: set telegram.token (see docs/telegram.md), "+
+		v.add("telegram.token", "no platform is configured: set telegram.token (docs/telegram.md), "+
+			"slack.bot_token (docs/slack.md) or discord.token (docs/discord.md), "+
 			"or try the bot in this terminal with `bot chat`")
 	}
 	return v.err()

@@ -105,7 +105,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, sl)
 	}
 	if len(a.chans) == 0 {
-		return errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
+		return errors.New("no channel is configured: set telegram.token, slack.bot_token or discord.token, or use `bot chat`")
 	}
 
 	byName := map[string]channels.Channel{}

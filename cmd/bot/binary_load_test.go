@@ -229,32 +229,7 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	redisCPU0, reads0 := redisCPU(b), redisReads(b)
 
 	b.StartTimer()
-	began := time.Now()
-	users := make([]int64, w.messages)
-	texts := make([]string, w.messages)
-	for i := range w.messages {
-		users[i] = int64(loadFirstChat + i%w.chats)
-		texts[i] = fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
-	}
-	var acks []loadPushed
-	webhook := strings.Join(hooks, ",")
-	if w.rate > 0 {
-		tick := time.NewTicker(time.Second / time.Duration(w.rate))
-		defer tick.Stop()
-		for i := range w.messages {
-			if i > 0 {
-				<-tick.C // pacing the load generator, not synchronization
-			}
-			acks = append(acks, fakes.push(users[i:i+1], texts[i:i+1], webhook)...)
-		}
-	} else {
-		acks = fakes.push(users, texts, webhook)
-	}
-	fakes.wait("intake", 0, 0, 0, 5*time.Minute)
-	intake := time.Since(began)
-	fakes.wait("posted", w.messages, 0, 0, 5*time.Minute)
-	fakes.wait("answered", w.messages, w.chats, loadFirstChat, 30*time.Second)
-	elapsed := time.Since(began)
+	d := driveLoad(fakes, w.loadSpec, strings.Join(hooks, ","))
 	b.StopTimer()
 
 	var botCPU time.Duration
@@ -269,20 +244,16 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 			b.Errorf("%d webhook deliveries failed", n)
 		}
 	}
-	msgs := make([]pushed, len(acks))
-	for i, a := range acks {
-		msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
-	}
-	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), msgs)
+	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), d.msgs)
 	for _, p := range bots {
 		p.stop(b)
 	}
 
 	n := float64(w.messages)
 	if w.rate == 0 {
-		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+		b.ReportMetric(n/d.elapsed.Seconds(), "msgs/s")
 		if !w.webhook {
-			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
+			b.ReportMetric(n/d.intake.Seconds(), "intake-msgs/s")
 		}
 	}
 	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)

@@ -125,6 +125,64 @@ func runLoad(b *testing.B, w loadSpec) {
 	fakes0 := fakes.usage()
 
 	b.StartTimer()
+	d := driveLoad(fakes, w, webhook)
+	b.StopTimer()
+
+	var ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	fakes1 := fakes.usage()
+	botCPU := cpuTime(ru1) - cpuTime(ru0)
+	fakesCPU := fakes1.CPU - fakes0.CPU
+	peak := peakRSS()
+	redisUsed := redisCPU(b) - redisCPU0
+	if w.webhook {
+		if n := fakes.webhookFailures(); n > 0 {
+			b.Errorf("%d webhook deliveries failed", n)
+		}
+	}
+
+	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), d.msgs)
+	var hist dto.Metric
+	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
+		h := hist.GetHistogram()
+		b.ReportMetric(h.GetSampleSum()*1000/float64(h.GetSampleCount()), "run-avg-ms")
+	}
+	r.stop()
+
+	n := float64(w.messages)
+	if w.rate == 0 {
+		b.ReportMetric(n/d.elapsed.Seconds(), "msgs/s")
+		if !w.webhook {
+			b.ReportMetric(n/d.intake.Seconds(), "intake-msgs/s")
+		}
+	}
+	b.Logf("defaults except: %s", loadOverrides)
+	b.ReportMetric(float64((botCPU+fakesCPU).Microseconds())/1000/n, "cpu-ms/msg")
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+	if trips.by != nil {
+		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// driven is what driveLoad did: the messages it pushed, how long until the fake Bot API had
+// handed them all out, and until every one was answered.
+type driven struct {
+	msgs            []pushed
+	intake, elapsed time.Duration
+}
+
+// driveLoad pushes w's messages to the fakes — spread round-robin over w.chats private chats,
+// all at once or w.rate a second, delivered to webhook when set — and waits until every message
+// got its answer.
+func driveLoad(fakes *loadFakes, w loadSpec, webhook string) driven {
 	began := time.Now()
 	users := make([]int64, w.messages)
 	texts := make([]string, w.messages)
@@ -146,60 +204,17 @@ func runLoad(b *testing.B, w loadSpec) {
 		acks = fakes.push(users, texts, webhook)
 	}
 	fakes.wait("intake", 0, 0, 0, 5*time.Minute)
-	intake := time.Since(began)
+	d := driven{intake: time.Since(began)}
 	// Each run posts one message — its answer, or the placeholder the answer is edited into
 	// when the run outlasts the grace period; the full check follows.
 	fakes.wait("posted", w.messages, 0, 0, 5*time.Minute)
 	fakes.wait("answered", w.messages, w.chats, loadFirstChat, 30*time.Second)
-	elapsed := time.Since(began)
-	b.StopTimer()
-
-	var ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	fakes1 := fakes.usage()
-	botCPU := cpuTime(ru1) - cpuTime(ru0)
-	fakesCPU := fakes1.CPU - fakes0.CPU
-	peak := peakRSS()
-	redisUsed := redisCPU(b) - redisCPU0
-	if w.webhook {
-		if n := fakes.webhookFailures(); n > 0 {
-			b.Errorf("%d webhook deliveries failed", n)
-		}
-	}
-
-	msgs := make([]pushed, len(acks))
+	d.elapsed = time.Since(began)
+	d.msgs = make([]pushed, len(acks))
 	for i, a := range acks {
-		msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
+		d.msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
 	}
-	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), msgs)
-	var hist dto.Metric
-	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
-		h := hist.GetHistogram()
-		b.ReportMetric(h.GetSampleSum()*1000/float64(h.GetSampleCount()), "run-avg-ms")
-	}
-	r.stop()
-
-	n := float64(w.messages)
-	if w.rate == 0 {
-		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
-		if !w.webhook {
-			b.ReportMetric(n/intake.Seconds(), "intake-msgs/s")
-		}
-	}
-	b.Logf("defaults except: %s", loadOverrides)
-	b.ReportMetric(float64((botCPU+fakesCPU).Microseconds())/1000/n, "cpu-ms/msg")
-	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
-	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
-	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
-	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
-	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
-	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
-	b.ReportMetric(0, "ns/op")
-	if trips.by != nil {
-		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
-	}
+	return d
 }
 
 // loadFirstChat is the first load chat's id (a private chat with user loadFirstChat).

@@ -31,3 +31,21 @@ bench:
 ## build: the bot binary into bin/bot.
 build:
 	$(GO) build -o bin/bot ./cmd/bot
+
+## fuzz: every fuzz target for FUZZTIME each (default 10s). New inputs that widen coverage are
+## copied into the target's testdata/fuzz/<Fuzz…>/ corpus (kept in git: `go test` replays them
+## as seeds on every run); an input that fails stays there too, and the run stops at the first.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; cache=$$($(GO) env GOCACHE)/fuzz; \
+	for pkg in $$($(GO) list $(PKGS)); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz: $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    if [ -d "$$cache/$$pkg/$$target" ]; then \
+	      mkdir -p "$$dir/testdata/fuzz/$$target"; \
+	      cp -n "$$cache/$$pkg/$$target"/* "$$dir/testdata/fuzz/$$target"/ 2>/dev/null || true; \
+	    fi; \
+	  done; \
+	done

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -48,6 +50,13 @@ func BenchmarkTelegramEndToEnd(b *testing.B) {
 		// Webhook mode, delivered like Telegram does with its default max_connections (40
 		// concurrent requests): the pipeline without the poll loop's one-at-a-time hand-over.
 		{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true},
+		// The cost of a long chat: each chat's thread holds history turns before the load, and
+		// runs.history_turns (the stored and sent bound) is raised to 1,000 to show the growth;
+		// the last keeps the default bound of 50 over 1,000 stored turns.
+		{name: "history10_500msgs_50chats", messages: 500, chats: 50, history: 10, historyTurns: 1000},
+		{name: "history100_500msgs_50chats", messages: 500, chats: 50, history: 100, historyTurns: 1000},
+		{name: "history1000_500msgs_50chats", messages: 500, chats: 50, history: 1000, historyTurns: 1000},
+		{name: "history1000_bound50_500msgs_50chats", messages: 500, chats: 50, history: 1000},
 	}
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -66,6 +75,9 @@ type loadSpec struct {
 	chats    int
 	rate     int
 	webhook  bool
+	// history turns are stored in each chat's thread before the load; historyTurns, when set,
+	// overrides runs.history_turns.
+	history, historyTurns int
 }
 
 // webhookConnections is how many deliveries Telegram keeps in flight to a webhook by default
@@ -98,6 +110,9 @@ func runLoad(b *testing.B, w loadSpec) {
 		// newE2E's test settings (short lease, debug logs) give way to the defaults.
 		d := config.Default()
 		c.Runs, c.Log = d.Runs, d.Log
+		if w.historyTurns > 0 {
+			c.Runs.HistoryTurns = w.historyTurns
+		}
 		if w.webhook {
 			c.Telegram.Mode = config.TelegramWebhook
 			c.Telegram.WebhookURL = "https://bot.example.test/telegram"
@@ -105,6 +120,9 @@ func runLoad(b *testing.B, w loadSpec) {
 		}
 	})
 	r := e.start()
+	if w.history > 0 {
+		seedHistory(b, r, w)
+	}
 	trips := &roundTrips{}
 	if os.Getenv("SB_LOAD_TRIPS") != "" {
 		trips.by = map[string]int{} // attribution costs a stack walk per command
@@ -157,6 +175,9 @@ func runLoad(b *testing.B, w loadSpec) {
 		}
 	}
 	b.Logf("defaults except: %s", loadOverrides)
+	if w.historyTurns > 0 {
+		b.Logf("and runs.history_turns=%d (to show what a longer bound costs)", w.historyTurns)
+	}
 	b.ReportMetric(float64((botCPU+fakesCPU).Microseconds())/1000/n, "cpu-ms/msg")
 	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
@@ -169,6 +190,41 @@ func runLoad(b *testing.B, w loadSpec) {
 	b.ReportMetric(0, "ns/op")
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// seedHistory stores w.history turns — a user message and the assistant's answer each, as the
+// lead writes them — in the thread of each of w's chats.
+func seedHistory(b *testing.B, r *running, w loadSpec) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, w.chats)
+	for c := range w.chats {
+		wg.Go(func() {
+			key := conv.Key{Platform: "telegram", Chat: strconv.Itoa(loadFirstChat + c)}.String()
+			th, _, err := r.core.threads.Ensure(ctx, key)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for turn := 1; turn <= w.history; turn++ {
+				events := []json.RawMessage{
+					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"turn/start","turn":%d}`, 4*turn, turn)),
+					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"user/message","turn":%d,"source":"user","content":"an earlier question, number %d, of a few words"}`, 4*turn+1, turn, turn)),
+					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"assistant/message","turn":%d,"step":1,"content":"an earlier answer, number %d, somewhat longer than the question it answers"}`, 4*turn+2, turn, turn)),
+					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"turn/end","turn":%d,"reason":"completed"}`, 4*turn+3, turn)),
+				}
+				if err := r.core.threads.AppendTurn(ctx, key, th.ID, events); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatalf("seeding the history: %v", err)
 	}
 }
 

@@ -137,7 +137,7 @@ func runLoad(b *testing.B, w loadSpec) {
 	debug.FreeOSMemory()
 	resetPeakRSS(b)
 	fakes.resetPeak()
-	redisCPU0 := redisCPU(b)
+	redisCPU0, redisMem0 := redisCPU(b), redisMemory(b)
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	fakes0 := fakes.usage()
@@ -152,7 +152,7 @@ func runLoad(b *testing.B, w loadSpec) {
 	botCPU := cpuTime(ru1) - cpuTime(ru0)
 	fakesCPU := fakes1.CPU - fakes0.CPU
 	peak := peakRSS()
-	redisUsed := redisCPU(b) - redisCPU0
+	redisUsed, redisMem := redisCPU(b)-redisCPU0, redisMemory(b)-redisMem0
 	if w.webhook {
 		if n := fakes.webhookFailures(); n > 0 {
 			b.Errorf("%d webhook deliveries failed", n)
@@ -182,6 +182,9 @@ func runLoad(b *testing.B, w loadSpec) {
 	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
 	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	// What the chats keep in Redis after the load: threads, logs, run and outbound records,
+	// claims and marks (the server's used_memory, so on a quiet Redis only).
+	b.ReportMetric(float64(redisMem)/1024/float64(w.chats), "redis-kb/chat")
 	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
@@ -365,6 +368,23 @@ func peakRSSOf(ru syscall.Rusage) int64 {
 		}
 	}
 	return ru.Maxrss << 10
+}
+
+// redisMemory is the Redis server's used_memory in bytes.
+func redisMemory(b *testing.B) int64 {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatalf("redis INFO memory: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // redisCPU is the Redis server's used CPU (user + system), in seconds.

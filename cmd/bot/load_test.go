@@ -186,6 +186,11 @@ func runLoad(b *testing.B, w loadSpec) {
 	// claims and marks (the server's used_memory, so on a quiet Redis only).
 	b.ReportMetric(float64(redisMem)/1024/float64(w.chats), "redis-kb/chat")
 	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
+	// How Redis Cluster would spread the work: commands on the one {global} slot against those
+	// spread over the conversations' slots.
+	b.ReportMetric(float64(trips.global.Load())/n, "global-slot-cmds/msg")
+	b.ReportMetric(float64(trips.perConv.Load())/n, "conv-slot-cmds/msg")
+	b.ReportMetric(float64(trips.untagged.Load())/n, "untagged-cmds/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
@@ -412,6 +417,30 @@ type roundTrips struct {
 	n  atomic.Int64
 	mu sync.Mutex
 	by map[string]int
+	// Commands by the hash slot their first key is in: the queue-wide {global} slot, one
+	// conversation's {conv:…} slot, or a key of no hash tag (claims, marks, records).
+	global, perConv, untagged atomic.Int64
+}
+
+// slot counts cmd under the slot class of its first key.
+func (h *roundTrips) slot(cmd redis.Cmder) {
+	args := cmd.Args()
+	i := 1
+	if name, _ := args[0].(string); strings.EqualFold(name, "evalsha") || strings.EqualFold(name, "eval") {
+		i = 3 // EVALSHA sha numkeys key…
+	}
+	if len(args) <= i {
+		return
+	}
+	key, _ := args[i].(string)
+	switch {
+	case strings.Contains(key, "{global}"):
+		h.global.Add(1)
+	case strings.Contains(key, "{conv:"):
+		h.perConv.Add(1)
+	default:
+		h.untagged.Add(1)
+	}
 }
 
 func (h *roundTrips) count() {
@@ -461,6 +490,7 @@ func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.count()
+		h.slot(cmd)
 		return next(ctx, cmd)
 	}
 }
@@ -468,6 +498,9 @@ func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.count()
+		for _, c := range cmds {
+			h.slot(c)
+		}
 		return next(ctx, cmds)
 	}
 }

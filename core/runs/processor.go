@@ -179,18 +179,30 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
 			r := p.deadLetter(ctx, tag, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
 			if r.step == stepAck {
-				p.tell(run, EventFailed, "Sorry, this request failed after several attempts.")
+				reason := "Sorry, this request failed after several attempts."
+				if u, ok := errors.AsType[*UnavailableError](herr); ok && u.Reason != "" {
+					reason = u.Reason
+				}
+				p.tell(run, EventFailed, reason)
 			}
 			return r
 		}
-		if unreachable(herr) {
+		wait := p.backoff(attempt)
+		u, outage := errors.AsType[*UnavailableError](herr)
+		if outage {
+			wait = max(p.outageBackoff(attempt), u.RetryAfter)
+		}
+		switch {
+		case outage:
+			p.log.Warn("runs: a service the run needs is unavailable; retrying the run later", "run", runID, "conv", conv, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", herr)
+		case unreachable(herr):
 			// Redis is gone (the handler's thread store): one line for all runs, not one each.
 			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
-		} else {
+		default:
 			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
 		}
 		p.set.add(settleItem{counter: statRetries})
-		waitFor(runCtx, p.backoff(attempt))
+		waitFor(runCtx, wait)
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {
 			return r
 		}
@@ -271,6 +283,27 @@ func (p *Pool) backoff(attempt int) time.Duration {
 		d = p.opt.RetryMax
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// outageSteps are the multiples of OutageRetryBase waited after attempts 1, 2, 3 and 4 of a run
+// failing with an *UnavailableError (5 s, 20 s, 1 min, 2 min by default); later ones double.
+var outageSteps = [...]time.Duration{1, 4, 12, 24}
+
+// maxOutageWait caps one wait between attempts of a run waiting out an outage.
+const maxOutageWait = 30 * time.Minute
+
+// outageBackoff is the wait before retry attempt+1 of a run waiting out an outage, with jitter
+// over its last quarter so runs that failed together do not come back together.
+func (p *Pool) outageBackoff(attempt int) time.Duration {
+	i := min(max(attempt, 1), len(outageSteps)) - 1
+	d := p.opt.OutageRetryBase * outageSteps[i]
+	for n := len(outageSteps); n < attempt && d < maxOutageWait; n++ {
+		d *= 2
+	}
+	if d > maxOutageWait || d <= 0 {
+		d = maxOutageWait
+	}
+	return d - d/4 + rand.N(d/4+1)
 }
 
 func truncate(s string, n int) string {

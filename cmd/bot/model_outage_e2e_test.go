@@ -124,35 +124,48 @@ func TestModelHangingPastTheTimeoutIsRetried(t *testing.T) {
 	}
 }
 
-// TestPermanentModelErrorFailsAtOnce proves a model refusing the API key (401) fails the run at
-// once — one model call, no retry, no notice — with one short message the user can read, which
-// holds neither the key nor the provider's text.
+// TestPermanentModelErrorFailsAtOnce proves a model refusal retrying cannot fix — the API key
+// (401), an unknown model (404), a bad request (400) — fails the run at once: one model call, no
+// retry, no notice, and one short message the user can read, which holds neither the key nor
+// the provider's text.
 func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
-	e := newE2E(t, fastOutageRetries)
-	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Unauthorized() })
-	r := e.start()
-	e.tg.PushPrivate(ann, "hello")
-	got := e.waitAnswers(ann.ID, 1)
-	v := visible(got[0])
-	if !strings.Contains(v, "refused the bot's API key") {
-		t.Errorf("the failure shows %q, want the short reason", v)
-	}
-	for _, leak := range []string{e.cfg.LLM.APIKey, "Incorrect API key", "HTTP 401", "llm:"} {
-		if strings.Contains(v, leak) {
-			t.Errorf("the failure shows %q, which holds %q", v, leak)
-		}
-	}
-	for _, s := range shownTexts(e.tg, ann.ID) {
-		if strings.Contains(s, outageNotice) {
-			t.Errorf("a permanent failure showed the outage notice: %q", s)
-		}
-	}
-	waitFor(t, "the run to end failed", 10*time.Second, func() bool { return counter(r.metrics.runs, "failed") == 1 })
-	if n := e.model.Count(); n != 1 {
-		t.Errorf("the model was asked %d times, want 1 (no retry)", n)
-	}
-	if n := sends(e.tg, ann.ID); n != 1 {
-		t.Errorf("%d messages sent to the chat, want 1", n)
+	for _, tc := range []struct {
+		name   string
+		reply  modelserver.Reply
+		reason string
+	}{
+		{"401 API key", modelserver.Unauthorized(), "refused the bot's API key"},
+		{"404 model", modelserver.NotFound(), "does not know the model"},
+		{"400 request", modelserver.Reply{Status: 400, ErrorMessage: "context too long for sk-e2e-test"}, "refused this request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newE2E(t, fastOutageRetries)
+			e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return tc.reply })
+			r := e.start()
+			e.tg.PushPrivate(ann, "hello")
+			got := e.waitAnswers(ann.ID, 1)
+			v := visible(got[0])
+			if !strings.Contains(v, tc.reason) {
+				t.Errorf("the failure shows %q, want the short reason %q", v, tc.reason)
+			}
+			for _, leak := range []string{e.cfg.LLM.APIKey, "Incorrect API key", "does not exist", "context too long", "llm:"} {
+				if strings.Contains(v, leak) {
+					t.Errorf("the failure shows %q, which holds %q", v, leak)
+				}
+			}
+			for _, s := range shownTexts(e.tg, ann.ID) {
+				if strings.Contains(s, outageNotice) {
+					t.Errorf("a permanent failure showed the outage notice: %q", s)
+				}
+			}
+			waitFor(t, "the run to end failed", 10*time.Second, func() bool { return counter(r.metrics.runs, "failed") == 1 })
+			if n := e.model.Count(); n != 1 {
+				t.Errorf("the model was asked %d times, want 1 (no retry)", n)
+			}
+			if n := sends(e.tg, ann.ID); n != 1 {
+				t.Errorf("%d messages sent to the chat, want 1", n)
+			}
+		})
 	}
 }
 

@@ -30,15 +30,17 @@ type Pool struct {
 	// for all workers together.
 	outage struct{ claim, ack, renew, handler *failureLog }
 
-	work     chan rdb.Hint      // hints fetched, waiting for a worker
-	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
-	held     *heldSet           // what this process holds, for the heartbeat and the canceller
-	set      *settler           // batched acknowledgements and counters
-	intake   context.CancelFunc // stops fetcher and recoverer
-	runs     context.Context    // parent of every handler ctx; cancelled at the drain deadline
-	stopRuns context.CancelCauseFunc
-	bg       context.Context // context of background components
-	stopBg   context.CancelFunc
+	work   chan rdb.Hint      // hints fetched, waiting for a worker
+	slots  chan struct{}      // one token per hint this process may hold (fetched or in work)
+	held   *heldSet           // what this process holds, for the heartbeat and the canceller
+	set    *settler           // batched acknowledgements and counters
+	intake context.CancelFunc // stops fetcher and recoverer
+	// intakeCtx ends when the drain begins; a run waiting out an outage stops waiting then.
+	intakeCtx context.Context
+	runs      context.Context // parent of every handler ctx; cancelled at the drain deadline
+	stopRuns  context.CancelCauseFunc
+	bg        context.Context // context of background components
+	stopBg    context.CancelFunc
 
 	mu       sync.Mutex
 	started  bool
@@ -95,7 +97,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.bg, p.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	p.runs, p.stopRuns = context.WithCancelCause(context.WithoutCancel(ctx))
 	intakeCtx, intake := context.WithCancel(p.bg)
-	p.intake = intake
+	p.intake, p.intakeCtx = intake, intakeCtx
 
 	p.set = newSettler(p.st, p.log, p.runs)
 	p.bgWG.Add(3)

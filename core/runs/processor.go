@@ -202,7 +202,12 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
 		}
 		p.set.add(settleItem{counter: statRetries})
-		waitFor(runCtx, wait)
+		if !p.waitRetry(runCtx, wait, outage) {
+			// The drain began while the run waited out an outage (minutes): give the run back
+			// now, for the next worker, rather than hold shutdown up until its deadline.
+			p.release(p.bg, tag, owner)
+			return result{step: stepReleased, runID: runID}
+		}
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {
 			return r
 		}
@@ -283,6 +288,24 @@ func (p *Pool) backoff(attempt int) time.Duration {
 		d = p.opt.RetryMax
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// waitRetry waits d before the next attempt, or until runCtx ends. A wait for an outage also
+// ends when the drain begins; it reports false then.
+func (p *Pool) waitRetry(runCtx context.Context, d time.Duration, outage bool) bool {
+	if !outage || p.intakeCtx == nil {
+		waitFor(runCtx, d)
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-runCtx.Done():
+	case <-t.C:
+	case <-p.intakeCtx.Done():
+		return runCtx.Err() != nil // the run's own end is handled by the caller
+	}
+	return true
 }
 
 // outageSteps are the multiples of OutageRetryBase waited after attempts 1, 2, 3 and 4 of a run

@@ -202,12 +202,12 @@ func TestOutageBackoffWaitsMinutes(t *testing.T) {
 	want := []time.Duration{5 * time.Second, 20 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}
 	for i, w := range want {
 		for range 50 {
-			if got := p.outageBackoff(i + 1); got < w-w/4 || got > w {
+			if got := p.unavailableBackoff(i + 1); got < w-w/4 || got > w {
 				t.Fatalf("wait after attempt %d = %v, want within [%v, %v]", i+1, got, w-w/4, w)
 			}
 		}
 	}
-	if got := p.outageBackoff(40); got > maxOutageWait || got < maxOutageWait-maxOutageWait/4 {
-		t.Errorf("wait after attempt 40 = %v, want capped at %v", got, maxOutageWait)
+	if got := p.unavailableBackoff(40); got > maxUnavailableWait || got < maxUnavailableWait-maxUnavailableWait/4 {
+		t.Errorf("wait after attempt 40 = %v, want capped at %v", got, maxUnavailableWait)
 	}
 }

@@ -28,7 +28,7 @@ type Pool struct {
 	consumerIdle time.Duration
 	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
 	// for all workers together.
-	outage struct{ claim, ack, renew, handler *failureLog }
+	outage struct{ claim, ack, renew, handler, unavailable *failureLog }
 
 	work   chan rdb.Hint      // hints fetched, waiting for a worker
 	slots  chan struct{}      // one token per hint this process may hold (fetched or in work)
@@ -72,6 +72,7 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
 	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
 	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
+	p.outage.unavailable = newFailureLog(p.log, "runs waiting on an unavailable service", "runs: a service runs need (the model) is unavailable; retrying them later")
 	return p, nil
 }
 

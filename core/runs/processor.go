@@ -166,6 +166,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		switch {
 		case herr == nil:
 			p.outage.handler.ok()
+			p.outage.unavailable.ok()
 			if !out.Valid() {
 				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
 				out = OutcomeFailed
@@ -190,11 +191,12 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		wait := p.backoff(attempt)
 		u, outage := errors.AsType[*UnavailableError](herr)
 		if outage {
-			wait = max(p.outageBackoff(attempt), u.RetryAfter)
+			wait = max(p.unavailableBackoff(attempt), u.RetryAfter)
 		}
 		switch {
 		case outage:
-			p.log.Warn("runs: a service the run needs is unavailable; retrying the run later", "run", runID, "conv", conv, "attempt", attempt, "wait", wait.Round(time.Millisecond), "err", herr)
+			// The model is down for every run alike: a few lines for all of them, not one each.
+			p.outage.unavailable.fail(herr, "run", runID, "conv", conv, "attempt", attempt, "wait", wait.Round(time.Millisecond))
 		case unreachable(herr):
 			// Redis is gone (the handler's thread store): one line for all runs, not one each.
 			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
@@ -308,23 +310,24 @@ func (p *Pool) waitRetry(runCtx context.Context, d time.Duration, outage bool) b
 	return true
 }
 
-// outageSteps are the multiples of OutageRetryBase waited after attempts 1, 2, 3 and 4 of a run
-// failing with an *UnavailableError (5 s, 20 s, 1 min, 2 min by default); later ones double.
-var outageSteps = [...]time.Duration{1, 4, 12, 24}
+// unavailableSteps are the multiples of OutageRetryBase waited after attempts 1, 2, 3 and 4 of
+// a run failing with an *UnavailableError (5 s, 20 s, 1 min, 2 min by default); later ones double.
+var unavailableSteps = [...]time.Duration{1, 4, 12, 24}
 
-// maxOutageWait caps one wait between attempts of a run waiting out an outage.
-const maxOutageWait = 30 * time.Minute
+// maxUnavailableWait caps one wait between attempts of a run waiting out an outage.
+const maxUnavailableWait = 30 * time.Minute
 
-// outageBackoff is the wait before retry attempt+1 of a run waiting out an outage, with jitter
-// over its last quarter so runs that failed together do not come back together.
-func (p *Pool) outageBackoff(attempt int) time.Duration {
-	i := min(max(attempt, 1), len(outageSteps)) - 1
-	d := p.opt.OutageRetryBase * outageSteps[i]
-	for n := len(outageSteps); n < attempt && d < maxOutageWait; n++ {
+// unavailableBackoff is the wait before retry attempt+1 of a run waiting out an outage of a
+// service it needs (the model), with jitter over its last quarter so runs that failed together
+// do not come back together.
+func (p *Pool) unavailableBackoff(attempt int) time.Duration {
+	i := min(max(attempt, 1), len(unavailableSteps)) - 1
+	d := p.opt.OutageRetryBase * unavailableSteps[i]
+	for n := len(unavailableSteps); n < attempt && d < maxUnavailableWait; n++ {
 		d *= 2
 	}
-	if d > maxOutageWait || d <= 0 {
-		d = maxOutageWait
+	if d > maxUnavailableWait || d <= 0 {
+		d = maxUnavailableWait
 	}
 	return d - d/4 + rand.N(d/4+1)
 }

@@ -51,6 +51,21 @@ func (f HandlerFunc) HandleInbound(ctx context.Context, ch Channel, in Inbound) 
 	return f(ctx, ch, in)
 }
 
+// FileSender can post a file into a conversation (Telegram sendDocument; Slack's file upload
+// and Discord's attachments fit it too). Delivery sends the rest of an answer too long for
+// DeliveryOptions.MaxAnswerMessages this way; caption is plain text, which the adapter may cut
+// to the platform's limit. The ref names the message that carries the file.
+type FileSender interface {
+	SendFile(ctx context.Context, to Target, name string, data []byte, caption string) (MessageRef, error)
+}
+
+// Pager reports how many platform messages Send would post for m (a long card or text is split
+// to the platform's limit). Delivery keeps an answer within DeliveryOptions.MaxAnswerMessages
+// with it; a channel without it is never asked to.
+type Pager interface {
+	Pages(m Message) (int, error)
+}
+
 // Editor can replace a sent message in place.
 type Editor interface {
 	Edit(ctx context.Context, ref MessageRef, m Message) (MessageRef, error)

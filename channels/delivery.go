@@ -72,6 +72,11 @@ type DeliveryOptions struct {
 	// Zero posts the placeholder at once on started (and always signals typing there); cmd/bot
 	// passes DefaultPlaceholderAfter.
 	PlaceholderAfter time.Duration
+	// MaxAnswerMessages is how many messages an answer may take (runs.max_answer_messages) on a
+	// channel that can count them (Pager) and send files (FileSender): the rest goes as a
+	// Markdown file. Zero, or a channel without those abilities, sends the whole answer as
+	// messages.
+	MaxAnswerMessages int
 }
 
 // Delivery shows run events in the conversation: one card per run, posted as a "working"
@@ -111,6 +116,7 @@ type runCard struct {
 	conv     conv.Key
 	loaded   bool // records read
 	done     bool // closing message delivered (or found delivered)
+	fileSent bool // the rest of a long answer was sent (or found sent) as a file
 	ref      MessageRef
 	replyTo  string
 	started  time.Time
@@ -305,7 +311,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	var rec threads.RunRecords
 	err := d.retryStore(ctx, func() error {
 		var err error
-		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard}, nil)
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile}, nil)
 		return err
 	})
 	if err != nil {
@@ -316,6 +322,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 		c.done = true
 		return
 	}
+	_, c.fileSent = rec.Outbound[StepFile]
 	if b, found := rec.Outbound[StepCard]; found {
 		if json.Unmarshal(b, &c.ref) != nil {
 			c.ref = MessageRef{}
@@ -620,6 +627,10 @@ func (d *Delivery) unreachable(c *runCard, ev runs.Event, err error) {
 
 func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.Event) error {
 	card := d.closingCard(c, ev)
+	rest := ""
+	if ev.Kind == runs.EventFinal {
+		card, rest = splitAnswer(ch, card, d.opt.MaxAnswerMessages)
+	}
 	platform := c.conv.Platform
 	var ref MessageRef
 	delivered := false
@@ -655,6 +666,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			d.removePlaceholder(ctx, ch, c)
 		}
 	}
+	d.sendRest(ctx, ch, c, rest)
 	d.record(ctx, c.runID, StepFinal, ref)
 	return nil
 }

@@ -199,6 +199,10 @@ type Runs struct {
 	Followup string `koanf:"followup"`
 	// MaxAttempts is how many times a run is tried before it is dead-lettered.
 	MaxAttempts int `koanf:"max_attempts"`
+	// OutageRetryBase is the first wait before a run that failed on a model outage (5xx, 429,
+	// a timeout, a refused connection, a stream cut) is tried again; later waits are 4×, 12×,
+	// 24× it, then doubling.
+	OutageRetryBase time.Duration `koanf:"outage_retry_base"`
 	// Lease is how long a worker owns a run without renewing it.
 	Lease time.Duration `koanf:"lease"`
 	// MaxPerConversation caps the runs queued behind one conversation.
@@ -215,6 +219,9 @@ type Runs struct {
 	// run answered sooner shows one message. 0 posts the placeholder at once. (The typing
 	// signal goes out at receipt either way.)
 	PlaceholderAfter time.Duration `koanf:"placeholder_after"`
+	// MaxAnswerMessages is how many chat messages an answer may take; past them the rest goes as
+	// a file attachment (answer.md) where the platform can take one, as more messages elsewhere.
+	MaxAnswerMessages int `koanf:"max_answer_messages"`
 }
 
 // Subagents bounds the subagents a lead agent may start.
@@ -313,7 +320,8 @@ func Default() *Config {
 		Runs: Runs{
 			Workers:            DefaultWorkers,
 			Followup:           FollowupQueue,
-			MaxAttempts:        3,
+			MaxAttempts:        5,
+			OutageRetryBase:    5 * time.Second,
 			Lease:              30 * time.Second,
 			MaxPerConversation: 20,
 			MaxPending:         10000,
@@ -321,6 +329,7 @@ func Default() *Config {
 			ClarificationTTL:   time.Hour,
 			MaxMessageChars:    8000,
 			PlaceholderAfter:   time.Second,
+			MaxAnswerMessages:  3,
 		},
 		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
 		Log:       Log{Level: "info", Format: LogText},

@@ -96,6 +96,7 @@ func fullConfig() *config.Config {
 		Runs: config.Runs{
 			Workers: 8, Followup: "interrupt", MaxAttempts: 5, Lease: time.Minute, MaxPerConversation: 7,
 			MaxPending: 500, HistoryTurns: 10, ClarificationTTL: 2 * time.Hour, MaxMessageChars: 4000, PlaceholderAfter: 2 * time.Second,
+			OutageRetryBase: 3 * time.Second, MaxAnswerMessages: 4,
 		},
 		Subagents: config.Subagents{MaxDepth: 3, MaxConcurrent: 2, StructuredNudgeRetries: 2},
 		Log:       config.Log{Level: "debug", Format: "json"},
@@ -117,6 +118,7 @@ func TestKeysAreTheDesignContract(t *testing.T) {
 		"http.addr",
 		"runs.workers", "runs.followup", "runs.max_attempts", "runs.lease", "runs.max_per_conversation",
 		"runs.max_pending", "runs.history_turns", "runs.clarification_ttl", "runs.max_message_chars", "runs.placeholder_after",
+		"runs.outage_retry_base", "runs.max_answer_messages",
 		"subagents.max_depth", "subagents.max_concurrent", "subagents.structured_nudge_retries",
 		"log.level", "log.format",
 	}
@@ -165,7 +167,9 @@ func TestLoadWithNothingGivesValidDefaults(t *testing.T) {
 		"http.addr":                  {cfg.HTTP.Addr, ":8080"},
 		"runs.workers":               {cfg.Runs.Workers, config.DefaultWorkers},
 		"runs.followup":              {cfg.Runs.Followup, "queue"},
-		"runs.max_attempts":          {cfg.Runs.MaxAttempts, 3},
+		"runs.max_attempts":          {cfg.Runs.MaxAttempts, 5},
+		"runs.outage_retry_base":     {cfg.Runs.OutageRetryBase, 5 * time.Second},
+		"runs.max_answer_messages":   {cfg.Runs.MaxAnswerMessages, 3},
 		"runs.lease":                 {cfg.Runs.Lease, 30 * time.Second},
 		"runs.max_per_conversation":  {cfg.Runs.MaxPerConversation, 20},
 		"runs.max_pending":           {cfg.Runs.MaxPending, 10000},

@@ -239,7 +239,11 @@ var keyDescriptions = map[string]string{
 	"runs.followup": "What a message does to a conversation that already has a run in flight: `queue` (it waits " +
 		"its turn) or `interrupt` (the run is cancelled and the new message starts anew).",
 	"runs.max_attempts": "How many times a run is tried before it is dead-lettered (admins can list and replay " +
-		"dead letters).",
+		"dead letters). With the default outage waits, five tries ride out about three and a half minutes of model outage.",
+	"runs.outage_retry_base": "The first wait before a run that failed on a model outage (HTTP 5xx or 429, a timeout, " +
+		"a refused connection, an answer cut mid-stream) is tried again; later waits are 4×, 12× and 24× it, then " +
+		"doubling (5 s, 20 s, 1 min, 2 min, … by default), up to `runs.max_attempts` tries. The user is told once that " +
+		"the answer will follow.",
 	"runs.lease": "How long a worker owns a run without renewing its lease; the runs of a process that died are " +
 		"taken over after it.",
 	"runs.max_per_conversation": "The most runs queued behind one conversation; a message beyond it is refused with a \"busy, try again\" reply.",
@@ -249,6 +253,9 @@ var keyDescriptions = map[string]string{
 	"runs.max_message_chars":    "The longest message accepted, in characters; a longer one gets a polite refusal.",
 	"runs.placeholder_after": "How long a run may take before a \"working\" placeholder is posted (a run answered " +
 		"sooner shows one message); 0 posts it at once. The typing signal goes out at receipt either way.",
+
+	"runs.max_answer_messages": "How many chat messages one answer may take. The rest of a longer answer is sent as a " +
+		"Markdown file (`answer.md`) where the platform takes files (Telegram), and as more messages where it does not.",
 
 	"subagents.max_depth":      "How deep subagents may nest; 0 disables subagents.",
 	"subagents.max_concurrent": "The most subagents running at once under one lead agent.",

@@ -265,6 +265,8 @@ func (c *Config) Validate() error {
 	v.atLeast("runs.workers", c.Runs.Workers, 1)
 	v.oneOf("runs.followup", c.Runs.Followup, FollowupQueue, FollowupInterrupt)
 	v.atLeast("runs.max_attempts", c.Runs.MaxAttempts, 1)
+	v.positiveDuration("runs.outage_retry_base", c.Runs.OutageRetryBase)
+	v.atLeast("runs.max_answer_messages", c.Runs.MaxAnswerMessages, 1)
 	v.positiveDuration("runs.lease", c.Runs.Lease)
 	v.atLeast("runs.max_per_conversation", c.Runs.MaxPerConversation, 1)
 	v.atLeast("runs.max_pending", c.Runs.MaxPending, 1)

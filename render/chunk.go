@@ -1,6 +1,7 @@
 package render
 
 import (
+	"html"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,14 +12,19 @@ import (
 const MinChunkLimit = 64
 
 // Chunk splits text that is already in dialect d into pieces of at most limit
-// characters (as Width counts them), for platforms that cap a message or
-// block. It prefers to cut at a blank line, then at a line end, then after a
-// space, and never cuts inside a rune, an HTML entity or tag, or a Slack
-// <link|label>. A cut inside a ``` code block closes the fence and reopens it
-// (with its language) in the next piece; for Telegram HTML, tags open at a
-// cut are closed and reopened, so every piece is well-formed on its own (an
-// unbalanced input is balanced too). Pieces carry no leading or trailing
-// blank lines; empty input gives no pieces.
+// characters, for platforms that cap a message or block. Characters are
+// counted as the platform counts them (VisibleWidth): for Telegram HTML what
+// the user sees — tags count nothing, an entity one character — since
+// Telegram's limit applies after its entities are parsed; for the others the
+// text as written (Width). It prefers to cut outside a code block or
+// formatting (a ``` fence, a Telegram tag) at a blank line or line end, then
+// at a blank line, a line end, then after a space, and never cuts inside a
+// rune, an HTML entity or tag, or a Slack <link|label>. A cut inside a ```
+// code block closes the fence and reopens it (with its language) in the next
+// piece; for Telegram HTML, tags open at a cut are closed and reopened, so
+// every piece is well-formed on its own (an unbalanced input is balanced
+// too). Pieces carry no leading or trailing blank lines; empty input gives no
+// pieces.
 func Chunk(text string, limit int, d Dialect) []string {
 	limit = max(limit, MinChunkLimit)
 	if !utf8.ValidString(text) {
@@ -38,6 +44,36 @@ func Chunk(text string, limit int, d Dialect) []string {
 		}
 	}
 	return out
+}
+
+// VisibleWidth is how many characters text in dialect d counts for the
+// platform's length limits: for Telegram HTML the characters shown (tags
+// count nothing, an entity counts as the character it stands for), in UTF-16
+// code units like Width; for every other dialect Width of the text as written.
+func VisibleWidth(text string, d Dialect) int {
+	if d != DialectTelegram {
+		return Width(text)
+	}
+	n := 0
+	for i := 0; i < len(text); {
+		switch text[i] {
+		case '<':
+			if j := strings.IndexByte(text[i:], '>'); j > 0 && !strings.ContainsAny(text[i+1:i+j], "<\n") {
+				i += j + 1
+				continue
+			}
+		case '&':
+			if j := strings.IndexByte(text[i:min(len(text), i+12)], ';'); j > 1 {
+				n += Width(html.UnescapeString(text[i : i+j+1]))
+				i += j + 1
+				continue
+			}
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		n += runeWidth(r)
+		i += size
+	}
+	return n
 }
 
 type openTag struct {
@@ -73,17 +109,12 @@ func (c *chunker) markup() bool { return c.d == DialectTelegram }
 // which open tags it emits.
 func (c *chunker) reopen(st *chunkState) string {
 	if c.markup() {
-		cost := 0
-		for _, t := range st.stack {
-			if !t.dropped {
-				cost += Width(t.raw) + len(t.name) + 3
-			}
-		}
-		emit := cost <= c.limit/4
+		// Tags are not counted against the limit (Telegram counts what is shown), so every
+		// open tag is reopened.
 		var b strings.Builder
 		for i := range st.stack {
 			t := &st.stack[i]
-			t.emitted = emit && !t.dropped
+			t.emitted = !t.dropped
 			if t.emitted {
 				b.WriteString(t.raw)
 			}
@@ -99,16 +130,11 @@ func (c *chunker) reopen(st *chunkState) string {
 	return ""
 }
 
-// closeCost is the width of what must be appended to end a piece in state st.
+// closeCost is the width of what must be appended to end a piece in state st
+// (close tags count nothing).
 func (c *chunker) closeCost(st *chunkState) int {
 	if c.markup() {
-		n := 0
-		for _, t := range st.stack {
-			if t.emitted {
-				n += len(t.name) + 3
-			}
-		}
-		return n
+		return 0
 	}
 	if st.inFence {
 		return 4 // "\n```"
@@ -221,7 +247,9 @@ func (c *chunker) stepTag(st *chunkState, atom string) string {
 		return EscapeHTML(atom)
 	}
 	t := openTag{name: name, raw: atom}
-	t.dropped = Width(atom)+len(name)+3 > c.limit/4
+	// A tag costs nothing visible, but one longer than a whole piece (a giant link) is
+	// dropped rather than repeated in every piece.
+	t.dropped = len(atom) > c.limit
 	t.emitted = !t.dropped
 	st.stack = append(st.stack, t)
 	if t.dropped {
@@ -255,9 +283,10 @@ func (c *chunker) next() string {
 	}
 	trial := c.st.clone()
 	prefix := c.reopen(&trial)
-	base := Width(prefix)
-	// Scan forward recording the last cut of each kind that fits.
-	var cutAny, cutSpace, cutLine, cutPara int
+	base := VisibleWidth(prefix, c.d)
+	// Scan forward recording the last cut of each kind that fits, and the last line or
+	// paragraph end outside any code block or formatting.
+	var cutAny, cutSpace, cutLine, cutPara, cutOutside int
 	used := 0
 	i := c.pos
 	for i < len(c.text) {
@@ -268,7 +297,7 @@ func (c *chunker) next() string {
 		}
 		j := c.atomEnd(i)
 		out := c.step(&trial, i, j)
-		used += Width(out)
+		used += VisibleWidth(out, c.d)
 		if base+used > c.limit {
 			break
 		}
@@ -282,13 +311,16 @@ func (c *chunker) next() string {
 				if j >= 2 && c.text[j-2] == '\n' {
 					cutPara = j
 				}
+				if !trial.inFence && len(trial.stack) == 0 {
+					cutOutside = j
+				}
 			}
 		}
 		i = j
 	}
 	end := len(c.text)
 	if i < len(c.text) || base+used+c.closeCost(&trial) > c.limit {
-		end = c.pickCut(cutAny, cutSpace, cutLine, cutPara)
+		end = c.pickCut(cutAny, cutSpace, cutLine, cutPara, cutOutside, trial.inFence || len(trial.stack) > 0)
 	}
 	// Replay the chosen span on the real state to build the piece.
 	st := c.st.clone()
@@ -335,12 +367,18 @@ func (c *chunker) blank(content string) bool {
 	return true
 }
 
-// pickCut prefers a paragraph, then a line, then a word boundary, as long as
-// the piece stays at least half as long as the longest cut that fits.
-func (c *chunker) pickCut(any, space, line, para int) int {
+// pickCut prefers, when the longest cut that fits would land inside a code
+// block or formatting (inside), the last line end outside any, so the block
+// starts the next piece whole, as long as the piece keeps a quarter of the
+// room; then a paragraph, a line, a word boundary, as long as the piece stays
+// at least half as long as the longest cut that fits.
+func (c *chunker) pickCut(any, space, line, para, outside int, inside bool) int {
 	if any <= c.pos {
 		// Nothing fits beside the reopened state: take one atom regardless.
 		return c.atomEnd(c.pos)
+	}
+	if inside && outside > c.pos+(any-c.pos)/4 {
+		return outside
 	}
 	half := c.pos + (any-c.pos)/2
 	for _, cut := range []int{para, line, space} {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"html"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -98,7 +99,7 @@ func TestChunkNeverSplitsRunesEntitiesOrTags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, p := range Chunk(tt.text, 97, tt.d) {
-				if !utf8.ValidString(p) || Width(p) > 97 {
+				if !utf8.ValidString(p) || VisibleWidth(p, tt.d) > 97 {
 					t.Fatalf("bad piece %q", p)
 				}
 				if tt.d == DialectTelegram {
@@ -157,9 +158,100 @@ func FuzzChunk(f *testing.F) {
 		}
 		eff := max(limit, MinChunkLimit)
 		for _, p := range Chunk(text, limit, d) {
-			if !utf8.ValidString(p) || Width(p) > eff || strings.TrimSpace(p) == "" {
+			if !utf8.ValidString(p) || VisibleWidth(p, d) > eff || strings.TrimSpace(p) == "" {
 				t.Fatalf("limit %d: bad piece %q", eff, p)
 			}
 		}
 	})
+}
+
+// TestChunksSplitByVisibleText proves Telegram HTML is cut by what the user sees, not by the
+// length of its markup: markup-heavy text fills each piece up to the limit of shown characters
+// (Telegram's limit applies after entities are parsed), nothing shown is lost or repeated, and
+// a code block that fits in a piece is kept whole rather than cut where the limit falls.
+func TestChunksSplitByVisibleText(t *testing.T) {
+	t.Run("markup is not counted", func(t *testing.T) {
+		unit := `<b>bold</b> <i>it</i> <a href="https://example.com/a/rather/long/path?q=1">link</a> &amp; <code>x</code>` + "\n"
+		text := strings.Repeat(unit, 1200)
+		shown := VisibleWidth(text, DialectTelegram)
+		pieces := Chunk(text, TelegramMaxText, DialectTelegram)
+		if want := shown/TelegramMaxText + 1; len(pieces) > want {
+			t.Errorf("%d pieces for %d shown characters (%d of markup), want at most %d", len(pieces), shown, Width(text), want)
+		}
+		var all strings.Builder
+		for i, p := range pieces {
+			if n := VisibleWidth(p, DialectTelegram); n > TelegramMaxText || i < len(pieces)-1 && n < TelegramMaxText*9/10 {
+				t.Errorf("piece %d shows %d characters, want close to and at most %d", i, n, TelegramMaxText)
+			}
+			if err := validTelegramHTML(p); err != nil {
+				t.Fatalf("piece %d: %v", i, err)
+			}
+			all.WriteString(shownText(p) + "\n")
+		}
+		if got, want := strings.Fields(all.String()), strings.Fields(shownText(text)); !slicesEqual(got, want) {
+			t.Errorf("the pieces show %d words, the text %d: something was lost or repeated", len(got), len(want))
+		}
+	})
+	code := func(open, close string) string {
+		var b strings.Builder
+		b.WriteString(open)
+		for i := range 40 {
+			fmt.Fprintf(&b, "line %02d of the code block\n", i)
+		}
+		return b.String() + close
+	}
+	for _, tc := range []struct {
+		name  string
+		d     Dialect
+		block string
+	}{
+		{"telegram pre", DialectTelegram, code(`<pre><code class="language-go">`, "</code></pre>")},
+		{"markdown fence", DialectDiscord, code("```go\n", "```")},
+	} {
+		t.Run(tc.name+" kept whole", func(t *testing.T) {
+			text := strings.Repeat("some words before the code. ", 18) + "\n\n" + tc.block + "\n\nafter the code"
+			pieces := Chunk(text, 1400, tc.d)
+			whole := 0
+			for _, p := range pieces {
+				if strings.Contains(p, "line 00 of") != strings.Contains(p, "line 39 of") {
+					t.Errorf("the code block was cut:\n%s", p)
+				}
+				if strings.Contains(p, "line 00 of") {
+					whole++
+				}
+			}
+			if whole != 1 {
+				t.Errorf("the code block is in %d pieces whole, want 1: %q", whole, pieces)
+			}
+		})
+	}
+}
+
+// shownText is what Telegram HTML shows: tags dropped, entities decoded.
+func shownText(s string) string {
+	var b strings.Builder
+	in := false
+	for _, r := range s {
+		switch {
+		case r == '<':
+			in = true
+		case r == '>':
+			in = false
+		case !in:
+			b.WriteRune(r)
+		}
+	}
+	return html.UnescapeString(b.String())
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

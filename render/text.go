@@ -50,7 +50,7 @@ func truncate(s string, limit int) string {
 // without breaking a tag, entity, code fence or rune, ending it with "…" when
 // it had to cut.
 func truncateMarkup(s string, limit int, d Dialect) string {
-	if Width(s) <= limit {
+	if VisibleWidth(s, d) <= limit {
 		return s
 	}
 	parts := Chunk(s, limit-1, d)

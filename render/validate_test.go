@@ -23,6 +23,13 @@ func (v *violations) text(where, s string, limit int) {
 	v.check(Width(s) <= limit, "%s: %d characters, limit %d", where, Width(s), limit)
 }
 
+// shown is like text for Telegram HTML, whose limit counts the characters shown.
+func (v *violations) shown(where, s string, limit int) {
+	v.check(utf8.ValidString(s), "%s: invalid UTF-8", where)
+	n := VisibleWidth(s, DialectTelegram)
+	v.check(n <= limit, "%s: %d characters shown, limit %d", where, n, limit)
+}
+
 var (
 	unneutralizedMass = regexp.MustCompile(`(?i)(^|[^\w/\x{200b}])@(everyone|here|channel)`)
 	pingSyntax        = regexp.MustCompile(`<[@!][^\x{200b}]`)
@@ -258,7 +265,7 @@ func validateTelegram(msgs []TelegramMessage) violations {
 	var v violations
 	for mi, m := range msgs {
 		w := fmt.Sprintf("message %d", mi)
-		v.text(w, m.Text, TelegramMaxText)
+		v.shown(w, m.Text, TelegramMaxText)
 		v.check(m.ParseMode == "HTML", "%s: parse mode %q", w, m.ParseMode)
 		if err := validTelegramHTML(m.Text); err != nil {
 			v.check(false, "%s: %v", w, err)

@@ -131,18 +131,24 @@ func (c *Channel) request(ctx context.Context, method string, params tgbotapi.Pa
 	if err == nil {
 		return resp.Result, nil
 	}
+	return nil, c.apiError(ctx, method, err)
+}
+
+// apiError turns a failed call's error into an *APIError (an error answer) or a redacted,
+// wrapped transport error.
+func (c *Channel) apiError(ctx context.Context, method string, err error) error {
 	var te *tgbotapi.Error
 	if errors.As(err, &te) {
 		ae := &APIError{Method: method, Code: te.Code, Description: c.redact.string(te.Message), kind: classify(te.Code, te.Message)}
 		if te.RetryAfter > 0 {
 			ae.RetryAfter = time.Duration(te.RetryAfter) * time.Second
 		}
-		return nil, ae
+		return ae
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("telegram: %s: %w", method, ctx.Err())
+		return fmt.Errorf("telegram: %s: %w", method, ctx.Err())
 	}
-	return nil, fmt.Errorf("telegram: %s: %w", method, c.redact.error(err))
+	return fmt.Errorf("telegram: %s: %w", method, c.redact.error(err))
 }
 
 // maxAttempts bounds retries of one call (429s and server errors).
@@ -153,9 +159,29 @@ const maxAttempts = 6
 // with backoff. Transport errors are retried only when idempotent is true: a sendMessage whose
 // answer was lost may have been delivered.
 func (c *Channel) call(ctx context.Context, method string, params tgbotapi.Params, idempotent bool) (json.RawMessage, error) {
+	return c.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
+		return c.callOnce(ctx, method, params)
+	})
+}
+
+// upload makes a Bot API call that uploads files (multipart), retried like call.
+func (c *Channel) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, idempotent bool) (json.RawMessage, error) {
+	return c.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
+		bot := *c.bot // a shallow copy per call, so each call carries its own client
+		bot.Client = ctxClient{ctx: ctx, c: c.http}
+		resp, err := bot.UploadFiles(method, params, files)
+		if err == nil {
+			return resp.Result, nil
+		}
+		return nil, c.apiError(ctx, method, err)
+	})
+}
+
+// retrying runs once (one attempt of method) with call's retry rules.
+func (c *Channel) retrying(ctx context.Context, method string, idempotent bool, once func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
-		res, err := c.callOnce(ctx, method, params)
+		res, err := once(ctx)
 		if err == nil {
 			return res, nil
 		}

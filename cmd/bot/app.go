@@ -133,7 +133,8 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
-		EditEvery: map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
+		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
+		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
 	})
 	if err != nil {
 		return err

@@ -132,6 +132,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, wrap func(llm.Provi
 		Workers:            cfg.Runs.Workers,
 		Lease:              cfg.Runs.Lease,
 		MaxAttempts:        cfg.Runs.MaxAttempts,
+		OutageRetryBase:    cfg.Runs.OutageRetryBase,
 		Followup:           runs.Followup(cfg.Runs.Followup),
 		MaxPerConversation: cfg.Runs.MaxPerConversation,
 		MaxPending:         int64(cfg.Runs.MaxPending),

@@ -96,7 +96,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	}()
 	rs.emit(runs.Event{Kind: runs.EventStarted})
 
-	tctx := WithCaller(withAsked(context.Background(), rs.asked), callerOf(env))
+	failure := &modelFailure{}
+	tctx := WithCaller(withAsked(withModelFailure(context.Background(), failure), rs.asked), callerOf(env))
 	if err := lead.SendInput(tctx, in); err != nil {
 		return "", fmt.Errorf("lead: starting the turn: %w", err)
 	}
@@ -123,6 +124,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		}
 		turn := historyTurn(completed, own)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
+	case end.Reason == agent.TurnError && failure.of(end.Error) != nil:
+		return t.modelFailed(ctx, run, failure.of(end.Error))
 	default:
 		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed, nil)

@@ -81,7 +81,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		opts.Logger = slog.Default()
 	}
 	t = &Team{
-		rt:    agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
+		rt:    agent.NewRuntime(watchedProvider{provider}, agent.WithLogger(opts.Logger)),
 		svc:   subagent.NewService(opts.Logger),
 		store: store,
 		opts:  opts,

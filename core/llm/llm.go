@@ -133,6 +133,36 @@ var ErrAuth = errors.New("llm: the model provider refused the API key")
 // ErrNotFound means the provider does not know the model or endpoint (HTTP 404).
 var ErrNotFound = errors.New("llm: the model or endpoint was not found")
 
+// ErrTimeout means the call outlasted its time budget (OpenAIOptions.Timeout, llm.timeout): the
+// model hung or was too slow. It may pass; see Temporary.
+var ErrTimeout = errors.New("llm: the model did not answer in time")
+
+// ErrUnavailable means the model server could not be reached or dropped the connection before
+// answering (refused, reset, DNS), or reported an error inside its stream. It may pass.
+var ErrUnavailable = errors.New("llm: the model server is unavailable")
+
+// ErrStreamCut means the answer's stream broke off after part of it had arrived: the partial
+// answer must not be used. It may pass.
+var ErrStreamCut = errors.New("llm: the answer's stream was cut before it was finished")
+
+// Temporary reports whether err is a model failure that may pass by itself, so the work is worth
+// trying again later: ErrTimeout, ErrUnavailable, ErrStreamCut, or a *StatusError of HTTP 408,
+// 429 or 5xx. ErrAuth, ErrNotFound, other statuses (400 bad request, …) and anything else are
+// not: retrying the same request would fail the same way.
+func Temporary(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, ErrAuth), errors.Is(err, ErrNotFound):
+		return false
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrUnavailable), errors.Is(err, ErrStreamCut):
+		return true
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.StatusCode == 408 || se.StatusCode == 429 || se.StatusCode >= 500
+	}
+	return false
+}
+
 // StatusError is an HTTP failure from a provider, after any retries.
 type StatusError struct {
 	Provider   string

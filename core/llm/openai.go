@@ -118,8 +118,10 @@ func (p *OpenAI) Name() string { return "openai" }
 
 // Stream sends req and streams the answer to onDelta (which may be nil). Failures are
 // classified: errors.Is(err, ErrAuth) for 401/403, errors.Is(err, ErrNotFound) for 404,
-// *StatusError for any other HTTP failure after retries, the context's error (wrapped) when
-// ctx is done or Timeout passed, and a wrapped transport error otherwise.
+// *StatusError for any other HTTP failure after retries, ErrTimeout (with the context's error)
+// when Timeout passed, the context's error (wrapped) when ctx is done, ErrStreamCut when the
+// stream broke off after part of the answer arrived (never retried here: the part already went
+// to onDelta), and ErrUnavailable for other transport failures. Temporary tells which may pass.
 func (p *OpenAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (Response, error) {
 	cctx := ctx
 	if p.opts.Timeout > 0 {
@@ -170,7 +172,7 @@ func (p *OpenAI) contextErr(ctx, cctx context.Context) error {
 		return fmt.Errorf("llm: openai: call to %s: %w", p.host, err)
 	}
 	if err := cctx.Err(); err != nil {
-		return fmt.Errorf("llm: openai: call to %s timed out after %v: %w", p.host, p.opts.Timeout, err)
+		return fmt.Errorf("llm: openai: call to %s timed out after %v: %w: %w", p.host, p.opts.Timeout, ErrTimeout, err)
 	}
 	return nil
 }
@@ -210,8 +212,8 @@ func (p *OpenAI) prepare(req Request) (call, error) {
 	return c, nil
 }
 
-// errStreamCut means the stream ended before the server said it was finished.
-var errStreamCut = errors.New("the stream ended before the answer was finished")
+// errStreamEnded means the stream ended before the server said it was finished.
+var errStreamEnded = errors.New("the stream ended before the answer was finished")
 
 // once makes one attempt. On failure it reports whether anything reached onDelta.
 func (p *OpenAI) once(ctx context.Context, c call, onDelta func(Delta)) (Response, *failure) {
@@ -230,7 +232,7 @@ func (p *OpenAI) once(ctx context.Context, c call, onDelta func(Delta)) (Respons
 		line, err := stream.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			if !acc.finished {
-				return Response{}, p.classify(errStreamCut, rec, acc.streamed)
+				return Response{}, p.classify(errStreamEnded, rec, acc.streamed)
 			}
 			return acc.response(), nil
 		}

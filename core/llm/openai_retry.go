@@ -92,12 +92,20 @@ func (p *OpenAI) classify(err error, x *exchange, streamed bool) *failure {
 	if f.status < 400 {
 		// No HTTP failure status: a transport failure, a cut stream, or an error event inside
 		// a 200 stream.
+		kind := ErrUnavailable
+		if streamed {
+			kind = ErrStreamCut
+		}
 		if apiErr != nil {
-			f.err = fmt.Errorf("llm: openai: %s reported an error in the stream: %s", p.host, serverMsg)
+			f.err = fmt.Errorf("llm: openai: %s reported an error in the stream: %w: %s", p.host, kind, serverMsg)
 			return f
 		}
 		f.retryable = isTransient(err)
-		f.err = fmt.Errorf("llm: openai: call to %s: %w", p.host, err)
+		if !f.retryable {
+			f.err = fmt.Errorf("llm: openai: call to %s: %w", p.host, err)
+			return f
+		}
+		f.err = fmt.Errorf("llm: openai: call to %s: %w: %w", p.host, kind, err)
 		return f
 	}
 	switch f.status {
@@ -120,7 +128,7 @@ func isTransient(err error) bool {
 	var urlErr *url.Error
 	var netErr net.Error
 	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamCut)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamEnded)
 }
 
 // redact removes the API key from s.

@@ -91,3 +91,39 @@ func TestDrainOnShutdown(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainDoesNotWaitOutAnOutage proves a run waiting minutes to retry after an outage does not
+// hold shutdown up: the drain gives its lease back at once, cleanly, and the next pool runs it.
+func TestDrainDoesNotWaitOutAnOutage(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	q := newQueue(t, realRedis(t), func(o *Options) { o.Lease, o.OutageRetryBase = 10*time.Second, time.Hour })
+	failed := make(chan struct{}, 1)
+	p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+		failed <- struct{}{}
+		return "", &UnavailableError{Err: errors.New("model down"), Reason: "down"}
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	env := signedEnv(q.opt.Signer, testConv(3), "during an outage")
+	mustEnqueue(t, q, env)
+	<-failed
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown = %v, want a clean drain", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Shutdown took %v with a run waiting out an outage", d)
+	}
+	rec := newRecorder()
+	p2 := startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) { rec.handled(run); return OutcomeAnswered, nil }), nil)
+	eventually(t, 5*time.Second, "the released run on the next pool", func() bool { return rec.count(env.RunID) == 1 })
+	if err := p2.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -108,6 +108,22 @@ type permanentError struct{ err error }
 func (p *permanentError) Error() string { return p.err.Error() }
 func (p *permanentError) Unwrap() error { return p.err }
 
+// UnavailableError is a run failure caused by an outage of something the run needs — the model
+// answering 5xx or 429, hanging, refusing connections — which lasts seconds to minutes. The pool
+// tries the run again on the slow schedule of Options.OutageRetryBase (5 s, 20 s, 1 min, 2 min,
+// then doubling, with jitter; never sooner than RetryAfter), up to Options.MaxAttempts; when the
+// last attempt fails the run is dead-lettered and the user is told Reason.
+type UnavailableError struct {
+	Err error
+	// Reason is the user-safe explanation shown if no attempt succeeds.
+	Reason string
+	// RetryAfter, when set, is the least wait before the next attempt (a Retry-After).
+	RetryAfter time.Duration
+}
+
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // Permanent marks err as not worth retrying: the run fails at once. Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {

@@ -37,6 +37,10 @@ type Options struct {
 	// RetryBase and RetryMax shape the exponential backoff with jitter between attempts
 	// (defaults 500ms and 30s).
 	RetryBase, RetryMax time.Duration
+	// OutageRetryBase is the first wait before retrying a run that failed with an
+	// *UnavailableError (default 5s); later waits are 4×, 12× and 24× it, then doubling, capped
+	// at 30 min, with jitter over their last quarter.
+	OutageRetryBase time.Duration
 	// Followup is the default follow-up policy (runs.followup; default queue).
 	Followup Followup
 	// FollowupFor, when set, picks the policy per conversation (a per-thread setting); an empty
@@ -76,6 +80,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RetryMax <= 0 {
 		o.RetryMax = 30 * time.Second
+	}
+	if o.OutageRetryBase <= 0 {
+		o.OutageRetryBase = 5 * time.Second
 	}
 	switch o.Followup {
 	case "":

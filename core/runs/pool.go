@@ -28,17 +28,19 @@ type Pool struct {
 	consumerIdle time.Duration
 	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
 	// for all workers together.
-	outage struct{ claim, ack, renew, handler *failureLog }
+	outage struct{ claim, ack, renew, handler, unavailable *failureLog }
 
-	work     chan rdb.Hint      // hints fetched, waiting for a worker
-	slots    chan struct{}      // one token per hint this process may hold (fetched or in work)
-	held     *heldSet           // what this process holds, for the heartbeat and the canceller
-	set      *settler           // batched acknowledgements and counters
-	intake   context.CancelFunc // stops fetcher and recoverer
-	runs     context.Context    // parent of every handler ctx; cancelled at the drain deadline
-	stopRuns context.CancelCauseFunc
-	bg       context.Context // context of background components
-	stopBg   context.CancelFunc
+	work   chan rdb.Hint      // hints fetched, waiting for a worker
+	slots  chan struct{}      // one token per hint this process may hold (fetched or in work)
+	held   *heldSet           // what this process holds, for the heartbeat and the canceller
+	set    *settler           // batched acknowledgements and counters
+	intake context.CancelFunc // stops fetcher and recoverer
+	// intakeCtx ends when the drain begins; a run waiting out an outage stops waiting then.
+	intakeCtx context.Context
+	runs      context.Context // parent of every handler ctx; cancelled at the drain deadline
+	stopRuns  context.CancelCauseFunc
+	bg        context.Context // context of background components
+	stopBg    context.CancelFunc
 
 	mu       sync.Mutex
 	started  bool
@@ -70,6 +72,7 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
 	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
 	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
+	p.outage.unavailable = newFailureLog(p.log, "runs waiting on an unavailable service", "runs: a service runs need (the model) is unavailable; retrying them later")
 	return p, nil
 }
 
@@ -95,7 +98,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.bg, p.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	p.runs, p.stopRuns = context.WithCancelCause(context.WithoutCancel(ctx))
 	intakeCtx, intake := context.WithCancel(p.bg)
-	p.intake = intake
+	p.intake, p.intakeCtx = intake, intakeCtx
 
 	p.set = newSettler(p.st, p.log, p.runs)
 	p.bgWG.Add(3)

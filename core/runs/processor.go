@@ -166,6 +166,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		switch {
 		case herr == nil:
 			p.outage.handler.ok()
+			p.outage.unavailable.ok()
 			if !out.Valid() {
 				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
 				out = OutcomeFailed
@@ -179,18 +180,36 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
 			r := p.deadLetter(ctx, tag, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
 			if r.step == stepAck {
-				p.tell(run, EventFailed, "Sorry, this request failed after several attempts.")
+				reason := "Sorry, this request failed after several attempts."
+				if u, ok := errors.AsType[*UnavailableError](herr); ok && u.Reason != "" {
+					reason = u.Reason
+				}
+				p.tell(run, EventFailed, reason)
 			}
 			return r
 		}
-		if unreachable(herr) {
+		wait := p.backoff(attempt)
+		u, outage := errors.AsType[*UnavailableError](herr)
+		if outage {
+			wait = max(p.unavailableBackoff(attempt), u.RetryAfter)
+		}
+		switch {
+		case outage:
+			// The model is down for every run alike: a few lines for all of them, not one each.
+			p.outage.unavailable.fail(herr, "run", runID, "conv", conv, "attempt", attempt, "wait", wait.Round(time.Millisecond))
+		case unreachable(herr):
 			// Redis is gone (the handler's thread store): one line for all runs, not one each.
 			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
-		} else {
+		default:
 			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
 		}
 		p.set.add(settleItem{counter: statRetries})
-		waitFor(runCtx, p.backoff(attempt))
+		if !p.waitRetry(runCtx, wait, outage) {
+			// The drain began while the run waited out an outage (minutes): give the run back
+			// now, for the next worker, rather than hold shutdown up until its deadline.
+			p.release(p.bg, tag, owner)
+			return result{step: stepReleased, runID: runID}
+		}
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {
 			return r
 		}
@@ -271,6 +290,46 @@ func (p *Pool) backoff(attempt int) time.Duration {
 		d = p.opt.RetryMax
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// waitRetry waits d before the next attempt, or until runCtx ends. A wait for an outage also
+// ends when the drain begins; it reports false then.
+func (p *Pool) waitRetry(runCtx context.Context, d time.Duration, outage bool) bool {
+	if !outage || p.intakeCtx == nil {
+		waitFor(runCtx, d)
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-runCtx.Done():
+	case <-t.C:
+	case <-p.intakeCtx.Done():
+		return runCtx.Err() != nil // the run's own end is handled by the caller
+	}
+	return true
+}
+
+// unavailableSteps are the multiples of OutageRetryBase waited after attempts 1, 2, 3 and 4 of
+// a run failing with an *UnavailableError (5 s, 20 s, 1 min, 2 min by default); later ones double.
+var unavailableSteps = [...]time.Duration{1, 4, 12, 24}
+
+// maxUnavailableWait caps one wait between attempts of a run waiting out an outage.
+const maxUnavailableWait = 30 * time.Minute
+
+// unavailableBackoff is the wait before retry attempt+1 of a run waiting out an outage of a
+// service it needs (the model), with jitter over its last quarter so runs that failed together
+// do not come back together.
+func (p *Pool) unavailableBackoff(attempt int) time.Duration {
+	i := min(max(attempt, 1), len(unavailableSteps)) - 1
+	d := p.opt.OutageRetryBase * unavailableSteps[i]
+	for n := len(unavailableSteps); n < attempt && d < maxUnavailableWait; n++ {
+		d *= 2
+	}
+	if d > maxUnavailableWait || d <= 0 {
+		d = maxUnavailableWait
+	}
+	return d - d/4 + rand.N(d/4+1)
 }
 
 func truncate(s string, n int) string {

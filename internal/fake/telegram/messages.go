@@ -33,6 +33,8 @@ type Message struct {
 	FromUser  int64
 	Edits     int
 	Deleted   bool
+	// Document is the file of a sendDocument message (Text is then its caption).
+	Document *Document
 	// At is when the message was sent (for a bot message: when sendMessage was served), for
 	// latency measurements.
 	At time.Time
@@ -92,6 +94,11 @@ func (s *Server) Posted(chatID int64) []Message {
 		if m := c.msgs[id]; m.FromUser == BotID && !m.Deleted {
 			cp := *m
 			cp.Keyboard = slices.Clone(m.Keyboard)
+			if m.Document != nil {
+				d := *m.Document
+				d.Data = slices.Clone(d.Data)
+				cp.Document = &d
+			}
 			out = append(out, cp)
 		}
 	}
@@ -242,6 +249,10 @@ func (s *Server) wireOut(m *Message) WireMessage {
 	}
 	if m.Keyboard != nil {
 		w.ReplyMarkup = &Keyboard{InlineKeyboard: m.Keyboard}
+	}
+	if d := m.Document; d != nil {
+		w.Caption, w.Text = w.Text, ""
+		w.Document = &WireDocument{FileID: d.FileID, FileUniqueID: d.FileID, FileName: d.FileName, MimeType: d.MimeType, FileSize: len(d.Data)}
 	}
 	return w
 }

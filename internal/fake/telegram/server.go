@@ -3,7 +3,8 @@
 // (POST /bot<token>/<method> with form or JSON parameters, {"ok":…,"result":…} answers,
 // error_code/description/parameters.retry_after on errors) so the real client library can be
 // driven against it: getMe, getUpdates long polling with offset confirmation, sendMessage with
-// Telegram's HTML checks and inline keyboards, editMessageText, deleteMessage, sendChatAction,
+// Telegram's HTML checks and inline keyboards, sendDocument (multipart upload, caption),
+// editMessageText, deleteMessage, sendChatAction,
 // answerCallbackQuery, setMyCommands/getMyCommands and the webhook methods.
 //
 // Tests push updates (private, group, forum topic, callback query), read what the bot posted per
@@ -183,6 +184,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getUpdates":
 		result, aerr = s.getUpdates(r, params)
+	case "sendDocument":
+		s.mu.Lock()
+		result, aerr = s.sendDocument(r, params)
+		s.mu.Unlock()
 	default:
 		h, known := handlers[method]
 		if !known {

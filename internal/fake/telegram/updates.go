@@ -49,6 +49,8 @@ type WireMessage struct {
 	CaptionEntities []Entity     `json:"caption_entities,omitempty"`
 	ReplyToMessage  *WireMessage `json:"reply_to_message,omitempty"`
 	ReplyMarkup     *Keyboard    `json:"reply_markup,omitempty"`
+	// Document is set on messages the bot sent with sendDocument.
+	Document *WireDocument `json:"document,omitempty"`
 }
 
 // In describes a message a user sends, for PushMessage. Entities are derived from Text (bot

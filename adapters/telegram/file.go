@@ -1,0 +1,87 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+var (
+	_ channels.FileSender = (*Channel)(nil)
+	_ channels.Pager      = (*Channel)(nil)
+)
+
+// MaxCaption is the longest document caption Telegram accepts; SendFile cuts longer ones.
+const MaxCaption = 1024
+
+// Pages reports how many Telegram messages Send would post for m (4,096 characters shown each).
+func (c *Channel) Pages(m channels.Message) (int, error) {
+	ps, err := c.pieces(m)
+	return len(ps), err
+}
+
+// SendFile posts data as a document named name (sendDocument, a multipart upload) to the
+// conversation's chat and forum topic, with caption as its plain-text caption (cut to 1,024
+// characters), paced like messages. The ref names the one message sent.
+func (c *Channel) SendFile(ctx context.Context, to channels.Target, name string, data []byte, caption string) (channels.MessageRef, error) {
+	ref := channels.MessageRef{Conv: to.Conv}
+	chat, err := chatID(to.Conv)
+	if err != nil {
+		return ref, err
+	}
+	if len(data) == 0 {
+		return ref, errors.New("telegram: send file: empty file")
+	}
+	if c.cfg.Pacing {
+		if err := c.sleep(ctx, c.pacer.reserve(chat, c.now())); err != nil {
+			return ref, fmt.Errorf("telegram: send file: %w", err)
+		}
+		if err := c.sleep(ctx, c.pacer.reserveGlobal(c.now())); err != nil {
+			return ref, fmt.Errorf("telegram: send file: %w", err)
+		}
+	}
+	params := tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10)}
+	if caption != "" {
+		params["caption"] = cutCaption(caption)
+	}
+	if to.Conv.Thread != "" {
+		params["message_thread_id"] = to.Conv.Thread
+	}
+	if _, err := strconv.Atoi(to.ReplyTo); err == nil {
+		params["reply_parameters"] = `{"message_id":` + to.ReplyTo + `,"allow_sending_without_reply":true}`
+	}
+	files := []tgbotapi.RequestFile{{Name: "document", Data: tgbotapi.FileBytes{Name: name, Bytes: data}}}
+	raw, err := c.upload(ctx, "sendDocument", params, files, false)
+	if err != nil {
+		return ref, err
+	}
+	var sent sentMessage
+	if err := json.Unmarshal(raw, &sent); err != nil || sent.MessageID == 0 {
+		return ref, errors.New("telegram: sendDocument: unreadable result")
+	}
+	ref.IDs = []string{strconv.Itoa(sent.MessageID)}
+	return ref, nil
+}
+
+// cutCaption cuts s to MaxCaption UTF-16 code units (as Telegram counts), ending it with "…"
+// when it had to cut.
+func cutCaption(s string) string {
+	if len(utf16.Encode([]rune(s))) <= MaxCaption {
+		return s
+	}
+	n := 0
+	for i, r := range s {
+		n += max(utf16.RuneLen(r), 1)
+		if n > MaxCaption-1 {
+			return s[:i] + "…"
+		}
+	}
+	return s
+}

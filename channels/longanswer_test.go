@@ -1,0 +1,144 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fileChannel is the fake platform with files: Pages counts the fake's pieces, SendFile keeps
+// the files (or fails when told to).
+type fileChannel struct {
+	*fakeChannel
+	mu    sync.Mutex
+	files []string
+	fail  bool
+}
+
+func (f *fileChannel) Pages(m Message) (int, error) {
+	n := f.pieceLen
+	if n == 0 {
+		n = 4000
+	}
+	return max(1, (len(show(m))+n-1)/n), nil
+}
+
+func (f *fileChannel) SendFile(_ context.Context, to Target, name string, data []byte, caption string) (MessageRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return MessageRef{}, errors.New("upload refused")
+	}
+	if name != answerFileName || caption == "" {
+		return MessageRef{}, fmt.Errorf("file %q with caption %q", name, caption)
+	}
+	f.files = append(f.files, string(data))
+	return MessageRef{Conv: to.Conv, IDs: []string{"file-" + fmt.Sprint(len(f.files))}}, nil
+}
+
+func (f *fileChannel) sentFiles() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.files...)
+}
+
+// paragraphs is an answer of n numbered paragraphs.
+func paragraphs(n int) (string, []string) {
+	var ps []string
+	for i := range n {
+		ps = append(ps, fmt.Sprintf("Paragraph %03d says a few words, enough to take some room.", i))
+	}
+	return strings.Join(ps, "\n\n"), ps
+}
+
+// inOrderOnce checks that every paragraph is in text exactly once, in order.
+func inOrderOnce(t *testing.T, text string, ps []string) {
+	t.Helper()
+	pos := 0
+	for i, p := range ps {
+		if strings.Count(text, p) != 1 {
+			t.Fatalf("paragraph %d appears %d times", i, strings.Count(text, p))
+		}
+		j := strings.Index(text[pos:], p)
+		if j < 0 {
+			t.Fatalf("paragraph %d is out of order", i)
+		}
+		pos += j + len(p)
+	}
+}
+
+// TestLongAnswerSendsTheRestAsAFile proves delivery keeps an answer within MaxAnswerMessages on
+// a channel that counts its messages and takes files: the head of the answer in at most that
+// many messages, cut at a paragraph, the rest as one answer.md file — once, even when the run
+// is delivered again by another attempt.
+func TestLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	h := newDeliveryHarness(t)
+	h.ch.pieceLen = 600
+	ch := &fileChannel{fakeChannel: h.ch}
+	// A grace period longer than the test: the answer is the run's one Send.
+	opts := func(o *DeliveryOptions) { o.MaxAnswerMessages, o.PlaceholderAfter = 2, time.Hour }
+	answer, ps := paragraphs(80)
+	h.deliver(h.delivery(ch, opts), attempt(1, "", started("r1"), final("r1", answer))...)
+
+	files := ch.sentFiles()
+	if len(files) != 1 {
+		t.Fatalf("%d files sent, want 1", len(files))
+	}
+	sends := h.ch.sent()
+	if len(sends) != 1 || len(sends[0].IDs) > 2 {
+		t.Fatalf("sends %d (first of %d messages), want one card of at most 2 messages", len(sends), len(sends[0].IDs))
+	}
+	if !strings.Contains(sends[0].Text, answerFileName) {
+		t.Errorf("the card does not say the rest is in the file: %q", sends[0].Text)
+	}
+	if !strings.HasPrefix(files[0], "Paragraph ") {
+		t.Errorf("the file does not start at a paragraph: %.40q", files[0])
+	}
+	inOrderOnce(t, sends[0].Text+"\n"+files[0], ps)
+
+	// Another attempt, in another process: nothing is sent again.
+	h.deliver(h.delivery(ch, opts), attempt(2, "", started("r1"), final("r1", answer))...)
+	if n := len(ch.sentFiles()); n != 1 {
+		t.Errorf("%d files after a replay, want 1", n)
+	}
+}
+
+// TestLongAnswerFallsBackToMessages proves an answer is never lost for want of files: a channel
+// that cannot send files gets the whole answer as messages, and a file the platform refuses
+// is sent as messages instead.
+func TestLongAnswerFallsBackToMessages(t *testing.T) {
+	answer, ps := paragraphs(80)
+	// A grace period longer than the test: the answer is the run's one Send.
+	opts := func(o *DeliveryOptions) { o.MaxAnswerMessages, o.PlaceholderAfter = 2, time.Hour }
+	t.Run("no files", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		h.ch.pieceLen = 600
+		h.deliver(h.delivery(h.ch, opts), attempt(1, "", started("r1"), final("r1", answer))...)
+		sends := h.ch.sent()
+		if len(sends) != 1 || len(sends[0].IDs) <= 2 || strings.Contains(sends[0].Text, answerFileName) {
+			t.Fatalf("want the whole answer in one card of several messages, got %d sends", len(sends))
+		}
+		inOrderOnce(t, sends[0].Text, ps)
+	})
+	t.Run("file refused", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		h.ch.pieceLen = 600
+		ch := &fileChannel{fakeChannel: h.ch, fail: true}
+		h.deliver(h.delivery(ch, opts), attempt(1, "", started("r1"), final("r1", answer))...)
+		var all []string
+		for _, s := range h.ch.sent() {
+			all = append(all, s.Text)
+		}
+		if len(all) != 2 {
+			t.Fatalf("%d sends, want the card and the rest as text", len(all))
+		}
+		inOrderOnce(t, strings.Join(all, "\n"), ps)
+		if h.metrics.get("outbound/test/file_failed") != 1 {
+			t.Error("the refused file was not counted")
+		}
+	})
+}

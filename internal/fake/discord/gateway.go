@@ -1,0 +1,553 @@
+package discordfake
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Gateway close codes (Discord's numbers).
+const (
+	CloseUnknownError         = 4000
+	CloseUnknownOpcode        = 4001
+	CloseDecodeError          = 4002
+	CloseNotAuthenticated     = 4003
+	CloseAuthenticationFailed = 4004
+	CloseAlreadyAuthenticated = 4005
+	CloseInvalidSeq           = 4007
+	CloseSessionTimedOut      = 4009
+	CloseInvalidIntents       = 4013
+	CloseDisallowedIntents    = 4014
+)
+
+type frame struct {
+	seq int64
+	raw []byte
+}
+
+type session struct {
+	id      string
+	seq     int64
+	log     []frame
+	conn    *conn
+	intents int
+}
+
+type conn struct {
+	ws   *websocket.Conn
+	wmu  sync.Mutex
+	sess *session
+	path string
+}
+
+func (c *conn) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.writeRaw(b)
+}
+
+func (c *conn) writeRaw(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+func (c *conn) closeWith(code int, reason string) {
+	c.wmu.Lock()
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+	c.wmu.Unlock()
+	_ = c.ws.Close()
+}
+
+// Identify is one IDENTIFY the gateway accepted or refused.
+type Identify struct {
+	Intents  int
+	Accepted bool
+	Path     string
+}
+
+// Resume is one RESUME the gateway received.
+type Resume struct {
+	SessionID string
+	Seq       int64
+	// Path is where it arrived: "/resume/" (resume_gateway_url) or "/gw/" (the generic URL).
+	Path string
+	// Replayed counts the events sent again; Accepted is false when the gateway answered op 9.
+	Replayed int
+	Accepted bool
+}
+
+type gateway struct {
+	mu          sync.Mutex
+	conns       map[*conn]bool
+	cur         *session
+	sessions    map[string]*session
+	heartbeatMS int
+	allowed     int // privileged intents allowed
+	strict      bool
+	identifies  []Identify
+	resumes     []Resume
+	heartbeats  int
+	undelivered int
+	changed     chan struct{} // closed and replaced on every connection state change
+}
+
+func (g *gateway) init() {
+	g.conns = map[*conn]bool{}
+	g.sessions = map[string]*session{}
+	g.heartbeatMS = defaultHeartbeatMS
+	g.allowed = IntentMessageContent
+	g.strict = true
+	g.changed = make(chan struct{})
+}
+
+func (g *gateway) notifyLocked() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+func (g *gateway) closeAll() {
+	g.mu.Lock()
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	for _, c := range conns {
+		_ = c.ws.Close()
+	}
+}
+
+// SetHeartbeatInterval sets the interval HELLO announces (default 45 s).
+func (s *Server) SetHeartbeatInterval(d time.Duration) {
+	s.gw.mu.Lock()
+	s.gw.heartbeatMS = int(d / time.Millisecond)
+	s.gw.mu.Unlock()
+}
+
+// AllowPrivilegedIntents sets which privileged intents IDENTIFY may ask for (default the
+// message content intent, as when its switch is on in the Developer Portal); others get close
+// 4014.
+func (s *Server) AllowPrivilegedIntents(mask int) {
+	s.gw.mu.Lock()
+	s.gw.allowed = mask
+	s.gw.mu.Unlock()
+}
+
+// AcceptResumeAnywhere makes RESUME work on the generic gateway URL too. By default only
+// resume_gateway_url resumes; a RESUME elsewhere gets op 9 (session not resumable), which is
+// what a client that ignores resume_gateway_url risks with Discord.
+func (s *Server) AcceptResumeAnywhere() {
+	s.gw.mu.Lock()
+	s.gw.strict = false
+	s.gw.mu.Unlock()
+}
+
+// Identifies lists the IDENTIFYs received.
+func (s *Server) Identifies() []Identify {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return append([]Identify(nil), s.gw.identifies...)
+}
+
+// Resumes lists the RESUMEs received.
+func (s *Server) Resumes() []Resume {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return append([]Resume(nil), s.gw.resumes...)
+}
+
+// Heartbeats counts the op 1 heartbeats received.
+func (s *Server) Heartbeats() int {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return s.gw.heartbeats
+}
+
+// Connected reports whether a session has a live, identified (or resumed) connection.
+func (s *Server) Connected() bool {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return s.gw.cur != nil && s.gw.cur.conn != nil
+}
+
+// SessionID is the current session's id ("" before the first READY).
+func (s *Server) SessionID() string {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	if s.gw.cur == nil {
+		return ""
+	}
+	return s.gw.cur.id
+}
+
+// Undelivered counts dispatches made while no session existed (lost, as with Discord).
+func (s *Server) Undelivered() int {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return s.gw.undelivered
+}
+
+// WaitConnected blocks until a session has a live connection or timeout passes; it reports
+// whether one has.
+func (s *Server) WaitConnected(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.gw.mu.Lock()
+		ok := s.gw.cur != nil && s.gw.cur.conn != nil
+		ch := s.gw.changed
+		s.gw.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// Dispatch sends an op 0 event of type t with data d on the current session, with the next
+// sequence number. While the session has no connection the event is kept for a RESUME to
+// replay; with no session at all it is lost (counted by Undelivered). Without the message
+// content intent, a guild MESSAGE_CREATE that does not mention the bot arrives with empty
+// content, as Discord sends it.
+func (s *Server) Dispatch(t string, d map[string]any) {
+	g := &s.gw
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sess := g.cur
+	if sess == nil {
+		g.undelivered++
+		return
+	}
+	if t == "MESSAGE_CREATE" && sess.intents&IntentMessageContent == 0 && d["guild_id"] != nil && !mentionsBot(d) {
+		c := make(map[string]any, len(d))
+		for k, v := range d {
+			c[k] = v
+		}
+		c["content"], c["attachments"], c["embeds"] = "", []any{}, []any{}
+		d = c
+	}
+	sess.seq++
+	b, err := json.Marshal(map[string]any{"op": 0, "t": t, "s": sess.seq, "d": d})
+	if err != nil {
+		return
+	}
+	sess.log = append(sess.log, frame{seq: sess.seq, raw: b})
+	if sess.conn != nil {
+		_ = sess.conn.writeRaw(b)
+	}
+}
+
+func mentionsBot(d map[string]any) bool {
+	if c, ok := d["content"].(string); ok && (strings.Contains(c, "<@"+BotID+">") || strings.Contains(c, "<@!"+BotID+">")) {
+		return true
+	}
+	roles, _ := d["mention_roles"].([]string)
+	return slices.Contains(roles, BotRoleID)
+}
+
+// current returns the live connection of the current session, if any.
+func (g *gateway) current() *conn {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cur == nil {
+		return nil
+	}
+	return g.cur.conn
+}
+
+// Drop cuts the current connection without a close frame (the client sees 1006, abnormal
+// closure); the session stays resumable. It reports whether there was one.
+func (s *Server) Drop() bool {
+	c := s.gw.current()
+	if c == nil {
+		return false
+	}
+	s.detach(c)
+	_ = c.ws.NetConn().Close()
+	return true
+}
+
+// CloseWith closes the current connection with a close frame of code. For 4007 and 4009 the
+// session is forgotten (not resumable), as Discord does. It reports whether there was one.
+func (s *Server) CloseWith(code int, reason string) bool {
+	c := s.gw.current()
+	if c == nil {
+		return false
+	}
+	s.detach(c)
+	if code == CloseInvalidSeq || code == CloseSessionTimedOut {
+		s.gw.mu.Lock()
+		if c.sess != nil {
+			delete(s.gw.sessions, c.sess.id)
+		}
+		s.gw.mu.Unlock()
+	}
+	c.closeWith(code, reason)
+	return true
+}
+
+// InvalidSession sends op 9 on the current connection; with resumable false the session is
+// forgotten first.
+func (s *Server) InvalidSession(resumable bool) bool {
+	c := s.gw.current()
+	if c == nil {
+		return false
+	}
+	if !resumable {
+		s.gw.mu.Lock()
+		if c.sess != nil {
+			delete(s.gw.sessions, c.sess.id)
+			if s.gw.cur == c.sess {
+				s.gw.cur = nil
+			}
+		}
+		c.sess = nil
+		s.gw.notifyLocked()
+		s.gw.mu.Unlock()
+	}
+	return c.write(map[string]any{"op": 9, "d": resumable}) == nil
+}
+
+// Reconnect sends op 7 (the client should reconnect and resume).
+func (s *Server) Reconnect() bool {
+	c := s.gw.current()
+	if c == nil {
+		return false
+	}
+	return c.write(map[string]any{"op": 7, "d": nil}) == nil
+}
+
+func (s *Server) detach(c *conn) {
+	g := &s.gw
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.conns, c)
+	if c.sess != nil && c.sess.conn == c {
+		c.sess.conn = nil
+	}
+	g.notifyLocked()
+}
+
+type payload struct {
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d"`
+}
+
+func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("encoding") != "json" {
+		http.Error(w, "encoding=json required", http.StatusBadRequest)
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c := &conn{ws: ws, path: r.URL.Path}
+	g := &s.gw
+	g.mu.Lock()
+	g.conns[c] = true
+	hb := g.heartbeatMS
+	g.mu.Unlock()
+	defer func() {
+		s.detach(c)
+		_ = ws.Close()
+	}()
+	if c.write(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": hb}}) != nil {
+		return
+	}
+	ws.SetReadLimit(1 << 20)
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var p payload
+		if err := json.Unmarshal(data, &p); err != nil {
+			c.closeWith(CloseDecodeError, "Error while decoding payload.")
+			return
+		}
+		switch p.Op {
+		case 1:
+			g.mu.Lock()
+			g.heartbeats++
+			g.mu.Unlock()
+			if c.write(map[string]any{"op": 11}) != nil {
+				return
+			}
+		case 2:
+			if !s.identify(c, p.D) {
+				return
+			}
+		case 6:
+			if !s.resume(c, p.D) {
+				return
+			}
+		case 3, 4, 8:
+			if c.sess == nil {
+				c.closeWith(CloseNotAuthenticated, "Not authenticated.")
+				return
+			}
+		default:
+			c.closeWith(CloseUnknownOpcode, "Unknown opcode.")
+			return
+		}
+	}
+}
+
+func (s *Server) tokenOK(t string) bool { return strings.TrimPrefix(t, "Bot ") == s.token }
+
+func (s *Server) identify(c *conn, raw json.RawMessage) bool {
+	var d struct {
+		Token   string `json:"token"`
+		Intents *int   `json:"intents"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || d.Intents == nil {
+		c.closeWith(CloseDecodeError, "Error while decoding payload.")
+		return false
+	}
+	g := &s.gw
+	g.mu.Lock()
+	rec := Identify{Intents: *d.Intents, Path: c.path}
+	switch {
+	case !s.tokenOK(d.Token):
+		g.identifies = append(g.identifies, rec)
+		g.mu.Unlock()
+		c.closeWith(CloseAuthenticationFailed, "Authentication failed.")
+		return false
+	case c.sess != nil:
+		g.mu.Unlock()
+		c.closeWith(CloseAlreadyAuthenticated, "Already authenticated.")
+		return false
+	case *d.Intents < 0 || *d.Intents >= 1<<26:
+		g.identifies = append(g.identifies, rec)
+		g.mu.Unlock()
+		c.closeWith(CloseInvalidIntents, "Invalid intent(s).")
+		return false
+	case *d.Intents&(IntentGuildMembers|IntentGuildPresences|IntentMessageContent)&^g.allowed != 0:
+		g.identifies = append(g.identifies, rec)
+		g.mu.Unlock()
+		c.closeWith(CloseDisallowedIntents, "Disallowed intent(s).")
+		return false
+	}
+	rec.Accepted = true
+	g.identifies = append(g.identifies, rec)
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	sess := &session{id: hex.EncodeToString(b), intents: *d.Intents}
+	if old := g.cur; old != nil && old.conn != nil && old.conn != c {
+		_ = old.conn.ws.Close() // one shard: a new session replaces the old one
+		old.conn = nil
+	}
+	g.sessions[sess.id] = sess
+	g.cur = sess
+	c.sess = sess
+	sess.conn = c
+	g.notifyLocked()
+	var guilds []any
+	for _, id := range s.guildIDs() {
+		guilds = append(guilds, map[string]any{"id": id, "unavailable": true})
+	}
+	g.mu.Unlock()
+
+	s.Dispatch("READY", map[string]any{
+		"v": 9, "user": botUser(), "session_id": sess.id, "resume_gateway_url": s.wsURL(strings.TrimSuffix(routeResumeSocket, "/")),
+		"guilds": orEmpty(guilds), "application": map[string]any{"id": ApplicationID, "flags": 0},
+	})
+	for _, id := range s.guildIDs() {
+		s.Dispatch("GUILD_CREATE", s.guildCreate(id))
+	}
+	return true
+}
+
+func (s *Server) guildIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.guilds...)
+}
+
+func (s *Server) guildCreate(id string) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var chans, threads []any
+	for _, c := range s.channels {
+		if c.GuildID != id {
+			continue
+		}
+		if c.Type == ChannelPublicThread {
+			threads = append(threads, c.wire())
+		} else {
+			chans = append(chans, c.wire())
+		}
+	}
+	return map[string]any{
+		"id": id, "name": "guild " + id, "unavailable": false,
+		"roles": []any{
+			map[string]any{"id": id, "name": "@everyone", "permissions": "0"},
+			map[string]any{"id": BotRoleID, "name": BotUsername, "managed": true, "permissions": "0", "tags": map[string]any{"bot_id": BotID}},
+		},
+		"channels": orEmpty(chans), "threads": orEmpty(threads), "members": []any{}, "joined_at": time.Now().UTC().Format(time.RFC3339),
+	}
+}
+
+func (s *Server) resume(c *conn, raw json.RawMessage) bool {
+	var d struct {
+		Token     string `json:"token"`
+		SessionID string `json:"session_id"`
+		Seq       int64  `json:"seq"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		c.closeWith(CloseDecodeError, "Error while decoding payload.")
+		return false
+	}
+	if !s.tokenOK(d.Token) {
+		c.closeWith(CloseAuthenticationFailed, "Authentication failed.")
+		return false
+	}
+	g := &s.gw
+	g.mu.Lock()
+	rec := Resume{SessionID: d.SessionID, Seq: d.Seq, Path: c.path}
+	sess, ok := g.sessions[d.SessionID]
+	if !ok || (g.strict && c.path != routeResumeSocket) || d.Seq > sess.seq {
+		g.resumes = append(g.resumes, rec)
+		g.mu.Unlock()
+		return c.write(map[string]any{"op": 9, "d": false}) == nil
+	}
+	if sess.conn != nil && sess.conn != c {
+		_ = sess.conn.ws.Close()
+	}
+	sess.conn = c
+	c.sess = sess
+	g.cur = sess
+	// Replay under the lock so that no new dispatch overtakes the replayed ones.
+	for _, f := range sess.log {
+		if f.seq > d.Seq {
+			rec.Replayed++
+			if c.writeRaw(f.raw) != nil {
+				break
+			}
+		}
+	}
+	sess.seq++
+	b, _ := json.Marshal(map[string]any{"op": 0, "t": "RESUMED", "s": sess.seq, "d": map[string]any{}})
+	_ = c.writeRaw(b)
+	rec.Accepted = true
+	g.resumes = append(g.resumes, rec)
+	g.notifyLocked()
+	g.mu.Unlock()
+	return true
+}

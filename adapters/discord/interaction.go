@@ -1,0 +1,257 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// Interaction callback types and the ephemeral flag (Discord's numbers).
+const (
+	cbMessage        = 4
+	cbDeferred       = 5
+	cbDeferredUpdate = 6
+	cbModal          = 9
+	flagEphemeral    = 1 << 6
+	// maxNotice keeps an ephemeral notice within one message.
+	maxNotice = 1900
+)
+
+// ixState is an interaction being handled: whether its one callback has been made.
+type ixState struct {
+	mu     sync.Mutex
+	id     string
+	token  string
+	acked  bool
+	update bool // a component or modal-on-a-message: type 6 is a valid silent ack
+}
+
+// commandReply is a slash command's deferred response, which replies to it fill.
+type commandReply struct {
+	mu    sync.Mutex
+	token string
+	used  bool // @original edited
+}
+
+func (c *Channel) goInteraction(ix *interactionEvent) {
+	ctx := c.lifeCtx()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.handleInteraction(ctx, ix)
+	}()
+}
+
+func (c *Channel) handleInteraction(ctx context.Context, ix *interactionEvent) {
+	var w where
+	if ix.GuildID != "" {
+		var err error
+		if w, err = c.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
+			c.cfg.Logger.Warn("discord: cannot tell where an interaction happened; skipping it", "channel", ix.ChannelID, "err", err)
+			return
+		}
+	}
+	in, ok := interactionInbound(ix, w, c.now())
+	if !ok {
+		return
+	}
+	st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
+	if in.Command != "" {
+		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
+		// and let Send fill the response.
+		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred}); err != nil {
+			c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
+			return
+		}
+		cr := &commandReply{token: ix.Token}
+		c.cmds.Store(ix.ID, cr)
+		c.handOver(ctx, in)
+		c.cmds.Delete(ix.ID)
+		cr.mu.Lock()
+		used := cr.used
+		cr.mu.Unlock()
+		if !used {
+			// Nothing answered: drop the "thinking…" response rather than leave it spinning.
+			ep := discordgo.EndpointInteractionResponseActions(c.applicationID(), ix.Token)
+			_ = c.call(context.WithoutCancel(ctx), "delete command response", func(opts ...discordgo.RequestOption) error {
+				_, err := c.s.RequestWithBucketID("DELETE", ep, nil, ep, opts...)
+				return err
+			})
+		}
+		return
+	}
+	c.ixs.Store(ix.ID, st)
+	defer c.ixs.Delete(ix.ID)
+	done := make(chan struct{})
+	var timerWG sync.WaitGroup
+	timerWG.Add(1)
+	go func() {
+		defer timerWG.Done()
+		t := time.NewTimer(c.cfg.DeferAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.ackQuietly(ctx, st)
+		case <-done:
+		}
+	}()
+	c.handOver(ctx, in)
+	close(done)
+	timerWG.Wait()
+	c.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
+}
+
+// ackQuietly makes the interaction's callback when none was made: a deferred update for clicks
+// (nothing visible changes), else a deferred response.
+func (c *Channel) ackQuietly(ctx context.Context, st *ixState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked {
+		return
+	}
+	typ := cbDeferredUpdate
+	var data any
+	if !st.update {
+		typ, data = cbDeferred, map[string]any{"flags": flagEphemeral}
+	}
+	body := map[string]any{"type": typ}
+	if data != nil {
+		body["data"] = data
+	}
+	if err := c.callbackLocked(ctx, st, body); err != nil && apiCode(err) != codeAlreadyAcked {
+		c.cfg.Logger.Debug("discord: acknowledging an interaction failed", "err", err)
+	}
+}
+
+func (c *Channel) callback(ctx context.Context, st *ixState, body map[string]any) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return c.callbackLocked(ctx, st, body)
+}
+
+func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[string]any) error {
+	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
+	err := c.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+		_, err := c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+		return err
+	})
+	if err == nil || apiCode(err) == codeAlreadyAcked || apiCode(err) == codeUnknownInteraction {
+		st.acked = true
+	}
+	return err
+}
+
+func (c *Channel) state(in *channels.Interaction) *ixState {
+	if v, ok := c.ixs.Load(in.ID); ok {
+		return v.(*ixState)
+	}
+	return &ixState{id: in.ID, token: in.Token, update: in.Message.ID() != ""}
+}
+
+// RespondInteraction answers a click privately: an ephemeral message with notice (cut to one
+// message), or, with an empty notice, a silent acknowledgement. When the interaction was already
+// acknowledged (deferred after Config.DeferAfter), the notice goes as an ephemeral follow-up.
+func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
+	if in == nil || in.ID == "" || in.Token == "" {
+		return errors.New("discord: respond: no interaction id or token")
+	}
+	if utf8.RuneCountInString(notice) > maxNotice {
+		notice = string([]rune(notice)[:maxNotice-1]) + "…"
+	}
+	st := c.state(in)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	msg := map[string]any{"content": notice, "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}
+	if !st.acked {
+		if notice == "" {
+			if st.update {
+				return c.callbackLocked(ctx, st, map[string]any{"type": cbDeferredUpdate})
+			}
+			return c.callbackLocked(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}})
+		}
+		return c.callbackLocked(ctx, st, map[string]any{"type": cbMessage, "data": msg})
+	}
+	if notice == "" {
+		return nil
+	}
+	ep := discordgo.EndpointFollowupMessage(c.applicationID(), in.Token) + "?wait=true"
+	return c.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+		_, err := c.s.RequestWithBucketID("POST", ep, msg, ep, opts...)
+		return err
+	})
+}
+
+// OpenForm answers a click with a modal of text inputs for form (render.DiscordFormModal). It
+// must be the interaction's first answer; after a deferral it fails and the router asks for a
+// typed answer instead.
+func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
+	if in == nil || in.ID == "" || in.Token == "" {
+		return errors.New("discord: open form: no interaction id or token")
+	}
+	card := render.Card{Title: "Your answer", Status: render.StatusWaiting, Form: &form}
+	modal, err := render.DiscordFormModal(card, c.cfg.ActionKey, false)
+	if err != nil {
+		return fmt.Errorf("discord: open form: %w", err)
+	}
+	st := c.state(in)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked {
+		return errors.New("discord: open form: the interaction was already answered")
+	}
+	return c.callbackLocked(ctx, st, map[string]any{"type": cbModal, "data": modal})
+}
+
+// sendCommandReply answers slash command id with ps: the first piece fills the deferred
+// response, the rest are follow-ups. handled is false when the command's token is no longer
+// known here (the caller then posts in the channel).
+func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage) (channels.MessageRef, bool, error) {
+	v, ok := c.cmds.Load(id)
+	if !ok {
+		return channels.MessageRef{}, false, nil
+	}
+	cr := v.(*commandReply)
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	ref := channels.MessageRef{Conv: to.Conv}
+	app := c.applicationID()
+	for _, p := range ps {
+		var raw []byte
+		var err error
+		if !cr.used {
+			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
+			err = c.call(ctx, "edit command response", func(opts ...discordgo.RequestOption) error {
+				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), ep, opts...)
+				return err
+			})
+		} else {
+			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
+			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
+				raw, err = c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+				return err
+			})
+		}
+		if err != nil {
+			return ref, true, err
+		}
+		cr.used = true
+		var s sent
+		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
+			ref.IDs = append(ref.IDs, s.ID)
+		}
+	}
+	return ref, true, nil
+}

@@ -224,13 +224,21 @@ func Pings(m Message) []string {
 
 // Guild adds a guild the bot is in (announced with GUILD_CREATE after READY) with one text
 // channel, and returns the channel's id.
+//
+// A guild added while the bot is connected is announced at once, as when the bot joins one.
 func (s *Server) Guild(guildID string) (channelID string) {
 	s.mu.Lock()
-	if !slices.Contains(s.guilds, guildID) {
+	added := !slices.Contains(s.guilds, guildID)
+	if added {
 		s.guilds = append(s.guilds, guildID)
 	}
+	channelID = s.newIDLocked()
+	s.channels[channelID] = &Channel{ID: channelID, Type: ChannelText, GuildID: guildID, Name: "general-" + channelID[len(channelID)-4:]}
 	s.mu.Unlock()
-	return s.TextChannel(guildID)
+	if added {
+		s.Dispatch("GUILD_CREATE", s.guildCreate(guildID))
+	}
+	return channelID
 }
 
 // TextChannel adds a text channel to guildID and returns its id.

@@ -1,0 +1,182 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/poll"
+)
+
+func acceptedIdentifies(fk *discordfake.Server) int {
+	n := 0
+	for _, id := range fk.Identifies() {
+		if id.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+func TestResumableDisconnectsReplayMissedEvents(t *testing.T) {
+	cases := []struct {
+		name string
+		cut  func(fk *discordfake.Server) bool
+	}{
+		{"dropped connection (1006)", func(fk *discordfake.Server) bool { return fk.Drop() }},
+		{"close 4000", func(fk *discordfake.Server) bool { return fk.CloseWith(4000, "Unknown error.") }},
+		{"close 1001", func(fk *discordfake.Server) bool { return fk.CloseWith(1001, "going away") }},
+		{"op 7 reconnect", func(fk *discordfake.Server) bool { return fk.Reconnect() }},
+		{"op 9 resumable", func(fk *discordfake.Server) bool { return fk.InvalidSession(true) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			dm := h.fk.DM(alice.ID)
+			h.fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "one"})
+			poll.Until(t, "the first message", func() bool { return h.rec.count() == 1 })
+			if !tc.cut(h.fk) {
+				t.Fatal("no connection to cut")
+			}
+			h.fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "two"}) // missed, then replayed
+			poll.Until(t, "the replayed message", func() bool { return h.rec.count() >= 2 })
+			poll.Until(t, "the resumed connection", func() bool { return h.fk.Connected() && h.ch.Ready() == nil })
+			h.fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "three"})
+			poll.Until(t, "the third message", func() bool { return h.rec.count() >= 3 })
+			var texts []string
+			for _, in := range h.rec.all() {
+				texts = append(texts, in.Text)
+			}
+			if strings.Join(texts, ",") != "one,two,three" {
+				t.Errorf("received %q", texts)
+			}
+			if n := acceptedIdentifies(h.fk); n != 1 {
+				t.Errorf("%d identifies, want 1 (resumed)", n)
+			}
+			res := h.fk.Resumes()
+			if len(res) == 0 || !res[len(res)-1].Accepted || res[len(res)-1].Path != "/resume/" {
+				t.Errorf("resumes = %+v", res)
+			}
+		})
+	}
+}
+
+func TestNonResumableDisconnectsIdentifyAgain(t *testing.T) {
+	cases := []struct {
+		name string
+		cut  func(fk *discordfake.Server) bool
+	}{
+		{"close 4009 session timed out", func(fk *discordfake.Server) bool { return fk.CloseWith(4009, "Session timed out.") }},
+		{"close 4007 invalid seq", func(fk *discordfake.Server) bool { return fk.CloseWith(4007, "Invalid seq.") }},
+		{"op 9 not resumable", func(fk *discordfake.Server) bool { return fk.InvalidSession(false) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			dm := h.fk.DM(alice.ID)
+			first := h.fk.SessionID()
+			if !tc.cut(h.fk) {
+				t.Fatal("no connection to cut")
+			}
+			poll.Until(t, "a new session", func() bool {
+				return acceptedIdentifies(h.fk) == 2 && h.fk.Connected() && h.fk.SessionID() != first
+			})
+			h.fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "after"})
+			poll.Until(t, "the message on the new session", func() bool { return h.rec.count() == 1 })
+			for _, r := range h.fk.Resumes() {
+				if r.Accepted {
+					t.Errorf("resumed a session Discord invalidated: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+func TestFatalClosesStopTheGateway(t *testing.T) {
+	cases := []struct {
+		name string
+		code int
+		want error
+	}{
+		{"4004 authentication failed", 4004, channels.ErrUnauthorized},
+		{"4014 disallowed intents", 4014, ErrIntentDisallowed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			h.fk.CloseWith(tc.code, "refused")
+			poll.Until(t, "Ready to report the refusal", func() bool { return errors.Is(h.ch.Ready(), tc.want) })
+			if n := len(h.fk.Identifies()); n != 1 {
+				t.Errorf("%d identifies after a fatal close, want 1", n)
+			}
+		})
+	}
+}
+
+func TestStartRefusals(t *testing.T) {
+	t.Run("wrong token is ErrUnauthorized and never shown", func(t *testing.T) {
+		fk := discordfake.New(t)
+		logs := &syncBuffer{}
+		cfg := testConfig(t, fk, logs)
+		cfg.Token = "MTEx.wrong-token-secret-part.abcdefghijklmnop"
+		ch, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ch.Start(context.Background(), &recorder{})
+		if !errors.Is(err, channels.ErrUnauthorized) {
+			t.Fatalf("Start = %v", err)
+		}
+		if strings.Contains(err.Error(), "wrong-token") || strings.Contains(logs.String(), "wrong-token") ||
+			strings.Contains(cfg.String(), "wrong-token") {
+			t.Errorf("the token leaked: %v\n%s", err, logs.String())
+		}
+		_ = ch.Stop(context.Background())
+	})
+	t.Run("message content intent switched off names the portal switch", func(t *testing.T) {
+		fk := discordfake.New(t)
+		fk.AllowPrivilegedIntents(0)
+		ch, err := New(testConfig(t, fk, &syncBuffer{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ch.Start(context.Background(), &recorder{})
+		if !errors.Is(err, ErrIntentDisallowed) || !strings.Contains(err.Error(), "Message Content Intent") {
+			t.Fatalf("Start = %v", err)
+		}
+		_ = ch.Stop(context.Background())
+	})
+}
+
+func TestReadyFollowsTheGateway(t *testing.T) {
+	h := newHarness(t, nil, func(c *Config) { c.ReconnectMin = time.Second })
+	if err := h.ch.Ready(); err != nil {
+		t.Fatalf("Ready after start: %v", err)
+	}
+	h.fk.Drop()
+	if err := h.ch.Ready(); err == nil {
+		// The drop may not have been read yet: wait for it.
+		poll.Until(t, "Ready to see the drop", func() bool { return h.ch.Ready() != nil })
+	}
+	poll.Until(t, "Ready again after the resume", func() bool { return h.ch.Ready() == nil })
+	if err := h.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(h.ch.Ready(), ErrNotReady) {
+		t.Error("Ready after Stop")
+	}
+}
+
+func TestHeartbeatsAreSent(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.SetHeartbeatInterval(20 * time.Millisecond)
+	h := newHarness(t, fk, nil)
+	poll.Until(t, "heartbeats", func() bool { return h.fk.Heartbeats() >= 3 })
+	if err := h.ch.Ready(); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+}

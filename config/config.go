@@ -119,7 +119,22 @@ type Discord struct {
 	ApplicationID string `koanf:"application_id"`
 	// PublicKey (hex Ed25519) verifies HTTP interactions; not a secret.
 	PublicKey string `koanf:"public_key"`
+	// ReplyInThread answers a mention in a channel in a new thread started from that message
+	// (default true); false answers in the channel, as a reply.
+	ReplyInThread bool `koanf:"reply_in_thread"`
+	// ThreadReplies says which messages of a thread the bot answers in reach it:
+	// DiscordThreadAll (default, no mention needed) or DiscordThreadMention.
+	ThreadReplies string `koanf:"thread_replies"`
+	// DevGuild registers the slash commands in this guild only (they appear at once), instead of
+	// globally; for development.
+	DevGuild string `koanf:"dev_guild"`
 }
+
+// discord.thread_replies values.
+const (
+	DiscordThreadAll     = "all"
+	DiscordThreadMention = "mention"
+)
 
 // PlatformAccess says who may talk to the bot on one platform.
 type PlatformAccess struct {
@@ -267,7 +282,7 @@ func Default() *Config {
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack:    Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket},
-		Discord:  Discord{APIURL: DefaultDiscordAPIURL},
+		Discord:  Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll},
 		Access:   Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:     HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{

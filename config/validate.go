@@ -214,6 +214,24 @@ func (c *Config) Validate() error {
 			v.add("discord.application_id", "must be a numeric snowflake id")
 		}
 	}
+	v.oneOf("discord.thread_replies", c.Discord.ThreadReplies, DiscordThreadAll, DiscordThreadMention)
+	if id := c.Discord.DevGuild; id != "" {
+		if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+			v.add("discord.dev_guild", "must be a numeric guild id (right-click the server → Copy Server ID)")
+		}
+	}
+	// A Discord channel_user_id is the user's numeric id; a name never matches anyone.
+	for _, key := range []string{"access.discord.allow", "admins.discord"} {
+		list := c.Access.Discord.Allow
+		if key == "admins.discord" {
+			list = c.Admins.Discord
+		}
+		for i, id := range list {
+			if _, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64); id != "" && err != nil {
+				v.add(fmt.Sprintf("%s[%d]", key, i), "must be a numeric Discord user id (Developer Mode → right-click the user → Copy User ID), not a name")
+			}
+		}
+	}
 
 	// access, admins
 	for _, p := range Platforms() {
@@ -265,8 +283,8 @@ func (c *Config) ValidateRun() error {
 		v.problems = append(v.problems, ve.Problems...)
 	}
 	if len(c.Enabled()) == 0 {
-		v.add("telegram.token", "no platform is configured: set telegram.token (see docs/telegram.md), "+
-			"or try the bot in this terminal with `bot chat`")
+		v.add("telegram.token", "no platform is configured: set telegram.token (see docs/telegram.md) or discord.token "+
+			"(see docs/discord.md), or try the bot in this terminal with `bot chat`")
 	}
 	return v.err()
 }

@@ -97,8 +97,15 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		}
 		a.chans = append(a.chans, tg)
 	}
+	if cfg.Discord.Token != "" {
+		dc, err := newDiscord(cfg, log, key, a.metrics)
+		if err != nil {
+			return err // the adapter's errors name it already
+		}
+		a.chans = append(a.chans, dc)
+	}
 	if len(a.chans) == 0 {
-		return errors.New("no channel is configured: set telegram.token (see docs/telegram.md), or use `bot chat`")
+		return errors.New("no channel is configured: set telegram.token (see docs/telegram.md) or discord.token, or use `bot chat`")
 	}
 
 	byName := map[string]channels.Channel{}
@@ -126,7 +133,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	}
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
-		EditEvery: map[string]time.Duration{"telegram": time.Second, "console": 0},
+		EditEvery: map[string]time.Duration{"telegram": time.Second, "discord": time.Second, "console": 0},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/switchboard-bot/switchboard/adapters/discord"
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// newDiscord builds the Discord channel from the discord.* settings. Events the adapter skips as
+// malformed are counted as refused inbound.
+func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics) (*discord.Channel, error) {
+	return discord.New(discord.Config{
+		Token:         cfg.Discord.Token,
+		APIURL:        cfg.Discord.APIURL,
+		ApplicationID: cfg.Discord.ApplicationID,
+		ReplyInThread: cfg.Discord.ReplyInThread,
+		ThreadReplies: discord.ThreadReplies(cfg.Discord.ThreadReplies),
+		DevGuild:      cfg.Discord.DevGuild,
+		Logger:        log.With("channel", "discord"),
+		ActionKey:     key,
+		OnMalformedEvent: func() {
+			m.refused.WithLabelValues("discord", "malformed").Inc()
+		},
+	})
+}
+
+// discordIntentHint says what to do when Discord refused the message content intent.
+func discordIntentHint(err error) (string, bool) {
+	if errors.Is(err, discord.ErrIntentDisallowed) {
+		return "open the Discord Developer Portal → your application → Bot → Privileged Gateway Intents, " +
+			"turn on Message Content Intent, save, and start the bot again", true
+	}
+	return "", false
+}

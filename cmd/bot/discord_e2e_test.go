@@ -1,0 +1,349 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/config"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+)
+
+var (
+	dAnn = discordfake.User{ID: "410000000000000001", Username: "ann"}
+	dBob = discordfake.User{ID: "410000000000000002", Username: "bob"}
+)
+
+// TestDiscordDirectMessage proves the whole path for a DM: the gateway event becomes a run,
+// typing is signalled, and the model's answer is the one message posted in the DM.
+func TestDiscordDirectMessage(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "hello bot"})
+	got := e.waitAnswers(dm, 1)
+	if !strings.Contains(got[0].Text(), "echo: hello bot") {
+		t.Fatalf("answer shows %q", got[0].Text())
+	}
+	if e.dc.Count("POST", discordfake.RouteTyping) == 0 {
+		t.Error("no typing signal while the run worked")
+	}
+	if n := e.dc.Count("POST", discordfake.RouteMessages); n != 1 {
+		t.Errorf("%d messages posted, want 1", n)
+	}
+}
+
+// TestDiscordChannelMentionAnsweredInThread proves a mention in a channel is answered in a new
+// thread started from that message, an unmentioned message is ignored, and a follow-up in the
+// thread without a mention continues the same conversation.
+func TestDiscordChannelMentionAnsweredInThread(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.start()
+	ch := e.dc.Guild("700000000000000001")
+	e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dBob, Content: "just chatting, not for the bot"})
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "what is two plus two?", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	if !strings.Contains(got[0].Text(), "echo: what is two plus two?") {
+		t.Fatalf("thread answer shows %q", got[0].Text())
+	}
+	th, ok := e.dc.ChannelInfo(mid)
+	if !ok || th.Type != discordfake.ChannelPublicThread || th.ParentID != ch {
+		t.Fatalf("no thread from the message: %+v", th)
+	}
+	if n := len(e.dc.PostedByBot(ch)); n != 0 {
+		t.Errorf("%d bot messages in the channel itself, want 0", n)
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times; the unmentioned message must be ignored", n)
+	}
+
+	e.dc.Post(discordfake.UserMessage{Channel: mid, Author: dAnn, Content: "and times three?"})
+	got = e.waitAnswers(mid, 2)
+	if !strings.Contains(got[1].Text(), "echo: and times three?") {
+		t.Fatalf("follow-up answer shows %q", got[1].Text())
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !hasMessage(reqs[1].Messages, "user", "what is two plus two?") {
+		t.Errorf("the follow-up did not continue the thread's conversation")
+	}
+}
+
+// TestDiscordClarificationByButton proves ask_clarification becomes buttons, a click answers it
+// (acknowledged within 3 s) and resumes the run with the choice.
+func TestDiscordClarificationByButton(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book a table"})
+	card := e.waitQuestion(dm)
+	if !strings.Contains(card.Text(), "How many people?") {
+		t.Fatalf("question shows %q", card.Text())
+	}
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "4")))
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline {
+		t.Errorf("click acknowledged after %v", d)
+	}
+	waitFor(t, "the booking", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "booked") {
+				return true
+			}
+		}
+		return false
+	})
+	var final string
+	for _, m := range e.dc.PostedByBot(dm) {
+		if strings.Contains(m.Text(), "booked") {
+			final = m.Text()
+		}
+	}
+	if !strings.Contains(final, "People: 4") {
+		t.Errorf("final answer %q, want the booking for 4", final)
+	}
+}
+
+// TestDiscordForeignClickRefused proves a click on someone else's question is refused with an
+// ephemeral notice and changes nothing; the asker can still answer.
+func TestDiscordForeignClickRefused(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	ch := e.dc.Guild("700000000000000002")
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "book a table", MentionBot: true})
+	card := e.waitQuestion(mid)
+	ix := e.waitAcked(e.dc.Click(mid, card.ID, dBob, discordButton(t, card, "6")))
+	waitFor(t, "the refusal", 10*time.Second, func() bool {
+		ix, _ = e.dc.InteractionByID(ix.ID)
+		return len(ix.Replies()) > 0
+	})
+	r := ix.Replies()
+	if !r[0].Ephemeral || !strings.Contains(r[0].Content, "someone else") {
+		t.Errorf("refusal = %+v", r)
+	}
+	after, _ := e.dc.Message(card.ID)
+	if after.Edits != card.Edits || len(after.Components) != len(card.Components) {
+		t.Errorf("the foreign click changed the card")
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times after a foreign click, want 1", n)
+	}
+	e.dc.Click(mid, card.ID, dAnn, discordButton(t, card, "2"))
+	waitFor(t, "the asker's answer", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(mid) {
+			if strings.Contains(m.Text(), "booked") && strings.Contains(m.Text(), "People: 2") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDiscordLongAnswerSplitCodeBlockWhole proves a long answer arrives in several messages
+// within Discord's limits, nothing lost, with its code block whole in one of them.
+func TestDiscordLongAnswerSplitCodeBlockWhole(t *testing.T) {
+	var code strings.Builder
+	for i := range 80 {
+		fmt.Fprintf(&code, "    line(%02d) // some code here\n", i)
+	}
+	var b strings.Builder
+	for i := range 700 {
+		fmt.Fprintf(&b, "w%04d ", i)
+		if i == 400 {
+			b.WriteString("\n\n```go\n" + code.String() + "```\n\n")
+		}
+	}
+	long := b.String()
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Reply{Content: long, ChunkSize: 512} })
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "tell me everything"})
+	var got []discordfake.Message
+	waitFor(t, "the whole long answer", 20*time.Second, func() bool {
+		got = e.dc.PostedByBot(dm)
+		all := ""
+		for _, m := range got {
+			if isDiscordPlaceholder(m) {
+				return false
+			}
+			all += m.Text()
+		}
+		return strings.Contains(all, "w0699")
+	})
+	whole, words := 0, 0
+	for _, m := range got {
+		if n := utf8.RuneCountInString(m.Content); n > discordfake.MaxContent {
+			t.Errorf("content of %d characters", n)
+		}
+		size := 0
+		for _, em := range m.Embeds {
+			size += utf8.RuneCountInString(em.Text())
+			if strings.Contains(em.Description, "line(00)") && strings.Contains(em.Description, "line(79)") {
+				whole++
+			}
+		}
+		if size > discordfake.MaxEmbedTotal {
+			t.Errorf("embeds of %d characters", size)
+		}
+		words += strings.Count(m.Text(), " ") // rough: every word is followed by a space
+	}
+	if whole != 1 {
+		t.Errorf("the code block is not whole in one embed")
+	}
+	all := ""
+	for _, m := range got {
+		all += m.Text()
+	}
+	for _, w := range []string{"w0000", "w0400", "w0401", "w0699"} {
+		if strings.Count(all, w) != 1 {
+			t.Errorf("%s appears %d times", w, strings.Count(all, w))
+		}
+	}
+}
+
+// TestDiscordEveryonePingsNoOne proves model output with @everyone, @here and mentions pings
+// nobody.
+func TestDiscordEveryonePingsNoOne(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Text("@everyone @here hey <@" + dBob.ID + "> and <@&12345>")
+	})
+	e.start()
+	ch := e.dc.Guild("700000000000000003")
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "ping them", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	for _, m := range got {
+		if p := discordfake.Pings(m); len(p) != 0 {
+			t.Errorf("message %q pings %v", m.Text(), p)
+		}
+	}
+}
+
+// TestDiscordSlashCommandDeferredThenAnswered proves /bot whoami is acknowledged (deferred)
+// within 3 s and answered in its response.
+func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	ch := e.dc.Guild("700000000000000004")
+	id := e.dc.Slash(ch, dAnn, "bot", "whoami", "")
+	ix := e.waitAcked(id)
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline || ix.Responses[0].Type != discordfake.CallbackDeferred {
+		t.Fatalf("acknowledged after %v with %+v", d, ix.Responses)
+	}
+	waitFor(t, "the command's answer", 10*time.Second, func() bool {
+		ix, _ = e.dc.InteractionByID(id)
+		r := ix.Replies()
+		return len(r) > 0 && strings.Contains(r[0].Text(), dAnn.ID)
+	})
+}
+
+// TestDiscordCommandsRegisteredOnceAcrossRestarts proves a restart with unchanged commands
+// makes no second bulk overwrite.
+func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	first := e.start()
+	first.stop()
+	second := e.start()
+	second.stop()
+	if n := e.dc.CommandOverwrites(); n != 1 {
+		t.Errorf("%d bulk overwrites over two starts, want 1", n)
+	}
+	names := []string{}
+	for _, c := range e.dc.Commands("") {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "bot,botadmin" {
+		t.Errorf("commands = %v", names)
+	}
+}
+
+// gatedModel answers "echo: …" once release is closed, so a run can be caught mid-way.
+func gatedModel(release <-chan struct{}) func(modelserver.Request) modelserver.Reply {
+	return func(r modelserver.Request) modelserver.Reply {
+		<-release
+		return echoModel(r)
+	}
+}
+
+// TestDiscordDisconnectMidRun proves a resumable disconnect during a run replays the event sent
+// meanwhile, and a non-resumable one identifies again; neither loses nor doubles a reply.
+func TestDiscordDisconnectMidRun(t *testing.T) {
+	cases := []struct {
+		name      string
+		cut       func(dc *discordfake.Server) bool
+		resumable bool
+	}{
+		{"resumable drop", func(dc *discordfake.Server) bool { return dc.Drop() }, true},
+		{"non-resumable 4009", func(dc *discordfake.Server) bool { return dc.CloseWith(4009, "Session timed out.") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			e := newDiscordE2E(t, nil)
+			e.model.SetFunc(gatedModel(release))
+			e.start()
+			a, b := e.dc.DM(dAnn.ID), e.dc.DM(dBob.ID)
+			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "first"})
+			waitFor(t, "the run to reach the model", 10*time.Second, func() bool { return e.model.Pending() == 1 || e.model.Count() == 1 })
+			if !tc.cut(e.dc) {
+				t.Fatal("no gateway connection to cut")
+			}
+			if tc.resumable {
+				e.dc.Post(discordfake.UserMessage{Channel: b, Author: dBob, Content: "while away"})
+			}
+			waitFor(t, "the gateway back", 15*time.Second, e.dc.Connected)
+			if !tc.resumable {
+				e.dc.Post(discordfake.UserMessage{Channel: b, Author: dBob, Content: "while away"})
+			}
+			close(release)
+			if got := e.waitAnswers(a, 1); !strings.Contains(got[0].Text(), "echo: first") {
+				t.Errorf("first answer %q", got[0].Text())
+			}
+			if got := e.waitAnswers(b, 1); !strings.Contains(got[0].Text(), "echo: while away") {
+				t.Errorf("second answer %q", got[0].Text())
+			}
+			if n := e.model.Count(); n != 2 {
+				t.Errorf("model called %d times, want 2", n)
+			}
+			ids, res := e.dc.Identifies(), e.dc.Resumes()
+			if tc.resumable && (len(ids) != 1 || len(res) != 1 || !res[0].Accepted || res[0].Replayed < 1) {
+				t.Errorf("identifies %+v resumes %+v, want one resume replaying the missed event", ids, res)
+			}
+			if !tc.resumable && len(ids) != 2 {
+				t.Errorf("identifies %+v, want a second identify", ids)
+			}
+			// Nothing doubles once the dust settles: one more message, one more answer each.
+			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "again"})
+			e.waitAnswers(a, 2)
+			if n := len(e.dc.PostedByBot(b)); n != 1 {
+				t.Errorf("%d answers in b, want 1", n)
+			}
+		})
+	}
+}
+
+// TestDiscord429StormNothingLost proves a storm of 429s (route and global) delays replies but
+// loses and doubles none.
+func TestDiscord429StormNothingLost(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	e.dc.RateLimitStorm("POST", discordfake.RouteMessages, 8, 30*time.Millisecond)
+	e.dc.GlobalRateLimit(4, 30*time.Millisecond)
+	users := []discordfake.User{dAnn, dBob, {ID: "410000000000000003", Username: "cy"}}
+	var dms []string
+	for _, u := range users {
+		dm := e.dc.DM(u.ID)
+		dms = append(dms, dm)
+		e.dc.Post(discordfake.UserMessage{Channel: dm, Author: u, Content: "hello from " + u.Username})
+	}
+	for i, dm := range dms {
+		got := e.waitAnswers(dm, 1)
+		if !strings.Contains(got[0].Text(), "echo: hello from "+users[i].Username) {
+			t.Errorf("answer %q", got[0].Text())
+		}
+	}
+}

@@ -32,7 +32,9 @@ func newDiscordE2E(tb testing.TB, mutate func(*config.Config)) *discordE2E {
 	return &discordE2E{e2e: e, dc: dc}
 }
 
-func isDiscordPlaceholder(m discordfake.Message) bool { return strings.Contains(m.Text(), "Working on it") }
+func isDiscordPlaceholder(m discordfake.Message) bool {
+	return strings.Contains(m.Text(), "Working on it")
+}
 
 // discordAnswered reports whether the channel shows exactly n bot messages, none a placeholder.
 func discordAnswered(dc *discordfake.Server, channel string, n int) bool {

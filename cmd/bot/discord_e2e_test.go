@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
@@ -33,6 +36,9 @@ func TestDiscordDirectMessage(t *testing.T) {
 	}
 	if n := e.dc.Count("POST", discordfake.RouteMessages); n != 1 {
 		t.Errorf("%d messages posted, want 1", n)
+	}
+	if strings.Contains(e.logs.String(), e.dc.Token()) {
+		t.Error("the bot token is in the logs")
 	}
 }
 
@@ -345,5 +351,54 @@ func TestDiscord429StormNothingLost(t *testing.T) {
 		if !strings.Contains(got[0].Text(), "echo: hello from "+users[i].Username) {
 			t.Errorf("answer %q", got[0].Text())
 		}
+	}
+}
+
+// TestDiscordStartRefusals proves a refused token and a refused message content intent stop
+// `bot run` with what to do, and the token is never shown.
+func TestDiscordStartRefusals(t *testing.T) {
+	const wrong = "NDEw.wrong-discord-token-SECRET.part"
+	cases := []struct {
+		name   string
+		mutate func(*config.Config)
+		setup  func(dc *discordfake.Server)
+		want   []string
+		unauth bool
+	}{
+		{name: "wrong token", mutate: func(c *config.Config) { c.Discord.Token = wrong },
+			want: []string{"check discord.token", "Developer Portal"}, unauth: true},
+		{name: "message content intent off", setup: func(dc *discordfake.Server) { dc.AllowPrivilegedIntents(0) },
+			want: []string{"Message Content Intent", "Developer Portal"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newDiscordE2E(t, tc.mutate)
+			if tc.setup != nil {
+				tc.setup(e.dc)
+			}
+			ctx := context.Background()
+			a, err := newApp(ctx, e.cfg, newLogger(e.cfg, e.logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.start(ctx)
+			_ = a.shutdown(ctx)
+			if err == nil {
+				t.Fatal("start succeeded")
+			}
+			if tc.unauth != errors.Is(err, channels.ErrUnauthorized) {
+				t.Errorf("ErrUnauthorized = %v: %v", !tc.unauth, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			for _, secret := range []string{wrong, e.dc.Token()} {
+				if strings.Contains(err.Error(), secret) || strings.Contains(e.logs.String(), secret) {
+					t.Errorf("the token leaked into the error or the logs")
+				}
+			}
+		})
 	}
 }

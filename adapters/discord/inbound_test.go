@@ -170,3 +170,18 @@ func TestChannelOrderIsKept(t *testing.T) {
 		next[in.Conv.Chat]++
 	}
 }
+
+func TestNoThreadPermissionAnswersInTheChannel(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ch := h.fk.Guild("500")
+	id := h.fk.Post(discordfake.UserMessage{Channel: ch, Author: alice, Content: "hi", MentionBot: true})
+	poll.Until(t, "the mention", func() bool { return h.rec.count() == 1 })
+	h.fk.FailNext("POST", discordfake.RouteThreadFromMsg, 1, discordfake.Fault{Status: 403, Code: 50013, Message: "Missing Permissions"})
+	in := h.rec.all()[0]
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: in.Conv, ReplyTo: id}, channels.Message{Text: "answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.fk.PostedByBot(ch); len(p) != 1 || p[0].Content != "answer" || p[0].ReplyTo != id {
+		t.Errorf("channel shows %+v", p)
+	}
+}

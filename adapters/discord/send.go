@@ -190,7 +190,10 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	for i, p := range ps {
 		body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
 			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: newNonce(), EnforceNonce: true}
-		if i == 0 && to.ReplyTo != "" && to.ReplyTo != to.Conv.Thread && !strings.Contains(to.ReplyTo, ":") {
+		// The message a thread starts from is in the parent channel: a reply from inside the
+		// thread cannot reference it (the thread shows it anyway).
+		inItsThread := to.ReplyTo == to.Conv.Thread && chID == to.Conv.Thread
+		if i == 0 && to.ReplyTo != "" && !inItsThread && !strings.Contains(to.ReplyTo, ":") {
 			body.MessageReference = &messageReference{MessageID: to.ReplyTo}
 			body.AllowedMentions.RepliedUser = true
 		}

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -165,6 +166,11 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 		delete(t.names, k.Thread)
 		t.mu.Unlock()
 		return k.Thread, nil
+	case errors.Is(err, channels.ErrUnreachable), apiStatus(err) == http.StatusBadRequest:
+		// No thread here (no Create Public Threads permission, a channel type without threads):
+		// answer in the channel rather than not at all.
+		c.cfg.Logger.Warn("discord: cannot start a thread; answering in the channel", "channel", k.Chat, "err", err)
+		return k.Chat, nil
 	}
 	return "", err
 }

@@ -128,6 +128,10 @@ type Discord struct {
 	// DevGuild registers the slash commands in this guild only (they appear at once), instead of
 	// globally; for development.
 	DevGuild string `koanf:"dev_guild"`
+	// ShardID and ShardCount split the bot's guilds over processes, one shard each; ShardCount
+	// 0 or 1 is unsharded. Discord closes with 4011 when a bot in many guilds does not shard.
+	ShardID    int `koanf:"shard_id"`
+	ShardCount int `koanf:"shard_count"`
 }
 
 // discord.thread_replies values.

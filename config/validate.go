@@ -220,6 +220,14 @@ func (c *Config) Validate() error {
 			v.add("discord.dev_guild", "must be a numeric guild id (right-click the server → Copy Server ID)")
 		}
 	}
+	switch d := c.Discord; {
+	case d.ShardCount < 0:
+		v.add("discord.shard_count", "must not be negative")
+	case d.ShardCount <= 1 && d.ShardID != 0:
+		v.add("discord.shard_id", "must be 0 without discord.shard_count above 1")
+	case d.ShardCount > 1 && (d.ShardID < 0 || d.ShardID >= d.ShardCount):
+		v.add("discord.shard_id", fmt.Sprintf("must be from 0 to %d (discord.shard_count - 1)", d.ShardCount-1))
+	}
 	// A Discord channel_user_id is the user's numeric id; a name never matches anyone.
 	for _, key := range []string{"access.discord.allow", "admins.discord"} {
 		list := c.Access.Discord.Allow

@@ -79,6 +79,10 @@ type Config struct {
 	DevGuild string
 	// Intents are sent in IDENTIFY; default DefaultIntents.
 	Intents int
+	// ShardID and ShardCount split the bot's guilds over several processes (Discord sends a
+	// guild's events to shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0 or
+	// 1 is one unsharded connection. Each process runs one shard.
+	ShardID, ShardCount int
 	// HTTPClient makes REST requests (its transport is wrapped to reach APIURL); default a
 	// client keeping 64 idle connections.
 	HTTPClient *http.Client
@@ -176,6 +180,9 @@ func New(cfg Config) (*Channel, error) {
 	case ThreadRepliesAll, ThreadRepliesMention:
 	default:
 		return nil, fmt.Errorf("discord: unknown thread_replies %q (want all or mention)", cfg.ThreadReplies)
+	}
+	if cfg.ShardCount > 1 && (cfg.ShardID < 0 || cfg.ShardID >= cfg.ShardCount) {
+		return nil, fmt.Errorf("discord: shard id %d is not in 0..%d", cfg.ShardID, cfg.ShardCount-1)
 	}
 	if cfg.Intents == 0 {
 		cfg.Intents = DefaultIntents
@@ -308,6 +315,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		return errors.New("discord: gateway/bot gave no URL")
 	}
 	c.gw.baseURL = gb.URL
+	if count := max(c.cfg.ShardCount, 1); gb.Shards > count {
+		c.cfg.Logger.Warn("discord: Discord recommends more shards than configured", "recommended", gb.Shards, "configured", count)
+	}
 
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.mu.Lock()

@@ -62,7 +62,9 @@ func closeError(code int, text string) (err error, resumable bool) {
 		return fmt.Errorf("discord: gateway closed 4004 (authentication failed): %w: %w", channels.ErrUnauthorized, errFatal), false
 	case 4014:
 		return fmt.Errorf("%w: %w", ErrIntentDisallowed, errFatal), false
-	case 4010, 4011, 4012, 4013:
+	case 4011:
+		return fmt.Errorf("discord: gateway closed 4011 (sharding required): set discord.shard_count (and discord.shard_id per process): %w", errFatal), false
+	case 4010, 4012, 4013:
 		return fmt.Errorf("discord: gateway closed %d (%s): %w", code, text, errFatal), false
 	case 4007, 4009:
 		return fmt.Errorf("discord: gateway closed %d (%s): session not resumable", code, text), false
@@ -211,10 +213,14 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 
 	identify := func() error {
 		g.identifies.Add(1)
-		return send(map[string]any{"op": opIdentify, "d": map[string]any{
+		d := map[string]any{
 			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
 			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
-		}})
+		}
+		if g.c.cfg.ShardCount > 1 {
+			d["shard"] = [2]int{g.c.cfg.ShardID, g.c.cfg.ShardCount}
+		}
+		return send(map[string]any{"op": opIdentify, "d": d})
 	}
 	if sid != "" {
 		g.resumes.Add(1)

@@ -180,3 +180,14 @@ func TestHeartbeatsAreSent(t *testing.T) {
 		t.Errorf("Ready: %v", err)
 	}
 }
+
+func TestShardedIdentify(t *testing.T) {
+	h := newHarness(t, nil, func(c *Config) { c.ShardID, c.ShardCount = 1, 3 })
+	ids := h.fk.Identifies()
+	if len(ids) != 1 || ids[0].Shard == nil || *ids[0].Shard != [2]int{1, 3} {
+		t.Errorf("identifies = %+v", ids)
+	}
+	if _, err := New(Config{Token: "x", ShardID: 3, ShardCount: 3}); err == nil {
+		t.Error("New accepted shard 3 of 3")
+	}
+}

@@ -19,6 +19,8 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		ReplyInThread: cfg.Discord.ReplyInThread,
 		ThreadReplies: discord.ThreadReplies(cfg.Discord.ThreadReplies),
 		DevGuild:      cfg.Discord.DevGuild,
+		ShardID:       cfg.Discord.ShardID,
+		ShardCount:    cfg.Discord.ShardCount,
 		Logger:        log.With("channel", "discord"),
 		ActionKey:     key,
 		OnMalformedEvent: func() {

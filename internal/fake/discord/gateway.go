@@ -23,6 +23,7 @@ const (
 	CloseAlreadyAuthenticated = 4005
 	CloseInvalidSeq           = 4007
 	CloseSessionTimedOut      = 4009
+	CloseInvalidShard         = 4010
 	CloseInvalidIntents       = 4013
 	CloseDisallowedIntents    = 4014
 )
@@ -71,7 +72,9 @@ func (c *conn) closeWith(code int, reason string) {
 
 // Identify is one IDENTIFY the gateway accepted or refused.
 type Identify struct {
-	Intents  int
+	Intents int
+	// Shard is the [shard_id, num_shards] pair, nil when the client did not shard.
+	Shard    *[2]int
 	Accepted bool
 	Path     string
 }
@@ -413,8 +416,9 @@ func (s *Server) tokenOK(t string) bool { return strings.TrimPrefix(t, "Bot ") =
 
 func (s *Server) identify(c *conn, raw json.RawMessage) bool {
 	var d struct {
-		Token   string `json:"token"`
-		Intents *int   `json:"intents"`
+		Token   string  `json:"token"`
+		Intents *int    `json:"intents"`
+		Shard   *[2]int `json:"shard"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil || d.Intents == nil {
 		c.closeWith(CloseDecodeError, "Error while decoding payload.")
@@ -422,7 +426,7 @@ func (s *Server) identify(c *conn, raw json.RawMessage) bool {
 	}
 	g := &s.gw
 	g.mu.Lock()
-	rec := Identify{Intents: *d.Intents, Path: c.path}
+	rec := Identify{Intents: *d.Intents, Shard: d.Shard, Path: c.path}
 	switch {
 	case !s.tokenOK(d.Token):
 		g.identifies = append(g.identifies, rec)
@@ -432,6 +436,11 @@ func (s *Server) identify(c *conn, raw json.RawMessage) bool {
 	case c.sess != nil:
 		g.mu.Unlock()
 		c.closeWith(CloseAlreadyAuthenticated, "Already authenticated.")
+		return false
+	case d.Shard != nil && (d.Shard[1] < 1 || d.Shard[0] < 0 || d.Shard[0] >= d.Shard[1]):
+		g.identifies = append(g.identifies, rec)
+		g.mu.Unlock()
+		c.closeWith(CloseInvalidShard, "Invalid shard.")
 		return false
 	case *d.Intents < 0 || *d.Intents >= 1<<26:
 		g.identifies = append(g.identifies, rec)

@@ -108,6 +108,9 @@ type Config struct {
 	InvalidSessionWait time.Duration
 	// OnMalformedEvent, when set, is called once for each gateway event skipped as malformed.
 	OnMalformedEvent func()
+	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
+	// with it.
+	PublicKey []byte
 }
 
 // String is redacted: it never shows the token.

@@ -33,6 +33,18 @@ type ixState struct {
 	token  string
 	acked  bool
 	update bool // a component or modal-on-a-message: type 6 is a valid silent ack
+	// httpReply, for an interaction that came over HTTP, takes the first callback: it becomes
+	// the HTTP response instead of a REST call. Nil once used.
+	httpReply chan<- map[string]any
+}
+
+// quietAck is the callback that acknowledges without a message: a deferred update for clicks
+// (nothing visible changes), else an ephemeral deferred response.
+func quietAck(st *ixState) map[string]any {
+	if st.update {
+		return map[string]any{"type": cbDeferredUpdate}
+	}
+	return map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}
 }
 
 // commandReply is a slash command's deferred response, which replies to it fill.
@@ -55,6 +67,11 @@ func (c *Channel) goInteraction(ix *interactionEvent) {
 }
 
 func (c *Channel) handleInteraction(ctx context.Context, ix *interactionEvent) {
+	st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
+	c.handleInteractionState(ctx, ix, st)
+}
+
+func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEvent, st *ixState) {
 	var w where
 	if ix.GuildID != "" {
 		var err error
@@ -65,9 +82,16 @@ func (c *Channel) handleInteraction(ctx context.Context, ix *interactionEvent) {
 	}
 	in, ok := interactionInbound(ix, w, c.now())
 	if !ok {
+		// Not something this bot handles (another application's command, autocomplete): say so
+		// rather than leave Discord's "interaction failed".
+		if st.update {
+			c.ackQuietly(ctx, st)
+		} else if ix.Type != discordgo.InteractionPing && ix.Type != discordgo.InteractionApplicationCommandAutocomplete {
+			_ = c.callback(ctx, st, map[string]any{"type": cbMessage, "data": map[string]any{
+				"content": "Sorry, I can't do that here.", "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}})
+		}
 		return
 	}
-	st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
 	if in.Command != "" {
 		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
 		// and let Send fill the response.
@@ -121,16 +145,7 @@ func (c *Channel) ackQuietly(ctx context.Context, st *ixState) {
 	if st.acked {
 		return
 	}
-	typ := cbDeferredUpdate
-	var data any
-	if !st.update {
-		typ, data = cbDeferred, map[string]any{"flags": flagEphemeral}
-	}
-	body := map[string]any{"type": typ}
-	if data != nil {
-		body["data"] = data
-	}
-	if err := c.callbackLocked(ctx, st, body); err != nil && apiCode(err) != codeAlreadyAcked {
+	if err := c.callbackLocked(ctx, st, quietAck(st)); err != nil && apiCode(err) != codeAlreadyAcked {
 		c.cfg.Logger.Debug("discord: acknowledging an interaction failed", "err", err)
 	}
 }
@@ -142,6 +157,11 @@ func (c *Channel) callback(ctx context.Context, st *ixState, body map[string]any
 }
 
 func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[string]any) error {
+	if st.httpReply != nil {
+		st.httpReply <- body // buffered: the HTTP handler writes it as its response
+		st.httpReply, st.acked = nil, true
+		return nil
+	}
 	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
 	err := c.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
 		_, err := c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
@@ -176,10 +196,7 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	msg := map[string]any{"content": notice, "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}
 	if !st.acked {
 		if notice == "" {
-			if st.update {
-				return c.callbackLocked(ctx, st, map[string]any{"type": cbDeferredUpdate})
-			}
-			return c.callbackLocked(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}})
+			return c.callbackLocked(ctx, st, quietAck(st))
 		}
 		return c.callbackLocked(ctx, st, map[string]any{"type": cbMessage, "data": msg})
 	}

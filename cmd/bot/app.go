@@ -102,6 +102,9 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		if err != nil {
 			return err // the adapter's errors name it already
 		}
+		if cfg.Discord.PublicKey != "" {
+			a.webhooks[discordInteractionsPath] = dc.InteractionsHandler()
+		}
 		a.chans = append(a.chans, dc)
 	}
 	if len(a.chans) == 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"log/slog"
 
@@ -9,10 +10,16 @@ import (
 	"github.com/switchboard-bot/switchboard/render"
 )
 
+// discordInteractionsPath is where the HTTP interactions endpoint is served when
+// discord.public_key is set (the Developer Portal's Interactions Endpoint URL points there).
+const discordInteractionsPath = "/discord/interactions"
+
 // newDiscord builds the Discord channel from the discord.* settings. Events the adapter skips as
 // malformed are counted as refused inbound.
 func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics) (*discord.Channel, error) {
+	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
 	return discord.New(discord.Config{
+		PublicKey:     pub,
 		Token:         cfg.Discord.Token,
 		APIURL:        cfg.Discord.APIURL,
 		ApplicationID: cfg.Discord.ApplicationID,

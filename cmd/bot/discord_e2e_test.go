@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +406,38 @@ func TestDiscordStartRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiscordHTTPInteractionsEndpoint proves that with discord.public_key set, bot run serves
+// signed HTTP interactions on http.addr: PING is answered and a bad signature refused.
+func TestDiscordHTTPInteractionsEndpoint(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newDiscordE2E(t, func(c *config.Config) { c.Discord.PublicKey = hex.EncodeToString(pub) })
+	r := e.start()
+	url := "http://" + r.listener.Addr().String() + discordInteractionsPath
+	post := func(sign ed25519.PrivateKey) (int, string) {
+		body := `{"type":1,"id":"1","token":"t"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(sign, []byte(ts+body))))
+		req.Header.Set("X-Signature-Timestamp", ts)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(priv); code != http.StatusOK || !strings.Contains(body, `"type":1`) {
+		t.Errorf("PING: %d %s", code, body)
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	if code, _ := post(other); code != http.StatusUnauthorized {
+		t.Errorf("a request signed by another key: %d", code)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -439,5 +440,27 @@ func TestDiscordHTTPInteractionsEndpoint(t *testing.T) {
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	if code, _ := post(other); code != http.StatusUnauthorized {
 		t.Errorf("a request signed by another key: %d", code)
+	}
+}
+
+// TestDiscordInviteCommand proves `bot discord-invite` prints the invite URL with the
+// application id Discord reports, and says what is missing without a token.
+func TestDiscordInviteCommand(t *testing.T) {
+	dc := discordfake.New(t)
+	var out, errb bytes.Buffer
+	env := []string{"BOT_DISCORD__TOKEN=" + dc.Token(), "BOT_DISCORD__API_URL=" + dc.URL()}
+	code := runContext(context.Background(), []string{"discord-invite"}, strings.NewReader(""), &out, &errb, env)
+	want := "client_id=" + discordfake.ApplicationID + "&permissions=309237730304&scope=bot+applications.commands"
+	if code != exitOK || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), dc.Token()) {
+		t.Error("the token was printed")
+	}
+	out.Reset()
+	errb.Reset()
+	if code := runContext(context.Background(), []string{"discord-invite"}, strings.NewReader(""), &out, &errb, nil); code != exitConfig ||
+		!strings.Contains(errb.String(), "discord.token") {
+		t.Errorf("without a token: exit %d, %s", code, errb.String())
 	}
 }

@@ -170,6 +170,7 @@ const (
 	RouteGateway        = "/api/v9/gateway"
 	RouteGatewayBot     = "/api/v9/gateway/bot"
 	RouteMe             = "/api/v9/users/@me"
+	RouteApplication    = "/api/v9/oauth2/applications/@me"
 	RouteChannel        = "/api/v9/channels/{channel}"
 	RouteMessages       = "/api/v9/channels/{channel}/messages"
 	RouteMessage        = "/api/v9/channels/{channel}/messages/{message}"
@@ -195,6 +196,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 		"GET " + RouteGateway:        s.getGateway,
 		"GET " + RouteGatewayBot:     s.getGatewayBot,
 		"GET " + RouteMe:             s.getMe,
+		"GET " + RouteApplication:    s.getApplication,
 		"GET " + RouteChannel:        s.getChannel,
 		"POST " + RouteMessages:      s.postMessage,
 		"PATCH " + RouteMessage:      s.patchMessage,
@@ -307,6 +309,10 @@ func botUser() map[string]any {
 
 func (s *Server) getMe(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
 	return http.StatusOK, botUser()
+}
+
+func (s *Server) getApplication(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
+	return http.StatusOK, map[string]any{"id": ApplicationID, "name": "Switchboard Test", "bot_public": true, "bot": botUser()}
 }
 
 func (s *Server) getChannel(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {

@@ -191,3 +191,19 @@ func TestShardedIdentify(t *testing.T) {
 		t.Error("New accepted shard 3 of 3")
 	}
 }
+
+func TestZombieConnectionIsResumed(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.SetHeartbeatInterval(30 * time.Millisecond)
+	h := newHarness(t, fk, nil)
+	dm := fk.DM(alice.ID)
+	fk.SilenceHeartbeatAcks(true)
+	poll.Until(t, "a resume after unacknowledged heartbeats", func() bool { return len(fk.Resumes()) > 0 })
+	fk.SilenceHeartbeatAcks(false)
+	poll.Until(t, "the resumed session", func() bool { return fk.Connected() && h.ch.Ready() == nil })
+	fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "still there?"})
+	poll.Until(t, "the message", func() bool { return h.rec.count() == 1 })
+	if n := acceptedIdentifies(fk); n != 1 {
+		t.Errorf("%d identifies, want 1", n)
+	}
+}

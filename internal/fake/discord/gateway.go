@@ -101,6 +101,7 @@ type gateway struct {
 	identifies  []Identify
 	resumes     []Resume
 	heartbeats  int
+	silent      bool // heartbeats go unacknowledged
 	undelivered int
 	changed     chan struct{} // closed and replaced on every connection state change
 }
@@ -153,6 +154,14 @@ func (s *Server) AllowPrivilegedIntents(mask int) {
 func (s *Server) AcceptResumeAnywhere() {
 	s.gw.mu.Lock()
 	s.gw.strict = false
+	s.gw.mu.Unlock()
+}
+
+// SilenceHeartbeatAcks makes the gateway stop (on) or resume (off) answering heartbeats, as a
+// zombied connection does; a client should close such a connection and resume.
+func (s *Server) SilenceHeartbeatAcks(on bool) {
+	s.gw.mu.Lock()
+	s.gw.silent = on
 	s.gw.mu.Unlock()
 }
 
@@ -388,8 +397,9 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		case 1:
 			g.mu.Lock()
 			g.heartbeats++
+			silent := g.silent
 			g.mu.Unlock()
-			if c.write(map[string]any{"op": 11}) != nil {
+			if !silent && c.write(map[string]any{"op": 11}) != nil {
 				return
 			}
 		case 2:

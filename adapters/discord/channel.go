@@ -482,7 +482,8 @@ func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) {
 	c.handOver(ctx, in)
 }
 
-func (c *Channel) handOver(ctx context.Context, in channels.Inbound) {
+// handOver reports whether the router took the event.
+func (c *Channel) handOver(ctx context.Context, in channels.Inbound) bool {
 	c.mu.Lock()
 	h := c.handler
 	c.mu.Unlock()
@@ -490,15 +491,15 @@ func (c *Channel) handOver(ctx context.Context, in channels.Inbound) {
 	for attempt := 1; ; attempt++ {
 		err := h.HandleInbound(ctx, c, in)
 		if err == nil {
-			return
+			return true
 		}
 		if attempt == 4 || ctx.Err() != nil {
 			c.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", in.EventID,
 				"conv", in.Conv.String(), "err", err)
-			return
+			return false
 		}
 		if sleepCtx(ctx, wait) != nil {
-			return
+			return false
 		}
 		wait *= 2
 	}

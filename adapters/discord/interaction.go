@@ -101,19 +101,31 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 		}
 		cr := &commandReply{token: ix.Token}
 		c.cmds.Store(ix.ID, cr)
-		c.handOver(ctx, in)
+		handed := c.handOver(ctx, in)
 		c.cmds.Delete(ix.ID)
 		cr.mu.Lock()
 		used := cr.used
 		cr.mu.Unlock()
-		if !used {
-			// Nothing answered: drop the "thinking…" response rather than leave it spinning.
-			ep := discordgo.EndpointInteractionResponseActions(c.applicationID(), ix.Token)
-			_ = c.call(context.WithoutCancel(ctx), "delete command response", func(opts ...discordgo.RequestOption) error {
-				_, err := c.s.RequestWithBucketID("DELETE", ep, nil, ep, opts...)
+		if used {
+			return
+		}
+		// Nothing answered: never leave the "thinking…" response spinning. A command the
+		// router could not take says so; one it took without a word is removed.
+		ep := discordgo.EndpointInteractionResponseActions(c.applicationID(), ix.Token)
+		bg := context.WithoutCancel(ctx)
+		if !handed {
+			failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
+				Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
+			_ = c.call(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
+				_, err := c.s.RequestWithBucketID("PATCH", ep, failed, ep, opts...)
 				return err
 			})
+			return
 		}
+		_ = c.call(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
+			_, err := c.s.RequestWithBucketID("DELETE", ep, nil, ep, opts...)
+			return err
+		})
 		return
 	}
 	c.ixs.Store(ix.ID, st)

@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,18 @@ func TestRegisterCommandsOnlyWhenChanged(t *testing.T) {
 	if len(fk.Commands("500")) != 1 || fk.CommandOverwrites() != 2 {
 		t.Errorf("dev guild commands %+v", fk.Commands("500"))
 	}
+}
+
+func TestSlashCommandTheRouterCannotTakeSaysSo(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ch := h.fk.Guild("500")
+	h.rec.setOn(func(context.Context, channels.Channel, channels.Inbound) error {
+		return errors.New("redis is down")
+	})
+	id := h.fk.Slash(ch, alice, "bot", "status", "")
+	poll.Until(t, "the failure shown", func() bool {
+		ix, _ := h.fk.InteractionByID(id)
+		r := ix.Replies()
+		return len(r) == 1 && strings.Contains(r[0].Content, "failed")
+	})
 }

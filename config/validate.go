@@ -221,6 +221,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch d := c.Discord; {
+	case d.AutoShard && (d.ShardCount != 0 || d.ShardID != 0):
+		v.add("discord.auto_shard", "takes no discord.shard_id or discord.shard_count: set one or the other")
 	case d.ShardCount < 0:
 		v.add("discord.shard_count", "must not be negative")
 	case d.ShardCount <= 1 && d.ShardID != 0:

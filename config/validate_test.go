@@ -68,6 +68,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"discord shard id out of range", func(c *config.Config) { c.Discord.ShardID, c.Discord.ShardCount = 2, 2 }, []string{"discord.shard_id"}},
 		{"discord shard id without a count", func(c *config.Config) { c.Discord.ShardID = 1 }, []string{"discord.shard_id"}},
 		{"discord negative shard count", func(c *config.Config) { c.Discord.ShardCount = -1 }, []string{"discord.shard_count"}},
+		{"discord auto shard with a count", func(c *config.Config) { c.Discord.AutoShard, c.Discord.ShardCount = true, 2 }, []string{"discord.auto_shard"}},
 		{"discord allow by name", func(c *config.Config) { c.Access.Discord.Allow = []string{"123", "alice"} }, []string{"access.discord.allow[1]"}},
 		{"discord admin by name", func(c *config.Config) { c.Admins.Discord = []string{"@bob"} }, []string{"admins.discord[0]"}},
 		{"bad policy", func(c *config.Config) { c.Access.Discord.Policy = "closed" }, []string{"access.discord.policy"}},

@@ -83,6 +83,13 @@ type Config struct {
 	// guild's events to shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0 or
 	// 1 is one unsharded connection. Each process runs one shard.
 	ShardID, ShardCount int
+	// AutoShard runs, in this process, every shard Discord recommends (GET /gateway/bot),
+	// identifying max_concurrency of them per IdentifyInterval; ShardID and ShardCount must be
+	// zero.
+	AutoShard bool
+	// IdentifyInterval spaces the first identifies of auto shards in one rate-limit bucket;
+	// default 5 s, Discord's.
+	IdentifyInterval time.Duration
 	// HTTPClient makes REST requests (its transport is wrapped to reach APIURL); default a
 	// client keeping 64 idle connections.
 	HTTPClient *http.Client
@@ -129,7 +136,7 @@ type Channel struct {
 	cfg    Config
 	s      *discordgo.Session
 	redact redactor
-	gw     *gateway
+	gws    []*gateway // one per shard this process runs; set by Start
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -187,6 +194,12 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.ShardCount > 1 && (cfg.ShardID < 0 || cfg.ShardID >= cfg.ShardCount) {
 		return nil, fmt.Errorf("discord: shard id %d is not in 0..%d", cfg.ShardID, cfg.ShardCount-1)
 	}
+	if cfg.AutoShard && (cfg.ShardID != 0 || cfg.ShardCount != 0) {
+		return nil, errors.New("discord: automatic sharding takes no shard id or count")
+	}
+	if cfg.IdentifyInterval <= 0 {
+		cfg.IdentifyInterval = 5 * time.Second
+	}
 	if cfg.Intents == 0 {
 		cfg.Intents = DefaultIntents
 	}
@@ -242,7 +255,6 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()
-	c.gw = &gateway{c: c, dialer: cfg.Dialer}
 	return c, nil
 }
 
@@ -317,10 +329,27 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if gb.URL == "" {
 		return errors.New("discord: gateway/bot gave no URL")
 	}
-	c.gw.baseURL = gb.URL
-	if count := max(c.cfg.ShardCount, 1); gb.Shards > count {
-		c.cfg.Logger.Warn("discord: Discord recommends more shards than configured", "recommended", gb.Shards, "configured", count)
+	ids, count := []int{c.cfg.ShardID}, c.cfg.ShardCount
+	perBucket := 1
+	if c.cfg.AutoShard {
+		count = max(gb.Shards, 1)
+		ids = ids[:0]
+		for i := range count {
+			ids = append(ids, i)
+		}
+		perBucket = max(gb.SessionStartLimit.MaxConcurrency, 1)
+	} else if configured := max(count, 1); gb.Shards > configured {
+		c.cfg.Logger.Warn("discord: Discord recommends more shards than configured", "recommended", gb.Shards, "configured", configured)
 	}
+	gws := make([]*gateway, len(ids))
+	for i, id := range ids {
+		gws[i] = &gateway{c: c, dialer: c.cfg.Dialer, baseURL: gb.URL, shardID: id, shardCount: count,
+			// Shards identify max_concurrency at a time, one batch per IdentifyInterval.
+			delay: time.Duration(i/perBucket) * c.cfg.IdentifyInterval}
+	}
+	c.mu.Lock()
+	c.gws = gws
+	c.mu.Unlock()
 
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.mu.Lock()
@@ -330,17 +359,36 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.mu.Unlock()
 	stopOnCtx := context.AfterFunc(ctx, cancel)
 
-	ready := make(chan error, 1)
+	ready := make(chan error, len(gws))
+	var running sync.WaitGroup
+	for _, g := range gws {
+		running.Add(1)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer running.Done()
+			if sleepCtx(life, g.delay) != nil {
+				ready <- life.Err()
+				return
+			}
+			g.run(life, ready)
+		}()
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		defer stopOnCtx()
-		c.gw.run(life, ready)
+		running.Wait()
+		stopOnCtx()
 	}()
-	select {
-	case err = <-ready:
-	case <-ctx.Done():
-		err = ctx.Err()
+	for range gws {
+		select {
+		case err = <-ready:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
 	}
 	if err != nil {
 		cancel()
@@ -387,11 +435,16 @@ func (c *Channel) Ready() error {
 	case !started || !c.ready.Load():
 		return fmt.Errorf("%w: not started", ErrNotReady)
 	}
-	if err := c.gw.fatalErr(); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	if !c.gw.connected.Load() {
-		return fmt.Errorf("%w: gateway reconnecting", ErrNotReady)
+	c.mu.Lock()
+	gws := c.gws
+	c.mu.Unlock()
+	for _, g := range gws {
+		if err := g.fatalErr(); err != nil {
+			return fmt.Errorf("%w: shard %d: %w", ErrNotReady, g.shardID, err)
+		}
+		if !g.connected.Load() {
+			return fmt.Errorf("%w: shard %d reconnecting", ErrNotReady, g.shardID)
+		}
 	}
 	return nil
 }

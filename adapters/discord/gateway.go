@@ -81,9 +81,12 @@ var (
 
 // gateway is one shard's connection to Discord's gateway, reconnecting until its context ends.
 type gateway struct {
-	c       *Channel
-	baseURL string // from GET /gateway/bot, without query
-	dialer  *websocket.Dialer
+	c          *Channel
+	baseURL    string // from GET /gateway/bot, without query
+	dialer     *websocket.Dialer
+	shardID    int
+	shardCount int           // 0 or 1: unsharded
+	delay      time.Duration // before the first connection (identify pacing of auto shards)
 
 	mu        sync.Mutex
 	ws        *websocket.Conn
@@ -143,7 +146,7 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 		if healthy {
 			backoff = g.c.cfg.ReconnectMin
 		}
-		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "err", err, "in", backoff)
+		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "shard", g.shardID, "err", err, "in", backoff)
 		if sleepCtx(ctx, backoff) != nil {
 			return
 		}
@@ -217,8 +220,8 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
 			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
 		}
-		if g.c.cfg.ShardCount > 1 {
-			d["shard"] = [2]int{g.c.cfg.ShardID, g.c.cfg.ShardCount}
+		if g.shardCount > 1 {
+			d["shard"] = [2]int{g.shardID, g.shardCount}
 		}
 		return send(map[string]any{"op": opIdentify, "d": d})
 	}
@@ -312,12 +315,12 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 				g.c.setSelf(r.User.ID, r.Application.ID)
 				healthy = true
 				g.connected.Store(true)
-				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID)
+				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
 				onReady()
 			case "RESUMED":
 				healthy = true
 				g.connected.Store(true)
-				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq)
+				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
 			default:
 				g.c.dispatch(f.T, f.D)
 			}

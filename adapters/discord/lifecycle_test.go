@@ -3,6 +3,8 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +208,48 @@ func TestZombieConnectionIsResumed(t *testing.T) {
 	if n := acceptedIdentifies(fk); n != 1 {
 		t.Errorf("%d identifies, want 1", n)
 	}
+}
+
+func TestAutoShardingRunsEveryRecommendedShard(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.RecommendShards(2, 1)
+	// Two guilds Discord routes to different shards.
+	guilds := map[int]string{}
+	for id := uint64(500); len(guilds) < 2; id++ {
+		g := strconv.FormatUint(id<<22, 10)
+		if _, ok := guilds[discordfake.ShardOf(g, 2)]; !ok {
+			guilds[discordfake.ShardOf(g, 2)] = g
+		}
+	}
+	h := newHarness(t, fk, func(c *Config) { c.AutoShard = true; c.IdentifyInterval = 20 * time.Millisecond })
+	var shards []string
+	for _, id := range fk.Identifies() {
+		if id.Shard != nil {
+			shards = append(shards, strconv.Itoa(id.Shard[0])+"/"+strconv.Itoa(id.Shard[1]))
+		}
+	}
+	slices.Sort(shards)
+	if strings.Join(shards, ",") != "0/2,1/2" {
+		t.Fatalf("identified shards %v", shards)
+	}
+	for shard := range 2 {
+		ch := fk.Guild(guilds[shard])
+		fk.Post(discordfake.UserMessage{Channel: ch, Author: alice, Content: "on shard " + strconv.Itoa(shard), MentionBot: true})
+	}
+	fk.Post(discordfake.UserMessage{Channel: fk.DM(alice.ID), Author: alice, Content: "a DM"})
+	poll.Until(t, "events of both shards", func() bool { return h.rec.count() == 3 })
+	if err := h.ch.Ready(); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+	if !fk.DropShard(1) {
+		t.Fatal("no shard 1")
+	}
+	poll.Until(t, "shard 1 resumed", func() bool {
+		for _, r := range fk.Resumes() {
+			if r.Accepted {
+				return fk.Connected()
+			}
+		}
+		return false
+	})
 }

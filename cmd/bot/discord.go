@@ -28,6 +28,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		DevGuild:      cfg.Discord.DevGuild,
 		ShardID:       cfg.Discord.ShardID,
 		ShardCount:    cfg.Discord.ShardCount,
+		AutoShard:     cfg.Discord.AutoShard,
 		Logger:        log.With("channel", "discord"),
 		ActionKey:     key,
 		OnMalformedEvent: func() {

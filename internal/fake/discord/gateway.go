@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type session struct {
 	log     []frame
 	conn    *conn
 	intents int
+	shard   int // shard id (0 unsharded)
 }
 
 type conn struct {
@@ -93,7 +95,8 @@ type Resume struct {
 type gateway struct {
 	mu          sync.Mutex
 	conns       map[*conn]bool
-	cur         *session
+	cur         map[int]*session // shard id → its current session
+	shards      int              // num_shards of the latest IDENTIFY (1 unsharded)
 	sessions    map[string]*session
 	heartbeatMS int
 	allowed     int // privileged intents allowed
@@ -108,6 +111,8 @@ type gateway struct {
 
 func (g *gateway) init() {
 	g.conns = map[*conn]bool{}
+	g.cur = map[int]*session{}
+	g.shards = 1
 	g.sessions = map[string]*session{}
 	g.heartbeatMS = defaultHeartbeatMS
 	g.allowed = IntentMessageContent
@@ -186,21 +191,34 @@ func (s *Server) Heartbeats() int {
 	return s.gw.heartbeats
 }
 
-// Connected reports whether a session has a live, identified (or resumed) connection.
+// Connected reports whether every shard has a session with a live, identified (or resumed)
+// connection.
 func (s *Server) Connected() bool {
 	s.gw.mu.Lock()
 	defer s.gw.mu.Unlock()
-	return s.gw.cur != nil && s.gw.cur.conn != nil
+	return s.gw.connectedLocked()
+}
+
+func (g *gateway) connectedLocked() bool {
+	if len(g.cur) < g.shards {
+		return false
+	}
+	for _, sess := range g.cur {
+		if sess.conn == nil {
+			return false
+		}
+	}
+	return len(g.cur) > 0
 }
 
 // SessionID is the current session's id ("" before the first READY).
 func (s *Server) SessionID() string {
 	s.gw.mu.Lock()
 	defer s.gw.mu.Unlock()
-	if s.gw.cur == nil {
+	if s.gw.cur[0] == nil {
 		return ""
 	}
-	return s.gw.cur.id
+	return s.gw.cur[0].id
 }
 
 // Undelivered counts dispatches made while no session existed (lost, as with Discord).
@@ -217,7 +235,7 @@ func (s *Server) WaitConnected(timeout time.Duration) bool {
 	defer deadline.Stop()
 	for {
 		s.gw.mu.Lock()
-		ok := s.gw.cur != nil && s.gw.cur.conn != nil
+		ok := s.gw.connectedLocked()
 		ch := s.gw.changed
 		s.gw.mu.Unlock()
 		if ok {
@@ -240,7 +258,11 @@ func (s *Server) Dispatch(t string, d map[string]any) {
 	g := &s.gw
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	sess := g.cur
+	g.dispatchLocked(g.cur[g.shardOf(d)], t, d)
+}
+
+// dispatchLocked sends an event on sess (nil: lost).
+func (g *gateway) dispatchLocked(sess *session, t string, d map[string]any) {
 	if sess == nil {
 		g.undelivered++
 		return
@@ -272,14 +294,46 @@ func mentionsBot(d map[string]any) bool {
 	return slices.Contains(roles, BotRoleID)
 }
 
-// current returns the live connection of the current session, if any.
-func (g *gateway) current() *conn {
+// shardOf is the shard an event goes to: (guild_id >> 22) % num_shards, DMs to shard 0.
+func (g *gateway) shardOf(d map[string]any) int {
+	gid, _ := d["guild_id"].(string)
+	if g.shards <= 1 || gid == "" {
+		return 0
+	}
+	n, err := strconv.ParseUint(gid, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return int((n >> 22) % uint64(g.shards))
+}
+
+// ShardOf is the shard Discord sends guildID's events to with shards shards.
+func ShardOf(guildID string, shards int) int {
+	g := gateway{shards: shards}
+	return g.shardOf(map[string]any{"guild_id": guildID})
+}
+
+// current returns the live connection of shard 0's session, if any.
+func (g *gateway) current() *conn { return g.currentShard(0) }
+
+func (g *gateway) currentShard(i int) *conn {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.cur == nil {
+	if g.cur[i] == nil {
 		return nil
 	}
-	return g.cur.conn
+	return g.cur[i].conn
+}
+
+// DropShard is Drop for shard i's connection.
+func (s *Server) DropShard(i int) bool {
+	c := s.gw.currentShard(i)
+	if c == nil {
+		return false
+	}
+	s.detach(c)
+	_ = c.ws.NetConn().Close()
+	return true
 }
 
 // Drop cuts the current connection without a close frame (the client sees 1006, abnormal
@@ -324,8 +378,8 @@ func (s *Server) InvalidSession(resumable bool) bool {
 		s.gw.mu.Lock()
 		if c.sess != nil {
 			delete(s.gw.sessions, c.sess.id)
-			if s.gw.cur == c.sess {
-				s.gw.cur = nil
+			if s.gw.cur[c.sess.shard] == c.sess {
+				delete(s.gw.cur, c.sess.shard)
 			}
 		}
 		c.sess = nil
@@ -468,26 +522,42 @@ func (s *Server) identify(c *conn, raw json.RawMessage) bool {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	sess := &session{id: hex.EncodeToString(b), intents: *d.Intents}
-	if old := g.cur; old != nil && old.conn != nil && old.conn != c {
-		_ = old.conn.ws.Close() // one shard: a new session replaces the old one
+	g.shards = 1
+	if d.Shard != nil {
+		sess.shard, g.shards = d.Shard[0], d.Shard[1]
+	}
+	if old := g.cur[sess.shard]; old != nil && old.conn != nil && old.conn != c {
+		_ = old.conn.ws.Close() // one session per shard: a new one replaces the old one
 		old.conn = nil
 	}
 	g.sessions[sess.id] = sess
-	g.cur = sess
+	g.cur[sess.shard] = sess
 	c.sess = sess
 	sess.conn = c
 	g.notifyLocked()
-	var guilds []any
+	var mine []string
 	for _, id := range s.guildIDs() {
+		if g.shardOf(map[string]any{"guild_id": id}) == sess.shard {
+			mine = append(mine, id)
+		}
+	}
+	var guilds []any
+	for _, id := range mine {
 		guilds = append(guilds, map[string]any{"id": id, "unavailable": true})
 	}
 	g.mu.Unlock()
 
-	s.Dispatch("READY", map[string]any{
+	ready := map[string]any{
 		"v": 9, "user": botUser(), "session_id": sess.id, "resume_gateway_url": s.wsURL(strings.TrimSuffix(routeResumeSocket, "/")),
 		"guilds": orEmpty(guilds), "application": map[string]any{"id": ApplicationID, "flags": 0},
-	})
-	for _, id := range s.guildIDs() {
+	}
+	if d.Shard != nil {
+		ready["shard"] = *d.Shard
+	}
+	g.mu.Lock()
+	g.dispatchLocked(sess, "READY", ready)
+	g.mu.Unlock()
+	for _, id := range mine {
 		s.Dispatch("GUILD_CREATE", s.guildCreate(id))
 	}
 	return true
@@ -551,7 +621,7 @@ func (s *Server) resume(c *conn, raw json.RawMessage) bool {
 	}
 	sess.conn = c
 	c.sess = sess
-	g.cur = sess
+	g.cur[sess.shard] = sess
 	// Replay under the lock so that no new dispatch overtakes the replayed ones.
 	for _, f := range sess.log {
 		if f.seq > d.Seq {

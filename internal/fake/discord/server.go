@@ -80,6 +80,8 @@ type Server struct {
 	ixByToken  map[string]*Interaction
 	commands   map[string]json.RawMessage // "" (global) or guild id → JSON array
 	commandPUT int
+	recShards  int
+	maxConc    int
 
 	gw gateway
 }
@@ -294,13 +296,24 @@ func (s *Server) getGateway(_ http.ResponseWriter, _ *http.Request, _ []byte) (i
 }
 
 func (s *Server) getGatewayBot(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
+	s.mu.Lock()
+	shards, conc := max(s.recShards, 1), max(s.maxConc, 1)
+	s.mu.Unlock()
 	return http.StatusOK, map[string]any{
 		"url":    s.wsURL(strings.TrimSuffix(routeGatewaySocket, "/")),
-		"shards": 1,
+		"shards": shards,
 		"session_start_limit": map[string]any{
-			"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": 1,
+			"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": conc,
 		},
 	}
+}
+
+// RecommendShards sets what GET /gateway/bot recommends: the number of shards and how many may
+// identify at once (max_concurrency). Default 1 and 1.
+func (s *Server) RecommendShards(shards, maxConcurrency int) {
+	s.mu.Lock()
+	s.recShards, s.maxConc = shards, maxConcurrency
+	s.mu.Unlock()
 }
 
 func botUser() map[string]any {

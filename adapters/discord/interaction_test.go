@@ -196,8 +196,13 @@ func TestRegisterCommandsOnlyWhenChanged(t *testing.T) {
 	fk := discordfake.New(t)
 	specs := channels.Commands()
 	for range 2 {
+		// One after the other, as restarts are: two live sessions of one shard would keep
+		// replacing each other.
 		h := newHarness(t, fk, nil)
 		if err := h.ch.RegisterCommands(context.Background(), specs); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.ch.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -345,3 +345,27 @@ func decodeChannel(data []byte) (channelInfo, error) {
 	}
 	return c, nil
 }
+
+// ready is the part of READY the gateway keeps.
+type ready struct {
+	SessionID   string              `json:"session_id"`
+	ResumeURL   string              `json:"resume_gateway_url"`
+	User        struct{ ID string } `json:"user"`
+	Application struct{ ID string } `json:"application"`
+}
+
+// decodeReady parses READY. It fails on invalid JSON and a missing session id or bot user; a
+// resume URL that is not a websocket URL is dropped (resumes then use the generic URL).
+func decodeReady(data []byte) (ready, error) {
+	var r ready
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%w: READY: %w", errMalformed, err)
+	}
+	if r.SessionID == "" || r.User.ID == "" {
+		return r, fmt.Errorf("%w: READY without session id or user", errMalformed)
+	}
+	if r.ResumeURL != "" && !strings.HasPrefix(r.ResumeURL, "wss://") && !strings.HasPrefix(r.ResumeURL, "ws://") {
+		r.ResumeURL = ""
+	}
+	return r, nil
+}

@@ -300,14 +300,9 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 			switch f.T {
 			case "READY":
-				var r struct {
-					SessionID   string              `json:"session_id"`
-					ResumeURL   string              `json:"resume_gateway_url"`
-					User        struct{ ID string } `json:"user"`
-					Application struct{ ID string } `json:"application"`
-				}
-				if err := json.Unmarshal(f.D, &r); err != nil || r.SessionID == "" || r.User.ID == "" {
-					return healthy, fmt.Errorf("discord: unreadable READY")
+				r, err := decodeReady(f.D)
+				if err != nil {
+					return healthy, err
 				}
 				g.mu.Lock()
 				g.sessionID, g.resumeURL = r.SessionID, r.ResumeURL

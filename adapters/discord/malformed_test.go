@@ -164,3 +164,40 @@ func FuzzDecodeGuildAndChannel(f *testing.F) {
 		_, _ = decodeChannel(data)
 	})
 }
+
+func TestDecodeReady(t *testing.T) {
+	cases := []struct {
+		name, data string
+		ok         bool
+		resume     string
+	}{
+		{"good", `{"session_id":"s","resume_gateway_url":"wss://r.discord.gg","user":{"id":"1"},"application":{"id":"2"}}`, true, "wss://r.discord.gg"},
+		{"not json", `{`, false, ""},
+		{"no session", `{"user":{"id":"1"}}`, false, ""},
+		{"no user", `{"session_id":"s"}`, false, ""},
+		{"user of the wrong type", `{"session_id":"s","user":"x"}`, false, ""},
+		{"a resume URL that is not a websocket is dropped", `{"session_id":"s","user":{"id":"1"},"resume_gateway_url":"file:///etc/passwd"}`, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := decodeReady([]byte(tc.data))
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errMalformed)) {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.ok && r.ResumeURL != tc.resume {
+				t.Errorf("resume URL %q", r.ResumeURL)
+			}
+		})
+	}
+}
+
+func FuzzDecodeReady(f *testing.F) {
+	f.Add([]byte(`{"session_id":"s","resume_gateway_url":"wss://r.discord.gg","user":{"id":"1"},"application":{"id":"2"}}`))
+	f.Add([]byte(`{"session_id":"","user":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := decodeReady(data)
+		if err == nil && (r.SessionID == "" || r.User.ID == "") {
+			t.Fatalf("accepted READY without session or user: %+v", r)
+		}
+	})
+}

@@ -464,3 +464,34 @@ func TestDiscordInviteCommand(t *testing.T) {
 		t.Errorf("without a token: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestDiscordClarificationByModal proves a question with a text field opens a modal from its
+// "Answer…" button and the submitted modal resumes the run with the typed answer.
+func TestDiscordClarificationByModal(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return modelserver.Text("noted: " + last.Content)
+		}
+		return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+			Arguments: `{"question":"What name?","fields":[{"id":"name","label":"Name","kind":"text","required":true}]}`})
+	})
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "reserve"})
+	card := e.waitQuestion(dm)
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "Answer…")))
+	custom, inputs, ok := ix.Modal()
+	if !ok || len(inputs) != 1 {
+		t.Fatalf("no modal opened: %+v", ix.Responses)
+	}
+	e.dc.Submit(dm, card.ID, dAnn, custom, map[string]string{inputs[0].CustomID: "Ada Lovelace"})
+	waitFor(t, "the answer with the typed name", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "noted") && strings.Contains(m.Text(), "Ada Lovelace") {
+				return true
+			}
+		}
+		return false
+	})
+}

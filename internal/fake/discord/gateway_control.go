@@ -212,4 +212,3 @@ func (s *Server) detach(c *conn) {
 	}
 	g.notifyLocked()
 }
-

@@ -222,9 +222,10 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	})
 }
 
-// OpenForm answers a click with a modal of text inputs for form (render.DiscordFormModal). It
-// must be the interaction's first answer; after a deferral it fails and the router asks for a
-// typed answer instead.
+// OpenForm answers a click with a modal of text inputs for form (render.DiscordFormModal), each
+// input named by its field's id so the submitted values come back by field id. It must be the
+// interaction's first answer; after a deferral it fails and the router asks for a typed answer
+// instead.
 func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
 	if in == nil || in.ID == "" || in.Token == "" {
 		return errors.New("discord: open form: no interaction id or token")
@@ -233,6 +234,14 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 	modal, err := render.DiscordFormModal(card, c.cfg.ActionKey, false)
 	if err != nil {
 		return fmt.Errorf("discord: open form: %w", err)
+	}
+	// The router reads a submitted modal's inputs by field id (channels.Interaction.Values):
+	// the inputs come one row per field, in field order, then the free-text input, which keeps
+	// its signed id.
+	for i, f := range form.Fields {
+		if i < len(modal.Components) && len(modal.Components[i].Components) == 1 && f.ID != "" && len(f.ID) <= render.DiscordMaxCustomID {
+			modal.Components[i].Components[0].CustomID = f.ID
+		}
 	}
 	st := c.state(in)
 	st.mu.Lock()

@@ -134,8 +134,8 @@ func TestSelectAndModalSubmitCarryValues(t *testing.T) {
 func TestOpenFormAnswersWithAModal(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	k, msg := cardInThread(t, h)
-	form := render.Form{Token: "qRUN2", Question: "Tell me", Fields: []render.FormField{
-		{Label: "Name", Kind: render.KindText, Required: true}}}
+	form := render.Form{Token: "qRUN2", Question: "Tell me", AllowFreeText: true, Fields: []render.FormField{
+		{ID: "name", Label: "Name", Kind: render.KindText, Required: true}}}
 	h.rec.setOn(func(ctx context.Context, ch channels.Channel, in channels.Inbound) error {
 		if in.Interaction == nil {
 			return nil
@@ -146,8 +146,11 @@ func TestOpenFormAnswersWithAModal(t *testing.T) {
 	poll.Until(t, "the click", func() bool { return h.rec.count() == 2 })
 	ix, _ := h.fk.InteractionByID(ixID)
 	custom, inputs, ok := ix.Modal()
-	if !ok || len(inputs) != 1 || inputs[0].Required == nil || !*inputs[0].Required {
+	if !ok || len(inputs) != 2 || inputs[0].Required == nil || !*inputs[0].Required || inputs[0].CustomID != "name" {
 		t.Fatalf("modal %q %+v %v", custom, inputs, ok)
+	}
+	if a, err := render.DecodeAction(h.key, inputs[1].CustomID); err != nil || a.Kind != render.ActionFreeText {
+		t.Errorf("free-text input id %+v %v", a, err)
 	}
 	if a, err := render.DecodeAction(h.key, custom); err != nil || a.Kind != render.ActionSubmit || a.Token != "qRUN2" {
 		t.Errorf("modal id %+v %v", a, err)

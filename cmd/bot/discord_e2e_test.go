@@ -482,13 +482,13 @@ func TestDiscordClarificationByModal(t *testing.T) {
 	card := e.waitQuestion(dm)
 	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "Answer…")))
 	custom, inputs, ok := ix.Modal()
-	if !ok || len(inputs) != 1 {
-		t.Fatalf("no modal opened: %+v", ix.Responses)
+	if !ok || len(inputs) != 1 || inputs[0].CustomID != "name" {
+		t.Fatalf("no modal with the field opened: %+v", ix.Responses)
 	}
 	e.dc.Submit(dm, card.ID, dAnn, custom, map[string]string{inputs[0].CustomID: "Ada Lovelace"})
 	waitFor(t, "the answer with the typed name", 20*time.Second, func() bool {
 		for _, m := range e.dc.PostedByBot(dm) {
-			if strings.Contains(m.Text(), "noted") && strings.Contains(m.Text(), "Ada Lovelace") {
+			if strings.Contains(m.Text(), "noted") && strings.Contains(m.Text(), "Name: Ada Lovelace") {
 				return true
 			}
 		}

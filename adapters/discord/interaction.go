@@ -92,6 +92,9 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 		}
 		return
 	}
+	if c.openFreeText(ctx, ix, in, st) {
+		return
+	}
 	if in.Command != "" {
 		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
 		// and let Send fill the response.
@@ -292,4 +295,29 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 		}
 	}
 	return ref, true, nil
+}
+
+// openFreeText answers a click on "Answer in my own words…" with a modal to type the answer
+// in: on Discord a button cannot take text. The modal's submit carries the button's own signed
+// id and the typed text, which the router takes as the free-text answer (and checks then: who
+// may answer, whether the question is still open). It reports whether it answered the click.
+func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) bool {
+	it := in.Interaction
+	if it == nil || ix.Type != discordgo.InteractionMessageComponent || len(it.Values) > 0 {
+		return false
+	}
+	id, err := render.DecodeAction(c.cfg.ActionKey, it.Data)
+	if err != nil || id.Kind != render.ActionFreeText {
+		return false
+	}
+	required := true
+	modal := render.DiscordModal{Title: "Your answer", CustomID: it.Data, Components: []render.DiscordComponent{{
+		Type: render.DiscordActionRow, Components: []render.DiscordComponent{{Type: render.DiscordTextInput,
+			Style: render.DiscordInputParagraph, CustomID: "answer", Label: "Your answer, in your own words",
+			Required: &required, MaxLength: render.DiscordMaxInputValue}}}}}
+	if err := c.callback(ctx, st, map[string]any{"type": cbModal, "data": modal}); err != nil {
+		c.cfg.Logger.Warn("discord: opening the free-text answer failed", "err", err)
+		return false // the router then asks for a typed reply
+	}
+	return true
 }

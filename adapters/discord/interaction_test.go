@@ -252,3 +252,29 @@ func TestSlashCommandTheRouterCannotTakeSaysSo(t *testing.T) {
 		return len(r) == 1 && strings.Contains(r[0].Content, "failed")
 	})
 }
+
+func TestFreeTextButtonOpensAModalWhoseSubmitIsTheAnswer(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k, msg := cardInThread(t, h)
+	free, err := render.EncodeAction(h.key, render.ActionID{Kind: render.ActionFreeText, Token: "qRUN1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ixID := h.fk.Click(k.Thread, msg, alice, free)
+	poll.Until(t, "the modal", func() bool {
+		ix, _ := h.fk.InteractionByID(ixID)
+		_, _, ok := ix.Modal()
+		return ok
+	})
+	ix, _ := h.fk.InteractionByID(ixID)
+	custom, inputs, _ := ix.Modal()
+	if custom != free || len(inputs) != 1 || h.rec.count() != 1 {
+		t.Fatalf("modal %q %+v; handed %d", custom, inputs, h.rec.count())
+	}
+	h.fk.Submit(k.Thread, msg, alice, custom, map[string]string{inputs[0].CustomID: "my own words"})
+	poll.Until(t, "the submit", func() bool { return h.rec.count() == 2 })
+	in := lastInbound(h)
+	if in.Interaction.Data != free || in.Interaction.Values["answer"][0] != "my own words" {
+		t.Errorf("submit = %+v", in.Interaction)
+	}
+}

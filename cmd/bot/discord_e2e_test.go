@@ -495,3 +495,34 @@ func TestDiscordClarificationByModal(t *testing.T) {
 		return false
 	})
 }
+
+// TestDiscordFreeTextAnswerByModal proves "Answer in my own words…" opens a modal and the text
+// typed there resumes the run.
+func TestDiscordFreeTextAnswerByModal(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return modelserver.Text("booked: " + last.Content)
+		}
+		return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+			Arguments: `{"question":"How many people?","allow_free_text":true,"fields":[{"id":"people","label":"People","kind":"choice","options":["2","4"],"required":true}]}`})
+	})
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book a table"})
+	card := e.waitQuestion(dm)
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "Answer in my own words…")))
+	custom, inputs, ok := ix.Modal()
+	if !ok || len(inputs) != 1 {
+		t.Fatalf("no free-text modal: %+v", ix.Responses)
+	}
+	e.dc.Submit(dm, card.ID, dAnn, custom, map[string]string{inputs[0].CustomID: "three of us, maybe five"})
+	waitFor(t, "the answer with the typed text", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "booked") && strings.Contains(m.Text(), "three of us, maybe five") {
+				return true
+			}
+		}
+		return false
+	})
+}

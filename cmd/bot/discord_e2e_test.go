@@ -526,3 +526,48 @@ func TestDiscordFreeTextAnswerByModal(t *testing.T) {
 		return false
 	})
 }
+
+// TestDiscordRedeliveredMessageAnsweredOnce proves a MESSAGE_CREATE Discord sends again (after a
+// resume) is deduplicated by its message id: one run, one answer.
+func TestDiscordRedeliveredMessageAnsweredOnce(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	id := e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "only once"})
+	e.waitAnswers(dm, 1)
+	if !e.dc.Redeliver(id) {
+		t.Fatal("no message to redeliver")
+	}
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "next"})
+	got := e.waitAnswers(dm, 2)
+	if !strings.Contains(got[1].Text(), "echo: next") || e.model.Count() != 2 {
+		t.Errorf("answers %q, %d model calls; the redelivery must be dropped", got[1].Text(), e.model.Count())
+	}
+}
+
+// TestDiscordAdminCommandsByUserID proves admins.discord lists Discord user ids: the listed user
+// may run /botadmin stats, another is refused.
+func TestDiscordAdminCommandsByUserID(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Admins.Discord = []string{dAnn.ID} })
+	e.start()
+	ch := e.dc.Guild("700000000000000005")
+	reply := func(u discordfake.User) string {
+		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
+		var text string
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ := e.dc.InteractionByID(id)
+			if r := ix.Replies(); len(r) > 0 {
+				text = r[0].Text()
+				return true
+			}
+			return false
+		})
+		return text
+	}
+	if got := reply(dBob); !strings.Contains(got, "admins only") {
+		t.Errorf("a non-admin got %q", got)
+	}
+	if got := reply(dAnn); strings.Contains(got, "admins only") {
+		t.Errorf("the admin was refused: %q", got)
+	}
+}

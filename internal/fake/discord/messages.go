@@ -154,7 +154,9 @@ type Message struct {
 	Pending bool
 	// Interaction is the id of the interaction this message answers, if any.
 	Interaction string
-	CreatedAt   time.Time
+	// MentionedBot: a user message that mentions the bot.
+	MentionedBot bool
+	CreatedAt    time.Time
 }
 
 // Text is the content and every embed's text, joined by newlines.
@@ -363,7 +365,7 @@ func (s *Server) Post(um UserMessage) string {
 		roles = append(roles, BotRoleID)
 	}
 	m := &Message{ID: s.newIDLocked(), ChannelID: um.Channel, GuildID: guild, Author: um.Author, Content: content,
-		ReplyTo: um.ReplyTo, CreatedAt: time.Now()}
+		ReplyTo: um.ReplyTo, MentionedBot: um.MentionBot, CreatedAt: time.Now()}
 	s.messages[um.Channel] = append(s.messages[um.Channel], m)
 	s.byID[m.ID] = m
 	s.mu.Unlock()
@@ -382,6 +384,27 @@ func (s *Server) Post(um UserMessage) string {
 	}
 	s.Dispatch("MESSAGE_CREATE", w)
 	return m.ID
+}
+
+// Redeliver dispatches MESSAGE_CREATE again for a user message posted before (as Discord may
+// after a resume), with a new sequence number and the same message. It reports whether the
+// message exists.
+func (s *Server) Redeliver(messageID string) bool {
+	s.mu.Lock()
+	m, ok := s.byID[messageID]
+	var w map[string]any
+	if ok {
+		w = m.wire()
+	}
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if m.MentionedBot {
+		w["mentions"] = []any{botUser()}
+	}
+	s.Dispatch("MESSAGE_CREATE", w)
+	return true
 }
 
 // messageBody is a create or edit message request.

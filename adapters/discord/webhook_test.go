@@ -50,7 +50,7 @@ func webhookHarness(t *testing.T) (*harness, signedPoster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, nil, func(c *Config) { c.PublicKey = pub; c.DeferAfter = 200 * time.Millisecond })
+	h := newHarness(t, nil, func(c *Config) { c.PublicKey = pub; c.DeferAfter = 2 * time.Second })
 	srv := httptest.NewServer(h.ch.InteractionsHandler())
 	t.Cleanup(srv.Close)
 	return h, signedPoster{t: t, priv: priv, srv: srv}

@@ -118,6 +118,10 @@ type Config struct {
 	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
 	// with it.
 	PublicKey []byte
+	// OnConnect, when set, is called each time a shard's gateway connection is up: resumed true
+	// after a RESUMED (missed events replayed), false after a READY (a new session). It must
+	// return quickly.
+	OnConnect func(shard int, resumed bool)
 }
 
 // String is redacted: it never shows the token.

@@ -311,11 +311,17 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 				healthy = true
 				g.connected.Store(true)
 				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
+				if f := g.c.cfg.OnConnect; f != nil {
+					f(g.shardID, false)
+				}
 				onReady()
 			case "RESUMED":
 				healthy = true
 				g.connected.Store(true)
 				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
+				if f := g.c.cfg.OnConnect; f != nil {
+					f(g.shardID, true)
+				}
 			default:
 				g.c.dispatch(f.T, f.D)
 			}

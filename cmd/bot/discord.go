@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchboard-bot/switchboard/adapters/discord"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/render"
@@ -18,7 +20,21 @@ const discordInteractionsPath = "/discord/interactions"
 // malformed are counted as refused inbound.
 func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics) (*discord.Channel, error) {
 	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
+	conns := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_discord_gateway_connections_total",
+		Help: "Discord gateway connections made, by kind: identify (a new session) or resume (missed events replayed).",
+	}, []string{"kind"})
+	if err := m.reg.Register(conns); err != nil {
+		return nil, err
+	}
 	return discord.New(discord.Config{
+		OnConnect: func(_ int, resumed bool) {
+			if resumed {
+				conns.WithLabelValues("resume").Inc()
+			} else {
+				conns.WithLabelValues("identify").Inc()
+			}
+		},
 		PublicKey:     pub,
 		Token:         cfg.Discord.Token,
 		APIURL:        cfg.Discord.APIURL,

@@ -298,7 +298,7 @@ func TestDiscordDisconnectMidRun(t *testing.T) {
 			release := make(chan struct{})
 			e := newDiscordE2E(t, nil)
 			e.model.SetFunc(gatedModel(release))
-			e.start()
+			e.running = e.start()
 			a, b := e.dc.DM(dAnn.ID), e.dc.DM(dBob.ID)
 			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "first"})
 			waitFor(t, "the run to reach the model", 10*time.Second, func() bool { return e.model.Pending() == 1 || e.model.Count() == 1 })
@@ -329,6 +329,13 @@ func TestDiscordDisconnectMidRun(t *testing.T) {
 			if !tc.resumable && len(ids) != 2 {
 				t.Errorf("identifies %+v, want a second identify", ids)
 			}
+			wantResumes, wantIdentifies := 0.0, 2.0
+			if tc.resumable {
+				wantResumes, wantIdentifies = 1, 1
+			}
+			if r, i := gatewayConnections(t, e.running, "resume"), gatewayConnections(t, e.running, "identify"); r != wantResumes || i != wantIdentifies {
+				t.Errorf("switchboard_discord_gateway_connections_total: resume %v identify %v, want %v and %v", r, i, wantResumes, wantIdentifies)
+			}
 			// Nothing doubles once the dust settles: one more message, one more answer each.
 			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "again"})
 			e.waitAnswers(a, 2)
@@ -337,6 +344,29 @@ func TestDiscordDisconnectMidRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatewayConnections reads switchboard_discord_gateway_connections_total{kind} from the app's
+// registry.
+func gatewayConnections(t *testing.T, r *running, kind string) float64 {
+	t.Helper()
+	mfs, err := r.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchboard_discord_gateway_connections_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestDiscord429StormNothingLost proves a storm of 429s (route and global) delays replies but

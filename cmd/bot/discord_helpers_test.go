@@ -15,6 +15,8 @@ import (
 type discordE2E struct {
 	*e2e
 	dc *discordfake.Server
+	// running is the app a test keeps for its metrics.
+	running *running
 }
 
 // newDiscordE2E is newE2E with Discord as the one platform; mutate adjusts the configuration.

@@ -125,3 +125,14 @@ func TestHTTPInteractionAnsweredInTheResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPInteractionsAfterStopAreRefused(t *testing.T) {
+	h, p := webhookHarness(t)
+	if err := h.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"type":3,"id":"9","token":"t9","channel_id":"55","user":{"id":"1"},"data":{"custom_id":"x","component_type":2}}`
+	if code, _ := p.post(body, time.Now(), false); code != http.StatusServiceUnavailable {
+		t.Errorf("status %d after Stop, want 503", code)
+	}
+}

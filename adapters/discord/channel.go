@@ -118,6 +118,11 @@ type Config struct {
 	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
 	// with it.
 	PublicKey []byte
+	// Sessions, when set, keeps each shard's gateway session across restarts: Stop leaves the
+	// session resumable and saves it, Start resumes it, and Discord replays what was sent in
+	// between (each message once: the router dedupes by message id). Nil: every start
+	// identifies afresh, and events sent while no process is connected are lost.
+	Sessions SessionStore
 	// OnConnect, when set, is called each time a shard's gateway connection is up: resumed true
 	// after a RESUMED (missed events replayed), false after a READY (a new session). It must
 	// return quickly.
@@ -147,6 +152,7 @@ type Channel struct {
 	cancel  context.CancelFunc
 	started bool
 	stopped bool
+	saved   bool // sessions saved by Stop
 	self    botIdentity
 	appID   string
 	wg      sync.WaitGroup
@@ -351,6 +357,25 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 			// Shards identify max_concurrency at a time, one batch per IdentifyInterval.
 			delay: time.Duration(i/perBucket) * c.cfg.IdentifyInterval}
 	}
+	if c.cfg.Sessions != nil {
+		for _, g := range gws {
+			saved, err := c.cfg.Sessions.LoadSession(ctx, g.shardID)
+			if err != nil {
+				c.cfg.Logger.Warn("discord: loading the saved gateway session failed; identifying afresh", "shard", g.shardID, "err", err)
+				continue
+			}
+			if saved.ID == "" || saved.BotID == "" {
+				continue
+			}
+			g.sessionID, g.resumeURL, g.seq = saved.ID, saved.ResumeURL, saved.Seq
+			c.setSelf(saved.BotID, saved.AppID)
+			c.mu.Lock()
+			for _, r := range saved.BotRoles {
+				c.self.roles[r] = true
+			}
+			c.mu.Unlock()
+		}
+	}
 	c.mu.Lock()
 	c.gws = gws
 	c.mu.Unlock()
@@ -419,10 +444,40 @@ func (c *Channel) Stop(ctx context.Context) error {
 	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("discord: stop: %w", ctx.Err())
 	}
+	return c.saveSessions(ctx)
+}
+
+// saveSessions keeps every shard's session for the next process, once the handlers are done
+// (so that what they could not hand over is replayed).
+func (c *Channel) saveSessions(ctx context.Context) error {
+	c.mu.Lock()
+	gws, store, saved := c.gws, c.cfg.Sessions, c.saved
+	c.saved = true
+	self := c.self
+	app := c.appID
+	c.mu.Unlock()
+	if store == nil || saved {
+		return nil
+	}
+	var roles []string
+	for r := range self.roles {
+		roles = append(roles, r)
+	}
+	var errs []error
+	for _, g := range gws {
+		id, resumeURL, _ := g.session()
+		if id == "" || g.fatalErr() != nil {
+			continue
+		}
+		sess := Session{ID: id, ResumeURL: resumeURL, Seq: g.safeSeq(), BotID: self.id, AppID: app, BotRoles: roles}
+		if err := store.SaveSession(ctx, g.shardID, sess); err != nil {
+			errs = append(errs, fmt.Errorf("discord: saving the session of shard %d: %w", g.shardID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ErrNotReady is wrapped by Ready's errors.

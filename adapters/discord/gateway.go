@@ -95,6 +95,9 @@ type gateway struct {
 	seq       int64
 	fatal     error
 
+	pmu     sync.Mutex
+	pending map[int64]struct{} // sequence numbers of messages not handed over yet
+
 	connected  atomic.Bool
 	lastEvent  atomic.Int64 // unix nanos of the last frame read
 	identifies atomic.Int64
@@ -183,7 +186,13 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 	g.ws = ws
 	g.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		// 1000 ends the session for good; with a SessionStore it is kept for the next process,
+		// and any other code leaves it resumable.
+		code := websocket.CloseNormalClosure
+		if g.c.cfg.Sessions != nil {
+			code = 4000
+		}
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
 		_ = ws.Close()
 	})
 	defer stop()
@@ -318,12 +327,13 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			case "RESUMED":
 				healthy = true
 				g.connected.Store(true)
+				onReady() // a first connection may resume a saved session
 				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
 				if f := g.c.cfg.OnConnect; f != nil {
 					f(g.shardID, true)
 				}
 			default:
-				g.c.dispatch(f.T, f.D)
+				g.c.dispatch(g, f.S, f.T, f.D)
 			}
 		case opHeartbeat:
 			select {

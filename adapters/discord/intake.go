@@ -21,7 +21,7 @@ func (c *Channel) malformed(what string, err error) {
 // dispatch takes one gateway event, on the gateway's read loop: it must not block. Messages go
 // to their channel's queue, in gateway order; interactions are answered at once, each on its
 // own goroutine (a click needs an answer within 3 s, whatever the channel is busy with).
-func (c *Channel) dispatch(t string, data []byte) {
+func (c *Channel) dispatch(g *gateway, seq int64, t string, data []byte) {
 	switch t {
 	case "MESSAGE_CREATE":
 		m, err := decodeMessage(data)
@@ -32,7 +32,12 @@ func (c *Channel) dispatch(t string, data []byte) {
 		if m.Author.ID == c.BotID() {
 			return // our own posts come back on the gateway
 		}
-		c.goOrdered(m.ChannelID, func(ctx context.Context) { c.handleMessage(ctx, m) })
+		g.hold(seq)
+		c.goOrdered(m.ChannelID, func(ctx context.Context) {
+			if c.handleMessage(ctx, m) {
+				g.done(seq)
+			}
+		})
 	case "INTERACTION_CREATE":
 		ix, err := decodeInteraction(data)
 		if err != nil {
@@ -79,22 +84,23 @@ func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
 }
 
 // handleMessage converts and hands over one message; the router's errors are retried a few
-// times (Discord does not redeliver), keeping the channel's order.
-func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) {
+// times (Discord does not redeliver), keeping the channel's order. It reports false when the
+// message could not be handed over (a saved session then replays it to the next process).
+func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) bool {
 	w, err := c.locate(ctx, m.ChannelID, m.GuildID)
 	if err != nil {
 		c.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
-		return
+		return ctx.Err() == nil
 	}
 	opt := inboundOptions{replyInThread: c.cfg.ReplyInThread, mentionOnly: c.cfg.ThreadReplies == ThreadRepliesMention}
 	in, ok := messageInbound(m, c.identity(), w, opt, c.now())
 	if !ok {
-		return
+		return true
 	}
 	if in.Conv.Thread != "" && in.Conv.Thread == in.MessageID {
 		c.threads.remember(in.MessageID, threadName(in.Text))
 	}
-	c.handOver(ctx, in)
+	return c.handOver(ctx, in)
 }
 
 // handOver reports whether the router took the event.

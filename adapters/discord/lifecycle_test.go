@@ -253,3 +253,58 @@ func TestAutoShardingRunsEveryRecommendedShard(t *testing.T) {
 		return false
 	})
 }
+
+func TestRestartResumesTheSavedSession(t *testing.T) {
+	fk := discordfake.New(t)
+	store := &MemorySessions{}
+	dm := fk.DM(alice.ID)
+	first := newHarness(t, fk, func(c *Config) { c.Sessions = store })
+	first.rec.setOn(func(ctx context.Context, _ channels.Channel, in channels.Inbound) error {
+		if in.Text == "b" { // the router cannot take it before the process stops
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "a"})
+	poll.Until(t, "a", func() bool { return first.rec.count() == 1 })
+	fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "b"})
+	poll.Until(t, "b in the handler", func() bool {
+		first.ch.gws[0].pmu.Lock()
+		defer first.ch.gws[0].pmu.Unlock()
+		return len(first.ch.gws[0].pending) == 1
+	})
+	if err := first.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "c"}) // while no process is connected
+
+	second := newHarness(t, fk, func(c *Config) { c.Sessions = store })
+	poll.Until(t, "b and c replayed", func() bool { return second.rec.count() == 2 })
+	var texts []string
+	for _, in := range second.rec.all() {
+		texts = append(texts, in.Text)
+	}
+	if strings.Join(texts, ",") != "b,c" {
+		t.Errorf("the second process got %q, want b,c", texts)
+	}
+	if n := acceptedIdentifies(fk); n != 1 {
+		t.Errorf("%d identifies, want 1 (the second process resumed)", n)
+	}
+	if second.ch.BotID() != discordfake.BotID {
+		t.Errorf("bot id after a resumed start: %q", second.ch.BotID())
+	}
+}
+
+func TestStopWithoutSessionStoreEndsTheSession(t *testing.T) {
+	fk := discordfake.New(t)
+	first := newHarness(t, fk, nil)
+	if err := first.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	second := newHarness(t, fk, func(c *Config) { c.Sessions = &MemorySessions{} })
+	_ = second
+	if n := acceptedIdentifies(fk); n != 2 {
+		t.Errorf("%d identifies, want 2", n)
+	}
+}

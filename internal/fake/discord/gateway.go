@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -232,6 +233,16 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
+			// A client closing with 1000 or 1001 ends its session, as Discord does; any other
+			// close leaves it resumable.
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway) {
+				g.mu.Lock()
+				if c.sess != nil {
+					delete(g.sessions, c.sess.id)
+				}
+				g.mu.Unlock()
+			}
 			return
 		}
 		var p payload

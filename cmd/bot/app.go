@@ -98,7 +98,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, tg)
 	}
 	if cfg.Discord.Token != "" {
-		dc, err := newDiscord(cfg, log, key, a.metrics)
+		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token))
 		if err != nil {
 			return err // the adapter's errors name it already
 		}

@@ -16,9 +16,10 @@ import (
 // discord.public_key is set (the Developer Portal's Interactions Endpoint URL points there).
 const discordInteractionsPath = "/discord/interactions"
 
-// newDiscord builds the Discord channel from the discord.* settings. Events the adapter skips as
-// malformed are counted as refused inbound.
-func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics) (*discord.Channel, error) {
+// newDiscord builds the Discord channel from the discord.* settings, keeping its gateway
+// sessions in sessions across restarts. Events the adapter skips as malformed are counted as
+// refused inbound.
+func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics, sessions discord.SessionStore) (*discord.Channel, error) {
 	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
 	conns := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_discord_gateway_connections_total",
@@ -28,6 +29,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		return nil, err
 	}
 	return discord.New(discord.Config{
+		Sessions: sessions,
 		OnConnect: func(_ int, resumed bool) {
 			if resumed {
 				conns.WithLabelValues("resume").Inc()

@@ -601,3 +601,54 @@ func TestDiscordAdminCommandsByUserID(t *testing.T) {
 		t.Errorf("the admin was refused: %q", got)
 	}
 }
+
+// TestDiscordRestartResumesTheSession proves a restarted bot resumes the stopped one's gateway
+// session (kept in Redis) and answers a message sent while no process was connected, once.
+func TestDiscordRestartResumesTheSession(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	first := e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "before"})
+	e.waitAnswers(dm, 1)
+	first.stop()
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "while restarting"})
+	e.start()
+	got := e.waitAnswers(dm, 2)
+	if !strings.Contains(got[1].Text(), "echo: while restarting") {
+		t.Errorf("answer %q", got[1].Text())
+	}
+	res := e.dc.Resumes()
+	if n := acceptedDiscordIdentifies(e.dc); n != 1 || len(res) != 1 || !res[0].Accepted {
+		t.Errorf("%d identifies, resumes %+v: the restart must resume", n, res)
+	}
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "after"})
+	e.waitAnswers(dm, 3)
+	if n := e.model.Count(); n != 3 {
+		t.Errorf("model called %d times, want 3", n)
+	}
+}
+
+func acceptedDiscordIdentifies(dc *discordfake.Server) int {
+	n := 0
+	for _, id := range dc.Identifies() {
+		if id.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDiscordBotIDIsThePublicPartOfTheToken(t *testing.T) {
+	cases := []struct{ token, want string }{
+		{"OTAwMDAwMDAwMDAwMDAwMDAx.fake.secret", "900000000000000001"},
+		{"Bot OTAwMDAwMDAwMDAwMDAwMDAx.x.y", "900000000000000001"},
+	}
+	for _, tc := range cases {
+		if got := discordBotID(tc.token); got != tc.want {
+			t.Errorf("discordBotID(%q) = %q, want %q", tc.token, got, tc.want)
+		}
+	}
+	if got := discordBotID("not-a-token-SECRET"); strings.Contains(got, "SECRET") || !strings.HasPrefix(got, "h") {
+		t.Errorf("discordBotID of an odd token = %q", got)
+	}
+}

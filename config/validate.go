@@ -231,17 +231,8 @@ func (c *Config) Validate() error {
 		v.add("discord.shard_id", fmt.Sprintf("must be from 0 to %d (discord.shard_count - 1)", d.ShardCount-1))
 	}
 	// A Discord channel_user_id is the user's numeric id; a name never matches anyone.
-	for _, key := range []string{"access.discord.allow", "admins.discord"} {
-		list := c.Access.Discord.Allow
-		if key == "admins.discord" {
-			list = c.Admins.Discord
-		}
-		for i, id := range list {
-			if _, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64); id != "" && err != nil {
-				v.add(fmt.Sprintf("%s[%d]", key, i), "must be a numeric Discord user id (Developer Mode → right-click the user → Copy User ID), not a name")
-			}
-		}
-	}
+	v.discordIDs("access.discord.allow", c.Access.Discord.Allow)
+	v.discordIDs("admins.discord", c.Admins.Discord)
 
 	// access, admins
 	for _, p := range Platforms() {
@@ -364,6 +355,15 @@ func (v *validator) telegramIDs(key string, ids []string) {
 		if _, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64); err != nil && strings.TrimSpace(id) != "" {
 			v.add(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("Telegram ids are numbers (the user's id), got %q: "+
 				"a user finds theirs with /whoami", id))
+		}
+	}
+}
+
+func (v *validator) discordIDs(key string, ids []string) {
+	for i, id := range ids {
+		if _, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64); err != nil && strings.TrimSpace(id) != "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("Discord ids are numbers (the user's id), got %q: "+
+				"with Developer Mode on, right-click the user → Copy User ID, or ask them to run /bot whoami", id))
 		}
 	}
 }

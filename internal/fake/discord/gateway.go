@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -49,6 +50,8 @@ type conn struct {
 	wmu  sync.Mutex
 	sess *session
 	path string
+	// serverClosed: the fake closed it, so the client's close frame is only its echo.
+	serverClosed atomic.Bool
 }
 
 func (c *conn) write(v any) error {
@@ -67,6 +70,7 @@ func (c *conn) writeRaw(b []byte) error {
 }
 
 func (c *conn) closeWith(code int, reason string) {
+	c.serverClosed.Store(true)
 	c.wmu.Lock()
 	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
 	c.wmu.Unlock()
@@ -236,7 +240,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 			// A client closing with 1000 or 1001 ends its session, as Discord does; any other
 			// close leaves it resumable.
 			var ce *websocket.CloseError
-			if errors.As(err, &ce) && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway) {
+			if errors.As(err, &ce) && !c.serverClosed.Load() && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway) {
 				g.mu.Lock()
 				if c.sess != nil {
 					delete(g.sessions, c.sess.id)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -120,13 +122,13 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 			failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
 				Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
 			_ = c.call(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
-				_, err := c.s.RequestWithBucketID("PATCH", ep, failed, ep, opts...)
+				_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
 				return err
 			})
 			return
 		}
 		_ = c.call(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
-			_, err := c.s.RequestWithBucketID("DELETE", ep, nil, ep, opts...)
+			_, err := c.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
 			return err
 		})
 		return
@@ -179,7 +181,7 @@ func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[stri
 	}
 	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
 	err := c.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+		_, err := c.s.RequestWithBucketID("POST", ep, body, tokenBucket("callback", st.token), opts...)
 		return err
 	})
 	if err == nil || apiCode(err) == codeAlreadyAcked || apiCode(err) == codeUnknownInteraction {
@@ -220,7 +222,7 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	}
 	ep := discordgo.EndpointFollowupMessage(c.applicationID(), in.Token) + "?wait=true"
 	return c.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, msg, ep, opts...)
+		_, err := c.s.RequestWithBucketID("POST", ep, msg, tokenBucket("webhook", in.Token), opts...)
 		return err
 	})
 }
@@ -274,14 +276,14 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 		if !cr.used {
 			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
 			err = c.call(ctx, "edit command response", func(opts ...discordgo.RequestOption) error {
-				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), ep, opts...)
+				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
 		} else {
 			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
 			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
 			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
-				raw, err = c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
 		}
@@ -320,4 +322,16 @@ func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in cha
 		return false // the router then asks for a typed reply
 	}
 	return true
+}
+
+// tokenBuckets is how many rate-limit buckets interaction calls are spread over. discordgo keeps
+// a bucket per key forever; keyed by each interaction's URL (which holds its token) they would
+// grow without end.
+const tokenBuckets = 64
+
+// tokenBucket is the discordgo bucket of an interaction call: one of tokenBuckets per kind.
+func tokenBucket(kind, token string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(token))
+	return "switchboard:interaction:" + kind + ":" + strconv.Itoa(int(h.Sum32()%tokenBuckets))
 }

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +277,15 @@ func TestFreeTextButtonOpensAModalWhoseSubmitIsTheAnswer(t *testing.T) {
 	in := lastInbound(h)
 	if in.Interaction.Data != free || in.Interaction.Values["answer"][0] != "my own words" {
 		t.Errorf("submit = %+v", in.Interaction)
+	}
+}
+
+func TestInteractionBucketsAreBounded(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range 10000 {
+		seen[tokenBucket("callback", "token-"+strconv.Itoa(i))] = true
+	}
+	if len(seen) > tokenBuckets {
+		t.Errorf("%d buckets for 10,000 interactions, want at most %d", len(seen), tokenBuckets)
 	}
 }

@@ -153,8 +153,12 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	if name == "" {
 		name = "Conversation"
 	}
+	// discordgo's MessageThreadStartComplex keys its rate-limit bucket by message, and keeps
+	// every bucket forever: one bucket per channel instead.
+	ep := discordgo.EndpointChannelMessageThread(k.Chat, k.Thread)
 	err := c.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.MessageThreadStartComplex(k.Chat, k.Thread, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440}, opts...)
+		_, err := c.s.RequestWithBucketID("POST", ep, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440},
+			discordgo.EndpointChannel(k.Chat)+"/threads-from-messages", opts...)
 		return err
 	})
 	switch {

@@ -160,6 +160,7 @@ type Channel struct {
 
 	where   sync.Map // channel id → where
 	threads *threadMaker
+	budget  identifyBudget
 	order   *orderer
 	ixs     sync.Map // interaction id → *ixState
 	cmds    sync.Map // interaction id → *commandReply
@@ -338,6 +339,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	if gb.URL == "" {
 		return errors.New("discord: gateway/bot gave no URL")
+	}
+	if lim := gb.SessionStartLimit; lim.Total > 0 {
+		c.budget.set(lim.Remaining, time.Duration(lim.ResetAfter)*time.Millisecond, c.now)
 	}
 	ids, count := []int{c.cfg.ShardID}, c.cfg.ShardCount
 	perBucket := 1

@@ -99,6 +99,7 @@ type gateway struct {
 	pending map[int64]struct{} // sequence numbers of messages not handed over yet
 
 	connected  atomic.Bool
+	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
 	lastEvent  atomic.Int64 // unix nanos of the last frame read
 	identifies atomic.Int64
 	resumes    atomic.Int64
@@ -224,6 +225,9 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 	interval := time.Duration(hd.Interval) * time.Millisecond
 
 	identify := func() error {
+		if err := g.c.budget.take(g.everReady.Load()); err != nil {
+			return err
+		}
 		g.identifies.Add(1)
 		d := map[string]any{
 			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
@@ -239,6 +243,9 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		err = send(map[string]any{"op": opResume, "d": map[string]any{"token": g.c.cfg.Token, "session_id": sid, "seq": seq}})
 	} else {
 		err = identify()
+	}
+	if errors.Is(err, errFatal) {
+		return false, err
 	}
 	if err != nil {
 		return false, fmt.Errorf("discord: gateway handshake: %s", g.c.redact.string(err.Error()))
@@ -319,6 +326,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 				g.c.setSelf(r.User.ID, r.Application.ID)
 				healthy = true
 				g.connected.Store(true)
+				g.everReady.Store(true)
 				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
 				if f := g.c.cfg.OnConnect; f != nil {
 					f(g.shardID, false)
@@ -355,7 +363,9 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			if err := sleepCtx(ctx, g.c.cfg.InvalidSessionWait); err != nil {
 				return healthy, err
 			}
-			if err := identify(); err != nil {
+			if err := identify(); errors.Is(err, errFatal) {
+				return healthy, err
+			} else if err != nil {
 				return healthy, errReidentify
 			}
 		}
@@ -380,4 +390,48 @@ func (g *gateway) fatalErr() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.fatal
+}
+
+// identifyBudget keeps the bot within Discord's session start limit (1,000 identifies a day
+// for most bots): past it Discord resets the bot's token. It starts from what GET /gateway/bot
+// reports and keeps a margin; when the budget is spent, the gateway stops with an error that
+// says when the limit resets, instead of identifying again.
+type identifyBudget struct {
+	mu        sync.Mutex
+	remaining int
+	resetAt   time.Time
+	now       func() time.Time
+}
+
+// identifyMargin is left unspent by reconnects, for the operator's own restarts (a first
+// identify may spend it).
+const identifyMargin = 2
+
+func (b *identifyBudget) set(remaining int, resetAfter time.Duration, now func() time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.remaining, b.now = remaining, now
+	b.resetAt = now().Add(resetAfter)
+}
+
+func (b *identifyBudget) take(reconnect bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.now == nil {
+		return nil // not set: no limit known
+	}
+	if !b.now().Before(b.resetAt) {
+		return nil // the window Discord reported has passed; Discord will say at the next start
+	}
+	keep := 0
+	if reconnect {
+		keep = identifyMargin
+	}
+	if b.remaining <= keep {
+		return fmt.Errorf("discord: the daily session start limit is nearly used up (%d left; it resets in %s); "+
+			"not identifying again, as Discord resets the token of a bot that exceeds it: %w",
+			b.remaining, b.resetAt.Sub(b.now()).Round(time.Second), errFatal)
+	}
+	b.remaining--
+	return nil
 }

@@ -308,3 +308,30 @@ func TestStopWithoutSessionStoreEndsTheSession(t *testing.T) {
 		t.Errorf("%d identifies, want 2", n)
 	}
 }
+
+func TestSessionStartLimitStopsIdentifying(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.SetSessionStartsLeft(4) // the start and one reconnect; two kept for restarts
+	h := newHarness(t, fk, nil)
+	fk.CloseWith(4009, "Session timed out.") // second identify: allowed
+	poll.Until(t, "the second session", func() bool { return acceptedIdentifies(fk) == 2 && fk.Connected() })
+	fk.CloseWith(4009, "Session timed out.") // a third would eat into the reserve
+	poll.Until(t, "Ready to report the limit", func() bool {
+		err := h.ch.Ready()
+		return err != nil && strings.Contains(err.Error(), "session start limit")
+	})
+	if n := len(fk.Identifies()); n != 2 {
+		t.Errorf("%d identifies, want 2", n)
+	}
+
+	fk2 := discordfake.New(t)
+	fk2.SetSessionStartsLeft(0)
+	ch, err := New(testConfig(t, fk2, &syncBuffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Start(context.Background(), &recorder{}); err == nil || !strings.Contains(err.Error(), "session start limit") {
+		t.Errorf("Start with the limit spent = %v", err)
+	}
+	_ = ch.Stop(context.Background())
+}

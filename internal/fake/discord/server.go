@@ -82,6 +82,7 @@ type Server struct {
 	commandPUT int
 	recShards  int
 	maxConc    int
+	startsLeft *int
 
 	gw gateway
 }
@@ -298,14 +299,25 @@ func (s *Server) getGateway(_ http.ResponseWriter, _ *http.Request, _ []byte) (i
 func (s *Server) getGatewayBot(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
 	s.mu.Lock()
 	shards, conc := max(s.recShards, 1), max(s.maxConc, 1)
+	remaining := 999
+	if s.startsLeft != nil {
+		remaining = *s.startsLeft
+	}
 	s.mu.Unlock()
 	return http.StatusOK, map[string]any{
 		"url":    s.wsURL(strings.TrimSuffix(routeGatewaySocket, "/")),
 		"shards": shards,
 		"session_start_limit": map[string]any{
-			"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": conc,
+			"total": 1000, "remaining": remaining, "reset_after": 86400000, "max_concurrency": conc,
 		},
 	}
+}
+
+// SetSessionStartsLeft sets session_start_limit.remaining in GET /gateway/bot (default 999).
+func (s *Server) SetSessionStartsLeft(n int) {
+	s.mu.Lock()
+	s.startsLeft = &n
+	s.mu.Unlock()
 }
 
 // RecommendShards sets what GET /gateway/bot recommends: the number of shards and how many may

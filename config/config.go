@@ -153,7 +153,29 @@ type Discord struct {
 	ApplicationID string `koanf:"application_id"`
 	// PublicKey (hex Ed25519) verifies HTTP interactions; not a secret.
 	PublicKey string `koanf:"public_key"`
+	// ReplyInThread answers a mention in a channel in a new thread started from that message
+	// (default true); false answers in the channel, as a reply.
+	ReplyInThread bool `koanf:"reply_in_thread"`
+	// ThreadReplies says which messages of a thread the bot answers in reach it:
+	// DiscordThreadAll (default, no mention needed) or DiscordThreadMention.
+	ThreadReplies string `koanf:"thread_replies"`
+	// DevGuild registers the slash commands in this guild only (they appear at once), instead of
+	// globally; for development.
+	DevGuild string `koanf:"dev_guild"`
+	// ShardID and ShardCount split the bot's guilds over processes, one shard each; ShardCount
+	// 0 or 1 is unsharded. Discord closes with 4011 when a bot in many guilds does not shard.
+	ShardID    int `koanf:"shard_id"`
+	ShardCount int `koanf:"shard_count"`
+	// AutoShard runs every shard Discord recommends in this process (instead of ShardID and
+	// ShardCount), identifying them as fast as Discord allows.
+	AutoShard bool `koanf:"auto_shard"`
 }
+
+// discord.thread_replies values.
+const (
+	DiscordThreadAll     = "all"
+	DiscordThreadMention = "mention"
+)
 
 // PlatformAccess says who may talk to the bot on one platform.
 type PlatformAccess struct {
@@ -314,7 +336,7 @@ func Default() *Config {
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
 			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
-		Discord: Discord{APIURL: DefaultDiscordAPIURL},
+		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{

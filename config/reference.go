@@ -222,6 +222,17 @@ var keyDescriptions = map[string]string{
 	"discord.api_url":        "Scheme and host of Discord's REST API and gateway discovery; override for tests.",
 	"discord.application_id": "The application's numeric id (a snowflake).",
 	"discord.public_key":     "The application's Ed25519 public key, 64 hex digits, which verifies HTTP interactions; not a secret.",
+	"discord.reply_in_thread": "Answer a mention in a channel in a new thread started from that message, so the thread is " +
+		"the conversation; `false` answers in the channel, as a reply.",
+	"discord.thread_replies": "Which messages of a thread the bot answers in reach it: `all` (no mention needed) or " +
+		"`mention`.",
+	"discord.dev_guild": "Register the slash commands in this guild only (they appear at once) instead of globally; " +
+		"for development.",
+	"discord.shard_id": "This process's shard, from 0, when `discord.shard_count` splits the bot's guilds over " +
+		"processes.",
+	"discord.shard_count": "How many shards split the bot's guilds, one per process; 0 or 1 is unsharded.",
+	"discord.auto_shard": "Run every shard Discord recommends (GET /gateway/bot) in this process, instead of " +
+		"`discord.shard_id` and `discord.shard_count`.",
 
 	"access.<platform>.policy": "`open` (anyone) or `allowlist` (only the users in `allow`, and the platform's " +
 		"admins).",

@@ -246,6 +246,25 @@ func (c *Config) Validate() error {
 			v.add("discord.application_id", "must be a numeric snowflake id")
 		}
 	}
+	v.oneOf("discord.thread_replies", c.Discord.ThreadReplies, DiscordThreadAll, DiscordThreadMention)
+	if id := c.Discord.DevGuild; id != "" {
+		if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+			v.add("discord.dev_guild", "must be a numeric guild id (right-click the server → Copy Server ID)")
+		}
+	}
+	switch d := c.Discord; {
+	case d.AutoShard && (d.ShardCount != 0 || d.ShardID != 0):
+		v.add("discord.auto_shard", "takes no discord.shard_id or discord.shard_count: set one or the other")
+	case d.ShardCount < 0:
+		v.add("discord.shard_count", "must not be negative")
+	case d.ShardCount <= 1 && d.ShardID != 0:
+		v.add("discord.shard_id", "must be 0 without discord.shard_count above 1")
+	case d.ShardCount > 1 && (d.ShardID < 0 || d.ShardID >= d.ShardCount):
+		v.add("discord.shard_id", fmt.Sprintf("must be from 0 to %d (discord.shard_count - 1)", d.ShardCount-1))
+	}
+	// A Discord channel_user_id is the user's numeric id; a name never matches anyone.
+	v.discordIDs("access.discord.allow", c.Access.Discord.Allow)
+	v.discordIDs("admins.discord", c.Admins.Discord)
 
 	// access, admins
 	for _, p := range Platforms() {
@@ -371,6 +390,15 @@ func (v *validator) telegramIDs(key string, ids []string) {
 		if _, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64); err != nil && strings.TrimSpace(id) != "" {
 			v.add(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("Telegram ids are numbers (the user's id), got %q: "+
 				"a user finds theirs with /whoami", id))
+		}
+	}
+}
+
+func (v *validator) discordIDs(key string, ids []string) {
+	for i, id := range ids {
+		if _, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64); err != nil && strings.TrimSpace(id) != "" {
+			v.add(fmt.Sprintf("%s[%d]", key, i), fmt.Sprintf("Discord ids are numbers (the user's id), got %q: "+
+				"with Developer Mode on, right-click the user → Copy User ID, or ask them to run /bot whoami", id))
 		}
 	}
 }

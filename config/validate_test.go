@@ -83,6 +83,14 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"discord public key", func(c *config.Config) { c.Discord.PublicKey = "abc" }, []string{"discord.public_key"}},
 		{"discord application id", func(c *config.Config) { c.Discord.ApplicationID = "app" }, []string{"discord.application_id"}},
 		{"discord api url", func(c *config.Config) { c.Discord.APIURL = "ftp://discord.com" }, []string{"discord.api_url"}},
+		{"discord thread replies", func(c *config.Config) { c.Discord.ThreadReplies = "some" }, []string{"discord.thread_replies"}},
+		{"discord dev guild", func(c *config.Config) { c.Discord.DevGuild = "my server" }, []string{"discord.dev_guild"}},
+		{"discord shard id out of range", func(c *config.Config) { c.Discord.ShardID, c.Discord.ShardCount = 2, 2 }, []string{"discord.shard_id"}},
+		{"discord shard id without a count", func(c *config.Config) { c.Discord.ShardID = 1 }, []string{"discord.shard_id"}},
+		{"discord negative shard count", func(c *config.Config) { c.Discord.ShardCount = -1 }, []string{"discord.shard_count"}},
+		{"discord auto shard with a count", func(c *config.Config) { c.Discord.AutoShard, c.Discord.ShardCount = true, 2 }, []string{"discord.auto_shard"}},
+		{"discord allow by name", func(c *config.Config) { c.Access.Discord.Allow = []string{"123", "alice"} }, []string{"access.discord.allow[1]"}},
+		{"discord admin by name", func(c *config.Config) { c.Admins.Discord = []string{"@bob"} }, []string{"admins.discord[0]"}},
 		{"bad policy", func(c *config.Config) { c.Access.Discord.Policy = "closed" }, []string{"access.discord.policy"}},
 		{"empty allow entry", func(c *config.Config) { c.Access.Slack.Allow = []string{"U1", " "} }, []string{"access.slack.allow[1]"}},
 		{"empty admin entry", func(c *config.Config) { c.Admins.Console = []string{""} }, []string{"admins.console[0]"}},
@@ -187,8 +195,13 @@ func TestValidateRunNeedsAPlatform(t *testing.T) {
 	if err := c.ValidateRun(); !errors.As(err, &ve) || !ve.Has("telegram.token") || len(ve.Problems) != 1 {
 		t.Fatalf("ValidateRun() = %v, want one problem at telegram.token", err)
 	}
-	if !strings.Contains(ve.Error(), "bot chat") {
+	if !strings.Contains(ve.Error(), "bot chat") || !strings.Contains(ve.Error(), "discord.token") {
 		t.Errorf("the problem does not say what to do: %v", ve)
+	}
+	d := config.Default()
+	d.Discord.Token = "MTIz.discord-token"
+	if err := d.ValidateRun(); err != nil {
+		t.Errorf("ValidateRun() with only a Discord token = %v", err)
 	}
 	c.Telegram.Token = "123456:ABC-def_ghi"
 	if err := c.ValidateRun(); err != nil {

@@ -104,6 +104,16 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		}
 		a.chans = append(a.chans, sl)
 	}
+	if cfg.Discord.Token != "" {
+		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token))
+		if err != nil {
+			return err // the adapter's errors name it already
+		}
+		if cfg.Discord.PublicKey != "" {
+			a.webhooks[discordInteractionsPath] = dc.InteractionsHandler()
+		}
+		a.chans = append(a.chans, dc)
+	}
 	if len(a.chans) == 0 {
 		return errors.New("no channel is configured: set telegram.token, slack.bot_token or discord.token, or use `bot chat`")
 	}
@@ -134,7 +144,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
-		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "console": 0},
+		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "discord": time.Second, "console": 0},
 	})
 	if err != nil {
 		return err

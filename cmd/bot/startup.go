@@ -32,12 +32,15 @@ func hint(err error, what string) error { return &hinted{err: err, hint: what} }
 var credentialKeys = map[string]string{
 	"telegram": "telegram.token (the token @BotFather gave the bot)",
 	"slack":    "slack.bot_token and slack.app_token",
-	"discord":  "discord.token",
+	"discord":  "discord.token (Developer Portal → your application → Bot → Reset Token)",
 }
 
 // explainStart adds what to check to a channel's start failure. Adapters name themselves in
 // their errors ("telegram: getMe: …"), so nothing is prefixed here.
 func explainStart(platform string, err error) error {
+	if h, ok := discordIntentHint(err); ok {
+		return hint(err, h)
+	}
 	if errors.Is(err, channels.ErrUnauthorized) {
 		if key, ok := credentialKeys[platform]; ok {
 			return hint(err, "check "+key)

@@ -1,0 +1,371 @@
+package discord
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+)
+
+// errMalformed is wrapped by the decoders' errors.
+var errMalformed = errors.New("discord: malformed event")
+
+// maxEventBytes bounds one dispatch's data; Discord's are far smaller.
+const maxEventBytes = 4 << 20
+
+// Message types that carry a user's words (DEFAULT, REPLY); the rest are system notices.
+const (
+	msgDefault = 0
+	msgReply   = 19
+)
+
+// botIdentity is what inbound conversion needs to know about the bot.
+type botIdentity struct {
+	id    string
+	roles map[string]bool // the bot's managed role per guild
+}
+
+// where says where a channel id sits: Thread when it is a thread, then Parent is its channel.
+type where struct {
+	Guild  string
+	Parent string
+	Thread bool
+}
+
+// decodeMessage parses a MESSAGE_CREATE. It fails on invalid JSON and on a message without an
+// id, a channel or an author.
+func decodeMessage(data []byte) (*discordgo.Message, error) {
+	if len(data) > maxEventBytes {
+		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
+	}
+	var m discordgo.Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	if m.ID == "" || m.ChannelID == "" || m.Author == nil || m.Author.ID == "" {
+		return nil, fmt.Errorf("%w: message without id, channel or author", errMalformed)
+	}
+	return &m, nil
+}
+
+func identity(u *discordgo.User) conv.Identity {
+	id := conv.Identity{Platform: platform}
+	if u == nil {
+		return id
+	}
+	id.ChannelUserID = u.ID
+	id.DisplayName = u.GlobalName
+	if id.DisplayName == "" {
+		id.DisplayName = u.Username
+	}
+	return id
+}
+
+// inboundOptions are the configuration choices conversion follows.
+type inboundOptions struct {
+	replyInThread bool
+	mentionOnly   bool // discord.thread_replies: mention
+}
+
+// messageInbound converts a user message. ok is false for messages the bot ignores: its own,
+// system messages, empty ones, and (with thread_replies: mention) unaddressed ones in threads.
+// w is where the message's channel sits.
+func messageInbound(m *discordgo.Message, bot botIdentity, w where, opt inboundOptions, now time.Time) (channels.Inbound, bool) {
+	if m.Author.ID == bot.id || (m.Type != msgDefault && m.Type != msgReply) {
+		return channels.Inbound{}, false
+	}
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == bot.id {
+			mentioned = true
+		}
+	}
+	for _, r := range m.MentionRoles {
+		if bot.roles[r] {
+			mentioned = true
+		}
+	}
+	if ref := m.ReferencedMessage; ref != nil && ref.Author != nil && ref.Author.ID == bot.id {
+		mentioned = true
+	}
+	text := stripMentions(m.Content, bot)
+	files := attachments(m.Attachments)
+	if strings.TrimSpace(text) == "" && len(files) == 0 {
+		return channels.Inbound{}, false
+	}
+	in := channels.Inbound{
+		EventID:      m.ID,
+		Identity:     identity(m.Author),
+		Text:         text,
+		MessageID:    m.ID,
+		Files:        files,
+		FromBot:      m.Author.Bot,
+		AddressesBot: mentioned,
+		ReceivedAt:   now,
+	}
+	if m.MessageReference != nil {
+		in.ReplyTo = m.MessageReference.MessageID
+	}
+	switch {
+	case m.GuildID == "":
+		in.Direct, in.AddressesBot = true, true
+		in.Conv = conv.Key{Platform: platform, Chat: m.ChannelID}
+	case w.Thread:
+		if opt.mentionOnly && !mentioned {
+			return channels.Inbound{}, false
+		}
+		in.Conv = conv.Key{Platform: platform, Workspace: m.GuildID, Chat: w.Parent, Thread: m.ChannelID}
+	default:
+		in.Conv = conv.Key{Platform: platform, Workspace: m.GuildID, Chat: m.ChannelID}
+		if mentioned && opt.replyInThread {
+			// Answered in a new thread started from this message: the thread's id will be the
+			// message's id, so the conversation is keyed by it from the start.
+			in.Conv.Thread = m.ID
+		}
+	}
+	return in, true
+}
+
+// stripMentions removes the bot's own mentions (user and managed role) and tidies the space
+// they leave.
+func stripMentions(s string, bot botIdentity) string {
+	if bot.id != "" {
+		s = strings.ReplaceAll(s, "<@"+bot.id+">", "")
+		s = strings.ReplaceAll(s, "<@!"+bot.id+">", "")
+	}
+	for r := range bot.roles {
+		s = strings.ReplaceAll(s, "<@&"+r+">", "")
+	}
+	return strings.TrimLeft(strings.TrimSpace(s), ",: ")
+}
+
+func attachments(as []*discordgo.MessageAttachment) []conv.Attachment {
+	var out []conv.Attachment
+	for _, a := range as {
+		if a == nil || a.URL == "" {
+			continue
+		}
+		name := a.Filename
+		if name == "" {
+			name = "file"
+		}
+		out = append(out, conv.Attachment{Name: name, MIME: a.ContentType, Size: int64(a.Size), URL: a.URL})
+	}
+	return out
+}
+
+// interactionEvent is an INTERACTION_CREATE: discordgo's Interaction plus the channel object it
+// lacks (which says whether the channel is a thread, and its parent).
+type interactionEvent struct {
+	*discordgo.Interaction
+	Channel *struct {
+		ID       string `json:"id"`
+		Type     int    `json:"type"`
+		ParentID string `json:"parent_id"`
+	}
+}
+
+// decodeInteraction parses an INTERACTION_CREATE. It fails on invalid JSON and on an
+// interaction without id, token, channel or user.
+func decodeInteraction(data []byte) (*interactionEvent, error) {
+	if len(data) > maxEventBytes {
+		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
+	}
+	var ix discordgo.Interaction
+	if err := json.Unmarshal(data, &ix); err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	var extra struct {
+		Channel *struct {
+			ID       string `json:"id"`
+			Type     int    `json:"type"`
+			ParentID string `json:"parent_id"`
+		} `json:"channel"`
+	}
+	_ = json.Unmarshal(data, &extra)
+	if ix.ID == "" || ix.Token == "" || ix.ChannelID == "" || user(&ix) == nil {
+		return nil, fmt.Errorf("%w: interaction without id, token, channel or user", errMalformed)
+	}
+	return &interactionEvent{Interaction: &ix, Channel: extra.Channel}, nil
+}
+
+func user(ix *discordgo.Interaction) *discordgo.User {
+	if ix.Member != nil && ix.Member.User != nil && ix.Member.User.ID != "" {
+		return ix.Member.User
+	}
+	if ix.User != nil && ix.User.ID != "" {
+		return ix.User
+	}
+	return nil
+}
+
+// isThreadType reports whether a channel type is a thread (news, public, private).
+func isThreadType(t int) bool { return t == 10 || t == 11 || t == 12 }
+
+// interactionConv is the conversation an interaction happened in.
+func interactionConv(ix *interactionEvent, w where) conv.Key {
+	switch {
+	case ix.GuildID == "":
+		return conv.Key{Platform: platform, Chat: ix.ChannelID}
+	case w.Thread:
+		return conv.Key{Platform: platform, Workspace: ix.GuildID, Chat: w.Parent, Thread: ix.ChannelID}
+	}
+	return conv.Key{Platform: platform, Workspace: ix.GuildID, Chat: ix.ChannelID}
+}
+
+// commandReplyPrefix marks Inbound.MessageID of a slash command: replies to it answer the
+// interaction (its deferred response, then follow-ups) instead of posting in the channel.
+const commandReplyPrefix = "interaction:"
+
+// interactionInbound converts a component click, a modal submit or a slash command. ok is false
+// for kinds the bot does not handle (pings, autocomplete) and for commands that are not ours.
+func interactionInbound(ix *interactionEvent, w where, now time.Time) (channels.Inbound, bool) {
+	k := interactionConv(ix, w)
+	in := channels.Inbound{
+		EventID:      "interaction:" + ix.ID,
+		Conv:         k,
+		Identity:     identity(user(ix.Interaction)),
+		AddressesBot: true,
+		Direct:       ix.GuildID == "",
+		FromBot:      user(ix.Interaction).Bot,
+		ReceivedAt:   now,
+	}
+	var msgRef channels.MessageRef
+	if ix.Message != nil && ix.Message.ID != "" {
+		in.MessageID = ix.Message.ID
+		msgRef = channels.MessageRef{Conv: k, IDs: []string{ix.Message.ID}}
+	}
+	switch ix.Type {
+	case discordgo.InteractionMessageComponent:
+		d, ok := ix.Data.(discordgo.MessageComponentInteractionData)
+		if !ok || d.CustomID == "" {
+			return channels.Inbound{}, false
+		}
+		it := &channels.Interaction{ID: ix.ID, Token: ix.Token, Data: d.CustomID, Message: msgRef}
+		if len(d.Values) > 0 {
+			it.Values = map[string][]string{d.CustomID: append([]string(nil), d.Values...)}
+		}
+		in.Interaction = it
+	case discordgo.InteractionModalSubmit:
+		d, ok := ix.Data.(discordgo.ModalSubmitInteractionData)
+		if !ok || d.CustomID == "" {
+			return channels.Inbound{}, false
+		}
+		values := map[string][]string{}
+		collectInputs(d.Components, values)
+		in.Interaction = &channels.Interaction{ID: ix.ID, Token: ix.Token, Data: d.CustomID, Values: values, Message: msgRef}
+	case discordgo.InteractionApplicationCommand:
+		d, ok := ix.Data.(discordgo.ApplicationCommandInteractionData)
+		if !ok || (d.Name != commandName && d.Name != adminCommandName) || len(d.Options) == 0 || d.Options[0] == nil {
+			return channels.Inbound{}, false
+		}
+		sub := d.Options[0]
+		if sub.Type != discordgo.ApplicationCommandOptionSubCommand || sub.Name == "" {
+			return channels.Inbound{}, false
+		}
+		in.Command = sub.Name
+		for _, o := range sub.Options {
+			if o != nil && o.Type == discordgo.ApplicationCommandOptionString {
+				if s, ok := o.Value.(string); ok {
+					in.Args = append(in.Args, strings.Fields(s)...)
+				}
+			}
+		}
+		in.Text = "/" + sub.Name
+		if len(in.Args) > 0 {
+			in.Text += " " + strings.Join(in.Args, " ")
+		}
+		in.MessageID = commandReplyPrefix + ix.ID
+	default:
+		return channels.Inbound{}, false
+	}
+	return in, true
+}
+
+// collectInputs gathers the text inputs of a submitted modal by custom_id.
+func collectInputs(cs []discordgo.MessageComponent, out map[string][]string) {
+	for _, c := range cs {
+		switch v := c.(type) {
+		case *discordgo.ActionsRow:
+			collectInputs(v.Components, out)
+		case *discordgo.TextInput:
+			if v.CustomID != "" && v.Value != "" {
+				out[v.CustomID] = append(out[v.CustomID], v.Value)
+			}
+		}
+	}
+}
+
+// guildInfo is the part of a GUILD_CREATE this adapter keeps: the bot's managed role and the
+// threads' parents.
+type guildInfo struct {
+	ID    string `json:"id"`
+	Roles []struct {
+		ID   string `json:"id"`
+		Tags *struct {
+			BotID string `json:"bot_id"`
+		} `json:"tags"`
+	} `json:"roles"`
+	Channels []channelInfo `json:"channels"`
+	Threads  []channelInfo `json:"threads"`
+}
+
+// channelInfo is a channel or thread as GUILD_CREATE, THREAD_CREATE and GET /channels give it.
+type channelInfo struct {
+	ID       string `json:"id"`
+	Type     int    `json:"type"`
+	GuildID  string `json:"guild_id"`
+	ParentID string `json:"parent_id"`
+}
+
+func decodeGuild(data []byte) (guildInfo, error) {
+	var g guildInfo
+	if err := json.Unmarshal(data, &g); err != nil {
+		return g, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	if g.ID == "" {
+		return g, fmt.Errorf("%w: guild without id", errMalformed)
+	}
+	return g, nil
+}
+
+func decodeChannel(data []byte) (channelInfo, error) {
+	var c channelInfo
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	if c.ID == "" {
+		return c, fmt.Errorf("%w: channel without id", errMalformed)
+	}
+	return c, nil
+}
+
+// ready is the part of READY the gateway keeps.
+type ready struct {
+	SessionID   string              `json:"session_id"`
+	ResumeURL   string              `json:"resume_gateway_url"`
+	User        struct{ ID string } `json:"user"`
+	Application struct{ ID string } `json:"application"`
+}
+
+// decodeReady parses READY. It fails on invalid JSON and a missing session id or bot user; a
+// resume URL that is not a websocket URL is dropped (resumes then use the generic URL).
+func decodeReady(data []byte) (ready, error) {
+	var r ready
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%w: READY: %w", errMalformed, err)
+	}
+	if r.SessionID == "" || r.User.ID == "" {
+		return r, fmt.Errorf("%w: READY without session id or user", errMalformed)
+	}
+	if r.ResumeURL != "" && !strings.HasPrefix(r.ResumeURL, "wss://") && !strings.HasPrefix(r.ResumeURL, "ws://") {
+		r.ResumeURL = ""
+	}
+	return r, nil
+}

@@ -1,0 +1,437 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// The gateway client is the adapter's own: discordgo v0.29.0 resumes on the generic gateway URL
+// instead of READY's resume_gateway_url, reconnects forever after fatal closes (4004, 4014), and
+// sleeps a second on every close. This one resumes on resume_gateway_url after a resumable close
+// (1001, 1006, 4000–4003, 4005, 4008, op 7, op 9 true), re-identifies after a non-resumable one
+// (4007, 4009, op 9 false), and stops on a fatal one (4004, 4010–4014), which Ready then reports.
+// Events are decoded with discordgo's types.
+
+// Gateway opcodes.
+const (
+	opDispatch       = 0
+	opHeartbeat      = 1
+	opIdentify       = 2
+	opResume         = 6
+	opReconnect      = 7
+	opInvalidSession = 9
+	opHello          = 10
+	opHeartbeatAck   = 11
+)
+
+// gatewayVersion is the API version of the gateway URL (the REST calls use discordgo's v9).
+const gatewayVersion = "9"
+
+// frame is one gateway payload.
+type frame struct {
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d"`
+	S  int64           `json:"s,omitempty"`
+	T  string          `json:"t,omitempty"`
+}
+
+// errFatal wraps gateway closes that reconnecting cannot cure.
+var errFatal = errors.New("discord: the gateway refused the connection")
+
+// ErrIntentDisallowed is wrapped by Start's error when Discord refuses the privileged message
+// content intent (close 4014).
+var ErrIntentDisallowed = errors.New("discord: the gateway refused the message content intent — turn on \"Message Content Intent\" " +
+	"under Bot → Privileged Gateway Intents in the Discord Developer Portal")
+
+// closeError describes a close code for the operator and says what to do next.
+func closeError(code int, text string) (err error, resumable bool) {
+	switch code {
+	case 4004:
+		return fmt.Errorf("discord: gateway closed 4004 (authentication failed): %w: %w", channels.ErrUnauthorized, errFatal), false
+	case 4014:
+		return fmt.Errorf("%w: %w", ErrIntentDisallowed, errFatal), false
+	case 4011:
+		return fmt.Errorf("discord: gateway closed 4011 (sharding required): set discord.shard_count (and discord.shard_id per process): %w", errFatal), false
+	case 4010, 4012, 4013:
+		return fmt.Errorf("discord: gateway closed %d (%s): %w", code, text, errFatal), false
+	case 4007, 4009:
+		return fmt.Errorf("discord: gateway closed %d (%s): session not resumable", code, text), false
+	}
+	return fmt.Errorf("discord: gateway closed %d (%s)", code, text), true
+}
+
+// errResume and errReidentify end a connection on purpose.
+var (
+	errResume     = errors.New("discord: reconnecting to resume")
+	errReidentify = errors.New("discord: reconnecting to identify")
+	errZombie     = errors.New("discord: no heartbeat ack; reconnecting to resume")
+)
+
+// gateway is one shard's connection to Discord's gateway, reconnecting until its context ends.
+type gateway struct {
+	c          *Channel
+	baseURL    string // from GET /gateway/bot, without query
+	dialer     *websocket.Dialer
+	shardID    int
+	shardCount int           // 0 or 1: unsharded
+	delay      time.Duration // before the first connection (identify pacing of auto shards)
+
+	mu        sync.Mutex
+	ws        *websocket.Conn
+	sessionID string
+	resumeURL string
+	seq       int64
+	fatal     error
+
+	pmu     sync.Mutex
+	pending map[int64]struct{} // sequence numbers of messages not handed over yet
+
+	connected  atomic.Bool
+	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
+	lastEvent  atomic.Int64 // unix nanos of the last frame read
+	identifies atomic.Int64
+	resumes    atomic.Int64
+}
+
+func (g *gateway) session() (id, resumeURL string, seq int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessionID, g.resumeURL, g.seq
+}
+
+func (g *gateway) forget() {
+	g.mu.Lock()
+	g.sessionID, g.resumeURL, g.seq = "", "", 0
+	g.mu.Unlock()
+}
+
+// run connects and reconnects until ctx ends or a fatal close. ready receives the outcome of the
+// first connection (nil once READY arrived) exactly once.
+func (g *gateway) run(ctx context.Context, ready chan<- error) {
+	first := true
+	report := func(err error) {
+		if first {
+			first = false
+			ready <- err
+		}
+	}
+	backoff := g.c.cfg.ReconnectMin
+	for {
+		healthy, err := g.connect(ctx, func() { report(nil) })
+		g.connected.Store(false)
+		if ctx.Err() != nil {
+			report(ctx.Err())
+			return
+		}
+		if errors.Is(err, errFatal) {
+			g.mu.Lock()
+			g.fatal = err
+			g.mu.Unlock()
+			g.c.cfg.Logger.Error("discord: gateway stopped", "err", err)
+			report(err)
+			return
+		}
+		if first {
+			report(err) // Start fails rather than retrying a first connection that never worked
+			return
+		}
+		if healthy {
+			backoff = g.c.cfg.ReconnectMin
+		}
+		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "shard", g.shardID, "err", err, "in", backoff)
+		if sleepCtx(ctx, backoff) != nil {
+			return
+		}
+		if !healthy {
+			backoff = min(2*backoff, 60*time.Second)
+		}
+	}
+}
+
+// connect makes one connection and serves it until it ends. healthy reports whether it got as
+// far as READY or RESUMED. onReady is called on READY.
+func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, err error) {
+	sid, resumeURL, seq := g.session()
+	target := g.baseURL
+	if sid != "" && resumeURL != "" {
+		target = resumeURL
+	}
+	u := strings.TrimRight(target, "/") + "/?v=" + gatewayVersion + "&encoding=json"
+	dialCtx, cancel := context.WithTimeout(ctx, g.c.cfg.CallTimeout)
+	ws, resp, err := g.dialer.DialContext(dialCtx, u, http.Header{})
+	cancel()
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		if sid != "" {
+			// The resume host may be gone: start over on the generic URL.
+			g.forget()
+		}
+		return false, fmt.Errorf("discord: dial gateway: %s", g.c.redact.string(err.Error()))
+	}
+	ws.SetReadLimit(16 << 20)
+	g.mu.Lock()
+	g.ws = ws
+	g.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		// 1000 ends the session for good; with a SessionStore it is kept for the next process,
+		// and any other code leaves it resumable.
+		code := websocket.CloseNormalClosure
+		if g.c.cfg.Sessions != nil {
+			code = 4000
+		}
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+		_ = ws.Close()
+	})
+	defer stop()
+	defer ws.Close()
+
+	var wmu sync.Mutex
+	send := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		return ws.WriteMessage(websocket.TextMessage, b)
+	}
+
+	_ = ws.SetReadDeadline(time.Now().Add(g.c.cfg.CallTimeout))
+	var hello frame
+	if err := ws.ReadJSON(&hello); err != nil {
+		return false, g.readError(err)
+	}
+	var hd struct {
+		Interval int64 `json:"heartbeat_interval"`
+	}
+	if hello.Op != opHello || json.Unmarshal(hello.D, &hd) != nil || hd.Interval <= 0 {
+		return false, fmt.Errorf("discord: gateway did not say hello (op %d)", hello.Op)
+	}
+	interval := time.Duration(hd.Interval) * time.Millisecond
+
+	identify := func() error {
+		if err := g.c.budget.take(g.everReady.Load()); err != nil {
+			return err
+		}
+		g.identifies.Add(1)
+		d := map[string]any{
+			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
+			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
+		}
+		if g.shardCount > 1 {
+			d["shard"] = [2]int{g.shardID, g.shardCount}
+		}
+		return send(map[string]any{"op": opIdentify, "d": d})
+	}
+	if sid != "" {
+		g.resumes.Add(1)
+		err = send(map[string]any{"op": opResume, "d": map[string]any{"token": g.c.cfg.Token, "session_id": sid, "seq": seq}})
+	} else {
+		err = identify()
+	}
+	if errors.Is(err, errFatal) {
+		return false, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("discord: gateway handshake: %s", g.c.redact.string(err.Error()))
+	}
+
+	// Heartbeats: the first after interval×jitter, then every interval; a beat whose predecessor
+	// was not acknowledged means a zombie connection, closed to resume.
+	var acked atomic.Bool
+	acked.Store(true)
+	var zombie atomic.Bool
+	beat := make(chan struct{}, 1)
+	hbDone := make(chan struct{})
+	var hbWG sync.WaitGroup
+	hbWG.Add(1)
+	go func() {
+		defer hbWG.Done()
+		t := time.NewTimer(time.Duration(rand.Float64() * float64(interval)))
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-t.C:
+				t.Reset(interval)
+				if !acked.Swap(false) {
+					zombie.Store(true)
+					_ = ws.Close()
+					return
+				}
+			case <-beat:
+			}
+			g.mu.Lock()
+			s := g.seq
+			g.mu.Unlock()
+			var d any
+			if s > 0 {
+				d = s
+			}
+			if send(map[string]any{"op": opHeartbeat, "d": d}) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(hbDone); hbWG.Wait() }()
+
+	for {
+		// Discord sends at least heartbeat acks within each interval; a silent socket is dead.
+		_ = ws.SetReadDeadline(time.Now().Add(2*interval + 10*time.Second))
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if zombie.Load() {
+				return healthy, errZombie
+			}
+			return healthy, g.readError(err)
+		}
+		g.lastEvent.Store(time.Now().UnixNano())
+		var f frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			g.c.malformed("gateway frame", err)
+			continue
+		}
+		switch f.Op {
+		case opDispatch:
+			if f.S > 0 {
+				g.mu.Lock()
+				g.seq = f.S
+				g.mu.Unlock()
+			}
+			switch f.T {
+			case "READY":
+				r, err := decodeReady(f.D)
+				if err != nil {
+					return healthy, err
+				}
+				g.mu.Lock()
+				g.sessionID, g.resumeURL = r.SessionID, r.ResumeURL
+				g.mu.Unlock()
+				g.c.setSelf(r.User.ID, r.Application.ID)
+				healthy = true
+				g.connected.Store(true)
+				g.everReady.Store(true)
+				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
+				if f := g.c.cfg.OnConnect; f != nil {
+					f(g.shardID, false)
+				}
+				onReady()
+			case "RESUMED":
+				healthy = true
+				g.connected.Store(true)
+				onReady() // a first connection may resume a saved session
+				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
+				if f := g.c.cfg.OnConnect; f != nil {
+					f(g.shardID, true)
+				}
+			default:
+				g.c.dispatch(g, f.S, f.T, f.D)
+			}
+		case opHeartbeat:
+			select {
+			case beat <- struct{}{}:
+			default:
+			}
+		case opHeartbeatAck:
+			acked.Store(true)
+		case opReconnect:
+			return healthy, errResume
+		case opInvalidSession:
+			var resumable bool
+			_ = json.Unmarshal(f.D, &resumable)
+			if resumable {
+				return healthy, errResume
+			}
+			g.forget()
+			// Discord asks for a pause of 1–5 s before identifying again.
+			if err := sleepCtx(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+				return healthy, err
+			}
+			if err := identify(); errors.Is(err, errFatal) {
+				return healthy, err
+			} else if err != nil {
+				return healthy, errReidentify
+			}
+		}
+	}
+}
+
+// readError classifies the error that ended a connection; a non-resumable close forgets the
+// session so the next connection identifies.
+func (g *gateway) readError(err error) error {
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		e, resumable := closeError(ce.Code, ce.Text)
+		if !resumable {
+			g.forget()
+		}
+		return e
+	}
+	return fmt.Errorf("discord: gateway read: %s", g.c.redact.string(err.Error()))
+}
+
+func (g *gateway) fatalErr() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.fatal
+}
+
+// identifyBudget keeps the bot within Discord's session start limit (1,000 identifies a day
+// for most bots): past it Discord resets the bot's token. It starts from what GET /gateway/bot
+// reports and keeps a margin; when the budget is spent, the gateway stops with an error that
+// says when the limit resets, instead of identifying again.
+type identifyBudget struct {
+	mu        sync.Mutex
+	remaining int
+	resetAt   time.Time
+	now       func() time.Time
+}
+
+// identifyMargin is left unspent by reconnects, for the operator's own restarts (a first
+// identify may spend it).
+const identifyMargin = 2
+
+func (b *identifyBudget) set(remaining int, resetAfter time.Duration, now func() time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.remaining, b.now = remaining, now
+	b.resetAt = now().Add(resetAfter)
+}
+
+func (b *identifyBudget) take(reconnect bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.now == nil {
+		return nil // not set: no limit known
+	}
+	if !b.now().Before(b.resetAt) {
+		return nil // the window Discord reported has passed; Discord will say at the next start
+	}
+	keep := 0
+	if reconnect {
+		keep = identifyMargin
+	}
+	if b.remaining <= keep {
+		return fmt.Errorf("discord: the daily session start limit is nearly used up (%d left; it resets in %s); "+
+			"not identifying again, as Discord resets the token of a bot that exceeds it: %w",
+			b.remaining, b.resetAt.Sub(b.now()).Round(time.Second), errFatal)
+	}
+	b.remaining--
+	return nil
+}

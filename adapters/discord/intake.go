@@ -1,0 +1,127 @@
+package discord
+
+import (
+	"context"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// Intake: what the gateway delivers, decoded, ordered per channel and handed to the router.
+
+func (c *Channel) malformed(what string, err error) {
+	c.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", c.redact.string(err.Error()))
+	if c.cfg.OnMalformedEvent != nil {
+		c.cfg.OnMalformedEvent()
+	}
+}
+
+// dispatch takes one gateway event, on the gateway's read loop: it must not block. Messages go
+// to their channel's queue, in gateway order; interactions are answered at once, each on its
+// own goroutine (a click needs an answer within 3 s, whatever the channel is busy with).
+func (c *Channel) dispatch(g *gateway, seq int64, t string, data []byte) {
+	switch t {
+	case "MESSAGE_CREATE":
+		m, err := decodeMessage(data)
+		if err != nil {
+			c.malformed("message", err)
+			return
+		}
+		if m.Author.ID == c.BotID() {
+			return // our own posts come back on the gateway
+		}
+		g.hold(seq)
+		c.goOrdered(m.ChannelID, func(ctx context.Context) {
+			if c.handleMessage(ctx, m) {
+				g.done(seq)
+			}
+		})
+	case "INTERACTION_CREATE":
+		ix, err := decodeInteraction(data)
+		if err != nil {
+			c.malformed("interaction", err)
+			return
+		}
+		c.rememberInteractionChannel(ix)
+		c.goInteraction(ix)
+	case "GUILD_CREATE":
+		g, err := decodeGuild(data)
+		if err != nil {
+			c.malformed("guild", err)
+			return
+		}
+		c.learnGuild(g)
+	case "THREAD_CREATE", "THREAD_UPDATE", "CHANNEL_CREATE":
+		ch, err := decodeChannel(data)
+		if err != nil {
+			c.malformed("channel", err)
+			return
+		}
+		c.learnChannel(ch)
+	}
+}
+
+func (c *Channel) lifeCtx() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.life
+}
+
+func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
+	ctx := c.lifeCtx()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	c.order.add(key, job, func(run func()) {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			run()
+		}()
+	}, ctx)
+}
+
+// handleMessage converts and hands over one message; the router's errors are retried a few
+// times (Discord does not redeliver), keeping the channel's order. It reports false when the
+// message could not be handed over (a saved session then replays it to the next process).
+func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) bool {
+	w, err := c.locate(ctx, m.ChannelID, m.GuildID)
+	if err != nil {
+		c.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
+		return ctx.Err() == nil
+	}
+	opt := inboundOptions{replyInThread: c.cfg.ReplyInThread, mentionOnly: c.cfg.ThreadReplies == ThreadRepliesMention}
+	in, ok := messageInbound(m, c.identity(), w, opt, c.now())
+	if !ok {
+		return true
+	}
+	if in.Conv.Thread != "" && in.Conv.Thread == in.MessageID {
+		c.threads.remember(in.MessageID, threadName(in.Text))
+	}
+	return c.handOver(ctx, in)
+}
+
+// handOver reports whether the router took the event.
+func (c *Channel) handOver(ctx context.Context, in channels.Inbound) bool {
+	c.mu.Lock()
+	h := c.handler
+	c.mu.Unlock()
+	wait := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := h.HandleInbound(ctx, c, in)
+		if err == nil {
+			return true
+		}
+		if attempt == 4 || ctx.Err() != nil {
+			c.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", in.EventID,
+				"conv", in.Conv.String(), "err", err)
+			return false
+		}
+		if sleepCtx(ctx, wait) != nil {
+			return false
+		}
+		wait *= 2
+	}
+}

@@ -1,0 +1,337 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// Interaction callback types and the ephemeral flag (Discord's numbers).
+const (
+	cbMessage        = 4
+	cbDeferred       = 5
+	cbDeferredUpdate = 6
+	cbModal          = 9
+	flagEphemeral    = 1 << 6
+	// maxNotice keeps an ephemeral notice within one message.
+	maxNotice = 1900
+)
+
+// ixState is an interaction being handled: whether its one callback has been made.
+type ixState struct {
+	mu     sync.Mutex
+	id     string
+	token  string
+	acked  bool
+	update bool // a component or modal-on-a-message: type 6 is a valid silent ack
+	// httpReply, for an interaction that came over HTTP, takes the first callback: it becomes
+	// the HTTP response instead of a REST call. Nil once used.
+	httpReply chan<- map[string]any
+}
+
+// quietAck is the callback that acknowledges without a message: a deferred update for clicks
+// (nothing visible changes), else an ephemeral deferred response.
+func quietAck(st *ixState) map[string]any {
+	if st.update {
+		return map[string]any{"type": cbDeferredUpdate}
+	}
+	return map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}
+}
+
+// commandReply is a slash command's deferred response, which replies to it fill.
+type commandReply struct {
+	mu    sync.Mutex
+	token string
+	used  bool // @original edited
+}
+
+func (c *Channel) goInteraction(ix *interactionEvent) {
+	ctx := c.lifeCtx()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.handleInteraction(ctx, ix)
+	}()
+}
+
+func (c *Channel) handleInteraction(ctx context.Context, ix *interactionEvent) {
+	st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
+	c.handleInteractionState(ctx, ix, st)
+}
+
+func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEvent, st *ixState) {
+	var w where
+	if ix.GuildID != "" {
+		var err error
+		if w, err = c.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
+			c.cfg.Logger.Warn("discord: cannot tell where an interaction happened; skipping it", "channel", ix.ChannelID, "err", err)
+			return
+		}
+	}
+	in, ok := interactionInbound(ix, w, c.now())
+	if !ok {
+		// Not something this bot handles (another application's command, autocomplete): say so
+		// rather than leave Discord's "interaction failed".
+		if st.update {
+			c.ackQuietly(ctx, st)
+		} else if ix.Type != discordgo.InteractionPing && ix.Type != discordgo.InteractionApplicationCommandAutocomplete {
+			_ = c.callback(ctx, st, map[string]any{"type": cbMessage, "data": map[string]any{
+				"content": "Sorry, I can't do that here.", "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}})
+		}
+		return
+	}
+	if c.openFreeText(ctx, ix, in, st) {
+		return
+	}
+	if in.Command != "" {
+		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
+		// and let Send fill the response.
+		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred}); err != nil {
+			c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
+			return
+		}
+		cr := &commandReply{token: ix.Token}
+		c.cmds.Store(ix.ID, cr)
+		handed := c.handOver(ctx, in)
+		c.cmds.Delete(ix.ID)
+		cr.mu.Lock()
+		used := cr.used
+		cr.mu.Unlock()
+		if used {
+			return
+		}
+		// Nothing answered: never leave the "thinking…" response spinning. A command the
+		// router could not take says so; one it took without a word is removed.
+		ep := discordgo.EndpointInteractionResponseActions(c.applicationID(), ix.Token)
+		bg := context.WithoutCancel(ctx)
+		if !handed {
+			failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
+				Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
+			_ = c.call(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
+				_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
+				return err
+			})
+			return
+		}
+		_ = c.call(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
+			_, err := c.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
+			return err
+		})
+		return
+	}
+	c.ixs.Store(ix.ID, st)
+	defer c.ixs.Delete(ix.ID)
+	done := make(chan struct{})
+	var timerWG sync.WaitGroup
+	timerWG.Add(1)
+	go func() {
+		defer timerWG.Done()
+		t := time.NewTimer(c.cfg.DeferAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.ackQuietly(ctx, st)
+		case <-done:
+		}
+	}()
+	c.handOver(ctx, in)
+	close(done)
+	timerWG.Wait()
+	c.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
+}
+
+// ackQuietly makes the interaction's callback when none was made: a deferred update for clicks
+// (nothing visible changes), else a deferred response.
+func (c *Channel) ackQuietly(ctx context.Context, st *ixState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked {
+		return
+	}
+	if err := c.callbackLocked(ctx, st, quietAck(st)); err != nil && apiCode(err) != codeAlreadyAcked {
+		c.cfg.Logger.Debug("discord: acknowledging an interaction failed", "err", err)
+	}
+}
+
+func (c *Channel) callback(ctx context.Context, st *ixState, body map[string]any) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return c.callbackLocked(ctx, st, body)
+}
+
+func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[string]any) error {
+	if st.httpReply != nil {
+		st.httpReply <- body // buffered: the HTTP handler writes it as its response
+		st.httpReply, st.acked = nil, true
+		return nil
+	}
+	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
+	err := c.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+		_, err := c.s.RequestWithBucketID("POST", ep, body, tokenBucket("callback", st.token), opts...)
+		return err
+	})
+	if err == nil || apiCode(err) == codeAlreadyAcked || apiCode(err) == codeUnknownInteraction {
+		st.acked = true
+	}
+	return err
+}
+
+func (c *Channel) state(in *channels.Interaction) *ixState {
+	if v, ok := c.ixs.Load(in.ID); ok {
+		return v.(*ixState)
+	}
+	return &ixState{id: in.ID, token: in.Token, update: in.Message.ID() != ""}
+}
+
+// RespondInteraction answers a click privately: an ephemeral message with notice (cut to one
+// message), or, with an empty notice, a silent acknowledgement. When the interaction was already
+// acknowledged (deferred after Config.DeferAfter), the notice goes as an ephemeral follow-up.
+func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
+	if in == nil || in.ID == "" || in.Token == "" {
+		return errors.New("discord: respond: no interaction id or token")
+	}
+	if utf8.RuneCountInString(notice) > maxNotice {
+		notice = string([]rune(notice)[:maxNotice-1]) + "…"
+	}
+	st := c.state(in)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	msg := map[string]any{"content": notice, "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}
+	if !st.acked {
+		if notice == "" {
+			return c.callbackLocked(ctx, st, quietAck(st))
+		}
+		return c.callbackLocked(ctx, st, map[string]any{"type": cbMessage, "data": msg})
+	}
+	if notice == "" {
+		return nil
+	}
+	ep := discordgo.EndpointFollowupMessage(c.applicationID(), in.Token) + "?wait=true"
+	return c.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+		_, err := c.s.RequestWithBucketID("POST", ep, msg, tokenBucket("webhook", in.Token), opts...)
+		return err
+	})
+}
+
+// OpenForm answers a click with a modal of text inputs for form (render.DiscordFormModal), each
+// input named by its field's id so the submitted values come back by field id. It must be the
+// interaction's first answer; after a deferral it fails and the router asks for a typed answer
+// instead.
+func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
+	if in == nil || in.ID == "" || in.Token == "" {
+		return errors.New("discord: open form: no interaction id or token")
+	}
+	card := render.Card{Title: "Your answer", Status: render.StatusWaiting, Form: &form}
+	modal, err := render.DiscordFormModal(card, c.cfg.ActionKey, false)
+	if err != nil {
+		return fmt.Errorf("discord: open form: %w", err)
+	}
+	// The router reads a submitted modal's inputs by field id (channels.Interaction.Values):
+	// the inputs come one row per field, in field order, then the free-text input, which keeps
+	// its signed id.
+	for i, f := range form.Fields {
+		if i < len(modal.Components) && len(modal.Components[i].Components) == 1 && f.ID != "" && len(f.ID) <= render.DiscordMaxCustomID {
+			modal.Components[i].Components[0].CustomID = f.ID
+		}
+	}
+	st := c.state(in)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked {
+		return errors.New("discord: open form: the interaction was already answered")
+	}
+	return c.callbackLocked(ctx, st, map[string]any{"type": cbModal, "data": modal})
+}
+
+// sendCommandReply answers slash command id with ps: the first piece fills the deferred
+// response, the rest are follow-ups. handled is false when the command's token is no longer
+// known here (the caller then posts in the channel).
+func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage) (channels.MessageRef, bool, error) {
+	v, ok := c.cmds.Load(id)
+	if !ok {
+		return channels.MessageRef{}, false, nil
+	}
+	cr := v.(*commandReply)
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	ref := channels.MessageRef{Conv: to.Conv}
+	app := c.applicationID()
+	for _, p := range ps {
+		var raw []byte
+		var err error
+		if !cr.used {
+			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
+			err = c.call(ctx, "edit command response", func(opts ...discordgo.RequestOption) error {
+				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), tokenBucket("webhook", cr.token), opts...)
+				return err
+			})
+		} else {
+			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
+			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
+				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
+				return err
+			})
+		}
+		if err != nil {
+			return ref, true, err
+		}
+		cr.used = true
+		var s sent
+		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
+			ref.IDs = append(ref.IDs, s.ID)
+		}
+	}
+	return ref, true, nil
+}
+
+// openFreeText answers a click on "Answer in my own words…" with a modal to type the answer
+// in: on Discord a button cannot take text. The modal's submit carries the button's own signed
+// id and the typed text, which the router takes as the free-text answer (and checks then: who
+// may answer, whether the question is still open). It reports whether it answered the click.
+func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) bool {
+	it := in.Interaction
+	if it == nil || ix.Type != discordgo.InteractionMessageComponent || len(it.Values) > 0 {
+		return false
+	}
+	id, err := render.DecodeAction(c.cfg.ActionKey, it.Data)
+	if err != nil || id.Kind != render.ActionFreeText {
+		return false
+	}
+	required := true
+	modal := render.DiscordModal{Title: "Your answer", CustomID: it.Data, Components: []render.DiscordComponent{{
+		Type: render.DiscordActionRow, Components: []render.DiscordComponent{{Type: render.DiscordTextInput,
+			Style: render.DiscordInputParagraph, CustomID: "answer", Label: "Your answer, in your own words",
+			Required: &required, MaxLength: render.DiscordMaxInputValue}}}}}
+	if err := c.callback(ctx, st, map[string]any{"type": cbModal, "data": modal}); err != nil {
+		c.cfg.Logger.Warn("discord: opening the free-text answer failed", "err", err)
+		return false // the router then asks for a typed reply
+	}
+	return true
+}
+
+// tokenBuckets is how many rate-limit buckets interaction calls are spread over. discordgo keeps
+// a bucket per key forever; keyed by each interaction's URL (which holds its token) they would
+// grow without end.
+const tokenBuckets = 64
+
+// tokenBucket is the discordgo bucket of an interaction call: one of tokenBuckets per kind.
+func tokenBucket(kind, token string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(token))
+	return "switchboard:interaction:" + kind + ":" + strconv.Itoa(int(h.Sum32()%tokenBuckets))
+}

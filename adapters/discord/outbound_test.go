@@ -1,0 +1,246 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+func dmConv(h *harness) conv.Key {
+	return conv.Key{Platform: "discord", Chat: h.fk.DM(alice.ID)}
+}
+
+func TestSendSplitsLongTextKeepingCodeBlocksWhole(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	prose := strings.Repeat("Some words to read here. ", 60) // ~1,500 characters
+	var code strings.Builder
+	for i := range 60 {
+		code.WriteString("    line(" + strings.Repeat("x", 10) + ") // " + string(rune('a'+i%26)) + "\n")
+	}
+	block := "```go\n" + code.String() + "```"
+	text := prose + "\n\n" + block + "\n\n" + prose
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted := h.fk.PostedByBot(k.Chat)
+	if len(posted) < 2 || len(ref.IDs) != len(posted) {
+		t.Fatalf("%d messages, ref %v", len(posted), ref.IDs)
+	}
+	whole := 0
+	var all strings.Builder
+	for _, m := range posted {
+		if n := utf8.RuneCountInString(m.Content); n > discordfake.MaxContent {
+			t.Errorf("message of %d characters", n)
+		}
+		if strings.Contains(m.Content, "```go\n"+code.String()+"```") {
+			whole++
+		}
+		if c := strings.Count(m.Content, "```"); c%2 != 0 {
+			t.Errorf("unbalanced fence in %q", m.Content)
+		}
+		all.WriteString(m.Content)
+	}
+	if whole != 1 {
+		t.Errorf("the code block is not whole in one message")
+	}
+	if strings.Count(all.String(), "Some words") != 120 {
+		t.Errorf("text lost or doubled: %d sentences", strings.Count(all.String(), "Some words"))
+	}
+}
+
+func TestSendPingsNobody(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := conv.Key{Platform: "discord", Workspace: "500", Chat: h.fk.Guild("500")}
+	text := "@everyone look, @here too, and <@" + alice.ID + "> and <@&42>"
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: text}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h.fk.PostedByBot(k.Chat) {
+		if p := discordfake.Pings(m); len(p) != 0 {
+			t.Errorf("message %q pings %v", m.Text(), p)
+		}
+		if m.AllowedMentions == nil || m.AllowedMentions.Parse == nil || len(m.AllowedMentions.Parse) != 0 {
+			t.Errorf("allowed_mentions = %+v", m.AllowedMentions)
+		}
+	}
+}
+
+func formCard() render.Card {
+	return render.Card{Title: "Which one?", Status: render.StatusWaiting, Form: &render.Form{
+		Token: "qRUN1", Question: "Pick a colour",
+		Fields: []render.FormField{{Label: "Colour", Kind: render.KindChoice, Options: []string{"red", "blue"}, Required: true}},
+	}}
+}
+
+func TestSendCardHasEmbedsAndSignedComponents(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	card := formCard()
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.fk.PostedByBot(k.Chat)
+	if len(p) != 1 || len(p[0].Embeds) == 0 || !strings.Contains(p[0].Text(), "Pick a colour") {
+		t.Fatalf("posted = %+v", p)
+	}
+	ids := discordfake.CustomIDs(p[0].Components)
+	if len(ids) != 2 {
+		t.Fatalf("custom ids %v", ids)
+	}
+	for i, id := range ids {
+		a, err := render.DecodeAction(h.key, id)
+		if err != nil || a.Kind != render.ActionChoose || a.Option != i || a.Token != "qRUN1" {
+			t.Errorf("custom id %q: %+v %v", id, a, err)
+		}
+	}
+}
+
+func TestSendLongCardSplitsWithinEmbedLimits(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	card := render.Card{Title: "Long", Status: render.StatusDone, Body: strings.Repeat("A paragraph of text.\n\n", 800)}
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Card: &card})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.fk.PostedByBot(k.Chat)
+	if len(p) < 2 || len(ref.IDs) != len(p) {
+		t.Fatalf("%d messages", len(p))
+	}
+	total := 0
+	for _, m := range p {
+		total += strings.Count(m.Text(), "A paragraph of text.")
+	}
+	if total != 800 {
+		t.Errorf("%d paragraphs shown, want 800", total)
+	}
+}
+
+func TestEditReplacesCardWithTextAndCleansUp(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	card := formCard()
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Card: &card})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.ch.Edit(context.Background(), ref, channels.Message{Text: "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.fk.PostedByBot(k.Chat)
+	if len(p) != 1 || p[0].Content != "done" || len(p[0].Embeds) != 0 || len(p[0].Components) != 0 || out.ID() != ref.ID() {
+		t.Errorf("after edit: %+v", p)
+	}
+	if err := h.ch.Delete(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ch.Delete(context.Background(), ref); err != nil {
+		t.Errorf("deleting a deleted message: %v", err)
+	}
+	_, err = h.ch.Edit(context.Background(), ref, channels.Message{Text: "again"})
+	if !errors.Is(err, channels.ErrMessageGone) {
+		t.Errorf("editing a deleted message: %v", err)
+	}
+}
+
+func TestRateLimitsAreWaitedOutWithoutDoubling(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 3, 20*time.Millisecond)
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "once"}); err != nil {
+		t.Fatal(err)
+	}
+	h.fk.GlobalRateLimit(2, 20*time.Millisecond)
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "twice"}); err != nil {
+		t.Fatal(err)
+	}
+	p := h.fk.PostedByBot(k.Chat)
+	if len(p) != 2 || p[0].Content != "once" || p[1].Content != "twice" {
+		t.Errorf("posted = %+v", p)
+	}
+}
+
+func TestLongRateLimitIsRateLimitError(t *testing.T) {
+	h := newHarness(t, nil, func(c *Config) { c.MaxRetryWait = 50 * time.Millisecond })
+	k := dmConv(h)
+	h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 1, 3*time.Second)
+	_, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "x"})
+	var rl *channels.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter != 3*time.Second {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestErrorsAreClassified(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault discordfake.Fault
+		want  error
+	}{
+		{"unknown channel is unreachable", discordfake.Fault{Status: http.StatusNotFound, Code: 10003}, channels.ErrUnreachable},
+		{"missing access is unreachable", discordfake.Fault{Status: http.StatusForbidden, Code: 50001}, channels.ErrUnreachable},
+		{"a refused card body is ErrCardRefused", discordfake.Fault{Status: http.StatusBadRequest, Code: 50035}, channels.ErrCardRefused},
+		{"a revoked token is ErrUnauthorized", discordfake.Fault{Status: http.StatusUnauthorized}, channels.ErrUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			k := dmConv(h)
+			h.fk.FailNext("POST", discordfake.RouteMessages, 1, tc.fault)
+			card := render.Card{Title: "T", Status: render.StatusDone}
+			_, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Card: &card})
+			if !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTypingGoesToTheConversationsChannel(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	if err := h.ch.Typing(context.Background(), channels.Target{Conv: k}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.fk.Count("POST", discordfake.RouteTyping); n != 1 {
+		t.Errorf("%d typing calls", n)
+	}
+}
+
+func TestSplitContent(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"short", "hello", []string{"hello"}},
+		{"empty", "  \n ", nil},
+		{"code block moves whole", strings.Repeat("a", 50) + "\n```\n" + strings.Repeat("b", 30) + "\n```",
+			[]string{strings.Repeat("a", 50), "```\n" + strings.Repeat("b", 30) + "\n```"}},
+		{"paragraphs packed", "one\n\ntwo", []string{"one\n\ntwo"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := splitContent(tc.in, 64)
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

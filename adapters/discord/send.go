@@ -1,0 +1,318 @@
+package discord
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// MaxContent is the longest message content Discord accepts; Send splits longer text.
+const MaxContent = render.DiscordMaxContent
+
+// allowedMentions parses nothing, so no text the model writes (@everyone, <@id>, <@&role>)
+// pings anyone; RepliedUser pings the asker of a reply.
+type allowedMentions struct {
+	Parse       []string `json:"parse"`
+	RepliedUser bool     `json:"replied_user"`
+}
+
+type messageReference struct {
+	MessageID       string `json:"message_id"`
+	FailIfNotExists bool   `json:"fail_if_not_exists"`
+}
+
+// createBody is POST /channels/{id}/messages (and interaction follow-ups).
+type createBody struct {
+	Content          string                    `json:"content,omitempty"`
+	Embeds           []render.DiscordEmbed     `json:"embeds,omitempty"`
+	Components       []render.DiscordComponent `json:"components,omitempty"`
+	AllowedMentions  allowedMentions           `json:"allowed_mentions"`
+	MessageReference *messageReference         `json:"message_reference,omitempty"`
+	Nonce            string                    `json:"nonce,omitempty"`
+	EnforceNonce     bool                      `json:"enforce_nonce,omitempty"`
+	Flags            int                       `json:"flags,omitempty"`
+}
+
+// editBody is PATCH of a message: every part is sent, so an edit from a card to text clears
+// the embeds and components.
+type editBody struct {
+	Content         string                    `json:"content"`
+	Embeds          []render.DiscordEmbed     `json:"embeds"`
+	Components      []render.DiscordComponent `json:"components"`
+	AllowedMentions allowedMentions           `json:"allowed_mentions"`
+}
+
+func editOf(p render.DiscordMessage) editBody {
+	e := editBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+	if e.Embeds == nil {
+		e.Embeds = []render.DiscordEmbed{}
+	}
+	if e.Components == nil {
+		e.Components = []render.DiscordComponent{}
+	}
+	return e
+}
+
+// pieces renders m: a card with render.Discord (embeds within 6,000 characters a message,
+// components on the last), or markdown text converted to Discord's dialect and split at 2,000
+// characters with code blocks kept whole. An invalid card is ErrCardRefused.
+func (c *Channel) pieces(m channels.Message) ([]render.DiscordMessage, error) {
+	if m.Card != nil {
+		msgs, err := render.Discord(*m.Card, c.cfg.ActionKey)
+		if err != nil {
+			return nil, fmt.Errorf("discord: render card: %w: %w", channels.ErrCardRefused, err)
+		}
+		return msgs, nil
+	}
+	chunks := splitContent(render.ConvertMarkdown(m.Text, render.DialectDiscord), MaxContent)
+	if len(chunks) == 0 {
+		return nil, errors.New("discord: empty message")
+	}
+	out := make([]render.DiscordMessage, len(chunks))
+	for i, ch := range chunks {
+		out[i] = render.DiscordMessage{Content: ch, AllowedMentions: render.DiscordAllowedMentions{Parse: []string{}}}
+	}
+	return out, nil
+}
+
+// splitContent cuts text into pieces of at most limit characters at segment boundaries: a
+// fenced code block is one segment and goes whole into one piece when it fits in one; only a
+// block or paragraph run longer than limit is cut by render.Chunk (which closes and reopens the
+// fence).
+func splitContent(text string, limit int) []string {
+	var segs []string
+	var cur []string
+	inFence := false
+	flush := func() {
+		if len(cur) > 0 {
+			segs = append(segs, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		fence := strings.HasPrefix(strings.TrimSpace(line), "```")
+		if fence && !inFence {
+			flush()
+			inFence = true
+			cur = append(cur, line)
+			if strings.Count(strings.TrimSpace(line), "```") >= 2 && len(strings.TrimSpace(line)) > 6 {
+				inFence = false // ```one-liner```
+				flush()
+			}
+			continue
+		}
+		cur = append(cur, line)
+		if fence && inFence {
+			inFence = false
+			flush()
+		}
+	}
+	flush()
+
+	var out []string
+	piece := ""
+	emit := func() {
+		if strings.TrimSpace(piece) != "" {
+			out = append(out, strings.Trim(piece, "\n"))
+		}
+		piece = ""
+	}
+	for _, s := range segs {
+		if strings.TrimSpace(s) == "" {
+			if piece != "" {
+				piece += "\n"
+			}
+			continue
+		}
+		joined := s
+		if piece != "" {
+			joined = piece + "\n" + s
+		}
+		if render.Width(joined) <= limit {
+			piece = joined
+			continue
+		}
+		emit()
+		if render.Width(s) <= limit {
+			piece = s
+			continue
+		}
+		parts := render.Chunk(s, limit, render.DialectDiscord)
+		for i, p := range parts {
+			if i == len(parts)-1 {
+				piece = p
+				break
+			}
+			out = append(out, p)
+		}
+	}
+	emit()
+	return out
+}
+
+func newNonce() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b) // 24 characters; Discord allows 25
+}
+
+// Send posts m to the conversation: in its thread (started from the message the conversation
+// is keyed by, on first use), as a reply to to.ReplyTo on the first piece when that message is
+// in the same channel, split to Discord's limits with components on the last piece. Each piece
+// carries a nonce with enforce_nonce, so a retry after a lost answer returns the message already
+// made instead of posting twice. A reply to a slash command answers its interaction. The ref
+// lists every message sent; on error those sent before it.
+func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
+	ref := channels.MessageRef{Conv: to.Conv}
+	ps, err := c.pieces(m)
+	if err != nil {
+		return ref, err
+	}
+	if id, ok := strings.CutPrefix(to.ReplyTo, commandReplyPrefix); ok {
+		if out, handled, err := c.sendCommandReply(ctx, id, to, ps); handled {
+			return out, c.cardRefused(m, err)
+		}
+		to.ReplyTo = ""
+	}
+	chID, err := c.threads.channelFor(ctx, to.Conv)
+	if err != nil {
+		return ref, err
+	}
+	for i, p := range ps {
+		body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: newNonce(), EnforceNonce: true}
+		// The message a thread starts from is in the parent channel: a reply from inside the
+		// thread cannot reference it (the thread shows it anyway).
+		inItsThread := to.ReplyTo == to.Conv.Thread && chID == to.Conv.Thread
+		if i == 0 && to.ReplyTo != "" && !inItsThread && !strings.Contains(to.ReplyTo, ":") {
+			body.MessageReference = &messageReference{MessageID: to.ReplyTo}
+			body.AllowedMentions.RepliedUser = true
+		}
+		id, err := c.post(ctx, chID, body)
+		if err != nil {
+			return ref, c.cardRefused(m, err)
+		}
+		ref.IDs = append(ref.IDs, id)
+	}
+	return ref, nil
+}
+
+// cardRefused marks Discord's refusal of a card's form body as channels.ErrCardRefused, so
+// delivery falls back to text.
+func (c *Channel) cardRefused(m channels.Message, err error) error {
+	if err != nil && m.Card != nil && apiCode(err) == codeInvalidFormBody && !errors.Is(err, channels.ErrCardRefused) {
+		return fmt.Errorf("%w: %w", channels.ErrCardRefused, err)
+	}
+	return err
+}
+
+type sent struct {
+	ID string `json:"id"`
+}
+
+func (c *Channel) post(ctx context.Context, chID string, body createBody) (string, error) {
+	ep := discordgo.EndpointChannelMessages(chID)
+	var raw []byte
+	err := c.call(ctx, "send message", func(opts ...discordgo.RequestOption) error {
+		var err error
+		raw, err = c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	var s sent
+	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
+		return "", errors.New("discord: send message: unreadable answer")
+	}
+	return s.ID, nil
+}
+
+// Edit replaces the message ref names with m. The first piece edits ref's first message;
+// further pieces edit ref's further messages or are sent as new ones; messages of ref beyond the
+// pieces are deleted. A message that no longer exists is channels.ErrMessageGone (delivery then
+// sends anew).
+func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+	if ref.ID() == "" {
+		return ref, fmt.Errorf("discord: edit: %w: empty message ref", channels.ErrMessageGone)
+	}
+	ps, err := c.pieces(m)
+	if err != nil {
+		return ref, err
+	}
+	chID, err := c.threads.channelFor(ctx, ref.Conv)
+	if err != nil {
+		return ref, err
+	}
+	out := channels.MessageRef{Conv: ref.Conv}
+	for i, p := range ps {
+		if i < len(ref.IDs) {
+			ep := discordgo.EndpointChannelMessage(chID, ref.IDs[i])
+			err := c.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+				_, err := c.s.RequestWithBucketID("PATCH", ep, editOf(p), discordgo.EndpointChannelMessages(chID), opts...)
+				return err
+			})
+			if err != nil {
+				return ref, c.cardRefused(m, err)
+			}
+			out.IDs = append(out.IDs, ref.IDs[i])
+			continue
+		}
+		id, err := c.post(ctx, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: newNonce(), EnforceNonce: true})
+		if err != nil {
+			return out, c.cardRefused(m, err)
+		}
+		out.IDs = append(out.IDs, id)
+	}
+	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
+		if err := c.deleteOne(ctx, chID, id); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Delete deletes every message of ref. A message already gone counts as deleted.
+func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
+	chID, err := c.threads.channelFor(ctx, ref.Conv)
+	if err != nil {
+		return err
+	}
+	for _, id := range ref.IDs {
+		if err := c.deleteOne(ctx, chID, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Channel) deleteOne(ctx context.Context, chID, id string) error {
+	err := c.call(ctx, "delete message", func(opts ...discordgo.RequestOption) error {
+		return c.s.ChannelMessageDelete(chID, id, opts...)
+	})
+	if errors.Is(err, channels.ErrMessageGone) {
+		return nil
+	}
+	return err
+}
+
+// Typing shows "typing…" in the conversation's channel or thread (about 10 s).
+func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
+	chID, err := c.threads.channelFor(ctx, to.Conv)
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "typing", func(opts ...discordgo.RequestOption) error {
+		return c.s.ChannelTyping(chID, opts...)
+	})
+}

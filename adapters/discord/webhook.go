@@ -1,0 +1,130 @@
+package discord
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The HTTP interactions endpoint: Discord can post interactions to a URL (Developer Portal →
+// General Information → Interactions Endpoint URL) instead of sending them on the gateway. Each
+// request is signed with Ed25519 (X-Signature-Ed25519 over X-Signature-Timestamp + body, the
+// application's public key); the first answer is the HTTP response, within 3 s.
+
+// maxSkew bounds the age of a request's timestamp, so a captured request cannot be replayed
+// later (Discord's signature alone does not expire).
+const maxSkew = 5 * time.Minute
+
+// maxInteractionBytes bounds a request body.
+const maxInteractionBytes = 1 << 20
+
+// InteractionsHandler serves Discord's HTTP interactions at the path the caller mounts it on.
+// It needs Config.PublicKey. It answers 401 to a missing or wrong signature and to a timestamp
+// more than five minutes off, 400 to an unreadable body, PONG to PING, 503 before Start and
+// after Stop, and otherwise hands the interaction to the router like one from the gateway,
+// answering with the router's first response (a notice, a modal, a deferral) or, after
+// Config.DeferAfter, with a deferral of its own.
+func (c *Channel) InteractionsHandler() http.Handler {
+	return http.HandlerFunc(c.serveInteraction)
+}
+
+func (c *Channel) verify(r *http.Request, body []byte) bool {
+	if len(c.cfg.PublicKey) != ed25519.PublicKeySize {
+		return false
+	}
+	sig, err := hex.DecodeString(r.Header.Get("X-Signature-Ed25519"))
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	ts := r.Header.Get("X-Signature-Timestamp")
+	secs, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	if d := c.now().Sub(time.Unix(secs, 0)); d > maxSkew || d < -maxSkew {
+		return false
+	}
+	return ed25519.Verify(c.cfg.PublicKey, append([]byte(ts), body...), sig)
+}
+
+func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxInteractionBytes+1))
+	if err != nil || len(body) > maxInteractionBytes {
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	}
+	if !c.verify(r, body) {
+		c.cfg.Logger.Warn("discord: refusing an interaction request with a bad signature or timestamp", "remote", r.RemoteAddr)
+		http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		return
+	}
+	var head struct {
+		Type int `json:"type"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		c.malformed("interaction request", err)
+		http.Error(w, "malformed interaction", http.StatusBadRequest)
+		return
+	}
+	if head.Type == 1 { // PING
+		writeJSON(w, map[string]any{"type": 1})
+		return
+	}
+	ix, err := decodeInteraction(body)
+	if err != nil {
+		c.malformed("interaction request", err)
+		http.Error(w, "malformed interaction", http.StatusBadRequest)
+		return
+	}
+	// Checked and counted under the lock Stop takes before it waits, so no handler starts
+	// after Stop began waiting.
+	c.mu.Lock()
+	ctx := c.life
+	if ctx == nil || ctx.Err() != nil || c.stopped || !c.ready.Load() {
+		c.mu.Unlock()
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	c.rememberInteractionChannel(ix)
+	reply := make(chan map[string]any, 1)
+	st := &ixState{id: ix.ID, token: ix.Token, httpReply: reply,
+		update: ix.Type == 3 || ix.Message != nil}
+	go func() {
+		defer c.wg.Done()
+		c.handleInteractionState(ctx, ix, st)
+	}()
+	t := time.NewTimer(c.cfg.DeferAfter)
+	defer t.Stop()
+	select {
+	case b := <-reply:
+		writeJSON(w, b)
+		return
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	st.mu.Lock()
+	if st.httpReply == nil { // the answer was made just now
+		st.mu.Unlock()
+		writeJSON(w, <-reply)
+		return
+	}
+	st.httpReply, st.acked = nil, true
+	st.mu.Unlock()
+	writeJSON(w, quietAck(st))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchboard-bot/switchboard/adapters/discord"
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// discordInteractionsPath is where the HTTP interactions endpoint is served when
+// discord.public_key is set (the Developer Portal's Interactions Endpoint URL points there).
+const discordInteractionsPath = "/discord/interactions"
+
+// newDiscord builds the Discord channel from the discord.* settings, keeping its gateway
+// sessions in sessions across restarts. Events the adapter skips as malformed are counted as
+// refused inbound.
+func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics, sessions discord.SessionStore) (*discord.Channel, error) {
+	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
+	conns := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_discord_gateway_connections_total",
+		Help: "Discord gateway connections made, by kind: identify (a new session) or resume (missed events replayed).",
+	}, []string{"kind"})
+	if err := m.reg.Register(conns); err != nil {
+		return nil, err
+	}
+	return discord.New(discord.Config{
+		Sessions: sessions,
+		OnConnect: func(_ int, resumed bool) {
+			if resumed {
+				conns.WithLabelValues("resume").Inc()
+			} else {
+				conns.WithLabelValues("identify").Inc()
+			}
+		},
+		PublicKey:     pub,
+		Token:         cfg.Discord.Token,
+		APIURL:        cfg.Discord.APIURL,
+		ApplicationID: cfg.Discord.ApplicationID,
+		ReplyInThread: cfg.Discord.ReplyInThread,
+		ThreadReplies: discord.ThreadReplies(cfg.Discord.ThreadReplies),
+		DevGuild:      cfg.Discord.DevGuild,
+		ShardID:       cfg.Discord.ShardID,
+		ShardCount:    cfg.Discord.ShardCount,
+		AutoShard:     cfg.Discord.AutoShard,
+		Logger:        log.With("channel", "discord"),
+		ActionKey:     key,
+		OnMalformedEvent: func() {
+			m.refused.WithLabelValues("discord", "malformed").Inc()
+		},
+	})
+}
+
+// discordIntentHint says what to do when Discord refused the message content intent.
+func discordIntentHint(err error) (string, bool) {
+	if errors.Is(err, discord.ErrIntentDisallowed) {
+		return "open the Discord Developer Portal → your application → Bot → Privileged Gateway Intents, " +
+			"turn on Message Content Intent, save, and start the bot again", true
+	}
+	return "", false
+}

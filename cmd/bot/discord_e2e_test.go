@@ -1,0 +1,654 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/config"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+)
+
+var (
+	dAnn = discordfake.User{ID: "410000000000000001", Username: "ann"}
+	dBob = discordfake.User{ID: "410000000000000002", Username: "bob"}
+)
+
+// TestDiscordDirectMessage proves the whole path for a DM: the gateway event becomes a run,
+// typing is signalled, and the model's answer is the one message posted in the DM.
+func TestDiscordDirectMessage(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "hello bot"})
+	got := e.waitAnswers(dm, 1)
+	if !strings.Contains(got[0].Text(), "echo: hello bot") {
+		t.Fatalf("answer shows %q", got[0].Text())
+	}
+	if e.dc.Count("POST", discordfake.RouteTyping) == 0 {
+		t.Error("no typing signal while the run worked")
+	}
+	if n := e.dc.Count("POST", discordfake.RouteMessages); n != 1 {
+		t.Errorf("%d messages posted, want 1", n)
+	}
+	if strings.Contains(e.logs.String(), e.dc.Token()) {
+		t.Error("the bot token is in the logs")
+	}
+}
+
+// TestDiscordChannelMentionAnsweredInThread proves a mention in a channel is answered in a new
+// thread started from that message, an unmentioned message is ignored, and a follow-up in the
+// thread without a mention continues the same conversation.
+func TestDiscordChannelMentionAnsweredInThread(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.start()
+	ch := e.dc.Guild("700000000000000001")
+	e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dBob, Content: "just chatting, not for the bot"})
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "what is two plus two?", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	if !strings.Contains(got[0].Text(), "echo: what is two plus two?") {
+		t.Fatalf("thread answer shows %q", got[0].Text())
+	}
+	th, ok := e.dc.ChannelInfo(mid)
+	if !ok || th.Type != discordfake.ChannelPublicThread || th.ParentID != ch {
+		t.Fatalf("no thread from the message: %+v", th)
+	}
+	if n := len(e.dc.PostedByBot(ch)); n != 0 {
+		t.Errorf("%d bot messages in the channel itself, want 0", n)
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times; the unmentioned message must be ignored", n)
+	}
+
+	e.dc.Post(discordfake.UserMessage{Channel: mid, Author: dAnn, Content: "and times three?"})
+	got = e.waitAnswers(mid, 2)
+	if !strings.Contains(got[1].Text(), "echo: and times three?") {
+		t.Fatalf("follow-up answer shows %q", got[1].Text())
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !hasMessage(reqs[1].Messages, "user", "what is two plus two?") {
+		t.Errorf("the follow-up did not continue the thread's conversation")
+	}
+}
+
+// TestDiscordClarificationByButton proves ask_clarification becomes buttons, a click answers it
+// (acknowledged within 3 s) and resumes the run with the choice.
+func TestDiscordClarificationByButton(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book a table"})
+	card := e.waitQuestion(dm)
+	if !strings.Contains(card.Text(), "How many people?") {
+		t.Fatalf("question shows %q", card.Text())
+	}
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "4")))
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline {
+		t.Errorf("click acknowledged after %v", d)
+	}
+	waitFor(t, "the booking", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "booked") {
+				return true
+			}
+		}
+		return false
+	})
+	var final string
+	for _, m := range e.dc.PostedByBot(dm) {
+		if strings.Contains(m.Text(), "booked") {
+			final = m.Text()
+		}
+	}
+	if !strings.Contains(final, "People: 4") {
+		t.Errorf("final answer %q, want the booking for 4", final)
+	}
+}
+
+// TestDiscordForeignClickRefused proves a click on someone else's question is refused with an
+// ephemeral notice and changes nothing; the asker can still answer.
+func TestDiscordForeignClickRefused(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(bookingModel)
+	e.start()
+	ch := e.dc.Guild("700000000000000002")
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "book a table", MentionBot: true})
+	card := e.waitQuestion(mid)
+	ix := e.waitAcked(e.dc.Click(mid, card.ID, dBob, discordButton(t, card, "6")))
+	waitFor(t, "the refusal", 10*time.Second, func() bool {
+		ix, _ = e.dc.InteractionByID(ix.ID)
+		return len(ix.Replies()) > 0
+	})
+	r := ix.Replies()
+	if !r[0].Ephemeral || !strings.Contains(r[0].Content, "someone else") {
+		t.Errorf("refusal = %+v", r)
+	}
+	after, _ := e.dc.Message(card.ID)
+	if after.Edits != card.Edits || len(after.Components) != len(card.Components) {
+		t.Errorf("the foreign click changed the card")
+	}
+	if n := e.model.Count(); n != 1 {
+		t.Errorf("model called %d times after a foreign click, want 1", n)
+	}
+	e.dc.Click(mid, card.ID, dAnn, discordButton(t, card, "2"))
+	waitFor(t, "the asker's answer", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(mid) {
+			if strings.Contains(m.Text(), "booked") && strings.Contains(m.Text(), "People: 2") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDiscordLongAnswerSplitCodeBlockWhole proves a long answer arrives in several messages
+// within Discord's limits, nothing lost, with its code block whole in one of them.
+func TestDiscordLongAnswerSplitCodeBlockWhole(t *testing.T) {
+	var code strings.Builder
+	for i := range 80 {
+		fmt.Fprintf(&code, "    line(%02d) // some code here\n", i)
+	}
+	var b strings.Builder
+	for i := range 700 {
+		fmt.Fprintf(&b, "w%04d ", i)
+		if i == 400 {
+			b.WriteString("\n\n```go\n" + code.String() + "```\n\n")
+		}
+	}
+	long := b.String()
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Reply{Content: long, ChunkSize: 512} })
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "tell me everything"})
+	var got []discordfake.Message
+	waitFor(t, "the whole long answer", 20*time.Second, func() bool {
+		got = e.dc.PostedByBot(dm)
+		all := ""
+		for _, m := range got {
+			if isDiscordPlaceholder(m) {
+				return false
+			}
+			all += m.Text()
+		}
+		return strings.Contains(all, "w0699")
+	})
+	whole, words := 0, 0
+	for _, m := range got {
+		if n := utf8.RuneCountInString(m.Content); n > discordfake.MaxContent {
+			t.Errorf("content of %d characters", n)
+		}
+		size := 0
+		for _, em := range m.Embeds {
+			size += utf8.RuneCountInString(em.Text())
+			if strings.Contains(em.Description, "line(00)") && strings.Contains(em.Description, "line(79)") {
+				whole++
+			}
+		}
+		if size > discordfake.MaxEmbedTotal {
+			t.Errorf("embeds of %d characters", size)
+		}
+		words += strings.Count(m.Text(), " ") // rough: every word is followed by a space
+	}
+	if whole != 1 {
+		t.Errorf("the code block is not whole in one embed")
+	}
+	all := ""
+	for _, m := range got {
+		all += m.Text()
+	}
+	for _, w := range []string{"w0000", "w0400", "w0401", "w0699"} {
+		if strings.Count(all, w) != 1 {
+			t.Errorf("%s appears %d times", w, strings.Count(all, w))
+		}
+	}
+}
+
+// TestDiscordEveryonePingsNoOne proves model output with @everyone, @here and mentions pings
+// nobody.
+func TestDiscordEveryonePingsNoOne(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Text("@everyone @here hey <@" + dBob.ID + "> and <@&12345>")
+	})
+	e.start()
+	ch := e.dc.Guild("700000000000000003")
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "ping them", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	for _, m := range got {
+		if p := discordfake.Pings(m); len(p) != 0 {
+			t.Errorf("message %q pings %v", m.Text(), p)
+		}
+	}
+}
+
+// TestDiscordSlashCommandDeferredThenAnswered proves /bot whoami is acknowledged (deferred)
+// within 3 s and answered in its response.
+func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	ch := e.dc.Guild("700000000000000004")
+	id := e.dc.Slash(ch, dAnn, "bot", "whoami", "")
+	ix := e.waitAcked(id)
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline || ix.Responses[0].Type != discordfake.CallbackDeferred {
+		t.Fatalf("acknowledged after %v with %+v", d, ix.Responses)
+	}
+	waitFor(t, "the command's answer", 10*time.Second, func() bool {
+		ix, _ = e.dc.InteractionByID(id)
+		r := ix.Replies()
+		return len(r) > 0 && strings.Contains(r[0].Text(), dAnn.ID)
+	})
+}
+
+// TestDiscordCommandsRegisteredOnceAcrossRestarts proves a restart with unchanged commands
+// makes no second bulk overwrite.
+func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	first := e.start()
+	first.stop()
+	second := e.start()
+	second.stop()
+	if n := e.dc.CommandOverwrites(); n != 1 {
+		t.Errorf("%d bulk overwrites over two starts, want 1", n)
+	}
+	names := []string{}
+	for _, c := range e.dc.Commands("") {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "bot,botadmin" {
+		t.Errorf("commands = %v", names)
+	}
+}
+
+// gatedModel answers "echo: …" once release is closed, so a run can be caught mid-way.
+func gatedModel(release <-chan struct{}) func(modelserver.Request) modelserver.Reply {
+	return func(r modelserver.Request) modelserver.Reply {
+		<-release
+		return echoModel(r)
+	}
+}
+
+// TestDiscordDisconnectMidRun proves a resumable disconnect during a run replays the event sent
+// meanwhile, and a non-resumable one identifies again; neither loses nor doubles a reply.
+func TestDiscordDisconnectMidRun(t *testing.T) {
+	cases := []struct {
+		name      string
+		cut       func(dc *discordfake.Server) bool
+		resumable bool
+	}{
+		{"resumable drop", func(dc *discordfake.Server) bool { return dc.Drop() }, true},
+		{"non-resumable 4009", func(dc *discordfake.Server) bool { return dc.CloseWith(4009, "Session timed out.") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			e := newDiscordE2E(t, nil)
+			e.model.SetFunc(gatedModel(release))
+			e.running = e.start()
+			a, b := e.dc.DM(dAnn.ID), e.dc.DM(dBob.ID)
+			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "first"})
+			waitFor(t, "the run to reach the model", 10*time.Second, func() bool { return e.model.Pending() == 1 || e.model.Count() == 1 })
+			if !tc.cut(e.dc) {
+				t.Fatal("no gateway connection to cut")
+			}
+			if tc.resumable {
+				e.dc.Post(discordfake.UserMessage{Channel: b, Author: dBob, Content: "while away"})
+			}
+			waitFor(t, "the gateway back", 15*time.Second, e.dc.Connected)
+			if !tc.resumable {
+				e.dc.Post(discordfake.UserMessage{Channel: b, Author: dBob, Content: "while away"})
+			}
+			close(release)
+			if got := e.waitAnswers(a, 1); !strings.Contains(got[0].Text(), "echo: first") {
+				t.Errorf("first answer %q", got[0].Text())
+			}
+			if got := e.waitAnswers(b, 1); !strings.Contains(got[0].Text(), "echo: while away") {
+				t.Errorf("second answer %q", got[0].Text())
+			}
+			if n := e.model.Count(); n != 2 {
+				t.Errorf("model called %d times, want 2", n)
+			}
+			ids, res := e.dc.Identifies(), e.dc.Resumes()
+			if tc.resumable && (len(ids) != 1 || len(res) != 1 || !res[0].Accepted || res[0].Replayed < 1) {
+				t.Errorf("identifies %+v resumes %+v, want one resume replaying the missed event", ids, res)
+			}
+			if !tc.resumable && len(ids) != 2 {
+				t.Errorf("identifies %+v, want a second identify", ids)
+			}
+			wantResumes, wantIdentifies := 0.0, 2.0
+			if tc.resumable {
+				wantResumes, wantIdentifies = 1, 1
+			}
+			if r, i := gatewayConnections(t, e.running, "resume"), gatewayConnections(t, e.running, "identify"); r != wantResumes || i != wantIdentifies {
+				t.Errorf("switchboard_discord_gateway_connections_total: resume %v identify %v, want %v and %v", r, i, wantResumes, wantIdentifies)
+			}
+			// Nothing doubles once the dust settles: one more message, one more answer each.
+			e.dc.Post(discordfake.UserMessage{Channel: a, Author: dAnn, Content: "again"})
+			e.waitAnswers(a, 2)
+			if n := len(e.dc.PostedByBot(b)); n != 1 {
+				t.Errorf("%d answers in b, want 1", n)
+			}
+		})
+	}
+}
+
+// gatewayConnections reads switchboard_discord_gateway_connections_total{kind} from the app's
+// registry.
+func gatewayConnections(t *testing.T, r *running, kind string) float64 {
+	t.Helper()
+	mfs, err := r.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchboard_discord_gateway_connections_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDiscord429StormNothingLost proves a storm of 429s (route and global) delays replies but
+// loses and doubles none.
+func TestDiscord429StormNothingLost(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	e.dc.RateLimitStorm("POST", discordfake.RouteMessages, 8, 30*time.Millisecond)
+	e.dc.GlobalRateLimit(4, 30*time.Millisecond)
+	users := []discordfake.User{dAnn, dBob, {ID: "410000000000000003", Username: "cy"}}
+	var dms []string
+	for _, u := range users {
+		dm := e.dc.DM(u.ID)
+		dms = append(dms, dm)
+		e.dc.Post(discordfake.UserMessage{Channel: dm, Author: u, Content: "hello from " + u.Username})
+	}
+	for i, dm := range dms {
+		got := e.waitAnswers(dm, 1)
+		if !strings.Contains(got[0].Text(), "echo: hello from "+users[i].Username) {
+			t.Errorf("answer %q", got[0].Text())
+		}
+	}
+}
+
+// TestDiscordStartRefusals proves a refused token and a refused message content intent stop
+// `bot run` with what to do, and the token is never shown.
+func TestDiscordStartRefusals(t *testing.T) {
+	const wrong = "NDEw.wrong-discord-token-SECRET.part"
+	cases := []struct {
+		name   string
+		mutate func(*config.Config)
+		setup  func(dc *discordfake.Server)
+		want   []string
+		unauth bool
+	}{
+		{name: "wrong token", mutate: func(c *config.Config) { c.Discord.Token = wrong },
+			want: []string{"check discord.token", "Developer Portal"}, unauth: true},
+		{name: "message content intent off", setup: func(dc *discordfake.Server) { dc.AllowPrivilegedIntents(0) },
+			want: []string{"Message Content Intent", "Developer Portal"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newDiscordE2E(t, tc.mutate)
+			if tc.setup != nil {
+				tc.setup(e.dc)
+			}
+			ctx := context.Background()
+			a, err := newApp(ctx, e.cfg, newLogger(e.cfg, e.logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.start(ctx)
+			_ = a.shutdown(ctx)
+			if err == nil {
+				t.Fatal("start succeeded")
+			}
+			if tc.unauth != errors.Is(err, channels.ErrUnauthorized) {
+				t.Errorf("ErrUnauthorized = %v: %v", !tc.unauth, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			for _, secret := range []string{wrong, e.dc.Token()} {
+				if strings.Contains(err.Error(), secret) || strings.Contains(e.logs.String(), secret) {
+					t.Errorf("the token leaked into the error or the logs")
+				}
+			}
+		})
+	}
+}
+
+// TestDiscordHTTPInteractionsEndpoint proves that with discord.public_key set, bot run serves
+// signed HTTP interactions on http.addr: PING is answered and a bad signature refused.
+func TestDiscordHTTPInteractionsEndpoint(t *testing.T) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newDiscordE2E(t, func(c *config.Config) { c.Discord.PublicKey = hex.EncodeToString(pub) })
+	r := e.start()
+	url := "http://" + r.listener.Addr().String() + discordInteractionsPath
+	post := func(sign ed25519.PrivateKey) (int, string) {
+		body := `{"type":1,"id":"1","token":"t"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(sign, []byte(ts+body))))
+		req.Header.Set("X-Signature-Timestamp", ts)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(priv); code != http.StatusOK || !strings.Contains(body, `"type":1`) {
+		t.Errorf("PING: %d %s", code, body)
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	if code, _ := post(other); code != http.StatusUnauthorized {
+		t.Errorf("a request signed by another key: %d", code)
+	}
+}
+
+// TestDiscordInviteCommand proves `bot discord-invite` prints the invite URL with the
+// application id Discord reports, and says what is missing without a token.
+func TestDiscordInviteCommand(t *testing.T) {
+	dc := discordfake.New(t)
+	var out, errb bytes.Buffer
+	env := []string{"BOT_DISCORD__TOKEN=" + dc.Token(), "BOT_DISCORD__API_URL=" + dc.URL()}
+	code := runContext(context.Background(), []string{"discord-invite"}, strings.NewReader(""), &out, &errb, env)
+	want := "client_id=" + discordfake.ApplicationID + "&permissions=309237730304&scope=bot+applications.commands"
+	if code != exitOK || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), dc.Token()) {
+		t.Error("the token was printed")
+	}
+	out.Reset()
+	errb.Reset()
+	if code := runContext(context.Background(), []string{"discord-invite"}, strings.NewReader(""), &out, &errb, nil); code != exitConfig ||
+		!strings.Contains(errb.String(), "discord.token") {
+		t.Errorf("without a token: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestDiscordClarificationByModal proves a question with a text field opens a modal from its
+// "Answer…" button and the submitted modal resumes the run with the typed answer.
+func TestDiscordClarificationByModal(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return modelserver.Text("noted: " + last.Content)
+		}
+		return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+			Arguments: `{"question":"What name?","fields":[{"id":"name","label":"Name","kind":"text","required":true}]}`})
+	})
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "reserve"})
+	card := e.waitQuestion(dm)
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "Answer…")))
+	custom, inputs, ok := ix.Modal()
+	if !ok || len(inputs) != 1 || inputs[0].CustomID != "name" {
+		t.Fatalf("no modal with the field opened: %+v", ix.Responses)
+	}
+	e.dc.Submit(dm, card.ID, dAnn, custom, map[string]string{inputs[0].CustomID: "Ada Lovelace"})
+	waitFor(t, "the answer with the typed name", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "noted") && strings.Contains(m.Text(), "Name: Ada Lovelace") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDiscordFreeTextAnswerByModal proves "Answer in my own words…" opens a modal and the text
+// typed there resumes the run.
+func TestDiscordFreeTextAnswerByModal(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return modelserver.Text("booked: " + last.Content)
+		}
+		return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+			Arguments: `{"question":"How many people?","allow_free_text":true,"fields":[{"id":"people","label":"People","kind":"choice","options":["2","4"],"required":true}]}`})
+	})
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book a table"})
+	card := e.waitQuestion(dm)
+	ix := e.waitAcked(e.dc.Click(dm, card.ID, dAnn, discordButton(t, card, "Answer in my own words…")))
+	custom, inputs, ok := ix.Modal()
+	if !ok || len(inputs) != 1 {
+		t.Fatalf("no free-text modal: %+v", ix.Responses)
+	}
+	e.dc.Submit(dm, card.ID, dAnn, custom, map[string]string{inputs[0].CustomID: "three of us, maybe five"})
+	waitFor(t, "the answer with the typed text", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "booked") && strings.Contains(m.Text(), "three of us, maybe five") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDiscordRedeliveredMessageAnsweredOnce proves a MESSAGE_CREATE Discord sends again (after a
+// resume) is deduplicated by its message id: one run, one answer.
+func TestDiscordRedeliveredMessageAnsweredOnce(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	id := e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "only once"})
+	e.waitAnswers(dm, 1)
+	if !e.dc.Redeliver(id) {
+		t.Fatal("no message to redeliver")
+	}
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "next"})
+	got := e.waitAnswers(dm, 2)
+	if !strings.Contains(got[1].Text(), "echo: next") || e.model.Count() != 2 {
+		t.Errorf("answers %q, %d model calls; the redelivery must be dropped", got[1].Text(), e.model.Count())
+	}
+}
+
+// TestDiscordAdminCommandsByUserID proves admins.discord lists Discord user ids: the listed user
+// may run /botadmin stats, another is refused.
+func TestDiscordAdminCommandsByUserID(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Admins.Discord = []string{dAnn.ID} })
+	e.start()
+	ch := e.dc.Guild("700000000000000005")
+	reply := func(u discordfake.User) string {
+		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
+		var text string
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ := e.dc.InteractionByID(id)
+			if r := ix.Replies(); len(r) > 0 {
+				text = r[0].Text()
+				return true
+			}
+			return false
+		})
+		return text
+	}
+	if got := reply(dBob); !strings.Contains(got, "admins only") {
+		t.Errorf("a non-admin got %q", got)
+	}
+	if got := reply(dAnn); strings.Contains(got, "admins only") {
+		t.Errorf("the admin was refused: %q", got)
+	}
+}
+
+// TestDiscordRestartResumesTheSession proves a restarted bot resumes the stopped one's gateway
+// session (kept in Redis) and answers a message sent while no process was connected, once.
+func TestDiscordRestartResumesTheSession(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	first := e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "before"})
+	e.waitAnswers(dm, 1)
+	first.stop()
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "while restarting"})
+	e.start()
+	got := e.waitAnswers(dm, 2)
+	if !strings.Contains(got[1].Text(), "echo: while restarting") {
+		t.Errorf("answer %q", got[1].Text())
+	}
+	res := e.dc.Resumes()
+	if n := acceptedDiscordIdentifies(e.dc); n != 1 || len(res) != 1 || !res[0].Accepted {
+		t.Errorf("%d identifies, resumes %+v: the restart must resume", n, res)
+	}
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "after"})
+	e.waitAnswers(dm, 3)
+	if n := e.model.Count(); n != 3 {
+		t.Errorf("model called %d times, want 3", n)
+	}
+}
+
+func acceptedDiscordIdentifies(dc *discordfake.Server) int {
+	n := 0
+	for _, id := range dc.Identifies() {
+		if id.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDiscordBotIDIsThePublicPartOfTheToken(t *testing.T) {
+	cases := []struct{ token, want string }{
+		{"OTAwMDAwMDAwMDAwMDAwMDAx.fake.secret", "900000000000000001"},
+		{"Bot OTAwMDAwMDAwMDAwMDAwMDAx.x.y", "900000000000000001"},
+	}
+	for _, tc := range cases {
+		if got := discordBotID(tc.token); got != tc.want {
+			t.Errorf("discordBotID(%q) = %q, want %q", tc.token, got, tc.want)
+		}
+	}
+	if got := discordBotID("not-a-token-SECRET"); strings.Contains(got, "SECRET") || !strings.HasPrefix(got, "h") {
+		t.Errorf("discordBotID of an odd token = %q", got)
+	}
+}

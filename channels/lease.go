@@ -86,8 +86,14 @@ func RunLeased(ctx context.Context, o LeaseOptions, lead func(ctx context.Contex
 		actx, cancel := context.WithTimeout(ctx, o.retryEvery())
 		held, err := o.Lease.TryAcquire(actx, o.Name, o.Owner, o.TTL)
 		cancel()
+		if err != nil && ctx.Err() != nil {
+			// Stopped mid-try: the store may have granted the lease all the same; give it back
+			// rather than leave it to expire.
+			release(o, log)
+			return
+		}
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case err != nil:
 			failures++
 			if failures == 1 || time.Since(logged) >= leaseLogEvery {
 				logged = time.Now()

@@ -218,3 +218,38 @@ func TestMemoryLeaseCompareAndSet(t *testing.T) {
 		t.Fatalf("holder after release = %q", h)
 	}
 }
+
+// slowGrant grants the lease but answers only once the caller gives up waiting.
+type slowGrant struct {
+	MemoryLease
+	asked chan struct{}
+}
+
+func (s *slowGrant) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	_, _ = s.MemoryLease.TryAcquire(ctx, name, owner, ttl)
+	close(s.asked)
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestLeaseStoppedMidTryGivesTheLeaseBack: a process stopped while its try is unanswered — the
+// store may have granted the lease — gives it back instead of leaving it to expire.
+func TestLeaseStoppedMidTryGivesTheLeaseBack(t *testing.T) {
+	lease := &slowGrant{asked: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunLeased(ctx, LeaseOptions{Lease: lease, Name: "test:4", Owner: "a", TTL: time.Minute, Logger: quietLog},
+			func(context.Context) { t.Error("led without an answer from the store") })
+	}()
+	<-lease.asked
+	if h := lease.Holder("test:4"); h != "a" {
+		t.Fatalf("holder %q, want the store to have granted a", h)
+	}
+	cancel()
+	<-done
+	if h := lease.Holder("test:4"); h != "" {
+		t.Fatalf("holder %q after a stop mid-try, want the lease given back", h)
+	}
+}

@@ -40,12 +40,13 @@ type app struct {
 	chans    []channels.Channel
 	webhooks map[string]http.Handler // path → handler, mounted on the HTTP listener
 
-	intake atomic.Bool // false once shutdown begins: inbound is refused for redelivery
-	// leading says, per platform whose intake is held through a lease, whether this process
-	// holds it now (for /readyz; the metric is switchboard_intake_leader).
-	leading  map[string]*atomic.Bool
+	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
 	listener net.Listener
 	server   *http.Server
+
+	// leading says, per platform whose intake is held through a lease, whether this process
+	// holds it now (for /readyz; the metric is switchboard_intake_leader). Written by build only.
+	leading map[string]*atomic.Bool
 }
 
 // errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.

@@ -316,6 +316,9 @@ func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
 	eventually(t, "the reconnect counted", func() bool {
 		return m.read(func(m *countingMetrics) bool { return m.reconnects == 1 && m.up == 2 && m.down == 1 })
 	})
+	// The fake hands an envelope to any open socket: wait until the old one is gone, or the
+	// next envelope may go to a socket that is closing (lost until Slack would resend it).
+	eventually(t, "the old socket closed", func() bool { return fake.Connections() == 1 })
 	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "refused"})
 	fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "taken"})
 	eventually(t, "the acks counted", func() bool {

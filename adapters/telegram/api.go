@@ -15,10 +15,10 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 )
 
-// APIError is an error answer from the Bot API. It unwraps to the channels sentinel it means
+// APIError is an error answer from the Bot API. It unwraps to the sentinel it means
 // (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused,
-// channels.ErrUnreachable) when there is one, so callers classify it with errors.Is. It never
-// holds the bot token.
+// channels.ErrUnreachable, ErrConflict) when there is one, so callers classify it with
+// errors.Is. It never holds the bot token.
 type APIError struct {
 	Method      string
 	Code        int
@@ -35,10 +35,19 @@ func (e *APIError) Error() string {
 // Unwrap returns the channels sentinel the answer means, or nil.
 func (e *APIError) Unwrap() error { return e.kind }
 
+// ErrConflict is wrapped by the 409 Conflict answers of getUpdates: another process polls the
+// same bot (Telegram ends one of two concurrent getUpdates), or a webhook is set.
+var ErrConflict = errors.New("telegram: another receiver holds this bot's updates")
+
 // classify maps a Bot API error answer to a channels sentinel. The Bot API gives no error codes
 // finer than the HTTP status, so its description is the only signal; this is the one place that
 // reads it.
 func classify(code int, desc string) error {
+	if code == http.StatusConflict {
+		// "Conflict: terminated by other getUpdates request; …", "Conflict: can't use
+		// getUpdates method while webhook is active; …".
+		return ErrConflict
+	}
 	if code == http.StatusForbidden {
 		// "Forbidden: bot was blocked by the user", "… bot was kicked from the group chat",
 		// "… user is deactivated", "… bot can't initiate conversation with a user", …

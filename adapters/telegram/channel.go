@@ -6,6 +6,9 @@
 // redaction in every error and log line.
 //
 // Inbound: long polling (default) or a webhook handler to mount on the shared HTTP listener.
+// Telegram serves one poller per bot: with a channels.Lease shared by several processes, only
+// the one holding it polls and another takes over when it stops or dies (Config.Lease); a 409
+// Conflict from a poller outside the lease is logged once and backed off.
 // Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
 // type, typing, inline keyboards, callback answers, command menu, 429 handling and pacing (per
 // chat and overall).
@@ -13,10 +16,13 @@ package telegram
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +77,19 @@ type Config struct {
 	HTTPClient *http.Client
 	// Offsets keeps the polling offset across restarts; default an in-memory store.
 	Offsets OffsetStore
+	// Lease, when set, makes polling exclusive among the processes sharing it (Telegram serves
+	// one getUpdates per bot at a time): the process holding the lease "telegram:<bot id>"
+	// polls, from the offset in Offsets; the others stand by — they still send — and one takes
+	// over within about LeaseTTL when the poller dies, at once when it stops. Offsets must then be
+	// shared too. Unused in webhook mode. Nil: this process polls unconditionally.
+	Lease channels.Lease
+	// LeaseOwner names this process in the lease; default a random id.
+	LeaseOwner string
+	// LeaseTTL is the lease's lifetime without renewal; default channels.DefaultLeaseTTL (10 s).
+	LeaseTTL time.Duration
+	// OnLease, when set, is called with true when this process starts polling under the lease
+	// and with false when it stops (lost, released); it must return quickly.
+	OnLease func(polling bool)
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
 	// ActionKey signs the callback data of inline keyboards rendered from cards.
@@ -118,6 +137,8 @@ type Channel struct {
 	wg      sync.WaitGroup
 
 	lastPoll   atomic.Int64 // unix nanos of the last successful getUpdates
+	leading    atomic.Bool  // this process holds the polling lease (Config.Lease set)
+	leadSince  atomic.Int64 // unix nanos of when it took the lease
 	webhookOK  atomic.Bool
 	seen       *recentIDs
 	gate       *convGate
@@ -137,6 +158,7 @@ var (
 	_ channels.CommandRegistrar     = (*Channel)(nil)
 	_ channels.InteractionResponder = (*Channel)(nil)
 	_ channels.Readiness            = (*Channel)(nil)
+	_ channels.IntakeStopper        = (*Channel)(nil)
 )
 
 // New validates cfg and returns a Channel. It does no I/O: Start calls getMe.
@@ -177,6 +199,11 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseOwner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.LeaseOwner = hex.EncodeToString(b[:])
 	}
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 25 * time.Second
@@ -224,10 +251,11 @@ func (c *Channel) BotUsername() string {
 	return c.self.username
 }
 
-// Start calls getMe, then in polling mode deletes any webhook and starts the poll loop; in
-// webhook mode it registers the webhook (with the secret) and serves deliveries through
-// WebhookHandler. It returns once receiving has begun or failed; receiving continues until Stop
-// or until ctx ends. A Channel starts once.
+// Start calls getMe, then in polling mode deletes any webhook and starts the poll loop (with a
+// Lease: the loop that polls while this process holds it, see Config.Lease); in webhook mode it
+// registers the webhook (with the secret) and serves deliveries through WebhookHandler. It
+// returns once receiving has begun or failed; receiving continues until Stop or until ctx ends.
+// A Channel starts once.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("telegram: start: nil handler")
@@ -273,22 +301,81 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		cancel()
 		return fmt.Errorf("telegram: deleteWebhook: %w", err)
 	}
+	if c.cfg.Lease != nil {
+		c.wg.Add(1)
+		go c.pollLeased(life)
+		return nil
+	}
 	offset, err := c.cfg.Offsets.LoadOffset(ctx)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("telegram: load offset: %w", err)
 	}
 	c.wg.Add(1)
-	go c.poll(life, offset)
+	go func() {
+		defer c.wg.Done()
+		c.poll(life, offset)
+	}()
 	c.cfg.Logger.Info("telegram: polling", "bot", c.self.username, "offset", offset)
 	return nil
 }
 
-// Stop stops intake: it aborts the long poll in flight and waits (until ctx ends) for the poll
-// loop to finish handing over its batch and saving the offset. The webhook stays registered (other
-// processes behind the same URL may still serve it); deliveries after Stop get 503 so Telegram
-// retries them. Safe to call more than once.
-func (c *Channel) Stop(ctx context.Context) error {
+// pollLeased polls while this process holds the lease, each time from the offset saved in
+// Offsets: another process may have moved it on since.
+func (c *Channel) pollLeased(ctx context.Context) {
+	defer c.wg.Done()
+	channels.RunLeased(ctx, channels.LeaseOptions{
+		Lease:    c.cfg.Lease,
+		Name:     platform + ":" + strconv.FormatInt(c.self.id, 10),
+		Owner:    c.cfg.LeaseOwner,
+		TTL:      c.cfg.LeaseTTL,
+		Logger:   c.cfg.Logger,
+		OnChange: c.onLease,
+	}, func(ctx context.Context) {
+		offset, ok := c.loadOffset(ctx)
+		if !ok {
+			return
+		}
+		c.cfg.Logger.Info("telegram: polling", "bot", c.self.username, "offset", offset)
+		c.poll(ctx, offset)
+	})
+}
+
+func (c *Channel) onLease(held bool) {
+	if held {
+		c.leadSince.Store(c.now().UnixNano())
+	}
+	c.leading.Store(held)
+	if c.cfg.OnLease != nil {
+		c.cfg.OnLease(held)
+	}
+}
+
+// loadOffset reads the saved offset, retrying with backoff until ctx ends (ok false then).
+func (c *Channel) loadOffset(ctx context.Context) (offset int64, ok bool) {
+	for n := 1; ; n++ {
+		offset, err := c.cfg.Offsets.LoadOffset(ctx)
+		if err == nil {
+			return offset, true
+		}
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		if n == 1 {
+			c.cfg.Logger.Warn("telegram: loading the update offset failed; retrying before polling", "err", err)
+		}
+		if c.sleep(ctx, backoff(n)) != nil {
+			return 0, false
+		}
+	}
+}
+
+// StopIntake stops taking updates in: it aborts the long poll in flight and waits (until ctx
+// ends) for the poll loop to finish handing over its batch and saving the offset, then releases
+// the polling lease, so a standby process takes polling over at its next try. The webhook stays
+// registered (other processes behind the same URL may still serve it); deliveries after it get
+// 503 so Telegram retries them. Sending keeps working. Safe to call more than once.
+func (c *Channel) StopIntake(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopped = true
 	cancel := c.cancel
@@ -307,12 +394,17 @@ func (c *Channel) Stop(ctx context.Context) error {
 	}
 }
 
+// Stop stops intake as StopIntake does; the channel holds no other connection. Safe to call more
+// than once.
+func (c *Channel) Stop(ctx context.Context) error { return c.StopIntake(ctx) }
+
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("telegram: not receiving")
 
 // Ready reports nil while the inbound loop is receiving: in polling mode a getUpdates succeeded
-// within the last two poll timeouts (plus 10 s); in webhook mode the webhook is registered and
-// the channel not stopped.
+// within the last two poll timeouts (plus 10 s) — with a Lease, counted from when this process
+// took it, and a process standing by (another one polls) is ready: it sends and works the
+// queue; in webhook mode the webhook is registered and the channel not stopped.
 func (c *Channel) Ready() error {
 	c.mu.Lock()
 	stopped, started := c.stopped, c.started
@@ -329,6 +421,12 @@ func (c *Channel) Ready() error {
 		return nil
 	}
 	last := c.lastPoll.Load()
+	if c.cfg.Lease != nil {
+		if !c.leading.Load() {
+			return nil
+		}
+		last = max(last, c.leadSince.Load())
+	}
 	if last == 0 {
 		return fmt.Errorf("%w: no successful getUpdates yet", ErrNotReady)
 	}

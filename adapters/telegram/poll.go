@@ -59,13 +59,13 @@ const allowedUpdates = `["message","callback_query"]`
 // the batch is done. A Handler error holds the offset at the earliest update not handed over and
 // the loop polls again after a backoff (100 ms doubling up to refusalMaxWait, 1 s), so that update
 // and its conversation's later ones are retried. Errors of getUpdates back off from 100 ms to
-// 30 s; a 429 waits retry_after. A spell of failures is logged once and then every
-// failureLogEvery, not per retry. A batch that ends in an update whose id cannot be read is
+// 30 s; a 429 waits retry_after; a 409 Conflict (another process polls the bot, or a webhook is
+// set) backs off from 1 s to 30 s (conflictWait) and is logged once per spell, saying what to
+// do. Other spells of failures are logged once and then every failureLogEvery, not per retry. A batch that ends in an update whose id cannot be read is
 // polled again at once only while that moves the offset on: a batch that moved nothing, or a
 // second such batch in a row, backs off too (see blindWait), so an unreadable update never makes
 // a busy loop.
 func (c *Channel) poll(ctx context.Context, offset int64) {
-	defer c.wg.Done()
 	failures, blind := 0, 0
 	var logged time.Time
 	fail := func(err error, wait time.Duration) bool {
@@ -80,11 +80,12 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 		}
 		return c.sleep(ctx, wait) == nil
 	}
+	conflicted := false // a 409 of this spell was logged
 	recovered := func() {
-		if failures > 1 {
+		if failures > 1 || conflicted {
 			c.cfg.Logger.Info("telegram: polling recovered", "failures", failures)
 		}
-		failures = 0
+		failures, conflicted = 0, false
 	}
 	timeout := strconv.Itoa(max(1, int(c.pollTimout/time.Second)))
 	for ctx.Err() == nil {
@@ -96,6 +97,21 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, ErrConflict) {
+				failures++
+				wait := conflictWait(failures)
+				if !conflicted {
+					conflicted = true
+					c.cfg.Logger.Error("telegram: getUpdates answered 409 Conflict: another process polls this bot, or a webhook is set; "+
+						"only one receiver may take a bot's updates — give every process the same redis.url and redis.prefix "+
+						"so they share the polling lease, stop the other poller, or use webhook mode; backing off",
+						"err", err, "wait", wait)
+				}
+				if c.sleep(ctx, wait) != nil {
+					return
+				}
+				continue
 			}
 			var ae *APIError
 			var wait time.Duration
@@ -138,6 +154,13 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			}
 		}
 	}
+}
+
+// conflictWait is the pause after the n-th 409 Conflict in a row (1-based): 1 s doubling,
+// capped at 30 s. Polling again at once would end the other poller's getUpdates, and its next
+// one would end ours: two processes would take turns failing as fast as the network allows.
+func conflictWait(n int) time.Duration {
+	return min(time.Second<<min(n-1, 5), 30*time.Second)
 }
 
 // blindWait decides the pause after a batch that ends in an update whose id cannot be read

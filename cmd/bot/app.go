@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,10 @@ type app struct {
 	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
 	listener net.Listener
 	server   *http.Server
+
+	// leading says, per platform whose intake is held through a lease, whether this process
+	// holds it now (for /readyz; the metric is switchboard_intake_leader). Written by build only.
+	leading map[string]*atomic.Bool
 }
 
 // errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.
@@ -49,7 +55,7 @@ var errShuttingDown = errors.New("shutting down: not accepting new messages")
 // newApp builds the process. extra channels (the console) are added to the configured ones.
 // On failure everything it opened is closed again.
 func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}, leading: map[string]*atomic.Bool{}}
 	if err := a.build(ctx, extra); err != nil {
 		a.closeCore()
 		return nil, err
@@ -72,7 +78,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 
 	a.chans = append(a.chans, extra...)
 	if cfg.Telegram.Token != "" {
-		tg, err := telegram.New(telegram.Config{
+		tcfg := telegram.Config{
 			Token:         cfg.Telegram.Token,
 			APIURL:        cfg.Telegram.APIURL,
 			Mode:          telegram.Mode(cfg.Telegram.Mode),
@@ -84,7 +90,15 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			ActionKey:     key,
 			// An update the adapter skipped as malformed is an inbound event that became no run.
 			OnMalformedUpdate: func() { a.metrics.refused.WithLabelValues("telegram", "malformed").Inc() },
-		})
+		}
+		if cfg.Telegram.Mode != config.TelegramWebhook {
+			// Telegram serves one poller per bot: the processes sharing this Redis take turns
+			// through a lease; the offset above lets each poller go on where the last stopped.
+			tcfg.Lease = redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}
+			tcfg.LeaseOwner = a.core.queue.Options().Consumer
+			tcfg.OnLease = a.onLease("telegram")
+		}
+		tg, err := telegram.New(tcfg)
 		if err != nil {
 			return err // the adapter's errors name it already
 		}
@@ -151,6 +165,23 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	}
 	a.pool, err = a.core.queue.NewPool(a.metrics.instrument(a.core.team), a.delivery)
 	return err
+}
+
+// onLease records, for /readyz and switchboard_intake_leader, whether this process holds the
+// intake lease of platform.
+func (a *app) onLease(platform string) func(bool) {
+	held := &atomic.Bool{}
+	a.leading[platform] = held
+	gauge := a.metrics.intakeLeader.WithLabelValues(platform)
+	gauge.Set(0)
+	return func(on bool) {
+		held.Store(on)
+		if on {
+			gauge.Set(1)
+		} else {
+			gauge.Set(0)
+		}
+	}
 }
 
 // actionSecret derives the key that signs interactive ids from the run-signing key, so every
@@ -233,7 +264,9 @@ func (a *app) listen() error {
 	return nil
 }
 
-// readyz: Redis answers, and every channel's own inbound loop says it is receiving.
+// readyz: Redis answers, and every channel's own inbound loop says it is receiving (a process
+// standing by for an intake lease is ready: it works the queue and sends). The body says, per
+// leased intake, whether this process holds it.
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -251,26 +284,43 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	var roles []string
+	for _, p := range slices.Sorted(maps.Keys(a.leading)) {
+		if a.leading[p].Load() {
+			roles = append(roles, p+": this process takes the updates in (holds the intake lease)")
+		} else {
+			roles = append(roles, p+": standing by (another process holds the intake lease)")
+		}
+	}
 	if len(problems) > 0 {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(strings.Join(problems, "\n") + "\n"))
+		_, _ = w.Write([]byte(strings.Join(append(problems, roles...), "\n") + "\n"))
 		return
 	}
-	_, _ = w.Write([]byte("ready\n"))
+	_, _ = w.Write([]byte(strings.Join(append([]string{"ready"}, roles...), "\n") + "\n"))
 }
 
-// shutdown stops intake, drains the workers until ctx's deadline (runs still going then are
-// released to other workers), stops the channels, then closes delivery, HTTP and the core.
+// shutdown stops intake (a channel that can stop taking events in while it still sends does so
+// first, releasing an intake lease to a standby process at once), drains the workers until ctx's
+// deadline (runs still going then are released to other workers), stops the channels, then
+// closes delivery, HTTP and the core.
 func (a *app) shutdown(ctx context.Context) error {
 	a.intake.Store(false)
 	var errs []error
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, ch := range a.chans {
+		if is, ok := ch.(channels.IntakeStopper); ok {
+			if err := is.StopIntake(stopCtx); err != nil {
+				errs = append(errs, fmt.Errorf("stopping %s's intake: %w", ch.Name(), err))
+			}
+		}
+	}
 	if a.pool != nil {
 		if err := a.pool.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("draining workers: %w", err))
 		}
 	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	for _, ch := range a.chans {
 		if err := ch.Stop(stopCtx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -167,6 +168,23 @@ func TestDeployFilesUseKnownKeys(t *testing.T) {
 		}
 	}
 
+	// The commented alternative (webhook mode) must stay usable: every BOT_ variable a comment
+	// of compose.yaml sets is one Load reads.
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commented := 0
+	for _, m := range commentedVar.FindAllStringSubmatch(string(raw), -1) {
+		commented++
+		if !vars[m[1]] {
+			t.Errorf("compose.yaml's comment sets %s, which Load does not read", m[1])
+		}
+	}
+	if commented == 0 {
+		t.Error("compose.yaml has no commented webhook alternative")
+	}
+
 	seen := 0
 	for name, s := range c.Services {
 		for _, kv := range s.env(t) {
@@ -188,8 +206,9 @@ func TestDeployFilesUseKnownKeys(t *testing.T) {
 // TestComposeConfigurationIsValid: what compose.yaml gives each bot replica — the mounted
 // config file, its BOT_ variables, and the secrets as files at the paths its _FILE variables
 // name — loads and validates; the secrets it names are mounted, Redis is the compose service and
-// keeps an append-only file, there are two replicas and, since two processes cannot both poll
-// one Telegram bot, Telegram takes webhooks.
+// keeps an append-only file, and there are two replicas which poll Telegram — the simple
+// default — through the intake lease: Telegram serves one poller per bot, so the replicas must
+// share one Redis under one prefix for the lease to keep them polling one at a time.
 func TestComposeConfigurationIsValid(t *testing.T) {
 	c := readCompose(t)
 	dir := t.TempDir()
@@ -264,8 +283,17 @@ func TestComposeConfigurationIsValid(t *testing.T) {
 		if len(cfg.Auth.SigningKeys) == 0 {
 			t.Errorf("service %s: no auth.signing_keys, required with a shared Redis", name)
 		}
-		if cfg.Telegram.Token != "" && cfg.Telegram.Mode != config.TelegramWebhook {
-			t.Errorf("service %s: telegram.mode %s with %d replicas: only one process may poll a bot", name, cfg.Telegram.Mode, s.Deploy.Replicas)
+		if cfg.Telegram.Token == "" {
+			t.Errorf("service %s: no telegram.token: the replicas serve no platform", name)
+		}
+		if cfg.Telegram.Mode != config.TelegramPolling {
+			t.Errorf("service %s: telegram.mode %s, want polling (no public URL needed), webhook left as a commented alternative", name, cfg.Telegram.Mode)
+		}
+		// Polling replicas take turns through a lease in redis.url under redis.prefix: each
+		// replica must reach the same Redis (not an embedded store of its own) with the same
+		// prefix, which one service's environment gives every replica.
+		if !cfg.SharedStore() {
+			t.Errorf("service %s: %d polling replicas without a shared Redis would each poll the bot (409 Conflict)", name, s.Deploy.Replicas)
 		}
 		_, port, _ := net.SplitHostPort(cfg.HTTP.Addr)
 		for _, p := range s.Ports {
@@ -275,6 +303,9 @@ func TestComposeConfigurationIsValid(t *testing.T) {
 		}
 	}
 }
+
+// commentedVar matches a BOT_ variable set in a YAML comment ("# BOT_X: value").
+var commentedVar = regexp.MustCompile(`(?m)^\s*#\s*(BOT_[A-Z0-9_]+):`)
 
 // TestCheckConfigAcceptsTheExample: `bot check-config -c config.example.yaml` passes, as the
 // example's header promises.

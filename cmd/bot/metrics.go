@@ -23,6 +23,9 @@ type metrics struct {
 	runDuration *prometheus.HistogramVec
 	tokens      *prometheus.CounterVec
 	outboundErr *prometheus.CounterVec
+	// intakeLeader is 1 on the process that holds a platform's intake lease (the Telegram
+	// poller), 0 on the others.
+	intakeLeader *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -53,8 +56,11 @@ func newMetrics() *metrics {
 		outboundErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_outbound_errors_total", Help: "Failed outbound platform operations, by platform and kind.",
 		}, []string{"platform", "kind"}),
+		intakeLeader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_intake_leader", Help: "1 while this process holds the platform's intake lease (Telegram: it polls), 0 while another process does.",
+		}, []string{"platform"}),
 	}
-	m.reg.MustRegister(m.inbound, m.dedupeHits, m.refused, m.commands, m.runs, m.runDuration, m.tokens, m.outboundErr)
+	m.reg.MustRegister(m.inbound, m.dedupeHits, m.refused, m.commands, m.runs, m.runDuration, m.tokens, m.outboundErr, m.intakeLeader)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -2,9 +2,11 @@
 // the Telegram adapter and of the end-to-end suite. It speaks the real wire protocol
 // (POST /bot<token>/<method> with form or JSON parameters, {"ok":…,"result":…} answers,
 // error_code/description/parameters.retry_after on errors) so the real client library can be
-// driven against it: getMe, getUpdates long polling with offset confirmation, sendMessage with
-// Telegram's HTML checks and inline keyboards, sendDocument (multipart upload, caption),
-// editMessageText, deleteMessage, sendChatAction,
+// driven against it: getMe, getUpdates long polling with offset confirmation (a getUpdates
+// arriving while another is in flight ends the earlier one with 409 Conflict, as Telegram does
+// when two processes poll one bot), sendMessage with Telegram's HTML checks and inline
+// keyboards, sendDocument (multipart upload, caption), editMessageText, deleteMessage,
+// sendChatAction,
 // answerCallbackQuery, setMyCommands/getMyCommands and the webhook methods.
 //
 // Tests push updates (private, group, forum topic, callback query), read what the bot posted per
@@ -67,6 +69,10 @@ type Server struct {
 	delays     map[string]time.Duration
 	record     bool
 	closed     bool
+	// poller is the getUpdates call in flight, which a second one terminates (409), as
+	// Telegram does; conflicts counts those terminations.
+	poller    *pollCall
+	conflicts int
 }
 
 type queued struct {

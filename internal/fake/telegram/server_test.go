@@ -298,3 +298,48 @@ func TestPushVerbatimServesTheBytesAsTheyAreAndConfirmsByOffset(t *testing.T) {
 		})
 	}
 }
+
+func TestSecondGetUpdatesEndsTheOneInFlightWithConflict(t *testing.T) {
+	s := New(t)
+	first := make(chan answer)
+	go func() { first <- call(t, s, "getUpdates", url.Values{"timeout": {"10"}}) }()
+	eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.poller != nil
+	})
+	second := make(chan answer)
+	go func() { second <- call(t, s, "getUpdates", url.Values{"timeout": {"10"}}) }()
+	var a answer
+	select {
+	case a = <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first long poll was not ended by the second")
+	}
+	if a.OK || a.ErrorCode != 409 || !strings.Contains(a.Description, "terminated by other getUpdates request") {
+		t.Fatalf("first poll answered %+v, want 409 Conflict: terminated by other getUpdates request", a)
+	}
+	u := User{ID: 42, FirstName: "Ann"}
+	id, _ := s.PushPrivate(u, "to the newer poller")
+	select {
+	case a = <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second long poll did not wake on a new update")
+	}
+	var ups []struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	_ = json.Unmarshal(a.Result, &ups)
+	if !a.OK || len(ups) != 1 || ups[0].UpdateID != id {
+		t.Fatalf("second poll = %+v, want the update", a)
+	}
+	if n := s.Conflicts(); n != 1 {
+		t.Fatalf("Conflicts = %d, want 1", n)
+	}
+	// One poll after another is no conflict.
+	call(t, s, "getUpdates", url.Values{"offset": {itoa(id + 1)}})
+	call(t, s, "getUpdates", url.Values{"offset": {itoa(id + 1)}})
+	if n := s.Conflicts(); n != 1 {
+		t.Fatalf("Conflicts = %d after sequential polls, want still 1", n)
+	}
+}

@@ -249,7 +249,8 @@ func deriveEntities(text string) []Entity {
 
 // getUpdates implements long polling: an offset confirms (forgets) every update below it; queued
 // updates at or above it are answered at once, else the call waits up to timeout seconds for one
-// and returns early when the client goes away.
+// and returns early when the client goes away. A call arriving while another is in flight ends
+// that one with 409 Conflict "terminated by other getUpdates request", as Telegram does.
 func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiError) {
 	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
 	limit, _ := strconv.Atoi(p["limit"])
@@ -263,11 +264,37 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
 		defer cancel()
 	}
+	me := &pollCall{terminated: make(chan struct{})}
+	s.mu.Lock()
+	if s.webhook.URL != "" {
+		s.mu.Unlock()
+		return nil, &apiError{code: 409, desc: webhookConflictDescription}
+	}
+	if s.poller != nil {
+		// Telegram serves one getUpdates per bot at a time: a newer call ends the one in flight.
+		close(s.poller.terminated)
+		s.conflicts++
+	}
+	s.poller = me
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.poller == me {
+			s.poller = nil
+		}
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
+		select {
+		case <-me.terminated:
+			s.mu.Unlock()
+			return nil, &apiError{code: 409, desc: conflictDescription}
+		default:
+		}
 		if s.webhook.URL != "" {
 			s.mu.Unlock()
-			return nil, &apiError{code: 409, desc: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}
+			return nil, &apiError{code: 409, desc: webhookConflictDescription}
 		}
 		if offset > 0 {
 			n := 0
@@ -289,8 +316,28 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 		}
 		select {
 		case <-wake:
+		case <-me.terminated:
+			return nil, &apiError{code: 409, desc: conflictDescription}
 		case <-ctx.Done():
 			return verbatimArray(nil), nil
 		}
 	}
+}
+
+// Telegram's 409 answers: a getUpdates ended by a newer one, and one made while a webhook is set.
+const (
+	conflictDescription        = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+	webhookConflictDescription = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+)
+
+// pollCall is one getUpdates call in flight; terminated is closed when a newer call ends it.
+type pollCall struct{ terminated chan struct{} }
+
+// Conflicts is how many getUpdates calls were ended with 409 Conflict by a newer one — what
+// Telegram answers when two processes poll one bot at once. Zero means no two getUpdates calls
+// were ever in flight together.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
 }

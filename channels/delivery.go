@@ -396,6 +396,11 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	if err != nil {
 		return
 	}
+	// The platform has the message: without its record a replay posts it again. So the record
+	// outlives the run's context — a run cancelled or handed back at shutdown just after its
+	// send — for recordGrace at most.
+	ctx, cancel := outlive(ctx, recordGrace)
+	defer cancel()
 	var first bool
 	err = d.retryStore(ctx, func() error {
 		var err error
@@ -408,6 +413,20 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
 	}
+}
+
+// recordGrace is how long a record may still be written after the run's context ended.
+const recordGrace = 3 * time.Second
+
+// outlive returns a context that ends grace after ctx does (or when cancel is called), with
+// ctx's values.
+func outlive(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(out, func() { t.Stop() })
+	})
+	return out, func() { stop(); cancel() }
 }
 
 // Retries of delivery's records. A record that cannot be written (Redis unreachable) is what

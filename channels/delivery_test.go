@@ -61,6 +61,18 @@ func (h *deliveryHarness) deliver(d *Delivery, evs ...runs.Event) {
 	}
 }
 
+// cancelAfterSend cancels the run's context as soon as a message is sent.
+type cancelAfterSend struct {
+	*fakeChannel
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterSend) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	ref, err := c.fakeChannel.Send(ctx, to, m)
+	c.cancel()
+	return ref, err
+}
+
 func started(run string) runs.Event { return runs.Event{RunID: run, Kind: runs.EventStarted, Step: 1} }
 
 // attempt stamps evs as Run.Emit does for the given attempt of a run answering message msg.
@@ -132,6 +144,19 @@ func TestIdempotentDeliveryOnReplay(t *testing.T) {
 		}
 		if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Found it.") {
 			t.Errorf("visible %q, want the answer in the placeholder", v)
+		}
+	})
+	t.Run("a run cancelled just after its send", func(t *testing.T) {
+		// Handed back at shutdown the moment its answer went out: the record is still written,
+		// so the next attempt does not post the answer again.
+		h := newDeliveryHarness(t)
+		run := runs.NewRunID()
+		ctx, cancel := context.WithCancel(h.ctx)
+		defer cancel()
+		_ = h.delivery(cancelAfterSend{h.ch, cancel}).Deliver(ctx, runs.Event{RunID: run, Kind: runs.EventFinal, Text: "Sent.", Conv: deliveryConv})
+		h.deliver(h.delivery(h.ch), final(run, "Sent."))
+		if n := len(h.ch.sent()); n != 1 {
+			t.Errorf("%d posts, want 1: the record of the first send was lost with its context", n)
 		}
 	})
 	t.Run("the closing event alone on replay", func(t *testing.T) {

@@ -345,3 +345,55 @@ func TestCloseStopsOwedPlaceholders(t *testing.T) {
 		t.Errorf("sent %+v after Close, want the placeholder at once", s)
 	}
 }
+
+// TestResumedAttemptShowsWorkingAgain proves a run taken over after its process died (issue 14:
+// kill -9, resumed about a lease later as attempt 2) shows the working signal again: typing,
+// since the receipt's has long stopped showing, and the placeholder — the one the dead attempt
+// posted, edited with the working card, or a new one when it posted none.
+func TestResumedAttemptShowsWorkingAgain(t *testing.T) {
+	t.Run("the dead attempt posted a placeholder", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		dead, deadTimers := h.lazyDelivery(h.ch)
+		run := runReceivedAgo(12 * time.Second) // received before the crash, resumed about a lease later
+		h.deliver(dead, attempt(1, "55", started(run), progress(run, "searching"))...)
+		deadTimers.fire() // the placeholder is posted
+		dead.Close()      // the process dies
+		typing, edits := h.typingCount(), h.ch.editCount()
+
+		// The takeover: the receipt's typing has long expired.
+		resumed, timers := h.lazyDelivery(h.ch)
+		h.deliver(resumed, attempt(2, "55", started(run))...)
+		if h.typingCount() <= typing {
+			t.Error("the resumed attempt sent no typing signal")
+		}
+		if h.ch.editCount() <= edits {
+			t.Error("the resumed attempt did not show the working card in the placeholder")
+		}
+		if n := timers.scheduled(); n != 0 {
+			t.Errorf("the resumed attempt started %d grace periods; it reuses the placeholder", n)
+		}
+		h.deliver(resumed, attempt(2, "55", final(run, "Found it."))...)
+		if v := h.ch.visible(); len(h.ch.sent()) != 1 || len(v) != 1 || !strings.Contains(v[0], "Found it.") {
+			t.Errorf("visible %q, want the answer in the one placeholder", v)
+		}
+	})
+	t.Run("the dead attempt posted nothing", func(t *testing.T) {
+		h := newDeliveryHarness(t)
+		dead, _ := h.lazyDelivery(h.ch)
+		run := runReceivedAgo(12 * time.Second)
+		h.deliver(dead, attempt(1, "55", started(run))...)
+		dead.Close()
+		typing := h.typingCount()
+		resumed, timers := h.lazyDelivery(h.ch)
+		h.deliver(resumed, attempt(2, "55", started(run))...)
+		if h.typingCount() <= typing {
+			t.Error("the resumed attempt sent no typing signal")
+		}
+		if n := timers.fire(); n != 1 {
+			t.Fatalf("%d grace periods ended, want the resumed attempt's", n)
+		}
+		if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Working on it") {
+			t.Errorf("visible %q, want the resumed attempt's placeholder", v)
+		}
+	})
+}

@@ -225,7 +225,8 @@ type Runs struct {
 	// a timeout, a refused connection, a stream cut) is tried again; later waits are 4×, 12×,
 	// 24× it, then doubling.
 	OutageRetryBase time.Duration `koanf:"outage_retry_base"`
-	// Lease is how long a worker owns a run without renewing it.
+	// Lease is how long a worker owns a run without renewing it: workers renew every third of
+	// it, and a dead process's runs are taken over about one lease after its last renewal.
 	Lease time.Duration `koanf:"lease"`
 	// MaxPerConversation caps the runs queued behind one conversation.
 	MaxPerConversation int `koanf:"max_per_conversation"`
@@ -344,7 +345,7 @@ func Default() *Config {
 			Followup:           FollowupQueue,
 			MaxAttempts:        5,
 			OutageRetryBase:    5 * time.Second,
-			Lease:              30 * time.Second,
+			Lease:              10 * time.Second,
 			MaxPerConversation: 20,
 			MaxPending:         10000,
 			HistoryTurns:       50,

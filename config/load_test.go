@@ -171,7 +171,7 @@ func TestLoadWithNothingGivesValidDefaults(t *testing.T) {
 		"runs.max_attempts":          {cfg.Runs.MaxAttempts, 5},
 		"runs.outage_retry_base":     {cfg.Runs.OutageRetryBase, 5 * time.Second},
 		"runs.max_answer_messages":   {cfg.Runs.MaxAnswerMessages, 3},
-		"runs.lease":                 {cfg.Runs.Lease, 30 * time.Second},
+		"runs.lease":                 {cfg.Runs.Lease, 10 * time.Second},
 		"runs.max_per_conversation":  {cfg.Runs.MaxPerConversation, 20},
 		"runs.max_pending":           {cfg.Runs.MaxPending, 10000},
 		"runs.history_turns":         {cfg.Runs.HistoryTurns, 50},

@@ -255,8 +255,9 @@ var keyDescriptions = map[string]string{
 		"a refused connection, an answer cut mid-stream) is tried again; later waits are 4×, 12× and 24× it, then " +
 		"doubling (5 s, 20 s, 1 min, 2 min, … by default), up to `runs.max_attempts` tries. The user is told once that " +
 		"the answer will follow.",
-	"runs.lease": "How long a worker owns a run without renewing its lease; the runs of a process that died are " +
-		"taken over after it.",
+	"runs.lease": "How long a worker owns a run without renewing its lease. Workers renew every third of it, and " +
+		"the runs of a process that died (even `kill -9`) are taken over by another process about one lease after " +
+		"its last renewal, so it is roughly the longest a chat waits after a crash; shorter costs more renewals.",
 	"runs.max_per_conversation": "The most runs queued behind one conversation; a message beyond it is refused with a \"busy, try again\" reply.",
 	"runs.max_pending":          "The most runs pending in the whole queue; a message beyond it is refused with a \"busy, try again\" reply.",
 	"runs.history_turns":        "How many past turns of a thread are sent to the model.",

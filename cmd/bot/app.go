@@ -28,7 +28,8 @@ import (
 
 // app is one whole Switchboard process: the core, the router and delivery, the worker pool, the
 // channels and the HTTP listener. start brings it up; shutdown takes it down in order: stop
-// intake → drain the workers (deadline) → stop the channels → close the rest.
+// intake → hand the workers' runs back (shared Redis) or drain them (deadline) → stop the
+// channels → close the rest.
 type app struct {
 	cfg      *config.Config
 	log      *slog.Logger
@@ -301,9 +302,12 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // shutdown stops intake (a channel that can stop taking events in while it still sends does so
-// first, releasing an intake lease to a standby process at once), drains the workers until ctx's
-// deadline (runs still going then are released to other workers), stops the channels, then
-// closes delivery, HTTP and the core.
+// first, releasing an intake lease to a standby process at once), stops the workers, stops the
+// channels, then closes delivery, HTTP and the core. With a shared Redis the workers hand their
+// unfinished runs back at once, so the other processes take them over within a round trip
+// instead of after ctx's deadline; with the embedded store, which no other process shares, runs
+// in flight finish until the deadline (the store ends with the process). A hand-back is not an
+// error.
 func (a *app) shutdown(ctx context.Context) error {
 	a.intake.Store(false)
 	var errs []error
@@ -317,8 +321,12 @@ func (a *app) shutdown(ctx context.Context) error {
 		}
 	}
 	if a.pool != nil {
-		if err := a.pool.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("draining workers: %w", err))
+		stop := a.pool.Shutdown
+		if a.cfg.SharedStore() {
+			stop = a.pool.HandBack
+		}
+		if err := stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping workers: %w", err))
 		}
 	}
 	for _, ch := range a.chans {

@@ -10,8 +10,8 @@ import (
 	"github.com/switchboard-bot/switchboard/config"
 )
 
-// drainDeadline bounds how long SIGTERM waits for in-flight runs before releasing them to other
-// workers.
+// drainDeadline bounds how long SIGTERM waits for in-flight runs on the embedded store (with a
+// shared Redis they are handed back to other processes at once).
 const drainDeadline = 30 * time.Second
 
 // storeName says where state lives, for the startup line: never the URL itself (it may hold a
@@ -49,6 +49,10 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log.Info("switchboard started", "platforms", strings.Join(cfg.Enabled(), ","), "model", model, "workers", cfg.Runs.Workers)
 	<-ctx.Done()
-	log.Info("shutting down: intake stopped, draining workers", "deadline", drainDeadline)
+	if cfg.SharedStore() {
+		log.Info("shutting down: intake stopped, handing unfinished runs back to other processes")
+	} else {
+		log.Info("shutting down: intake stopped, draining workers", "deadline", drainDeadline)
+	}
 	return drain(a, log, drainDeadline)
 }

@@ -425,7 +425,7 @@ func TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { first.stop(); close(stopped) }()
 	waitFor(t, "intake to stop", 10*time.Second, func() bool { return !first.intake.Load() })
-	push(1) // arrives while the first process drains: refused, left for the next one
+	push(1) // arrives while the first process stops: refused, left for the next one
 	<-stopped
 	round2 := int64(0)
 	for _, u := range users { // arrives while no process runs
@@ -602,7 +602,7 @@ func TestTelegramQueuedRunsWaitForTheChannelToStart(t *testing.T) {
 	waitFor(t, "every message queued", 10*time.Second, func() bool {
 		return counter(first.metrics.inbound, "telegram") == float64(len(users))
 	})
-	first.stop() // finishes the run in flight; the others stay queued in Redis
+	first.stop() // hands the run in flight back; the others stay queued in Redis
 	e.model.SetLatency(0)
 	e.tg.Delay("getMe", 300*time.Millisecond)
 	e.start()

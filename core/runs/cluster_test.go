@@ -15,13 +15,14 @@ import (
 )
 
 // TestSuiteOnCluster starts a three-master Redis Cluster of child redis-server processes and runs
-// the FIFO, lease-takeover and dead-letter tests through a ClusterClient: every script must find
+// the FIFO, lease-takeover, dead-letter and rescue tests through a ClusterClient: every script must find
 // its keys in one slot.
 func TestSuiteOnCluster(t *testing.T) {
 	c := startCluster(t)
 	t.Run("FIFO", func(t *testing.T) { testFIFO(t, c, 300, 30) })
 	t.Run("lease expiry takeover", func(t *testing.T) { testLeaseExpiryTakeover(t, c) })
 	t.Run("retry then dead letter", func(t *testing.T) { testRetryThenDeadLetter(t, c) })
+	t.Run("rescue of an unhinted mailbox", func(t *testing.T) { testRescueInProcess(t, c) })
 }
 
 func startCluster(t *testing.T) *redis.ClusterClient {

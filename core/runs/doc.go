@@ -24,18 +24,28 @@
 // admitted set (global backpressure: a hash from "<tag>|<run id>" of every admitted, unfinished
 // run to its admission time on Redis's clock; its HLEN is the pending count that
 // runs.max_pending limits), the stats hash (totals) and the recent hash (per-minute counters of
-// the last hour, on Redis's clock, written by the same settle call). No script touches both kinds.
+// the last hour, on Redis's clock, written by the same settle call), and the unhinted index (a
+// sorted set of "<tag>|<run id>" of runs whose enqueuer is between its two steps, by the
+// enqueuer's clock). No script touches both kinds.
 //
 // Enqueue takes two steps, one per slot, in the order that fits the conversation. An idle one
 // receives the entry and a fresh state in one script — invisible to workers, since no hint exists
 // yet — and a second script on the global slot checks the pause flag and the global limit, admits
-// the run (adds its member) and adds the hint (a refusal retracts the entry). A scheduled one is
-// admitted globally first and then appended; its worker will reach it. That append is refused
+// the run (adds its member), adds the hint and takes the run out of the unhinted index (a refusal
+// retracts the entry). The run went into that index just before the first script: in the same
+// pipeline on one node (Redis runs it in order), acknowledged first on a cluster (whose pipelines
+// run their nodes' parts concurrently). So a process that dies between the two steps leaves an
+// index entry, and every recoverer tick a range query over entries older than rescueAge (2 s)
+// finds it and hints the conversation: the chat is answered within seconds, at the cost of one
+// query per tick whatever the number of conversations. A scheduled one is admitted globally first
+// and then appended; its worker will reach it — unless it went idle meanwhile: then the append
+// pushes nothing and the run takes the idle order's index, push and hint. That append is refused
 // when the admission is older than half the reconciliation age (below): a run never sits in a
 // mailbox uncounted. Which order to take is a guess from
 // conversations this process recently saw scheduled (scheduled.go): right, it costs two round
-// trips; wrong, three (the probe finds the conversation scheduled, or the append finds it idle and
-// hints it). So a conversation has one hint per scheduling, and its runs sit in one list.
+// trips; wrong, three (the probe finds the conversation scheduled) or four (the append finds it
+// idle, then the run is indexed and pushed, and the conversation hinted); on a cluster the index
+// write of an idle conversation's enqueue is one round trip more. So a conversation has one hint per scheduling, and its runs sit in one list.
 //
 // Workers read hints in batches (XREADGROUP), claim the conversation's lease (a script that
 // returns the head entry), run it, and acknowledge it with a script that pops it and hands over
@@ -46,16 +56,20 @@
 // the admitted set are flushed in batches by the settler.
 //
 // A worker's heartbeat extends its leases and resets the idle time of its hints every third of a
-// lease. A worker that dies (even SIGKILL) stops both: after a lease its hint is idle long enough
-// for another process's recoverer (XAUTOCLAIM) to take it, and the claim script hands over the
-// conversation because the lease deadline has passed. The interrupted run starts again with its
+// lease (default 10 s). A worker that dies (even SIGKILL) stops both: a lease and a recoverer tick
+// later its hint is idle long enough for another process's recoverer (XAUTOCLAIM, every tick) to
+// take it, and the claim script hands over the conversation because the lease deadline has
+// passed: about one lease after the last heartbeat. The interrupted run starts again with its
 // attempt count carried on, so a run that keeps killing workers is dead-lettered after
 // MaxAttempts. A claim that finds a live lease leaves the hint pending as a watchdog.
 //
-// Every five leases each process's recoverer also sweeps:
+// Every tick (a tenth of a lease, 100 ms to 1 s) each process's recoverer also rescues: a run
+// indexed as unhinted for more than 2 s whose conversation nobody holds is hinted again, and
+// admitted if it was not. Every five leases it also sweeps:
 //
-//   - Rescue: a conversation whose enqueuer died between its two calls (queued, never hinted) is
-//     hinted again, and its head run admitted if it was not (a scan of the conversations).
+//   - Rescue scan, at the first sweep and hourly: a scan of every conversation for one whose hint
+//     was asked for two leases ago and never claimed — the backstop of the index, for runs queued
+//     by a version without it.
 //   - Reconciliation: a process killed between an ack and its settler's flush, or between
 //     admitting a run and appending it, leaves a member in the admitted set whose run is in no
 //     mailbox; over many crashes the queue would refuse every message as busy. The sweep scans
@@ -75,8 +89,9 @@
 // Round trips per run. Every script call goes through a group commit (internal/redisbatch):
 // calls made while two pipelines are in flight queue and leave together in the next one, so under
 // load many runs share one network round trip, and a lone call still costs one. Commands per run:
-// enqueue 2 (3 when the guess is wrong); claim 1 (idle conversations only); ack 1; plus the batched
-// hint reads and settles — about 3.2 per run in BenchmarkThroughput, in about 0.6 network round
+// enqueue 2, and the index write for an idle conversation (3 and 4 when the guess is wrong); claim 1
+// (idle conversations only); ack 1; plus the batched hint reads, settles and the rescue's range
+// query each recoverer tick — about 3.35 per run in BenchmarkThroughput (3.22 before the index), in about 0.6 network round
 // trips per run with 8 workers (bench_test.go says how each figure is measured). The sweeps are
 // per process and period, not per run.
 //
@@ -93,4 +108,6 @@
 //
 // Shutdown stops the fetcher and recoverer, lets in-flight runs finish until its deadline, then
 // cancels them and releases their leases with a fresh hint, so another worker takes them at once.
+// HandBack (a process leaving a shared Redis) does the same without waiting: its runs start again
+// on other processes within a round trip. Neither counts a hand-back as an error.
 package runs

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if prefix := os.Getenv(childEnv); prefix != "" {
 		os.Exit(childWorker(prefix))
 	}
+	if prefix := os.Getenv(childEnqueuerEnv); prefix != "" {
+		os.Exit(childEnqueuer(prefix))
+	}
 	goleak.VerifyTestMain(m)
 }
 

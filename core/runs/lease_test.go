@@ -121,12 +121,20 @@ func TestLeaseTakeoverAfterSIGKILL(t *testing.T) {
 	eventually(t, 5*time.Second, "the answer to be counted", func() bool { return stats(t, q).Answered == 1 })
 }
 
-// childWorker is the worker process of TestLeaseTakeoverAfterSIGKILL: it announces the run it
+// childLeaseEnv sets the child worker's lease (default 1s).
+const childLeaseEnv = "SB_RUNS_TEST_CHILD_LEASE"
+
+// childWorker is the worker process of TestLeaseTakeoverAfterSIGKILL and
+// TestTakeoverAfterKillWithinALease: it announces the run it
 // started on stdout and then hangs in the handler until it is killed.
 func childWorker(prefix string) int {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	s, _ := NewSigner([][]byte{testKey})
-	q, err := Open(context.Background(), c, Options{Prefix: prefix, Workers: 1, Lease: time.Second, Signer: s, Logger: quietLog})
+	lease := time.Second
+	if d, err := time.ParseDuration(os.Getenv(childLeaseEnv)); err == nil {
+		lease = d
+	}
+	q, err := Open(context.Background(), c, Options{Prefix: prefix, Workers: 1, Lease: lease, Signer: s, Logger: quietLog})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

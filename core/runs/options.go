@@ -28,8 +28,9 @@ type Options struct {
 	Prefix string
 	// Workers is the number of worker goroutines per Pool (runs.workers; default 4).
 	Workers int
-	// Lease is how long a worker owns a conversation without a heartbeat (default 30s). A dead
-	// worker's conversation is taken over between one and two leases after its last heartbeat.
+	// Lease is how long a worker owns a conversation without a heartbeat (default 10s). The
+	// heartbeat renews every third of it; a dead worker's conversation is taken over about one
+	// lease after its last heartbeat (within a lease and a recoverer tick).
 	Lease time.Duration
 	// MaxAttempts bounds tries of a run failing with transient errors, and of a run whose
 	// workers keep dying, before it is dead-lettered (default 5).
@@ -67,7 +68,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Workers = 4
 	}
 	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
+		o.Lease = 10 * time.Second
 	}
 	if o.Lease < 300*time.Millisecond {
 		return o, fmt.Errorf("runs: lease %s is under 300ms", o.Lease)

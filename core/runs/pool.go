@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
@@ -42,6 +43,9 @@ type Pool struct {
 	bg        context.Context // context of background components
 	stopBg    context.CancelFunc
 
+	// handedBack counts the runs released unfinished at shutdown, for the last log line.
+	handedBack atomic.Int64
+
 	mu       sync.Mutex
 	started  bool
 	stopped  bool
@@ -50,7 +54,8 @@ type Pool struct {
 	intakeWG, workersWG, bgWG sync.WaitGroup
 }
 
-// errShutdown is the cause set on handler contexts when the drain deadline passes.
+// errShutdown is the cause set on handler contexts when their runs are handed back (HandBack,
+// or the drain deadline of Shutdown).
 var errShutdown = errors.New("runs: worker shutting down")
 
 // NewPool returns a pool that runs q's envelopes with h, delivering events to sink (nil discards
@@ -119,10 +124,24 @@ func (p *Pool) Start(ctx context.Context) error {
 }
 
 // Shutdown drains the pool in order: it stops taking new runs, lets in-flight runs finish until
-// ctx is done, then cancels the rest and releases their leases so another worker takes them
-// over, re-hints fetched work nobody started, flushes acknowledgements and stops every goroutine.
-// No run is lost. It returns ctx's error when runs had to be cancelled, nil after a clean drain.
-func (p *Pool) Shutdown(ctx context.Context) error {
+// ctx is done, then hands the rest back — cancels them and releases their leases with a fresh
+// hint, so another process takes them over at once and shows them working again — re-hints
+// fetched work nobody started, flushes acknowledgements and stops every goroutine. No run is
+// lost, and a hand-back is not a failure: it returns nil. Use it when no other process may be
+// there to take runs over (the embedded store); with a shared Redis, HandBack does not keep
+// the chats of long runs waiting out the deadline first.
+func (p *Pool) Shutdown(ctx context.Context) error { return p.stop(ctx, false) }
+
+// HandBack stops the pool as Shutdown does, except that it hands every in-flight run back at
+// once instead of letting it finish: a process leaving a shared Redis (SIGTERM, a rolling
+// restart) frees its conversations for the other processes within a round trip, rather than
+// holding them — and the work stream still — for a whole drain deadline. The runs handed back
+// start again elsewhere as their next attempt, and their answer is delivered once (see the
+// replays in delivery). It returns nil; ctx is the drain deadline Shutdown would have had, and
+// bounds nothing here but is kept for symmetry.
+func (p *Pool) HandBack(ctx context.Context) error { return p.stop(ctx, true) }
+
+func (p *Pool) stop(ctx context.Context, now bool) error {
 	p.mu.Lock()
 	if !p.started || p.stopped {
 		p.mu.Unlock()
@@ -132,26 +151,33 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	p.draining = true
 	p.mu.Unlock()
 
+	if now {
+		// First, so the release does not wait for the fetcher's blocked read to end; hints the
+		// fetcher still hands over meanwhile are given back by the workers (draining).
+		p.stopRuns(errShutdown)
+	}
 	p.intake()
 	p.intakeWG.Wait()
 	close(p.work)
 
 	done := make(chan struct{})
 	go func() { p.workersWG.Wait(); close(done) }()
-	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = ctx.Err()
-		p.log.Warn("runs: drain deadline passed; cancelling in-flight runs and releasing their leases")
+		p.log.Info("runs: drain deadline passed; handing in-flight runs back to other workers")
 		p.stopRuns(errShutdown)
 		<-done
 	}
 	p.stopRuns(errShutdown)
 	p.stopBg()
 	p.bgWG.Wait()
-	p.log.Info("runs: worker pool stopped")
-	return err
+	if n := p.handedBack.Load(); n > 0 {
+		p.log.Info("runs: worker pool stopped; runs handed back to other workers", "runs", n)
+	} else {
+		p.log.Info("runs: worker pool stopped")
+	}
+	return nil
 }
 
 func (p *Pool) isDraining() bool {

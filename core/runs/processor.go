@@ -140,7 +140,8 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		p.log.Warn("runs: envelope failed verification; dead-lettered, not run", "run", runID, "reason", reason)
 		return p.deadLetter(ctx, tag, runID, reason, payload, conv, c.Attempt, true)
 	}
-	if c.Attempt > p.opt.MaxAttempts {
+	// Attempts handed back at a shutdown were not failures: they do not count against the limit.
+	if c.Attempt-c.HandedBack > p.opt.MaxAttempts {
 		p.log.Error("runs: run started too often without finishing; dead-lettered", "run", runID, "attempts", c.Attempt-1)
 		return p.deadLetter(ctx, tag, runID, "attempts exhausted: workers stopped while running it", payload, conv, c.Attempt-1, false)
 	}
@@ -176,7 +177,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			p.log.Warn("runs: run failed", "run", runID, "conv", conv, "attempt", attempt, "err", herr)
 			p.tell(run, EventFailed, "Sorry, this request failed.")
 			return result{step: stepAck, runID: runID, outcome: OutcomeFailed}
-		case attempt >= p.opt.MaxAttempts:
+		case attempt-c.HandedBack >= p.opt.MaxAttempts:
 			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
 			r := p.deadLetter(ctx, tag, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
 			if r.step == stepAck {
@@ -242,6 +243,8 @@ func (p *Pool) interrupted(runCtx context.Context, tag, owner string, run *Run) 
 		return result{step: stepLost, runID: runID}, true
 	case errors.Is(cause, errShutdown):
 		p.release(p.bg, tag, owner)
+		p.handedBack.Add(1)
+		p.log.Info("runs: handing an unfinished run back to other workers", "run", runID, "attempt", run.Envelope.Attempt)
 		return result{step: stepReleased, runID: runID}, true
 	case errors.Is(cause, errCancelled):
 		p.tell(run, EventCancelled, "Cancelled.")

@@ -26,6 +26,9 @@ type Queue struct {
 	// reconcileAge is how old an admission must be before the periodic scan may forget it when
 	// its run is not in its mailbox; pushes of admitted runs are refused past half of it.
 	reconcileAge time.Duration
+	// betweenSteps, when set (tests), is called after an idle enqueue's push and before its
+	// hint: a test kills the process there.
+	betweenSteps func()
 }
 
 // reconcileAge is the age past which an admitted run absent from its mailbox is forgotten (see
@@ -68,7 +71,8 @@ func (q *Queue) Options() Options { return q.opt }
 // Enqueue stores a signed envelope at the tail of its conversation's mailbox. It returns nil once
 // the run is durably queued; ErrPaused while intake is paused; a *BusyError when the
 // conversation's or the global limit is reached. On any error nothing was queued (a Redis failure
-// in the middle of the two steps leaves at worst a run that the recoverer schedules later).
+// in the middle of the two steps leaves at worst a run that the recoverer's rescue schedules
+// within seconds).
 // Enqueue does not sign: the router signs, workers verify. Under the interrupt policy it also
 // cancels the conversation's active run and drops its queued ones.
 //
@@ -113,7 +117,7 @@ func (q *Queue) EnqueueOnce(ctx context.Context, env *Envelope, event string, tt
 	}
 	// Once started, the steps run to the end even if the caller's ctx ends (a platform
 	// connection closing at shutdown): a run left half-queued — in its mailbox but not hinted —
-	// would wait for the recoverer's slow scan, and the caller, seeing an error, would have the
+	// would wait for the recoverer's rescue, and the caller, seeing an error, would have the
 	// platform redeliver it as a second run.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("runs: enqueue %s: %w", env.RunID, err)
@@ -148,6 +152,9 @@ type enqueue struct {
 	now                     time.Time
 	seen                    string // the event's seen key, when EnqueueOnce
 	seenTTL                 time.Duration
+	// indexed: the run is in the unhinted index (rdb.EnqueueReq.Intent) and the next global
+	// step must take it out.
+	indexed bool
 }
 
 // req is e's call of the enqueue script: probe or push, with its admission time when admitted.
@@ -161,27 +168,39 @@ func (e enqueue) member() string { return rdb.Member(e.tag, e.runID) }
 
 // enqueueIdle is the order for a conversation believed idle. Step 1 (conversation slot): an idle
 // conversation gets the entry at once, still invisible to workers because no hint exists yet; a
-// scheduled one is only probed. Step 2 (global slot): admit against pause and the global limit,
-// and hint workers. A scheduled conversation then takes enqueueScheduled's two steps.
+// scheduled one is only probed. The run is indexed as unhinted first (rdb.EnqueueReq.Intent, in
+// the same round trip on one node), so that if this process dies before step 2 the recoverer's
+// rescue hints the conversation within seconds. Step 2 (global slot): admit against pause and
+// the global limit, hint workers and take the run out of the index. A scheduled conversation
+// then takes enqueueScheduled's two steps.
 func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
-	r, err := q.st.Enqueue(ctx, e.req(true, 0))
+	req := e.req(true, 0)
+	req.Intent = true
+	r, err := q.st.Enqueue(ctx, req)
 	if err != nil {
+		// The push may have happened: the index entry stays for the rescue to decide.
 		return err
 	}
+	e.indexed = true
 	switch r.Status {
 	case rdb.StatusDuplicate:
+		q.unindex(ctx, e)
 		return ErrDuplicate
 	case rdb.StatusBusy:
+		q.unindex(ctx, e)
 		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
 	case rdb.StatusScheduled:
 		return q.enqueueScheduled(ctx, e)
 	}
+	if q.betweenSteps != nil {
+		q.betweenSteps()
+	}
 	// The run is in its mailbox (with its mark): while Redis is unreachable, keep trying to
-	// admit and hint it until the enqueue's deadline rather than leave it to the rescue scan.
+	// admit and hint it until the enqueue's deadline rather than leave it to the rescue.
 	var status string
 	err = retryRedis(ctx, q.outage, func() error {
 		var err error
-		status, _, err = q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag})
+		status, _, err = q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag, Unindex: true})
 		return err
 	}, "run", e.runID)
 	if err != nil {
@@ -194,52 +213,85 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	if err != nil {
 		return fmt.Errorf("undo after refusal: %w", err)
 	}
+	// Others queued behind the retracted run need the hint it was to bring; either way the
+	// run leaves the index.
+	r2 := rdb.ReadyReq{Member: e.member(), Unindex: true}
 	if needHint {
-		if _, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag}); err != nil {
-			return fmt.Errorf("hint: %w", err)
-		}
+		r2.Hint = e.tag
+	}
+	if _, _, err := q.st.Ready(ctx, r2); err != nil {
+		return fmt.Errorf("hint: %w", err)
 	}
 	return q.refusal(status, e.maxAll)
 }
 
+// unindex takes a refused run out of the unhinted index; when that fails the rescue drops the
+// entry once it is old (the run is in no mailbox).
+func (q *Queue) unindex(ctx context.Context, e enqueue) {
+	if err := q.st.Unindex(context.WithoutCancel(ctx), e.member()); err != nil {
+		q.log.Debug("runs: taking a refused run out of the unhinted index failed; the rescue will", "run", e.runID, "err", err)
+	}
+}
+
 // enqueueScheduled is the order for a conversation believed scheduled: admit first, then append
-// (the active worker may take it at once, so it must be counted before). When the conversation
-// turns out idle, the append schedules it and a third call hints it. The append is refused when
-// the admission is older than half the reconciliation age, which may by then have forgotten it.
+// (the active worker may take it at once, so it must be counted before). The append is refused
+// when the admission is older than half the reconciliation age, which may by then have forgotten
+// it, and when the conversation turns out idle: then the run is indexed as unhinted, pushed and
+// the conversation hinted, as enqueueIdle does (the admission already made), so that no
+// conversation is ever scheduled without a hint or an index entry that brings one.
 func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
-	status, at, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll})
+	status, at, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Unindex: e.indexed})
 	if err != nil {
-		return err
+		return err // an index entry left behind is dropped by the rescue: the run is in no mailbox
 	}
 	if status != rdb.ReadyOK {
+		if e.indexed {
+			q.unindex(ctx, e)
+		}
 		return q.refusal(status, e.maxAll)
 	}
+	e.indexed = false
 	req := e.req(false, at)
+	req.Append = true
 	req.Window = q.reconcileAge / 2
 	r, err := q.st.Enqueue(ctx, req)
+	if err == nil && r.Status == rdb.StatusIdle {
+		// The conversation went idle meanwhile: index the run, then push it.
+		req.Append, req.Intent = false, true
+		e.indexed = true
+		r, err = q.st.Enqueue(ctx, req)
+	}
 	if err != nil {
+		// The push may have happened: the rescue finds an indexed run and counts it again.
 		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return err
+	}
+	if r.Status != rdb.StatusNew && r.Status != rdb.StatusQueued {
+		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
+		if e.indexed {
+			q.unindex(ctx, e)
+		}
 	}
 	switch r.Status {
 	case rdb.StatusDuplicate:
-		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return ErrDuplicate
 	case rdb.StatusBusy:
-		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return &BusyError{Scope: ScopeConversation, Limit: int64(e.maxConv)}
 	case rdb.StatusLate:
-		q.unadmit(ctx, e.tag, []string{e.runID}, 0)
 		return fmt.Errorf("the run reached its mailbox more than %s after its admission; not queued", req.Window)
 	case rdb.StatusNew:
 		// The conversation was idle: it needs a hint now (retried as in enqueueIdle).
 		if err := retryRedis(ctx, q.outage, func() error {
-			_, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag})
+			_, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag, Member: e.member(), Unindex: true})
 			return err
 		}, "run", e.runID); err != nil {
 			return fmt.Errorf("hint: %w", err)
 		}
 		return nil
+	}
+	if e.indexed {
+		// Queued behind work scheduled meanwhile: its worker reaches the run; no hint needed.
+		q.unindex(ctx, e)
 	}
 	if r.Interrupted != "" {
 		q.log.Info("runs: interrupting the active run", "run", r.Interrupted, "conv", e.conv, "by", e.runID)

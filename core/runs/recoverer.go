@@ -7,10 +7,30 @@ import (
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
-// sweepEvery is how many recoverer ticks (half a lease each) pass between sweeps: the rescue scan
-// for conversations whose enqueuer died before hinting them, the reconciliation of the admitted
-// set and the pruning of dead consumers.
-const sweepEvery = 10
+// The recoverer's pace. It ticks every recoverTick (a tenth of a lease, between 100 ms and 1 s):
+// each tick it reclaims hints idle for longer than a lease (takeover) and rescues runs indexed as
+// unhinted for longer than rescueAge (one range query). Every sweepEvery leases it also
+// reconciles the admitted set and prunes dead consumers, and every scanEvery (and at its first
+// sweep) it scans every conversation for ones no index entry will bring back (rescueScan).
+const (
+	sweepEvery = 5
+	scanEvery  = time.Hour
+	// rescueAge is how long an enqueuer may take between indexing a run and hinting its
+	// conversation before the rescue does it: far longer than the two steps take (milliseconds),
+	// short enough that a chat whose enqueuer died is answered within seconds. A rescue of a run
+	// whose enqueuer is only slow costs a second hint, which the claim script makes harmless.
+	rescueAge = 2 * time.Second
+	// rescueForget is how old an index entry whose run is in no mailbox must be before the
+	// rescue drops it: older than any enqueue's steps can be (enqueueTimeout and the client's
+	// timeouts), so a push still on its way is never left unindexed.
+	rescueForget = time.Minute
+	// rescuePage bounds the entries one rescue handles.
+	rescuePage = 100
+)
+
+func recoverTick(lease time.Duration) time.Duration {
+	return min(max(lease/10, 100*time.Millisecond), time.Second)
+}
 
 // reconcilePage is how many admitted runs one reconciliation step reads.
 const reconcilePage = 200
@@ -23,19 +43,22 @@ const pruneMax = 1000
 // deletes it: far longer than the lease after which its hints are reclaimed.
 func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
 
-// recover is the recoverer component. Every half lease it claims hints idle for a whole lease —
-// their holder stopped heartbeating, so it is dead or cut off — and hands them to the workers,
-// which take the conversation over once its lease has expired. Every few ticks it sweeps: it
-// rescues conversations queued but never hinted, forgets admitted runs a crash left counted, and
-// deletes the consumers of dead processes. While Redis is unreachable it logs that a few times,
-// not per tick, and puts the sweep off to a tick where Redis answers; the first tick after an
-// outage sweeps.
+// recover is the recoverer component. Every tick it claims hints idle for longer than a lease —
+// their holder stopped heartbeating (every third of a lease), so it is dead or cut off — and
+// hands them to the workers, which take the conversation over once its lease has expired: a dead
+// process's conversations move on about one lease after its last heartbeat. The same tick
+// rescues runs whose enqueuer died before hinting their conversation. Every few leases it
+// sweeps: it forgets admitted runs a crash left counted and deletes the consumers of dead
+// processes. While Redis is unreachable it logs that a few times, not per tick, and puts the
+// rescue and the sweep off to a tick where Redis answers; the first tick after an outage sweeps.
 func (p *Pool) recover(ctx context.Context) {
-	t := time.NewTicker(p.opt.Lease / 2)
+	tick := recoverTick(p.opt.Lease)
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	fl := newFailureLog(p.log, "recoverer", "runs: reclaiming idle hints failed")
 	sweepDue := false
-	for tick := 1; ; tick++ {
+	lastSweep, lastScan := time.Now(), time.Time{}
+	for {
 		select {
 		case <-ctx.Done():
 			return
@@ -43,11 +66,11 @@ func (p *Pool) recover(ctx context.Context) {
 		}
 		down := false
 		if n, ok := p.takeSlots(ctx, false, p.opt.Workers); ok {
-			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease, n)
+			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease+tick, n)
 			switch {
 			case err == nil:
 				// Back after an outage: sweep now, for the conversations an enqueue cut off by
-				// it left unscheduled, rather than up to sweepEvery ticks later.
+				// it left unscheduled, rather than up to sweepEvery leases later.
 				sweepDue = sweepDue || fl.failing()
 				fl.ok()
 			case ctx.Err() == nil:
@@ -59,23 +82,84 @@ func (p *Pool) recover(ctx context.Context) {
 			}
 			p.dispatch(hints, n)
 		}
-		sweepDue = sweepDue || tick%sweepEvery == 0
-		if sweepDue && !down {
-			sweepDue = false
-			p.rescue(ctx)
+		if down {
+			continue
+		}
+		p.rescue(ctx)
+		now := time.Now()
+		if sweepDue || now.Sub(lastSweep) >= sweepEvery*p.opt.Lease {
+			sweepDue, lastSweep = false, now
+			if now.Sub(lastScan) >= scanEvery {
+				lastScan = now
+				p.rescueScan(ctx)
+			}
 			p.q.reconcile(ctx)
 			p.pruneConsumers(ctx)
 		}
 	}
 }
 
-// rescue re-hints conversations whose hint was asked for two leases ago and never claimed, and
-// counts their head run, which the dead enqueuer may not have admitted.
+// rescue hints the conversations of runs indexed as unhinted more than rescueAge ago — their
+// enqueuer died between its two steps — and counts those runs, which it may not have admitted.
+// It costs one range query on the global slot when there is nothing to rescue, whatever the
+// number of conversations.
 func (p *Pool) rescue(ctx context.Context) {
+	now := time.Now()
+	items, err := p.st.Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("runs: reading the unhinted index failed", "err", err)
+		}
+		return
+	}
+	for _, it := range items {
+		if err := p.rescueRun(ctx, it, now); err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("runs: rescuing an unhinted run failed; trying again next tick", "member", it.Member, "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) error {
+	tag, runID, ok := rdb.SplitMember(it.Member)
+	if !ok {
+		return p.st.Unindex(ctx, it.Member) // not written by this package
+	}
+	status, queued, err := p.st.Rescue(ctx, tag, runID, now.UnixMilli())
+	if err != nil {
+		return err
+	}
+	switch status {
+	case rdb.RescueAgain:
+		p.log.Warn("runs: rescuing a conversation queued but never scheduled (its enqueuer stopped between two steps)",
+			"tag", tag, "run", runID, "waited", now.Sub(time.UnixMilli(it.At)).Round(time.Millisecond))
+		r := rdb.ReadyReq{Member: it.Member, Hint: tag, Unindex: true}
+		if queued {
+			r.Admit = rdb.AdmitForce
+		}
+		_, _, err = p.st.Ready(ctx, r)
+		return err
+	case rdb.RescueHeld:
+		return p.st.Unindex(ctx, it.Member)
+	default: // absent: not scheduled — ran, refused or retracted, or its push is still on its way
+		if now.Sub(time.UnixMilli(it.At)) >= rescueForget {
+			return p.st.Unindex(ctx, it.Member)
+		}
+		return nil
+	}
+}
+
+// rescueScan is the unhinted index's backstop, at a pool's first sweep and hourly: a scan of
+// every scheduled conversation (SCAN, so it costs a pass over the keyspace) for one whose hint
+// was asked for two leases ago and never claimed, left by a version that did not index its
+// runs. It re-hints those and counts their head run.
+func (p *Pool) rescueScan(ctx context.Context) {
 	now := time.Now()
 	stale := now.Add(-2 * p.opt.Lease).UnixMilli()
 	err := p.st.ScanConvs(ctx, func(tag string) error {
-		again, head, err := p.st.Rescue(ctx, tag, now.UnixMilli(), stale)
+		again, head, err := p.st.RescueStale(ctx, tag, now.UnixMilli(), stale)
 		if err != nil || !again {
 			return err
 		}

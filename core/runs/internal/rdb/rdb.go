@@ -68,6 +68,8 @@ const (
 	// StatusLate refuses an admitted run whose admission is older than the window (see
 	// scripts.go); nothing was pushed.
 	StatusLate = "late"
+	// StatusIdle answers an Append to a conversation that is not scheduled; nothing was pushed.
+	StatusIdle = "idle"
 )
 
 // EnqueueResult is what the enqueue script did.
@@ -81,8 +83,16 @@ type EnqueueResult struct {
 
 // EnqueueReq is one call of the enqueue script.
 type EnqueueReq struct {
-	Tag        string
-	Probe      bool // probe mode: only an unscheduled conversation receives the entry
+	Tag   string
+	Probe bool // probe mode: only an unscheduled conversation receives the entry
+	// Append mode: only a scheduled conversation receives the entry (StatusIdle otherwise).
+	Append bool
+	// Intent adds the run to the unhinted index (UnhintedKey) before the script runs, so that a
+	// conversation this call schedules is found by the rescue if the caller dies before it
+	// hints it: on a cluster the index write is acknowledged first (one more round trip), on one
+	// node it leaves ahead of the script in the same pipeline. The caller removes the entry with
+	// its next Ready (Unindex), or with Unindex when nothing needs a hint.
+	Intent     bool
 	Entry      string
 	MaxPerConv int
 	Interrupt  bool
@@ -106,16 +116,26 @@ func (s *Store) SeenKey(tag, event string) string { return s.prefix + tag + ":se
 // Enqueue runs the enqueue script for r.Tag (see scripts.go).
 func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error) {
 	mode := "push"
-	if r.Probe {
+	switch {
+	case r.Probe:
 		mode = "probe"
+	case r.Append:
+		mode = "append"
 	}
 	tag := r.Tag
 	keys := []string{s.stKey(tag), s.qKey(tag)}
 	if r.Seen != "" {
 		keys = append(keys, r.Seen)
 	}
-	v, err := s.eval(ctx, scriptEnqueue, keys,
-		mode, r.Entry, r.MaxPerConv, b2s(r.Interrupt), r.Now, r.ConvKey, r.AdmittedAt, r.Window.Milliseconds(), max(r.SeenTTL.Milliseconds(), 1)).StringSlice()
+	args := []any{mode, r.Entry, r.MaxPerConv, b2s(r.Interrupt), r.Now, r.ConvKey, r.AdmittedAt, r.Window.Milliseconds(), max(r.SeenTTL.Milliseconds(), 1)}
+	var cmd *redis.Cmd
+	if r.Intent {
+		runID, _ := SplitEntry(r.Entry)
+		cmd = s.evalIndexed(ctx, Member(tag, runID), r.Now, scriptEnqueue, keys, args...)
+	} else {
+		cmd = s.eval(ctx, scriptEnqueue, keys, args...)
+	}
+	v, err := cmd.StringSlice()
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: %w", tag, err)
 	}
@@ -123,6 +143,85 @@ func (s *Store) Enqueue(ctx context.Context, r EnqueueReq) (EnqueueResult, error
 		return EnqueueResult{}, fmt.Errorf("rdb: enqueue into %s: short reply %q", tag, v)
 	}
 	return EnqueueResult{Status: v[0], Interrupted: v[1], Removed: v[2:]}, nil
+}
+
+// evalIndexed adds member to the unhinted index at (ms) and then runs script, in that order
+// even if the process dies in between: on one node both leave in one pipeline, which Redis runs
+// in order; a cluster runs a pipeline's parts for different nodes concurrently, so there the
+// index write is acknowledged before the script is sent. On one node a failed index write does
+// not stop the script: the caller's next step hints the conversation all the same, and only a
+// crash right then would leave it to the backstop scan.
+func (s *Store) evalIndexed(ctx context.Context, member string, at int64, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	zadd := redis.NewIntCmd(ctx, "zadd", s.UnhintedKey(), at, member)
+	if _, cluster := s.c.(*redis.ClusterClient); cluster {
+		s.pipe.Do(ctx, zadd)
+		if err := zadd.Err(); err != nil {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(fmt.Errorf("index the run: %w", err))
+			return cmd
+		}
+		return s.eval(ctx, script, keys, args...)
+	}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	cmd.SetFirstKeyPos(3)
+	s.pipe.Do(ctx, zadd, cmd)
+	if isNoScript(cmd.Err()) {
+		// The script ran nothing; the index write before it did, as it must.
+		return script.Eval(ctx, s.c, keys, args...)
+	}
+	return cmd
+}
+
+// UnhintedKey is the sorted set of runs whose conversation their enqueuer has not hinted yet
+// (see scripts.go): "<tag>|<run id>" scored with the enqueuer's clock (ms).
+func (s *Store) UnhintedKey() string { return s.g("unhinted") }
+
+// Unhinted is one entry of the unhinted index.
+type Unhinted struct {
+	Member string // Member(tag, run id)
+	At     int64  // ms, the enqueuer's clock when it indexed the run
+}
+
+// Unhinted lists up to limit entries of the unhinted index indexed at or before before (ms),
+// oldest first: one range query, whatever the number of conversations.
+func (s *Store) Unhinted(ctx context.Context, before int64, limit int) ([]Unhinted, error) {
+	zs, err := s.c.ZRangeByScoreWithScores(ctx, s.UnhintedKey(), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(before, 10), Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rdb: read unhinted runs: %w", err)
+	}
+	out := make([]Unhinted, len(zs))
+	for i, z := range zs {
+		m, _ := z.Member.(string)
+		out[i] = Unhinted{Member: m, At: int64(z.Score)}
+	}
+	return out, nil
+}
+
+// Unindex removes members from the unhinted index: their conversation needs no hint from them
+// (see scripts.go).
+func (s *Store) Unindex(ctx context.Context, members ...string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	a := make([]any, 0, 2+len(members))
+	a = append(a, "zrem", s.UnhintedKey())
+	for _, m := range members {
+		a = append(a, m)
+	}
+	cmd := redis.NewIntCmd(ctx, a...)
+	s.pipe.Do(ctx, cmd)
+	if err := cmd.Err(); err != nil {
+		return fmt.Errorf("rdb: unindex %d runs: %w", len(members), err)
+	}
+	return nil
 }
 
 // Retract removes an entry a refused "new" enqueue put in, and its seen key when set; needHint
@@ -164,6 +263,10 @@ type ReadyReq struct {
 	Member     string // the run to admit (Member)
 	MaxPending int64  // the global limit for AdmitCheck; 0 for none
 	Hint       string // conversation tag to hint; empty for none
+	// Unindex removes Member from the unhinted index unless the admission is refused: set it
+	// when this call hints the conversation a run's Intent indexed, or admits such a run into a
+	// scheduled conversation.
+	Unindex bool
 }
 
 // Ready admits r.Member (see ReadyReq) and then hints r.Hint. at is the admission time (ms,
@@ -173,8 +276,8 @@ func (s *Store) Ready(ctx context.Context, r ReadyReq) (status string, at int64,
 	if mode == AdmitNone {
 		mode = "none"
 	}
-	v, err := s.eval(ctx, scriptReady, []string{s.g("paused"), s.admittedKey(), s.ReadyKey()},
-		mode, r.Member, r.MaxPending, r.Hint).Slice()
+	v, err := s.eval(ctx, scriptReady, []string{s.g("paused"), s.admittedKey(), s.ReadyKey(), s.UnhintedKey()},
+		mode, r.Member, r.MaxPending, r.Hint, b2s(r.Unindex)).Slice()
 	if err != nil {
 		return "", 0, fmt.Errorf("rdb: ready %s: %w", r.Hint, err)
 	}
@@ -202,6 +305,9 @@ type Claim struct {
 	Entry     string
 	Attempt   int
 	Cancelled bool
+	// HandedBack is how many of the Attempt attempts were handed back unfinished (Release):
+	// they do not count against the attempt limit.
+	HandedBack int
 }
 
 func parseClaim(v []any) (Claim, error) {
@@ -218,6 +324,10 @@ func parseClaim(v []any) (Claim, error) {
 		c.Attempt = int(n)
 		cc, _ := v[3].(int64)
 		c.Cancelled = cc == 1
+		if len(v) > 4 {
+			h, _ := v[4].(int64)
+			c.HandedBack = int(h)
+		}
 	}
 	return c, nil
 }
@@ -334,11 +444,36 @@ func (s *Store) Cancel(ctx context.Context, tag, runID string) (active string, r
 	return v[0], v[1:], nil
 }
 
-// Rescue re-arms tag when its hint was asked for before staleBefore and never claimed: again
-// reports that the caller must hint the conversation again, and head is its mailbox head's run
-// id ("" when the mailbox is empty), which the caller makes sure is counted (AdmitForce).
-func (s *Store) Rescue(ctx context.Context, tag string, now, staleBefore int64) (again bool, head string, err error) {
-	v, err := s.eval(ctx, scriptRescue, []string{s.stKey(tag), s.qKey(tag)}, now, staleBefore).Slice()
+// Rescue statuses.
+const (
+	RescueAgain  = "again"
+	RescueHeld   = "held"
+	RescueAbsent = "absent"
+)
+
+// Rescue checks, on the conversation's slot, a run found in the unhinted index (see the rescue
+// script): RescueAgain when the caller must hint its conversation — and count the run when queued
+// reports it is in the mailbox —, RescueHeld when a worker holds the conversation, RescueAbsent
+// when it is not scheduled.
+func (s *Store) Rescue(ctx context.Context, tag, runID string, now int64) (status string, queued bool, err error) {
+	v, err := s.eval(ctx, scriptRescue, []string{s.stKey(tag), s.qKey(tag)}, runID, now).Slice()
+	if err != nil {
+		return "", false, fmt.Errorf("rdb: rescue %s in %s: %w", runID, tag, err)
+	}
+	if len(v) < 2 {
+		return "", false, fmt.Errorf("rdb: rescue %s in %s: short reply %v", runID, tag, v)
+	}
+	status, _ = v[0].(string)
+	n, _ := v[1].(int64)
+	return status, n == 1, nil
+}
+
+// RescueStale re-arms tag when its hint was asked for before staleBefore and never claimed (the
+// backstop scan): again reports that the caller must hint the conversation again, and head is
+// its mailbox head's run id ("" when the mailbox is empty), which the caller makes sure is
+// counted (AdmitForce).
+func (s *Store) RescueStale(ctx context.Context, tag string, now, staleBefore int64) (again bool, head string, err error) {
+	v, err := s.eval(ctx, scriptRescueStale, []string{s.stKey(tag), s.qKey(tag)}, now, staleBefore).Slice()
 	if err != nil {
 		return false, "", fmt.Errorf("rdb: rescue %s: %w", tag, err)
 	}

@@ -200,17 +200,17 @@ func TestScriptCancel(t *testing.T) {
 	}
 }
 
-func TestScriptRescue(t *testing.T) {
+func TestScriptRescueStale(t *testing.T) {
 	s := newStore(t)
 	mustEnqueue(t, s, true, "a", 0, false) // enqueued, never hinted
-	if again, _, _ := s.Rescue(ctx, tag, ms(0), ms(-time.Minute)); again {
+	if again, _, _ := s.RescueStale(ctx, tag, ms(0), ms(-time.Minute)); again {
 		t.Error("rescued a fresh conversation")
 	}
-	if again, head, err := s.Rescue(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again || head != "a" {
+	if again, head, err := s.RescueStale(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again || head != "a" {
 		t.Errorf("Rescue of a stale one = %v, %q, %v; want again with its head a", again, head, err)
 	}
 	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
-	if again, _, _ := s.Rescue(ctx, tag, ms(0), ms(time.Hour)); again {
+	if again, _, _ := s.RescueStale(ctx, tag, ms(0), ms(time.Hour)); again {
 		t.Error("rescued a claimed conversation")
 	}
 	// A state left without a mailbox is hinted all the same, so that a claim drops it.
@@ -218,8 +218,99 @@ func TestScriptRescue(t *testing.T) {
 	if err := s.Client().HSet(ctx, s.stKey(other), "k", "k", "hs", ms(-time.Hour)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if again, head, err := s.Rescue(ctx, other, ms(0), ms(-time.Minute)); err != nil || !again || head != "" {
+	if again, head, err := s.RescueStale(ctx, other, ms(0), ms(-time.Minute)); err != nil || !again || head != "" {
 		t.Errorf("Rescue of an empty stale one = %v, %q, %v; want again without a head", again, head, err)
+	}
+}
+
+// TestScriptRescue: the rescue of a run found in the unhinted index asks for a hint only while
+// nobody holds the conversation and its mailbox holds work, and says whether the run is there.
+func TestScriptRescue(t *testing.T) {
+	s := newStore(t)
+	rescue := func(id string) (string, bool) {
+		t.Helper()
+		st, in, err := s.Rescue(ctx, tag, id, ms(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, in
+	}
+	if st, _ := rescue("a"); st != RescueAbsent {
+		t.Errorf("rescue in an idle conversation = %q, want absent", st)
+	}
+	mustEnqueue(t, s, true, "a", 0, false)
+	if st, in := rescue("a"); st != RescueAgain || !in {
+		t.Errorf("rescue of an unclaimed run = %q, %v; want again, in the mailbox", st, in)
+	}
+	if st, in := rescue("b"); st != RescueAgain || in {
+		t.Errorf("rescue of a run gone from an unclaimed mailbox = %q, %v; want again (for the others), not in it", st, in)
+	}
+	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+	if st, _ := rescue("a"); st != RescueHeld {
+		t.Errorf("rescue in a held conversation = %q, want held", st)
+	}
+}
+
+// TestUnhintedIndex: an Intent enqueue indexes the run before its push; Ready with Unindex takes
+// it out as it hints, a refused admission leaves it; Unhinted reads entries by age.
+func TestUnhintedIndex(t *testing.T) {
+	s := newStore(t)
+	at := ms(-time.Minute)
+	r, err := s.Enqueue(ctx, EnqueueReq{Tag: tag, Probe: true, Intent: true, Entry: Entry("a", []byte("env-a")), Now: at, ConvKey: "k"})
+	if err != nil || r.Status != StatusNew {
+		t.Fatalf("indexed enqueue = %+v, %v", r, err)
+	}
+	got, err := s.Unhinted(ctx, ms(0), 10)
+	if err != nil || len(got) != 1 || got[0].Member != Member(tag, "a") || got[0].At != at {
+		t.Fatalf("Unhinted = %+v, %v; want a at %d", got, err, at)
+	}
+	if got, _ := s.Unhinted(ctx, at-1, 10); len(got) != 0 {
+		t.Errorf("Unhinted before the entry = %+v, want none", got)
+	}
+	if err := s.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := s.Ready(ctx, ReadyReq{Admit: AdmitCheck, Member: Member(tag, "a"), Hint: tag, Unindex: true}); err != nil || st != ReadyPaused {
+		t.Fatalf("ready while paused = %q, %v", st, err)
+	}
+	if got, _ := s.Unhinted(ctx, ms(0), 10); len(got) != 1 {
+		t.Errorf("a refused admission took the run out of the index: %+v", got)
+	}
+	// A run a rescue admitted already is never refused.
+	if _, _, err := s.Ready(ctx, ReadyReq{Admit: AdmitForce, Member: Member(tag, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := s.Ready(ctx, ReadyReq{Admit: AdmitCheck, Member: Member(tag, "a"), Hint: tag, Unindex: true}); err != nil || st != ReadyOK {
+		t.Fatalf("ready of an admitted run while paused = %q, %v; want ok", st, err)
+	}
+	if got, _ := s.Unhinted(ctx, ms(0), 10); len(got) != 0 {
+		t.Errorf("the hint left the run in the index: %+v", got)
+	}
+	if n, _ := s.Client().XLen(ctx, s.ReadyKey()).Result(); n != 1 {
+		t.Errorf("ready stream holds %d hints, want 1", n)
+	}
+	if err := s.Unindex(ctx, Member(tag, "gone")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestScriptEnqueueAppend: append mode pushes only behind a scheduled conversation's work.
+func TestScriptEnqueueAppend(t *testing.T) {
+	s := newStore(t)
+	append := func(id string) EnqueueResult {
+		t.Helper()
+		r, err := s.Enqueue(ctx, EnqueueReq{Tag: tag, Append: true, Entry: Entry(id, []byte("env-"+id)), Now: ms(0), ConvKey: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := append("a"); r.Status != StatusIdle || ids(t, s) != "[]" {
+		t.Fatalf("append to an idle conversation = %+v, mailbox %s; want idle, nothing pushed", r, ids(t, s))
+	}
+	mustEnqueue(t, s, true, "a", 0, false)
+	if r := append("b"); r.Status != StatusQueued || ids(t, s) != "[a b]" {
+		t.Fatalf("append to a scheduled conversation = %+v, mailbox %s", r, ids(t, s))
 	}
 }
 
@@ -419,5 +510,27 @@ func TestScriptDead(t *testing.T) {
 	}
 	if _, ok, _ := s.FindDeadLetter(ctx, "r1"); ok {
 		t.Error("deleted dead letter still found")
+	}
+}
+
+// TestScriptReleaseCountsHandBacks: a release counts the active run's attempt as handed back,
+// the next claim reports it with the attempt count, and a new active run starts with none.
+func TestScriptReleaseCountsHandBacks(t *testing.T) {
+	s := newStore(t)
+	mustEnqueue(t, s, true, "a", 0, false)
+	mustEnqueue(t, s, false, "b", 0, false)
+	for i := 1; i <= 2; i++ {
+		c, err := s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+		if err != nil || c.Attempt != i || c.HandedBack != i-1 {
+			t.Fatalf("claim %d = %+v, %v; want attempt %d with %d handed back", i, c, err, i, i-1)
+		}
+		if again, err := s.Release(ctx, tag, "w", ms(0)); err != nil || !again {
+			t.Fatalf("release = %v, %v", again, err)
+		}
+	}
+	c, _ := s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
+	next, err := s.Ack(ctx, tag, "w", "a", ms(time.Minute))
+	if err != nil || next.Status != ClaimNext || next.HandedBack != 0 || c.HandedBack != 2 {
+		t.Errorf("claim after two releases = %+v, then ack = %+v, %v; want 2 handed back, then the next run with none", c, next, err)
 	}
 }

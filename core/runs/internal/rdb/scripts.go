@@ -8,10 +8,12 @@ import "github.com/redis/go-redis/v9"
 // Conversation state hash (st) fields:
 //
 //	k   the conversation key string (for admin listings)
-//	hs  ms time a hint was asked for and no worker has claimed since (rescue uses it)
+//	hs  ms time a hint was asked for and no worker has claimed since (the backstop scan uses it)
 //	o   lease owner (a worker token); d: lease deadline in ms
 //	a   run id of the active run (always the mailbox head once claimed); n: its attempt count
 //	c   run id of the active run when it has been cancelled
+//	h   how many of the active run's attempts were handed back unfinished (release): they count
+//	    in n, so a later attempt knows it is a replay, but not against the attempt limit
 //
 // The state hash exists exactly while the conversation is scheduled: its mailbox (q, a list of
 // "<run id>\n<envelope>" entries) is non-empty or a worker holds it.
@@ -20,6 +22,13 @@ import "github.com/redis/go-redis/v9"
 // admission time (ms, Redis TIME of the global slot's node); its HLEN is the pending count the
 // global limit is checked against. Runs leave it in the settler's batches, on dead-lettering and
 // on cancellation; a member left behind by a crash is reconciled (absent below, then forget).
+//
+// The global unhinted index (a sorted set) holds "<tag>|<run id>" of every run whose enqueuer is
+// about to put it in an idle conversation's mailbox, scored with the enqueuer's clock (ms). The
+// enqueuer adds it before the push — acknowledged first on a cluster, ahead of the push in the
+// same pipeline otherwise — and the ready script that hints the conversation removes it, so an
+// entry older than a few seconds is a run whose enqueuer died between its two steps; the
+// recoverer finds those with one range query (rescue below) instead of a scan of every key.
 
 const luaRunID = `
 local function rid(e)
@@ -39,16 +48,18 @@ local function nowMs()
 end
 `
 
-// enqueue: KEYS st, q[, seen]. ARGV mode(probe|push), entry, maxPerConv, interrupt(1|0), now,
-// convKey, admitted at (ms, Redis clock; 0 when the run is not admitted yet), admission window
-// (ms), seen ttl (ms). The optional seen key marks the inbound event the run answers: when it
-// exists the event was queued already and nothing is done ("duplicate"); when the entry is
+// enqueue: KEYS st, q[, seen]. ARGV mode(probe|push|append), entry, maxPerConv, interrupt(1|0),
+// now, convKey, admitted at (ms, Redis clock; 0 when the run is not admitted yet), admission
+// window (ms), seen ttl (ms). The optional seen key marks the inbound event the run answers: when
+// it exists the event was queued already and nothing is done ("duplicate"); when the entry is
 // pushed it is set (the run id, for the ttl) in the same step, so an event is marked exactly
 // when its run is in the mailbox. An admitted run whose admission is older than the window is
 // refused ("late") before anything else: past the window the reconciliation may have forgotten
 // its admission, and a run must never sit in a mailbox uncounted. An unscheduled conversation
 // gets the entry and a fresh state at once ("new": the caller must admit it globally and hint
-// it, or retract it). A scheduled one is only probed ("scheduled") in probe mode; in push mode
+// it, or retract it) unless the mode is append, which pushes only behind a scheduled
+// conversation's work ("idle": nothing was pushed; the caller indexes the run first, see
+// unhinted). A scheduled one is only probed ("scheduled") in probe mode; in push and append modes
 // the entry is appended ("queued", activeCancelled, removed ids...).
 var scriptEnqueue = redis.NewScript(luaRunID + luaNow + `
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return {'duplicate', ''} end
@@ -58,6 +69,7 @@ end
 local at = tonumber(ARGV[7])
 if at > 0 and nowMs() - at > tonumber(ARGV[8]) then return {'late', ''} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  if ARGV[1] == 'append' then return {'idle', ''} end
   redis.call('RPUSH', KEYS[2], ARGV[2])
   redis.call('HSET', KEYS[1], 'k', ARGV[6], 'hs', ARGV[5])
   seen()
@@ -99,7 +111,8 @@ return 0
 `)
 
 // claim: KEYS st, q. ARGV owner, now, deadline. Takes the conversation's lease when it is free,
-// expired or already the caller's, and returns {'run', head entry, attempt, cancelled}. Returns
+// expired or already the caller's, and returns {'run', head entry, attempt, cancelled, handed
+// back}. Returns
 // {'held', owner} when another worker's lease is live, {'empty'} when there is nothing to run.
 var scriptClaim = redis.NewScript(luaRunID + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'empty'} end
@@ -116,18 +129,18 @@ end
 local id = rid(head)
 if redis.call('HGET', KEYS[1], 'a') ~= id then
   redis.call('HSET', KEYS[1], 'a', id, 'n', 0)
-  redis.call('HDEL', KEYS[1], 'c')
+  redis.call('HDEL', KEYS[1], 'c', 'h')
 end
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'd', ARGV[3])
 redis.call('HDEL', KEYS[1], 'hs')
 local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
 local c = 0
 if redis.call('HGET', KEYS[1], 'c') == id then c = 1 end
-return {'run', head, n, c}
+return {'run', head, n, c, tonumber(redis.call('HGET', KEYS[1], 'h') or '0')}
 `)
 
 // ack: KEYS st, q. ARGV owner, run id, deadline. Removes the finished run (when still the head)
-// and, keeping the lease, hands over the next entry {'next', entry, 1, 0}; or drops the state
+// and, keeping the lease, hands over the next entry {'next', entry, 1, 0, 0}; or drops the state
 // when the mailbox is empty {'idle'}. {'lost'} when the caller no longer holds the lease.
 var scriptAck = redis.NewScript(luaRunID + `
 if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return {'lost'} end
@@ -139,8 +152,8 @@ if not nxt then
   return {'idle'}
 end
 redis.call('HSET', KEYS[1], 'a', rid(nxt), 'n', 1, 'd', ARGV[3])
-redis.call('HDEL', KEYS[1], 'c')
-return {'next', nxt, 1, 0}
+redis.call('HDEL', KEYS[1], 'c', 'h')
+return {'next', nxt, 1, 0, 0}
 `)
 
 // renew: KEYS st. ARGV owner, run id, deadline, bump(1|0). Extends the caller's lease on the
@@ -162,12 +175,14 @@ if redis.call('HGET', KEYS[1], 'c') == ARGV[2] then c = 1 end
 return {'ok', n, c}
 `)
 
-// release: KEYS st, q. ARGV owner, now. Gives the lease up without finishing the run (shutdown).
+// release: KEYS st, q. ARGV owner, now. Gives the lease up without finishing the run (shutdown
+// hands it back); the active run's attempt is counted as handed back (h), not against the limit.
 // Returns 1 when the mailbox still holds work (the caller re-hints it), 0 when the state was
 // dropped, -1 when the caller was not the owner.
 var scriptRelease = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return -1 end
 redis.call('HDEL', KEYS[1], 'o', 'd')
+if redis.call('HGET', KEYS[1], 'a') then redis.call('HINCRBY', KEYS[1], 'h', 1) end
 if redis.call('LLEN', KEYS[2]) == 0 then
   redis.call('DEL', KEYS[1])
   return 0
@@ -199,11 +214,34 @@ end
 return out
 `)
 
-// rescue: KEYS st, q. ARGV now, stale-before. Re-arms a conversation whose hint was asked for
-// before stale-before and never claimed (its enqueuer died between two calls). Returns {1, the
-// head's run id, empty when the mailbox is} when the caller must hint it again (and count the
-// head: its enqueuer may have died before admitting it), else {0, empty}.
+// rescue: KEYS st, q. ARGV run id, now. The conversation side of rescuing a run found in the
+// unhinted index (its enqueuer indexed it and did not hint it in time: it died between its two
+// steps, or is slow). {'again', in} when the conversation is scheduled and no worker holds it:
+// nobody will reach it, so the caller hints the conversation, and counts the run when in is 1 (it
+// is in the mailbox; the dead enqueuer may not have admitted it); 'hs' is set to now. The run
+// itself may be gone while others queued behind it wait (a /cancel of it): they need the hint all
+// the same (and a state left without a mailbox needs it so that a claim drops it). {'held'} when
+// a worker holds the conversation: its acknowledgements reach the run (or, if it died, the
+// recoverer takes its hint over), so the caller drops the index entry. {'absent'} when the
+// conversation is not scheduled: the run ran already, was refused or retracted, or its push is
+// still on its way; the caller drops the entry once it is older than any enqueue can take.
 var scriptRescue = redis.NewScript(luaRunID + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'absent', 0} end
+if redis.call('HGET', KEYS[1], 'o') then return {'held', 0} end
+local found = 0
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  if rid(e) == ARGV[1] then found = 1 break end
+end
+redis.call('HSET', KEYS[1], 'hs', ARGV[2])
+return {'again', found}
+`)
+
+// rescueStale: KEYS st, q. ARGV now, stale-before. The backstop of the unhinted index (the
+// start-up and hourly scan): re-arms a conversation whose hint was asked for before
+// stale-before and never claimed — one queued by a version without the index. Returns {1, the
+// head's run id, empty when the mailbox is} when the caller must hint it again (and count the
+// head), else {0, empty}.
+var scriptRescueStale = redis.NewScript(luaRunID + `
 local hs = redis.call('HGET', KEYS[1], 'hs')
 if not hs or tonumber(hs) > tonumber(ARGV[2]) then return {0, ''} end
 if redis.call('HGET', KEYS[1], 'o') then return {0, ''} end
@@ -243,23 +281,32 @@ end
 return n
 `)
 
-// ready: KEYS paused, admitted, ready stream. ARGV mode(check|force|none), member, maxPending,
-// hint tag (empty for none). check refuses when intake is paused or the admitted set holds
-// maxPending runs, and otherwise admits member; force admits member unless it is admitted already
-// (rescue: the run is in its mailbox whatever the limit says); then it adds the hint. Returns
-// {'ok', admitted at (ms, Redis clock; 0 without admission)}, {'paused', 0} or {'busy', 0}.
+// ready: KEYS paused, admitted, ready stream, unhinted. ARGV mode(check|force|none), member,
+// maxPending, hint tag (empty for none), unindex(1|0). check refuses when intake is paused or the
+// admitted set holds maxPending runs, and otherwise admits member — a member admitted already (a
+// rescue counted it while its enqueuer was slow) is never refused; force admits member unless it
+// is admitted already (rescue: the run is in its mailbox whatever the limit says); then, unless
+// refused, it removes member from the unhinted index when unindex is 1 and adds the hint, in the
+// same step, so a run leaves the index exactly when its conversation is hinted. Returns {'ok',
+// admitted at (ms, Redis clock; 0 without admission)}, {'paused', 0} or {'busy', 0}.
 var scriptReady = redis.NewScript(luaNow + `
 local at = 0
 if ARGV[1] == 'check' then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {'paused', 0} end
-  local max = tonumber(ARGV[3])
-  if max > 0 and redis.call('HLEN', KEYS[2]) >= max then return {'busy', 0} end
-  at = nowMs()
-  redis.call('HSET', KEYS[2], ARGV[2], at)
+  local had = redis.call('HGET', KEYS[2], ARGV[2])
+  if had then
+    at = tonumber(had) or 0
+  else
+    if redis.call('EXISTS', KEYS[1]) == 1 then return {'paused', 0} end
+    local max = tonumber(ARGV[3])
+    if max > 0 and redis.call('HLEN', KEYS[2]) >= max then return {'busy', 0} end
+    at = nowMs()
+    redis.call('HSET', KEYS[2], ARGV[2], at)
+  end
 elseif ARGV[1] == 'force' then
   at = nowMs()
   redis.call('HSETNX', KEYS[2], ARGV[2], at)
 end
+if ARGV[5] == '1' then redis.call('ZREM', KEYS[4], ARGV[2]) end
 if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], '*', 'c', ARGV[4]) end
 return {'ok', at}
 `)

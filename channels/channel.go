@@ -165,6 +165,10 @@ type Target struct {
 type Message struct {
 	Card *render.Card
 	Text string
+	// Key, when set, names this message across attempts of its run (run id and step): a
+	// platform with idempotent sends (Discord's nonce with enforce_nonce) uses it, so a replay's
+	// resend returns the message already posted instead of posting it twice.
+	Key string
 }
 
 // MessageRef names a sent message. A long message may have been split into several platform

@@ -415,8 +415,12 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	}
 }
 
-// recordGrace is how long a record may still be written after the run's context ended.
-const recordGrace = 3 * time.Second
+// recordGrace is how long a record may still be written after the run's context ended;
+// closingGrace how long a run's closing message may still be sent.
+const (
+	recordGrace  = 3 * time.Second
+	closingGrace = 5 * time.Second
+)
 
 // outlive returns a context that ends grace after ctx does (or when cancel is called), with
 // ctx's values.
@@ -527,10 +531,15 @@ func (d *Delivery) editProgress(ctx context.Context, ch Channel, c *runCard) {
 
 // send posts a card; a refused card is sent again as plain text.
 func (d *Delivery) send(ctx context.Context, ch Channel, to Target, card render.Card) (MessageRef, error) {
+	return d.sendKeyed(ctx, ch, to, card, "")
+}
+
+// sendKeyed is send with the message's idempotency key (Message.Key).
+func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card render.Card, key string) (MessageRef, error) {
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		var err error
-		ref, err = ch.Send(ctx, to, Message{Card: &card})
+		ref, err = ch.Send(ctx, to, Message{Card: &card, Key: key})
 		return err
 	})
 	if !errors.Is(err, ErrCardRefused) {
@@ -645,6 +654,11 @@ func (d *Delivery) unreachable(c *runCard, ev runs.Event, err error) {
 }
 
 func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.Event) error {
+	// The run's work is done: a cancel or hand-back arriving now (shutdown) must not cut its
+	// closing message off mid-send, which could leave it posted but unrecorded, to be posted
+	// again by the next attempt. It gets closingGrace past the run's context.
+	ctx, cancel := outlive(ctx, closingGrace)
+	defer cancel()
 	card := d.closingCard(c, ev)
 	rest := ""
 	if ev.Kind == runs.EventFinal {
@@ -670,7 +684,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		}
 	}
 	if !delivered {
-		out, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card)
+		out, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal)
 		if errors.Is(err, ErrUnreachable) {
 			d.unreachable(c, ev, err)
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,39 @@ func TestSplitContent(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSendWithTheSameKeyPostsOnce proves a message sent again under the same channels.Message
+// key — the next attempt of a run whose closing message was posted but not recorded — returns
+// the message Discord already made (the same nonce, enforce_nonce) instead of posting it twice,
+// long messages split in pieces included; without a key every send posts.
+func TestSendWithTheSameKeyPostsOnce(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := conv.Key{Platform: "discord", Workspace: "500", Chat: h.fk.Guild("500")}
+	long := strings.Repeat("a long answer. ", 300) // three pieces
+	m := channels.Message{Text: long, Key: "01RUN:final"}
+	first, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.fk.PostedByBot(k.Chat)); n != len(first.IDs) || len(first.IDs) < 2 {
+		t.Fatalf("%d messages posted for %d pieces sent twice under one key", n, len(first.IDs))
+	}
+	if !slices.Equal(first.IDs, again.IDs) {
+		t.Errorf("the resend returned %v, want the first send's %v", again.IDs, first.IDs)
+	}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "no key"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "no key"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.fk.PostedByBot(k.Chat)); n != len(first.IDs)+2 {
+		t.Errorf("%d messages, want %d: sends without a key are not deduplicated", n, len(first.IDs)+2)
 	}
 }

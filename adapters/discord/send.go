@@ -3,10 +3,12 @@ package discord
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -165,6 +167,18 @@ func newNonce() string {
 	return hex.EncodeToString(b) // 24 characters; Discord allows 25
 }
 
+// nonceFor is piece i's nonce: derived from the message's key (channels.Message.Key: its run and
+// step) when it has one, so the same piece sent again by a later attempt of the run — after a
+// crash or a hand-back that left it posted but unrecorded — returns the message Discord already
+// made instead of posting it twice; random otherwise.
+func nonceFor(key string, i int) string {
+	if key == "" {
+		return newNonce()
+	}
+	sum := sha256.Sum256([]byte(key + "#" + strconv.Itoa(i)))
+	return hex.EncodeToString(sum[:12])
+}
+
 // Send posts m to the conversation: in its thread (started from the message the conversation
 // is keyed by, on first use), as a reply to to.ReplyTo on the first piece when that message is
 // in the same channel, split to Discord's limits with components on the last piece. Each piece
@@ -189,7 +203,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	}
 	for i, p := range ps {
 		body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
-			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: newNonce(), EnforceNonce: true}
+			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(m.Key, i), EnforceNonce: true}
 		// The message a thread starts from is in the parent channel: a reply from inside the
 		// thread cannot reference it (the thread shows it anyway).
 		inItsThread := to.ReplyTo == to.Conv.Thread && chID == to.Conv.Thread
@@ -268,7 +282,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 			continue
 		}
 		id, err := c.post(ctx, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
-			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: newNonce(), EnforceNonce: true})
+			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(m.Key, i), EnforceNonce: true})
 		if err != nil {
 			return out, c.cardRefused(m, err)
 		}

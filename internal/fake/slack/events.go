@@ -98,9 +98,17 @@ func (s *Server) remember(m Msg) {
 // PushMessage delivers a "message" event for m over Socket Mode and returns the message's ts
 // and the envelope id.
 func (s *Server) PushMessage(m Msg) (ts, envelope string) {
+	cb, ts := s.MessageCallback(m)
+	return ts, s.Send("events_api", cb)
+}
+
+// MessageCallback is the event_callback of a "message" event for m (defaults filled in, the
+// message kept in its channel's history), to Send over Socket Mode or DeliverEvent over HTTP;
+// it returns the message's ts with it.
+func (s *Server) MessageCallback(m Msg) (callback map[string]any, ts string) {
 	s.fill(&m)
 	s.remember(m)
-	return m.TS, s.Send("events_api", s.Callback(m.event("message")))
+	return s.Callback(m.event("message")), m.TS
 }
 
 // PushMention delivers an "app_mention" event for m (the text should hold <@BotUserID>).

@@ -313,7 +313,7 @@ func New(cfg Config) (*Channel, error) {
 
 		ackDeadline: interactionAckDeadline,
 	}
-	c.lanes = newLanes(&c.work)
+	c.lanes = newLanes(&c.work, maxHandovers)
 	return c, nil
 }
 

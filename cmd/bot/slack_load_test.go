@@ -23,10 +23,11 @@ import (
 //
 // As in BenchmarkTelegramEndToEnd the fakes run in a child process (see loadfakes_test.go), so
 // this process is the bot: bot-cpu-ms/msg and peak-rss-MB are the bot's alone, fakes-cpu-ms/msg
-// the child's. It reports msgs/s end to end, Redis round trips and Redis CPU per message, and
-// receipt → first visible reply p50/p99. Every workload then checks that each message got
-// exactly one reply showing its answer, every envelope was acknowledged, and no placeholder or
-// thread status was left behind.
+// the child's. It reports msgs/s end to end, Redis round trips and Redis CPU per message,
+// receipt → first visible reply p50/p99, and the bot's allocations per message (bytes and
+// count, steadier than CPU time on a busy machine) and GC cycles. Every workload then checks
+// that each message got exactly one reply showing its answer, every envelope was acknowledged,
+// and no placeholder or thread status was left behind.
 func BenchmarkSlackEndToEnd(b *testing.B) {
 	for _, w := range slackWorkloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -108,6 +109,8 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	fakes0 := fakes.usage()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 
 	b.StartTimer()
 	began := time.Now()
@@ -120,6 +123,8 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	fakes1 := fakes.usage()
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 	botCPU := cpuTime(ru1) - cpuTime(ru0)
 	fakesCPU := fakes1.CPU - fakes0.CPU
 	peak := peakRSS()
@@ -143,6 +148,10 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
+	// Allocation and GC counts move far less with the machine's load than CPU time does.
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/n, "bot-alloc-KB/msg")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "bot-allocs/msg")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "bot-gcs")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
 	b.ReportMetric(0, "ns/op")

@@ -24,6 +24,7 @@ func newLanes(wg *sync.WaitGroup, limit int) *lanes {
 	return &lanes{m: map[string][]func(){}, wg: wg, limit: limit}
 }
 
+// run queues f behind key's functions; it never waits.
 func (l *lanes) run(key string, f func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -39,6 +40,30 @@ func (l *lanes) run(key string, f func()) {
 		return
 	}
 	l.waiting = append(l.waiting, key)
+}
+
+// do runs f on the caller's goroutine when key has nothing queued or running and a place is
+// free — an HTTP delivery's own goroutine, spared a hand-over to a new one — and otherwise
+// queues it as run does, without waiting for it.
+func (l *lanes) do(key string, f func()) {
+	l.mu.Lock()
+	if _, known := l.m[key]; known || l.running >= l.limit {
+		l.mu.Unlock()
+		l.run(key, f)
+		return
+	}
+	l.m[key] = nil // running: later functions of key queue behind f
+	l.running++
+	l.wg.Add(1)
+	l.mu.Unlock()
+	f()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if next, ok := l.after(key); ok {
+		go l.drain(next) // takes over this place
+		return
+	}
+	l.wg.Done()
 }
 
 // drain runs key's functions, taking turns with the waiting keys, until no key has work.
@@ -57,20 +82,32 @@ func (l *lanes) drain(key string) {
 		l.mu.Unlock()
 		f()
 		l.mu.Lock()
-		if len(l.m[key]) == 0 {
-			delete(l.m, key)
-		} else if len(l.waiting) > 0 {
-			l.waiting = append(l.waiting, key)
-		} else {
-			continue
-		}
-		if len(l.waiting) == 0 {
-			l.running--
+		var ok bool
+		if key, ok = l.after(key); !ok {
 			l.mu.Unlock()
 			return
 		}
-		key = l.waiting[0]
-		l.waiting[0] = ""
-		l.waiting = l.waiting[1:]
 	}
+}
+
+// after is called, locked, once a function of key ran on a goroutine holding a place: it
+// returns the key whose next function that goroutine runs — key again while no other waits —
+// or false, giving the place up, when no key has work.
+func (l *lanes) after(key string) (string, bool) {
+	switch {
+	case len(l.m[key]) == 0:
+		delete(l.m, key)
+	case len(l.waiting) == 0:
+		return key, true
+	default:
+		l.waiting = append(l.waiting, key)
+	}
+	if len(l.waiting) == 0 {
+		l.running--
+		return "", false
+	}
+	next := l.waiting[0]
+	l.waiting[0] = ""
+	l.waiting = l.waiting[1:]
+	return next, true
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // TestLanesKeepOrderPerKeyWithinTheLimit proves the lanes run each key's functions one at a
-// time in submission order, never more than the limit at once, and every function runs.
+// time in submission order, never more than the limit at once, and every function runs,
+// whether handed over with run or with do.
 func TestLanesKeepOrderPerKeyWithinTheLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -35,7 +36,11 @@ func TestLanesKeepOrderPerKeyWithinTheLimit(t *testing.T) {
 					for i := range tc.per {
 						for k := s; k < tc.keys; k += tc.concurrency {
 							key := fmt.Sprint(k)
-							l.run(key, func() {
+							hand := l.run
+							if (i+k)%2 == 1 {
+								hand = l.do
+							}
+							hand(key, func() {
 								if busy[k].Swap(true) {
 									t.Errorf("key %s ran two functions at once", key)
 								}
@@ -102,5 +107,46 @@ func TestLanesBusyKeyDoesNotHoldUpOthers(t *testing.T) {
 	want := []string{"b1", "a1", "b2", "a2"}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v (keys take turns)", order, want)
+	}
+}
+
+// TestLanesDoRunsInPlaceOnlyWhenFree proves do runs f on the caller's goroutine when its key is
+// idle and a place is free, and otherwise queues it behind the key's functions like run, in
+// order, without waiting.
+func TestLanesDoRunsInPlaceOnlyWhenFree(t *testing.T) {
+	var wg sync.WaitGroup
+	l := newLanes(&wg, 2)
+	var order []string
+	var mu sync.Mutex
+	record := func(s string) func() {
+		return func() { mu.Lock(); order = append(order, s); mu.Unlock() }
+	}
+	ranHere := false
+	l.do("a", func() { ranHere = true })
+	if !ranHere {
+		t.Fatal("do on an idle key did not run f before returning")
+	}
+	release := make(chan struct{})
+	started := make(chan struct{})
+	l.run("a", func() { close(started); <-release })
+	<-started
+	l.do("a", record("a1")) // a is busy: queued, do returns at once
+	l.run("b", func() { <-release })
+	l.do("c", record("c1")) // both places taken: queued
+	mu.Lock()
+	early := len(order)
+	mu.Unlock()
+	if early != 0 {
+		t.Fatalf("do ran a function while its key or every place was busy: %v", order)
+	}
+	close(release)
+	wg.Wait()
+	if len(order) != 2 {
+		t.Fatalf("ran %v, want a1 and c1", order)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.m) != 0 || len(l.waiting) != 0 || l.running != 0 {
+		t.Errorf("lanes not empty after the work: %d keys, %d waiting, %d running", len(l.m), len(l.waiting), l.running)
 	}
 }

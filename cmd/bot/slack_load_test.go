@@ -114,9 +114,7 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 
 	b.StartTimer()
 	began := time.Now()
-	acks := fakes.pushSlack(load.channels, load.users, load.texts, events)
-	fakes.wait("slack-posted", w.messages, 0, 0, 5*time.Minute)
-	fakes.wait("slack-answered", w.messages, w.chats, 0, 30*time.Second)
+	acks := driveSlackLoad(fakes, w, load, events)
 	elapsed := time.Since(began)
 	b.StopTimer()
 
@@ -129,14 +127,7 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	fakesCPU := fakes1.CPU - fakes0.CPU
 	peak := peakRSS()
 	redisUsed := redisCPU(b) - redisCPU0
-	if w.http {
-		if n := fakes.webhookFailures(); n > 0 {
-			b.Errorf("%d Events API deliveries failed", n)
-		}
-	} else {
-		fakes.wait("slack-acked", 0, 0, 0, 30*time.Second)
-	}
-	lat := verifySlackLoad(b, fakes.slackPosted(w.chats), fakes.slackStatuses(), load, acks)
+	lat := checkSlackLoad(b, fakes, w, load, acks)
 	r.stop()
 
 	n := float64(w.messages)
@@ -158,6 +149,30 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
 	}
+}
+
+// driveSlackLoad pushes the workload's messages through the child — over Socket Mode, or with
+// events set to that Events API URL — and waits until every DM shows all its answers.
+func driveSlackLoad(fakes *loadFakes, w slackLoadSpec, load slackLoad, events string) []loadPushed {
+	acks := fakes.pushSlack(load.channels, load.users, load.texts, events)
+	fakes.wait("slack-posted", w.messages, 0, 0, 5*time.Minute)
+	fakes.wait("slack-answered", w.messages, w.chats, 0, 30*time.Second)
+	return acks
+}
+
+// checkSlackLoad fails the benchmark unless every delivery was answered 200 (HTTP) or every
+// envelope acknowledged (Socket Mode), and then as verifySlackLoad does; it returns the
+// latencies.
+func checkSlackLoad(b *testing.B, fakes *loadFakes, w slackLoadSpec, load slackLoad, acks []loadPushed) []time.Duration {
+	b.Helper()
+	if w.http {
+		if n := fakes.webhookFailures(); n > 0 {
+			b.Errorf("%d Events API deliveries failed", n)
+		}
+	} else {
+		fakes.wait("slack-acked", 0, 0, 0, 30*time.Second)
+	}
+	return verifySlackLoad(b, fakes.slackPosted(w.chats), fakes.slackStatuses(), load, acks)
 }
 
 // verifySlackLoad checks every message got exactly one reply in its DM showing its answer, no

@@ -170,6 +170,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 type Channel struct {
 	cfg    Config
 	api    *slackgo.Client
+	base   *teamClient // api and the configured bot token
 	redact *redactor
 	me     self
 	log    *slog.Logger
@@ -316,6 +317,7 @@ func New(cfg Config) (*Channel, error) {
 		ackDeadline: interactionAckDeadline,
 		pingTimeout: pingTimeout,
 	}
+	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
 	c.lanes = newLanes(&c.work, maxHandovers)
 	return c, nil
 }

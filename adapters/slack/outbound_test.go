@@ -182,6 +182,21 @@ func TestErrorsClassified(t *testing.T) {
 	}
 }
 
+// TestServerErrorIsTransient proves a 5xx answer to chat.postMessage is an *APIError naming the
+// status and no sentinel: delivery retries it, unlike a refusal.
+func TestServerErrorIsTransient(t *testing.T) {
+	h := start(t, nil)
+	h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Status: 503})
+	_, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != "http_503" || errors.Is(err, channels.ErrUnreachable) || errors.Is(err, channels.ErrCardRefused) {
+		t.Fatalf("a 503: %v, want an APIError http_503 without a sentinel", err)
+	}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "again"}); err != nil {
+		t.Fatalf("the next post: %v", err)
+	}
+}
+
 func TestTypingSetsTheStatusAndTheAnswerClearsIt(t *testing.T) {
 	h := start(t, nil)
 	ctx := context.Background()

@@ -149,14 +149,14 @@ func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error)
 			return "", fmt.Errorf("slack: send: %w", err)
 		}
 	}
-	api, err := c.client(ctx, k.Workspace)
+	token, err := c.token(ctx, k.Workspace)
 	if err != nil {
 		return "", err
 	}
 	var ts string
 	err = c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
 		var err error
-		_, ts, err = api.PostMessageContext(ctx, k.Chat, msgOptions(p, k.Thread)...)
+		ts, err = c.postMessage(ctx, token, k.Chat, k.Thread, p)
 		return err
 	})
 	return ts, err

@@ -33,27 +33,19 @@ type piece struct {
 	final  bool // the run is no longer working: the thread's status is cleared after it
 }
 
-// rawBlock passes a block rendered by render to slack-go verbatim, so nothing of it is lost
-// in a round trip through slack-go's block types.
-type rawBlock struct {
-	typ string
-	raw json.RawMessage
-}
+// block passes a block rendered by render to slack-go as it is: it marshals as render's block,
+// in the one pass that encodes the whole request.
+type block struct{ render.SlackBlock }
 
-func (b rawBlock) BlockType() slackgo.MessageBlockType { return slackgo.MessageBlockType(b.typ) }
-func (b rawBlock) ID() string                          { return "" }
-func (b rawBlock) MarshalJSON() ([]byte, error)        { return b.raw, nil }
+func (b block) BlockType() slackgo.MessageBlockType { return slackgo.MessageBlockType(b.Type) }
+func (b block) ID() string                          { return "" }
 
-func rawBlocks(bs []render.SlackBlock) ([]slackgo.Block, error) {
-	out := make([]slackgo.Block, 0, len(bs))
-	for _, b := range bs {
-		raw, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rawBlock{typ: b.Type, raw: raw})
+func blocks(bs []render.SlackBlock) []slackgo.Block {
+	out := make([]slackgo.Block, len(bs))
+	for i, b := range bs {
+		out[i] = block{b}
 	}
-	return out, nil
+	return out
 }
 
 // pieces renders m: a card with render.Slack (already split at 50 blocks and 3,000 characters a
@@ -68,11 +60,7 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 		}
 		out := make([]piece, 0, len(msgs))
 		for _, msg := range msgs {
-			bs, err := rawBlocks(msg.Blocks)
-			if err != nil {
-				return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)
-			}
-			out = append(out, piece{text: msg.Text, blocks: bs, final: m.Card.Status != render.StatusWorking})
+			out = append(out, piece{text: msg.Text, blocks: blocks(msg.Blocks), final: m.Card.Status != render.StatusWorking})
 		}
 		return out, nil
 	}
@@ -87,11 +75,7 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 		for i, ch := range part {
 			secs[i] = render.SlackBlock{Type: "section", Text: &render.SlackText{Type: "mrkdwn", Text: ch}}
 		}
-		bs, err := rawBlocks(secs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, piece{text: strings.Join(part, "\n\n"), blocks: bs, final: true})
+		out = append(out, piece{text: strings.Join(part, "\n\n"), blocks: blocks(secs), final: true})
 	}
 	return out, nil
 }

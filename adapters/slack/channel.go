@@ -185,16 +185,17 @@ type Channel struct {
 	loops                  sync.WaitGroup // socket loops
 	work                   sync.WaitGroup // envelopes being handed over
 
-	conns    []*connState
-	httpOK   atomic.Bool
-	lanes    *lanes
-	pacer    *pacer
-	pending  sync.Map // trigger id → responder, while its interaction is handled
-	noStatus sync.Map // channel id → struct{}: setStatus refused there
-	statuses sync.Map // channel/thread → struct{}: a status is shown
-	revoked  sync.Map // team id → struct{}
-	untitled sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
-	edits    sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
+	conns         []*connState
+	httpOK        atomic.Bool
+	lanes         *lanes
+	pacer         *pacer
+	pending       sync.Map // trigger id → responder, while its interaction is handled
+	noStatus      sync.Map // channel id → struct{}: setStatus refused there
+	statuses      sync.Map // channel/thread → *threadState
+	statusLookups atomic.Int64
+	revoked       sync.Map // team id → struct{}
+	untitled      sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
+	edits         sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)
 	installMu   sync.Mutex // one install lookup or token refresh at a time

@@ -337,7 +337,7 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 	if w.http {
 		events = "http://" + bot.addr + config.Default().Slack.EventsPath
 	}
-	load := newSlackLoad(w.messages, w.chats)
+	load := newSlackLoad(w)
 
 	bot.resetPeak()
 	fakes.resetPeak()

@@ -139,15 +139,17 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	// POST /slack/push {"channels":[..],"users":[..],"texts":[..],"events":url} → []loadPushed:
-	// a DM "message" event per channels[i] from users[i] with texts[i], sent over Socket Mode,
-	// or with events set delivered, signed, to that Events API URL over webhookConnections
-	// connections.
+	// POST /slack/push {"channels":[..],"users":[..],"texts":[..],"mention":bool,"events":url}
+	// → []loadPushed: a DM "message" event per channels[i] from users[i] with texts[i] — with
+	// mention, a top-level channel post mentioning the bot, as Slack sends it (app_mention and
+	// message) — sent over Socket Mode, or with events set delivered, signed, to that Events API
+	// URL over webhookConnections connections.
 	m.HandleFunc("POST /slack/push", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Channels []string `json:"channels"`
 			Users    []string `json:"users"`
 			Texts    []string `json:"texts"`
+			Mention  bool     `json:"mention"`
 			Events   string   `json:"events"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Users) != len(req.Texts) || len(req.Channels) != len(req.Texts) {
@@ -164,14 +166,26 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		out := make([]loadPushed, len(req.Texts))
 		for i, text := range req.Texts {
-			cb, ts := s.sl.MessageCallback(slackfake.Msg{Channel: req.Channels[i], ChannelType: "im", User: req.Users[i], Text: text})
-			out[i] = loadPushed{TS: ts, At: time.Now().UnixNano()}
-			if req.Events == "" {
-				s.sl.Send("events_api", cb)
-				continue
+			var cbs []map[string]any
+			var ts string
+			if req.Mention {
+				var pair [2]map[string]any
+				pair, ts = s.sl.MentionPairCallbacks(slackfake.Msg{Channel: req.Channels[i], User: req.Users[i], Text: slackfake.Mention() + " " + text})
+				cbs = pair[:]
+			} else {
+				var cb map[string]any
+				cb, ts = s.sl.MessageCallback(slackfake.Msg{Channel: req.Channels[i], ChannelType: "im", User: req.Users[i], Text: text})
+				cbs = []map[string]any{cb}
 			}
-			body, _ := json.Marshal(cb)
-			s.slHook.work <- body
+			out[i] = loadPushed{TS: ts, At: time.Now().UnixNano()}
+			for _, cb := range cbs {
+				if req.Events == "" {
+					s.sl.Send("events_api", cb)
+					continue
+				}
+				body, _ := json.Marshal(cb)
+				s.slHook.work <- body
+			}
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
@@ -202,10 +216,11 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 			cond = func() bool { return s.sl.Count("chat.postMessage") >= n }
 		case "slack-acked":
 			cond = func() bool { return s.sl.Unacked() == 0 }
-		case "slack-answered":
+		case "slack-answered", "slack-answered-mention":
+			mention := q.Get("what") == "slack-answered-mention"
 			cond = func() bool {
 				for c := range chats {
-					if !slackAnswered(s.sl.Posted(slackLoadChannel(c)), n/chats+boolInt(c < n%chats)) {
+					if !slackAnswered(s.sl.Posted(slackLoadChannel(mention, c)), n/chats+boolInt(c < n%chats)) {
 						return false
 					}
 				}
@@ -240,13 +255,14 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	// GET /slack/posted?chats=n → map channel → what the bot posted in each of the first n load
-	// channels (slackLoadChannel).
+	// GET /slack/posted?chats=n&mention=0|1 → map channel → what the bot posted in each of the
+	// first n load channels (slackLoadChannel).
 	m.HandleFunc("GET /slack/posted", func(w http.ResponseWriter, r *http.Request) {
 		chats, _ := strconv.Atoi(r.URL.Query().Get("chats"))
+		mention := r.URL.Query().Get("mention") == "1"
 		out := make(map[string][]slackfake.Message, chats)
 		for c := range chats {
-			out[slackLoadChannel(c)] = s.sl.Posted(slackLoadChannel(c))
+			out[slackLoadChannel(mention, c)] = s.sl.Posted(slackLoadChannel(mention, c))
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
@@ -274,8 +290,14 @@ func (s *loadFakesServer) stopDeliveries() {
 	s.slHook.stop()
 }
 
-// slackLoadChannel is the c-th load channel: a DM, with user slackLoadUser(c).
-func slackLoadChannel(c int) string { return fmt.Sprintf("D%06d", c) }
+// slackLoadChannel is the c-th load channel: a DM with user slackLoadUser(c), or with mention
+// a public channel.
+func slackLoadChannel(mention bool, c int) string {
+	if mention {
+		return fmt.Sprintf("C%06d", c)
+	}
+	return fmt.Sprintf("D%06d", c)
+}
 
 // slackLoadUser is the user of the c-th load channel.
 func slackLoadUser(c int) string { return fmt.Sprintf("U%06d", c) }
@@ -461,11 +483,12 @@ func (f *loadFakes) usage() loadUsage {
 
 func (f *loadFakes) resetPeak() { f.call(http.MethodPost, "/reset-peak", nil, nil) }
 
-// pushSlack sends a DM "message" event per texts[i] in channels[i] from users[i] over Socket
-// Mode, or with events set delivers them, signed, to that Events API URL.
-func (f *loadFakes) pushSlack(channels, users, texts []string, events string) []loadPushed {
+// pushSlack sends a DM "message" event per texts[i] in channels[i] from users[i] — with mention
+// a channel post mentioning the bot, as an app_mention and message pair — over Socket Mode, or
+// with events set delivers them, signed, to that Events API URL.
+func (f *loadFakes) pushSlack(channels, users, texts []string, mention bool, events string) []loadPushed {
 	var out []loadPushed
-	in := map[string]any{"channels": channels, "users": users, "texts": texts, "events": events}
+	in := map[string]any{"channels": channels, "users": users, "texts": texts, "mention": mention, "events": events}
 	if code := f.call(http.MethodPost, "/slack/push", in, &out); code != http.StatusOK {
 		f.tb.Fatalf("load fakes: slack push answered %d", code)
 	}
@@ -473,9 +496,9 @@ func (f *loadFakes) pushSlack(channels, users, texts []string, events string) []
 }
 
 // slackPosted returns what the bot posted in the first chats load channels.
-func (f *loadFakes) slackPosted(chats int) map[string][]slackfake.Message {
+func (f *loadFakes) slackPosted(chats int, mention bool) map[string][]slackfake.Message {
 	out := map[string][]slackfake.Message{}
-	f.call(http.MethodGet, fmt.Sprintf("/slack/posted?chats=%d", chats), nil, &out)
+	f.call(http.MethodGet, fmt.Sprintf("/slack/posted?chats=%d&mention=%d", chats, boolInt(mention)), nil, &out)
 	return out
 }
 

@@ -38,19 +38,23 @@ func BenchmarkSlackEndToEnd(b *testing.B) {
 	}
 }
 
-// slackLoadSpec is one Slack workload: messages spread round-robin over chats DMs, pushed at
-// once over Socket Mode or, with http, delivered to the Events API URL.
+// slackLoadSpec is one Slack workload: messages spread round-robin over chats DMs — with
+// mention, over chats channels, each message a top-level post mentioning the bot (Slack's
+// app_mention and message pair), answered in a thread of its own with the thread's status
+// shown and cleared — pushed at once over Socket Mode or, with http, delivered to the Events API
+// URL.
 type slackLoadSpec struct {
 	name            string
 	messages, chats int
-	http            bool
+	http, mention   bool
 }
 
 var slackWorkloads = []slackLoadSpec{
-	{"socket_2000msgs_200chats", 2000, 200, false},
-	{"socket_2000msgs_2000chats", 2000, 2000, false},
-	{"http_2000msgs_200chats", 2000, 200, true},
-	{"http_2000msgs_2000chats", 2000, 2000, true},
+	{name: "socket_2000msgs_200chats", messages: 2000, chats: 200},
+	{name: "socket_2000msgs_2000chats", messages: 2000, chats: 2000},
+	{name: "http_2000msgs_200chats", messages: 2000, chats: 200, http: true},
+	{name: "http_2000msgs_2000chats", messages: 2000, chats: 2000, http: true},
+	{name: "socket_2000mentions_200channels", messages: 2000, chats: 200, mention: true},
 }
 
 // slackLoadOverrides are the settings the Slack load runs change from the defaults, and why.
@@ -63,10 +67,11 @@ type slackLoad struct {
 	channels, users, texts []string
 }
 
-func newSlackLoad(messages, chats int) slackLoad {
+func newSlackLoad(w slackLoadSpec) slackLoad {
+	messages, chats := w.messages, w.chats
 	l := slackLoad{channels: make([]string, messages), users: make([]string, messages), texts: make([]string, messages)}
 	for i := range messages {
-		l.channels[i], l.users[i] = slackLoadChannel(i%chats), slackLoadUser(i%chats)
+		l.channels[i], l.users[i] = slackLoadChannel(w.mention, i%chats), slackLoadUser(i%chats)
 		l.texts[i] = fmt.Sprintf("m%d c%d", i/chats, i%chats)
 	}
 	return l
@@ -99,7 +104,7 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	if w.http {
 		events = "http://" + r.listener.Addr().String() + e.cfg.Slack.EventsPath
 	}
-	load := newSlackLoad(w.messages, w.chats)
+	load := newSlackLoad(w)
 
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -154,9 +159,13 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 // driveSlackLoad pushes the workload's messages through the child — over Socket Mode, or with
 // events set to that Events API URL — and waits until every DM shows all its answers.
 func driveSlackLoad(fakes *loadFakes, w slackLoadSpec, load slackLoad, events string) []loadPushed {
-	acks := fakes.pushSlack(load.channels, load.users, load.texts, events)
+	acks := fakes.pushSlack(load.channels, load.users, load.texts, w.mention, events)
 	fakes.wait("slack-posted", w.messages, 0, 0, 5*time.Minute)
-	fakes.wait("slack-answered", w.messages, w.chats, 0, 30*time.Second)
+	answered := "slack-answered"
+	if w.mention {
+		answered = "slack-answered-mention"
+	}
+	fakes.wait(answered, w.messages, w.chats, 0, 30*time.Second)
 	return acks
 }
 
@@ -172,13 +181,13 @@ func checkSlackLoad(b *testing.B, fakes *loadFakes, w slackLoadSpec, load slackL
 	} else {
 		fakes.wait("slack-acked", 0, 0, 0, 30*time.Second)
 	}
-	return verifySlackLoad(b, fakes.slackPosted(w.chats), fakes.slackStatuses(), load, acks)
+	return verifySlackLoad(b, fakes.slackPosted(w.chats, w.mention), fakes.slackStatuses(), load, acks, w.mention)
 }
 
-// verifySlackLoad checks every message got exactly one reply in its DM showing its answer, no
-// placeholder is left and every thread status set was cleared; it returns each message's
-// receipt → first visible reply.
-func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, statuses []slackfake.Status, load slackLoad, acks []loadPushed) []time.Duration {
+// verifySlackLoad checks every message got exactly one reply showing its answer — at its DM's
+// top level, or with threads in the thread rooted at it — no placeholder is left and every
+// thread status set was cleared; it returns each message's receipt → first visible reply.
+func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, statuses []slackfake.Status, load slackLoad, acks []loadPushed, threads bool) []time.Duration {
 	b.Helper()
 	// answers maps channel → answer text → the posts showing it.
 	answers := map[string]map[string][]slackfake.Message{}
@@ -209,6 +218,13 @@ func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, status
 		case len(got) > 1:
 			doubled += len(got) - 1
 		}
+		want := ""
+		if threads {
+			want = a.TS
+		}
+		if got[0].ThreadTS != want {
+			b.Fatalf("the answer to %q is in thread %q, want %q", load.texts[i], got[0].ThreadTS, want)
+		}
 		lat = append(lat, got[0].At.Sub(time.Unix(0, a.At)))
 	}
 	// Posts beyond one per message are doubles even when they show no answer of this load.
@@ -229,6 +245,7 @@ func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, status
 			left++
 		}
 	}
+	b.ReportMetric(float64(len(statuses))/float64(len(load.texts)), "status-calls/msg")
 	if lost+doubled+placeholders+left > 0 || len(acks) != len(load.texts) {
 		b.Fatalf("%d lost, %d doubled, %d placeholders and %d thread statuses left behind (%d of %d pushed)",
 			lost, doubled, placeholders, left, len(acks), len(load.texts))

@@ -122,11 +122,18 @@ func (s *Server) PushMention(m Msg) (ts, envelope string) {
 // app_mention and a message event, same channel and ts, different event ids. It returns the
 // ts and both envelope ids.
 func (s *Server) PushMentionPair(m Msg) (ts string, envelopes [2]string) {
+	cbs, ts := s.MentionPairCallbacks(m)
+	envelopes[0] = s.Send("events_api", cbs[0])
+	envelopes[1] = s.Send("events_api", cbs[1])
+	return ts, envelopes
+}
+
+// MentionPairCallbacks are the two event_callbacks Slack sends for one channel post that
+// mentions the bot (app_mention, then message; see PushMentionPair), with the message's ts.
+func (s *Server) MentionPairCallbacks(m Msg) (callbacks [2]map[string]any, ts string) {
 	s.fill(&m)
 	s.remember(m)
-	envelopes[0] = s.Send("events_api", s.Callback(m.event("app_mention")))
-	envelopes[1] = s.Send("events_api", s.Callback(m.event("message")))
-	return m.TS, envelopes
+	return [2]map[string]any{s.Callback(m.event("app_mention")), s.Callback(m.event("message"))}, m.TS
 }
 
 // Mention is the mrkdwn that mentions the bot.

@@ -272,6 +272,7 @@ func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 		c.cfg.Metrics.Ack("acked")
 	}
 	d, err := c.decodeDelivery(req.Type, req.Payload)
+	req.Payload = nil // decoded: not held while the envelope waits in its lane
 	if err != nil {
 		c.malformed(req.Type, err)
 		ack()

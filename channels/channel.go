@@ -77,7 +77,8 @@ type Deleter interface {
 }
 
 // Typer can show that the bot is working ("typing…"). The signal is short-lived; callers repeat
-// it while a run works.
+// it while a run works. to.ReplyTo names the message being worked on when it is known, so a
+// platform can tell a signal that arrives after that message's answer (Slack's thread status).
 type Typer interface {
 	Typing(ctx context.Context, to Target) error
 }

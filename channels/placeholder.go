@@ -27,7 +27,7 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 	}
 	lazy := d.opt.PlaceholderAfter > 0
 	if t, ok := ch.(Typer); ok && (!lazy || d.receiptTypingExpired(c.runID)) {
-		if err := t.Typing(ctx, Target{Conv: c.conv}); err != nil {
+		if err := t.Typing(ctx, Target{Conv: c.conv, ReplyTo: c.replyTo}); err != nil {
 			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
 		}
 	}

@@ -392,7 +392,7 @@ func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.
 	// The working signal goes out at receipt, even when the run waits behind others in this
 	// conversation; delivery's placeholder follows when a worker starts it.
 	if t, ok := ch.(Typer); ok {
-		if err := t.Typing(ctx, Target{Conv: in.Conv}); err != nil {
+		if err := t.Typing(ctx, Target{Conv: in.Conv, ReplyTo: in.MessageID}); err != nil {
 			r.log.Debug("channels: typing signal failed", "conv", in.Conv.String(), "err", err)
 		}
 	}

@@ -1,11 +1,16 @@
 package slack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -189,3 +194,57 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 var _ slog.LogValuer = Config{}
+
+// postMessage posts p with chat.postMessage and returns its ts. It is the one Web API call made
+// without slack-go: every answer makes it, and slack-go form-encodes the blocks' JSON and then
+// decodes the whole posted message back, blocks and all, where only the ts is needed. Its
+// errors are slack-go's types (RateLimitedError, SlackErrorResponse, StatusCodeError), so the
+// caller classifies them with apiError as any other call's.
+func (c *Channel) postMessage(ctx context.Context, token, channel, thread string, p piece) (string, error) {
+	body, err := json.Marshal(postMessageBody{Channel: channel, Text: p.text, Blocks: p.blocks, ThreadTS: thread})
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"chat.postMessage", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		retry, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return "", &slackgo.RateLimitedError{RetryAfter: time.Duration(retry) * time.Second}
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return "", slackgo.StatusCodeError{Code: resp.StatusCode, Status: resp.Status}
+	}
+	var out struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+		TS    string `json:"ts"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxPayloadBytes)).Decode(&out); err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
+	}
+	if !out.OK {
+		return "", slackgo.SlackErrorResponse{Err: out.Error}
+	}
+	return out.TS, nil
+}
+
+// postMessageBody is chat.postMessage's JSON body: link and media unfurls off.
+type postMessageBody struct {
+	Channel     string          `json:"channel"`
+	Text        string          `json:"text"`
+	Blocks      []slackgo.Block `json:"blocks,omitempty"`
+	ThreadTS    string          `json:"thread_ts,omitempty"`
+	UnfurlLinks bool            `json:"unfurl_links"`
+	UnfurlMedia bool            `json:"unfurl_media"`
+}

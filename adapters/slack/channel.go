@@ -1,15 +1,15 @@
 // Package slack is the Slack adapter: a channels.Channel on github.com/slack-go/slack.
 //
-// Inbound: Socket Mode (default; one or more connections, each a slack-go client whose
-// RunContext is looped with capped backoff) or the HTTP Events API (handlers to mount on the
-// shared listener: events, interactivity and slash commands, each request's v0 signature
-// checked). Events, interactions and slash commands are decoded here — not with
-// slackevents.ParseEvent, which drops a whole event over one unreadable block — into
-// channels.Inbound, handed to the Handler one at a time per conversation, and acknowledged
-// (Socket Mode ack, HTTP 200) only once the Handler returned: an error leaves the envelope
-// unacknowledged so Slack redelivers it, and the router's dedupe (Inbound.EventID is the
-// message's channel and ts, shared by Slack's app_mention + message pair and by every retry)
-// makes the redelivery harmless.
+// Inbound: Socket Mode (default; one or more connections, each opened with slack-go's
+// apps.connections.open and read here, reopened with capped backoff) or the HTTP Events API
+// (handlers to mount on the shared listener: events, interactivity and slash commands, each
+// request's v0 signature checked). Events, interactions and slash commands are decoded here —
+// not with slackevents.ParseEvent, which drops a whole event over one unreadable block — into
+// channels.Inbound, handed to the Handler one at a time per conversation (at most maxHandovers
+// conversations at once), and acknowledged (Socket Mode ack, HTTP 200) only once the Handler
+// returned: an error leaves the envelope unacknowledged so Slack redelivers it, and the
+// router's dedupe (Inbound.EventID is the message's channel and ts, shared by Slack's
+// app_mention + message pair and by every retry) makes the redelivery harmless.
 //
 // Outbound: Block Kit from render with a text fallback, split to Slack's limits (3,000
 // characters a section, 50 blocks a message, 40,000 characters of text) and never truncated;
@@ -170,6 +170,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 type Channel struct {
 	cfg    Config
 	api    *slackgo.Client
+	base   *teamClient // api and the configured bot token
 	redact *redactor
 	me     self
 	log    *slog.Logger
@@ -184,16 +185,17 @@ type Channel struct {
 	loops                  sync.WaitGroup // socket loops
 	work                   sync.WaitGroup // envelopes being handed over
 
-	conns    []*connState
-	httpOK   atomic.Bool
-	lanes    *lanes
-	pacer    *pacer
-	pending  sync.Map // trigger id → responder, while its interaction is handled
-	noStatus sync.Map // channel id → struct{}: setStatus refused there
-	statuses sync.Map // channel/thread → struct{}: a status is shown
-	revoked  sync.Map // team id → struct{}
-	untitled sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
-	edits    sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
+	conns         []*connState
+	httpOK        atomic.Bool
+	lanes         *lanes
+	pacer         *pacer
+	pending       sync.Map // trigger id → responder, while its interaction is handled
+	noStatus      sync.Map // channel id → struct{}: setStatus refused there
+	statuses      sync.Map // channel/thread → *threadState
+	statusLookups atomic.Int64
+	revoked       sync.Map // team id → struct{}
+	untitled      sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
+	edits         sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)
 	installMu   sync.Mutex // one install lookup or token refresh at a time
@@ -201,6 +203,8 @@ type Channel struct {
 	sleep       func(ctx context.Context, d time.Duration) error
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
 	ackDeadline time.Duration
+	// pingTimeout is how long a socket may read nothing before it is replaced.
+	pingTimeout time.Duration
 }
 
 var (
@@ -312,8 +316,10 @@ func New(cfg Config) (*Channel, error) {
 		pacer:  newPacer(paceEvery, paceBurst),
 
 		ackDeadline: interactionAckDeadline,
+		pingTimeout: pingTimeout,
 	}
-	c.lanes = newLanes(&c.work)
+	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
+	c.lanes = newLanes(&c.work, maxHandovers)
 	return c, nil
 }
 
@@ -433,7 +439,6 @@ func (c *Channel) Stop(ctx context.Context) error {
 	if !waitGroup(ctx, &c.work) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
 	}
-	c.awaitAcksWritten(ctx)
 	if connCancel != nil {
 		connCancel()
 	}
@@ -441,31 +446,6 @@ func (c *Channel) Stop(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("slack: stop: sockets still open: %w", ctx.Err()))
 	}
 	return err
-}
-
-// awaitAcksWritten waits (up to a second, or until ctx ends) until every socket was written to
-// after its last ack was queued: slack-go writes acks from a goroutine of its own, and closing
-// the socket before would lose them.
-func (c *Channel) awaitAcksWritten(ctx context.Context) {
-	deadline := time.NewTimer(time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	c.mu.Lock()
-	conns := c.conns
-	c.mu.Unlock()
-	for _, cs := range conns {
-		for !cs.flushed() {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				c.log.Warn("slack: stop: acks may not have been written; Slack will redeliver those", "connection", cs.id)
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}
 }
 
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {

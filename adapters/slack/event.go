@@ -22,12 +22,13 @@ const maxPayloadBytes = 1 << 20
 // slackevents.ParseEvent, which rejects a whole event for one block it cannot read: the blocks
 // of a user's message are not needed, its text is.
 type callback struct {
-	Type         string          `json:"type"`
-	Challenge    string          `json:"challenge"`
-	TeamID       string          `json:"team_id"`
-	EnterpriseID string          `json:"enterprise_id"`
-	EventID      string          `json:"event_id"`
-	Event        json.RawMessage `json:"event"`
+	Type         string `json:"type"`
+	Challenge    string `json:"challenge"`
+	TeamID       string `json:"team_id"`
+	EnterpriseID string `json:"enterprise_id"`
+	EventID      string `json:"event_id"`
+	// Event is decoded with the callback, in the same pass.
+	Event *innerEvent `json:"event"`
 	// Authorizations name the installation the event is for: its bot user in that workspace.
 	Authorizations []struct {
 		UserID string `json:"user_id"`
@@ -93,12 +94,10 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 	default:
 		return cb, ev, fmt.Errorf("%w: payload type %q", errMalformed, cb.Type)
 	}
-	if cb.TeamID == "" || len(cb.Event) == 0 || cb.Event[0] != '{' {
+	if cb.TeamID == "" || cb.Event == nil {
 		return cb, ev, fmt.Errorf("%w: event_callback without a team or an event", errMalformed)
 	}
-	if err := json.Unmarshal(cb.Event, &ev); err != nil {
-		return cb, ev, fmt.Errorf("%w: event: %w", errMalformed, err)
-	}
+	ev = *cb.Event
 	if ev.Type == "" {
 		return cb, ev, fmt.Errorf("%w: event without a type", errMalformed)
 	}

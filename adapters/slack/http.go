@@ -97,8 +97,12 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		defer t.Stop()
 		deadline = t.C
 	}
+	hand := c.lanes.do // an event is handed over on this goroutine when its lane is free
+	if deadline != nil {
+		hand = c.lanes.run // this goroutine must be free to answer by the deadline
+	}
 	c.work.Add(1)
-	c.lanes.run(d.in.Conv.String(), func() {
+	hand(d.in.Conv.String(), func() {
 		defer c.work.Done()
 		done <- c.deliver(ctx, d)
 	})

@@ -408,3 +408,32 @@ func TestSocketLoopOutlivesAFailedReconnect(t *testing.T) {
 		t.Fatalf("backoff waits %v, want 1s then 2s", waits)
 	}
 }
+
+// TestSocketSilentSocketReplaced proves a socket that reads nothing — not even Slack's pings —
+// for the ping timeout is closed and a new one opened, and intake goes on over it.
+func TestSocketSilentSocketReplaced(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(0)
+	ch, _ := newChannel(t, fake, nil)
+	ch.pingTimeout = 200 * time.Millisecond
+	rec := &recorder{}
+	if err := ch.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ch.Stop(ctx)
+	})
+	eventually(t, "a new socket for the silent one", func() bool { return fake.Opened() >= 2 })
+	// Sockets opened from now on are pinged: once the silent one is replaced by one, intake
+	// goes on over it.
+	fake.SetPingInterval(20 * time.Millisecond)
+	n := fake.Opened()
+	eventually(t, "a pinged socket", func() bool { return fake.Opened() > n && fake.Connections() == 1 })
+	_, env := fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "still there"})
+	eventually(t, "the message acked", func() bool { return fake.Acked(env) })
+	if got := rec.got(); len(got) != 1 || got[0].Text != "still there" {
+		t.Fatalf("inbound %+v", got)
+	}
+}

@@ -114,7 +114,8 @@ func teamOf(workspace string) string {
 // refreshBefore is how long before its expiry a rotating token is refreshed.
 const refreshBefore = 5 * time.Minute
 
-// teamClient is a cached Web API client with the install it was made from.
+// teamClient is a cached Web API client with the install it was made from (for the configured
+// bot token, an install holding only that token).
 type teamClient struct {
 	api  *slackgo.Client
 	inst Installation
@@ -129,15 +130,32 @@ func errNotInstalled(team string) error {
 // bot token (refreshed first when it rotates and expires soon) or, for a workspace without an
 // install, the configured bot token.
 func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client, error) {
+	tc, err := c.teamClient(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	return tc.api, nil
+}
+
+// token returns the bot token client's calls for workspace carry.
+func (c *Channel) token(ctx context.Context, workspace string) (string, error) {
+	tc, err := c.teamClient(ctx, workspace)
+	if err != nil {
+		return "", err
+	}
+	return tc.inst.BotToken, nil
+}
+
+func (c *Channel) teamClient(ctx context.Context, workspace string) (*teamClient, error) {
 	if c.cfg.Installations == nil {
-		return c.api, nil
+		return c.base, nil
 	}
 	team := teamOf(workspace)
 	ent, _, grid := strings.Cut(workspace, "/")
 	if v, ok := c.teamClients.Load(team); ok {
 		tc := v.(*teamClient)
 		if tc.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(tc.inst.ExpiresAt) {
-			return tc.api, nil
+			return tc, nil
 		}
 	}
 	// One lookup (and refresh) at a time: a rotating token is refreshed once, not by every
@@ -153,7 +171,7 @@ func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client
 	}
 	if !found || inst.BotToken == "" {
 		if c.cfg.BotToken != "" {
-			return c.api, nil
+			return c.base, nil
 		}
 		return nil, errNotInstalled(team)
 	}
@@ -164,7 +182,7 @@ func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client
 	}
 	tc := &teamClient{api: c.newAPI(inst.BotToken), inst: inst}
 	c.teamClients.Store(team, tc)
-	return tc.api, nil
+	return tc, nil
 }
 
 func (c *Channel) newAPI(token string) *slackgo.Client {

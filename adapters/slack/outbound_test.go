@@ -182,6 +182,69 @@ func TestErrorsClassified(t *testing.T) {
 	}
 }
 
+// TestServerErrorIsTransient proves a 5xx answer to chat.postMessage is an *APIError naming the
+// status and no sentinel: delivery retries it, unlike a refusal.
+func TestServerErrorIsTransient(t *testing.T) {
+	h := start(t, nil)
+	h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Status: 503})
+	_, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != "http_503" || errors.Is(err, channels.ErrUnreachable) || errors.Is(err, channels.ErrCardRefused) {
+		t.Fatalf("a 503: %v, want an APIError http_503 without a sentinel", err)
+	}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "again"}); err != nil {
+		t.Fatalf("the next post: %v", err)
+	}
+}
+
+// TestTypingAfterTheAnswerShowsNothing proves the signal for a message whose answer was posted
+// first — a fast run overtaking the router's signal — sets no status (it would stay after the
+// answer), while a later message of the thread still shows one, cleared by its answer.
+func TestTypingAfterTheAnswerShowsNothing(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	root := h.fake.NewTS()
+	first := channels.Target{Conv: threadConv(root), ReplyTo: root}
+	if _, err := h.ch.Send(ctx, first, channels.Message{Text: "the answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ch.Typing(ctx, first); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	if st := h.fake.Statuses(); len(st) != 0 {
+		t.Fatalf("statuses %+v: a signal for an answered message set the status", st)
+	}
+	next := channels.Target{Conv: threadConv(root), ReplyTo: h.fake.NewTS()}
+	if err := h.ch.Typing(ctx, next); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	if _, err := h.ch.Send(ctx, next, channels.Message{Text: "the next answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.fake.Statuses(); len(st) != 2 || st[0].Status == "" || st[1].Status != "" {
+		t.Fatalf("statuses %+v, want the next message's status set, then cleared", st)
+	}
+}
+
+func TestTSBefore(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"", "1700000000.000001", true},
+		{"1700000000.000001", "1700000000.000002", true},
+		{"1700000000.000002", "1700000000.000002", false},
+		{"1700000001.000000", "1700000000.999999", false},
+		{"999999999.000000", "1700000000.000000", true},
+		{"1700000000.000002", "ephemeral:U1", true},
+		{"1700000000.000002", "1700000000.2", true},
+	} {
+		if got := tsBefore(tc.a, tc.b); got != tc.want {
+			t.Errorf("tsBefore(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
 func TestTypingSetsTheStatusAndTheAnswerClearsIt(t *testing.T) {
 	h := start(t, nil)
 	ctx := context.Background()

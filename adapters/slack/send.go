@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,27 +34,19 @@ type piece struct {
 	final  bool // the run is no longer working: the thread's status is cleared after it
 }
 
-// rawBlock passes a block rendered by render to slack-go verbatim, so nothing of it is lost
-// in a round trip through slack-go's block types.
-type rawBlock struct {
-	typ string
-	raw json.RawMessage
-}
+// block passes a block rendered by render to slack-go as it is: it marshals as render's block,
+// in the one pass that encodes the whole request.
+type block struct{ render.SlackBlock }
 
-func (b rawBlock) BlockType() slackgo.MessageBlockType { return slackgo.MessageBlockType(b.typ) }
-func (b rawBlock) ID() string                          { return "" }
-func (b rawBlock) MarshalJSON() ([]byte, error)        { return b.raw, nil }
+func (b block) BlockType() slackgo.MessageBlockType { return slackgo.MessageBlockType(b.Type) }
+func (b block) ID() string                          { return "" }
 
-func rawBlocks(bs []render.SlackBlock) ([]slackgo.Block, error) {
-	out := make([]slackgo.Block, 0, len(bs))
-	for _, b := range bs {
-		raw, err := json.Marshal(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rawBlock{typ: b.Type, raw: raw})
+func blocks(bs []render.SlackBlock) []slackgo.Block {
+	out := make([]slackgo.Block, len(bs))
+	for i, b := range bs {
+		out[i] = block{b}
 	}
-	return out, nil
+	return out
 }
 
 // pieces renders m: a card with render.Slack (already split at 50 blocks and 3,000 characters a
@@ -68,11 +61,7 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 		}
 		out := make([]piece, 0, len(msgs))
 		for _, msg := range msgs {
-			bs, err := rawBlocks(msg.Blocks)
-			if err != nil {
-				return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)
-			}
-			out = append(out, piece{text: msg.Text, blocks: bs, final: m.Card.Status != render.StatusWorking})
+			out = append(out, piece{text: msg.Text, blocks: blocks(msg.Blocks), final: m.Card.Status != render.StatusWorking})
 		}
 		return out, nil
 	}
@@ -87,11 +76,7 @@ func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 		for i, ch := range part {
 			secs[i] = render.SlackBlock{Type: "section", Text: &render.SlackText{Type: "mrkdwn", Text: ch}}
 		}
-		bs, err := rawBlocks(secs)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, piece{text: strings.Join(part, "\n\n"), blocks: bs, final: true})
+		out = append(out, piece{text: strings.Join(part, "\n\n"), blocks: blocks(secs), final: true})
 	}
 	return out, nil
 }
@@ -138,7 +123,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		ref.IDs = append(ref.IDs, ts)
 	}
 	if ps[len(ps)-1].final {
-		c.clearStatus(ctx, to.Conv)
+		c.clearStatus(ctx, to.Conv, to.ReplyTo)
 	}
 	return ref, nil
 }
@@ -149,14 +134,14 @@ func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error)
 			return "", fmt.Errorf("slack: send: %w", err)
 		}
 	}
-	api, err := c.client(ctx, k.Workspace)
+	token, err := c.token(ctx, k.Workspace)
 	if err != nil {
 		return "", err
 	}
 	var ts string
 	err = c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
 		var err error
-		_, ts, err = api.PostMessageContext(ctx, k.Chat, msgOptions(p, k.Thread)...)
+		ts, err = c.postMessage(ctx, token, k.Chat, k.Thread, p)
 		return err
 	})
 	return ts, err
@@ -230,7 +215,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 		}
 	}
 	if ps[len(ps)-1].final {
-		c.clearStatus(ctx, ref.Conv)
+		c.clearStatus(ctx, ref.Conv, "")
 	}
 	return out, nil
 }
@@ -280,19 +265,101 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	if _, no := c.noStatus.Load(k.Chat); no {
 		return nil
 	}
+	st := c.threadStatus(k)
+	defer st.mu.Unlock()
+	if to.ReplyTo != "" && !tsBefore(st.answered, to.ReplyTo) {
+		// The message is answered already (a fast run overtook the router's signal): a status
+		// set now would stay after the answer.
+		return nil
+	}
 	err := c.setStatus(ctx, k, statusText)
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae):
 		c.noStatus.Store(k.Chat, struct{}{})
-		return nil
+		err = nil
 	case err == nil:
-		c.statuses.Store(k.Chat+"/"+k.Thread, struct{}{})
+		st.shown = true
 	}
 	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
 		return nil
 	}
 	return err
+}
+
+// threadState orders one thread's status calls — a clear waits for a set in flight, so the
+// answer never overtakes the "is thinking…" it should remove — and remembers the latest
+// message answered there, so that a signal for it coming after its answer is not shown.
+type threadState struct {
+	mu       sync.Mutex
+	shown    bool      // the last call made in the thread set the status
+	answered string    // ts of the latest message answered in the thread
+	used     time.Time // the last status call or answer
+	gone     bool      // dropped from Channel.statuses: look the thread up again
+}
+
+// answeredMemory is how long a thread's state is kept once it shows nothing: the router signals
+// a run right after queueing it, so an answer that overtakes the signal is seconds old at most.
+const answeredMemory = time.Minute
+
+// threadStatus returns k's thread's state, locked. Every 1,024 lookups, states that show nothing
+// and were unused for answeredMemory are dropped.
+func (c *Channel) threadStatus(k conv.Key) *threadState {
+	if c.statusLookups.Add(1)%1024 == 0 {
+		c.pruneThreadStates()
+	}
+	key := k.Chat + "/" + k.Thread
+	for {
+		v, _ := c.statuses.LoadOrStore(key, &threadState{})
+		st := v.(*threadState)
+		st.mu.Lock()
+		if !st.gone {
+			st.used = c.now()
+			return st
+		}
+		st.mu.Unlock()
+	}
+}
+
+func (c *Channel) pruneThreadStates() {
+	now := c.now()
+	c.statuses.Range(func(key, v any) bool {
+		st := v.(*threadState)
+		if st.mu.TryLock() {
+			if !st.shown && now.Sub(st.used) > answeredMemory {
+				st.gone = true
+				c.statuses.CompareAndDelete(key, st)
+			}
+			st.mu.Unlock()
+		}
+		return true
+	})
+}
+
+// tsBefore reports whether Slack timestamp a is earlier than b. "" is earlier than any; when
+// either is not a timestamp it reports true, so an unknown message's signal is shown.
+func tsBefore(a, b string) bool {
+	if a == "" {
+		return true
+	}
+	as, af, ok1 := strings.Cut(a, ".")
+	bs, bf, ok2 := strings.Cut(b, ".")
+	if !ok1 || !ok2 || !digits(as) || !digits(af) || !digits(bs) || !digits(bf) || len(af) != len(bf) {
+		return true
+	}
+	if len(as) != len(bs) {
+		return len(as) < len(bs)
+	}
+	return as+"."+af < bs+"."+bf
+}
+
+func digits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) error {
@@ -312,13 +379,22 @@ func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) erro
 	return err
 }
 
-// clearStatus clears a status Typing set in the conversation's thread.
-func (c *Channel) clearStatus(ctx context.Context, k conv.Key) {
-	if _, set := c.statuses.LoadAndDelete(k.Chat + "/" + k.Thread); !set {
+// clearStatus clears a status Typing set, or is setting, in the conversation's thread, once
+// the message answered (its ts; "" when not known) has its final answer.
+func (c *Channel) clearStatus(ctx context.Context, k conv.Key, answered string) {
+	if c.cfg.AssistantStatusOff || k.Thread == "" {
 		return
 	}
-	if err := c.setStatus(ctx, k, ""); err != nil {
-		c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
+	st := c.threadStatus(k)
+	defer st.mu.Unlock()
+	if answered != "" && tsBefore(st.answered, answered) {
+		st.answered = answered
+	}
+	if st.shown {
+		st.shown = false
+		if err := c.setStatus(ctx, k, ""); err != nil {
+			c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
+		}
 	}
 }
 

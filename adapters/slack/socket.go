@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -11,25 +12,22 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	slackgo "github.com/slack-go/slack"
-	"github.com/slack-go/slack/socketmode"
+
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // connState is one Socket Mode connection's life.
 type connState struct {
 	id        int
 	lastFrame atomic.Int64 // unix nanos of the last bytes read from its socket
-	// ackSeq and writeSeq order the last ack queued and the last write to the socket on one
-	// clock (seq), so Stop can wait for queued acks to be written before closing.
-	ackSeq, writeSeq atomic.Int64
-	hello            chan struct{}
-	helloOnce        sync.Once
+	hello     chan struct{}
+	helloOnce sync.Once
 	// refused is closed when Slack refuses the app token (Start gives up at once).
 	refused     chan struct{}
 	refusedOnce sync.Once
 	mu          sync.Mutex
 	err         error
-	// up and hellos are the connection's state as its consumer saw it (one consumer at a time).
+	// up and hellos are the connection's state as its loop saw it (one loop per connection).
 	up     bool
 	hellos int
 }
@@ -58,20 +56,6 @@ type liveConn struct {
 	now func() time.Time
 }
 
-// seq is the clock of connState.ackSeq and writeSeq.
-var seq atomic.Int64
-
-func (l liveConn) Write(p []byte) (int, error) {
-	n, err := l.Conn.Write(p)
-	if n > 0 {
-		l.cs.writeSeq.Store(seq.Add(1))
-	}
-	return n, err
-}
-
-// flushed reports whether the socket was written to since the last ack was queued.
-func (cs *connState) flushed() bool { return cs.writeSeq.Load() > cs.ackSeq.Load() }
-
 func (l liveConn) Read(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
 	if n > 0 {
@@ -93,11 +77,31 @@ func reconnectBackoff(n int) time.Duration {
 	return min(d, maxReconnectWait)
 }
 
-// runSocket holds one Socket Mode connection: a slack-go client whose RunContext (which itself
-// reconnects on Slack's disconnect, closing the old socket before dialing the new one) is
-// started again with capped backoff whenever it returns with an error (a failed
-// apps.connections.open, revoked token, …). Envelopes are read until readCtx ends; the socket
-// closes when connCtx ends.
+// Socket Mode's protocol limits, as slack-go's client keeps them.
+const (
+	// pingTimeout: Slack pings every few seconds; a socket that read nothing for this long is
+	// dead, and a new one is opened.
+	pingTimeout = 30 * time.Second
+	// writeTimeout bounds one write to the socket (an ack, a pong).
+	writeTimeout = 10 * time.Second
+	// maxFrameBytes bounds one frame: a payload and its envelope.
+	maxFrameBytes = maxPayloadBytes + 64<<10
+)
+
+// errReconnectAsked: Slack sent a disconnect (refresh_requested, link_disabled, …); a new
+// socket is opened at once.
+var errReconnectAsked = errors.New("slack: socket mode: Slack asked for a new connection")
+
+// runSocket holds one Socket Mode connection: apps.connections.open (slack-go), then the
+// websocket, read here until it ends — Slack's disconnect, a dropped socket, no ping for
+// pingTimeout — and opened again: at once after a socket that got its hello, after a capped
+// backoff (1 s doubling to 30 s, or Slack's Retry-After) when opening or dialing failed.
+// Envelopes are handed over until readCtx ends; the socket closes when connCtx ends.
+//
+// The frames are read here rather than by slack-go's socketmode client, which parses every
+// event into its types before handing it over: the adapter decodes each payload itself (see
+// callback), so that was a second parse of every event, and a whole event lost over one block
+// slack-go cannot read.
 func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 	defer c.loops.Done()
 	defer c.connDown(cs)
@@ -115,22 +119,21 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 	}
 	failures := 0
 	for connCtx.Err() == nil {
-		sm := socketmode.New(c.api, socketmode.OptionDialer(dialer), socketmode.OptionReadLimit(maxPayloadBytes+64<<10))
-		runCtx, cancelRun := context.WithCancel(connCtx)
-		var consumer sync.WaitGroup
 		hellos := cs.hellos
-		consumer.Go(func() { c.consume(readCtx, runCtx, cancelRun, sm, cs) })
-		err := sm.RunContext(runCtx)
-		cancelRun()
-		consumer.Wait()
+		err := c.session(readCtx, connCtx, dialer, cs)
+		c.connDown(cs)
 		if connCtx.Err() != nil {
 			return
 		}
 		if cs.hellos > hellos {
-			failures = 0 // it was connected: this is a new outage, not a longer one
-		}
-		if errors.Is(err, context.Canceled) {
-			err = cs.lastError() // our own cut of slack-go's long backoff: say why it backed off
+			// It was connected: open a new socket at once, as Slack asks on disconnect.
+			failures = 0
+			if errors.Is(err, errReconnectAsked) {
+				c.log.Debug("slack: socket mode reconnecting as Slack asked", "connection", cs.id)
+			} else {
+				c.log.Info("slack: socket mode connection lost; reconnecting", "connection", cs.id, "err", err)
+			}
+			continue
 		}
 		failures++
 		err = c.apiError("apps.connections.open", err)
@@ -139,6 +142,9 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			cs.refusedOnce.Do(func() { close(cs.refused) })
 		}
 		wait := reconnectBackoff(failures)
+		if rl, ok := errors.AsType[*channels.RateLimitError](err); ok {
+			wait = max(wait, rl.RetryAfter)
+		}
 		c.log.Warn("slack: socket mode connection ended; reconnecting", "connection", cs.id, "err", err, "wait", wait, "failures", failures)
 		if c.sleep(connCtx, wait) != nil {
 			return
@@ -153,54 +159,102 @@ func (c *Channel) connDown(cs *connState) {
 	}
 }
 
-// consume reads the client's events until readCtx or runCtx ends, handing each envelope over.
-func (c *Channel) consume(readCtx, runCtx context.Context, cancelRun context.CancelFunc, sm *socketmode.Client, cs *connState) {
+// frame is a Socket Mode message from Slack: hello, disconnect, or an envelope.
+type frame struct {
+	Type         string          `json:"type"`
+	EnvelopeID   string          `json:"envelope_id"`
+	Payload      json.RawMessage `json:"payload"`
+	RetryAttempt int             `json:"retry_attempt"`
+	RetryReason  string          `json:"retry_reason"`
+	Reason       string          `json:"reason"` // a disconnect's
+}
+
+// socket is one open websocket; acks are written from the lanes, one at a time.
+type socket struct {
+	conn *websocket.Conn
+	mu   sync.Mutex
+}
+
+// ack writes the acknowledgement of envelope id.
+func (s *socket) ack(id string) error {
+	b, err := json.Marshal(struct {
+		EnvelopeID string `json:"envelope_id"`
+	}{id})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return s.conn.WriteMessage(websocket.TextMessage, b)
+}
+
+// session opens one socket and reads it until it ends, handing envelopes over while readCtx
+// lives; it returns why it ended.
+func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Dialer, cs *connState) error {
+	openCtx, cancel := context.WithTimeout(connCtx, c.cfg.CallTimeout)
+	_, url, err := c.api.StartSocketModeContext(openCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	conn, resp, err := dialer.DialContext(connCtx, url, http.Header{"Origin": {"https://api.slack.com"}})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("slack: socket mode: dial: %w", c.redact.error(err))
+	}
+	defer conn.Close()
+	// Stop closes the socket (after the acks) to end the read below.
+	defer context.AfterFunc(connCtx, func() { _ = conn.Close() })()
+	conn.SetReadLimit(maxFrameBytes)
+	conn.SetPingHandler(func(data string) error {
+		_ = conn.SetReadDeadline(time.Now().Add(c.pingTimeout))
+		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeTimeout))
+		if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
+			return err
+		}
+		return nil
+	})
+	sock := &socket{conn: conn}
 	for {
-		select {
-		case <-readCtx.Done():
-			return
-		case <-runCtx.Done():
-			return
-		case ev := <-sm.Events:
-			switch ev.Type {
-			case socketmode.EventTypeConnecting:
-				c.connDown(cs)
-			case socketmode.EventTypeHello:
-				cs.lastFrame.Store(c.now().UnixNano())
-				cs.setError(nil)
-				cs.helloOnce.Do(func() { close(cs.hello) })
-				if cs.hellos++; cs.hellos > 1 {
-					c.cfg.Metrics.Reconnect()
-				}
-				if !cs.up {
-					cs.up = true
-					c.cfg.Metrics.Connection(cs.id, true)
-				}
-				c.log.Debug("slack: socket mode hello", "connection", cs.id)
-			case socketmode.EventTypeConnectionError:
-				if e, ok := ev.Data.(*slackgo.ConnectionErrorEvent); ok {
-					cs.setError(c.redact.error(errors.New(e.Error())))
-					if e.Backoff > maxReconnectWait {
-						// slack-go would wait up to 5 minutes; start over on our own, capped, backoff.
-						cancelRun()
-						return
-					}
-				}
-			case socketmode.EventTypeEventsAPI, socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
-				if ev.Request != nil {
-					c.envelope(readCtx, sm, cs, *ev.Request)
-				}
-			case socketmode.EventTypeErrorBadMessage:
-				// slack-go could not parse it (e.g. one block it does not know): read it ourselves.
-				if bad, ok := ev.Data.(*socketmode.ErrorBadMessage); ok {
-					var req socketmode.Request
-					if json.Unmarshal(bad.Message, &req) == nil && req.EnvelopeID != "" {
-						c.envelope(readCtx, sm, cs, req)
-						continue
-					}
-				}
-				c.malformed("socket", errors.New("unreadable socket mode message"))
+		_ = conn.SetReadDeadline(time.Now().Add(c.pingTimeout))
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("slack: socket mode: read: %w", err)
+		}
+		var f frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.malformed("socket", fmt.Errorf("%w: unreadable socket mode message: %w", errMalformed, err))
+			continue
+		}
+		switch f.Type {
+		case "hello":
+			cs.lastFrame.Store(c.now().UnixNano())
+			cs.setError(nil)
+			cs.helloOnce.Do(func() { close(cs.hello) })
+			if cs.hellos++; cs.hellos > 1 {
+				c.cfg.Metrics.Reconnect()
 			}
+			if !cs.up {
+				cs.up = true
+				c.cfg.Metrics.Connection(cs.id, true)
+			}
+			c.log.Debug("slack: socket mode hello", "connection", cs.id)
+		case "disconnect":
+			return fmt.Errorf("%w (%s)", errReconnectAsked, f.Reason)
+		case typeEvents, typeInteractive, typeSlash:
+			if f.EnvelopeID == "" {
+				c.malformed("socket", fmt.Errorf("%w: %s envelope without an id", errMalformed, f.Type))
+				continue
+			}
+			if readCtx.Err() != nil {
+				continue // stopping: not taken, so not acknowledged; Slack delivers it again
+			}
+			c.envelope(readCtx, sock, f)
+		default:
+			c.malformed("socket", fmt.Errorf("%w: socket mode message type %q", errMalformed, f.Type))
 		}
 	}
 }
@@ -208,12 +262,9 @@ func (c *Channel) consume(readCtx, runCtx context.Context, cancelRun context.Can
 // envelope decodes one envelope and hands it over in its conversation's lane; the ack goes out
 // once the Handler returned nil. A malformed or ignored envelope is acked at once (Slack would
 // send it again and again, as unreadable every time).
-func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connState, req socketmode.Request) {
+func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 	ack := func() {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-		defer cancel()
-		cs.ackSeq.Store(seq.Add(1))
-		if err := sm.AckCtx(actx, req.EnvelopeID, nil); err != nil {
+		if err := sock.ack(req.EnvelopeID); err != nil {
 			c.cfg.Metrics.Ack("failed")
 			c.log.Warn("slack: ack failed; Slack will redeliver", "envelope", req.EnvelopeID, "err", err)
 			return
@@ -221,6 +272,7 @@ func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connS
 		c.cfg.Metrics.Ack("acked")
 	}
 	d, err := c.decodeDelivery(req.Type, req.Payload)
+	req.Payload = nil // decoded: not held while the envelope waits in its lane
 	if err != nil {
 		c.malformed(req.Type, err)
 		ack()
@@ -258,42 +310,3 @@ func (c *Channel) envelope(ctx context.Context, sm *socketmode.Client, cs *connS
 // interactionAckDeadline is when an interaction or a command is acknowledged even though its
 // handling has not finished (Slack's limit is 3 s).
 const interactionAckDeadline = 2500 * time.Millisecond
-
-// lanes run functions one at a time per key, in submission order, different keys in parallel;
-// a key's goroutine exits when its queue is empty.
-type lanes struct {
-	mu sync.Mutex
-	m  map[string][]func()
-	wg *sync.WaitGroup
-}
-
-func newLanes(wg *sync.WaitGroup) *lanes { return &lanes{m: map[string][]func(){}, wg: wg} }
-
-func (l *lanes) run(key string, f func()) {
-	l.mu.Lock()
-	q, busy := l.m[key]
-	l.m[key] = append(q, f)
-	if !busy {
-		l.wg.Add(1)
-		go l.drain(key)
-	}
-	l.mu.Unlock()
-}
-
-func (l *lanes) drain(key string) {
-	defer l.wg.Done()
-	for {
-		l.mu.Lock()
-		q := l.m[key]
-		if len(q) == 0 {
-			delete(l.m, key)
-			l.mu.Unlock()
-			return
-		}
-		f := q[0]
-		q[0] = nil
-		l.m[key] = q[1:]
-		l.mu.Unlock()
-		f()
-	}
-}

@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/config"
 )
 
 // BenchmarkBinary measures what an operator runs: the shipped `bot run`, built from this
 // package, as its own process with the default configuration — only the overrides in
 // binaryOverrides, each for a reason — against the fakes in a second process (the Bot API, the
-// model at 0 ms, the webhook deliveries), with the real Redis. This process only drives the
+// model at 0 ms, the webhook deliveries; the fake Slack for the slack_ workloads, which are
+// BenchmarkSlackEndToEnd's), with the real Redis. This process only drives the
 // load and reads the others' figures:
 //
 //	go test -run '^$' -bench Binary -benchtime=1x ./cmd/bot/
@@ -47,6 +50,13 @@ func BenchmarkBinary(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {
 				runBinaryLoad(b, bin, w)
+			}
+		})
+	}
+	for _, w := range slackWorkloads {
+		b.Run("slack_"+w.name, func(b *testing.B) {
+			for range b.N {
+				runBinarySlackLoad(b, bin, w)
 			}
 		})
 	}
@@ -79,26 +89,41 @@ func freePort(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
-// startBots starts n `bot run` processes sharing one Redis prefix and waits until each answers
-// /readyz.
-func startBots(b *testing.B, bin string, n int, fakes *loadFakes, prefix string, webhook bool) []*botProcess {
+// telegramEnv configures `bot run` for the child's fake Bot API, polling or by webhook.
+func telegramEnv(fakes *loadFakes, webhook bool) []string {
+	env := []string{"BOT_TELEGRAM__TOKEN=" + fakes.hello.Token, "BOT_TELEGRAM__API_URL=" + fakes.hello.TelegramURL,
+		"BOT_TELEGRAM__PACING=false"}
+	if webhook {
+		env = append(env, "BOT_TELEGRAM__MODE=webhook", "BOT_TELEGRAM__WEBHOOK_URL=https://bot.example.test/telegram",
+			"BOT_TELEGRAM__WEBHOOK_SECRET="+loadWebhookSecret)
+	}
+	return env
+}
+
+// slackEnv configures `bot run` for the child's fake Slack, over Socket Mode or HTTP.
+func slackEnv(fakes *loadFakes, httpMode bool) []string {
+	env := []string{"BOT_SLACK__BOT_TOKEN=" + fakes.hello.SlackBotToken, "BOT_SLACK__API_URL=" + fakes.hello.SlackAPIURL,
+		"BOT_SLACK__PACING=false"}
+	if httpMode {
+		return append(env, "BOT_SLACK__MODE=http", "BOT_SLACK__SIGNING_SECRET="+fakes.hello.SlackSigningSecret)
+	}
+	return append(env, "BOT_SLACK__APP_TOKEN="+fakes.hello.SlackAppToken)
+}
+
+// startBots starts n `bot run` processes sharing one Redis prefix, with the platform settings
+// platformEnv, and waits until each answers /readyz.
+func startBots(b *testing.B, bin string, n int, fakes *loadFakes, prefix string, platformEnv []string) []*botProcess {
 	b.Helper()
 	var procs []*botProcess
 	for i := range n {
 		p := &botProcess{addr: freePort(b), log: filepath.Join(b.TempDir(), fmt.Sprintf("bot%d.log", i))}
-		env := []string{
+		env := append([]string{
 			"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
-			"BOT_TELEGRAM__TOKEN=" + fakes.hello.Token, "BOT_TELEGRAM__API_URL=" + fakes.hello.TelegramURL,
-			"BOT_TELEGRAM__PACING=false",
 			"BOT_LLM__PROVIDER=openai", "BOT_LLM__BASE_URL=" + fakes.hello.ModelURL, "BOT_LLM__API_KEY=sk-load",
 			"BOT_LLM__MODEL=fake-model",
 			"BOT_REDIS__URL=" + testRedisURL, "BOT_REDIS__PREFIX=" + prefix, "BOT_AUTH__SIGNING_KEYS=" + testSigningKey,
 			"BOT_HTTP__ADDR=" + p.addr,
-		}
-		if webhook {
-			env = append(env, "BOT_TELEGRAM__MODE=webhook", "BOT_TELEGRAM__WEBHOOK_URL=https://bot.example.test/telegram",
-				"BOT_TELEGRAM__WEBHOOK_SECRET="+loadWebhookSecret)
-		}
+		}, platformEnv...)
 		logf, err := os.Create(p.log)
 		if err != nil {
 			b.Fatal(err)
@@ -210,7 +235,7 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	fakes := startLoadFakes(b)
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
-	bots := startBots(b, bin, w.procs, fakes, prefix, w.webhook)
+	bots := startBots(b, bin, w.procs, fakes, prefix, telegramEnv(fakes, w.webhook))
 	var hooks []string
 	if w.webhook {
 		for _, p := range bots {
@@ -257,6 +282,52 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 		}
 	}
 	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// binarySlackOverrides are the settings the Slack binary runs change from the defaults.
+const binarySlackOverrides = "slack.pacing=false (the workload measures the bot, not Slack's per-channel pace); " +
+	"slack.api_url, slack.bot_token, slack.app_token or slack.signing_secret, llm.* (the fakes); " +
+	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); slack.mode=http for the http workloads"
+
+// runBinarySlackLoad is runBinaryLoad for a Slack workload: one `bot run` on the child's fake
+// Slack, Socket Mode or HTTP.
+func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
+	b.StopTimer()
+	fakes := startLoadFakes(b)
+	prefix := uniquePrefix()
+	b.Cleanup(func() { cleanRedis(b, prefix) })
+	bot := startBots(b, bin, 1, fakes, prefix, slackEnv(fakes, w.http))[0]
+	var events string
+	if w.http {
+		events = "http://" + bot.addr + config.Default().Slack.EventsPath
+	}
+	load := newSlackLoad(w)
+
+	bot.resetPeak()
+	fakes.resetPeak()
+	cpu0 := bot.cpu(b)
+	redisCPU0, reads0 := redisCPU(b), redisReads(b)
+	b.StartTimer()
+	began := time.Now()
+	acks := driveSlackLoad(fakes, w, load, events)
+	elapsed := time.Since(began)
+	b.StopTimer()
+
+	botCPU, peak := bot.cpu(b)-cpu0, bot.peak()
+	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	lat := checkSlackLoad(b, fakes, w, load, acks)
+	bot.stop(b)
+
+	n := float64(w.messages)
+	b.Logf("1 bot process, defaults except: %s", binarySlackOverrides)
+	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")

@@ -20,14 +20,16 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
-// The load benchmark runs the fakes (the Bot API, the model server, and the webhook deliveries
-// that play Telegram) in a child process — this test binary re-executed with loadFakesEnv set —
-// so that getrusage and VmHWM of the benchmark process measure the bot alone, and the child's
-// own figures measure the fakes. The benchmark drives the child over a small loopback control
-// API (loadFakesServer) exactly as it drove the in-process fakes: pushing updates, waiting for
+// The load benchmarks run the fakes (the Bot API, the fake Slack, the model server, and the
+// webhook or Events API deliveries that play Telegram and Slack) in a child process — this test
+// binary re-executed with loadFakesEnv set — so that getrusage and VmHWM of the benchmark
+// process measure the bot alone, and the child's own figures measure the fakes. The benchmark
+// drives the child over a small loopback control API (loadFakesServer) exactly as it drove the
+// in-process fakes: pushing updates (Telegram) or envelopes and deliveries (Slack), waiting for
 // what was posted, reading the posts back.
 
 // loadFakesEnv, set in the environment, makes the test binary serve the fakes and nothing else.
@@ -46,12 +48,19 @@ type loadFakesHello struct {
 	Token       string `json:"token"`
 	ModelURL    string `json:"model_url"`
 	ControlURL  string `json:"control_url"`
+	// The fake Slack's Web API URL and secrets.
+	SlackAPIURL        string `json:"slack_api_url"`
+	SlackBotToken      string `json:"slack_bot_token"`
+	SlackAppToken      string `json:"slack_app_token"`
+	SlackSigningSecret string `json:"slack_signing_secret"`
 }
 
 // loadPushed is one pushed message as the child queued it.
 type loadPushed struct {
 	ID int   `json:"id"`
 	At int64 `json:"at"` // Unix ns, taken just before the update was queued
+	// TS is a Slack message's ts (Slack pushes only).
+	TS string `json:"ts,omitempty"`
 }
 
 // loadUsage is a process's CPU and peak RSS.
@@ -65,9 +74,12 @@ type loadUsage struct {
 func serveLoadFakes() int {
 	tg := telegramfake.Start()
 	defer tg.Close()
+	sl := slackfake.Start()
+	defer sl.Close()
 	model := modelserver.Start()
 	defer model.Close()
 	tg.SetRecording(false)
+	sl.SetRecording(false)
 	model.SetRecording(false)
 	model.SetFunc(echoModel)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -75,26 +87,26 @@ func serveLoadFakes() int {
 		fmt.Fprintln(os.Stderr, "load fakes: listen:", err)
 		return 1
 	}
-	s := &loadFakesServer{tg: tg}
+	s := &loadFakesServer{tg: tg, sl: sl}
 	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	_ = json.NewEncoder(os.Stdout).Encode(loadFakesHello{
 		TelegramURL: tg.URL(), Token: tg.Token(), ModelURL: model.BaseURL(), ControlURL: "http://" + ln.Addr().String(),
+		SlackAPIURL: sl.APIURL(), SlackBotToken: sl.BotToken(), SlackAppToken: sl.AppToken(), SlackSigningSecret: sl.SigningSecret(),
 	})
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = srv.Close()
-	s.stopWebhook()
+	s.stopDeliveries()
 	return 0
 }
 
 // loadFakesServer is the child's control API over its fakes.
 type loadFakesServer struct {
 	tg *telegramfake.Server
+	sl *slackfake.Server
 
-	hookOnce sync.Once
-	hookWork chan []byte
-	hookWG   sync.WaitGroup
-	hookFail atomic.Int64
+	// tgHook plays Telegram's webhook deliveries, slHook Slack's Events API deliveries.
+	tgHook, slHook deliverers
 }
 
 func (s *loadFakesServer) mux() *http.ServeMux {
@@ -118,7 +130,62 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 			out[i] = loadPushed{ID: id, At: at.UnixNano()}
 		}
 		if req.Webhook != "" {
-			s.deliver(req.Webhook)
+			s.tgHook.start(req.Webhook, func(h http.Header, _ []byte) {
+				h.Set("X-Telegram-Bot-Api-Secret-Token", loadWebhookSecret)
+			})
+			for _, u := range s.tg.TakeUpdates() {
+				s.tgHook.work <- u
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	// POST /slack/push {"channels":[..],"users":[..],"texts":[..],"mention":bool,"events":url}
+	// → []loadPushed: a DM "message" event per channels[i] from users[i] with texts[i] — with
+	// mention, a top-level channel post mentioning the bot, as Slack sends it (app_mention and
+	// message) — sent over Socket Mode, or with events set delivered, signed, to that Events API
+	// URL over webhookConnections connections.
+	m.HandleFunc("POST /slack/push", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Channels []string `json:"channels"`
+			Users    []string `json:"users"`
+			Texts    []string `json:"texts"`
+			Mention  bool     `json:"mention"`
+			Events   string   `json:"events"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Users) != len(req.Texts) || len(req.Channels) != len(req.Texts) {
+			http.Error(w, "bad push", http.StatusBadRequest)
+			return
+		}
+		if req.Events != "" {
+			secret := s.sl.SigningSecret()
+			s.slHook.start(req.Events, func(h http.Header, body []byte) {
+				ts := time.Now().Unix()
+				h.Set("X-Slack-Request-Timestamp", strconv.FormatInt(ts, 10))
+				h.Set("X-Slack-Signature", slackfake.Sign(secret, ts, body))
+			})
+		}
+		out := make([]loadPushed, len(req.Texts))
+		for i, text := range req.Texts {
+			var cbs []map[string]any
+			var ts string
+			if req.Mention {
+				var pair [2]map[string]any
+				pair, ts = s.sl.MentionPairCallbacks(slackfake.Msg{Channel: req.Channels[i], User: req.Users[i], Text: slackfake.Mention() + " " + text})
+				cbs = pair[:]
+			} else {
+				var cb map[string]any
+				cb, ts = s.sl.MessageCallback(slackfake.Msg{Channel: req.Channels[i], ChannelType: "im", User: req.Users[i], Text: text})
+				cbs = []map[string]any{cb}
+			}
+			out[i] = loadPushed{TS: ts, At: time.Now().UnixNano()}
+			for _, cb := range cbs {
+				if req.Events == "" {
+					s.sl.Send("events_api", cb)
+					continue
+				}
+				body, _ := json.Marshal(cb)
+				s.slHook.work <- body
+			}
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
@@ -140,6 +207,20 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 			cond = func() bool {
 				for c := range chats {
 					if !answered(s.tg, first+int64(c), n/chats+boolInt(c < n%chats)) {
+						return false
+					}
+				}
+				return true
+			}
+		case "slack-posted":
+			cond = func() bool { return s.sl.Count("chat.postMessage") >= n }
+		case "slack-acked":
+			cond = func() bool { return s.sl.Unacked() == 0 }
+		case "slack-answered", "slack-answered-mention":
+			mention := q.Get("what") == "slack-answered-mention"
+			cond = func() bool {
+				for c := range chats {
+					if !slackAnswered(s.sl.Posted(slackLoadChannel(mention, c)), n/chats+boolInt(c < n%chats)) {
 						return false
 					}
 				}
@@ -174,6 +255,21 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
+	// GET /slack/posted?chats=n&mention=0|1 → map channel → what the bot posted in each of the
+	// first n load channels (slackLoadChannel).
+	m.HandleFunc("GET /slack/posted", func(w http.ResponseWriter, r *http.Request) {
+		chats, _ := strconv.Atoi(r.URL.Query().Get("chats"))
+		mention := r.URL.Query().Get("mention") == "1"
+		out := make(map[string][]slackfake.Message, chats)
+		for c := range chats {
+			out[slackLoadChannel(mention, c)] = s.sl.Posted(slackLoadChannel(mention, c))
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	// GET /slack/statuses → every assistant.threads.setStatus call, in order.
+	m.HandleFunc("GET /slack/statuses", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(s.sl.Statuses())
+	})
 	m.HandleFunc("GET /usage", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(selfUsage())
 	})
@@ -183,58 +279,93 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 	})
 	// POST /webhook-failures ends the deliveries and returns how many were not answered 200.
 	m.HandleFunc("POST /webhook-failures", func(w http.ResponseWriter, _ *http.Request) {
-		s.stopWebhook()
-		_ = json.NewEncoder(w).Encode(s.hookFail.Load())
+		s.stopDeliveries()
+		_ = json.NewEncoder(w).Encode(s.tgHook.fail.Load() + s.slHook.fail.Load())
 	})
 	return m
 }
 
-// deliver hands every queued update to the webhook deliverers, starting them on first use.
-// urls is one webhook URL or several, comma-separated: the deliverers take turns among them, as
-// a load balancer in front of several processes would.
-func (s *loadFakesServer) deliver(urls string) {
-	s.hookOnce.Do(func() {
+func (s *loadFakesServer) stopDeliveries() {
+	s.tgHook.stop()
+	s.slHook.stop()
+}
+
+// slackLoadChannel is the c-th load channel: a DM with user slackLoadUser(c), or with mention
+// a public channel.
+func slackLoadChannel(mention bool, c int) string {
+	if mention {
+		return fmt.Sprintf("C%06d", c)
+	}
+	return fmt.Sprintf("D%06d", c)
+}
+
+// slackLoadUser is the user of the c-th load channel.
+func slackLoadUser(c int) string { return fmt.Sprintf("U%06d", c) }
+
+// slackAnswered reports whether posted holds exactly n messages and none is a placeholder.
+func slackAnswered(posted []slackfake.Message, n int) bool {
+	if len(posted) != n {
+		return false
+	}
+	for _, m := range posted {
+		if slackPlaceholder(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// deliverers POST the bodies queued on work to webhook URLs over webhookConnections
+// connections, as Telegram's webhook and Slack's Events API deliveries do, counting every
+// delivery not answered 200.
+type deliverers struct {
+	once sync.Once
+	work chan []byte
+	wg   sync.WaitGroup
+	fail atomic.Int64
+}
+
+// start starts the deliverers on first use; later calls do nothing. urls is one URL or
+// several, comma-separated: the deliverers take turns among them, as a load balancer in front
+// of several processes would. sign sets a request's platform headers (a secret, a signature).
+func (d *deliverers) start(urls string, sign func(h http.Header, body []byte)) {
+	d.once.Do(func() {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = webhookConnections
 		client := &http.Client{Transport: tr}
-		s.hookWork = make(chan []byte, 4096)
+		d.work = make(chan []byte, 4096)
 		targets := strings.Split(urls, ",")
 		for i := range webhookConnections {
 			url := targets[i%len(targets)]
-			s.hookWG.Add(1)
-			go func() {
-				defer s.hookWG.Done()
-				for body := range s.hookWork {
+			d.wg.Go(func() {
+				for body := range d.work {
 					req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("X-Telegram-Bot-Api-Secret-Token", loadWebhookSecret)
+					sign(req.Header, body)
 					resp, err := client.Do(req)
 					if err != nil {
-						s.hookFail.Add(1)
+						d.fail.Add(1)
 						continue
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					if resp.StatusCode != http.StatusOK {
-						s.hookFail.Add(1)
+						d.fail.Add(1)
 					}
 				}
-			}()
+			})
 		}
 	})
-	for _, u := range s.tg.TakeUpdates() {
-		s.hookWork <- u
-	}
 }
 
-// stopWebhook ends the deliverers, if they were started, once every delivery is done.
-func (s *loadFakesServer) stopWebhook() {
+// stop ends the deliverers, if they were started, once every delivery is done.
+func (d *deliverers) stop() {
 	started := true
-	s.hookOnce.Do(func() { started = false })
-	if started && s.hookWork != nil {
-		close(s.hookWork)
-		s.hookWork = nil
-		s.hookWG.Wait()
+	d.once.Do(func() { started = false })
+	if started && d.work != nil {
+		close(d.work)
+		d.work = nil
+		d.wg.Wait()
 	}
 }
 
@@ -351,6 +482,32 @@ func (f *loadFakes) usage() loadUsage {
 }
 
 func (f *loadFakes) resetPeak() { f.call(http.MethodPost, "/reset-peak", nil, nil) }
+
+// pushSlack sends a DM "message" event per texts[i] in channels[i] from users[i] — with mention
+// a channel post mentioning the bot, as an app_mention and message pair — over Socket Mode, or
+// with events set delivers them, signed, to that Events API URL.
+func (f *loadFakes) pushSlack(channels, users, texts []string, mention bool, events string) []loadPushed {
+	var out []loadPushed
+	in := map[string]any{"channels": channels, "users": users, "texts": texts, "mention": mention, "events": events}
+	if code := f.call(http.MethodPost, "/slack/push", in, &out); code != http.StatusOK {
+		f.tb.Fatalf("load fakes: slack push answered %d", code)
+	}
+	return out
+}
+
+// slackPosted returns what the bot posted in the first chats load channels.
+func (f *loadFakes) slackPosted(chats int, mention bool) map[string][]slackfake.Message {
+	out := map[string][]slackfake.Message{}
+	f.call(http.MethodGet, fmt.Sprintf("/slack/posted?chats=%d&mention=%d", chats, boolInt(mention)), nil, &out)
+	return out
+}
+
+// slackStatuses returns every assistant thread status the bot set, in order.
+func (f *loadFakes) slackStatuses() []slackfake.Status {
+	var out []slackfake.Status
+	f.call(http.MethodGet, "/slack/statuses", nil, &out)
+	return out
+}
 
 // webhookFailures ends the child's webhook deliveries and returns how many failed.
 func (f *loadFakes) webhookFailures() int64 {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,115 +15,250 @@ import (
 )
 
 // BenchmarkSlackEndToEnd measures the whole pipeline over Slack — the fake Slack's Socket Mode
-// (or signed HTTP deliveries, 40 in flight) into the real adapter, the router, the Redis queue
-// (real Redis), workers, the lead chain calling the fake model (0 ms), delivery posting each
-// answer with chat.postMessage. Run it alone:
+// (or signed Events API deliveries, webhookConnections in flight) into the real adapter, the
+// router, the Redis queue (real Redis), workers, the lead chain calling the fake model (0 ms),
+// delivery posting each answer with chat.postMessage — with pacing off. Run it alone:
 //
 //	go test -run '^$' -bench SlackEndToEnd -benchtime=1x ./cmd/bot/
 //
-// Unlike BenchmarkTelegramEndToEnd the fakes run in this process, so cpu-ms/msg and
-// peak-rss-MB are the bot's and the fakes' together (an upper bound of the bot's). Every
-// workload checks each message got exactly one reply showing its answer.
+// As in BenchmarkTelegramEndToEnd the fakes run in a child process (see loadfakes_test.go), so
+// this process is the bot: bot-cpu-ms/msg and peak-rss-MB are the bot's alone, fakes-cpu-ms/msg
+// the child's. It reports msgs/s end to end, Redis round trips and Redis CPU per message,
+// receipt → first visible reply p50/p99, and the bot's allocations per message (bytes and
+// count, steadier than CPU time on a busy machine) and GC cycles. Every workload then checks
+// that each message got exactly one reply showing its answer, every envelope was acknowledged,
+// and no placeholder or thread status was left behind.
 func BenchmarkSlackEndToEnd(b *testing.B) {
-	workloads := []struct {
-		name            string
-		messages, chats int
-		http            bool
-	}{
-		{"socket_2000msgs_200chats", 2000, 200, false},
-		{"socket_2000msgs_2000chats", 2000, 2000, false},
-		{"http_2000msgs_200chats", 2000, 200, true},
-	}
-	for _, w := range workloads {
+	for _, w := range slackWorkloads {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {
-				runSlackLoad(b, w.messages, w.chats, w.http)
+				runSlackLoad(b, w)
 			}
 		})
 	}
 }
 
-func runSlackLoad(b *testing.B, messages, chats int, httpMode bool) {
+// slackLoadSpec is one Slack workload: messages spread round-robin over chats DMs — with
+// mention, over chats channels, each message a top-level post mentioning the bot (Slack's
+// app_mention and message pair), answered in a thread of its own with the thread's status
+// shown and cleared — pushed at once over Socket Mode or, with http, delivered to the Events API
+// URL.
+type slackLoadSpec struct {
+	name            string
+	messages, chats int
+	http, mention   bool
+}
+
+var slackWorkloads = []slackLoadSpec{
+	{name: "socket_2000msgs_200chats", messages: 2000, chats: 200},
+	{name: "socket_2000msgs_2000chats", messages: 2000, chats: 2000},
+	{name: "http_2000msgs_200chats", messages: 2000, chats: 200, http: true},
+	{name: "http_2000msgs_2000chats", messages: 2000, chats: 2000, http: true},
+	{name: "socket_2000mentions_200channels", messages: 2000, chats: 200, mention: true},
+}
+
+// slackLoadOverrides are the settings the Slack load runs change from the defaults, and why.
+const slackLoadOverrides = "slack.pacing=false (the workload measures the bot, not Slack's per-channel pace); " +
+	"slack.api_url, slack tokens and signing secret, llm.base_url, redis.url, redis.prefix (the fakes, the test Redis); " +
+	"slack.mode=http for the http workloads"
+
+// slackLoad is one workload's messages, in push order.
+type slackLoad struct {
+	channels, users, texts []string
+}
+
+func newSlackLoad(w slackLoadSpec) slackLoad {
+	messages, chats := w.messages, w.chats
+	l := slackLoad{channels: make([]string, messages), users: make([]string, messages), texts: make([]string, messages)}
+	for i := range messages {
+		l.channels[i], l.users[i] = slackLoadChannel(w.mention, i%chats), slackLoadUser(i%chats)
+		l.texts[i] = fmt.Sprintf("m%d c%d", i/chats, i%chats)
+	}
+	return l
+}
+
+func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	b.StopTimer()
-	e := newSlackE2E(b, func(c *config.Config) {
-		// Defaults except the test's fakes and slack.pacing=false (the workload measures the bot,
-		// not Slack's per-channel pace).
+	fakes := startLoadFakes(b)
+	e := newE2E(b, func(c *config.Config) {
+		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
+		c.Telegram.Token = ""
+		c.Slack.BotToken, c.Slack.AppToken = fakes.hello.SlackBotToken, fakes.hello.SlackAppToken
+		c.Slack.SigningSecret, c.Slack.APIURL = fakes.hello.SlackSigningSecret, fakes.hello.SlackAPIURL
+		c.Slack.Pacing = false
+		c.LLM.BaseURL = fakes.hello.ModelURL
+		// newE2E's test settings (short lease, debug logs) give way to the defaults.
 		d := config.Default()
 		c.Runs, c.Log = d.Runs, d.Log
-		if httpMode {
+		if w.http {
 			c.Slack.Mode, c.Slack.AppToken = config.SlackHTTP, ""
 		}
 	})
-	e.sl.SetRecording(false)
 	r := e.start()
-	events := "http://" + r.listener.Addr().String() + e.cfg.Slack.EventsPath
-	bodies := make([]map[string]any, messages)
-	for i := range messages {
-		m := slackfake.Msg{Channel: fmt.Sprintf("D%06d", i%chats), ChannelType: "im", User: fmt.Sprintf("U%06d", i%chats),
-			Text: fmt.Sprintf("m%d c%d", i/chats, i%chats), TS: e.sl.NewTS(), Team: slackfake.TeamID}
-		bodies[i] = e.sl.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": m.Channel,
-			"user": m.User, "text": m.Text, "ts": m.TS, "team": m.Team})
+	trips := &roundTrips{}
+	if os.Getenv("SB_LOAD_TRIPS") != "" {
+		trips.by = map[string]int{} // attribution costs a stack walk per command
 	}
+	r.core.redis.AddHook(trips)
+	var events string
+	if w.http {
+		events = "http://" + r.listener.Addr().String() + e.cfg.Slack.EventsPath
+	}
+	load := newSlackLoad(w)
+
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS(b)
+	fakes.resetPeak()
+	redisCPU0 := redisCPU(b)
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	fakes0 := fakes.usage()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 
 	b.StartTimer()
 	began := time.Now()
-	if httpMode {
-		var wg sync.WaitGroup
-		next := make(chan map[string]any)
-		for range 40 {
-			wg.Go(func() {
-				for body := range next {
-					if resp, err := e.sl.DeliverEvent(events, body, slackfake.Delivery{}); err != nil || resp.Status != 200 {
-						b.Errorf("delivery: %d %v", resp.Status, err)
-					}
-				}
-			})
-		}
-		for _, body := range bodies {
-			next <- body
-		}
-		close(next)
-		wg.Wait()
-	} else {
-		for _, body := range bodies {
-			e.sl.Send("events_api", body)
-		}
-	}
-	waitFor(b, "every answer", 5*time.Minute, func() bool { return e.sl.Count("chat.postMessage") >= messages })
+	acks := driveSlackLoad(fakes, w, load, events)
 	elapsed := time.Since(began)
 	b.StopTimer()
+
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	fakes1 := fakes.usage()
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
+	botCPU := cpuTime(ru1) - cpuTime(ru0)
+	fakesCPU := fakes1.CPU - fakes0.CPU
 	peak := peakRSS()
+	redisUsed := redisCPU(b) - redisCPU0
+	lat := checkSlackLoad(b, fakes, w, load, acks)
+	r.stop()
 
-	lost, doubled := 0, 0
-	for c := range chats {
-		posted := e.sl.Posted(fmt.Sprintf("D%06d", c))
-		all := ""
-		for _, p := range posted {
-			all += p.Blocks
+	n := float64(w.messages)
+	b.Logf("defaults except: %s", slackLoadOverrides)
+	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
+	// Allocation and GC counts move far less with the machine's load than CPU time does.
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/n, "bot-alloc-KB/msg")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "bot-allocs/msg")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "bot-gcs")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+	if trips.by != nil {
+		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// driveSlackLoad pushes the workload's messages through the child — over Socket Mode, or with
+// events set to that Events API URL — and waits until every DM shows all its answers.
+func driveSlackLoad(fakes *loadFakes, w slackLoadSpec, load slackLoad, events string) []loadPushed {
+	acks := fakes.pushSlack(load.channels, load.users, load.texts, w.mention, events)
+	fakes.wait("slack-posted", w.messages, 0, 0, 5*time.Minute)
+	answered := "slack-answered"
+	if w.mention {
+		answered = "slack-answered-mention"
+	}
+	fakes.wait(answered, w.messages, w.chats, 0, 30*time.Second)
+	return acks
+}
+
+// checkSlackLoad fails the benchmark unless every delivery was answered 200 (HTTP) or every
+// envelope acknowledged (Socket Mode), and then as verifySlackLoad does; it returns the
+// latencies.
+func checkSlackLoad(b *testing.B, fakes *loadFakes, w slackLoadSpec, load slackLoad, acks []loadPushed) []time.Duration {
+	b.Helper()
+	if w.http {
+		if n := fakes.webhookFailures(); n > 0 {
+			b.Errorf("%d Events API deliveries failed", n)
 		}
-		want := 0
-		for i := c; i < messages; i += chats {
-			want++
-			if !strings.Contains(all, fmt.Sprintf(`"echo: m%d c%d"`, i/chats, c)) {
-				lost++
+	} else {
+		fakes.wait("slack-acked", 0, 0, 0, 30*time.Second)
+	}
+	return verifySlackLoad(b, fakes.slackPosted(w.chats, w.mention), fakes.slackStatuses(), load, acks, w.mention)
+}
+
+// verifySlackLoad checks every message got exactly one reply showing its answer — at its DM's
+// top level, or with threads in the thread rooted at it — no placeholder is left and every
+// thread status set was cleared; it returns each message's receipt → first visible reply.
+func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, statuses []slackfake.Status, load slackLoad, acks []loadPushed, threads bool) []time.Duration {
+	b.Helper()
+	// answers maps channel → answer text → the posts showing it.
+	answers := map[string]map[string][]slackfake.Message{}
+	placeholders := 0
+	for ch, ps := range posted {
+		byText := map[string][]slackfake.Message{}
+		for _, p := range ps {
+			if slackPlaceholder(p) {
+				placeholders++
+				continue
+			}
+			for line := range strings.SplitSeq(slackBlockText(p), "\n") {
+				if strings.HasPrefix(line, "echo: ") {
+					byText[line] = append(byText[line], p)
+				}
 			}
 		}
-		doubled += max(0, len(posted)-want)
+		answers[ch] = byText
 	}
-	if lost+doubled > 0 {
-		b.Fatalf("%d lost, %d doubled", lost, doubled)
+	lat := make([]time.Duration, 0, len(acks))
+	lost, doubled := 0, 0
+	for i, a := range acks {
+		got := answers[load.channels[i]]["echo: "+load.texts[i]]
+		switch {
+		case len(got) == 0:
+			lost++
+			continue
+		case len(got) > 1:
+			doubled += len(got) - 1
+		}
+		want := ""
+		if threads {
+			want = a.TS
+		}
+		if got[0].ThreadTS != want {
+			b.Fatalf("the answer to %q is in thread %q, want %q", load.texts[i], got[0].ThreadTS, want)
+		}
+		lat = append(lat, got[0].At.Sub(time.Unix(0, a.At)))
 	}
-	r.stop()
-	n := float64(messages)
-	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64((cpuTime(ru1)-cpuTime(ru0)).Microseconds())/1000/n, "cpu-ms/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(0, "ns/op")
+	// Posts beyond one per message are doubles even when they show no answer of this load.
+	want := map[string]int{}
+	for _, ch := range load.channels {
+		want[ch]++
+	}
+	for ch, ps := range posted {
+		doubled += max(0, len(ps)-want[ch]-placeholdersIn(ps))
+	}
+	shown := map[string]string{} // channel/thread → its latest status
+	for _, s := range statuses {
+		shown[s.Channel+"/"+s.ThreadTS] = s.Status
+	}
+	left := 0
+	for _, s := range shown {
+		if s != "" {
+			left++
+		}
+	}
+	b.ReportMetric(float64(len(statuses))/float64(len(load.texts)), "status-calls/msg")
+	if lost+doubled+placeholders+left > 0 || len(acks) != len(load.texts) {
+		b.Fatalf("%d lost, %d doubled, %d placeholders and %d thread statuses left behind (%d of %d pushed)",
+			lost, doubled, placeholders, left, len(acks), len(load.texts))
+	}
+	return lat
+}
+
+func placeholdersIn(ps []slackfake.Message) int {
+	n := 0
+	for _, p := range ps {
+		if slackPlaceholder(p) {
+			n++
+		}
+	}
+	return n
 }

@@ -98,9 +98,17 @@ func (s *Server) remember(m Msg) {
 // PushMessage delivers a "message" event for m over Socket Mode and returns the message's ts
 // and the envelope id.
 func (s *Server) PushMessage(m Msg) (ts, envelope string) {
+	cb, ts := s.MessageCallback(m)
+	return ts, s.Send("events_api", cb)
+}
+
+// MessageCallback is the event_callback of a "message" event for m (defaults filled in, the
+// message kept in its channel's history), to Send over Socket Mode or DeliverEvent over HTTP;
+// it returns the message's ts with it.
+func (s *Server) MessageCallback(m Msg) (callback map[string]any, ts string) {
 	s.fill(&m)
 	s.remember(m)
-	return m.TS, s.Send("events_api", s.Callback(m.event("message")))
+	return s.Callback(m.event("message")), m.TS
 }
 
 // PushMention delivers an "app_mention" event for m (the text should hold <@BotUserID>).
@@ -114,11 +122,18 @@ func (s *Server) PushMention(m Msg) (ts, envelope string) {
 // app_mention and a message event, same channel and ts, different event ids. It returns the
 // ts and both envelope ids.
 func (s *Server) PushMentionPair(m Msg) (ts string, envelopes [2]string) {
+	cbs, ts := s.MentionPairCallbacks(m)
+	envelopes[0] = s.Send("events_api", cbs[0])
+	envelopes[1] = s.Send("events_api", cbs[1])
+	return ts, envelopes
+}
+
+// MentionPairCallbacks are the two event_callbacks Slack sends for one channel post that
+// mentions the bot (app_mention, then message; see PushMentionPair), with the message's ts.
+func (s *Server) MentionPairCallbacks(m Msg) (callbacks [2]map[string]any, ts string) {
 	s.fill(&m)
 	s.remember(m)
-	envelopes[0] = s.Send("events_api", s.Callback(m.event("app_mention")))
-	envelopes[1] = s.Send("events_api", s.Callback(m.event("message")))
-	return m.TS, envelopes
+	return [2]map[string]any{s.Callback(m.event("app_mention")), s.Callback(m.event("message"))}, m.TS
 }
 
 // Mention is the mrkdwn that mentions the bot.

@@ -26,6 +26,8 @@ type Message struct {
 	Streaming, Streamed bool
 	Markdown            string
 	Appends             int
+	// At is when the message was posted.
+	At time.Time
 }
 
 // Ephemeral is a chat.postEphemeral call: visible to User only.
@@ -207,7 +209,7 @@ func postMessage(s *Server, p map[string]string) (map[string]any, *apiErr) {
 		return nil, e
 	}
 	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID, Text: p["text"],
-		Blocks: p["blocks"], UnfurlLinks: p["unfurl_links"], UnfurlMedia: p["unfurl_media"]}
+		Blocks: p["blocks"], UnfurlLinks: p["unfurl_links"], UnfurlMedia: p["unfurl_media"], At: time.Now()}
 	s.addMessageLocked(m)
 	return map[string]any{"channel": ch, "ts": m.TS, "message": map[string]any{"text": m.Text, "ts": m.TS, "user": BotUserID, "bot_id": BotID}}, nil
 }
@@ -312,7 +314,7 @@ func startStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 		return nil, slackErr("missing_recipient_user_id")
 	}
 	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID,
-		Streaming: true, Streamed: true, Markdown: p["markdown_text"]}
+		Streaming: true, Streamed: true, Markdown: p["markdown_text"], At: time.Now()}
 	s.addMessageLocked(m)
 	return map[string]any{"channel": ch, "ts": m.TS}, nil
 }

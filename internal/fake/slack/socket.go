@@ -42,6 +42,7 @@ type socketState struct {
 	envs     map[string]*Envelope
 	order    []*Envelope
 	acks     []Ack
+	acked    int // envelopes acknowledged
 	rr       int
 	seq      int
 	ping     time.Duration
@@ -201,8 +202,9 @@ func (st *socketState) ack(a Ack) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.acks = append(st.acks, a)
-	if e := st.envs[a.EnvelopeID]; e != nil {
+	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked {
 		e.Acked = true
+		st.acked++
 	}
 	if t := st.timers[a.EnvelopeID]; t != nil {
 		t.Stop()
@@ -333,6 +335,13 @@ func (s *Server) Acked(id string) bool {
 	defer s.sock.mu.Unlock()
 	e := s.sock.envs[id]
 	return e != nil && e.Acked
+}
+
+// Unacked is the number of envelopes sent or pending that were not acknowledged.
+func (s *Server) Unacked() int {
+	s.sock.mu.Lock()
+	defer s.sock.mu.Unlock()
+	return len(s.sock.envs) - s.sock.acked
 }
 
 // Acks returns every ack received, in order.

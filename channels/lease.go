@@ -118,7 +118,7 @@ func RunLeased(ctx context.Context, o LeaseOptions, lead func(ctx context.Contex
 				log.Info("intake lease held by another process: standing by", "retry_every", o.retryEvery())
 			}
 		}
-		if sleepCtx(ctx, o.retryEvery()) != nil {
+		if Sleep(ctx, o.retryEvery()) != nil {
 			return
 		}
 	}
@@ -192,8 +192,12 @@ func release(o LeaseOptions, log *slog.Logger) {
 	}
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (then it returns ctx's error); d ≤ 0 returns at once. It is
+// the wait of every adapter's retry and backoff.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

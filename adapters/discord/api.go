@@ -166,30 +166,16 @@ func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo
 			}
 			waited += rl.RetryAfter
 			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter)
-			if err := sleepCtx(ctx, rl.RetryAfter); err != nil {
+			if err := channels.Sleep(ctx, rl.RetryAfter); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		case apiStatus(err) >= 500 && fivexx < 2:
 			fivexx++
-			if err := sleepCtx(ctx, time.Duration(fivexx)*250*time.Millisecond); err != nil {
+			if err := channels.Sleep(ctx, time.Duration(fivexx)*250*time.Millisecond); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		default:
 			return err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -400,7 +400,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		go func() {
 			defer c.wg.Done()
 			defer running.Done()
-			if sleepCtx(life, g.delay) != nil {
+			if channels.Sleep(life, g.delay) != nil {
 				ready <- life.Err()
 				return
 			}

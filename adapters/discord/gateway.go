@@ -151,7 +151,7 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 			backoff = g.c.cfg.ReconnectMin
 		}
 		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "shard", g.shardID, "err", err, "in", backoff)
-		if sleepCtx(ctx, backoff) != nil {
+		if channels.Sleep(ctx, backoff) != nil {
 			return
 		}
 		if !healthy {
@@ -360,7 +360,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 			g.forget()
 			// Discord asks for a pause of 1–5 s before identifying again.
-			if err := sleepCtx(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+			if err := channels.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
 				return healthy, err
 			}
 			if err := identify(); errors.Is(err, errFatal) {

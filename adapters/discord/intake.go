@@ -119,7 +119,7 @@ func (c *Channel) handOver(ctx context.Context, in channels.Inbound) bool {
 				"conv", in.Conv.String(), "err", err)
 			return false
 		}
-		if sleepCtx(ctx, wait) != nil {
+		if channels.Sleep(ctx, wait) != nil {
 			return false
 		}
 		wait *= 2

@@ -178,21 +178,6 @@ func (c *Channel) malformed(kind string, err error) {
 	}
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 var _ slog.LogValuer = Config{}
 
 // postMessage posts p with chat.postMessage and returns its ts. It is the one Web API call made

@@ -312,7 +312,7 @@ func New(cfg Config) (*Channel, error) {
 		redact: newRedactor(cfg.BotToken, cfg.AppToken, cfg.SigningSecret, cfg.ClientSecret),
 		log:    cfg.Logger,
 		now:    time.Now,
-		sleep:  sleepCtx,
+		sleep:  channels.Sleep,
 		pacer:  newPacer(paceEvery, paceBurst),
 
 		ackDeadline: interactionAckDeadline,

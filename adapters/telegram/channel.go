@@ -222,7 +222,7 @@ func New(cfg Config) (*Channel, error) {
 		gate:       newConvGate(),
 		pacer:      newPacer(),
 		edits:      newEditThrottle(time.Second, 3*time.Second),
-		sleep:      sleepCtx,
+		sleep:      channels.Sleep,
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,
 	}

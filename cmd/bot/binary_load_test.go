@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
 )
@@ -197,38 +193,10 @@ func (p *botProcess) resetPeak() {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
 }
 
-func (p *botProcess) peak() int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func (p *botProcess) peak() int64 { return vmHWM(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)) }
 
-// redisReads is the Redis server's total_reads_processed.
-func redisReads(b *testing.B) int64 {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	defer c.Close()
-	info, err := c.Info(context.Background(), "stats").Result()
-	if err != nil {
-		b.Fatalf("redis INFO stats: %v", err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_reads_processed:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+// redisReads is the Redis server's total_reads_processed: about one per round trip.
+func redisReads(b *testing.B) int64 { return int64(redisInfo(b, "stats", "total_reads_processed")) }
 
 func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	b.StopTimer()

@@ -361,55 +361,53 @@ func peakRSS() int64 {
 
 // peakRSSOf reads VmHWM from /proc/self/status, falling back to ru's maxrss.
 func peakRSSOf(ru syscall.Rusage) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				return kb << 10
-			}
-		}
+	if n := vmHWM("/proc/self/status"); n > 0 {
+		return n
 	}
 	return ru.Maxrss << 10
 }
 
-// redisMemory is the Redis server's used_memory in bytes.
-func redisMemory(b *testing.B) int64 {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	defer c.Close()
-	info, err := c.Info(context.Background(), "memory").Result()
+// vmHWM is the peak RSS in bytes that the /proc/<pid>/status file at path reports, or 0.
+func vmHWM(path string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
-		b.Fatalf("redis INFO memory: %v", err)
+		return 0
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
 		}
 	}
 	return 0
 }
 
-// redisCPU is the Redis server's used CPU (user + system), in seconds.
-func redisCPU(b *testing.B) float64 {
+// redisInfo sums the fields of the test Redis's INFO section.
+func redisInfo(b *testing.B, section string, fields ...string) float64 {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer c.Close()
-	info, err := c.Info(context.Background(), "cpu").Result()
+	info, err := c.Info(context.Background(), section).Result()
 	if err != nil {
-		b.Fatalf("redis INFO cpu: %v", err)
+		b.Fatalf("redis INFO %s: %v", section, err)
 	}
 	var total float64
 	for _, line := range strings.Split(info, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+		if ok && slices.Contains(fields, k) {
 			f, _ := strconv.ParseFloat(v, 64)
 			total += f
 		}
 	}
 	return total
 }
+
+// redisMemory is the Redis server's used_memory in bytes.
+func redisMemory(b *testing.B) int64 { return int64(redisInfo(b, "memory", "used_memory")) }
+
+// redisCPU is the Redis server's used CPU (user + system), in seconds.
+func redisCPU(b *testing.B) float64 { return redisInfo(b, "cpu", "used_cpu_user", "used_cpu_sys") }
 
 // roundTrips counts the app's Redis round trips (a pipeline is one).
 // With by set, it also counts them by the first switchboard function on the stack.

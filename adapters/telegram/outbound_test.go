@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,6 +202,25 @@ func TestRateLimitStormIsWaitedOutWithNothingLost(t *testing.T) {
 	defer mu.Unlock()
 	if len(waits) != 4 || waits[0] != 2*time.Second {
 		t.Fatalf("waits = %v, want four of 2s", waits)
+	}
+}
+
+// TestTypingNeverWaitsOutARateLimit proves the typing signal makes one attempt: a 429 (however
+// long its retry_after) is returned at once, not waited out, so the receipt of a message — the
+// router sends typing inside the update's hand-over — is never held up by a rate-limit storm.
+func TestTypingNeverWaitsOutARateLimit(t *testing.T) {
+	h := start(t, nil)
+	h.fake.RateLimitStorm("sendChatAction", 3, 30)
+	err := h.ch.Typing(context.Background(), channels.Target{Conv: privateConv(42)})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != http.StatusTooManyRequests {
+		t.Fatalf("Typing = %v, want the 429 at once", err)
+	}
+	if n := h.fake.Count("sendChatAction"); n != 1 {
+		t.Errorf("%d sendChatAction calls, want 1: typing is never retried", n)
+	}
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: "still sends"}); err != nil {
+		t.Errorf("Send after the typing storm: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"html"
 	"strconv"
 	"strings"
+	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -284,9 +285,17 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	if to.Conv.Thread != "" {
 		params["message_thread_id"] = to.Conv.Thread
 	}
-	_, err = c.call(ctx, "sendChatAction", params, true)
+	// A signal, not a message: one attempt of at most typingTimeout, never a wait for a 429's
+	// retry_after. The router sends it at receipt, inside the hand-over of the update, so a
+	// waiting typing call would hold the intake up in a rate-limit storm.
+	ctx, cancel := context.WithTimeout(ctx, typingTimeout)
+	defer cancel()
+	_, err = c.callOnce(ctx, "sendChatAction", params)
 	return err
 }
+
+// typingTimeout bounds one typing signal.
+const typingTimeout = 2 * time.Second
 
 // maxNotice is the longest callback answer text Telegram shows.
 const maxNotice = 200

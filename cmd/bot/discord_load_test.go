@@ -122,6 +122,7 @@ func runDiscordLoad(b *testing.B, w discordLoadSpec) {
 	peak := peakRSS()
 	redisUsed := redisCPU(b) - redisCPU0
 	lat := verifyDiscordLoad(b, fakes.discordPosted(w.chats), load, acks)
+	reportRunAvg(b, r)
 	r.stop()
 
 	n := float64(w.messages)

@@ -56,6 +56,13 @@ func BenchmarkBinary(b *testing.B) {
 			}
 		})
 	}
+	for _, w := range discordWorkloads {
+		b.Run("discord_"+w.name, func(b *testing.B) {
+			for range b.N {
+				runBinaryDiscordLoad(b, bin, w)
+			}
+		})
+	}
 }
 
 type binarySpec struct {
@@ -295,6 +302,50 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 
 	n := float64(w.messages)
 	b.Logf("1 bot process, defaults except: %s", binarySlackOverrides)
+	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// binaryDiscordOverrides are the settings the Discord binary runs change from the defaults.
+const binaryDiscordOverrides = "discord.token, discord.api_url, llm.* (the fakes); " +
+	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); no pacing setting exists for Discord"
+
+// runBinaryDiscordLoad is runBinaryLoad for a Discord workload: one `bot run` on the child's
+// fake Discord.
+func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
+	b.StopTimer()
+	fakes := startLoadFakes(b)
+	prefix := uniquePrefix()
+	b.Cleanup(func() { cleanRedis(b, prefix) })
+	bot := startBots(b, bin, 1, fakes, prefix, []string{
+		"BOT_DISCORD__TOKEN=" + fakes.hello.DiscordToken, "BOT_DISCORD__API_URL=" + fakes.hello.DiscordURL,
+	})[0]
+	load := newDiscordLoad(w)
+	prepareDiscordLoad(fakes, w)
+
+	bot.resetPeak()
+	fakes.resetPeak()
+	cpu0 := bot.cpu(b)
+	redisCPU0, reads0 := redisCPU(b), redisReads(b)
+	b.StartTimer()
+	began := time.Now()
+	acks := driveDiscordLoad(fakes, w, load)
+	elapsed := time.Since(began)
+	b.StopTimer()
+
+	botCPU, peak := bot.cpu(b)-cpu0, bot.peak()
+	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	lat := verifyDiscordLoad(b, fakes.discordPosted(w.chats), load, acks)
+	bot.stop(b)
+
+	n := float64(w.messages)
+	b.Logf("1 bot process, defaults except: %s", binaryDiscordOverrides)
 	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")

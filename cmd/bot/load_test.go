@@ -160,11 +160,7 @@ func runLoad(b *testing.B, w loadSpec) {
 	}
 
 	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), d.msgs)
-	var hist dto.Metric
-	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
-		h := hist.GetHistogram()
-		b.ReportMetric(h.GetSampleSum()*1000/float64(h.GetSampleCount()), "run-avg-ms")
-	}
+	reportRunAvg(b, r)
 	r.stop()
 
 	n := float64(w.messages)
@@ -198,6 +194,15 @@ func runLoad(b *testing.B, w loadSpec) {
 	b.ReportMetric(0, "ns/op")
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// reportRunAvg reports the answered runs' mean duration (run-avg-ms), from the app's metrics.
+func reportRunAvg(b *testing.B, r *running) {
+	var hist dto.Metric
+	if err := r.metrics.runDuration.WithLabelValues("answered").(prometheus.Metric).Write(&hist); err == nil && hist.GetHistogram().GetSampleCount() > 0 {
+		h := hist.GetHistogram()
+		b.ReportMetric(h.GetSampleSum()*1000/float64(h.GetSampleCount()), "run-avg-ms")
 	}
 }
 

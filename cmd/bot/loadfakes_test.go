@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
@@ -53,6 +54,9 @@ type loadFakesHello struct {
 	SlackBotToken      string `json:"slack_bot_token"`
 	SlackAppToken      string `json:"slack_app_token"`
 	SlackSigningSecret string `json:"slack_signing_secret"`
+	// The fake Discord's base URL (REST and gateway discovery) and bot token.
+	DiscordURL   string `json:"discord_url"`
+	DiscordToken string `json:"discord_token"`
 }
 
 // loadPushed is one pushed message as the child queued it.
@@ -61,6 +65,8 @@ type loadPushed struct {
 	At int64 `json:"at"` // Unix ns, taken just before the update was queued
 	// TS is a Slack message's ts (Slack pushes only).
 	TS string `json:"ts,omitempty"`
+	// MsgID is a Discord message's id (Discord pushes only).
+	MsgID string `json:"msg_id,omitempty"`
 }
 
 // loadUsage is a process's CPU and peak RSS.
@@ -76,6 +82,8 @@ func serveLoadFakes() int {
 	defer tg.Close()
 	sl := slackfake.Start()
 	defer sl.Close()
+	dc := discordfake.Start()
+	defer dc.Close()
 	model := modelserver.Start()
 	defer model.Close()
 	tg.SetRecording(false)
@@ -87,12 +95,13 @@ func serveLoadFakes() int {
 		fmt.Fprintln(os.Stderr, "load fakes: listen:", err)
 		return 1
 	}
-	s := &loadFakesServer{tg: tg, sl: sl}
+	s := &loadFakesServer{tg: tg, sl: sl, dc: dc}
 	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	_ = json.NewEncoder(os.Stdout).Encode(loadFakesHello{
 		TelegramURL: tg.URL(), Token: tg.Token(), ModelURL: model.BaseURL(), ControlURL: "http://" + ln.Addr().String(),
 		SlackAPIURL: sl.APIURL(), SlackBotToken: sl.BotToken(), SlackAppToken: sl.AppToken(), SlackSigningSecret: sl.SigningSecret(),
+		DiscordURL: dc.URL(), DiscordToken: dc.Token(),
 	})
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = srv.Close()
@@ -104,6 +113,10 @@ func serveLoadFakes() int {
 type loadFakesServer struct {
 	tg *telegramfake.Server
 	sl *slackfake.Server
+	dc *discordfake.Server
+	// dcMu guards dcDMs, the Discord load's DM channels by index (discordLoadChannels).
+	dcMu  sync.Mutex
+	dcDMs []string
 
 	// tgHook plays Telegram's webhook deliveries, slHook Slack's Events API deliveries.
 	tgHook, slHook deliverers
@@ -226,6 +239,20 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 				}
 				return true
 			}
+		case "discord-connected":
+			cond = s.dc.Connected
+		case "discord-posted":
+			cond = func() bool { return s.dc.Count(http.MethodPost, discordfake.RouteMessages) >= n }
+		case "discord-answered":
+			dms := s.discordDMs(chats)
+			cond = func() bool {
+				for c, ch := range dms {
+					if !discordAnswered(s.dc, ch, n/chats+boolInt(c < n%chats)) {
+						return false
+					}
+				}
+				return true
+			}
 		default:
 			http.Error(w, "unknown condition", http.StatusBadRequest)
 			return
@@ -270,6 +297,7 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 	m.HandleFunc("GET /slack/statuses", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(s.sl.Statuses())
 	})
+	s.discordRoutes(m)
 	m.HandleFunc("GET /usage", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(selfUsage())
 	})

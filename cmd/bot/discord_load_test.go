@@ -1,0 +1,281 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/config"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+)
+
+// BenchmarkDiscordEndToEnd measures the whole pipeline over Discord — MESSAGE_CREATE dispatches
+// from the fake Discord's gateway into the real adapter (discordgo), the router, the Redis queue
+// (real Redis), workers, the lead chain calling the fake model (0 ms), delivery posting each
+// answer with POST /channels/{id}/messages. Each DM channel is a conversation. Run it alone:
+//
+//	go test -run '^$' -bench DiscordEndToEnd -benchtime=1x ./cmd/bot/
+//
+// As in BenchmarkTelegramEndToEnd the fakes run in a child process (see loadfakes_test.go), so
+// this process is the bot: bot-cpu-ms/msg and peak-rss-MB are the bot's alone, fakes-cpu-ms/msg
+// the child's. It reports msgs/s end to end, Redis round trips and Redis CPU per message,
+// receipt → first visible reply p50/p99, and the bot's allocations per message and GC cycles.
+// Every workload then checks that each message got exactly one reply showing its answer and no
+// placeholder was left behind.
+func BenchmarkDiscordEndToEnd(b *testing.B) {
+	for _, w := range discordWorkloads {
+		b.Run(w.name, func(b *testing.B) {
+			for range b.N {
+				runDiscordLoad(b, w)
+			}
+		})
+	}
+}
+
+// discordLoadSpec is one Discord workload: messages spread round-robin over chats DMs (each
+// with its own user), dispatched at once.
+type discordLoadSpec struct {
+	name            string
+	messages, chats int
+}
+
+var discordWorkloads = []discordLoadSpec{
+	{name: "dm_2000msgs_200chats", messages: 2000, chats: 200},
+	{name: "dm_2000msgs_2000chats", messages: 2000, chats: 2000},
+}
+
+// discordLoadOverrides are the settings the Discord load runs change from the defaults. The
+// Discord adapter has no pacing of its own (discordgo follows the X-RateLimit headers, which the
+// fake never exhausts), so there is none to turn off.
+const discordLoadOverrides = "discord.token, discord.api_url, llm.base_url, redis.url, redis.prefix (the fakes, the test Redis); " +
+	"no pacing setting exists for Discord"
+
+// discordLoad is one workload's messages, in push order: message i is texts[i] in DM chats[i].
+type discordLoad struct {
+	chats []int
+	texts []string
+}
+
+func newDiscordLoad(w discordLoadSpec) discordLoad {
+	l := discordLoad{chats: make([]int, w.messages), texts: make([]string, w.messages)}
+	for i := range w.messages {
+		l.chats[i] = i % w.chats
+		l.texts[i] = fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
+	}
+	return l
+}
+
+func runDiscordLoad(b *testing.B, w discordLoadSpec) {
+	b.StopTimer()
+	fakes := startLoadFakes(b)
+	e := newE2E(b, func(c *config.Config) {
+		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
+		c.Telegram.Token = ""
+		c.Discord.Token, c.Discord.APIURL = fakes.hello.DiscordToken, fakes.hello.DiscordURL
+		c.LLM.BaseURL = fakes.hello.ModelURL
+		// newE2E's test settings (short lease, debug logs) give way to the defaults.
+		d := config.Default()
+		c.Runs, c.Log = d.Runs, d.Log
+	})
+	r := e.start()
+	trips := &roundTrips{}
+	if os.Getenv("SB_LOAD_TRIPS") != "" {
+		trips.by = map[string]int{} // attribution costs a stack walk per command
+	}
+	r.core.redis.AddHook(trips)
+	load := newDiscordLoad(w)
+	prepareDiscordLoad(fakes, w)
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS(b)
+	fakes.resetPeak()
+	redisCPU0 := redisCPU(b)
+	var ru0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	fakes0 := fakes.usage()
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+
+	b.StartTimer()
+	began := time.Now()
+	acks := driveDiscordLoad(fakes, w, load)
+	elapsed := time.Since(began)
+	b.StopTimer()
+
+	var ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	fakes1 := fakes.usage()
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
+	botCPU := cpuTime(ru1) - cpuTime(ru0)
+	fakesCPU := fakes1.CPU - fakes0.CPU
+	peak := peakRSS()
+	redisUsed := redisCPU(b) - redisCPU0
+	lat := verifyDiscordLoad(b, fakes.discordPosted(w.chats), load, acks)
+	reportRunAvg(b, r)
+	r.stop()
+
+	n := float64(w.messages)
+	b.Logf("defaults except: %s", discordLoadOverrides)
+	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
+	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/n, "bot-alloc-KB/msg")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "bot-allocs/msg")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "bot-gcs")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+	if trips.by != nil {
+		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
+	}
+}
+
+// prepareDiscordLoad waits until the bot holds a gateway session (a dispatch before it would be
+// lost) and has the child create the workload's DM channels, both before the clock starts.
+func prepareDiscordLoad(fakes *loadFakes, w discordLoadSpec) {
+	fakes.wait("discord-connected", 0, 0, 0, 30*time.Second)
+	fakes.discordDMs(w.chats)
+}
+
+// driveDiscordLoad dispatches the workload's messages through the child's gateway and waits
+// until every DM shows all its answers.
+func driveDiscordLoad(fakes *loadFakes, w discordLoadSpec, load discordLoad) []loadPushed {
+	acks := fakes.pushDiscord(load.chats, load.texts)
+	fakes.wait("discord-posted", w.messages, 0, 0, 5*time.Minute)
+	fakes.wait("discord-answered", w.messages, w.chats, 0, 30*time.Second)
+	return acks
+}
+
+// verifyDiscordLoad checks every message got exactly one bot message replying to it (its
+// message_reference) and showing its answer, with no placeholder left and no other bot message
+// posted; it returns each message's receipt → first visible reply.
+func verifyDiscordLoad(b *testing.B, posted map[int][]discordfake.Message, load discordLoad, acks []loadPushed) []time.Duration {
+	b.Helper()
+	replies := map[string][]discordfake.Message{} // user message id → the bot's replies to it
+	placeholders, total := 0, 0
+	for _, ps := range posted {
+		for _, p := range ps {
+			total++
+			if isDiscordPlaceholder(p) {
+				placeholders++
+			}
+			replies[p.ReplyTo] = append(replies[p.ReplyTo], p)
+		}
+	}
+	lat := make([]time.Duration, 0, len(acks))
+	lost, doubled := 0, 0
+	for i, a := range acks {
+		got := replies[a.MsgID]
+		switch {
+		case len(got) == 0 || !strings.Contains(got[0].Text(), "echo: "+load.texts[i]):
+			lost++
+			continue
+		case len(got) > 1:
+			doubled += len(got) - 1
+		}
+		lat = append(lat, got[0].CreatedAt.Sub(time.Unix(0, a.At)))
+	}
+	// Bot messages beyond one per message are doubles even when they reply to none of the load's.
+	doubled += max(0, total-len(acks)-lost-doubled)
+	if lost+doubled+placeholders > 0 || len(acks) != len(load.texts) {
+		b.Fatalf("%d lost, %d doubled, %d placeholders left behind (%d of %d pushed)",
+			lost, doubled, placeholders, len(acks), len(load.texts))
+	}
+	return lat
+}
+
+// discordLoadUser is the user of the c-th load DM.
+func discordLoadUser(c int) discordfake.User {
+	return discordfake.User{ID: fmt.Sprintf("42%016d", c), Username: fmt.Sprintf("load%d", c)}
+}
+
+// discordDMs returns the child's first n load DM channels, creating those missing; DM c is with
+// discordLoadUser(c).
+func (s *loadFakesServer) discordDMs(n int) []string {
+	s.dcMu.Lock()
+	defer s.dcMu.Unlock()
+	for c := len(s.dcDMs); c < n; c++ {
+		s.dcDMs = append(s.dcDMs, s.dc.DM(discordLoadUser(c).ID))
+	}
+	return slices.Clone(s.dcDMs[:n])
+}
+
+// discordRoutes adds the child's Discord control endpoints to m.
+func (s *loadFakesServer) discordRoutes(m *http.ServeMux) {
+	// POST /discord/dms?n=chats creates the first n load DMs (if missing).
+	m.HandleFunc("POST /discord/dms", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		s.discordDMs(n)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	// POST /discord/push {"chats":[..],"texts":[..]} → []loadPushed: texts[i] posted by
+	// discordLoadUser(chats[i]) in its DM, each dispatched as MESSAGE_CREATE over the gateway.
+	m.HandleFunc("POST /discord/push", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Chats []int    `json:"chats"`
+			Texts []string `json:"texts"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Chats) != len(req.Texts) {
+			http.Error(w, "bad push", http.StatusBadRequest)
+			return
+		}
+		dms := s.discordDMs(slices.Max(append([]int{-1}, req.Chats...)) + 1)
+		out := make([]loadPushed, len(req.Texts))
+		for i, text := range req.Texts {
+			at := time.Now()
+			id := s.dc.Post(discordfake.UserMessage{Channel: dms[req.Chats[i]], Author: discordLoadUser(req.Chats[i]), Content: text})
+			out[i] = loadPushed{MsgID: id, At: at.UnixNano()}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	// GET /discord/posted?chats=n → map load DM index → what the bot posted there.
+	m.HandleFunc("GET /discord/posted", func(w http.ResponseWriter, r *http.Request) {
+		chats, _ := strconv.Atoi(r.URL.Query().Get("chats"))
+		out := make(map[int][]discordfake.Message, chats)
+		for c, ch := range s.discordDMs(chats) {
+			out[c] = s.dc.PostedByBot(ch)
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+}
+
+// discordDMs has the child create the first n load DMs.
+func (f *loadFakes) discordDMs(n int) {
+	f.tb.Helper()
+	if code := f.call(http.MethodPost, fmt.Sprintf("/discord/dms?n=%d", n), nil, nil); code != http.StatusNoContent {
+		f.tb.Fatalf("load fakes: discord dms answered %d", code)
+	}
+}
+
+// pushDiscord dispatches texts[i] from discordLoadUser(chats[i]) in its DM over the gateway.
+func (f *loadFakes) pushDiscord(chats []int, texts []string) []loadPushed {
+	f.tb.Helper()
+	var out []loadPushed
+	in := map[string]any{"chats": chats, "texts": texts}
+	if code := f.call(http.MethodPost, "/discord/push", in, &out); code != http.StatusOK {
+		f.tb.Fatalf("load fakes: discord push answered %d", code)
+	}
+	return out
+}
+
+// discordPosted returns what the bot posted in each of the first chats load DMs.
+func (f *loadFakes) discordPosted(chats int) map[int][]discordfake.Message {
+	out := map[int][]discordfake.Message{}
+	f.call(http.MethodGet, fmt.Sprintf("/discord/posted?chats=%d", chats), nil, &out)
+	return out
+}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,13 +30,7 @@ func client(s *slackfake.Server) *slack.Client {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, what, cond)
 }
 
 func TestWebAPIThroughSlackGo(t *testing.T) {

@@ -409,6 +409,9 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	})
 	switch {
 	case err != nil:
+		// The platform has the message and Redis has no record of it: the one way a replay of
+		// this run posts it a second time. Counted, so an operator sees how often it can happen.
+		d.m.OutboundError(ref.Conv.Platform, "unrecorded")
 		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,6 +34,28 @@ func TestFinalRecordedThroughAShortOutage(t *testing.T) {
 	h.deliver(h.delivery(h.ch), attempt(2, "7", final(run, "the answer"))...) // a replay elsewhere
 	if s := h.ch.sent(); len(s) != 1 {
 		t.Errorf("the answer was posted %d times, want once", len(s))
+	}
+}
+
+// TestUnrecordedSendIsCountedAsAPossibleDouble proves a message the platform accepted but whose
+// record Redis never took — the one case in which a replay posts it twice — is counted
+// (outbound errors of kind "unrecorded", switchboard_outbound_errors_total).
+func TestUnrecordedSendIsCountedAsAPossibleDouble(t *testing.T) {
+	c := realRedis(t)
+	faults := &faultHook{}
+	c.AddHook(faults)
+	h := &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}),
+		ch: newFakeChannel("test"), metrics: newCountMetrics()}
+	d := h.delivery(h.ch, func(o *DeliveryOptions) { o.MaxRetryWait = 200 * time.Millisecond })
+	run := runs.NewRunID()
+	faults.downFor(1000) // Redis stays away past the record's retries
+	h.deliver(d, attempt(1, "7", final(run, "the answer"))...)
+	faults.downFor(0) // and is back for the test's cleanup
+	if s := h.ch.sent(); len(s) != 1 {
+		t.Fatalf("sent %d messages, want the answer once", len(s))
+	}
+	if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/unrecorded"); n != 1 {
+		t.Errorf("unrecorded sends counted %d, want 1", n)
 	}
 }
 

@@ -218,27 +218,12 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 		}
 	}
 
-	for _, p := range bots {
-		p.resetPeak()
-	}
 	fakes.resetPeak()
-	cpu0 := make([]time.Duration, len(bots))
-	for i, p := range bots {
-		cpu0[i] = p.cpu(b)
-	}
-	redisCPU0, reads0 := redisCPU(b), redisReads(b)
-
+	m := startMeter(b, bots)
 	b.StartTimer()
 	d := driveLoad(fakes, w.loadSpec, strings.Join(hooks, ","))
 	b.StopTimer()
-
-	var botCPU time.Duration
-	var peak int64
-	for i, p := range bots {
-		botCPU += p.cpu(b) - cpu0[i]
-		peak = max(peak, p.peak())
-	}
-	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	m.stop(b)
 	if w.webhook {
 		if n := fakes.webhookFailures(); n > 0 {
 			b.Errorf("%d webhook deliveries failed", n)
@@ -249,18 +234,63 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 		p.stop(b)
 	}
 
-	n := float64(w.messages)
+	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)
+	var elapsed time.Duration
 	if w.rate == 0 {
-		b.ReportMetric(n/d.elapsed.Seconds(), "msgs/s")
+		elapsed = d.elapsed
 		if !w.webhook {
-			b.ReportMetric(n/d.intake.Seconds(), "intake-msgs/s")
+			b.ReportMetric(float64(w.messages)/d.intake.Seconds(), "intake-msgs/s")
 		}
 	}
-	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)
-	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
-	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
+	m.report(b, w.messages, elapsed, lat)
+}
+
+// meter measures the bot processes and the Redis server over a workload: CPU per message
+// (/proc/<pid>/stat, summed over the processes), the largest peak RSS (VmHWM, reset at the
+// start), Redis CPU and reads per message.
+type meter struct {
+	bots             []*botProcess
+	cpu0, cpu        []time.Duration
+	redisCPU0, redis float64
+	reads0, reads    int64
+	peak             int64
+}
+
+// startMeter resets the processes' peak RSS and takes the figures the workload starts from.
+func startMeter(b *testing.B, bots []*botProcess) *meter {
+	m := &meter{bots: bots, redisCPU0: redisCPU(b), reads0: redisReads(b)}
+	for _, p := range bots {
+		p.resetPeak()
+		m.cpu0 = append(m.cpu0, p.cpu(b))
+	}
+	return m
+}
+
+// stop takes the figures the workload ends at (before the checks, which cost CPU too, and
+// before the processes exit).
+func (m *meter) stop(b *testing.B) {
+	for _, p := range m.bots {
+		m.cpu = append(m.cpu, p.cpu(b))
+		m.peak = max(m.peak, p.peak()) // read while the process lives
+	}
+	m.redis, m.reads = redisCPU(b), redisReads(b)
+}
+
+// report reports the figures per message of n messages, msgs/s over elapsed when it is not zero
+// (a paced workload has no throughput), and the first-reply latencies lat.
+func (m *meter) report(b *testing.B, messages int, elapsed time.Duration, lat []time.Duration) {
+	n := float64(messages)
+	var cpu time.Duration
+	for i := range m.bots {
+		cpu += m.cpu[i] - m.cpu0[i]
+	}
+	if elapsed > 0 {
+		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(m.peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric((m.redis-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(m.reads-m.reads0)/n, "redis-reads/msg")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
 	b.ReportMetric(0, "ns/op")
@@ -285,31 +315,19 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 	}
 	load := newSlackLoad(w)
 
-	bot.resetPeak()
 	fakes.resetPeak()
-	cpu0 := bot.cpu(b)
-	redisCPU0, reads0 := redisCPU(b), redisReads(b)
+	m := startMeter(b, []*botProcess{bot})
 	b.StartTimer()
 	began := time.Now()
 	acks := driveSlackLoad(fakes, w, load, events)
 	elapsed := time.Since(began)
 	b.StopTimer()
-
-	botCPU, peak := bot.cpu(b)-cpu0, bot.peak()
-	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	m.stop(b)
 	lat := checkSlackLoad(b, fakes, w, load, acks)
 	bot.stop(b)
 
-	n := float64(w.messages)
 	b.Logf("1 bot process, defaults except: %s", binarySlackOverrides)
-	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
-	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
-	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
-	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
-	b.ReportMetric(0, "ns/op")
+	m.report(b, w.messages, elapsed, lat)
 }
 
 // binaryDiscordOverrides are the settings the Discord binary runs change from the defaults.
@@ -329,29 +347,17 @@ func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
 	load := newDiscordLoad(w)
 	prepareDiscordLoad(fakes, w)
 
-	bot.resetPeak()
 	fakes.resetPeak()
-	cpu0 := bot.cpu(b)
-	redisCPU0, reads0 := redisCPU(b), redisReads(b)
+	m := startMeter(b, []*botProcess{bot})
 	b.StartTimer()
 	began := time.Now()
 	acks := driveDiscordLoad(fakes, w, load)
 	elapsed := time.Since(began)
 	b.StopTimer()
-
-	botCPU, peak := bot.cpu(b)-cpu0, bot.peak()
-	redisUsed, reads := redisCPU(b)-redisCPU0, redisReads(b)-reads0
+	m.stop(b)
 	lat := verifyDiscordLoad(b, fakes.discordPosted(w.chats), load, acks)
 	bot.stop(b)
 
-	n := float64(w.messages)
 	b.Logf("1 bot process, defaults except: %s", binaryDiscordOverrides)
-	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
-	b.ReportMetric(float64(reads)/n, "redis-reads/msg")
-	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
-	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
-	b.ReportMetric(0, "ns/op")
+	m.report(b, w.messages, elapsed, lat)
 }

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,51 +92,20 @@ func runDiscordLoad(b *testing.B, w discordLoadSpec) {
 	load := newDiscordLoad(w)
 	prepareDiscordLoad(fakes, w)
 
-	runtime.GC()
-	debug.FreeOSMemory()
-	resetPeakRSS(b)
-	fakes.resetPeak()
-	redisCPU0 := redisCPU(b)
-	var ru0 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	fakes0 := fakes.usage()
-	var ms0 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-
+	m := startSelfMeter(b, fakes)
 	b.StartTimer()
 	began := time.Now()
 	acks := driveDiscordLoad(fakes, w, load)
 	elapsed := time.Since(began)
 	b.StopTimer()
-
-	var ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	fakes1 := fakes.usage()
-	var ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms1)
-	botCPU := cpuTime(ru1) - cpuTime(ru0)
-	fakesCPU := fakes1.CPU - fakes0.CPU
-	peak := peakRSS()
-	redisUsed := redisCPU(b) - redisCPU0
+	m.stop(b)
 	lat := verifyDiscordLoad(b, fakes.discordPosted(w.chats), load, acks)
 	reportRunAvg(b, r)
 	r.stop()
 
 	n := float64(w.messages)
 	b.Logf("defaults except: %s", discordLoadOverrides)
-	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
-	b.ReportMetric(float64(botCPU.Microseconds())/1000/n, "bot-cpu-ms/msg")
-	b.ReportMetric(float64(fakesCPU.Microseconds())/1000/n, "fakes-cpu-ms/msg")
-	b.ReportMetric(redisUsed*1000/n, "redis-cpu-ms/msg")
-	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
-	b.ReportMetric(float64(fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
-	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/n, "bot-alloc-KB/msg")
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/n, "bot-allocs/msg")
-	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC), "bot-gcs")
-	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
-	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
-	b.ReportMetric(0, "ns/op")
+	m.report(b, w.messages, elapsed, lat, trips)
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
 	}

@@ -350,6 +350,61 @@ func cpuTime(ru syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// selfMeter measures this process (the bot, its fakes in the child) over a workload: CPU
+// (getrusage), peak RSS (VmHWM, reset at the start), allocations and GC cycles; the fakes' CPU
+// and peak RSS; and the Redis server's CPU.
+type selfMeter struct {
+	fakes               *loadFakes
+	ru0, ru1            syscall.Rusage
+	fakes0, fakes1      loadUsage
+	ms0, ms1            runtime.MemStats
+	redisCPU0, redisCPU float64
+	peak                int64
+}
+
+// startSelfMeter settles the heap, resets the peaks and takes the figures the workload starts
+// from.
+func startSelfMeter(b *testing.B, fakes *loadFakes) *selfMeter {
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS(b)
+	fakes.resetPeak()
+	m := &selfMeter{fakes: fakes, redisCPU0: redisCPU(b)}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &m.ru0)
+	m.fakes0 = fakes.usage()
+	runtime.ReadMemStats(&m.ms0)
+	return m
+}
+
+// stop takes the figures the workload ends at, before its checks (which cost CPU too).
+func (m *selfMeter) stop(b *testing.B) {
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &m.ru1)
+	m.fakes1 = m.fakes.usage()
+	runtime.ReadMemStats(&m.ms1)
+	m.peak = peakRSS()
+	m.redisCPU = redisCPU(b)
+}
+
+// report reports msgs/s over elapsed and the figures per message of messages, with the
+// first-reply latencies lat and trips' Redis round trips.
+func (m *selfMeter) report(b *testing.B, messages int, elapsed time.Duration, lat []time.Duration, trips *roundTrips) {
+	n := float64(messages)
+	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64((cpuTime(m.ru1)-cpuTime(m.ru0)).Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64((m.fakes1.CPU-m.fakes0.CPU).Microseconds())/1000/n, "fakes-cpu-ms/msg")
+	b.ReportMetric((m.redisCPU-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64(trips.n.Load())/n, "redis-roundtrips/msg")
+	b.ReportMetric(float64(m.peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(m.fakes1.Peak)/(1<<20), "fakes-peak-rss-MB")
+	// Allocation and GC counts move far less with the machine's load than CPU time does.
+	b.ReportMetric(float64(m.ms1.TotalAlloc-m.ms0.TotalAlloc)/1024/n, "bot-alloc-KB/msg")
+	b.ReportMetric(float64(m.ms1.Mallocs-m.ms0.Mallocs)/n, "bot-allocs/msg")
+	b.ReportMetric(float64(m.ms1.NumGC-m.ms0.NumGC), "bot-gcs")
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
 // resetPeakRSS resets this process's VmHWM to its current RSS (Linux: clear_refs 5).
 func resetPeakRSS(b *testing.B) {
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {

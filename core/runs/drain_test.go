@@ -54,18 +54,7 @@ func TestDrainOnShutdown(t *testing.T) {
 	t.Run("past the deadline runs are cancelled and their leases released", func(t *testing.T) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 		q := newQueue(t, c, func(o *Options) { o.Lease = 10 * time.Second }) // takeover must not wait for expiry
-		started := make(chan struct{})
-		p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
-			close(started)
-			<-ctx.Done()
-			return "", ctx.Err()
-		}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		p, started := startBlockingPool(t, q)
 		env := signedEnv(q.opt.Signer, testConv(2), "slow")
 		mustEnqueue(t, q, env)
 		<-started
@@ -137,18 +126,7 @@ func TestShutdownHandsRunsBackAtOnce(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	c := realRedis(t)
 	q := newQueue(t, c, func(o *Options) { o.Lease = 10 * time.Second }) // a takeover by expiry would take a lease
-	started := make(chan struct{})
-	a, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
-		close(started)
-		<-ctx.Done() // longer than any drain
-		return "", ctx.Err()
-	}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	a, started := startBlockingPool(t, q)
 	long := signedEnv(q.opt.Signer, testConv(1), "a long run")
 	mustEnqueue(t, q, long)
 	<-started
@@ -208,18 +186,7 @@ func TestHandBacksAreNotFailedAttempts(t *testing.T) {
 	env := signedEnv(q.opt.Signer, testConv(4), "through a rolling restart")
 	mustEnqueue(t, q, env)
 	for i := range 3 {
-		started := make(chan struct{})
-		p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
-			close(started)
-			<-ctx.Done()
-			return "", ctx.Err()
-		}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		p, started := startBlockingPool(t, q)
 		<-started
 		if err := p.HandBack(context.Background()); err != nil {
 			t.Fatalf("hand-back %d: %v", i+1, err)
@@ -239,4 +206,23 @@ func TestHandBacksAreNotFailedAttempts(t *testing.T) {
 	if rec.count(env.RunID) != 1 || attempt != 4 {
 		t.Errorf("handled %d times at attempt %d, want once at attempt 4", rec.count(env.RunID), attempt)
 	}
+}
+
+// startBlockingPool starts a pool of q whose handler runs until its context ends — longer than
+// any drain — and closes started when it begins its one run.
+func startBlockingPool(t *testing.T, q *Queue) (*Pool, <-chan struct{}) {
+	t.Helper()
+	started := make(chan struct{})
+	p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+		close(started)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p, started
 }

@@ -17,10 +17,10 @@ const module = "github.com/switchboard-bot/switchboard/"
 
 // allowed are the project packages an adapter's code may import: channels, render and the
 // conversation vocabulary. Tests may also use the platform fakes, the fake model and the test
-// helper that waits on a condition.
+// helper that waits on a condition and the concurrent log buffer.
 var allowed = []string{"channels", "render", "core/conv"}
 
-var allowedInTests = []string{"internal/fake/", "internal/poll"}
+var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf"}
 
 // forbidden are outside packages no adapter may import, whatever reaches it transitively.
 var forbidden = []string{"github.com/redis/go-redis", "github.com/alicebob/miniredis"}

@@ -1,12 +1,13 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/logbuf"
 
 	"go.uber.org/goleak"
 
@@ -18,22 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = logbuf.Buffer
 
 // recorder is a Handler that records what it is handed.
 type recorder struct {

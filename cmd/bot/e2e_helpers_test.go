@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/logbuf"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -28,22 +29,7 @@ const testRedisURL = "redis://127.0.0.1:6379/0"
 const testSigningKey = "e2e-signing-key-0123456789abcdef"
 
 // syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = logbuf.Buffer
 
 // uniquePrefix is a Redis key prefix no other test or run uses.
 func uniquePrefix() string {

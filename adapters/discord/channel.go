@@ -142,6 +142,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Channel is the Discord channel. Create it with New; all methods are safe for concurrent use.
 type Channel struct {
+	typing *channels.TypingSignals // typing signals, sent off the caller's path
 	cfg    Config
 	s      *discordgo.Session
 	redact redactor
@@ -266,6 +267,8 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()
+	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, Logger: cfg.Logger,
+		Now: func() time.Time { return c.now() }})
 	return c, nil
 }
 
@@ -444,6 +447,7 @@ func (c *Channel) Stop(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 	}
+	c.typing.Close()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
 	select {

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/poll"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -216,12 +217,23 @@ func TestErrorsAreClassified(t *testing.T) {
 func TestTypingGoesToTheConversationsChannel(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	k := dmConv(h)
-	if err := h.ch.Typing(context.Background(), channels.Target{Conv: k}); err != nil {
+	for range 3 {
+		if err := h.ch.Typing(context.Background(), channels.Target{Conv: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, "the typing call", func() bool { return h.fk.Count("POST", discordfake.RouteTyping) == 1 })
+	// Still showing: not sent again until a message ends it.
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "answer"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.fk.Count("POST", discordfake.RouteTyping); n != 1 {
-		t.Errorf("%d typing calls", n)
+		t.Errorf("%d typing calls, want 1 while it shows", n)
 	}
+	if err := h.ch.Typing(context.Background(), channels.Target{Conv: k}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "a second typing call after the message", func() bool { return h.fk.Count("POST", discordfake.RouteTyping) == 2 })
 }
 
 func TestSplitContent(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -215,6 +216,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		if err != nil {
 			return ref, c.cardRefused(m, err)
 		}
+		if i == 0 {
+			c.typing.Sent(to.Conv.String()) // Discord's "typing…" ends with a message
+		}
 		ref.IDs = append(ref.IDs, id)
 	}
 	return ref, nil
@@ -322,11 +326,26 @@ func (c *Channel) deleteOne(ctx context.Context, chID, id string) error {
 
 // Typing shows "typing…" in the conversation's channel or thread (about 10 s).
 func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
-	chID, err := c.threads.channelFor(ctx, to.Conv)
-	if err != nil {
-		return err
+	if to.Conv.Chat == "" {
+		return errors.New("discord: conversation without a channel")
 	}
-	return c.call(ctx, "typing", func(opts ...discordgo.RequestOption) error {
-		return c.s.ChannelTyping(chID, opts...)
+	// A signal, not a message: sent off the caller's path (the router signals inside the
+	// hand-over of a message), once while it still shows (a message ends it), within typingTimeout.
+	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
+		chID, err := c.threads.channelFor(ctx, to.Conv)
+		if err != nil {
+			return err
+		}
+		return c.call(ctx, "typing", func(opts ...discordgo.RequestOption) error {
+			return c.s.ChannelTyping(chID, opts...)
+		})
 	})
+	return nil
 }
+
+// typingTimeout bounds one typing signal; typingLasts is a little less than the 10 s Discord
+// shows one.
+const (
+	typingTimeout = 5 * time.Second
+	typingLasts   = 8 * time.Second
+)

@@ -145,6 +145,7 @@ type Channel struct {
 	answered   sync.Map // callback query id → struct{}, while its update is being handled
 	pacer      *pacer
 	edits      *editThrottle
+	typing     *channels.TypingSignals
 	sleep      func(ctx context.Context, d time.Duration) error
 	now        func() time.Time
 	pollTimout time.Duration
@@ -226,6 +227,8 @@ func New(cfg Config) (*Channel, error) {
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,
 	}
+	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, Logger: cfg.Logger,
+		Now: func() time.Time { return c.now() }})
 	return c, nil
 }
 
@@ -394,9 +397,13 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 	}
 }
 
-// Stop stops intake as StopIntake does; the channel holds no other connection. Safe to call more
-// than once.
-func (c *Channel) Stop(ctx context.Context) error { return c.StopIntake(ctx) }
+// Stop stops intake as StopIntake does and the typing signals still being sent; the channel
+// holds no other connection. Safe to call more than once.
+func (c *Channel) Stop(ctx context.Context) error {
+	err := c.StopIntake(ctx)
+	c.typing.Close()
+	return err
+}
 
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("telegram: not receiving")

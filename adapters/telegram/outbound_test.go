@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+	"github.com/switchboard-bot/switchboard/internal/poll"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -205,22 +205,46 @@ func TestRateLimitStormIsWaitedOutWithNothingLost(t *testing.T) {
 	}
 }
 
-// TestTypingNeverWaitsOutARateLimit proves the typing signal makes one attempt: a 429 (however
-// long its retry_after) is returned at once, not waited out, so the receipt of a message — the
-// router sends typing inside the update's hand-over — is never held up by a rate-limit storm.
+// TestTypingNeverWaitsOutARateLimit proves the typing signal never holds its caller up and makes
+// one attempt: Typing returns before the platform answers, and a 429 (however long its
+// retry_after) is not waited out or retried, so the receipt of a message — the router sends typing
+// inside the update's hand-over — is never held up by a rate-limit storm.
 func TestTypingNeverWaitsOutARateLimit(t *testing.T) {
 	h := start(t, nil)
 	h.fake.RateLimitStorm("sendChatAction", 3, 30)
-	err := h.ch.Typing(context.Background(), channels.Target{Conv: privateConv(42)})
-	var ae *APIError
-	if !errors.As(err, &ae) || ae.Code != http.StatusTooManyRequests {
-		t.Fatalf("Typing = %v, want the 429 at once", err)
+	if err := h.ch.Typing(context.Background(), channels.Target{Conv: privateConv(42)}); err != nil {
+		t.Fatalf("Typing = %v, want nil: the signal is sent off the caller's path", err)
+	}
+	poll.Until(t, "the one sendChatAction call", func() bool { return h.fake.Count("sendChatAction") == 1 })
+	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: "still sends"}); err != nil {
+		t.Errorf("Send after the typing storm: %v", err)
 	}
 	if n := h.fake.Count("sendChatAction"); n != 1 {
 		t.Errorf("%d sendChatAction calls, want 1: typing is never retried", n)
 	}
-	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: "still sends"}); err != nil {
-		t.Errorf("Send after the typing storm: %v", err)
+}
+
+// TestTypingSentOncePerShowing: a signal still showing in the chat is not sent again; a message
+// posted there ends it, so the next one goes out.
+func TestTypingSentOncePerShowing(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	to := channels.Target{Conv: privateConv(42)}
+	for range 5 {
+		if err := h.ch.Typing(ctx, to); err != nil {
+			t.Fatalf("Typing: %v", err)
+		}
+	}
+	poll.Until(t, "one typing action", func() bool { return h.fake.ChatActions(42, "typing") == 1 })
+	if _, err := h.ch.Send(ctx, to, channels.Message{Text: "answer"}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := h.ch.Typing(ctx, to); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	poll.Until(t, "a second typing action after the answer", func() bool { return h.fake.ChatActions(42, "typing") == 2 })
+	if n := h.fake.ChatActions(43, "typing"); n != 0 {
+		t.Fatalf("typing in another chat: %d", n)
 	}
 }
 
@@ -252,9 +276,7 @@ func TestTypingAndCommandsAreSentOnlyWhenNeeded(t *testing.T) {
 	if err := h.ch.Typing(ctx, channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "-100777", Thread: "55"}}); err != nil {
 		t.Fatalf("Typing: %v", err)
 	}
-	if n := h.fake.ChatActions(-100777, "typing"); n != 1 {
-		t.Fatalf("typing actions = %d", n)
-	}
+	poll.Until(t, "the typing action", func() bool { return h.fake.ChatActions(-100777, "typing") == 1 })
 	cmds := []channels.CommandSpec{{Name: "/new", Description: "Start over"}, {Name: "help", Description: "Help"}, {Name: "deadletters", AdminOnly: true}}
 	for range 2 {
 		if err := h.ch.RegisterCommands(ctx, cmds); err != nil {

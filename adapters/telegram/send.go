@@ -89,6 +89,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		if err != nil {
 			return ref, err
 		}
+		if i == 0 {
+			c.typing.Sent(to.Conv.String()) // Telegram's "typing…" ends with a message
+		}
 		ref.IDs = append(ref.IDs, id)
 	}
 	return ref, nil
@@ -285,17 +288,22 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	if to.Conv.Thread != "" {
 		params["message_thread_id"] = to.Conv.Thread
 	}
-	// A signal, not a message: one attempt of at most typingTimeout, never a wait for a 429's
-	// retry_after. The router sends it at receipt, inside the hand-over of the update, so a
-	// waiting typing call would hold the intake up in a rate-limit storm.
-	ctx, cancel := context.WithTimeout(ctx, typingTimeout)
-	defer cancel()
-	_, err = c.callOnce(ctx, "sendChatAction", params)
-	return err
+	// A signal, not a message: sent off the caller's path (the router signals inside an update's
+	// hand-over), once while it still shows, in one attempt of at most typingTimeout, never
+	// waiting for a 429's retry_after — so a rate-limit storm never holds the intake up.
+	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
+		_, err := c.callOnce(ctx, "sendChatAction", params)
+		return err
+	})
+	return nil
 }
 
-// typingTimeout bounds one typing signal.
-const typingTimeout = 2 * time.Second
+// typingTimeout bounds one typing signal; typingLasts is a little less than the 5 s Telegram
+// shows one.
+const (
+	typingTimeout = 2 * time.Second
+	typingLasts   = 4 * time.Second
+)
 
 // maxNotice is the longest callback answer text Telegram shows.
 const maxNotice = 200

@@ -90,6 +90,7 @@ Exit status: 2 when the configuration is wrong, 1 when Redis, a platform or the 
 			if cfg == nil {
 				return code
 			}
+			defer startGCFloor(inv.environ, defaultGCFloor)()
 			return report(serve(ctx, cfg, inv.stderr), inv.stderr)
 		},
 	},

@@ -77,6 +77,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Offsets keeps the polling offset across restarts; default an in-memory store.
 	Offsets OffsetStore
+	// Inbox, when set, keeps each fetched batch of updates durable in one write before it is
+	// confirmed (the next getUpdates), so that taking updates in never waits on their hand-over;
+	// the batches are handed over from memory in order, and what a stopped or dead poller left
+	// in it is handed over by the next one first. Shared like Offsets under a Lease.
+	Inbox Inbox
 	// Lease, when set, makes polling exclusive among the processes sharing it (Telegram serves
 	// one getUpdates per bot at a time): the process holding the lease "telegram:<bot id>"
 	// polls, from the offset in Offsets; the others stand by — they still send — and one takes

@@ -56,7 +56,8 @@ const allowedUpdates = `["message","callback_query"]`
 
 // poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
-// the batch is done. A Handler error holds the offset at the earliest update not handed over and
+// the batch is done. With an Inbox, each batch is instead kept there in one write and confirmed
+// by the next poll at once, while the hand-over follows from memory (see intake). A Handler error holds the offset at the earliest update not handed over and
 // the loop polls again after a backoff (100 ms doubling up to refusalMaxWait, 1 s), so that update
 // and its conversation's later ones are retried. Errors of getUpdates back off from 100 ms to
 // 30 s; a 429 waits retry_after; a 409 Conflict (another process polls the bot, or a webhook is
@@ -86,6 +87,15 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			c.cfg.Logger.Info("telegram: polling recovered", "failures", failures)
 		}
 		failures, conflicted = 0, false
+	}
+	var in *intake
+	if c.cfg.Inbox != nil {
+		in = c.startIntake(ctx)
+		defer in.stop()
+		var ok bool
+		if offset, ok = in.resume(ctx, offset); !ok {
+			return
+		}
 	}
 	timeout := strconv.Itoa(max(1, int(c.pollTimout/time.Second)))
 	for ctx.Err() == nil {
@@ -124,11 +134,19 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			continue
 		}
 		c.lastPoll.Store(c.now().UnixNano())
-		next, herr := c.handleBatch(ctx, batch, offset)
+		var next int64
+		var herr error
+		if in != nil {
+			next, herr = in.take(ctx, batch, offset)
+		} else {
+			next, herr = c.handleBatch(ctx, batch, offset)
+		}
 		moved := next != offset
 		if moved {
 			offset = next
-			c.saveOffset(offset)
+			if in == nil {
+				c.saveOffset(offset)
+			}
 		}
 		if herr != nil {
 			if ctx.Err() != nil {

@@ -96,6 +96,10 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			// Telegram serves one poller per bot: the processes sharing this Redis take turns
 			// through a lease; the offset above lets each poller go on where the last stopped.
 			tcfg.Lease = redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}
+			// Each fetched batch is kept in one XADD and confirmed by the next poll at once; the
+			// hand-over to the router follows (a new poller first hands over what was kept).
+			tcfg.Inbox = redisInbox{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:inbox:" + botID(cfg.Telegram.Token),
+				offsets: tcfg.Offsets.(redisOffsets), log: log.With("channel", "telegram")}
 			tcfg.LeaseOwner = a.core.queue.Options().Consumer
 			tcfg.OnLease = a.onLease("telegram")
 		}

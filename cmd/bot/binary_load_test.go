@@ -38,6 +38,9 @@ func BenchmarkBinary(b *testing.B) {
 	for _, w := range []binarySpec{
 		{loadSpec: loadSpec{name: "2000msgs_200chats", messages: 2000, chats: 200}, procs: 1},
 		{loadSpec: loadSpec{name: "2000msgs_2000chats", messages: 2000, chats: 2000}, procs: 1},
+		// Intake's own speed: the model answers after 250 ms, so the workers mostly wait and the
+		// burst of 5,000 updates is taken in (kept and confirmed) ahead of its runs.
+		{loadSpec: loadSpec{name: "intake_5000msgs_5000chats_model250ms", messages: 5000, chats: 5000, modelLatency: 250 * time.Millisecond}, procs: 1},
 		{loadSpec: loadSpec{name: "paced100ps_500msgs_200chats", messages: 500, chats: 200, rate: 100}, procs: 1},
 		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true}, procs: 1},
 		// Telegram lets one process poll a bot, so several share the load by webhook.
@@ -127,6 +130,11 @@ func startBots(b *testing.B, bin string, n int, fakes *loadFakes, prefix string,
 			"BOT_REDIS__URL=" + testRedisURL, "BOT_REDIS__PREFIX=" + prefix, "BOT_AUTH__SIGNING_KEYS=" + testSigningKey,
 			"BOT_HTTP__ADDR=" + p.addr,
 		}, platformEnv...)
+		// SB_LOAD_BOT_ENV adds settings to every bot process, for experiments (GOGC=100,
+		// GODEBUG=gctrace=1); the figures of notes are taken without it.
+		if x := os.Getenv("SB_LOAD_BOT_ENV"); x != "" {
+			env = append(env, strings.Fields(x)...)
+		}
 		logf, err := os.Create(p.log)
 		if err != nil {
 			b.Fatal(err)
@@ -175,6 +183,11 @@ func (p *botProcess) stop(b *testing.B) {
 	if err := p.cmd.Wait(); err != nil {
 		b.Errorf("bot run at %s did not exit cleanly after SIGTERM: %v\n%s", p.addr, err, p.tail())
 	}
+	// SB_LOAD_BOT_LOGDIR keeps each bot process's log there (its name is the temporary one's).
+	if d := os.Getenv("SB_LOAD_BOT_LOGDIR"); d != "" {
+		body, _ := os.ReadFile(p.log)
+		_ = os.WriteFile(filepath.Join(d, filepath.Base(p.log)), body, 0o644)
+	}
 }
 
 func (p *botProcess) tail() string {
@@ -207,7 +220,7 @@ func redisReads(b *testing.B) int64 { return int64(redisInfo(b, "stats", "total_
 
 func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, w.modelLatency)
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
 	bots := startBots(b, bin, w.procs, fakes, prefix, telegramEnv(fakes, w.webhook))

@@ -78,6 +78,8 @@ type loadSpec struct {
 	// history turns are stored in each chat's thread before the load; historyTurns, when set,
 	// overrides runs.history_turns.
 	history, historyTurns int
+	// modelLatency makes the fake model wait that long before each answer.
+	modelLatency time.Duration
 }
 
 // webhookConnections is how many deliveries Telegram keeps in flight to a webhook by default

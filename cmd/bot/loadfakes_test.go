@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,10 @@ import (
 
 // loadFakesEnv, set in the environment, makes the test binary serve the fakes and nothing else.
 const loadFakesEnv = "SB_LOAD_FAKES_CHILD"
+
+// loadModelLatencyEnv, set for the child, makes the fake model wait that long (a Go duration)
+// before each answer: the intake workloads, where the model is slow and intake is the work.
+const loadModelLatencyEnv = "SB_LOAD_MODEL_LATENCY"
 
 func init() {
 	if os.Getenv(loadFakesEnv) == "" {
@@ -78,6 +83,13 @@ type loadUsage struct {
 // serveLoadFakes runs the child: it starts the fakes and the control API, prints their
 // addresses, and serves until its stdin closes (the parent ended).
 func serveLoadFakes() int {
+	// SB_LOAD_FAKES_CPUPROFILE names a file for the child's CPU profile: where the fakes' own
+	// CPU per message goes (go tool pprof FILE).
+	if path := os.Getenv("SB_LOAD_FAKES_CPUPROFILE"); path != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
 	tg := telegramfake.Start()
 	defer tg.Close()
 	sl := slackfake.Start()
@@ -90,6 +102,13 @@ func serveLoadFakes() int {
 	sl.SetRecording(false)
 	model.SetRecording(false)
 	model.SetFunc(echoModel)
+	if d, err := time.ParseDuration(os.Getenv(loadModelLatencyEnv)); err == nil && d > 0 {
+		model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+			reply := echoModel(r)
+			reply.Latency = d
+			return reply
+		})
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load fakes: listen:", err)
@@ -416,12 +435,21 @@ type loadFakes struct {
 // startLoadFakes starts the child and waits for its addresses; it is ended when tb ends.
 func startLoadFakes(tb testing.TB) *loadFakes {
 	tb.Helper()
+	return startLoadFakesWith(tb, 0)
+}
+
+// startLoadFakesWith starts the fakes with the model answering after modelLatency.
+func startLoadFakesWith(tb testing.TB, modelLatency time.Duration) *loadFakes {
+	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatalf("load fakes: own executable: %v", err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), loadFakesEnv+"=1")
+	if modelLatency > 0 {
+		cmd.Env = append(cmd.Env, loadModelLatencyEnv+"="+modelLatency.String())
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

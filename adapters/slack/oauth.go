@@ -22,7 +22,7 @@ const DefaultAuthorizeURL = "https://slack.com/oauth/v2/authorize"
 
 // DefaultScopes are the bot scopes an install asks for: what this adapter reads and calls.
 var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-	"chat:write", "assistant:write", "commands", "files:read"}
+	"chat:write", "assistant:write", "commands", "files:read", "files:write"}
 
 // stateTTL is how long an install link stays usable.
 const stateTTL = 10 * time.Minute

@@ -130,6 +130,9 @@ func (c *Channel) OAuthHandler() http.Handler {
 		}
 		c.teamClients.Delete(inst.Team)
 		c.revoked.Delete(inst.Team)
+		if inst.Enterprise != "" {
+			c.revoked.Delete(inst.Enterprise) // a workspace of an organization that uninstalled is served again
+		}
 		c.log.Info("slack: installed in a workspace", "team", inst.Team, "enterprise", inst.Enterprise)
 		name := resp.Team.Name
 		if resp.IsEnterpriseInstall {

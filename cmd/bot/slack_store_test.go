@@ -53,3 +53,49 @@ func TestRedisInstallations(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackInstallStoreDeletesAnEnterprise proves DeleteEnterprise on the real Redis: the
+// org-wide install saved under the enterprise and every workspace install of that enterprise
+// are deleted; installs of other workspaces and of another enterprise are kept, and so is an
+// install of the enterprise the store cannot read (saved under another signing key).
+func TestSlackInstallStoreDeletesAnEnterprise(t *testing.T) {
+	prefix := uniquePrefix()
+	t.Cleanup(func() { cleanRedis(t, prefix) })
+	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rc.Close()
+	ctx := context.Background()
+	store, err := newRedisInstallations(rc, prefix, []byte(testSigningKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := newRedisInstallations(rc, prefix, []byte("another-signing-key-0123456789ab"))
+	for _, inst := range []slackadapter.Installation{
+		{Team: "E1", Enterprise: "E1", BotToken: "xoxb-org"},
+		{Team: "T1", Enterprise: "E1", BotToken: "xoxb-grid-1"},
+		{Team: "T2", Enterprise: "E1", BotToken: "xoxb-grid-2"},
+		{Team: "T3", BotToken: "xoxb-alone"},
+		{Team: "T4", Enterprise: "E2", BotToken: "xoxb-other-org"},
+	} {
+		if err := store.SaveInstallation(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.SaveInstallation(ctx, slackadapter.Installation{Team: "T5", Enterprise: "E1", BotToken: "xoxb-unreadable"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.DeleteEnterprise(ctx, "E1"); err != nil {
+		t.Fatal(err)
+	}
+	for team, want := range map[string]bool{"E1": false, "T1": false, "T2": false, "T3": true, "T4": true, "T5": true} {
+		n, err := rc.Exists(ctx, prefix+"slack:install:"+team).Result()
+		if err != nil || (n == 1) != want {
+			t.Errorf("%s stored: %v (%v), want %v", team, n == 1, err, want)
+		}
+	}
+	if err := store.DeleteEnterprise(ctx, "E1"); err != nil {
+		t.Errorf("deleting an enterprise again: %v", err)
+	}
+	if err := store.DeleteEnterprise(ctx, ""); err == nil {
+		t.Error("an empty enterprise was accepted")
+	}
+}

@@ -82,7 +82,9 @@ func replayAnswer(t *testing.T, r *running, runID string, k conv.Key, replyTo, a
 func TestSlackLongAnswerReplayPostsNothingTwice(t *testing.T) {
 	answer, _ := longAnswer(200_000)
 	e := newSlackE2E(t, func(c *config.Config) { c.Runs.MaxAnswerMessages = 1 })
-	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Reply{Content: answer, ChunkSize: 4096} })
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096}
+	})
 	r := e.start()
 	root, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " tell me everything"})
 	waitFor(t, "the answer's file", 30*time.Second, func() bool { return len(e.sl.Uploads()) == 1 })
@@ -111,7 +113,9 @@ func TestSlackLongAnswerReplayPostsNothingTwice(t *testing.T) {
 func TestDiscordLongAnswerReplayPostsNothingTwice(t *testing.T) {
 	answer, _ := longAnswer(50_000)
 	e := newDiscordE2E(t, nil)
-	e.model.SetFunc(func(modelserver.Request) modelserver.Reply { return modelserver.Reply{Content: answer, ChunkSize: 4096} })
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096}
+	})
 	r := e.start()
 	guild := "700000000000000041"
 	ch := e.dc.Guild(guild)

@@ -635,19 +635,28 @@ func TestSlackReadyzFollowsInboundLife(t *testing.T) {
 	waitFor(t, "/readyz ready again", 10*time.Second, func() bool { return httpGet(t, readyz) == 200 })
 }
 
+// noFollow is an HTTP client that shows redirects instead of following them.
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// startSlackOAuthE2E starts the app with Slack's OAuth install configured and returns it with
+// the base URL of its listener, where the install and callback paths are served.
+func startSlackOAuthE2E(t *testing.T) (*slackE2E, string) {
+	t.Helper()
+	e := newSlackE2E(t, func(c *config.Config) {
+		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
+		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
+	})
+	r := e.start()
+	return e, "http://" + r.listener.Addr().String()
+}
+
 // TestSlackOAuthInstallInAnotherWorkspace proves the OAuth v2 install on the shared listener:
 // the install link redirects to Slack's authorize page with a signed state, the callback saves
 // the new workspace's bot token encrypted in Redis (the stored value does not hold it), a DM
 // from that workspace is answered with its own token, a replayed callback is refused, and
 // app_uninstalled deletes the token.
 func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
-	e := newSlackE2E(t, func(c *config.Config) {
-		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
-		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
-	})
-	r := e.start()
-	base := "http://" + r.listener.Addr().String()
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	e, base := startSlackOAuthE2E(t)
 	resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)
 	if err != nil {
 		t.Fatal(err)
@@ -703,13 +712,7 @@ func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
 // is_enterprise_install) deletes both stored tokens and drops the org's events, while another
 // workspace's token stays and its DMs are still answered.
 func TestSlackOrgWideUninstallDeletesEveryTokenOfTheOrg(t *testing.T) {
-	e := newSlackE2E(t, func(c *config.Config) {
-		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
-		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
-	})
-	r := e.start()
-	base := "http://" + r.listener.Addr().String()
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	e, base := startSlackOAuthE2E(t)
 	install := func(code string) {
 		t.Helper()
 		resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)

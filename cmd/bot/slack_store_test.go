@@ -10,19 +10,26 @@ import (
 	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
 )
 
-// TestRedisInstallations proves the install store on the real Redis: an install round-trips,
-// its stored value is ciphertext bound to its team (moved to another team's key it does not
-// decrypt), another signing key cannot read it, deletion forgets it, and a state is claimed once.
-func TestRedisInstallations(t *testing.T) {
+// newTestInstallStore is an install store on the real Redis under a fresh prefix, removed when
+// the test ends, with the client it uses and the prefix.
+func newTestInstallStore(t *testing.T) (*redisInstallations, *redis.Client, string) {
+	t.Helper()
 	prefix := uniquePrefix()
-	t.Cleanup(func() { cleanRedis(t, prefix) })
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	defer rc.Close()
-	ctx := context.Background()
+	t.Cleanup(func() { cleanRedis(t, prefix); rc.Close() })
 	store, err := newRedisInstallations(rc, prefix, []byte(testSigningKey))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store, rc, prefix
+}
+
+// TestRedisInstallations proves the install store on the real Redis: an install round-trips,
+// its stored value is ciphertext bound to its team (moved to another team's key it does not
+// decrypt), another signing key cannot read it, deletion forgets it, and a state is claimed once.
+func TestRedisInstallations(t *testing.T) {
+	store, rc, prefix := newTestInstallStore(t)
+	ctx := context.Background()
 	inst := slackadapter.Installation{Team: "T1", BotUserID: "UB", BotToken: "xoxb-secret-1", RefreshToken: "xoxe-r",
 		ExpiresAt: time.Now().Add(time.Hour).Truncate(time.Second)}
 	if err := store.SaveInstallation(ctx, inst); err != nil {
@@ -59,15 +66,8 @@ func TestRedisInstallations(t *testing.T) {
 // are deleted; installs of other workspaces and of another enterprise are kept, and so is an
 // install of the enterprise the store cannot read (saved under another signing key).
 func TestSlackInstallStoreDeletesAnEnterprise(t *testing.T) {
-	prefix := uniquePrefix()
-	t.Cleanup(func() { cleanRedis(t, prefix) })
-	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	defer rc.Close()
+	store, rc, prefix := newTestInstallStore(t)
 	ctx := context.Background()
-	store, err := newRedisInstallations(rc, prefix, []byte(testSigningKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	other, _ := newRedisInstallations(rc, prefix, []byte("another-signing-key-0123456789ab"))
 	for _, inst := range []slackadapter.Installation{
 		{Team: "E1", Enterprise: "E1", BotToken: "xoxb-org"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -183,4 +184,22 @@ func TestSendFileErrors(t *testing.T) {
 			t.Errorf("%d calls for an empty file", n)
 		}
 	})
+}
+
+// TestUploadErrorsHideTheUploadURL proves an HTTP client error on the byte upload — which quotes
+// the one-time upload URL — comes back without it, still wrapping what it wrapped.
+func TestUploadErrorsHideTheUploadURL(t *testing.T) {
+	const u = "https://files.slack.com/upload/v1/CwABAAAAXAoAAZnoSecretPart"
+	cause := &url.Error{Op: "Post", URL: u, Err: context.DeadlineExceeded}
+	err := hideUploadURL(cause, u)
+	if strings.Contains(err.Error(), "SecretPart") || !strings.Contains(err.Error(), "[upload URL]") {
+		t.Errorf("the error shows %q", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the error no longer wraps its cause: %v", err)
+	}
+	plain := errors.New("slack: upload_url: http_500")
+	if hideUploadURL(plain, u) != plain {
+		t.Error("an error without the URL was changed")
+	}
 }

@@ -51,10 +51,13 @@ func (f HandlerFunc) HandleInbound(ctx context.Context, ch Channel, in Inbound) 
 	return f(ctx, ch, in)
 }
 
-// FileSender can post a file into a conversation (Telegram sendDocument; Slack's file upload
-// and Discord's attachments fit it too). Delivery sends the rest of an answer too long for
-// DeliveryOptions.MaxAnswerMessages this way; caption is plain text, which the adapter may cut
-// to the platform's limit. The ref names the message that carries the file.
+// FileSender can post a file into a conversation (Telegram sendDocument, Slack's external
+// upload, a Discord message with an attachment). Delivery sends the rest of an answer too long
+// for DeliveryOptions.MaxAnswerMessages this way, to the answer's own target (its ReplyTo too):
+// an adapter refuses, with an error, a target a file cannot reach as the answer did (a Slack
+// answer only its asker sees), and delivery then sends the rest as messages there. caption is
+// plain text, which the adapter may cut to the platform's limit. The ref names the message that
+// carries the file (on Slack, the file).
 type FileSender interface {
 	SendFile(ctx context.Context, to Target, name string, data []byte, caption string) (MessageRef, error)
 }

@@ -97,12 +97,15 @@ func lineCuts(body string) []cut {
 }
 
 // sendRest sends the rest of a long answer as a file, once per run (StepFile); if the file
-// cannot be sent, the rest follows as messages instead, so nothing of the answer is lost.
+// cannot be sent, the rest follows as messages instead, so nothing of the answer is lost. The
+// file goes where the answer went (the run's ReplyTo too), so an adapter can refuse a target a
+// file cannot reach as the answer did — a Slack answer visible to one user only — and the rest
+// then follows as messages to that same target.
 func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest string) {
 	if c.fileSent || rest == "" {
 		return
 	}
-	to := Target{Conv: c.conv}
+	to := Target{Conv: c.conv, ReplyTo: c.replyTo}
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		var err error

@@ -16,6 +16,7 @@ type fileChannel struct {
 	*fakeChannel
 	mu    sync.Mutex
 	files []string
+	to    []Target
 	fail  bool
 }
 
@@ -30,6 +31,7 @@ func (f *fileChannel) Pages(m Message) (int, error) {
 func (f *fileChannel) SendFile(_ context.Context, to Target, name string, data []byte, caption string) (MessageRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.to = append(f.to, to)
 	if f.fail {
 		return MessageRef{}, errors.New("upload refused")
 	}
@@ -141,4 +143,33 @@ func TestLongAnswerFallsBackToMessages(t *testing.T) {
 			t.Error("the refused file was not counted")
 		}
 	})
+}
+
+// TestLongAnswerFileGoesWhereTheAnswerWent proves the file is sent to the answer's own target —
+// the conversation and the message answered — so an adapter can refuse a target a file cannot
+// reach like the answer did (a Slack answer only its asker sees), and that the rest then follows
+// as messages to that same target.
+func TestLongAnswerFileGoesWhereTheAnswerWent(t *testing.T) {
+	h := newDeliveryHarness(t)
+	h.ch.pieceLen = 600
+	ch := &fileChannel{fakeChannel: h.ch, fail: true}
+	opts := func(o *DeliveryOptions) { o.MaxAnswerMessages, o.PlaceholderAfter = 2, time.Hour }
+	answer, ps := paragraphs(80)
+	h.deliver(h.delivery(ch, opts), attempt(1, "msg-7", started("r1"), final("r1", answer))...)
+	ch.mu.Lock()
+	tried := append([]Target(nil), ch.to...)
+	ch.mu.Unlock()
+	if len(tried) != 1 || tried[0].ReplyTo != "msg-7" {
+		t.Fatalf("the file was sent to %+v, want the answer's target (replying to msg-7)", tried)
+	}
+	sends := h.ch.sent()
+	if len(sends) != 2 {
+		t.Fatalf("%d sends, want the head and the rest as text", len(sends))
+	}
+	for i, s := range sends {
+		if s.To != tried[0] {
+			t.Errorf("send %d went to %+v, want %+v", i, s.To, tried[0])
+		}
+	}
+	inOrderOnce(t, sends[0].Text+"\n"+sends[1].Text, ps)
 }

@@ -267,7 +267,9 @@ var keyDescriptions = map[string]string{
 		"sooner shows one message); 0 posts it at once. The typing signal goes out at receipt either way.",
 
 	"runs.max_answer_messages": "How many chat messages one answer may take. The rest of a longer answer is sent as a " +
-		"Markdown file (`answer.md`) where the platform takes files (Telegram), and as more messages where it does not.",
+		"Markdown file (`answer.md`): a Telegram document, a Slack file upload, a Discord attachment — and as more " +
+		"messages when the file is refused. A Slack message holds far more than the others (50 sections of 3,000 " +
+		"characters), so there a file starts only past about 140,000 characters a message.",
 
 	"subagents.max_depth":      "How deep subagents may nest; 0 disables subagents.",
 	"subagents.max_concurrent": "The most subagents running at once under one lead agent.",

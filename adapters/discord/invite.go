@@ -11,9 +11,10 @@ import (
 )
 
 // InvitePermissions are the permissions the invite asks for: View Channels, Send Messages, Embed
-// Links, Read Message History, Create Public Threads and Send Messages in Threads.
+// Links, Attach Files (the rest of a long answer), Read Message History, Create Public Threads
+// and Send Messages in Threads.
 const InvitePermissions = int64(discordgo.PermissionViewChannel | discordgo.PermissionSendMessages |
-	discordgo.PermissionEmbedLinks | discordgo.PermissionReadMessageHistory |
+	discordgo.PermissionEmbedLinks | discordgo.PermissionAttachFiles | discordgo.PermissionReadMessageHistory |
 	discordgo.PermissionCreatePublicThreads | discordgo.PermissionSendMessagesInThreads)
 
 // InviteURL is the OAuth2 URL that adds the application's bot to a server with the scopes bot

@@ -29,11 +29,36 @@ type callback struct {
 	EventID      string `json:"event_id"`
 	// Event is decoded with the callback, in the same pass.
 	Event *innerEvent `json:"event"`
-	// Authorizations name the installation the event is for: its bot user in that workspace.
+	// IsEnterpriseInstall marks an event for an org-wide install on Enterprise Grid (Slack
+	// says so here or on the authorization).
+	IsEnterpriseInstall bool `json:"is_enterprise_install"`
+	// Authorizations name the installation the event is for: its bot user in that workspace,
+	// and whether it is an org-wide install.
 	Authorizations []struct {
-		UserID string `json:"user_id"`
-		IsBot  bool   `json:"is_bot"`
+		UserID              string `json:"user_id"`
+		IsBot               bool   `json:"is_bot"`
+		EnterpriseID        string `json:"enterprise_id"`
+		IsEnterpriseInstall bool   `json:"is_enterprise_install"`
 	} `json:"authorizations"`
+}
+
+// orgWide returns the enterprise whose org-wide install (Enterprise Grid) the event is for, or
+// "" when it is for a workspace's own install.
+func (cb callback) orgWide() string {
+	ent := cb.EnterpriseID
+	install := cb.IsEnterpriseInstall
+	for _, a := range cb.Authorizations {
+		if a.IsEnterpriseInstall {
+			install = true
+			if ent == "" {
+				ent = a.EnterpriseID
+			}
+		}
+	}
+	if !install {
+		return ""
+	}
+	return ent
 }
 
 // innerEvent is the event of a callback: message, app_mention, app_uninstalled, tokens_revoked.
@@ -94,7 +119,8 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 	default:
 		return cb, ev, fmt.Errorf("%w: payload type %q", errMalformed, cb.Type)
 	}
-	if cb.TeamID == "" || cb.Event == nil {
+	// An org-wide install's events may name only the enterprise (its uninstall, for one).
+	if (cb.TeamID == "" && cb.EnterpriseID == "") || cb.Event == nil {
 		return cb, ev, fmt.Errorf("%w: event_callback without a team or an event", errMalformed)
 	}
 	ev = *cb.Event

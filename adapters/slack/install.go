@@ -43,6 +43,10 @@ type Installations interface {
 	SaveInstallation(ctx context.Context, inst Installation) error
 	// DeleteInstallation forgets the team's install (uninstall, revoked tokens).
 	DeleteInstallation(ctx context.Context, team string) error
+	// DeleteEnterprise forgets an Enterprise Grid organization's installs after its org-wide
+	// install was removed: the install saved under the enterprise id and every workspace
+	// install whose Enterprise it is.
+	DeleteEnterprise(ctx context.Context, enterprise string) error
 	// ClaimState marks an OAuth state nonce used; claimed is false when it was used before, so
 	// each state installs once.
 	ClaimState(ctx context.Context, nonce string, ttl time.Duration) (claimed bool, err error)
@@ -80,6 +84,18 @@ func (m *MemoryInstallations) DeleteInstallation(_ context.Context, team string)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.insts, team)
+	return nil
+}
+
+// DeleteEnterprise forgets the enterprise's org-wide install and its workspaces' installs.
+func (m *MemoryInstallations) DeleteEnterprise(_ context.Context, enterprise string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for team, inst := range m.insts {
+		if team == enterprise || inst.Enterprise == enterprise {
+			delete(m.insts, team)
+		}
+	}
 	return nil
 }
 
@@ -221,6 +237,24 @@ func (c *Channel) forgetInstall(ctx context.Context, team string) {
 	}
 	if err := c.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
 		c.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
+	}
+}
+
+// forgetEnterprise drops every install of an Enterprise Grid organization after its org-wide
+// install was removed: the cached clients of its workspaces (which used the org's token or
+// their own) and the stored installs.
+func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
+	c.teamClients.Range(func(team, v any) bool {
+		if inst := v.(*teamClient).inst; team == enterprise || inst.Team == enterprise || inst.Enterprise == enterprise {
+			c.teamClients.Delete(team)
+		}
+		return true
+	})
+	if c.cfg.Installations == nil {
+		return
+	}
+	if err := c.cfg.Installations.DeleteEnterprise(ctx, enterprise); err != nil {
+		c.log.Error("slack: deleting an uninstalled organization's tokens failed", "enterprise", enterprise, "err", err)
 	}
 }
 

@@ -49,7 +49,11 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 		in, kind := eventInbound(cb, ev, me, now)
 		switch kind {
 		case kindUninstall:
-			c.uninstalled(cb.TeamID, ev.Type)
+			if ent := cb.orgWide(); ent != "" {
+				c.uninstalledOrg(ent, ev.Type)
+			} else {
+				c.uninstalled(cb.TeamID, ev.Type)
+			}
 			return delivery{skip: true}, nil
 		case kindIgnore:
 			return delivery{skip: true}, nil
@@ -88,12 +92,16 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 	if h == nil {
 		return fmt.Errorf("slack: not started")
 	}
-	team := d.in.Conv.Workspace
-	if _, t, ok := strings.Cut(team, "/"); ok {
-		team = t
+	team, ent := d.in.Conv.Workspace, ""
+	if e, t, ok := strings.Cut(team, "/"); ok {
+		ent, team = e, t
 	}
 	if _, gone := c.revoked.Load(team); gone {
 		c.log.Info("slack: dropping an event of a workspace that uninstalled the app", "team", team)
+		return nil
+	}
+	if _, gone := c.revoked.Load(ent); gone && ent != "" {
+		c.log.Info("slack: dropping an event of an organization that uninstalled the app", "enterprise", ent, "team", team)
 		return nil
 	}
 	if d.assistant {
@@ -172,6 +180,18 @@ func truncateRunes(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// uninstalledOrg stops work for every workspace of an Enterprise Grid organization after
+// app_uninstalled or tokens_revoked for its org-wide install: every token stored under the
+// enterprise is deleted, and events of its workspaces are dropped until it installs again.
+func (c *Channel) uninstalledOrg(enterprise, why string) {
+	c.revoked.Store(enterprise, struct{}{})
+	c.forgetEnterprise(context.Background(), enterprise)
+	c.log.Warn("slack: the app lost its access to an organization; the events of its workspaces are dropped from now on", "enterprise", enterprise, "event", why)
+	if c.cfg.OnUninstall != nil {
+		c.cfg.OnUninstall(enterprise)
+	}
 }
 
 // uninstalled stops work for a workspace after app_uninstalled or tokens_revoked.

@@ -28,6 +28,8 @@ func TestDecodeCallbackMalformed(t *testing.T) {
 		{"event without type", `{"type":"event_callback","team_id":"T1","event":{"channel":"C1"}}`},
 		{"wrong field types", `{"type":"event_callback","team_id":"T1","event":{"type":"message","ts":12}}`},
 		{"files not a list", `{"type":"event_callback","team_id":"T1","event":{"type":"message","files":{}}}`},
+		{"authorizations not a list", `{"type":"event_callback","enterprise_id":"E1","event":{"type":"app_uninstalled"},"authorizations":{}}`},
+		{"is_enterprise_install not a bool", `{"type":"event_callback","enterprise_id":"E1","event":{"type":"app_uninstalled"},"is_enterprise_install":"yes"}`},
 		{"challenge missing", `{"type":"url_verification"}`},
 		{"huge", `{"type":"event_callback","team_id":"T1","event":{"type":"message","text":"` + strings.Repeat("x", maxPayloadBytes) + `"}}`},
 	}
@@ -219,6 +221,7 @@ func FuzzDecodeCallback(f *testing.F) {
 	f.Add([]byte(`{"type":"event_callback","team_id":"T1","event":{"type":"message","subtype":"message_changed","channel":"C1","message":{"text":"x"}}}`))
 	f.Add([]byte(`{"type":"url_verification","challenge":"c"}`))
 	f.Add([]byte(`{"type":"event_callback","team_id":"T1","event":{"type":"tokens_revoked","tokens":{"bot":["U1"]}}}`))
+	f.Add([]byte(`{"type":"event_callback","enterprise_id":"E1","event":{"type":"app_uninstalled"},"authorizations":[{"enterprise_id":"E1","team_id":null,"is_enterprise_install":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cb, ev, err := decodeCallback(data)
 		if err != nil {
@@ -226,6 +229,9 @@ func FuzzDecodeCallback(f *testing.F) {
 				t.Fatalf("error %v does not wrap errMalformed", err)
 			}
 			return
+		}
+		if ent := cb.orgWide(); ent != "" && ent != cb.EnterpriseID && cb.EnterpriseID != "" {
+			t.Fatalf("org-wide for %q, but the callback names enterprise %q", ent, cb.EnterpriseID)
 		}
 		in, kind := eventInbound(cb, ev, testSelf, time.Now())
 		if kind == kindMessage && (in.Conv.Chat == "" || in.EventID == "" || in.MessageID == "" || in.Conv.Platform != "slack") {

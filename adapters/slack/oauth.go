@@ -22,7 +22,7 @@ const DefaultAuthorizeURL = "https://slack.com/oauth/v2/authorize"
 
 // DefaultScopes are the bot scopes an install asks for: what this adapter reads and calls.
 var DefaultScopes = []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-	"chat:write", "assistant:write", "commands", "files:read"}
+	"chat:write", "assistant:write", "commands", "files:read", "files:write"}
 
 // stateTTL is how long an install link stays usable.
 const stateTTL = 10 * time.Minute
@@ -130,6 +130,9 @@ func (c *Channel) OAuthHandler() http.Handler {
 		}
 		c.teamClients.Delete(inst.Team)
 		c.revoked.Delete(inst.Team)
+		if inst.Enterprise != "" {
+			c.revoked.Delete(inst.Enterprise) // a workspace of an organization that uninstalled is served again
+		}
 		c.log.Info("slack: installed in a workspace", "team", inst.Team, "enterprise", inst.Enterprise)
 		name := resp.Team.Name
 		if resp.IsEnterpriseInstall {

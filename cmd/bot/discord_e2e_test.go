@@ -480,7 +480,7 @@ func TestDiscordInviteCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := []string{"BOT_DISCORD__TOKEN=" + dc.Token(), "BOT_DISCORD__API_URL=" + dc.URL()}
 	code := runContext(context.Background(), []string{"discord-invite"}, strings.NewReader(""), &out, &errb, env)
-	want := "client_id=" + discordfake.ApplicationID + "&permissions=309237730304&scope=bot+applications.commands"
+	want := "client_id=" + discordfake.ApplicationID + "&permissions=309237763072&scope=bot+applications.commands"
 	if code != exitOK || !strings.Contains(out.String(), want) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
 	}

@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/switchboard-bot/switchboard/config"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -98,4 +103,156 @@ func testLongAnswer(t *testing.T, latency time.Duration) {
 		t.Error("the file does not start at a paragraph")
 	}
 	t.Logf("%d bytes: %d messages (%d characters shown) and a file of %d bytes", len(answer), len(texts), utf16Len(strings.Join(texts, "")), len(doc.Data))
+}
+
+// checkParagraphs checks that every paragraph of the answer is whole in shown (the messages'
+// texts, then the file), exactly once, in order — so no chunk was cut inside one — and that the
+// file starts at a paragraph.
+func checkParagraphs(t *testing.T, shown []string, file string, paras []string) {
+	t.Helper()
+	all := strings.Join(shown, "\n\n") + "\n\n" + file
+	pos := 0
+	for i, p := range paras {
+		if n := strings.Count(all, p[:6]); n != 1 {
+			t.Fatalf("paragraph %d arrived %d times", i+1, n)
+		}
+		j := strings.Index(all[pos:], p)
+		if j < 0 {
+			t.Fatalf("paragraph %d (%.6s) is missing, cut or out of order", i+1, p)
+		}
+		pos += j + len(p)
+	}
+	if !strings.HasPrefix(file, "P") || !slices.Contains(paras, strings.SplitN(file, "\n", 2)[0]) {
+		t.Errorf("the file does not start at a paragraph: %.40q", file)
+	}
+}
+
+// TestSlackLongAnswerSendsTheRestAsAFile proves on Slack what the Telegram test proves there: an
+// answer past runs.max_answer_messages messages (1 here: a Slack message holds 50 sections of
+// 3,000 characters, so it takes about 140,000 characters to fill one) shows its head in that
+// many messages, within Slack's limits, saying the rest is in answer.md; the rest is that file,
+// uploaded through files.getUploadURLExternal and files.completeUploadExternal and shared in
+// the mention's thread, last; every paragraph arrives once, whole, in order.
+func TestSlackLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	t.Run("answered at once", func(t *testing.T) { testSlackLongAnswer(t, 0) })
+	t.Run("after a placeholder", func(t *testing.T) { testSlackLongAnswer(t, 1500*time.Millisecond) })
+}
+
+func testSlackLongAnswer(t *testing.T, latency time.Duration) {
+	answer, paras := longAnswer(200_000)
+	e := newSlackE2E(t, func(c *config.Config) { c.Runs.MaxAnswerMessages = 1 })
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096, Latency: latency}
+	})
+	e.start()
+	root, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " tell me everything"})
+	var ups []slackfake.Upload
+	waitFor(t, "the answer's file", 30*time.Second, func() bool {
+		ups = e.sl.Uploads()
+		return len(ups) > 0
+	})
+	if len(ups) != 1 {
+		t.Fatalf("%d files, want 1", len(ups))
+	}
+	up := ups[0]
+	if up.Name != "answer.md" || up.Channel != "C0GEN" || up.ThreadTS != root || up.InitialComment == "" {
+		t.Fatalf("the file is %q shared in %s/%s with %q; want answer.md in the mention's thread", up.Name, up.Channel, up.ThreadTS, up.InitialComment)
+	}
+	var shown []string
+	thread := e.inThread("C0GEN", root)
+	for i, m := range thread {
+		if slackPlaceholder(m) {
+			t.Fatalf("message %d is still the placeholder", i)
+		}
+		if len(m.Files) > 0 {
+			if i != len(thread)-1 || m.TS != up.TS {
+				t.Errorf("the file's message is %d of %d in the thread, want it last", i+1, len(thread))
+			}
+			continue
+		}
+		shown = append(shown, slackBlockText(m))
+	}
+	if len(shown) == 0 || len(shown) > e.cfg.Runs.MaxAnswerMessages {
+		t.Errorf("%d messages before the file, want 1 to %d", len(shown), e.cfg.Runs.MaxAnswerMessages)
+	}
+	if !strings.Contains(strings.Join(shown, "\n"), "answer.md") {
+		t.Error("the messages do not say the rest is in the file")
+	}
+	for _, c := range e.sl.Calls() {
+		if c.Error != "" {
+			t.Errorf("%s refused: %s", c.Method, c.Error)
+		}
+	}
+	if top := e.inThread("C0GEN", ""); len(top) != 0 {
+		t.Errorf("%d messages at the channel's top level", len(top))
+	}
+	checkParagraphs(t, shown, string(up.Data), paras)
+	t.Logf("%d bytes: %d message(s) (%d characters shown) and a file of %d bytes", len(answer), len(shown), len(strings.Join(shown, "")), len(up.Data))
+}
+
+// TestDiscordLongAnswerSendsTheRestAsAFile proves the same on Discord with the default
+// runs.max_answer_messages (3): a 50 KB answer is at most 3 messages within Discord's limits,
+// then one message in the mention's thread carrying answer.md (a multipart attachment) that
+// pings no one; every paragraph arrives once, whole, in order.
+func TestDiscordLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	t.Run("answered at once", func(t *testing.T) { testDiscordLongAnswer(t, 0) })
+	t.Run("after a placeholder", func(t *testing.T) { testDiscordLongAnswer(t, 1500*time.Millisecond) })
+}
+
+func testDiscordLongAnswer(t *testing.T, latency time.Duration) {
+	answer, paras := longAnswer(50_000)
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096, Latency: latency}
+	})
+	e.start()
+	ch := e.dc.Guild("700000000000000031")
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "tell me everything", MentionBot: true})
+	waitFor(t, "the answer's file", 30*time.Second, func() bool { return len(e.dc.FilesPosted(mid)) > 0 })
+	got := e.dc.PostedByBot(mid)
+	var shown []string
+	var file *discordfake.File
+	for i, m := range got {
+		if isDiscordPlaceholder(m) {
+			t.Fatalf("message %d is still the placeholder", i)
+		}
+		if len(m.Files) > 0 {
+			if file != nil || len(m.Files) != 1 {
+				t.Fatal("more than one file sent")
+			}
+			file = &m.Files[0]
+			if i != len(got)-1 {
+				t.Errorf("the file's message is %d of %d, want it last", i+1, len(got))
+			}
+			if m.AllowedMentions == nil || len(m.AllowedMentions.Parse) != 0 {
+				t.Errorf("the file's message parses mentions: %+v", m.AllowedMentions)
+			}
+			continue
+		}
+		if n := utf8.RuneCountInString(m.Content); n > discordfake.MaxContent {
+			t.Errorf("message %d has %d characters of content", i, n)
+		}
+		size := 0
+		for _, em := range m.Embeds {
+			size += utf8.RuneCountInString(em.Text())
+		}
+		if size > discordfake.MaxEmbedTotal {
+			t.Errorf("message %d has %d characters of embeds", i, size)
+		}
+		shown = append(shown, m.Text())
+	}
+	if len(shown) == 0 || len(shown) > e.cfg.Runs.MaxAnswerMessages {
+		t.Errorf("%d messages before the file, want 1 to %d", len(shown), e.cfg.Runs.MaxAnswerMessages)
+	}
+	if file.Name != "answer.md" || !strings.HasPrefix(file.ContentType, "text/markdown") {
+		t.Errorf("the file is %q (%s), want answer.md as markdown", file.Name, file.ContentType)
+	}
+	if !strings.Contains(strings.Join(shown, "\n"), "answer.md") {
+		t.Error("the messages do not say the rest is in the file")
+	}
+	if n := len(e.dc.PostedByBot(ch)); n != 0 {
+		t.Errorf("%d bot messages in the channel itself, want all in the thread", n)
+	}
+	checkParagraphs(t, shown, string(file.Data), paras)
+	t.Logf("%d bytes: %d messages (%d characters shown) and a file of %d bytes", len(answer), len(shown), len(strings.Join(shown, "")), len(file.Data))
 }

@@ -105,6 +105,7 @@ features:
       - assistant:write
       - commands
       - files:read
+      - files:write
 settings:
   event_subscriptions:
 `)

@@ -62,7 +62,7 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 	if len(m.Features.SlashCommands) != 1 || m.Features.SlashCommands[0].Command != "/sb" {
 		t.Errorf("slash commands %+v", m.Features.SlashCommands)
 	}
-	for _, s := range []string{"app_mentions:read", "im:history", "channels:history", "chat:write", "commands"} {
+	for _, s := range []string{"app_mentions:read", "im:history", "channels:history", "chat:write", "commands", "files:read", "files:write"} {
 		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
 			t.Errorf("scope %s missing", s)
 		}

@@ -635,19 +635,28 @@ func TestSlackReadyzFollowsInboundLife(t *testing.T) {
 	waitFor(t, "/readyz ready again", 10*time.Second, func() bool { return httpGet(t, readyz) == 200 })
 }
 
+// noFollow is an HTTP client that shows redirects instead of following them.
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// startSlackOAuthE2E starts the app with Slack's OAuth install configured and returns it with
+// the base URL of its listener, where the install and callback paths are served.
+func startSlackOAuthE2E(t *testing.T) (*slackE2E, string) {
+	t.Helper()
+	e := newSlackE2E(t, func(c *config.Config) {
+		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
+		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
+	})
+	r := e.start()
+	return e, "http://" + r.listener.Addr().String()
+}
+
 // TestSlackOAuthInstallInAnotherWorkspace proves the OAuth v2 install on the shared listener:
 // the install link redirects to Slack's authorize page with a signed state, the callback saves
 // the new workspace's bot token encrypted in Redis (the stored value does not hold it), a DM
 // from that workspace is answered with its own token, a replayed callback is refused, and
 // app_uninstalled deletes the token.
 func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
-	e := newSlackE2E(t, func(c *config.Config) {
-		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
-		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"
-	})
-	r := e.start()
-	base := "http://" + r.listener.Addr().String()
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	e, base := startSlackOAuthE2E(t)
 	resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)
 	if err != nil {
 		t.Fatal(err)
@@ -694,5 +703,73 @@ func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
 	waitFor(t, "the uninstall acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
 	if n, _ := rc.Exists(context.Background(), e.cfg.Redis.Prefix+"slack:install:T0SECOND").Result(); n != 0 {
 		t.Error("the uninstalled workspace's token is still stored")
+	}
+}
+
+// TestSlackOrgWideUninstallDeletesEveryTokenOfTheOrg proves issue 12's "uninstall deletes that
+// team's tokens" for Enterprise Grid, end to end on the real Redis: after an org-wide install
+// and a workspace install inside the org, app_uninstalled for the org-wide install (enterprise,
+// is_enterprise_install) deletes both stored tokens and drops the org's events, while another
+// workspace's token stays and its DMs are still answered.
+func TestSlackOrgWideUninstallDeletesEveryTokenOfTheOrg(t *testing.T) {
+	e, base := startSlackOAuthE2E(t)
+	install := func(code string) {
+		t.Helper()
+		resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if status := httpGet(t, base+e.cfg.Slack.OAuthPath+"?"+url.Values{"code": {code}, "state": {loc.Query().Get("state")}}.Encode()); status != 200 {
+			t.Fatalf("install callback: %d", status)
+		}
+	}
+	install(e.sl.IssueOrgCode("E0ORG"))
+	install(e.sl.IssueGridCode("E0ORG", "T0GRID"))
+	install(e.sl.IssueCode("T0ELSE"))
+	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rc.Close()
+	stored := func(team string) bool {
+		n, err := rc.Exists(context.Background(), e.cfg.Redis.Prefix+"slack:install:"+team).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	for _, team := range []string{"E0ORG", "T0GRID", "T0ELSE"} {
+		if !stored(team) {
+			t.Fatalf("%s's install is not stored", team)
+		}
+	}
+	dm := func(ent, team, channel, text string) string {
+		cb := e.sl.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": channel, "user": "U0ANY",
+			"text": text, "ts": e.sl.NewTS(), "team": team})
+		cb["team_id"] = team
+		if ent != "" {
+			cb["enterprise_id"] = ent
+		}
+		return e.sl.Send("events_api", cb)
+	}
+	dm("E0ORG", "T0GRID", "D0GRID", "before")
+	e.waitSlackAnswers("D0GRID", "", 1)
+
+	env := e.sl.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0GRID", "enterprise_id": "E0ORG",
+		"event_id": "EvOrgUninstall", "authorizations": []map[string]any{{"enterprise_id": "E0ORG", "team_id": nil,
+			"user_id": slackfake.BotUserID, "is_bot": true, "is_enterprise_install": true}},
+		"event": map[string]any{"type": "app_uninstalled"}})
+	waitFor(t, "the uninstall acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
+	if stored("E0ORG") || stored("T0GRID") {
+		t.Errorf("tokens of the uninstalled org still stored: org %v, workspace %v", stored("E0ORG"), stored("T0GRID"))
+	}
+	if !stored("T0ELSE") {
+		t.Error("another workspace's token was deleted")
+	}
+	dropped := dm("E0ORG", "T0GRID", "D0GRID", "after")
+	dm("", "T0ELSE", "D0ELSE", "elsewhere")
+	e.waitSlackAnswers("D0ELSE", "", 1)
+	waitFor(t, "the org's event acked", 5*time.Second, func() bool { return e.sl.Acked(dropped) })
+	if n := e.model.Count(); n != 2 {
+		t.Errorf("model called %d times, want 2: the org's event after the uninstall must be dropped", n)
 	}
 }

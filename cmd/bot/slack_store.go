@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -107,6 +109,68 @@ func (r *redisInstallations) DeleteInstallation(ctx context.Context, team string
 	}
 	return nil
 }
+
+// DeleteEnterprise deletes the org-wide install saved under enterprise and every workspace
+// install whose Enterprise is enterprise. The enterprise is inside the ciphertext, so the
+// install keys are scanned (on every primary of a cluster) and each candidate read: an
+// uninstall is rare, and no index can go stale or miss installs saved before it existed. An
+// install that does not decrypt (saved under another signing key) is left alone.
+func (r *redisInstallations) DeleteEnterprise(ctx context.Context, enterprise string) error {
+	if enterprise == "" {
+		return errors.New("slack installs: delete enterprise: no enterprise")
+	}
+	teams, err := r.teams(ctx)
+	if err != nil {
+		return fmt.Errorf("slack installs: delete enterprise %s: %w", enterprise, err)
+	}
+	var gone []string
+	for _, team := range teams {
+		if team != enterprise {
+			inst, found, err := r.Installation(ctx, team)
+			if err != nil || !found || inst.Enterprise != enterprise {
+				continue
+			}
+		}
+		gone = append(gone, team)
+	}
+	// One key per command: in a cluster the keys live in different slots.
+	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, r.key(enterprise))
+		for _, team := range gone {
+			p.Del(ctx, r.key(team))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("slack installs: delete enterprise %s: %w", enterprise, err)
+	}
+	return nil
+}
+
+// teams lists the teams with a stored install.
+func (r *redisInstallations) teams(ctx context.Context) ([]string, error) {
+	base := r.key("")
+	pattern := globEscaper.Replace(base) + "*"
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		it := c.Scan(ctx, 0, pattern, 512).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			out = append(out, strings.TrimPrefix(it.Val(), base))
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	if cc, ok := r.c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+		return out, err
+	}
+	return out, scan(ctx, r.c)
+}
+
+// globEscaper escapes what SCAN's MATCH would read as a pattern in a key prefix.
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 func (r *redisInstallations) ClaimState(ctx context.Context, nonce string, ttl time.Duration) (bool, error) {
 	ok, err := r.c.SetNX(ctx, r.prefix+"slack:oauth-state:"+nonce, "1", ttl).Result()

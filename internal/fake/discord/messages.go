@@ -156,7 +156,9 @@ type Message struct {
 	Interaction string
 	// MentionedBot: a user message that mentions the bot.
 	MentionedBot bool
-	CreatedAt    time.Time
+	// Files are the files the bot attached (a multipart post), in order.
+	Files     []File
+	CreatedAt time.Time
 }
 
 // Text is the content and every embed's text, joined by newlines.
@@ -173,7 +175,7 @@ func (m *Message) wire() map[string]any {
 		"id": m.ID, "channel_id": m.ChannelID, "author": m.Author.wire(), "content": m.Content,
 		"timestamp": m.CreatedAt.UTC().Format(time.RFC3339Nano), "type": 0, "flags": m.Flags,
 		"embeds": orEmpty(m.Embeds), "components": orEmpty(m.Components), "mentions": []any{},
-		"attachments": []any{}, "tts": false, "mention_everyone": false, "pinned": false,
+		"attachments": filesWire(m), "tts": false, "mention_everyone": false, "pinned": false,
 	}
 	if m.GuildID != "" {
 		w["guild_id"] = m.GuildID
@@ -421,8 +423,9 @@ type messageBody struct {
 	} `json:"message_reference"`
 }
 
-// check applies Discord's limits; it returns a 400 answer or nil.
-func (b *messageBody) check(create bool) (int, any) {
+// check applies Discord's limits; it returns a 400 answer or nil. A message with files may
+// have nothing else.
+func (b *messageBody) check(create bool, files ...File) (int, any) {
 	if b.Content != nil && utf8.RuneCountInString(*b.Content) > MaxContent {
 		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
 	}
@@ -451,7 +454,7 @@ func (b *messageBody) check(create bool) (int, any) {
 			}
 		}
 	}
-	if create && (b.Content == nil || *b.Content == "") && (b.Embeds == nil || len(*b.Embeds) == 0) &&
+	if create && len(files) == 0 && (b.Content == nil || *b.Content == "") && (b.Embeds == nil || len(*b.Embeds) == 0) &&
 		(b.Components == nil || len(*b.Components) == 0) {
 		return errorResp(http.StatusBadRequest, 50006, "Cannot send an empty message")
 	}
@@ -482,11 +485,15 @@ func (b *messageBody) apply(m *Message) {
 }
 
 func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+	payload, files, st, resp := readMessagePost(r, body)
+	if st != 0 {
+		return st, resp
+	}
 	var b messageBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := json.Unmarshal(payload, &b); err != nil {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 	}
-	if st, resp := b.check(true); st != 0 {
+	if st, resp := b.check(true, files...); st != 0 {
 		return st, resp
 	}
 	chID := r.PathValue("channel")
@@ -511,6 +518,10 @@ func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte
 		m.ReplyTo = b.MessageReference.MessageID
 	}
 	b.apply(m)
+	for _, f := range files {
+		f.ID = s.newIDLocked()
+		m.Files = append(m.Files, f)
+	}
 	s.messages[chID] = append(s.messages[chID], m)
 	s.byID[m.ID] = m
 	if b.EnforceNonce && nonce != "" {

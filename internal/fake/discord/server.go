@@ -4,7 +4,8 @@
 //
 //   - REST under /api/v9: gateway discovery (/gateway, /gateway/bot), users/@me, channels,
 //     channel messages (POST, PATCH, DELETE) with Discord's size checks and nonce+enforce_nonce
-//     idempotency, threads from a message, typing, interaction callbacks, webhook follow-ups and
+//     idempotency, messages with files (multipart/form-data: payload_json and files[n], the
+//     files kept, 10 at most and 10 MiB in all), threads from a message, typing, interaction callbacks, webhook follow-ups and
 //     @original edits, and application commands (GET, bulk-overwrite PUT; global and per guild).
 //     Every call is recorded; 429s (per route or global, with retry_after and X-RateLimit headers)
 //     and other errors can be injected.
@@ -186,7 +187,7 @@ const (
 	RouteGuildCommands  = "/api/v9/applications/{app}/guilds/{guild}/commands"
 	routeGatewaySocket  = "/gw/"
 	routeResumeSocket   = "/resume/"
-	maxBody             = 8 << 20
+	maxBody             = 12 << 20 // a message's files take up to 10 MiB
 	defaultRetryAfter   = 0.05
 	defaultHeartbeatMS  = 45000
 	defaultReadyTimeout = 10 * time.Second

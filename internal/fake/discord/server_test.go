@@ -415,3 +415,67 @@ func TestFakeGatewayMalformedPayloadsClose(t *testing.T) {
 		})
 	}
 }
+
+// TestMessagesWithFilesThroughDiscordgo proves a multipart message post (payload_json and
+// files[n], as discordgo's ChannelMessageSendComplex sends it) is taken with its files kept and
+// shown as attachments, and that Discord's refusals are answered: an unknown channel, too many
+// files, more than 10 MiB, a body that is not multipart as it claims.
+func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
+	s := New(t)
+	ch := s.Guild("500")
+	dg := dgSession(t, s, s.Token())
+	data := strings.Repeat("the rest of the answer\n", 2000)
+	sent, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "The rest.",
+		Files:           []*discordgo.File{{Name: "answer.md", ContentType: "text/markdown", Reader: strings.NewReader(data)}},
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}})
+	if err != nil {
+		t.Fatalf("send with a file: %v", err)
+	}
+	if len(sent.Attachments) != 1 || sent.Attachments[0].Filename != "answer.md" || sent.Attachments[0].Size != len(data) {
+		t.Fatalf("the answer's attachments: %+v", sent.Attachments)
+	}
+	files := s.FilesPosted(ch)
+	if len(files) != 1 || files[0].Name != "answer.md" || string(files[0].Data) != data || files[0].ContentType != "text/markdown" {
+		t.Fatalf("files %+v", files)
+	}
+	m, _ := s.Message(sent.ID)
+	if m.Content != "The rest." || m.AllowedMentions == nil || len(m.AllowedMentions.Parse) != 0 {
+		t.Errorf("the message is %+v", m)
+	}
+	// A file alone is a message.
+	if _, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Files: []*discordgo.File{{Name: "a.txt", Reader: strings.NewReader("a")}}}); err != nil {
+		t.Errorf("a file without content: %v", err)
+	}
+
+	refused := func(what string, status int, send func() error) {
+		t.Helper()
+		var re *discordgo.RESTError
+		if err := send(); !errors.As(err, &re) || re.Response.StatusCode != status {
+			t.Errorf("%s: %v, want HTTP %d", what, err, status)
+		}
+	}
+	refused("unknown channel", 404, func() error {
+		_, err := dg.ChannelMessageSendComplex("1", &discordgo.MessageSend{Files: []*discordgo.File{{Name: "a", Reader: strings.NewReader("a")}}})
+		return err
+	})
+	var eleven []*discordgo.File
+	for range 11 {
+		eleven = append(eleven, &discordgo.File{Name: "a.txt", Reader: strings.NewReader("a")})
+	}
+	refused("11 files", 400, func() error {
+		_, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Files: eleven})
+		return err
+	})
+	refused("over 10 MiB", 413, func() error {
+		big := strings.NewReader(strings.Repeat("x", MaxAttachmentBytes+1))
+		_, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Files: []*discordgo.File{{Name: "big.md", Reader: big}}})
+		return err
+	})
+	refused("not multipart", 400, func() error {
+		_, err := dg.RequestRaw("POST", discordgo.EndpointChannelMessages(ch), "multipart/form-data; boundary=xyz", []byte("garbage"), "", 0)
+		return err
+	})
+	if n := len(s.FilesPosted(ch)); n != 2 {
+		t.Errorf("%d files posted, want the two taken", n)
+	}
+}

@@ -26,6 +26,8 @@ type Message struct {
 	Streaming, Streamed bool
 	Markdown            string
 	Appends             int
+	// Files are the ids of the files the message shares (files.completeUploadExternal).
+	Files []string
 	// At is when the message was posted.
 	At time.Time
 }
@@ -159,6 +161,13 @@ var handlers = map[string]func(s *Server, p map[string]string) (map[string]any, 
 		}
 		return recordOnly(s, p, "channel_id")
 	},
+}
+
+// teamHandlers are the Web API methods that need the workspace whose token made the call; they
+// run with s.mu held.
+var teamHandlers = map[string]func(s *Server, p map[string]string, team string) (map[string]any, *apiErr){
+	"files.getUploadURLExternal":   getUploadURL,
+	"files.completeUploadExternal": completeUpload,
 }
 
 func recordOnly(_ *Server, p map[string]string, required string) (map[string]any, *apiErr) {

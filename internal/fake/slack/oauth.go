@@ -77,6 +77,17 @@ func (s *Server) IssueOrgCode(enterprise string) string {
 	return code
 }
 
+// IssueGridCode returns an OAuth code for a workspace-level install of team, a workspace of
+// the Enterprise Grid organization enterprise: oauth.v2.access answers with both.
+func (s *Server) IssueGridCode(enterprise, team string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	code := fmt.Sprintf("code-grid-%s-%s-%d", enterprise, team, s.seq)
+	s.codes[code] = "grid:" + enterprise + "/" + team
+	return code
+}
+
 // AuthorizeURL is where Slack's authorize page would be; the install handler under test
 // redirects to any URL given to it, and tests read the state from the redirect.
 func AuthorizeURL() string { return "https://slack.com/oauth/v2/authorize" }
@@ -119,10 +130,17 @@ func (s *Server) oauthAccess(p map[string]string) (map[string]any, *apiErr) {
 		}
 		team = t
 	}
+	ent := ""
+	if grid, ok := strings.CutPrefix(team, "grid:"); ok {
+		ent, team, _ = strings.Cut(grid, "/")
+	}
 	tok := s.addTeamLocked(team)
 	res := map[string]any{"access_token": tok, "token_type": "bot", "scope": "chat:write,commands",
 		"bot_user_id": BotUserID, "app_id": AppID, "team": map[string]any{"id": team, "name": team},
 		"enterprise": nil, "is_enterprise_install": false}
+	if ent != "" {
+		res["enterprise"] = map[string]any{"id": ent, "name": ent}
+	}
 	if ent, ok := strings.CutPrefix(team, "org:"); ok {
 		res["team"], res["enterprise"], res["is_enterprise_install"] = nil, map[string]any{"id": ent, "name": ent}, true
 	}

@@ -8,7 +8,9 @@
 //     views.open (trigger ids expire after 3 s), conversations.replies,
 //     assistant.threads.setStatus / setSuggestedPrompts / setTitle and chat.startStream /
 //     appendStream / stopStream, with Slack's limits checked (50 blocks, 3,000 characters of
-//     section text, 40,000 of message text);
+//     section text, 40,000 of message text); file uploads as Slack's external flow does them
+//     (files.getUploadURLExternal, the bytes POSTed to the upload_url it returns, then
+//     files.completeUploadExternal sharing the file in a channel or thread), the files kept;
 //   - Socket Mode (GET /socket, a websocket): hello, envelopes (events_api, interactive,
 //     slash_commands) with envelope ids and retry_attempt/retry_reason, the client's acks,
 //     disconnect (refresh_requested, link_disabled, …), dropped sockets, server pings, and
@@ -77,20 +79,22 @@ type Server struct {
 
 	botToken, appToken, secret string
 
-	mu       sync.Mutex
-	calls    []Call
-	counts   map[string]int
-	record   bool
-	faults   []*fault
-	messages map[string][]*Message // channel → messages in post order
-	byTS     map[string]*Message   // channel+"/"+ts → message
-	ephem    []Ephemeral
-	views    []View
-	triggers map[string]time.Time // trigger id → issued at
-	statuses []Status
-	tsClock  int64
-	seq      int64
-	closed   bool
+	mu        sync.Mutex
+	calls     []Call
+	counts    map[string]int
+	record    bool
+	faults    []*fault
+	messages  map[string][]*Message // channel → messages in post order
+	byTS      map[string]*Message   // channel+"/"+ts → message
+	ephem     []Ephemeral
+	views     []View
+	triggers  map[string]time.Time // trigger id → issued at
+	statuses  []Status
+	uploads   map[string]*Upload // file id → upload, from files.getUploadURLExternal on
+	completed []string           // file ids in the order files.completeUploadExternal finished them
+	tsClock   int64
+	seq       int64
+	closed    bool
 
 	sock socketState
 
@@ -121,6 +125,7 @@ func Start(opts ...Option) *Server {
 		messages: map[string][]*Message{},
 		byTS:     map[string]*Message{},
 		triggers: map[string]time.Time{},
+		uploads:  map[string]*Upload{},
 		tsClock:  time.Now().Unix(),
 		codes:    map[string]string{},
 		refresh:  map[string]string{},
@@ -134,6 +139,7 @@ func Start(opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
+	mux.HandleFunc(uploadPath, s.serveUpload)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -270,6 +276,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h, ok := handlers[method]
+	if th, byTeam := teamHandlers[method]; byTeam {
+		h, ok = func(s *Server, p map[string]string) (map[string]any, *apiErr) { return th(s, p, team) }, true
+	}
 	if !ok {
 		s.answerTeam(w, method, params, auth, team, nil, slackErr("unknown_method"))
 		return

@@ -396,3 +396,81 @@ func TestOAuthInstallAndRotation(t *testing.T) {
 		t.Fatal("a revoked team's token still works")
 	}
 }
+
+// TestFileUploadThroughSlackGo proves the external upload flow as slack-go drives it: an upload
+// URL on the fake, the bytes posted there (multipart), the file completed once and shared in a
+// thread with its initial comment as a message of the bot — and the failures the flow can meet:
+// a bad length, a failed byte upload, a file completed twice or never uploaded, a 429.
+func TestFileUploadThroughSlackGo(t *testing.T) {
+	s := slackfake.New(t)
+	api := client(s)
+	ctx := context.Background()
+	data := strings.Repeat("the rest of the answer\n", 3000)
+	root := s.NewTS()
+	sum, err := api.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "answer.md", FileSize: len(data),
+		Reader: strings.NewReader(data), Channel: "C1", ThreadTimestamp: root, InitialComment: "The rest."})
+	if err != nil {
+		t.Fatalf("UploadFileContext: %v", err)
+	}
+	ups := s.Uploads()
+	if len(ups) != 1 || ups[0].ID != sum.ID || ups[0].Name != "answer.md" || string(ups[0].Data) != data {
+		t.Fatalf("uploads %+v, want answer.md with its %d bytes", ups, len(data))
+	}
+	u := ups[0]
+	if u.Channel != "C1" || u.ThreadTS != root || u.InitialComment != "The rest." || u.Team != slackfake.TeamID {
+		t.Errorf("shared %q/%q with %q by %q", u.Channel, u.ThreadTS, u.InitialComment, u.Team)
+	}
+	posted := s.Posted("C1")
+	if len(posted) != 1 || posted[0].TS != u.TS || posted[0].ThreadTS != root || len(posted[0].Files) != 1 || posted[0].Files[0] != u.ID {
+		t.Fatalf("the share message is %+v", posted)
+	}
+	for _, c := range s.CallsOf(slackfake.UploadMethod) {
+		if c.Status != 200 {
+			t.Errorf("upload answered %d", c.Status)
+		}
+	}
+	// Completed once: again is file_not_found, as is a file never uploaded.
+	_, err = api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: u.ID}}, Channel: "C1"})
+	if err == nil || err.Error() != "file_not_found" {
+		t.Errorf("completing twice: %v, want file_not_found", err)
+	}
+	url, err := api.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "x.md", FileSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = api.CompleteUploadExternalContext(ctx, slack.CompleteUploadExternalParameters{Files: []slack.FileSummary{{ID: url.FileID}}, Channel: "C1"})
+	if err == nil || err.Error() != "file_not_found" {
+		t.Errorf("completing a file never uploaded: %v, want file_not_found", err)
+	}
+	// Bytes that are not the length announced are refused.
+	if err := api.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: url.UploadURL, Filename: "x.md", Content: "four"}); err == nil {
+		t.Error("4 bytes for a 3-byte upload were taken")
+	}
+	// A malformed request: no length.
+	resp, err := http.PostForm(s.APIURL()+"files.getUploadURLExternal", map[string][]string{"token": {s.BotToken()}, "filename": {"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad struct{ Error string }
+	_ = json.NewDecoder(resp.Body).Decode(&bad)
+	resp.Body.Close()
+	if bad.Error != "invalid_arguments" {
+		t.Errorf("no length: %q, want invalid_arguments", bad.Error)
+	}
+	// Injected failures: the byte upload, and a 429 on completion.
+	s.FailNext(slackfake.UploadMethod, 1, slackfake.Fault{Status: 500})
+	_, err = api.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "a.md", FileSize: 3, Content: "abc", Channel: "C1"})
+	var sc slack.StatusCodeError
+	if !errors.As(err, &sc) || sc.Code != 500 {
+		t.Errorf("a failed byte upload: %v, want HTTP 500", err)
+	}
+	s.RateLimit("files.completeUploadExternal", 1, 2)
+	_, err = api.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "a.md", FileSize: 3, Content: "abc", Channel: "C1"})
+	var rl *slack.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 2*time.Second {
+		t.Errorf("a rate-limited completion: %v, want Retry-After 2 s", err)
+	}
+	if n := len(s.Uploads()); n != 1 {
+		t.Errorf("%d files completed, want only the first", n)
+	}
+}

@@ -1,0 +1,91 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+var (
+	_ channels.FileSender = (*Channel)(nil)
+	_ channels.Pager      = (*Channel)(nil)
+)
+
+// MaxFileBytes is the largest file a bot can attach to a message without boosts (10 MiB).
+const MaxFileBytes = 10 << 20
+
+// Pages reports how many Discord messages Send would post for m: the same split Send makes
+// (2,000 characters of content, 6,000 of embeds a message).
+func (c *Channel) Pages(m channels.Message) (int, error) {
+	ps, err := c.pieces(m)
+	return len(ps), err
+}
+
+// SendFile posts a message carrying data as the file name (a multipart/form-data post:
+// payload_json with caption as its content — shown as plain text, cut to 2,000 characters — and
+// files[0]) in the conversation's channel or thread, allowed_mentions parsing nothing like every
+// message of the adapter. 429s are waited out as for every call (then *channels.RateLimitError);
+// a refusal is Discord's error (channels.ErrUnreachable for a channel the bot cannot post to).
+// The ref names the message.
+func (c *Channel) SendFile(ctx context.Context, to channels.Target, name string, data []byte, caption string) (channels.MessageRef, error) {
+	ref := channels.MessageRef{Conv: to.Conv}
+	switch {
+	case len(data) == 0:
+		return ref, errors.New("discord: send file: empty file")
+	case len(data) > MaxFileBytes:
+		return ref, errors.New("discord: send file: over Discord's 10 MiB")
+	case strings.TrimSpace(name) == "":
+		return ref, errors.New("discord: send file: no file name")
+	}
+	chID, err := c.threads.channelFor(ctx, to.Conv)
+	if err != nil {
+		return ref, err
+	}
+	var msg *discordgo.Message
+	err = c.call(ctx, "send file", func(opts ...discordgo.RequestOption) error {
+		// A fresh reader each attempt: a rate-limited post is sent again whole.
+		send := &discordgo.MessageSend{
+			Content:         fileCaption(caption),
+			Files:           []*discordgo.File{{Name: name, ContentType: contentType(name), Reader: bytes.NewReader(data)}},
+			AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
+		}
+		var err error
+		msg, err = c.s.ChannelMessageSendComplex(chID, send, opts...)
+		return err
+	})
+	if err != nil {
+		return ref, err
+	}
+	if msg == nil || msg.ID == "" {
+		return ref, errors.New("discord: send file: unreadable answer")
+	}
+	ref.IDs = []string{msg.ID}
+	return ref, nil
+}
+
+// fileCaption is caption as Discord shows plain text: markdown escaped, mentions neutralized,
+// cut to MaxContent characters (ending in "…" when cut).
+func fileCaption(caption string) string {
+	s := render.NeutralizeMentions(render.EscapeDiscord(caption))
+	if r := []rune(s); len(r) > MaxContent {
+		s = strings.TrimRight(string(r[:MaxContent-1]), "\\") + "…"
+	}
+	return s
+}
+
+// contentType is the file's type by its name: markdown and plain text as UTF-8 text.
+func contentType(name string) string {
+	switch {
+	case strings.HasSuffix(name, ".md"):
+		return "text/markdown; charset=utf-8"
+	case strings.HasSuffix(name, ".txt"):
+		return "text/plain; charset=utf-8"
+	}
+	return "application/octet-stream"
+}

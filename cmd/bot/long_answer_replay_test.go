@@ -30,21 +30,28 @@ func forgetAnswer(t *testing.T, prefix, runID string) {
 }
 
 // fileRun returns the id of the one run whose long answer's rest was recorded as sent as a
-// file (its outbound record, channels.StepFile, on the real Redis).
+// file (its outbound record, channels.StepFile, on the real Redis), once its answer is recorded
+// too: the run's delivery writes that record last, after the file is shared.
 func fileRun(t *testing.T, prefix string) string {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rc.Close()
-	var keys []string
-	it := rc.Scan(context.Background(), 0, prefix+"run:*:out:"+channels.StepFile, 100).Iterator()
-	for it.Next(context.Background()) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil || len(keys) != 1 {
-		t.Fatalf("file records %v (%v), want one", keys, err)
-	}
-	id := strings.TrimPrefix(keys[0], prefix+"run:")
-	return strings.TrimSuffix(id, ":out:"+channels.StepFile)
+	ctx := context.Background()
+	var id string
+	waitFor(t, "the long answer's file and answer records", 30*time.Second, func() bool {
+		var keys []string
+		it := rc.Scan(ctx, 0, prefix+"run:*:out:"+channels.StepFile, 100).Iterator()
+		for it.Next(ctx) {
+			keys = append(keys, it.Val())
+		}
+		if it.Err() != nil || len(keys) != 1 {
+			return false
+		}
+		id = strings.TrimSuffix(strings.TrimPrefix(keys[0], prefix+"run:"), ":out:"+channels.StepFile)
+		n, err := rc.Exists(ctx, prefix+"run:"+id+":out:"+channels.StepFinal).Result()
+		return err == nil && n == 1
+	})
+	return id
 }
 
 // replayAnswer delivers the run's answer again as its second attempt would, through a new

@@ -361,8 +361,8 @@ type runState struct {
 	deltas bool
 	part   int
 	partOf [2]int
-	wake  chan struct{}
-	done  chan struct{}
+	wake   chan struct{}
+	done   chan struct{}
 }
 
 func newRunState(t *Team, run *runs.Run, lead *agent.Agent) *runState {

@@ -28,9 +28,9 @@ const (
 	// never recorded, and the final event still carries the whole answer: a channel that shows
 	// them stops its stream with what the final text adds to them.
 	EventAnswerDelta EventKind = "answer_delta"
-	EventFinal          EventKind = "final"
-	EventFailed         EventKind = "failed"
-	EventCancelled      EventKind = "cancelled"
+	EventFinal       EventKind = "final"
+	EventFailed      EventKind = "failed"
+	EventCancelled   EventKind = "cancelled"
 )
 
 // Terminal reports whether the kind ends a run's visible activity.

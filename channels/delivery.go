@@ -57,8 +57,8 @@ type DeliveryOptions struct {
 	// StreamEvery throttles appends to an answer's stream per platform (Streamer): deltas
 	// arriving within it are sent as one; zero appends on every delta.
 	StreamEvery map[string]time.Duration
-	Logger    *slog.Logger
-	Metrics   Metrics
+	Logger      *slog.Logger
+	Metrics     Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxRetryWait caps one wait after a rate limit (default 30s); RateLimitAttempts bounds the

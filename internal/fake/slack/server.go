@@ -88,9 +88,11 @@ type Server struct {
 	views    []View
 	triggers map[string]time.Time // trigger id → issued at
 	statuses []Status
-	tsClock  int64
-	seq      int64
-	closed   bool
+	// expireAfter > 0 ends a stream once it took that many appends (ExpireStreamsAfter).
+	expireAfter int
+	tsClock     int64
+	seq         int64
+	closed      bool
 
 	sock socketState
 

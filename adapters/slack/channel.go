@@ -101,6 +101,10 @@ type Config struct {
 	// AssistantStatus shows the "is thinking…" status (assistant.threads.setStatus) while a run
 	// works, in threads where Slack allows it; default on (set AssistantStatusOff to turn off).
 	AssistantStatusOff bool
+	// StreamingOff turns native streaming off (slack.streaming: false): answers are posted and
+	// edited as on every platform. By default an answer in a thread streams
+	// (chat.startStream / appendStream / stopStream) with the run's subagents as a plan's tasks.
+	StreamingOff bool
 	// SuggestedPrompts are offered when a user opens an assistant thread with the app
 	// (assistant_thread_started); none when empty.
 	SuggestedPrompts []string
@@ -191,6 +195,7 @@ type Channel struct {
 	pacer         *pacer
 	pending       sync.Map // trigger id → responder, while its interaction is handled
 	noStatus      sync.Map // channel id → struct{}: setStatus refused there
+	noStream      sync.Map // channel id → struct{}: chat.startStream unknown there
 	statuses      sync.Map // channel/thread → *threadState
 	statusLookups atomic.Int64
 	revoked       sync.Map // team id → struct{}

@@ -309,9 +309,15 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	}
 	switch ev.Kind {
 	case runs.EventStarted:
+		d.restart(ctx, ch, c)
 		d.start(ctx, ch, c, ev)
 	case runs.EventProgress:
 		c.progress = progressText(ev)
+		if ev.Tool == "" && ev.Text != "" {
+			// A notice (the model is unavailable; the answer will follow) has no place in a
+			// stream of the answer: the stream's message becomes the card that shows it.
+			d.leaveStream(ctx, ch, c)
+		}
 		d.update(ctx, ch, c)
 	case runs.EventSubagentStarted:
 		if ev.Subagent == nil {

@@ -282,10 +282,45 @@ func (c *runCard) shownPart() string {
 	if c.stream != nil {
 		sent = c.stream.sent
 	}
-	if c.partAt > sent {
+	if c.partAt > sent || sent > len(c.answer) {
 		return ""
 	}
 	return c.answer[c.partAt:sent]
+}
+
+// leaveStream ends c's stream where it stands (what is pending added, best effort) and hands
+// its message over to post-and-edit: the working card, edited in, replaces the streamed text.
+func (d *Delivery) leaveStream(ctx context.Context, ch Channel, c *runCard) {
+	if !c.streaming() {
+		return
+	}
+	d.stopTimer(c)
+	if s, ok := ch.(Streamer); ok {
+		u := c.pendingUpdate()
+		if err := s.StopStream(ctx, c.stream.ref, u); err != nil {
+			d.log.Debug("channels: ending the stream", "run", c.runID, "err", err)
+		} else {
+			c.sentUpdate(u)
+		}
+	}
+	c.stream.broken, c.noStream, c.ref = true, true, c.stream.ref
+}
+
+// restart forgets the answer an earlier attempt of the run streamed in this process (a model
+// outage's retry writes it again from the start): its stream, if still going, is ended and its
+// message edited from now on, the new attempt's text replacing the old.
+func (d *Delivery) restart(ctx context.Context, ch Channel, c *runCard) {
+	if c.stream == nil && c.answer == "" {
+		return
+	}
+	d.leaveStream(ctx, ch, c)
+	if c.answer != "" {
+		c.progress = "" // the new attempt's text will show that the answer follows
+	}
+	c.answer, c.part, c.partAt = "", 0, 0
+	if c.stream != nil {
+		c.stream.sent, c.stream.tasks = 0, nil
+	}
 }
 
 // finishStream ends the run's healthy stream. A final answer stops it with what the final text
@@ -375,10 +410,11 @@ func subagentTask(s *runs.SubagentInfo, status TaskStatus) StreamTask {
 	return t
 }
 
-// workingBody is the working card's body: the answer so far once there is one.
+// workingBody is the working card's body: the answer so far, once there is one, then the
+// latest progress.
 func (c *runCard) workingBody() string {
 	if c.answer != "" {
-		return c.answer
+		return joinParagraphs(c.answer, c.progress)
 	}
 	return c.progress
 }

@@ -266,3 +266,27 @@ func TestAnswerDeltasCostNothingWithoutAStream(t *testing.T) {
 		t.Fatalf("a delta was shown: %+v", h.ch.sent())
 	}
 }
+
+// TestRetriedAttemptRewritesTheStreamedText proves a run retried in the same process after a
+// model outage — whose notice ends the stream and turns its message into the card that shows
+// it — does not repeat the first attempt's text: the new attempt's answer replaces it, in the
+// same message.
+func TestRetriedAttemptRewritesTheStreamedText(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeStreamer()
+	d := h.delivery(ch)
+	run := runs.NewRunID()
+	h.deliver(d, attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "Hello wor"),
+		runs.Event{RunID: run, Kind: runs.EventProgress, Text: "The model is unavailable; the answer will follow."})...)
+	if vis := ch.visible(); len(vis) != 1 || !strings.Contains(vis[0], "unavailable") {
+		t.Fatalf("the notice is not shown: %q", vis)
+	}
+	h.deliver(d, attempt(2, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "Hello "), delta(run, 1, "world."), final(run, "Hello world."))...)
+	vis := ch.visible()
+	if len(vis) != 1 || strings.Count(vis[0], "Hello") != 1 || !strings.Contains(vis[0], "Hello world.") {
+		t.Fatalf("visible %q, want the one message with the answer once", vis)
+	}
+	if ch.starts != 1 {
+		t.Fatalf("%d streams: the retry must edit the first one's message", ch.starts)
+	}
+}

@@ -15,7 +15,9 @@
 // characters a section, 50 blocks a message, 40,000 characters of text) and never truncated;
 // replies in the conversation's thread; link unfurls off; chat.update for edits; ephemeral
 // answers to clicks and slash commands; modals with views.open; the assistant thread status
-// while a run works. Rate limits (HTTP 429 Retry-After, ratelimited) are waited out up to
+// while a run works; answers in threads streamed natively (chat.startStream / appendStream /
+// stopStream, stream.go) with the run's subagents as a plan's tasks, refusals reported as
+// channels.ErrStreamRefused so delivery falls back to post-and-edit. Rate limits (HTTP 429 Retry-After, ratelimited) are waited out up to
 // MaxRetryWait, then returned as *channels.RateLimitError.
 //
 // Conversation key: {slack, workspace (team, or enterprise/team on Enterprise Grid), channel,

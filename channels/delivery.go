@@ -720,8 +720,15 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	// again by the next attempt. It gets closingGrace past the run's context.
 	ctx, cancel := outlive(ctx, closingGrace)
 	defer cancel()
-	if c.streaming() && d.finishStream(ctx, ch, c, ev) {
-		return nil
+	if c.streaming() {
+		shown := c.answer
+		if d.finishStream(ctx, ch, c, ev) {
+			return nil
+		}
+		if c.stream == nil && c.ref.ID() == "" && ev.Kind == runs.EventClarification && strings.TrimSpace(ev.Text) != "" &&
+			strings.Contains(shown, strings.TrimSpace(ev.Text)) {
+			ev.Text = "" // the stopped stream shows it, just above the question
+		}
 	}
 	card := d.closingCard(c, ev)
 	rest := ""

@@ -290,3 +290,22 @@ func TestRetriedAttemptRewritesTheStreamedText(t *testing.T) {
 		t.Fatalf("%d streams: the retry must edit the first one's message", ch.starts)
 	}
 }
+
+// TestQuestionAfterAStreamDoesNotRepeatItsText proves a run that streamed its text and then
+// asks a question stops the stream and posts the question under it, without the text again.
+func TestQuestionAfterAStreamDoesNotRepeatItsText(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeStreamer()
+	d := h.delivery(ch)
+	run := runs.NewRunID()
+	form := &runs.Form{ID: "q" + run, Question: "How many people travel?", Fields: []runs.FormField{{ID: "n", Label: "People", Kind: runs.FieldChoice, Options: []string{"1", "2"}}}}
+	h.deliver(d, attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "I need one detail first."),
+		runs.Event{RunID: run, Kind: runs.EventClarification, Text: "I need one detail first.", Form: form})...)
+	vis := ch.visible()
+	if len(vis) != 2 || vis[0] != "I need one detail first." || !strings.Contains(vis[1], "How many people travel?") || strings.Contains(vis[1], "I need one detail") {
+		t.Fatalf("visible %q: want the stopped stream, then the question without its text", vis)
+	}
+	if s := ch.stream(); s == nil || !s.stopped {
+		t.Fatal("the stream is not stopped")
+	}
+}

@@ -157,3 +157,37 @@ func TestSlackStreamingOffPostsAndEdits(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackStreamRefusedAtStartPostsTheAnswer proves a workspace that refuses streaming
+// (unknown_method, user_not_found) is answered by post-and-edit: one posted answer, complete,
+// and, for unknown_method, no stream asked for again in that channel.
+func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
+	for _, code := range []string{"unknown_method", "user_not_found"} {
+		t.Run(code, func(t *testing.T) {
+			e := newSlackE2E(t, nil)
+			e.sl.FailNext("chat.startStream", 1, slackfake.Fault{Error: code})
+			e.start()
+			root := e.sl.NewTS()
+			e.sl.PushMessage(assistantDM(root, "hello"))
+			got := e.waitSlackAnswers("D0ANN", root, 1)
+			if got[0].Streamed || strings.Count(slackBlockText(got[0]), "echo: hello") != 1 {
+				t.Fatalf("answer %+v", got[0])
+			}
+			if code != "unknown_method" {
+				return
+			}
+			e.sl.PushMessage(assistantDM(root, "again"))
+			waitFor(t, "the second answer", 15*time.Second, func() bool {
+				for _, m := range e.inThread("D0ANN", root) {
+					if strings.Contains(slackVisible(m), "echo: again") && !slackPlaceholder(m) {
+						return true
+					}
+				}
+				return false
+			})
+			if n := e.sl.Count("chat.startStream"); n != 1 {
+				t.Errorf("%d chat.startStream calls: a channel without the method is not asked again", n)
+			}
+		})
+	}
+}

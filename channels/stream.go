@@ -66,10 +66,12 @@ var ErrStreamRefused = errors.New("channels: the platform refused to stream here
 // replay ends that stream and edits the message instead of posting another.
 const StepStream = "stream"
 
-// Plan titles of a stream's tasks.
+// Plan titles of a stream: while it works (with subagents once the first is delegated), and
+// once it stopped.
 const (
+	planStarted = "Working on it…"
 	planWorking = "Working with subagents…"
-	planDone    = "Subagents done"
+	planDone    = "Done"
 )
 
 // maxTaskOutput bounds a task's output (Slack allows 256 characters).
@@ -78,11 +80,11 @@ const maxTaskOutput = 256
 // runStream is a run's stream as delivery last drove it. The text it shows is the prefix
 // c.answer[:sent] of the run's answer so far.
 type runStream struct {
-	ref     MessageRef
-	sent    int          // bytes of c.answer the platform took
-	tasks   []StreamTask // task updates not sent yet
-	planned bool         // the plan title was sent
-	broken  bool         // the platform refused mid-stream: post-and-edit in ref from here
+	ref    MessageRef
+	sent   int          // bytes of c.answer the platform took
+	tasks  []StreamTask // task updates not sent yet
+	plan   string       // the plan title last sent
+	broken bool         // the platform refused mid-stream: post-and-edit in ref from here
 }
 
 // WantsAnswerDeltas reports whether the conversation's channel can stream answers
@@ -186,7 +188,7 @@ func (d *Delivery) showStream(ctx context.Context, ch Channel, c *runCard) {
 func (c *runCard) pendingUpdate() StreamUpdate {
 	st := c.stream
 	u := StreamUpdate{Text: c.answer[st.sent:], Tasks: st.tasks}
-	if len(st.tasks) > 0 && !st.planned {
+	if len(st.tasks) > 0 && st.plan != planWorking {
 		u.Plan = planWorking
 	}
 	return u
@@ -198,7 +200,7 @@ func (c *runCard) sentUpdate(u StreamUpdate) {
 	st.sent += len(u.Text)
 	st.tasks = st.tasks[len(u.Tasks):]
 	if u.Plan != "" {
-		st.planned = true
+		st.plan = u.Plan
 	}
 }
 
@@ -213,7 +215,7 @@ func (d *Delivery) startStream(ctx context.Context, ch Channel, c *runCard) {
 	}
 	u := c.pendingUpdate()
 	if u.empty() {
-		u.Plan = "Working on it…"
+		u.Plan = planStarted // the grace period ended before anything to show: a working title
 	}
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
@@ -331,7 +333,7 @@ func (d *Delivery) restart(ctx context.Context, ch Channel, c *runCard) {
 func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev runs.Event) (handled bool) {
 	s, _ := ch.(Streamer)
 	u := c.pendingUpdate()
-	if c.stream.planned || u.Plan == planWorking {
+	if c.stream.plan != "" || u.Plan != "" {
 		u.Plan = planDone
 	}
 	cur := c.answer[c.partAt:]

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
@@ -307,5 +308,55 @@ func TestQuestionAfterAStreamDoesNotRepeatItsText(t *testing.T) {
 	}
 	if s := ch.stream(); s == nil || !s.stopped {
 		t.Fatal("the stream is not stopped")
+	}
+}
+
+// TestStreamStartedWhenTheGracePeriodEnds proves a run that outlasts the placeholder's grace
+// period before writing anything starts its stream then, with a working title and no card,
+// and that its answer streams into that message.
+func TestStreamStartedWhenTheGracePeriodEnds(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeStreamer()
+	d, timers := h.lazyDelivery(ch)
+	run := runReceivedAgo(0)
+	h.deliver(d, attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted})...)
+	if ch.starts != 0 {
+		t.Fatal("the stream started within the grace period")
+	}
+	timers.fire()
+	s := ch.stream()
+	if ch.starts != 1 || s == nil || s.plan != planStarted || s.text != "" {
+		t.Fatalf("after the grace period: %d starts, %+v", ch.starts, s)
+	}
+	h.deliver(d, attempt(1, "55", delta(run, 1, "All "), final(run, "All good."))...)
+	if s.text != "All good." || !s.stopped || s.plan != planDone || len(ch.sent()) != 1 {
+		t.Fatalf("stream %+v, %d sends", s, len(ch.sent()))
+	}
+}
+
+// TestStreamAppendsThrottled proves deltas within DeliveryOptions.StreamEvery of the last call
+// go out as one append when the interval ends, and that the final stops the stream with the
+// rest whether or not that append came.
+func TestStreamAppendsThrottled(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeStreamer()
+	d := h.delivery(ch, func(o *DeliveryOptions) { o.StreamEvery = map[string]time.Duration{"test": time.Hour} })
+	timers := &manualTimers{}
+	d.afterFunc = timers.AfterFunc
+	run := runs.NewRunID()
+	h.deliver(d, attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "one "), delta(run, 1, "two "), delta(run, 1, "three "))...)
+	// No grace period: started starts the stream at once; the deltas right after it wait.
+	if ch.starts != 1 || ch.appends != 0 || ch.stream().text != "" {
+		t.Fatalf("%d starts, %d appends, text %q: the deltas must wait for the interval", ch.starts, ch.appends, ch.stream().text)
+	}
+	if n := timers.fire(); n != 1 {
+		t.Fatalf("%d timers fired, want the one append", n)
+	}
+	if ch.appends != 1 || ch.stream().text != "one two three " {
+		t.Fatalf("%d appends, text %q", ch.appends, ch.stream().text)
+	}
+	h.deliver(d, attempt(1, "55", delta(run, 1, "four"), final(run, "one two three four five."))...)
+	if s := ch.stream(); s.text != "one two three four five." || !s.stopped || ch.appends != 1 {
+		t.Fatalf("stream %+v after %d appends", s, ch.appends)
 	}
 }

@@ -191,3 +191,19 @@ func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestSlackMentionThreadStreamsToTheMentioner proves a channel mention's thread is answered by
+// a stream addressed to the user who mentioned the bot, as Slack requires outside DMs.
+func TestSlackMentionThreadStreamsToTheMentioner(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.start()
+	ts, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " what is up"})
+	m := e.waitStreamed("C0GEN", ts, "echo: what is up")
+	if strings.Count(slackVisible(m), "echo: what is up") != 1 {
+		t.Fatalf("the stream shows %q", slackVisible(m))
+	}
+	calls := e.sl.CallsOf("chat.startStream")
+	if len(calls) != 1 || calls[0].Params["recipient_user_id"] != slackAnn || calls[0].Params["recipient_team_id"] != slackfake.TeamID || calls[0].Params["thread_ts"] != ts {
+		t.Fatalf("chat.startStream calls %+v", calls)
+	}
+}

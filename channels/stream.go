@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -83,6 +84,7 @@ type runStream struct {
 	ref    MessageRef
 	sent   int          // bytes of c.answer the platform took
 	tasks  []StreamTask // task updates not sent yet
+	open   []StreamTask // tasks whose latest status is in progress, in the order they started
 	plan   string       // the plan title last sent
 	broken bool         // the platform refused mid-stream: post-and-edit in ref from here
 }
@@ -140,7 +142,12 @@ func (d *Delivery) streamTask(ctx context.Context, ch Channel, c *runCard, t Str
 	if t.Title == "" {
 		t.Title = "Subagent"
 	}
-	c.stream.tasks = append(c.stream.tasks, t)
+	st := c.stream
+	st.open = slices.DeleteFunc(st.open, func(o StreamTask) bool { return o.ID == t.ID })
+	if t.Status == TaskRunning {
+		st.open = append(st.open, t)
+	}
+	st.tasks = append(st.tasks, t)
 	d.showStream(ctx, ch, c)
 }
 
@@ -187,7 +194,7 @@ func (d *Delivery) showStream(ctx context.Context, ch Channel, c *runCard) {
 // pendingUpdate is what c's stream has not shown yet.
 func (c *runCard) pendingUpdate() StreamUpdate {
 	st := c.stream
-	u := StreamUpdate{Text: c.answer[st.sent:], Tasks: st.tasks}
+	u := StreamUpdate{Text: c.answer[st.sent:], Tasks: slices.Clone(st.tasks)}
 	if len(st.tasks) > 0 && st.plan != planWorking {
 		u.Plan = planWorking
 	}
@@ -198,7 +205,7 @@ func (c *runCard) pendingUpdate() StreamUpdate {
 func (c *runCard) sentUpdate(u StreamUpdate) {
 	st := c.stream
 	st.sent += len(u.Text)
-	st.tasks = st.tasks[len(u.Tasks):]
+	st.tasks = st.tasks[min(len(u.Tasks), len(st.tasks)):]
 	if u.Plan != "" {
 		st.plan = u.Plan
 	}
@@ -290,6 +297,20 @@ func (c *runCard) shownPart() string {
 	return c.answer[c.partAt:sent]
 }
 
+// closeOpenTasks adds to u, the stream's last update, an end for every task still in progress:
+// a subagent whose end was never told (the run failed, was cancelled or retried under it) must
+// not show as working forever. done: the run answered, so they count as complete.
+func (c *runCard) closeOpenTasks(u *StreamUpdate, done bool) {
+	for _, t := range c.stream.open {
+		t.Status, t.Output = TaskFailed, "Stopped."
+		if done {
+			t.Status, t.Output = TaskDone, ""
+		}
+		u.Tasks = append(u.Tasks, t)
+	}
+	c.stream.open = nil
+}
+
 // leaveStream ends c's stream where it stands (what is pending added, best effort) and hands
 // its message over to post-and-edit: the working card, edited in, replaces the streamed text.
 func (d *Delivery) leaveStream(ctx context.Context, ch Channel, c *runCard) {
@@ -299,6 +320,7 @@ func (d *Delivery) leaveStream(ctx context.Context, ch Channel, c *runCard) {
 	d.stopTimer(c)
 	if s, ok := ch.(Streamer); ok {
 		u := c.pendingUpdate()
+		c.closeOpenTasks(&u, false)
 		if err := s.StopStream(ctx, c.stream.ref, u); err != nil {
 			d.log.Debug("channels: ending the stream", "run", c.runID, "err", err)
 		} else {
@@ -336,6 +358,7 @@ func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev 
 	if c.stream.plan != "" || u.Plan != "" {
 		u.Plan = planDone
 	}
+	c.closeOpenTasks(&u, ev.Kind == runs.EventFinal)
 	cur := c.answer[c.partAt:]
 	continues := ev.Kind == runs.EventFinal && strings.TrimSpace(ev.Text) != "" && strings.HasPrefix(ev.Text, cur)
 	if continues {

@@ -360,3 +360,21 @@ func TestStreamAppendsThrottled(t *testing.T) {
 		t.Fatalf("stream %+v after %d appends", s, ch.appends)
 	}
 }
+
+// TestStreamStoppedUnderAWorkingSubagent proves a run that fails while a subagent works stops
+// its stream with that task ended, not left in progress, and posts the failure under it.
+func TestStreamStoppedUnderAWorkingSubagent(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeStreamer()
+	d := h.delivery(ch)
+	run := runs.NewRunID()
+	h.deliver(d, attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, subStarted(run, "a1", "Flights"),
+		runs.Event{RunID: run, Kind: runs.EventFailed, Reason: "Sorry."})...)
+	s := ch.stream()
+	if s == nil || !s.stopped || s.tasks["a1"].Status != TaskFailed {
+		t.Fatalf("stream %+v", s)
+	}
+	if vis := ch.visible(); len(vis) != 2 || !strings.Contains(vis[1], "Sorry.") {
+		t.Fatalf("visible %q", vis)
+	}
+}

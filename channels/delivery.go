@@ -319,27 +319,8 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 			d.leaveStream(ctx, ch, c)
 		}
 		d.update(ctx, ch, c)
-	case runs.EventSubagentStarted:
-		if ev.Subagent == nil {
-			return nil
-		}
-		if _, ok := d.streamer(ch, c); ok {
-			d.streamTask(ctx, ch, c, subagentTask(ev.Subagent, TaskRunning))
-			return nil
-		}
-		c.progress = orDefault(ev.Subagent.Name, "Subagent") + " started."
-		d.update(ctx, ch, c)
-	case runs.EventSubagentResult:
-		c.addSubagent(ev.Subagent)
-		if _, ok := d.streamer(ch, c); ok && ev.Subagent != nil {
-			status := TaskDone
-			if ev.Subagent.StopReason != "" && ev.Subagent.StopReason != "completed" {
-				status = TaskFailed
-			}
-			d.streamTask(ctx, ch, c, subagentTask(ev.Subagent, status))
-			return nil
-		}
-		d.update(ctx, ch, c)
+	case runs.EventSubagentStarted, runs.EventSubagentResult:
+		d.subagentEvent(ctx, ch, c, ev)
 	case runs.EventAnswerDelta:
 		d.answerDelta(ctx, ch, c, ev)
 	case runs.EventFinal, runs.EventFailed, runs.EventCancelled, runs.EventClarification:

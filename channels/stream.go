@@ -134,6 +134,30 @@ func (d *Delivery) answerDelta(ctx context.Context, ch Channel, c *runCard, ev r
 	d.showStream(ctx, ch, c)
 }
 
+// subagentEvent shows a subagent's start or result: as its task in the stream where the run
+// streams, else in the card (the start as its progress line, the result in the list).
+func (d *Delivery) subagentEvent(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	if ev.Subagent == nil {
+		return
+	}
+	status := TaskRunning
+	if ev.Kind == runs.EventSubagentResult {
+		c.addSubagent(ev.Subagent)
+		status = TaskDone
+		if r := ev.Subagent.StopReason; r != "" && r != "completed" {
+			status = TaskFailed
+		}
+	}
+	if _, ok := d.streamer(ch, c); ok {
+		d.streamTask(ctx, ch, c, subagentTask(ev.Subagent, status))
+		return
+	}
+	if status == TaskRunning {
+		c.progress = orDefault(ev.Subagent.Name, "Subagent") + " started."
+	}
+	d.update(ctx, ch, c)
+}
+
 // streamTask queues a subagent's task update and shows it like a delta.
 func (d *Delivery) streamTask(ctx context.Context, ch Channel, c *runCard, t StreamTask) {
 	if c.stream == nil {

@@ -5,7 +5,9 @@
 // user-safe failure. Team implements runs.Handler.
 //
 // Only what may be shown reaches users: the final text is the assistant text of the lead's
-// current turn, nothing else — never reasoning, tool traffic or system sections.
+// current turn, nothing else — never reasoning, tool traffic or system sections. Where the sink
+// streams (runs.AnswerDeltaSink), the lead's content chunks of the turn go out as they are
+// written, as answer deltas; a subagent's never do.
 package lead
 
 import (

@@ -290,7 +290,7 @@ func (d *Delivery) flushStream(ctx context.Context, ch Channel, c *runCard) {
 	case err == nil:
 		c.sentUpdate(u)
 	case errors.Is(err, ErrStreamRefused), errors.Is(err, ErrMessageGone):
-		d.breakStream(ctx, ch, c, err)
+		d.breakStream(c, err)
 		d.editProgress(ctx, ch, c)
 	default:
 		// Kept for the next append (or the stop): the text is not lost.
@@ -301,8 +301,12 @@ func (d *Delivery) flushStream(ctx context.Context, ch Channel, c *runCard) {
 
 // breakStream gives the stream up mid-answer: its message becomes the run's card, edited from
 // now on.
-func (d *Delivery) breakStream(_ context.Context, _ Channel, c *runCard, err error) {
-	d.m.OutboundError(c.conv.Platform, "stream_refused")
+func (d *Delivery) breakStream(c *runCard, err error) {
+	kind := "stream_failed"
+	if errors.Is(err, ErrStreamRefused) {
+		kind = "stream_refused"
+	}
+	d.m.OutboundError(c.conv.Platform, kind)
 	d.log.Info("channels: the platform stopped the stream mid-answer; editing its message instead", "run", c.runID, "err", err)
 	c.stream.broken = true
 	c.noStream = true
@@ -392,7 +396,7 @@ func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev 
 		return s.StopStream(ctx, c.stream.ref, u)
 	})
 	if err != nil {
-		d.breakStream(ctx, ch, c, err)
+		d.breakStream(c, err)
 		return false
 	}
 	c.sentUpdate(u)

@@ -2,7 +2,9 @@ package lead_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -89,5 +91,63 @@ func TestNoAnswerDeltasForASinkThatDoesNotAsk(t *testing.T) {
 	}
 	if sink.last().Kind != runs.EventFinal {
 		t.Fatalf("events %s", sink.kinds())
+	}
+}
+
+// manyDeltas is a model that streams its answer in many small pieces, then waits for the test
+// before it returns.
+type manyDeltas struct {
+	pieces  []string
+	emitted chan struct{} // closed once every piece went out
+}
+
+func (m *manyDeltas) Name() string { return "many" }
+
+func (m *manyDeltas) Stream(_ context.Context, _ llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
+	for _, p := range m.pieces {
+		onDelta(llm.Delta{Content: p})
+	}
+	close(m.emitted)
+	return llm.Response{Content: strings.Join(m.pieces, ""), Finish: llm.FinishStop}, nil
+}
+
+// blockingSink holds the first answer delta until release is closed.
+type blockingSink struct {
+	streamingCollector
+	release <-chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingSink) Deliver(ctx context.Context, ev runs.Event) error {
+	if ev.Kind == runs.EventAnswerDelta {
+		b.once.Do(func() { <-b.release })
+	}
+	return b.collector.Deliver(ctx, ev)
+}
+
+// TestAnswerDeltasCoalesceWhileTheSinkIsBusy proves the deltas written while the sink is busy
+// with an earlier one go out as one event: a slow platform gets few, large appends, never one
+// call per token, and the text is whole and in order.
+func TestAnswerDeltasCoalesceWhileTheSinkIsBusy(t *testing.T) {
+	pieces := make([]string, 50)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("w%d ", i)
+	}
+	model := &manyDeltas{pieces: pieces, emitted: make(chan struct{})}
+	team := newTeam(t, model, newStore(t))
+	sink := &blockingSink{release: model.emitted}
+	if _, err := team.HandleRun(context.Background(), runs.NewRun(envelope(runs.KindMessage, "go"), sink)); err != nil {
+		t.Fatal(err)
+	}
+	var deltas []string
+	for _, e := range sink.events {
+		if e.Kind == runs.EventAnswerDelta {
+			deltas = append(deltas, e.Text)
+		}
+	}
+	// The sink holds the first delta event until all 50 pieces were written: whatever the
+	// first event took, the rest waited behind it as one.
+	if len(deltas) < 1 || len(deltas) > 2 || strings.Join(deltas, "") != strings.Join(pieces, "") {
+		t.Fatalf("%d deltas (%q), want at most two carrying the 50 pieces in order", len(deltas), deltas)
 	}
 }

@@ -143,3 +143,37 @@ func TestStreamSplitsLongText(t *testing.T) {
 		t.Fatalf("split of nothing: %q", got)
 	}
 }
+
+// TestStreamErrorClassification is the table of Slack's answers to a streaming call: which
+// make delivery go on by post-and-edit (channels.ErrStreamRefused) and which keep their own
+// meaning.
+func TestStreamErrorClassification(t *testing.T) {
+	for _, tc := range []struct {
+		code    string
+		refused bool
+		other   error
+	}{
+		{"message_not_in_streaming_state", true, nil},
+		{"unknown_method", true, nil},
+		{"user_not_found", true, nil},
+		{"missing_recipient_user_id", true, nil},
+		{"not_an_assistant_thread", true, nil}, // any code of the conversation's own
+		{"invalid_chunks", true, nil},
+		{"invalid_blocks", true, channels.ErrCardRefused},
+		{"channel_not_found", false, channels.ErrUnreachable},
+		{"invalid_auth", false, ErrAuth},
+		{"message_not_found", false, channels.ErrMessageGone},
+	} {
+		err := streamError(&APIError{Method: "chat.appendStream", Code: tc.code, kind: classify(tc.code)})
+		if errors.Is(err, channels.ErrStreamRefused) != tc.refused {
+			t.Errorf("%s: refused = %v, want %v", tc.code, !tc.refused, tc.refused)
+		}
+		if tc.other != nil && !errors.Is(err, tc.other) {
+			t.Errorf("%s: %v does not keep %v", tc.code, err, tc.other)
+		}
+	}
+	rl := &channels.RateLimitError{}
+	if err := streamError(rl); err != rl {
+		t.Errorf("a rate limit is not passed on as it is: %v", err)
+	}
+}

@@ -177,3 +177,20 @@ func TestStreamErrorClassification(t *testing.T) {
 		t.Errorf("a rate limit is not passed on as it is: %v", err)
 	}
 }
+
+// TestRecipient is the table of the recipients a stream outside a DM goes to.
+func TestRecipient(t *testing.T) {
+	for _, tc := range []struct{ workspace, user, team, id string }{
+		{"T1", "T1:U2", "T1", "U2"},
+		{"E1/T1", "E1:U2", "T1", "U2"},
+		{"T1", "", "T1", ""},
+		{"T1", "U2", "T1", ""}, // not a channel_user_id
+		{"", "T1:U2", "", "U2"},
+		{"E1/", "E1:U2:", "", ""},
+	} {
+		team, id := recipient(conv.Key{Platform: "slack", Workspace: tc.workspace, Chat: "C1"}, tc.user)
+		if team != tc.team || id != tc.id {
+			t.Errorf("recipient(%q, %q) = %q, %q; want %q, %q", tc.workspace, tc.user, team, id, tc.team, tc.id)
+		}
+	}
+}

@@ -161,6 +161,9 @@ type Interaction struct {
 type Target struct {
 	Conv    conv.Key
 	ReplyTo string
+	// User is the channel_user_id of the person a run answers, when delivery knows it (a
+	// platform that streams to one recipient needs it); "" otherwise.
+	User string
 }
 
 // Message is one outbound message: a card, or markdown text when Card is nil. Adapters render

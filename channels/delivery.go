@@ -54,8 +54,11 @@ type DeliveryOptions struct {
 	ActionKey render.Key
 	// EditEvery throttles progress edits per platform (latest wins); zero edits on every event.
 	EditEvery map[string]time.Duration
-	Logger    *slog.Logger
-	Metrics   Metrics
+	// StreamEvery throttles appends to an answer's stream per platform (Streamer): deltas
+	// arriving within it are sent as one; zero appends on every delta.
+	StreamEvery map[string]time.Duration
+	Logger      *slog.Logger
+	Metrics     Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// MaxRetryWait caps one wait after a rate limit (default 30s); RateLimitAttempts bounds the
@@ -134,6 +137,20 @@ type runCard struct {
 	owed     bool
 	grace    stopper
 	graceGen int // which grace period's callback may still post
+
+	// user is the channel_user_id the run answers (a stream's recipient).
+	user string
+	// answer is the answer text streamed so far (answer deltas, parts a paragraph apart);
+	// partAt is where its current part (part) starts.
+	answer string
+	part   int
+	partAt int
+	// stream is the run's stream (Streamer), from its first task or delta; noStream: this run
+	// posts and edits (the conversation refused streaming, or an earlier attempt streamed).
+	stream   *runStream
+	noStream bool
+	// stale is the stream an earlier attempt started, to be ended before this attempt edits it.
+	stale MessageRef
 }
 
 // NewDelivery checks opt and returns a Delivery.
@@ -258,6 +275,11 @@ func (d *Delivery) forget(runID string) {
 // message and waiting out rate limits; that is also logged at Error with the run id.
 func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	ch := d.opt.Channels[ev.Conv.Platform]
+	if ev.Kind == runs.EventAnswerDelta {
+		if _, ok := ch.(Streamer); !ok {
+			return nil // only a stream shows text as it is written; the final event carries it all
+		}
+	}
 	if ch == nil {
 		d.log.Error("channels: no channel for a run's platform; the event is lost", "run", ev.RunID, "platform", ev.Conv.Platform, "kind", ev.Kind)
 		return fmt.Errorf("channels: deliver %s of run %s: no channel for platform %q", ev.Kind, ev.RunID, ev.Conv.Platform)
@@ -267,12 +289,16 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	defer c.mu.Unlock()
 	c.touched = d.now()
 	if !c.loaded {
-		c.replyTo = ev.ReplyTo
+		c.replyTo, c.user = ev.ReplyTo, ev.User
 		if ev.Attempt == 1 {
 			c.loaded = true // a run's first attempt: no earlier one can have delivered anything
 		} else {
 			d.load(ctx, c)
 		}
+	}
+	if c.stale.ID() != "" {
+		d.staleStream(ctx, ch, c, c.stale)
+		c.stale = MessageRef{}
 	}
 	if c.done {
 		d.log.Debug("channels: run already delivered; skipping a replayed event", "run", ev.RunID, "kind", ev.Kind)
@@ -283,13 +309,20 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 	}
 	switch ev.Kind {
 	case runs.EventStarted:
+		d.restart(ctx, ch, c)
 		d.start(ctx, ch, c, ev)
 	case runs.EventProgress:
 		c.progress = progressText(ev)
+		if ev.Tool == "" && ev.Text != "" {
+			// A notice (the model is unavailable; the answer will follow) has no place in a
+			// stream of the answer: the stream's message becomes the card that shows it.
+			d.leaveStream(ctx, ch, c)
+		}
 		d.update(ctx, ch, c)
-	case runs.EventSubagentResult:
-		c.addSubagent(ev.Subagent)
-		d.update(ctx, ch, c)
+	case runs.EventSubagentStarted, runs.EventSubagentResult:
+		d.subagentEvent(ctx, ch, c, ev)
+	case runs.EventAnswerDelta:
+		d.answerDelta(ctx, ch, c, ev)
 	case runs.EventFinal, runs.EventFailed, runs.EventCancelled, runs.EventClarification:
 		d.stopTimers(c) // a placeholder still owed is never posted: the closing card is the message
 		err := d.finish(ctx, ch, c, ev)
@@ -311,7 +344,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	var rec threads.RunRecords
 	err := d.retryStore(ctx, func() error {
 		var err error
-		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile}, nil)
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepStream}, nil)
 		return err
 	})
 	if err != nil {
@@ -324,11 +357,17 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	}
 	_, c.fileSent = rec.Outbound[StepFile]
 	if b, found := rec.Outbound[StepCard]; found {
-		if json.Unmarshal(b, &c.ref) != nil {
-			c.ref = MessageRef{}
-		}
-		if c.ref.Conv.IsZero() {
-			c.ref.Conv = c.conv
+		c.ref = decodeRef(b, c.conv)
+	}
+	if b, found := rec.Outbound[StepStream]; found {
+		// An earlier attempt streamed: this one ends that stream and edits its message, which
+		// its text replaces, rather than streaming the answer a second time.
+		c.noStream = true
+		if ref := decodeRef(b, c.conv); ref.ID() != "" && c.stream == nil {
+			c.stale = ref
+			if c.ref.ID() == "" {
+				c.ref = ref
+			}
 		}
 	}
 }
@@ -387,7 +426,7 @@ func (d *Delivery) footer(c *runCard) render.Footer {
 }
 
 func (d *Delivery) workingCard(c *runCard) render.Card {
-	return render.Card{Title: "Working on it…", Status: render.StatusWorking, Body: c.progress,
+	return render.Card{Title: "Working on it…", Status: render.StatusWorking, Body: c.workingBody(),
 		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
 }
 
@@ -662,6 +701,16 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	// again by the next attempt. It gets closingGrace past the run's context.
 	ctx, cancel := outlive(ctx, closingGrace)
 	defer cancel()
+	if c.streaming() {
+		shown := c.answer
+		if d.finishStream(ctx, ch, c, ev) {
+			return nil
+		}
+		if c.stream == nil && c.ref.ID() == "" && ev.Kind == runs.EventClarification && strings.TrimSpace(ev.Text) != "" &&
+			strings.Contains(shown, strings.TrimSpace(ev.Text)) {
+			ev.Text = "" // the stopped stream shows it, just above the question
+		}
+	}
 	card := d.closingCard(c, ev)
 	rest := ""
 	if ev.Kind == runs.EventFinal {
@@ -669,7 +718,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	}
 	platform := c.conv.Platform
 	var ref MessageRef
-	delivered := false
+	delivered, keep := false, false
 	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" {
 		out, err := d.edit(ctx, ed, ch, c.ref, card)
 		switch {
@@ -684,6 +733,13 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		default:
 			d.m.OutboundError(platform, "edit_failed")
 			d.log.Warn("channels: editing the closing message into the placeholder failed; sending it anew", "run", c.runID, "err", err)
+			if c.stream != nil && c.stream.sent > 0 && ev.Kind == runs.EventFinal {
+				// The message still shows the streamed text: the new one carries only the rest.
+				rest := ev
+				rest.Text = c.unseen(ev.Text)
+				card, _ = splitAnswer(ch, d.closingCard(c, rest), d.opt.MaxAnswerMessages)
+				keep = true
+			}
 		}
 	}
 	if !delivered {
@@ -698,7 +754,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
 		}
 		ref = out
-		if c.ref.ID() != "" {
+		if c.ref.ID() != "" && !keep {
 			d.removePlaceholder(ctx, ch, c)
 		}
 	}

@@ -16,7 +16,10 @@ type Metrics interface {
 	Command(platform, command string)
 	// OutboundError counts a failed outbound operation by kind: rate_limited, card_refused,
 	// edit_failed, message_gone, send_failed, delete_failed, final_lost, unreachable (a closing
-	// message given up because the bot can no longer write to the conversation).
+	// message given up because the bot can no longer write to the conversation), stream_refused
+	// (a stream refused at its start or mid-answer: the run posts and edits instead),
+	// stream_failed (a stream that could not start for another reason), stream_append_failed
+	// (an append that failed; its text goes with the next).
 	OutboundError(platform, kind string)
 }
 

@@ -109,6 +109,14 @@ func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
 // postPlaceholder sends the working card, in reply to the message the run answers, and records
 // it so a replay edits it instead of posting another.
 func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard) {
+	if _, ok := d.streamer(ch, c); ok && (c.stream == nil || c.stream.ref.ID() == "") {
+		// Where the answer streams, its stream is the working message.
+		if c.stream == nil {
+			c.stream = &runStream{}
+		}
+		d.startStream(ctx, ch, c)
+		return
+	}
 	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c))
 	if err != nil {
 		d.m.OutboundError(c.conv.Platform, "send_failed")

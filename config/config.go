@@ -130,6 +130,10 @@ type Slack struct {
 	Command string `koanf:"command"`
 	// AssistantStatus shows "is thinking…" (assistant.threads.setStatus) while a run works.
 	AssistantStatus bool `koanf:"assistant_status"`
+	// Streaming streams answers in threads with Slack's native streaming (chat.startStream /
+	// appendStream / stopStream), the run's subagents as tasks of a plan; off, answers are
+	// posted and edited.
+	Streaming bool `koanf:"streaming"`
 	// ReadyWindow is how recently every Socket Mode connection must have read a frame (Slack
 	// pings every few seconds) for /readyz to count Slack as ready.
 	ReadyWindow time.Duration `koanf:"ready_window"`
@@ -334,7 +338,7 @@ func Default() *Config {
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
-			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
 			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
 		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll},

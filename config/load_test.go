@@ -74,7 +74,7 @@ func fullConfig() *config.Config {
 			ClientID: "1111.2222", ClientSecret: "slack-client-secret", RedirectURL: "https://bot.example.com/slack/oauth/callback",
 			InstallPath: "/hooks/slack/install", OAuthPath: "/hooks/slack/oauth",
 			APIURL: "http://127.0.0.1:8082/api/", Mode: "http", Connections: 2, ThreadReplies: "mention",
-			ReplyInThread: false, Command: "/sb", AssistantStatus: false, SuggestedPrompts: []string{"Plan my week"},
+			ReplyInThread: false, Command: "/sb", AssistantStatus: false, Streaming: false, SuggestedPrompts: []string{"Plan my week"},
 			ReadyWindow:      time.Minute,
 			EventsPath:       "/hooks/slack/events",
 			InteractionsPath: "/hooks/slack/interactions", CommandsPath: "/hooks/slack/commands",

@@ -211,6 +211,7 @@ var keyDescriptions = map[string]string{
 	"slack.reply_in_thread":   "Answer a top-level channel mention in a thread rooted at it (DMs stay flat).",
 	"slack.command":           "The slash command declared in the app's manifest; its first word is a bot command (`/bot help`).",
 	"slack.assistant_status":  "Show \"is thinking…\" under the thread (`assistant.threads.setStatus`) while a run works.",
+	"slack.streaming":         "Stream answers in threads (assistant threads, mention threads) as they are written, with Slack's native streaming (`chat.startStream` / `appendStream` / `stopStream`) and each delegated subagent as a task of the message's plan. Where Slack refuses streaming, answers are posted and edited; `false` always posts and edits.",
 	"slack.ready_window":      "How recently every Socket Mode connection must have read something (an envelope, a hello, Slack's pings) for `/readyz` to count Slack as ready.",
 	"slack.pacing":            "Space `chat.postMessage` per channel to Slack's pace (about one a second after a short burst) instead of meeting its 429s.",
 	"slack.suggested_prompts": "Prompts offered when a user opens an assistant thread with the app; empty offers none.",

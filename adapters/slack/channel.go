@@ -15,8 +15,11 @@
 // characters a section, 50 blocks a message, 40,000 characters of text) and never truncated;
 // replies in the conversation's thread; link unfurls off; chat.update for edits; ephemeral
 // answers to clicks and slash commands; modals with views.open; the assistant thread status
-// while a run works; files (the rest of a long answer) through Slack's external upload, shared
-// in the conversation's thread. Rate limits (HTTP 429 Retry-After, ratelimited) are waited out up to
+// while a run works; answers in threads streamed natively (chat.startStream / appendStream /
+// stopStream, stream.go) with the run's subagents as a plan's tasks, refusals reported as
+// channels.ErrStreamRefused so delivery falls back to post-and-edit; files (the rest of a long
+// answer) through Slack's external upload, shared in the conversation's thread. Rate limits
+// (HTTP 429 Retry-After, ratelimited) are waited out up to
 // MaxRetryWait, then returned as *channels.RateLimitError.
 //
 // Conversation key: {slack, workspace (team, or enterprise/team on Enterprise Grid), channel,
@@ -102,6 +105,10 @@ type Config struct {
 	// AssistantStatus shows the "is thinking…" status (assistant.threads.setStatus) while a run
 	// works, in threads where Slack allows it; default on (set AssistantStatusOff to turn off).
 	AssistantStatusOff bool
+	// StreamingOff turns native streaming off (slack.streaming: false): answers are posted and
+	// edited as on every platform. By default an answer in a thread streams
+	// (chat.startStream / appendStream / stopStream) with the run's subagents as a plan's tasks.
+	StreamingOff bool
 	// SuggestedPrompts are offered when a user opens an assistant thread with the app
 	// (assistant_thread_started); none when empty.
 	SuggestedPrompts []string
@@ -192,6 +199,7 @@ type Channel struct {
 	pacer         *pacer
 	pending       sync.Map // trigger id → responder, while its interaction is handled
 	noStatus      sync.Map // channel id → struct{}: setStatus refused there
+	noStream      sync.Map // channel id → struct{}: chat.startStream unknown there
 	statuses      sync.Map // channel/thread → *threadState
 	statusLookups atomic.Int64
 	revoked       sync.Map // team id → struct{}

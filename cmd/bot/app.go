@@ -164,6 +164,9 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
 		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "discord": time.Second, "console": 0},
+		// chat.appendStream is Tier 4 (100+ a minute per workspace): one append a second per
+		// answer, the deltas between coalesced.
+		StreamEvery: map[string]time.Duration{"slack": time.Second},
 	})
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		ReplyInThreadSet:   true,
 		Command:            s.Command,
 		AssistantStatusOff: !s.AssistantStatus,
+		StreamingOff:       !s.Streaming,
 		SuggestedPrompts:   s.SuggestedPrompts,
 		Pacing:             s.Pacing,
 		ReadyWindow:        s.ReadyWindow,

@@ -109,8 +109,8 @@ func (e *slackE2E) waitSlackAnswers(channel, thread string, n int) []slackfake.M
 			return false
 		}
 		for _, m := range got {
-			if slackPlaceholder(m) {
-				return false
+			if slackPlaceholder(m) || m.Streaming {
+				return false // still working, or a stream not stopped yet
 			}
 		}
 		return true

@@ -355,12 +355,19 @@ type runState struct {
 	// order numbers the lead's delegate calls of this run (call id → 1, 2, …) in the order it
 	// asked for them.
 	order map[string]int
-	wake  chan struct{}
-	done  chan struct{}
+	// deltas: the sink shows answer text as it is written (runs.AnswerDeltaSink), so the lead's
+	// chunks go out as EventAnswerDelta; part numbers the model steps that wrote some, and
+	// partOf is the (turn, step) of the latest.
+	deltas bool
+	part   int
+	partOf [2]int
+	wake   chan struct{}
+	done   chan struct{}
 }
 
 func newRunState(t *Team, run *runs.Run, lead *agent.Agent) *runState {
-	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, order: map[string]int{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, order: map[string]int{}, deltas: run.WantsAnswerDeltas(),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go rs.loop()
 	return rs
 }
@@ -394,9 +401,27 @@ func (rs *runState) label(e subagent.Event) string {
 	return "Subagent"
 }
 
+// answerDelta emits text the lead's model just wrote in step (turn, step) as an answer delta.
+func (rs *runState) answerDelta(turn, step int, text string) {
+	rs.mu.Lock()
+	if key := [2]int{turn, step}; rs.part == 0 || key != rs.partOf {
+		rs.part, rs.partOf = rs.part+1, key
+	}
+	part := rs.part
+	rs.mu.Unlock()
+	rs.emit(runs.Event{Kind: runs.EventAnswerDelta, Text: text, Part: part})
+}
+
 func (rs *runState) emit(ev runs.Event) {
 	rs.mu.Lock()
 	if rs.closed {
+		rs.mu.Unlock()
+		return
+	}
+	if n := len(rs.queue); ev.Kind == runs.EventAnswerDelta && n > 0 && rs.queue[n-1].Kind == runs.EventAnswerDelta && rs.queue[n-1].Part == ev.Part {
+		// The sink is busy with an earlier event: the deltas waiting behind it go out as one,
+		// so a slow platform gets fewer, larger appends instead of one call per token.
+		rs.queue[n-1].Text += ev.Text
 		rs.mu.Unlock()
 		return
 	}

@@ -5,7 +5,9 @@
 // user-safe failure. Team implements runs.Handler.
 //
 // Only what may be shown reaches users: the final text is the assistant text of the lead's
-// current turn, nothing else — never reasoning, tool traffic or system sections.
+// current turn, nothing else — never reasoning, tool traffic or system sections. Where the sink
+// streams (runs.AnswerDeltaSink), the lead's content chunks of the turn go out as they are
+// written, as answer deltas; a subagent's never do.
 package lead
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/subagent"
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
@@ -143,7 +146,7 @@ func (t *Team) Close() {
 // other tool calls into throttled progress. A step's tool calls are all written before any of
 // them runs, so every child's call is numbered before the child starts.
 func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
-	if e.Kind != agent.KindToolCall {
+	if e.Kind != agent.KindToolCall && e.Kind != agent.KindAssistantChunk {
 		return
 	}
 	v, ok := t.runs.Load(a.ID())
@@ -151,6 +154,12 @@ func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
 		return
 	}
 	rs := v.(*runState)
+	if e.Kind == agent.KindAssistantChunk {
+		if a == rs.lead && rs.deltas {
+			rs.answerDelta(e.Turn, e.Step, e.Content)
+		}
+		return
+	}
 	switch {
 	case a != rs.lead || e.Tool == ClarifyToolName:
 	case e.Tool == subagent.DelegateToolName:
@@ -170,7 +179,9 @@ func (t *Team) onSubagentEvent(e subagent.Event) error {
 	switch e.Kind {
 	case subagent.EventStart:
 		t.runs.Store(e.ID, rs)
-		rs.progress("", fmt.Sprintf("%s started.", rs.label(e)))
+		if e.ParentID == rs.lead.ID() {
+			rs.emit(runs.Event{Kind: runs.EventSubagentStarted, Subagent: &runs.SubagentInfo{ID: e.ID, Name: rs.label(e), Order: rs.orderOf(e)}})
+		}
 	case subagent.EventEnd:
 		t.runs.Delete(e.ID)
 		if e.ParentID == rs.lead.ID() {

@@ -120,7 +120,7 @@ func TestRunEmitStampsSteps(t *testing.T) {
 	}
 	evs := rec.eventsOf(env.RunID)
 	for i, e := range evs {
-		if e.Step != i+1 || e.Conv != env.Conv || e.At.IsZero() {
+		if e.Step != i+1 || e.Conv != env.Conv || e.At.IsZero() || e.User != env.Identity.ChannelUserID || e.User == "" {
 			t.Errorf("event %d = %+v", i, e)
 		}
 	}
@@ -129,6 +129,34 @@ func TestRunEmitStampsSteps(t *testing.T) {
 	}
 	if err := NewRun(env, nil).Emit(context.Background(), Event{Kind: EventFinal}); err != nil {
 		t.Errorf("nil sink: %v", err)
+	}
+}
+
+// deltaSink asks for answer deltas in the conversations it lists.
+type deltaSink struct {
+	SinkFunc
+	wants conv.Key
+}
+
+func (d deltaSink) WantsAnswerDeltas(k conv.Key) bool { return k == d.wants }
+
+// TestRunAsksItsSinkForAnswerDeltas proves a run wants answer deltas only when its sink asks for
+// them in the run's conversation.
+func TestRunAsksItsSinkForAnswerDeltas(t *testing.T) {
+	env := newEnv(testConv(1), "x")
+	nop := SinkFunc(func(context.Context, Event) error { return nil })
+	for name, c := range map[string]struct {
+		sink Sink
+		want bool
+	}{
+		"no sink":           {nil, false},
+		"a sink that posts": {nop, false},
+		"another conv":      {deltaSink{nop, testConv(2)}, false},
+		"this conversation": {deltaSink{nop, env.Conv}, true},
+	} {
+		if got := NewRun(env, c.sink).WantsAnswerDeltas(); got != c.want {
+			t.Errorf("%s: WantsAnswerDeltas = %v, want %v", name, got, c.want)
+		}
 	}
 }
 

@@ -18,9 +18,19 @@ const (
 	EventProgress       EventKind = "progress"
 	EventClarification  EventKind = "clarification"
 	EventSubagentResult EventKind = "subagent_result"
-	EventFinal          EventKind = "final"
-	EventFailed         EventKind = "failed"
-	EventCancelled      EventKind = "cancelled"
+	// EventSubagentStarted says a delegated child agent began (Subagent: its ID, Name, Order);
+	// its EventSubagentResult follows when it ends.
+	EventSubagentStarted EventKind = "subagent_started"
+	// EventAnswerDelta carries answer text as the lead writes it: Text is the new text only, to
+	// be appended to what came before; Part numbers the model step it belongs to (a new Part
+	// starts a new paragraph: the text of a step that went on to call tools is followed by the
+	// next step's). Deltas are only emitted to a sink that asks for them (AnswerDeltaSink), are
+	// never recorded, and the final event still carries the whole answer: a channel that shows
+	// them stops its stream with what the final text adds to them.
+	EventAnswerDelta EventKind = "answer_delta"
+	EventFinal       EventKind = "final"
+	EventFailed      EventKind = "failed"
+	EventCancelled   EventKind = "cancelled"
 )
 
 // Terminal reports whether the kind ends a run's visible activity.
@@ -54,6 +64,11 @@ type Event struct {
 	// unknown: a run outside the queue).
 	Attempt int    `json:"attempt,omitempty"`
 	ReplyTo string `json:"reply_to,omitempty"`
+	// User is the channel_user_id of the person the run answers (the envelope's identity),
+	// stamped by Run.Emit: a platform that streams to one recipient (Slack) needs it.
+	User string `json:"user,omitempty"`
+	// Part is an EventAnswerDelta's model step, from 1.
+	Part int `json:"part,omitempty"`
 }
 
 // SubagentInfo is the result of one delegated child agent.
@@ -104,6 +119,14 @@ type FormField struct {
 // different runs, never concurrently for one run. An error from Deliver is returned to the emitter.
 type Sink interface {
 	Deliver(ctx context.Context, ev Event) error
+}
+
+// AnswerDeltaSink is a Sink that can show answer text as it is written. The lead asks it once
+// per run, before the run's first delta, and emits EventAnswerDelta only when it answers true:
+// a sink without it (or answering false for the conversation) never receives a delta, so
+// channels that post and edit pay nothing for them.
+type AnswerDeltaSink interface {
+	WantsAnswerDeltas(k conv.Key) bool
 }
 
 // SinkFunc adapts a function to Sink.

@@ -74,6 +74,7 @@ func (r *Run) Emit(ctx context.Context, ev Event) error {
 	ev.Step = r.step
 	ev.Attempt = r.Envelope.Attempt
 	ev.ReplyTo = r.Envelope.ReplyTo
+	ev.User = r.Envelope.Identity.ChannelUserID
 	if ev.At.IsZero() {
 		ev.At = r.now()
 	}
@@ -87,6 +88,13 @@ func (r *Run) Emit(ctx context.Context, ev Event) error {
 		return fmt.Errorf("runs: deliver %s step %d of run %s: %w", ev.Kind, ev.Step, ev.RunID, err)
 	}
 	return nil
+}
+
+// WantsAnswerDeltas reports whether the run's sink shows answer text as it is written
+// (AnswerDeltaSink) in the run's conversation; emitters skip EventAnswerDelta otherwise.
+func (r *Run) WantsAnswerDeltas() bool {
+	s, ok := r.sink.(AnswerDeltaSink)
+	return ok && s.WantsAnswerDeltas(r.Envelope.Conv)
 }
 
 // Step is the number of the last event emitted, 0 before the first.

@@ -22,10 +22,17 @@ type Message struct {
 	Edits                    int
 	Deleted                  bool
 	// Streaming is set between chat.startStream and chat.stopStream; Streamed on every
-	// message made by chat.startStream, and Markdown holds its accumulated markdown_text.
+	// message made by chat.startStream, and Markdown holds its accumulated markdown_text (the
+	// markdown_text parameters and markdown_text chunks, in order). Plan is the latest
+	// plan_update title, Tasks the task_update chunks merged by id in first-seen order, and
+	// TaskUpdates every task_update received, in order. A chat.update replaces all of it.
 	Streaming, Streamed bool
 	Markdown            string
 	Appends             int
+	DisplayMode         string
+	Plan                string
+	Tasks               []Task
+	TaskUpdates         []Task
 	// Files are the ids of the files the message shares (files.completeUploadExternal).
 	Files []string
 	// At is when the message was posted.
@@ -235,6 +242,7 @@ func updateMessage(s *Server, p map[string]string) (map[string]any, *apiErr) {
 		return nil, e
 	}
 	m.Text, m.Blocks = p["text"], p["blocks"]
+	m.Markdown, m.Plan, m.Tasks = "", "", nil // the update replaces what was streamed
 	m.Edits++
 	return map[string]any{"channel": m.Channel, "ts": m.TS, "text": m.Text}, nil
 }
@@ -308,53 +316,4 @@ func setStatus(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	}
 	s.statuses = append(s.statuses, Status{Channel: p["channel_id"], ThreadTS: p["thread_ts"], Status: p["status"]})
 	return nil, nil
-}
-
-func startStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	ch := p["channel"]
-	if ch == "" {
-		return nil, slackErr("channel_not_found")
-	}
-	if p["thread_ts"] == "" {
-		return nil, slackErr("invalid_arguments")
-	}
-	if !strings.HasPrefix(ch, "D") && (p["recipient_user_id"] == "" || p["recipient_team_id"] == "") {
-		// Streaming into a channel needs the recipient.
-		return nil, slackErr("missing_recipient_user_id")
-	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID,
-		Streaming: true, Streamed: true, Markdown: p["markdown_text"], At: time.Now()}
-	s.addMessageLocked(m)
-	return map[string]any{"channel": ch, "ts": m.TS}, nil
-}
-
-func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	m := s.byTS[p["channel"]+"/"+p["ts"]]
-	switch {
-	case m == nil:
-		return nil, slackErr("message_not_found")
-	case !m.Streaming:
-		return nil, slackErr("message_not_in_streaming_state")
-	case len([]rune(p["markdown_text"])) > 12000:
-		return nil, slackErr("msg_too_long")
-	}
-	m.Markdown += p["markdown_text"]
-	m.Appends++
-	return map[string]any{"channel": m.Channel, "ts": m.TS}, nil
-}
-
-func stopStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	m := s.byTS[p["channel"]+"/"+p["ts"]]
-	switch {
-	case m == nil:
-		return nil, slackErr("message_not_found")
-	case !m.Streaming:
-		return nil, slackErr("message_not_in_streaming_state")
-	}
-	m.Markdown += p["markdown_text"]
-	if b := p["blocks"]; b != "" {
-		m.Blocks = b
-	}
-	m.Streaming = false
-	return map[string]any{"channel": m.Channel, "ts": m.TS}, nil
 }

@@ -92,9 +92,11 @@ type Server struct {
 	statuses  []Status
 	uploads   map[string]*Upload // file id → upload, from files.getUploadURLExternal on
 	completed []string           // file ids in the order files.completeUploadExternal finished them
-	tsClock   int64
-	seq       int64
-	closed    bool
+	// expireAfter > 0 ends a stream once it took that many appends (ExpireStreamsAfter).
+	expireAfter int
+	tsClock     int64
+	seq         int64
+	closed      bool
 
 	sock socketState
 

@@ -1,0 +1,473 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/core/runs"
+)
+
+// Streamer can show an answer as it is written, in one message that grows (Slack's
+// chat.startStream / appendStream / stopStream), with the run's subagents as tasks of a plan
+// in it. Delivery drives it where CanStream allows; every call's error wrapping ErrStreamRefused
+// makes delivery carry on by post-and-edit, in the same message, without repeating what it
+// shows.
+type Streamer interface {
+	// CanStream reports, without I/O, whether a stream may be started in the conversation (to
+	// names the conversation, the message answered and the user answered).
+	CanStream(to Target) bool
+	// StartStream posts the stream's message with u; the ref names it for the calls after.
+	StartStream(ctx context.Context, to Target, u StreamUpdate) (MessageRef, error)
+	// AppendStream adds u to the message (u.Text after the text already shown).
+	AppendStream(ctx context.Context, ref MessageRef, u StreamUpdate) error
+	// StopStream adds u and ends the stream: the message is final (and the working signal
+	// cleared).
+	StopStream(ctx context.Context, ref MessageRef, u StreamUpdate) error
+}
+
+// StreamUpdate is what one stream call adds: markdown text, a new plan title ("" keeps it) and
+// task updates.
+type StreamUpdate struct {
+	Text  string
+	Plan  string
+	Tasks []StreamTask
+}
+
+func (u StreamUpdate) empty() bool { return u.Text == "" && u.Plan == "" && len(u.Tasks) == 0 }
+
+// TaskStatus is a stream task's state.
+type TaskStatus string
+
+// The task states delivery reports.
+const (
+	TaskRunning TaskStatus = "in_progress"
+	TaskDone    TaskStatus = "complete"
+	TaskFailed  TaskStatus = "error"
+)
+
+// StreamTask is one task of a stream's plan: a subagent, by its id. Output is its one-line
+// result once it ended.
+type StreamTask struct {
+	ID, Title string
+	Status    TaskStatus
+	Output    string
+}
+
+// ErrStreamRefused means the platform or the conversation will not (or no longer) stream: the
+// method is unknown, the recipient is not found, the message left its streaming state, or the
+// conversation is not one the platform streams in. Delivery continues by post-and-edit.
+var ErrStreamRefused = errors.New("channels: the platform refused to stream here")
+
+// StepStream holds the JSON MessageRef of the run's stream message, once one is started: a
+// replay ends that stream and edits the message instead of posting another.
+const StepStream = "stream"
+
+// Plan titles of a stream: while it works (with subagents once the first is delegated), and
+// once it stopped.
+const (
+	planStarted = "Working on it…"
+	planWorking = "Working with subagents…"
+	planDone    = "Done"
+)
+
+// maxTaskOutput bounds a task's output (Slack allows 256 characters).
+const maxTaskOutput = 256
+
+// runStream is a run's stream as delivery last drove it. The text it shows is the prefix
+// c.answer[:sent] of the run's answer so far.
+type runStream struct {
+	ref    MessageRef
+	sent   int          // bytes of c.answer the platform took
+	tasks  []StreamTask // task updates not sent yet
+	open   []StreamTask // tasks whose latest status is in progress, in the order they started
+	plan   string       // the plan title last sent
+	broken bool         // the platform refused mid-stream: post-and-edit in ref from here
+}
+
+// WantsAnswerDeltas reports whether the conversation's channel can stream answers
+// (runs.AnswerDeltaSink): the lead emits answer deltas only then.
+func (d *Delivery) WantsAnswerDeltas(k conv.Key) bool {
+	s, ok := d.opt.Channels[k.Platform].(Streamer)
+	return ok && s.CanStream(Target{Conv: k})
+}
+
+var _ runs.AnswerDeltaSink = (*Delivery)(nil)
+
+// streamer is ch's Streamer when c may stream: the channel has one, the conversation allows it,
+// and neither a refusal nor an earlier attempt's stream ruled it out for this run.
+func (d *Delivery) streamer(ch Channel, c *runCard) (Streamer, bool) {
+	s, ok := ch.(Streamer)
+	if !ok || c.noStream || !s.CanStream(c.target()) {
+		return nil, false
+	}
+	return s, true
+}
+
+func (c *runCard) target() Target { return Target{Conv: c.conv, ReplyTo: c.replyTo, User: c.user} }
+
+// streaming reports whether c's stream is up and healthy.
+func (c *runCard) streaming() bool {
+	return c.stream != nil && !c.stream.broken && c.stream.ref.ID() != ""
+}
+
+// answerDelta adds an answer delta to c.answer and shows it: appended to the stream (started
+// now if need be, throttled per StreamEvery), or, once the stream is refused, in the working
+// card edited in place.
+func (d *Delivery) answerDelta(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	if ev.Text == "" {
+		return
+	}
+	if ev.Part != c.part && c.answer != "" {
+		c.answer += "\n\n"
+		c.partAt = len(c.answer)
+	}
+	if ev.Part != c.part && c.answer == "" {
+		c.partAt = 0
+	}
+	c.part = ev.Part
+	c.answer += ev.Text
+	d.showStream(ctx, ch, c)
+}
+
+// subagentEvent shows a subagent's start or result: as its task in the stream where the run
+// streams, else in the card (the start as its progress line, the result in the list).
+func (d *Delivery) subagentEvent(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	if ev.Subagent == nil {
+		return
+	}
+	status := TaskRunning
+	if ev.Kind == runs.EventSubagentResult {
+		c.addSubagent(ev.Subagent)
+		status = TaskDone
+		if r := ev.Subagent.StopReason; r != "" && r != "completed" {
+			status = TaskFailed
+		}
+	}
+	if _, ok := d.streamer(ch, c); ok {
+		d.streamTask(ctx, ch, c, subagentTask(ev.Subagent, status))
+		return
+	}
+	if status == TaskRunning {
+		c.progress = orDefault(ev.Subagent.Name, "Subagent") + " started."
+	}
+	d.update(ctx, ch, c)
+}
+
+// streamTask queues a subagent's task update and shows it like a delta.
+func (d *Delivery) streamTask(ctx context.Context, ch Channel, c *runCard, t StreamTask) {
+	if c.stream == nil {
+		c.stream = &runStream{}
+	}
+	if t.Title == "" {
+		t.Title = "Subagent"
+	}
+	st := c.stream
+	st.open = slices.DeleteFunc(st.open, func(o StreamTask) bool { return o.ID == t.ID })
+	if t.Status == TaskRunning {
+		st.open = append(st.open, t)
+	}
+	st.tasks = append(st.tasks, t)
+	d.showStream(ctx, ch, c)
+}
+
+// showStream brings the stream (or the message it fell back to) up to date with c.
+func (d *Delivery) showStream(ctx context.Context, ch Channel, c *runCard) {
+	if c.stream == nil {
+		c.stream = &runStream{}
+	}
+	st := c.stream
+	switch {
+	case st.broken || c.noStream:
+		d.update(ctx, ch, c)
+		return
+	case st.ref.ID() == "":
+		d.stopGrace(c) // the stream is the run's message: no placeholder before it
+		d.startStream(ctx, ch, c)
+		return
+	}
+	every := d.opt.StreamEvery[c.conv.Platform]
+	since := d.now().Sub(c.lastEdit)
+	if every <= 0 || since >= every {
+		d.stopTimer(c)
+		d.flushStream(ctx, ch, c)
+		return
+	}
+	if c.timer != nil {
+		return
+	}
+	c.timer, _ = d.schedule(c, every-since, func() {
+		c.timer = nil
+		if c.done {
+			return
+		}
+		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
+		defer cancel()
+		if c.streaming() {
+			d.flushStream(ctx, ch, c)
+		} else {
+			d.editProgress(ctx, ch, c)
+		}
+	})
+}
+
+// pendingUpdate is what c's stream has not shown yet.
+func (c *runCard) pendingUpdate() StreamUpdate {
+	st := c.stream
+	u := StreamUpdate{Text: c.answer[st.sent:], Tasks: slices.Clone(st.tasks)}
+	if len(st.tasks) > 0 && st.plan != planWorking {
+		u.Plan = planWorking
+	}
+	return u
+}
+
+// sentUpdate notes u as shown.
+func (c *runCard) sentUpdate(u StreamUpdate) {
+	st := c.stream
+	st.sent += len(u.Text)
+	st.tasks = st.tasks[min(len(u.Tasks), len(st.tasks)):]
+	if u.Plan != "" {
+		st.plan = u.Plan
+	}
+}
+
+// startStream starts c's stream with what c holds, records it, and on a refusal falls back to
+// the placeholder card (which then shows the text so far).
+func (d *Delivery) startStream(ctx context.Context, ch Channel, c *runCard) {
+	s, ok := d.streamer(ch, c)
+	if !ok {
+		c.noStream = true
+		d.postPlaceholder(ctx, ch, c)
+		return
+	}
+	u := c.pendingUpdate()
+	if u.empty() {
+		u.Plan = planStarted // the grace period ended before anything to show: a working title
+	}
+	var ref MessageRef
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		var err error
+		ref, err = s.StartStream(ctx, c.target(), u)
+		return err
+	})
+	if err != nil {
+		kind := "stream_failed"
+		if errors.Is(err, ErrStreamRefused) {
+			kind = "stream_refused"
+		}
+		d.m.OutboundError(c.conv.Platform, kind)
+		d.log.Info("channels: the answer cannot be streamed here; posting and editing instead", "run", c.runID, "err", err)
+		c.noStream = true
+		d.postPlaceholder(ctx, ch, c)
+		return
+	}
+	if ref.Conv.IsZero() {
+		ref.Conv = c.conv
+	}
+	c.stream.ref, c.lastEdit = ref, d.now()
+	c.sentUpdate(u)
+	d.record(ctx, c.runID, StepStream, ref)
+}
+
+// flushStream appends what the stream has not shown. A refusal turns the stream into a
+// post-and-edit message: it is edited at once with the working card, which shows the whole
+// answer so far in place of the streamed text.
+func (d *Delivery) flushStream(ctx context.Context, ch Channel, c *runCard) {
+	s, _ := ch.(Streamer)
+	u := c.pendingUpdate()
+	if s == nil || u.empty() {
+		return
+	}
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		return s.AppendStream(ctx, c.stream.ref, u)
+	})
+	c.lastEdit = d.now()
+	switch {
+	case err == nil:
+		c.sentUpdate(u)
+	case errors.Is(err, ErrStreamRefused), errors.Is(err, ErrMessageGone):
+		d.breakStream(c, err)
+		d.editProgress(ctx, ch, c)
+	default:
+		// Kept for the next append (or the stop): the text is not lost.
+		d.m.OutboundError(c.conv.Platform, "stream_append_failed")
+		d.log.Debug("channels: appending to the stream failed", "run", c.runID, "err", err)
+	}
+}
+
+// breakStream gives the stream up mid-answer: its message becomes the run's card, edited from
+// now on.
+func (d *Delivery) breakStream(c *runCard, err error) {
+	kind := "stream_failed"
+	if errors.Is(err, ErrStreamRefused) {
+		kind = "stream_refused"
+	}
+	d.m.OutboundError(c.conv.Platform, kind)
+	d.log.Info("channels: the platform stopped the stream mid-answer; editing its message instead", "run", c.runID, "err", err)
+	c.stream.broken = true
+	c.noStream = true
+	c.ref = c.stream.ref
+}
+
+// shownPart is the text of the answer's current part the message shows.
+func (c *runCard) shownPart() string {
+	sent := 0
+	if c.stream != nil {
+		sent = c.stream.sent
+	}
+	if c.partAt > sent || sent > len(c.answer) {
+		return ""
+	}
+	return c.answer[c.partAt:sent]
+}
+
+// closeOpenTasks adds to u, the stream's last update, an end for every task still in progress:
+// a subagent whose end was never told (the run failed, was cancelled or retried under it) must
+// not show as working forever. done: the run answered, so they count as complete.
+func (c *runCard) closeOpenTasks(u *StreamUpdate, done bool) {
+	for _, t := range c.stream.open {
+		t.Status, t.Output = TaskFailed, "Stopped."
+		if done {
+			t.Status, t.Output = TaskDone, ""
+		}
+		u.Tasks = append(u.Tasks, t)
+	}
+	c.stream.open = nil
+}
+
+// leaveStream ends c's stream where it stands (what is pending added, best effort) and hands
+// its message over to post-and-edit: the working card, edited in, replaces the streamed text.
+func (d *Delivery) leaveStream(ctx context.Context, ch Channel, c *runCard) {
+	if !c.streaming() {
+		return
+	}
+	d.stopTimer(c)
+	if s, ok := ch.(Streamer); ok {
+		u := c.pendingUpdate()
+		c.closeOpenTasks(&u, false)
+		if err := s.StopStream(ctx, c.stream.ref, u); err != nil {
+			d.log.Debug("channels: ending the stream", "run", c.runID, "err", err)
+		} else {
+			c.sentUpdate(u)
+		}
+	}
+	c.stream.broken, c.noStream, c.ref = true, true, c.stream.ref
+}
+
+// restart forgets the answer an earlier attempt of the run streamed in this process (a model
+// outage's retry writes it again from the start): its stream, if still going, is ended and its
+// message edited from now on, the new attempt's text replacing the old.
+func (d *Delivery) restart(ctx context.Context, ch Channel, c *runCard) {
+	if c.stream == nil && c.answer == "" {
+		return
+	}
+	d.leaveStream(ctx, ch, c)
+	if c.answer != "" {
+		c.progress = "" // the new attempt's text will show that the answer follows
+	}
+	c.answer, c.part, c.partAt = "", 0, 0
+	if c.stream != nil {
+		c.stream.sent, c.stream.tasks = 0, nil
+	}
+}
+
+// finishStream ends the run's healthy stream. A final answer stops it with what the final text
+// adds to the streamed part (the text already shown is never sent again); when the final text
+// is not a continuation of it, or another closing event ends the run, it is stopped with what
+// is pending and the caller goes on (handled false): the final card is edited in, or the
+// closing card posted. A refusal hands the message over to post-and-edit.
+func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev runs.Event) (handled bool) {
+	s, _ := ch.(Streamer)
+	u := c.pendingUpdate()
+	if c.stream.plan != "" || u.Plan != "" {
+		u.Plan = planDone
+	}
+	c.closeOpenTasks(&u, ev.Kind == runs.EventFinal)
+	cur := c.answer[c.partAt:]
+	continues := ev.Kind == runs.EventFinal && strings.TrimSpace(ev.Text) != "" && strings.HasPrefix(ev.Text, cur)
+	if continues {
+		u.Text += ev.Text[len(cur):]
+	}
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		return s.StopStream(ctx, c.stream.ref, u)
+	})
+	if err != nil {
+		d.breakStream(c, err)
+		return false
+	}
+	c.sentUpdate(u)
+	ref := c.stream.ref
+	c.stream = nil
+	switch {
+	case continues:
+		d.record(ctx, c.runID, StepFinal, ref)
+		return true
+	case ev.Kind == runs.EventFinal:
+		c.ref = ref // the final card replaces the streamed text
+	}
+	return false
+}
+
+// unseen is what of text the message c fell back from does not show: text without the part of
+// it the stream already showed, or all of it when it does not continue that part.
+func (c *runCard) unseen(text string) string {
+	if cur := c.shownPart(); cur != "" && strings.HasPrefix(text, cur) {
+		return text[len(cur):]
+	}
+	return text
+}
+
+// staleStream ends the stream an earlier attempt of the run started (best effort: it may have
+// ended already); the message is the run's card from now on.
+func (d *Delivery) staleStream(ctx context.Context, ch Channel, c *runCard, ref MessageRef) {
+	if s, ok := ch.(Streamer); ok {
+		if err := s.StopStream(ctx, ref, StreamUpdate{}); err != nil {
+			d.log.Debug("channels: ending an earlier attempt's stream", "run", c.runID, "err", err)
+		}
+	}
+}
+
+func decodeRef(b []byte, k conv.Key) MessageRef {
+	var ref MessageRef
+	if json.Unmarshal(b, &ref) != nil {
+		return MessageRef{}
+	}
+	if ref.Conv.IsZero() {
+		ref.Conv = k
+	}
+	return ref
+}
+
+// taskOutput is a subagent's one-line result for its task.
+func taskOutput(s *runs.SubagentInfo) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s.Summary), "\n")
+	if utf8.RuneCountInString(line) > maxTaskOutput {
+		line = string([]rune(line)[:maxTaskOutput-1]) + "…"
+	}
+	return line
+}
+
+func subagentTask(s *runs.SubagentInfo, status TaskStatus) StreamTask {
+	id := s.ID
+	if id == "" {
+		id = s.Name
+	}
+	t := StreamTask{ID: id, Title: s.Name, Status: status}
+	if status != TaskRunning {
+		t.Output = taskOutput(s)
+	}
+	return t
+}
+
+// workingBody is the working card's body: the answer so far, once there is one, then the
+// latest progress.
+func (c *runCard) workingBody() string {
+	if c.answer != "" {
+		return joinParagraphs(c.answer, c.progress)
+	}
+	return c.progress
+}

@@ -213,6 +213,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 type MemoryLease struct {
 	mu     sync.Mutex
 	holder map[string]memoryHold
+	census map[string]map[string]time.Time // group → owner → alive until
 }
 
 type memoryHold struct {

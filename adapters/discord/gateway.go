@@ -86,7 +86,6 @@ type gateway struct {
 	dialer     *websocket.Dialer
 	shardID    int
 	shardCount int           // 0 or 1: unsharded
-	delay      time.Duration // before the first connection (identify pacing of auto shards)
 
 	mu        sync.Mutex
 	ws        *websocket.Conn

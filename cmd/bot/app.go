@@ -47,7 +47,7 @@ type app struct {
 
 	// leading says, per platform whose intake is held through a lease, whether this process
 	// holds it now (for /readyz; the metric is switchboard_intake_leader). Written by build only.
-	leading map[string]*atomic.Bool
+	leading map[string]*atomic.Int64
 }
 
 // errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.
@@ -56,7 +56,7 @@ var errShuttingDown = errors.New("shutting down: not accepting new messages")
 // newApp builds the process. extra channels (the console) are added to the configured ones.
 // On failure everything it opened is closed again.
 func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}, leading: map[string]*atomic.Bool{}}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}, leading: map[string]*atomic.Int64{}}
 	if err := a.build(ctx, extra); err != nil {
 		a.closeCore()
 		return nil, err
@@ -120,7 +120,12 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, sl)
 	}
 	if cfg.Discord.Token != "" {
-		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token))
+		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordLeases{
+			// Each shard is held through a lease: the processes sharing this Redis split the
+			// shards, and take a dead one's over, resuming its saved session.
+			lease: redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}, owner: a.core.queue.Options().Consumer,
+			onLease: a.onLease("discord"), onTakeover: a.onTakeover("discord"),
+		})
 		if err != nil {
 			return err // the adapter's errors name it already
 		}
@@ -168,20 +173,38 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	return err
 }
 
-// onLease records, for /readyz and switchboard_intake_leader, whether this process holds the
-// intake lease of platform.
+// onLease records, for /readyz and the switchboard_intake_* metrics, how many of platform's
+// intake leases this process holds; the function it returns is called with true when one is
+// taken and false when one is given up.
 func (a *app) onLease(platform string) func(bool) {
-	held := &atomic.Bool{}
+	held := &atomic.Int64{}
 	a.leading[platform] = held
-	gauge := a.metrics.intakeLeader.WithLabelValues(platform)
-	gauge.Set(0)
+	leader := a.metrics.intakeLeader.WithLabelValues(platform)
+	leases := a.metrics.intakeLeases.WithLabelValues(platform)
+	leader.Set(0)
+	leases.Set(0)
+	a.metrics.leaseTakeovers.WithLabelValues(platform)
 	return func(on bool) {
-		held.Store(on)
+		d := int64(-1)
 		if on {
-			gauge.Set(1)
-		} else {
-			gauge.Set(0)
+			d = 1
 		}
+		n := held.Add(d)
+		leases.Set(float64(n))
+		if n > 0 {
+			leader.Set(1)
+		} else {
+			leader.Set(0)
+		}
+	}
+}
+
+// onTakeover counts an intake lease of platform taken after another process held it.
+func (a *app) onTakeover(platform string) func() {
+	c := a.metrics.leaseTakeovers.WithLabelValues(platform)
+	return func() {
+		c.Inc()
+		a.log.Info("intake lease taken over from another process", "platform", platform)
 	}
 }
 
@@ -287,9 +310,12 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	var roles []string
 	for _, p := range slices.Sorted(maps.Keys(a.leading)) {
-		if a.leading[p].Load() {
+		switch n := a.leading[p].Load(); {
+		case n > 0 && p == "telegram":
 			roles = append(roles, p+": this process takes the updates in (holds the intake lease)")
-		} else {
+		case n > 0:
+			roles = append(roles, fmt.Sprintf("%s: this process takes the updates in (holds %d intake lease(s))", p, n))
+		default:
 			roles = append(roles, p+": standing by (another process holds the intake lease)")
 		}
 	}

@@ -26,6 +26,11 @@ type metrics struct {
 	// intakeLeader is 1 on the process that holds a platform's intake lease (the Telegram
 	// poller), 0 on the others.
 	intakeLeader *prometheus.GaugeVec
+	// intakeLeases is how many intake leases of a platform this process holds (Telegram's one,
+	// Discord's shards, Slack's socket slots); leaseTakeovers counts the leases it took after
+	// another process had held them (a dead process's, or one handed over).
+	intakeLeases   *prometheus.GaugeVec
+	leaseTakeovers *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -57,10 +62,17 @@ func newMetrics() *metrics {
 			Name: "switchboard_outbound_errors_total", Help: "Failed outbound platform operations, by platform and kind.",
 		}, []string{"platform", "kind"}),
 		intakeLeader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchboard_intake_leader", Help: "1 while this process holds the platform's intake lease (Telegram: it polls), 0 while another process does.",
+			Name: "switchboard_intake_leader", Help: "1 while this process holds an intake lease of the platform (Telegram: it polls; Discord: a shard; Slack: a socket slot), 0 while other processes hold them all.",
+		}, []string{"platform"}),
+		intakeLeases: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_intake_leases_held", Help: "Intake leases this process holds, by platform: Telegram's polling lease, Discord's shards, Slack's Socket Mode connection slots.",
+		}, []string{"platform"}),
+		leaseTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_intake_lease_takeovers_total", Help: "Intake leases this process took after another process held them (it died, or handed them over), by platform.",
 		}, []string{"platform"}),
 	}
-	m.reg.MustRegister(m.inbound, m.dedupeHits, m.refused, m.commands, m.runs, m.runDuration, m.tokens, m.outboundErr, m.intakeLeader)
+	m.reg.MustRegister(m.inbound, m.dedupeHits, m.refused, m.commands, m.runs, m.runDuration, m.tokens, m.outboundErr, m.intakeLeader,
+		m.intakeLeases, m.leaseTakeovers)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

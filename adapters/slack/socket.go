@@ -103,7 +103,6 @@ var errReconnectAsked = errors.New("slack: socket mode: Slack asked for a new co
 // callback), so that was a second parse of every event, and a whole event lost over one block
 // slack-go cannot read.
 func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
-	defer c.loops.Done()
 	defer c.connDown(cs)
 	dialer := &websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,

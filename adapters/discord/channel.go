@@ -435,6 +435,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		}
 		select {
 		case err = <-firsts[i]:
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && life.Err() == nil {
+				err = nil // handed back to another process before it connected
+			}
 		case <-ctx.Done():
 			err = ctx.Err()
 		}

@@ -436,10 +436,14 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		select {
 		case <-cs.hello:
 		case <-cs.refused:
+		case <-cs.ended:
 		case <-wait.Done():
 		}
 		select {
 		case <-cs.hello:
+		case <-cs.ended:
+			// Handed back to another process before it connected (or Start's ctx ended,
+			// which the next check reports).
 		default:
 			err := cs.lastError()
 			if err == nil {

@@ -56,6 +56,7 @@ func (c *Channel) runSlots(readCtx, connCtx context.Context, firsts []*connState
 		c.conns = append(c.conns, cs)
 		c.mu.Unlock()
 		defer func() {
+			close(cs.ended)
 			c.mu.Lock()
 			c.conns = slices.DeleteFunc(c.conns, func(x *connState) bool { return x == cs })
 			c.mu.Unlock()

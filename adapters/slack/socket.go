@@ -25,6 +25,9 @@ type connState struct {
 	// refused is closed when Slack refuses the app token (Start gives up at once).
 	refused     chan struct{}
 	refusedOnce sync.Once
+	// ended is closed when this process gives the connection's slot up (handed back to
+	// another process, lost, or stopped).
+	ended chan struct{}
 	mu          sync.Mutex
 	err         error
 	// up and hellos are the connection's state as its loop saw it (one loop per connection).
@@ -33,7 +36,7 @@ type connState struct {
 }
 
 func newConnState(i int) *connState {
-	return &connState{id: i + 1, hello: make(chan struct{}), refused: make(chan struct{})}
+	return &connState{id: i + 1, hello: make(chan struct{}), refused: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (cs *connState) setError(err error) {

@@ -150,6 +150,10 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 }
 
 // String is redacted: it never shows the token.
@@ -248,6 +252,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
@@ -460,6 +467,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 // and waits (until ctx ends) for the handlers of events already received to finish. Safe to
 // call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
 	c.mu.Lock()
 	c.stopped = true
 	cancel := c.cancel

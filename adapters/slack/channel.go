@@ -110,6 +110,10 @@ type Config struct {
 	// must return quickly.
 	OnLease    func(slot int, held bool)
 	OnTakeover func(slot int)
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 	// ThreadReplies is RepliesAll (default) or RepliesMention.
 	ThreadReplies ThreadReplies
 	// ReplyInThread answers a top-level channel mention in a thread rooted at it. New sets it
@@ -311,6 +315,9 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
 	}
@@ -475,6 +482,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 // are acknowledged, then the sockets close (until ctx ends). HTTP deliveries after Stop get 503
 // so Slack retries them. Safe to call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
 	c.mu.Lock()
 	c.stopped = true
 	readCancel, connCancel, stopOnDone := c.readCancel, c.connCancel, c.stopOnDone

@@ -28,8 +28,8 @@ type connState struct {
 	// ended is closed when this process gives the connection's slot up (handed back to
 	// another process, lost, or stopped).
 	ended chan struct{}
-	mu          sync.Mutex
-	err         error
+	mu    sync.Mutex
+	err   error
 	// up and hellos are the connection's state as its loop saw it (one loop per connection).
 	up     bool
 	hellos int

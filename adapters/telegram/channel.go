@@ -90,6 +90,10 @@ type Config struct {
 	// OnLease, when set, is called with true when this process starts polling under the lease
 	// and with false when it stops (lost, released); it must return quickly.
 	OnLease func(polling bool)
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
 	// ActionKey signs the callback data of inline keyboards rendered from cards.
@@ -199,6 +203,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.LeaseOwner == "" {
 		var b [8]byte
@@ -396,7 +403,10 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 
 // Stop stops intake as StopIntake does; the channel holds no other connection. Safe to call more
 // than once.
-func (c *Channel) Stop(ctx context.Context) error { return c.StopIntake(ctx) }
+func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
+	return c.StopIntake(ctx)
+}
 
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("telegram: not receiving")

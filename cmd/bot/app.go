@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,18 @@ type app struct {
 	// leading says, per platform whose intake is held through a lease, whether this process
 	// holds it now (for /readyz; the metric is switchboard_intake_leader). Written by build only.
 	leading map[string]*atomic.Int64
+
+	// rateLogs log each platform's rate limits once a minute; start runs them until shutdown.
+	rateLogs  []*channels.RateLimitLog
+	stopLogs  context.CancelFunc
+	logsGroup sync.WaitGroup
+}
+
+// rateLimitLog makes platform's rate-limit log, run from start to shutdown.
+func (a *app) rateLimitLog(platform string) *channels.RateLimitLog {
+	l := a.metrics.rateLimitLog(platform, a.log.With("channel", platform))
+	a.rateLogs = append(a.rateLogs, l)
+	return l
 }
 
 // errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.
@@ -67,7 +80,10 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 // build is newApp's work; on error the caller closes what it opened.
 func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	cfg, log := a.cfg, a.log
-	a.core, err = newCore(ctx, cfg, log, func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} })
+	a.core, err = newCore(ctx, cfg, log, coreHooks{
+		wrap:       func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} },
+		onRecovery: func(kind runs.Recovery, n int) { a.metrics.recoveries.WithLabelValues(string(kind)).Add(float64(n)) },
+	})
 	if err != nil {
 		return err
 	}
@@ -87,6 +103,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			WebhookSecret: cfg.Telegram.WebhookSecret,
 			Pacing:        cfg.Telegram.Pacing,
 			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
+			RateLimits:    a.rateLimitLog("telegram"),
 			Logger:        log.With("channel", "telegram"),
 			ActionKey:     key,
 			// An update the adapter skipped as malformed is an inbound event that became no run.
@@ -120,11 +137,11 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, sl)
 	}
 	if cfg.Discord.Token != "" {
-		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordLeases{
+		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordHooks{
 			// Each shard is held through a lease: the processes sharing this Redis split the
 			// shards, and take a dead one's over, resuming its saved session.
 			lease: redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}, owner: a.core.queue.Options().Consumer,
-			onLease: a.onLease("discord"), onTakeover: a.onTakeover("discord"),
+			onLease: a.onLease("discord"), onTakeover: a.onTakeover("discord"), rateLimits: a.rateLimitLog("discord"),
 		})
 		if err != nil {
 			return err // the adapter's errors name it already
@@ -248,6 +265,15 @@ func (a *app) start(ctx context.Context) error {
 		}
 	}
 	a.intake.Store(true)
+	logCtx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopLogs = stopLogs
+	for _, l := range a.rateLogs {
+		a.logsGroup.Add(1)
+		go func() {
+			defer a.logsGroup.Done()
+			l.Run(logCtx)
+		}()
+	}
 	for _, ch := range a.chans {
 		if err := ch.Start(ctx, a); err != nil {
 			return explainStart(ch.Name(), err)
@@ -359,6 +385,10 @@ func (a *app) shutdown(ctx context.Context) error {
 		if err := ch.Stop(stopCtx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))
 		}
+	}
+	if a.stopLogs != nil {
+		a.stopLogs()
+		a.logsGroup.Wait()
 	}
 	if a.delivery != nil {
 		a.delivery.Close()

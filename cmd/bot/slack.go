@@ -51,6 +51,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		// A payload the adapter skipped as malformed is an inbound event that became no run.
 		OnMalformed: func() { a.metrics.refused.WithLabelValues("slack", "malformed").Inc() },
 		Metrics:     newSlackMetrics(a.metrics.reg),
+		RateLimits:  a.rateLimitLog("slack"),
 	}
 	if s.Mode != config.SlackHTTP {
 		// Slack allows an app a few sockets and spreads its events over all of them: the

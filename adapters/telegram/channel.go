@@ -90,6 +90,9 @@ type Config struct {
 	// OnLease, when set, is called with true when this process starts polling under the lease
 	// and with false when it stops (lost, released); it must return quickly.
 	OnLease func(polling bool)
+	// OnTakeover, when set, is called when this process takes the polling lease after another
+	// process held it (it died, or handed it over); it must return quickly.
+	OnTakeover func()
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
@@ -332,12 +335,13 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 func (c *Channel) pollLeased(ctx context.Context) {
 	defer c.wg.Done()
 	channels.RunLeased(ctx, channels.LeaseOptions{
-		Lease:    c.cfg.Lease,
-		Name:     platform + ":" + strconv.FormatInt(c.self.id, 10),
-		Owner:    c.cfg.LeaseOwner,
-		TTL:      c.cfg.LeaseTTL,
-		Logger:   c.cfg.Logger,
-		OnChange: c.onLease,
+		Lease:      c.cfg.Lease,
+		Name:       platform + ":" + strconv.FormatInt(c.self.id, 10),
+		Owner:      c.cfg.LeaseOwner,
+		TTL:        c.cfg.LeaseTTL,
+		Logger:     c.cfg.Logger,
+		OnChange:   c.onLease,
+		OnTakeover: c.cfg.OnTakeover,
 	}, func(ctx context.Context) {
 		offset, ok := c.loadOffset(ctx)
 		if !ok {

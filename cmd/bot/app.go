@@ -115,6 +115,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			tcfg.Lease = redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}
 			tcfg.LeaseOwner = a.core.queue.Options().Consumer
 			tcfg.OnLease = a.onLease("telegram")
+			tcfg.OnTakeover = a.onTakeover("telegram")
 		}
 		tg, err := telegram.New(tcfg)
 		if err != nil {

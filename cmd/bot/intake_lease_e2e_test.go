@@ -296,6 +296,9 @@ func TestPollingTakenOverAfterAKill(t *testing.T) {
 	e.sendRound(us, 2)
 	e.waitRounds(us, 3, 20*time.Second)
 	e.checkOnce(len(us) * 3)
+	if n := counter(survivor.metrics.leaseTakeovers, "telegram"); n != 1 {
+		t.Errorf("switchboard_intake_lease_takeovers_total{platform=telegram} = %v on the survivor, want 1", n)
+	}
 	if n := counter(survivor.metrics.inbound, "telegram"); n != float64(len(us)*2) {
 		t.Errorf("the survivor took %v updates in, want the %d sent after the kill, each once", n, len(us)*2)
 	}

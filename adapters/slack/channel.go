@@ -210,7 +210,8 @@ type Channel struct {
 	loops                  sync.WaitGroup // socket loops
 	work                   sync.WaitGroup // envelopes being handed over
 
-	conns         []*connState
+	conns         []*connState // the sockets of the slots this process holds
+	socketOK      atomic.Bool  // socket mode: Start has returned
 	httpOK        atomic.Bool
 	lanes         *lanes
 	pacer         *pacer
@@ -469,6 +470,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		cancel()
 		return fmt.Errorf("slack: start: %w", ctx.Err())
 	}
+	c.socketOK.Store(true)
 	if len(taken) == 0 {
 		c.log.Info("slack: standing by: other processes hold every Socket Mode connection slot; delivering",
 			"team", at.TeamID, "bot_user", at.UserID, "slots", c.cfg.Connections)
@@ -538,6 +540,9 @@ func (c *Channel) Ready() error {
 			return fmt.Errorf("%w: not started", ErrNotReady)
 		}
 		return nil
+	}
+	if !c.socketOK.Load() {
+		return fmt.Errorf("%w: starting", ErrNotReady)
 	}
 	// A process holding no connection slot (other processes hold them all) is ready: it
 	// delivers.

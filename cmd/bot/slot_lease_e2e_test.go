@@ -119,3 +119,27 @@ func TestSlackAppIDIsThePublicPartOfTheToken(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSlackAppID: whatever the token, the lease name's app id is the token's third dash-separated
+// field when that looks like an app id, and a hash otherwise — never the secret tail.
+func FuzzSlackAppID(f *testing.F) {
+	for _, s := range []string{"xapp-1-A0FAKE-3333-fakeAPPtokenDoNotLog", "", "xapp--A-1-2", "xapp-1-A" + strings.Repeat("x", 40) + "-1-s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, token string) {
+		got := slackAppID(token)
+		parts := strings.Split(token, "-")
+		if len(parts) >= 4 && got == parts[2] {
+			if !strings.HasPrefix(got, "A") || parts[0] != "xapp" || len(got) > 32 {
+				t.Fatalf("slackAppID(%q) = %q, which is no app id", token, got)
+			}
+			return
+		}
+		if !strings.HasPrefix(got, "h") || len(got) != 17 {
+			t.Fatalf("slackAppID(%q) = %q, want an app id or a hash", token, got)
+		}
+		if secret := parts[len(parts)-1]; len(secret) >= 8 && strings.Contains(got, secret) {
+			t.Fatalf("slackAppID(%q) = %q holds the token's tail", token, got)
+		}
+	})
+}

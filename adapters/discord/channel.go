@@ -83,11 +83,12 @@ type Config struct {
 	Intents int
 	// ShardID and ShardCount split the bot's guilds over several processes (Discord sends a
 	// guild's events to shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0 or
-	// 1 is one unsharded connection. Each process runs one shard.
+	// 1 is one unsharded connection. The process plans that one shard (with a Lease, a second
+	// process on the same shard stands by).
 	ShardID, ShardCount int
-	// AutoShard runs, in this process, every shard Discord recommends (GET /gateway/bot),
-	// identifying max_concurrency of them per IdentifyInterval; ShardID and ShardCount must be
-	// zero.
+	// AutoShard plans every shard Discord recommends (GET /gateway/bot), identifying
+	// max_concurrency of them per IdentifyInterval; with a Lease the processes split them.
+	// ShardID and ShardCount must be zero.
 	AutoShard bool
 	// IdentifyInterval spaces the first identifies of auto shards in one rate-limit bucket;
 	// default 5 s, Discord's.

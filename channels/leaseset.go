@@ -42,7 +42,7 @@ type LeaseSetOptions struct {
 	// another process hold it: a dead process's intake taken over, or one handed over.
 	OnTakeover func(i int)
 	// OnFirstRound, when set, is called once, after this process's first round of attempts,
-	// with the members it took (none when the store did not answer).
+	// with the members it took (none when the store did not answer, or when ctx ended first).
 	OnFirstRound func(taken []int)
 }
 
@@ -119,6 +119,12 @@ func RunLeasedSet(ctx context.Context, o LeaseSetOptions, lead func(ctx context.
 	}
 
 	first := true
+	defer func() {
+		// Stopped before its first round ended: say so, with nothing taken.
+		if first && o.OnFirstRound != nil {
+			o.OnFirstRound(nil)
+		}
+	}()
 	failures := 0
 	var logged time.Time
 	storeFailed := func(what string, err error) {

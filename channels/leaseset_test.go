@@ -207,3 +207,17 @@ func TestLeaseSetStopHandsBackAtOnce(t *testing.T) {
 		t.Errorf("b took over %v after the stop, want within about a round (%v)", took, ttl/5)
 	}
 }
+
+// TestLeaseSetStoppedBeforeItsFirstRound proves a set stopped before its first round still
+// reports the round, with nothing taken, so a Start waiting on it does not hang.
+func TestLeaseSetStoppedBeforeItsFirstRound(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := setOptions(&MemoryLease{}, time.Second, 2)
+	var rounds [][]int
+	o.OnFirstRound = func(taken []int) { rounds = append(rounds, taken) }
+	RunLeasedSet(ctx, o, func(context.Context, int) { t.Error("a lead ran on a stopped set") })
+	if len(rounds) != 1 || len(rounds[0]) != 0 {
+		t.Errorf("first rounds reported: %v, want one with nothing taken", rounds)
+	}
+}

@@ -52,6 +52,9 @@ type LeaseOptions struct {
 	// OnChange, when set, is called with true when this process starts leading (before lead is
 	// called) and with false once lead has returned; it must return quickly.
 	OnChange func(held bool)
+	// OnTakeover, when set, is called when this process takes the lease after having seen
+	// another process hold it (it died, or handed it over); it must return quickly.
+	OnTakeover func()
 }
 
 func (o LeaseOptions) renewEvery() time.Duration { return o.TTL * 3 / 10 }
@@ -80,7 +83,7 @@ func RunLeased(ctx context.Context, o LeaseOptions, lead func(ctx context.Contex
 	log := o.Logger.With("lease", o.Name, "owner", o.Owner)
 	failures := 0
 	var logged time.Time
-	standing := false
+	standing, sawOther := false, false
 	for ctx.Err() == nil {
 		began := time.Now()
 		actx, cancel := context.WithTimeout(ctx, o.retryEvery())
@@ -104,6 +107,10 @@ func RunLeased(ctx context.Context, o LeaseOptions, lead func(ctx context.Contex
 				log.Info("intake lease: the store answers again", "failures", failures)
 			}
 			failures, standing = 0, false
+			if sawOther && o.OnTakeover != nil {
+				o.OnTakeover()
+			}
+			sawOther = false
 			log.Info("intake lease taken: this process takes the platform's events in", "ttl", o.TTL)
 			o.OnChange(true)
 			holdLease(ctx, o, log, began, lead)
@@ -112,7 +119,7 @@ func RunLeased(ctx context.Context, o LeaseOptions, lead func(ctx context.Contex
 			if failures > 0 {
 				log.Info("intake lease: the store answers again", "failures", failures)
 			}
-			failures = 0
+			failures, sawOther = 0, true
 			if !standing {
 				standing = true
 				log.Info("intake lease held by another process: standing by", "retry_every", o.retryEvery())
@@ -213,6 +220,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 type MemoryLease struct {
 	mu     sync.Mutex
 	holder map[string]memoryHold
+	census map[string]map[string]time.Time // group → owner → alive until
 }
 
 type memoryHold struct {

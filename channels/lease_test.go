@@ -177,11 +177,15 @@ func TestLeaseAbandonedHolderIsReplacedAfterItExpires(t *testing.T) {
 	}
 	abandoned := time.Now()
 	l := newLeaders(t)
-	l.run(LeaseOptions{Lease: lease, Name: "test:3", TTL: ttl}, "b")
+	var takeovers atomic.Int32
+	l.run(LeaseOptions{Lease: lease, Name: "test:3", TTL: ttl, OnTakeover: func() { takeovers.Add(1) }}, "b")
 	poll.Until(t, "b to take over", func() bool { return l.leading() == "b" })
 	took := l.startsOf("b")[0].Sub(abandoned)
 	if took < ttl || took > 2*ttl {
 		t.Errorf("b took over %v after the holder vanished, want between one and two TTLs (%v)", took, ttl)
+	}
+	if n := takeovers.Load(); n != 1 {
+		t.Errorf("OnTakeover called %d times, want once", n)
 	}
 }
 

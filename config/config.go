@@ -170,8 +170,8 @@ type Discord struct {
 	// 0 or 1 is unsharded. Discord closes with 4011 when a bot in many guilds does not shard.
 	ShardID    int `koanf:"shard_id"`
 	ShardCount int `koanf:"shard_count"`
-	// AutoShard runs every shard Discord recommends in this process (instead of ShardID and
-	// ShardCount), identifying them as fast as Discord allows.
+	// AutoShard runs the shards Discord recommends (instead of ShardID and ShardCount), split
+	// among the processes sharing the Redis, identifying them as fast as Discord allows.
 	AutoShard bool `koanf:"auto_shard"`
 }
 

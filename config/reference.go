@@ -206,7 +206,7 @@ var keyDescriptions = map[string]string{
 	"slack.signing_secret":    "Verifies the requests Slack sends in `http` mode; required there.",
 	"slack.api_url":           "The Web API base URL; override for tests.",
 	"slack.mode":              "`socket` (Socket Mode, no public URL) or `http` (Slack posts events to `http.addr`).",
-	"slack.connections":       "Socket Mode connections to hold, 1–10; Slack spreads events over them and duplicates are dropped.",
+	"slack.connections":       "Socket Mode connections the app holds, 1–10, over all the processes sharing the Redis (each takes its share of the slots); Slack spreads events over them and duplicates are dropped.",
 	"slack.thread_replies":    "`all`: messages in a thread the bot is part of need no mention; `mention`: only mentions are read.",
 	"slack.reply_in_thread":   "Answer a top-level channel mention in a thread rooted at it (DMs stay flat).",
 	"slack.command":           "The slash command declared in the app's manifest; its first word is a bot command (`/bot help`).",
@@ -230,10 +230,10 @@ var keyDescriptions = map[string]string{
 	"discord.dev_guild": "Register the slash commands in this guild only (they appear at once) instead of globally; " +
 		"for development.",
 	"discord.shard_id": "This process's shard, from 0, when `discord.shard_count` splits the bot's guilds over " +
-		"processes.",
+		"processes; a second process with the same shard stands by and takes it over when the first stops or dies.",
 	"discord.shard_count": "How many shards split the bot's guilds, one per process; 0 or 1 is unsharded.",
-	"discord.auto_shard": "Run every shard Discord recommends (GET /gateway/bot) in this process, instead of " +
-		"`discord.shard_id` and `discord.shard_count`.",
+	"discord.auto_shard": "Run the shards Discord recommends (GET /gateway/bot), instead of `discord.shard_id` and " +
+		"`discord.shard_count`: the processes sharing the Redis split them evenly and take a dead one's over.",
 
 	"access.<platform>.policy": "`open` (anyone) or `allowlist` (only the users in `allow`, and the platform's " +
 		"admins).",

@@ -162,8 +162,10 @@ func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo
 		switch {
 		case errors.As(err, &rl):
 			if waited+rl.RetryAfter > c.cfg.MaxRetryWait {
+				c.cfg.RateLimits.Limited(op, rl.RetryAfter, false)
 				return err
 			}
+			c.cfg.RateLimits.Limited(op, rl.RetryAfter, true)
 			waited += rl.RetryAfter
 			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter)
 			if err := channels.Sleep(ctx, rl.RetryAfter); err != nil {

@@ -22,6 +22,8 @@ package discord
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,11 +83,12 @@ type Config struct {
 	Intents int
 	// ShardID and ShardCount split the bot's guilds over several processes (Discord sends a
 	// guild's events to shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0 or
-	// 1 is one unsharded connection. Each process runs one shard.
+	// 1 is one unsharded connection. The process plans that one shard (with a Lease, a second
+	// process on the same shard stands by).
 	ShardID, ShardCount int
-	// AutoShard runs, in this process, every shard Discord recommends (GET /gateway/bot),
-	// identifying max_concurrency of them per IdentifyInterval; ShardID and ShardCount must be
-	// zero.
+	// AutoShard plans every shard Discord recommends (GET /gateway/bot), identifying
+	// max_concurrency of them per IdentifyInterval; with a Lease the processes split them.
+	// ShardID and ShardCount must be zero.
 	AutoShard bool
 	// IdentifyInterval spaces the first identifies of auto shards in one rate-limit bucket;
 	// default 5 s, Discord's.
@@ -127,6 +130,31 @@ type Config struct {
 	// after a RESUMED (missed events replayed), false after a READY (a new session). It must
 	// return quickly.
 	OnConnect func(shard int, resumed bool)
+	// Lease, when set, holds each shard through a lease shared by every process of the
+	// deployment, named LeaseName + ":<shard>/<count>": a process runs only the shards it holds
+	// and the processes split them evenly (channels.RunLeasedSet); a dead process's shards are
+	// taken over once their leases expire (LeaseTTL), resuming the session it saved (Sessions,
+	// saved every SessionSaveEvery while a shard runs), so Discord replays what it missed.
+	// Stop hands the leases back at once. Nil: this process runs every shard of its plan.
+	Lease channels.Lease
+	// LeaseName names the bot in the leases, e.g. "discord:<bot id>"; default "discord".
+	LeaseName string
+	// LeaseOwner names this process in the leases; default a random id.
+	LeaseOwner string
+	// LeaseTTL is a shard lease's lifetime without renewal; default channels.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// OnLease, when set, is called with true when this process starts running a shard under
+	// its lease and with false when it stops; OnTakeover when it takes a shard another process
+	// held (dead, or handing it over). Both must return quickly.
+	OnLease    func(shard int, held bool)
+	OnTakeover func(shard int)
+	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
+	// process that dies leaves one to resume; default 3 s.
+	SessionSaveEvery time.Duration
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 }
 
 // String is redacted: it never shows the token.
@@ -146,14 +174,14 @@ type Channel struct {
 	cfg    Config
 	s      *discordgo.Session
 	redact redactor
-	gws    []*gateway // one per shard this process runs; set by Start
+	gws    []*gateway // per shard of the plan, the gateway while this process holds it
+	pace   *identifyPacer
 
 	mu      sync.Mutex
 	handler channels.Handler
 	cancel  context.CancelFunc
 	started bool
 	stopped bool
-	saved   bool // sessions saved by Stop
 	self    botIdentity
 	appID   string
 	wg      sync.WaitGroup
@@ -227,6 +255,9 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
 	}
@@ -241,6 +272,17 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.InvalidSessionWait <= 0 {
 		cfg.InvalidSessionWait = 2 * time.Second
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = platform
+	}
+	if cfg.LeaseOwner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.LeaseOwner = hex.EncodeToString(b[:])
+	}
+	if cfg.SessionSaveEvery <= 0 {
+		cfg.SessionSaveEvery = 3 * time.Second
 	}
 	s, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
@@ -358,33 +400,17 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	} else if configured := max(count, 1); gb.Shards > configured {
 		c.cfg.Logger.Warn("discord: Discord recommends more shards than configured", "recommended", gb.Shards, "configured", configured)
 	}
-	gws := make([]*gateway, len(ids))
-	for i, id := range ids {
-		gws[i] = &gateway{c: c, dialer: c.cfg.Dialer, baseURL: gb.URL, shardID: id, shardCount: count,
-			// Shards identify max_concurrency at a time, one batch per IdentifyInterval.
-			delay: time.Duration(i/perBucket) * c.cfg.IdentifyInterval}
-	}
-	if c.cfg.Sessions != nil {
-		for _, g := range gws {
-			saved, err := c.cfg.Sessions.LoadSession(ctx, g.shardID)
-			if err != nil {
-				c.cfg.Logger.Warn("discord: loading the saved gateway session failed; identifying afresh", "shard", g.shardID, "err", err)
-				continue
-			}
-			if saved.ID == "" || saved.BotID == "" {
-				continue
-			}
-			g.sessionID, g.resumeURL, g.seq = saved.ID, saved.ResumeURL, saved.Seq
-			c.setSelf(saved.BotID, saved.AppID)
-			c.mu.Lock()
-			for _, r := range saved.BotRoles {
-				c.self.roles[r] = true
-			}
-			c.mu.Unlock()
+	if c.cfg.Lease != nil {
+		// A process may hold no shard at all and still deliver: learn who the bot is now
+		// rather than from a READY that may never come to this process.
+		if err := c.learnSelf(ctx); err != nil {
+			return err
 		}
 	}
+	plan := shardPlan{url: gb.URL, ids: ids, count: count}
+	c.pace = newIdentifyPacer(perBucket, c.cfg.IdentifyInterval)
 	c.mu.Lock()
-	c.gws = gws
+	c.gws = make([]*gateway, len(ids))
 	c.mu.Unlock()
 
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -395,35 +421,36 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.mu.Unlock()
 	stopOnCtx := context.AfterFunc(ctx, cancel)
 
-	ready := make(chan error, len(gws))
-	var running sync.WaitGroup
-	for _, g := range gws {
-		running.Add(1)
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			defer running.Done()
-			if channels.Sleep(life, g.delay) != nil {
-				ready <- life.Err()
-				return
-			}
-			g.run(life, ready)
-		}()
+	// The first connection of each shard taken in the first round reports to Start, which fails
+	// when one never worked (a refused token or intent); later ones reconnect on their own.
+	firsts := make([]chan error, len(ids))
+	for i := range firsts {
+		firsts[i] = make(chan error, 1)
 	}
+	round := make(chan []int, 1)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		running.Wait()
-		stopOnCtx()
+		defer stopOnCtx()
+		c.runShards(life, plan, firsts, func(taken []int) { round <- taken })
 	}()
-	for range gws {
-		select {
-		case err = <-ready:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+	var taken []int
+	select {
+	case taken = <-round:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	for _, i := range taken {
 		if err != nil {
 			break
+		}
+		select {
+		case err = <-firsts[i]:
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && life.Err() == nil {
+				err = nil // handed back to another process before it connected
+			}
+		case <-ctx.Done():
+			err = ctx.Err()
 		}
 	}
 	if err != nil {
@@ -432,13 +459,19 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		return fmt.Errorf("discord: connect: %w", err)
 	}
 	c.ready.Store(true)
-	c.cfg.Logger.Info("discord: receiving", "bot", c.BotID())
+	if len(taken) == 0 {
+		c.cfg.Logger.Info("discord: standing by: other processes hold every shard; delivering", "bot", c.BotID(), "shards", len(ids))
+	} else {
+		c.cfg.Logger.Info("discord: receiving", "bot", c.BotID(), "shards", len(taken), "of", len(ids))
+	}
 	return nil
 }
 
-// Stop closes the gateway connection and waits (until ctx ends) for the handlers of events
-// already received to finish. Safe to call more than once.
+// Stop closes the gateway connections, saving each shard's session and handing its lease back,
+// and waits (until ctx ends) for the handlers of events already received to finish. Safe to
+// call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
 	c.mu.Lock()
 	c.stopped = true
 	cancel := c.cancel
@@ -455,43 +488,14 @@ func (c *Channel) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("discord: stop: %w", ctx.Err())
 	}
-	return c.saveSessions(ctx)
-}
-
-// saveSessions keeps every shard's session for the next process, once the handlers are done
-// (so that what they could not hand over is replayed).
-func (c *Channel) saveSessions(ctx context.Context) error {
-	c.mu.Lock()
-	gws, store, saved := c.gws, c.cfg.Sessions, c.saved
-	c.saved = true
-	self := c.self
-	app := c.appID
-	c.mu.Unlock()
-	if store == nil || saved {
-		return nil
-	}
-	var roles []string
-	for r := range self.roles {
-		roles = append(roles, r)
-	}
-	var errs []error
-	for _, g := range gws {
-		id, resumeURL, _ := g.session()
-		if id == "" || g.fatalErr() != nil {
-			continue
-		}
-		sess := Session{ID: id, ResumeURL: resumeURL, Seq: g.safeSeq(), BotID: self.id, AppID: app, BotRoles: roles}
-		if err := store.SaveSession(ctx, g.shardID, sess); err != nil {
-			errs = append(errs, fmt.Errorf("discord: saving the session of shard %d: %w", g.shardID, err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("discord: not receiving")
 
-// Ready reports nil while the gateway connection is up (identified or resumed).
+// Ready reports nil while the gateway connection of every shard this process holds is up
+// (identified or resumed); a process holding none is ready: it delivers.
 func (c *Channel) Ready() error {
 	c.mu.Lock()
 	stopped, started := c.stopped, c.started
@@ -506,6 +510,9 @@ func (c *Channel) Ready() error {
 	gws := c.gws
 	c.mu.Unlock()
 	for _, g := range gws {
+		if g == nil {
+			continue // held by another process
+		}
 		if err := g.fatalErr(); err != nil {
 			return fmt.Errorf("%w: shard %d: %w", ErrNotReady, g.shardID, err)
 		}

@@ -85,8 +85,7 @@ type gateway struct {
 	baseURL    string // from GET /gateway/bot, without query
 	dialer     *websocket.Dialer
 	shardID    int
-	shardCount int           // 0 or 1: unsharded
-	delay      time.Duration // before the first connection (identify pacing of auto shards)
+	shardCount int // 0 or 1: unsharded
 
 	mu        sync.Mutex
 	ws        *websocket.Conn

@@ -117,8 +117,10 @@ func (c *Channel) callUnless(ctx context.Context, method string, superseded func
 		c.cfg.Metrics.RateLimited(method)
 		wait := max(rl.RetryAfter, 50*time.Millisecond)
 		if waited+wait > c.cfg.MaxRetryWait {
+			c.cfg.RateLimits.Limited(method, wait, false)
 			return err
 		}
+		c.cfg.RateLimits.Limited(method, wait, true)
 		c.log.Debug("slack: rate limited; waiting", "method", method, "wait", wait)
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("slack: %s: %w", method, serr)

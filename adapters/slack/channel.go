@@ -31,6 +31,8 @@ package slack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,8 +93,31 @@ type Config struct {
 	// Mode is ModeSocket (default) or ModeHTTP.
 	Mode Mode
 	// Connections is the number of Socket Mode connections to hold (1–10, default 1). Slack
-	// spreads events over them; the router's dedupe covers an event delivered on two.
+	// spreads events over them; the router's dedupe covers an event delivered on two. With a
+	// Lease, it is the budget of the whole deployment: connection slots 0..Connections-1.
 	Connections int
+	// Lease, when set, holds each Socket Mode connection slot through a lease shared by every
+	// process of the app (named LeaseName + ":slot<i>"): a process opens a socket only for the
+	// slots it holds, so the processes together never open more than Connections; they split
+	// the slots evenly (channels.RunLeasedSet), a dead process's slots are taken over once their
+	// leases expire (LeaseTTL), and Stop hands them back at once. A process holding no slot
+	// still delivers. Nil: this process opens every slot.
+	Lease channels.Lease
+	// LeaseName names the app in the leases, e.g. "slack:<app id>"; default "slack".
+	LeaseName string
+	// LeaseOwner names this process in the leases; default a random id.
+	LeaseOwner string
+	// LeaseTTL is a slot lease's lifetime without renewal; default channels.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// OnLease, when set, is called with true when this process starts holding slot i and with
+	// false when it gives it up; OnTakeover when it takes a slot another process held. Both
+	// must return quickly.
+	OnLease    func(slot int, held bool)
+	OnTakeover func(slot int)
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 	// ThreadReplies is RepliesAll (default) or RepliesMention.
 	ThreadReplies ThreadReplies
 	// ReplyInThread answers a top-level channel mention in a thread rooted at it. New sets it
@@ -193,7 +218,8 @@ type Channel struct {
 	loops                  sync.WaitGroup // socket loops
 	work                   sync.WaitGroup // envelopes being handed over
 
-	conns         []*connState
+	conns         []*connState // the sockets of the slots this process holds
+	socketOK      atomic.Bool  // socket mode: Start has returned
 	httpOK        atomic.Bool
 	lanes         *lanes
 	pacer         *pacer
@@ -299,6 +325,9 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
 	}
@@ -310,6 +339,14 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = platform
+	}
+	if cfg.LeaseOwner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.LeaseOwner = hex.EncodeToString(b[:])
 	}
 	opts := []slackgo.Option{slackgo.OptionAPIURL(cfg.APIURL), slackgo.OptionHTTPClient(cfg.HTTPClient)}
 	if cfg.AppToken != "" {
@@ -392,27 +429,38 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.mu.Lock()
 	c.stopOnDone = stopOnDone
 	c.mu.Unlock()
-	conns := make([]*connState, c.cfg.Connections)
-	for i := range conns {
-		conns[i] = newConnState(i)
+	// The first connection of each slot taken in the first round reports to Start, which fails
+	// when one never got its hello (a refused app token, an unreachable Slack).
+	firsts := make([]*connState, c.cfg.Connections)
+	for i := range firsts {
+		firsts[i] = newConnState(i)
 	}
-	c.mu.Lock()
-	c.conns = conns
-	c.mu.Unlock()
-	for _, cs := range conns {
-		c.loops.Add(1)
-		go c.runSocket(readCtx, connCtx, cs)
+	round := make(chan []int, 1)
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		c.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
+	}()
+	var taken []int
+	select {
+	case taken = <-round:
+	case <-ctx.Done():
 	}
 	wait, cancelWait := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancelWait()
-	for _, cs := range conns {
+	for _, i := range taken {
+		cs := firsts[i]
 		select {
 		case <-cs.hello:
 		case <-cs.refused:
+		case <-cs.ended:
 		case <-wait.Done():
 		}
 		select {
 		case <-cs.hello:
+		case <-cs.ended:
+			// Handed back to another process before it connected (or Start's ctx ended,
+			// which the next check reports).
 		default:
 			err := cs.lastError()
 			if err == nil {
@@ -425,7 +473,19 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 			return fmt.Errorf("slack: start: socket mode connection %d: %w", cs.id, err)
 		}
 	}
-	c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(conns))
+	if ctx.Err() != nil && taken == nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.Stop(stopCtx)
+		cancel()
+		return fmt.Errorf("slack: start: %w", ctx.Err())
+	}
+	c.socketOK.Store(true)
+	if len(taken) == 0 {
+		c.log.Info("slack: standing by: other processes hold every Socket Mode connection slot; delivering",
+			"team", at.TeamID, "bot_user", at.UserID, "slots", c.cfg.Connections)
+	} else {
+		c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(taken), "slots", c.cfg.Connections)
+	}
 	return nil
 }
 
@@ -433,6 +493,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 // are acknowledged, then the sockets close (until ctx ends). HTTP deliveries after Stop get 503
 // so Slack retries them. Safe to call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
 	c.mu.Lock()
 	c.stopped = true
 	readCancel, connCancel, stopOnDone := c.readCancel, c.connCancel, c.stopOnDone
@@ -489,9 +550,11 @@ func (c *Channel) Ready() error {
 		}
 		return nil
 	}
-	if len(conns) == 0 {
+	if !c.socketOK.Load() {
 		return fmt.Errorf("%w: starting", ErrNotReady)
 	}
+	// A process holding no connection slot (other processes hold them all) is ready: it
+	// delivers.
 	now := c.now()
 	for _, cs := range conns {
 		last := cs.lastFrame.Load()

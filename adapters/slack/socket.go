@@ -25,15 +25,18 @@ type connState struct {
 	// refused is closed when Slack refuses the app token (Start gives up at once).
 	refused     chan struct{}
 	refusedOnce sync.Once
-	mu          sync.Mutex
-	err         error
+	// ended is closed when this process gives the connection's slot up (handed back to
+	// another process, lost, or stopped).
+	ended chan struct{}
+	mu    sync.Mutex
+	err   error
 	// up and hellos are the connection's state as its loop saw it (one loop per connection).
 	up     bool
 	hellos int
 }
 
 func newConnState(i int) *connState {
-	return &connState{id: i + 1, hello: make(chan struct{}), refused: make(chan struct{})}
+	return &connState{id: i + 1, hello: make(chan struct{}), refused: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (cs *connState) setError(err error) {
@@ -103,7 +106,6 @@ var errReconnectAsked = errors.New("slack: socket mode: Slack asked for a new co
 // callback), so that was a second parse of every event, and a whole event lost over one block
 // slack-go cannot read.
 func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
-	defer c.loops.Done()
 	defer c.connDown(cs)
 	dialer := &websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,

@@ -203,8 +203,10 @@ func (c *Channel) retrying(ctx context.Context, method string, idempotent bool, 
 		case errors.As(err, &ae) && ae.Code == http.StatusTooManyRequests:
 			wait = max(ae.RetryAfter, time.Second)
 			if waited+wait > c.cfg.MaxRetryWait || attempt >= maxAttempts {
+				c.cfg.RateLimits.Limited(method, wait, false)
 				return nil, fmt.Errorf("telegram: %s: %w", method, &channels.RateLimitError{RetryAfter: wait})
 			}
+			c.cfg.RateLimits.Limited(method, wait, true)
 			waited += wait
 		case ae != nil && ae.Code >= 500, ae == nil && idempotent:
 			if attempt >= 3 {

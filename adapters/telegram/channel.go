@@ -95,6 +95,13 @@ type Config struct {
 	// OnLease, when set, is called with true when this process starts polling under the lease
 	// and with false when it stops (lost, released); it must return quickly.
 	OnLease func(polling bool)
+	// OnTakeover, when set, is called when this process takes the polling lease after another
+	// process held it (it died, or handed it over); it must return quickly.
+	OnTakeover func()
+	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
+	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// Debug only.
+	RateLimits *channels.RateLimitLog
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
 	// ActionKey signs the callback data of inline keyboards rendered from cards.
@@ -205,6 +212,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.LeaseOwner == "" {
 		var b [8]byte
@@ -333,12 +343,13 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 func (c *Channel) pollLeased(ctx context.Context) {
 	defer c.wg.Done()
 	channels.RunLeased(ctx, channels.LeaseOptions{
-		Lease:    c.cfg.Lease,
-		Name:     platform + ":" + strconv.FormatInt(c.self.id, 10),
-		Owner:    c.cfg.LeaseOwner,
-		TTL:      c.cfg.LeaseTTL,
-		Logger:   c.cfg.Logger,
-		OnChange: c.onLease,
+		Lease:      c.cfg.Lease,
+		Name:       platform + ":" + strconv.FormatInt(c.self.id, 10),
+		Owner:      c.cfg.LeaseOwner,
+		TTL:        c.cfg.LeaseTTL,
+		Logger:     c.cfg.Logger,
+		OnChange:   c.onLease,
+		OnTakeover: c.cfg.OnTakeover,
 	}, func(ctx context.Context) {
 		offset, ok := c.loadOffset(ctx)
 		if !ok {
@@ -405,6 +416,7 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 // Stop stops intake as StopIntake does and the typing signals still being sent; the channel
 // holds no other connection. Safe to call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
 	err := c.StopIntake(ctx)
 	c.typing.Close()
 	return err

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +48,19 @@ type app struct {
 
 	// leading says, per platform whose intake is held through a lease, whether this process
 	// holds it now (for /readyz; the metric is switchboard_intake_leader). Written by build only.
-	leading map[string]*atomic.Bool
+	leading map[string]*atomic.Int64
+
+	// rateLogs log each platform's rate limits once a minute; start runs them until shutdown.
+	rateLogs  []*channels.RateLimitLog
+	stopLogs  context.CancelFunc
+	logsGroup sync.WaitGroup
+}
+
+// rateLimitLog makes platform's rate-limit log, run from start to shutdown.
+func (a *app) rateLimitLog(platform string) *channels.RateLimitLog {
+	l := a.metrics.rateLimitLog(platform, a.log.With("channel", platform))
+	a.rateLogs = append(a.rateLogs, l)
+	return l
 }
 
 // errShuttingDown refuses inbound during shutdown so the platform redelivers it elsewhere.
@@ -56,7 +69,7 @@ var errShuttingDown = errors.New("shutting down: not accepting new messages")
 // newApp builds the process. extra channels (the console) are added to the configured ones.
 // On failure everything it opened is closed again.
 func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...channels.Channel) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}, leading: map[string]*atomic.Bool{}}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), webhooks: map[string]http.Handler{}, leading: map[string]*atomic.Int64{}}
 	if err := a.build(ctx, extra); err != nil {
 		a.closeCore()
 		return nil, err
@@ -67,7 +80,10 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 // build is newApp's work; on error the caller closes what it opened.
 func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	cfg, log := a.cfg, a.log
-	a.core, err = newCore(ctx, cfg, log, func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} })
+	a.core, err = newCore(ctx, cfg, log, coreHooks{
+		wrap:       func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} },
+		onRecovery: func(kind runs.Recovery, n int) { a.metrics.recoveries.WithLabelValues(string(kind)).Add(float64(n)) },
+	})
 	if err != nil {
 		return err
 	}
@@ -87,6 +103,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			WebhookSecret: cfg.Telegram.WebhookSecret,
 			Pacing:        cfg.Telegram.Pacing,
 			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
+			RateLimits:    a.rateLimitLog("telegram"),
 			Logger:        log.With("channel", "telegram"),
 			ActionKey:     key,
 			// An update the adapter skipped as malformed is an inbound event that became no run.
@@ -102,6 +119,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 				offsets: tcfg.Offsets.(redisOffsets), log: log.With("channel", "telegram")}
 			tcfg.LeaseOwner = a.core.queue.Options().Consumer
 			tcfg.OnLease = a.onLease("telegram")
+			tcfg.OnTakeover = a.onTakeover("telegram")
 		}
 		tg, err := telegram.New(tcfg)
 		if err != nil {
@@ -124,7 +142,12 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, sl)
 	}
 	if cfg.Discord.Token != "" {
-		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token))
+		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordHooks{
+			// Each shard is held through a lease: the processes sharing this Redis split the
+			// shards, and take a dead one's over, resuming its saved session.
+			lease: redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}, owner: a.core.queue.Options().Consumer,
+			onLease: a.onLease("discord"), onTakeover: a.onTakeover("discord"), rateLimits: a.rateLimitLog("discord"),
+		})
 		if err != nil {
 			return err // the adapter's errors name it already
 		}
@@ -175,20 +198,38 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	return err
 }
 
-// onLease records, for /readyz and switchboard_intake_leader, whether this process holds the
-// intake lease of platform.
+// onLease records, for /readyz and the switchboard_intake_* metrics, how many of platform's
+// intake leases this process holds; the function it returns is called with true when one is
+// taken and false when one is given up.
 func (a *app) onLease(platform string) func(bool) {
-	held := &atomic.Bool{}
+	held := &atomic.Int64{}
 	a.leading[platform] = held
-	gauge := a.metrics.intakeLeader.WithLabelValues(platform)
-	gauge.Set(0)
+	leader := a.metrics.intakeLeader.WithLabelValues(platform)
+	leases := a.metrics.intakeLeases.WithLabelValues(platform)
+	leader.Set(0)
+	leases.Set(0)
+	a.metrics.leaseTakeovers.WithLabelValues(platform)
 	return func(on bool) {
-		held.Store(on)
+		d := int64(-1)
 		if on {
-			gauge.Set(1)
-		} else {
-			gauge.Set(0)
+			d = 1
 		}
+		n := held.Add(d)
+		leases.Set(float64(n))
+		if n > 0 {
+			leader.Set(1)
+		} else {
+			leader.Set(0)
+		}
+	}
+}
+
+// onTakeover counts an intake lease of platform taken after another process held it.
+func (a *app) onTakeover(platform string) func() {
+	c := a.metrics.leaseTakeovers.WithLabelValues(platform)
+	return func() {
+		c.Inc()
+		a.log.Info("intake lease taken over from another process", "platform", platform)
 	}
 }
 
@@ -232,6 +273,15 @@ func (a *app) start(ctx context.Context) error {
 		}
 	}
 	a.intake.Store(true)
+	logCtx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopLogs = stopLogs
+	for _, l := range a.rateLogs {
+		a.logsGroup.Add(1)
+		go func() {
+			defer a.logsGroup.Done()
+			l.Run(logCtx)
+		}()
+	}
 	for _, ch := range a.chans {
 		if err := ch.Start(ctx, a); err != nil {
 			return explainStart(ch.Name(), err)
@@ -294,9 +344,12 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	var roles []string
 	for _, p := range slices.Sorted(maps.Keys(a.leading)) {
-		if a.leading[p].Load() {
+		switch n := a.leading[p].Load(); {
+		case n > 0 && p == "telegram":
 			roles = append(roles, p+": this process takes the updates in (holds the intake lease)")
-		} else {
+		case n > 0:
+			roles = append(roles, fmt.Sprintf("%s: this process takes the updates in (holds %d intake lease(s))", p, n))
+		default:
 			roles = append(roles, p+": standing by (another process holds the intake lease)")
 		}
 	}
@@ -340,6 +393,10 @@ func (a *app) shutdown(ctx context.Context) error {
 		if err := ch.Stop(stopCtx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))
 		}
+	}
+	if a.stopLogs != nil {
+		a.stopLogs()
+		a.logsGroup.Wait()
 	}
 	if a.delivery != nil {
 		a.delivery.Close()

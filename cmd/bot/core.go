@@ -65,9 +65,9 @@ func newProvider(cfg *config.Config, log *slog.Logger) (p llm.Provider, demo boo
 // newCore opens the store and builds the queue and the team. wrap, when set, wraps the model
 // provider (metrics).
 // On failure everything it opened is closed again.
-func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap func(llm.Provider) llm.Provider) (*core, error) {
+func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks coreHooks) (*core, error) {
 	c := &core{log: log}
-	if err := c.open(ctx, cfg, wrap); err != nil {
+	if err := c.open(ctx, cfg, hooks); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -75,7 +75,15 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, wrap fun
 }
 
 // open is newCore's work; on error the caller closes what it opened.
-func (c *core) open(ctx context.Context, cfg *config.Config, wrap func(llm.Provider) llm.Provider) (err error) {
+// coreHooks are what the app adds to the core for its metrics: wrap, when set, wraps the model
+// provider; onRecovery, when set, is told of the queue's recoveries.
+type coreHooks struct {
+	wrap       func(llm.Provider) llm.Provider
+	onRecovery func(runs.Recovery, int)
+}
+
+func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (err error) {
+	wrap := hooks.wrap
 	log := c.log
 	routeRedisLogs(log)
 	client, closeRedis, embedded, err := runs.OpenRedis(ctx, runs.RedisOptions{
@@ -138,6 +146,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, wrap func(llm.Provi
 		MaxPending:         int64(cfg.Runs.MaxPending),
 		Signer:             c.signer,
 		Logger:             log,
+		OnRecovery:         hooks.onRecovery,
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboard-bot/switchboard/adapters/discord"
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/render"
 )
@@ -19,7 +20,7 @@ const discordInteractionsPath = "/discord/interactions"
 // newDiscord builds the Discord channel from the discord.* settings, keeping its gateway
 // sessions in sessions across restarts. Events the adapter skips as malformed are counted as
 // refused inbound.
-func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics, sessions discord.SessionStore) (*discord.Channel, error) {
+func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics, sessions discord.SessionStore, leases discordHooks) (*discord.Channel, error) {
 	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
 	conns := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_discord_gateway_connections_total",
@@ -52,7 +53,31 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		OnMalformedEvent: func() {
 			m.refused.WithLabelValues("discord", "malformed").Inc()
 		},
+		RateLimits: leases.rateLimits,
+		Lease:      leases.lease,
+		LeaseName:  "discord:" + discordBotID(cfg.Discord.Token),
+		LeaseOwner: leases.owner,
+		OnLease: func(_ int, held bool) {
+			if leases.onLease != nil {
+				leases.onLease(held)
+			}
+		},
+		OnTakeover: func(int) {
+			if leases.onTakeover != nil {
+				leases.onTakeover()
+			}
+		},
 	})
+}
+
+// discordHooks hold the shards among the processes sharing one Redis; the zero value runs every
+// shard of the plan in this process.
+type discordHooks struct {
+	lease      channels.Lease
+	owner      string
+	onLease    func(held bool)
+	onTakeover func()
+	rateLimits *channels.RateLimitLog
 }
 
 // discordIntentHint says what to do when Discord refused the message content intent.

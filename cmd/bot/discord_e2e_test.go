@@ -373,7 +373,7 @@ func gatewayConnections(t *testing.T, r *running, kind string) float64 {
 // loses and doubles none.
 func TestDiscord429StormNothingLost(t *testing.T) {
 	e := newDiscordE2E(t, nil)
-	e.start()
+	r := e.start()
 	e.dc.RateLimitStorm("POST", discordfake.RouteMessages, 8, 30*time.Millisecond)
 	e.dc.GlobalRateLimit(4, 30*time.Millisecond)
 	users := []discordfake.User{dAnn, dBob, {ID: "410000000000000003", Username: "cy"}}
@@ -388,6 +388,13 @@ func TestDiscord429StormNothingLost(t *testing.T) {
 		if !strings.Contains(got[0].Text(), "echo: hello from "+users[i].Username) {
 			t.Errorf("answer %q", got[0].Text())
 		}
+	}
+	// The storm is one log line (a minute at most), and counted for the platform.
+	if n := strings.Count(e.logs.String(), "discord: rate limited (one line a minute"); n != 1 {
+		t.Errorf("the storm wrote %d rate-limit lines, want 1", n)
+	}
+	if n := counter(r.metrics.rateLimited, "discord", "retried"); n < 1 {
+		t.Errorf("switchboard_platform_rate_limited_total{platform=discord,result=retried} = %v, want the storm counted", n)
 	}
 }
 

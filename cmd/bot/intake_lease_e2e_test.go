@@ -27,7 +27,7 @@ import (
 // at once, and polling passes on within seconds when the poller stops or dies.
 
 // polls reports whether r holds the Telegram intake lease.
-func (r *running) polls() bool { return r.leading["telegram"].Load() }
+func (r *running) polls() bool { return r.leading["telegram"].Load() > 0 }
 
 // pollers are the apps among rs that hold the Telegram intake lease now.
 func pollers(rs ...*running) []*running {
@@ -201,6 +201,12 @@ func init() {
 // re-executed) and returns it; it is killed when the test ends.
 func (e *e2e) startBotChild(t *testing.T) *exec.Cmd {
 	t.Helper()
+	return e.startChild(t, "BOT_TELEGRAM__TOKEN="+e.tg.Token(), "BOT_TELEGRAM__API_URL="+e.tg.URL(), "BOT_TELEGRAM__PACING=false")
+}
+
+// startChild is startBotChild with the platform's BOT_ variables given.
+func (e *e2e) startChild(t *testing.T, platform ...string) *exec.Cmd {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -212,13 +218,12 @@ func (e *e2e) startBotChild(t *testing.T) *exec.Cmd {
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = []string{
-		botChildEnv + "=1", "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"BOT_TELEGRAM__TOKEN=" + e.tg.Token(), "BOT_TELEGRAM__API_URL=" + e.tg.URL(), "BOT_TELEGRAM__PACING=false",
-		"BOT_LLM__PROVIDER=openai", "BOT_LLM__BASE_URL=" + e.model.BaseURL(), "BOT_LLM__API_KEY=sk-e2e-test",
-		"BOT_LLM__MODEL=fake-model", "BOT_REDIS__URL=" + testRedisURL, "BOT_REDIS__PREFIX=" + e.cfg.Redis.Prefix,
-		"BOT_AUTH__SIGNING_KEYS=" + testSigningKey, "BOT_HTTP__ADDR=127.0.0.1:0", "BOT_RUNS__LEASE=5s", "BOT_LOG__LEVEL=debug",
-	}
+	cmd.Env = append(platform,
+		botChildEnv+"=1", "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(),
+		"BOT_LLM__PROVIDER=openai", "BOT_LLM__BASE_URL="+e.model.BaseURL(), "BOT_LLM__API_KEY=sk-e2e-test",
+		"BOT_LLM__MODEL=fake-model", "BOT_REDIS__URL="+testRedisURL, "BOT_REDIS__PREFIX="+e.cfg.Redis.Prefix,
+		"BOT_AUTH__SIGNING_KEYS="+testSigningKey, "BOT_HTTP__ADDR=127.0.0.1:0", "BOT_RUNS__LEASE=5s", "BOT_LOG__LEVEL=debug",
+	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the child bot: %v", err)
@@ -291,6 +296,9 @@ func TestPollingTakenOverAfterAKill(t *testing.T) {
 	e.sendRound(us, 2)
 	e.waitRounds(us, 3, 20*time.Second)
 	e.checkOnce(len(us) * 3)
+	if n := counter(survivor.metrics.leaseTakeovers, "telegram"); n != 1 {
+		t.Errorf("switchboard_intake_lease_takeovers_total{platform=telegram} = %v on the survivor, want 1", n)
+	}
 	if n := counter(survivor.metrics.inbound, "telegram"); n != float64(len(us)*2) {
 		t.Errorf("the survivor took %v updates in, want the %d sent after the kill, each once", n, len(us)*2)
 	}

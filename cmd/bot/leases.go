@@ -68,3 +68,36 @@ func (l redisLease) Release(ctx context.Context, name, owner string) error {
 	}
 	return nil
 }
+
+// attendCensus marks ARGV[1] alive in the sorted set KEYS[1] until ARGV[2] ms from the server's
+// clock (one clock for every process), drops the owners whose time has passed and returns how
+// many are left. The key itself expires three TTLs after the last attendance.
+var attendCensus = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], 3 * ttl)
+return redis.call('ZCARD', KEYS[1])`)
+
+func (l redisLease) censusKey(group string) string { return l.prefix + "intake:members:" + group }
+
+// Attend implements channels.Census: the processes sharing a set of intake leases (Discord's
+// shards, Slack's socket slots) count each other in one sorted set per set,
+// `<redis.prefix>intake:members:<group>`, scored by when each owner's attendance lapses.
+func (l redisLease) Attend(ctx context.Context, group, owner string, ttl time.Duration) (int, error) {
+	n, err := attendCensus.Run(ctx, l.c, []string{l.censusKey(group)}, owner, ttl.Milliseconds()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("intake census %s: attend: %w", group, err)
+	}
+	return n, nil
+}
+
+// Leave implements channels.Census.
+func (l redisLease) Leave(ctx context.Context, group, owner string) error {
+	if err := l.c.ZRem(ctx, l.censusKey(group), owner).Err(); err != nil {
+		return fmt.Errorf("intake census %s: leave: %w", group, err)
+	}
+	return nil
+}

@@ -11,6 +11,9 @@ import (
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The words of the notice a run waiting out a model outage shows, and of its final failures.
@@ -100,6 +103,26 @@ func TestModelOutageRetriesTheRunAndTellsTheUserOnce(t *testing.T) {
 	if d, err := r.core.queue.Depth(context.Background()); err != nil || d.DeadLetters != 0 {
 		t.Errorf("dead letters %d, %v; want none", d.DeadLetters, err)
 	}
+	// Issue 14 point 5: model errors, model latency and the queue's retries are metrics.
+	if u, ok := counter(r.metrics.modelCalls, "unavailable"), counter(r.metrics.modelCalls, "ok"); u != 2 || ok != 1 {
+		t.Errorf("switchboard_model_calls_total: unavailable %v, ok %v; want 2 and 1 (two failed attempts, then the answer)", u, ok)
+	}
+	if n := counter(r.metrics.recoveries, "retry"); n != 2 {
+		t.Errorf("switchboard_run_recoveries_total{kind=retry} = %v, want 2", n)
+	}
+	if n := histogramCount(r.metrics.modelSeconds, "ok"); n != 1 {
+		t.Errorf("switchboard_model_call_seconds{result=ok} counted %d calls, want 1", n)
+	}
+}
+
+// histogramCount reads how many observations one labelled histogram holds.
+func histogramCount(v *prometheus.HistogramVec, labels ...string) uint64 {
+	var m dto.Metric
+	h, ok := v.WithLabelValues(labels...).(prometheus.Histogram)
+	if !ok || h.Write(&m) != nil {
+		return 0
+	}
+	return m.GetHistogram().GetSampleCount()
 }
 
 // TestModelHangingPastTheTimeoutIsRetried proves a model that hangs past llm.timeout is a
@@ -159,6 +182,9 @@ func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
 				}
 			}
 			waitFor(t, "the run to end failed", 10*time.Second, func() bool { return counter(r.metrics.runs, "failed") == 1 })
+			if n := counter(r.metrics.modelCalls, "failed"); n != 1 {
+				t.Errorf("switchboard_model_calls_total{result=failed} = %v, want 1", n)
+			}
 			if n := e.model.Count(); n != 1 {
 				t.Errorf("the model was asked %d times, want 1 (no retry)", n)
 			}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,7 +26,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		}
 		installs = store
 	}
-	ch, err := slackadapter.New(slackadapter.Config{
+	scfg := slackadapter.Config{
 		Installations:      installs,
 		ClientID:           s.ClientID,
 		ClientSecret:       s.ClientSecret,
@@ -49,7 +52,19 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		// A payload the adapter skipped as malformed is an inbound event that became no run.
 		OnMalformed: func() { a.metrics.refused.WithLabelValues("slack", "malformed").Inc() },
 		Metrics:     newSlackMetrics(a.metrics.reg),
-	})
+		RateLimits:  a.rateLimitLog("slack"),
+	}
+	if s.Mode != config.SlackHTTP {
+		// Slack allows an app a few sockets and spreads its events over all of them: the
+		// processes sharing this Redis hold slack.connections slots between them, one lease each.
+		scfg.Lease = redisLease{c: a.core.redis, prefix: a.cfg.Redis.Prefix}
+		scfg.LeaseName = "slack:" + slackAppID(s.AppToken)
+		scfg.LeaseOwner = a.core.queue.Options().Consumer
+		onLease, onTakeover := a.onLease("slack"), a.onTakeover("slack")
+		scfg.OnLease = func(_ int, held bool) { onLease(held) }
+		scfg.OnTakeover = func(int) { onTakeover() }
+	}
+	ch, err := slackadapter.New(scfg)
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -103,3 +118,14 @@ func (m *slackMetrics) Connection(id int, up bool) {
 func (m *slackMetrics) Reconnect()                { m.reconnects.Inc() }
 func (m *slackMetrics) Ack(result string)         { m.acks.WithLabelValues(result).Inc() }
 func (m *slackMetrics) RateLimited(method string) { m.limited.WithLabelValues(method).Inc() }
+
+// slackAppID is the public part of an app-level token (xapp-1-<app id>-…), or, for a token of
+// another shape, a hash of it — never the secret itself.
+func slackAppID(token string) string {
+	parts := strings.Split(token, "-")
+	if len(parts) >= 4 && parts[0] == "xapp" && strings.HasPrefix(parts[2], "A") && len(parts[2]) <= 32 {
+		return parts[2]
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "h" + hex.EncodeToString(sum[:8])
+}

@@ -266,6 +266,13 @@ func TestSlack429StormNoReplyLost(t *testing.T) {
 	if n := gathered(t, r.metrics.reg, "switchboard_slack_rate_limited_total", "method", "chat.postMessage"); n != 6 {
 		t.Errorf("rate limits of chat.postMessage in the metrics: %v, want 6", n)
 	}
+	// The storm is one log line (a minute at most), and counted for the platform.
+	if n := strings.Count(e.logs.String(), "slack: rate limited (one line a minute"); n != 1 {
+		t.Errorf("the storm wrote %d rate-limit lines, want 1", n)
+	}
+	if n := counter(r.metrics.rateLimited, "slack", "retried"); n != 6 {
+		t.Errorf("switchboard_platform_rate_limited_total{platform=slack,result=retried} = %v, want the 6 of chat.postMessage", n)
+	}
 }
 
 // TestSlackLongAnswerSplit proves an answer past Slack's limits arrives whole, in order, as

@@ -16,7 +16,15 @@ func TestRetryThenDeadLetter(t *testing.T) { testRetryThenDeadLetter(t, realRedi
 func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
 	t.Run("transient errors are retried then dead-lettered", func(t *testing.T) {
-		q := newQueue(t, c, func(o *Options) { o.MaxAttempts = 3 })
+		var retries atomic.Int32
+		q := newQueue(t, c, func(o *Options) {
+			o.MaxAttempts = 3
+			o.OnRecovery = func(kind Recovery, n int) {
+				if kind == RecoveryRetry {
+					retries.Add(int32(n))
+				}
+			}
+		})
 		rec := newRecorder()
 		var calls atomic.Int32
 		startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
@@ -43,6 +51,9 @@ func testRetryThenDeadLetter(t *testing.T, c redis.UniversalClient) {
 			s := stats(t, q)
 			return s.Retries == 2 && s.DeadLettered == 1
 		})
+		if n := retries.Load(); n != 2 {
+			t.Errorf("OnRecovery was told of %d retries, want 2", n)
+		}
 		// The user is told after the dead letter is recorded.
 		eventually(t, 5*time.Second, "the failed event", func() bool { return len(rec.eventsOf(env.RunID)) > 0 })
 		if evs := rec.eventsOf(env.RunID); len(evs) != 1 || evs[0].Kind != EventFailed || evs[0].Reason == "" {

@@ -58,6 +58,28 @@ type Options struct {
 	Logger *slog.Logger
 	// Consumer names this process among the workers (default host-pid-random).
 	Consumer string
+	// OnRecovery, when set, is told of each recovery a Pool makes, for metrics: n hints
+	// reclaimed from a silent worker (RecoveryTakeover), a run queued but never scheduled and
+	// now hinted (RecoveryRescue), a run tried again after a transient failure (RecoveryRetry).
+	// It must return quickly.
+	OnRecovery func(kind Recovery, n int)
+}
+
+// Recovery is a kind of recovery a Pool makes (Options.OnRecovery).
+type Recovery string
+
+// The recoveries.
+const (
+	RecoveryTakeover Recovery = "takeover"
+	RecoveryRescue   Recovery = "rescue"
+	RecoveryRetry    Recovery = "retry"
+)
+
+// recovered tells OnRecovery, if set.
+func (o Options) recovered(kind Recovery, n int) {
+	if o.OnRecovery != nil && n > 0 {
+		o.OnRecovery(kind, n)
+	}
 }
 
 func (o Options) withDefaults() (Options, error) {

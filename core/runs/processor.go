@@ -205,6 +205,7 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
 		}
 		p.set.add(settleItem{counter: statRetries})
+		p.opt.recovered(RecoveryRetry, 1)
 		if !p.waitRetry(runCtx, wait, outage) {
 			// The drain began while the run waited out an outage (minutes): give the run back
 			// now, for the next worker, rather than hold shutdown up until its deadline.

@@ -79,6 +79,7 @@ func (p *Pool) recover(ctx context.Context) {
 			}
 			if len(hints) > 0 {
 				p.log.Info("runs: taking over conversations of a silent worker", "hints", len(hints))
+				p.opt.recovered(RecoveryTakeover, len(hints))
 			}
 			p.dispatch(hints, n)
 		}
@@ -139,7 +140,9 @@ func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) er
 		if queued {
 			r.Admit = rdb.AdmitForce
 		}
-		_, _, err = p.st.Ready(ctx, r)
+		if _, _, err = p.st.Ready(ctx, r); err == nil {
+			p.opt.recovered(RecoveryRescue, 1)
+		}
 		return err
 	case rdb.RescueHeld:
 		return p.st.Unindex(ctx, it.Member)
@@ -168,7 +171,9 @@ func (p *Pool) rescueScan(ctx context.Context) {
 		if head != "" {
 			r.Admit, r.Member = rdb.AdmitForce, rdb.Member(tag, head)
 		}
-		_, _, err = p.st.Ready(ctx, r)
+		if _, _, err = p.st.Ready(ctx, r); err == nil {
+			p.opt.recovered(RecoveryRescue, 1)
+		}
 		return err
 	})
 	if err != nil && ctx.Err() == nil {

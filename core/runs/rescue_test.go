@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,15 @@ const childEnqueuerEnv = "SB_RUNS_TEST_CHILD_ENQUEUER_PREFIX"
 // counted while it runs and answered once.
 func TestRescueFindsAnUnhintedMailboxInSeconds(t *testing.T) {
 	c := realRedis(t)
-	q := newQueue(t, c, func(o *Options) { o.Lease = 10 * time.Second })
+	var rescues atomic.Int32
+	q := newQueue(t, c, func(o *Options) {
+		o.Lease = 10 * time.Second
+		o.OnRecovery = func(kind Recovery, n int) {
+			if kind == RecoveryRescue {
+				rescues.Add(int32(n))
+			}
+		}
+	})
 	rec := newRecorder()
 	admitted := make(chan bool, 1)
 	startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
@@ -64,6 +73,9 @@ func TestRescueFindsAnUnhintedMailboxInSeconds(t *testing.T) {
 	}
 	if rec.count(runID) != 1 {
 		t.Errorf("the run was handled %d times, want once", rec.count(runID))
+	}
+	if n := rescues.Load(); n != 1 {
+		t.Errorf("OnRecovery was told of %d rescues, want 1", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,15 @@ import (
 func TestTakeoverAfterKillWithinALease(t *testing.T) {
 	const lease = 10 * time.Second
 	c := realRedis(t)
-	q := newQueue(t, c, func(o *Options) { o.Lease = lease })
+	var takeovers atomic.Int32
+	q := newQueue(t, c, func(o *Options) {
+		o.Lease = lease
+		o.OnRecovery = func(kind Recovery, n int) {
+			if kind == RecoveryTakeover {
+				takeovers.Add(int32(n))
+			}
+		}
+	})
 	k := testConv(3)
 	env := signedEnv(q.opt.Signer, k, "survives kill -9")
 	mustEnqueue(t, q, env)
@@ -89,6 +98,9 @@ func TestTakeoverAfterKillWithinALease(t *testing.T) {
 	}
 	if got != 2 {
 		t.Errorf("the resumed run's attempt = %d, want 2", got)
+	}
+	if n := takeovers.Load(); n != 1 {
+		t.Errorf("OnRecovery was told of %d hints taken over, want 1", n)
 	}
 	var started bool
 	for _, ev := range rec.eventsOf(env.RunID) {

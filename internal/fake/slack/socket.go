@@ -38,6 +38,7 @@ type socketState struct {
 	mu       sync.Mutex
 	conns    map[int]*sconn
 	opened   int
+	peak     int // most sockets open at once
 	pending  []*Envelope
 	envs     map[string]*Envelope
 	order    []*Envelope
@@ -144,6 +145,7 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	st.conns[c.id] = c
 	ping := st.ping
 	n := len(st.conns)
+	st.peak = max(st.peak, n)
 	st.mu.Unlock()
 
 	hello := map[string]any{"type": "hello", "num_connections": n,
@@ -374,6 +376,14 @@ func (s *Server) Opened() int {
 	s.sock.mu.Lock()
 	defer s.sock.mu.Unlock()
 	return s.sock.opened
+}
+
+// PeakConnections is the most sockets that were open at once since the start (a socket counts
+// until the server sees it closed).
+func (s *Server) PeakConnections() int {
+	s.sock.mu.Lock()
+	defer s.sock.mu.Unlock()
+	return s.sock.peak
 }
 
 // Disconnect sends {"type":"disconnect","reason":reason} to every open socket ("warning",

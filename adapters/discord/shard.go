@@ -1,0 +1,235 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// Shards: which of the bot's shards this process runs. Each shard of the plan is held through
+// a lease (Config.Lease, or one in memory when the process shares nothing), so that the
+// processes of a deployment split the shards, a dead one's are taken over, and two processes
+// never run one shard together.
+
+// shardPlan is the shards a process may run: ids out of count, all of them with AutoShard.
+type shardPlan struct {
+	url   string // the gateway URL, from GET /gateway/bot
+	ids   []int
+	count int
+}
+
+// leaseName is shard id's lease: per bot, shard and shard count, so a deployment that changes
+// its shard count does not mistake the old shards for the new ones.
+func (c *Channel) leaseName(id, count int) string {
+	return c.cfg.LeaseName + ":" + strconv.Itoa(id) + "/" + strconv.Itoa(max(count, 1))
+}
+
+// runShards runs the plan's shards this process holds until ctx ends. firsts[i] receives the
+// outcome of shard i's first connection in this process.
+func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan error, onFirstRound func([]int)) {
+	lease := c.cfg.Lease
+	if lease == nil {
+		lease = &channels.MemoryLease{}
+	}
+	names := make([]string, len(p.ids))
+	for i, id := range p.ids {
+		names[i] = c.leaseName(id, p.count)
+	}
+	reported := make([]bool, len(p.ids)) // touched by the lead of shard i only, one at a time
+	channels.RunLeasedSet(ctx, channels.LeaseSetOptions{
+		Lease:  lease,
+		Group:  c.cfg.LeaseName + ":" + strconv.Itoa(max(p.count, 1)),
+		Names:  names,
+		Owner:  c.cfg.LeaseOwner,
+		TTL:    c.cfg.LeaseTTL,
+		Logger: c.cfg.Logger,
+		OnChange: func(i int, held bool) {
+			if c.cfg.OnLease != nil {
+				c.cfg.OnLease(p.ids[i], held)
+			}
+		},
+		OnTakeover: func(i int) {
+			if c.cfg.OnTakeover != nil {
+				c.cfg.OnTakeover(p.ids[i])
+			}
+		},
+		OnFirstRound: onFirstRound,
+	}, func(ctx context.Context, i int) {
+		first := make(chan error, 1)
+		if !reported[i] {
+			reported[i] = true
+			first = firsts[i]
+		}
+		c.runShard(ctx, i, p, first)
+	})
+}
+
+// runShard runs shard i of p while ctx lives: it takes the shard's saved session (a takeover
+// resumes it and Discord replays what the last holder missed), connects, saves the session every
+// SessionSaveEvery (a holder that dies leaves one to resume) and once more when it stops. ready
+// receives the first connection's outcome.
+func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<- error) {
+	g := &gateway{c: c, dialer: c.cfg.Dialer, baseURL: p.url, shardID: p.ids[i], shardCount: p.count}
+	if !c.loadSession(ctx, g) {
+		// Identifies, unlike resumes, are paced: max_concurrency per IdentifyInterval.
+		if err := c.pace.wait(ctx); err != nil {
+			ready <- err
+			return
+		}
+	}
+	c.mu.Lock()
+	c.gws[i] = g
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.gws[i] = nil
+		c.mu.Unlock()
+	}()
+
+	var saver sync.WaitGroup
+	saveCtx, stopSaving := context.WithCancel(ctx)
+	saver.Add(1)
+	go func() {
+		defer saver.Done()
+		t := time.NewTicker(c.cfg.SessionSaveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-saveCtx.Done():
+				return
+			case <-t.C:
+				if err := c.saveSession(saveCtx, g); err != nil && saveCtx.Err() == nil {
+					c.cfg.Logger.Warn("discord: saving the gateway session failed; a takeover would identify afresh", "shard", g.shardID, "err", err)
+				}
+			}
+		}
+	}()
+	g.run(ctx, ready)
+	if g.fatalErr() != nil {
+		// Reconnecting cannot cure it (Ready says why): keep the shard, so that no process
+		// spends identifies on it, until this one stops.
+		<-ctx.Done()
+	}
+	stopSaving()
+	saver.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.saveSession(sctx, g); err != nil {
+		c.cfg.Logger.Warn("discord: saving the gateway session failed; the next holder identifies afresh", "shard", g.shardID, "err", err)
+	}
+}
+
+// loadSession takes shard g's saved session, if any, into g; it reports whether there was one
+// to resume.
+func (c *Channel) loadSession(ctx context.Context, g *gateway) bool {
+	if c.cfg.Sessions == nil {
+		return false
+	}
+	saved, err := c.cfg.Sessions.LoadSession(ctx, g.shardID)
+	if err != nil {
+		c.cfg.Logger.Warn("discord: loading the saved gateway session failed; identifying afresh", "shard", g.shardID, "err", err)
+		return false
+	}
+	if saved.ID == "" || saved.BotID == "" {
+		return false
+	}
+	g.sessionID, g.resumeURL, g.seq = saved.ID, saved.ResumeURL, saved.Seq
+	c.setSelf(saved.BotID, saved.AppID)
+	c.mu.Lock()
+	for _, r := range saved.BotRoles {
+		c.self.roles[r] = true
+	}
+	c.mu.Unlock()
+	return true
+}
+
+// saveSession keeps shard g's session for the next holder: the sequence number is that of the
+// last event handed over with every earlier one, so what was not handed over is replayed.
+func (c *Channel) saveSession(ctx context.Context, g *gateway) error {
+	if c.cfg.Sessions == nil {
+		return nil
+	}
+	id, resumeURL, _ := g.session()
+	if id == "" || g.fatalErr() != nil {
+		return nil
+	}
+	c.mu.Lock()
+	self, app := c.self, c.appID
+	var roles []string
+	for r := range self.roles {
+		roles = append(roles, r)
+	}
+	c.mu.Unlock()
+	sess := Session{ID: id, ResumeURL: resumeURL, Seq: g.safeSeq(), BotID: self.id, AppID: app, BotRoles: roles}
+	if err := c.cfg.Sessions.SaveSession(ctx, g.shardID, sess); err != nil {
+		return fmt.Errorf("discord: saving the session of shard %d: %w", g.shardID, err)
+	}
+	return nil
+}
+
+// learnSelf asks who the bot is (GET users/@me), for a process that may hold no shard.
+func (c *Channel) learnSelf(ctx context.Context) error {
+	var u *discordgo.User
+	err := c.call(ctx, "GET users/@me", func(opts ...discordgo.RequestOption) error {
+		var err error
+		u, err = c.s.User("@me", opts...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("discord: users/@me: %w", err)
+	}
+	if u == nil || u.ID == "" {
+		return errors.New("discord: users/@me gave no id")
+	}
+	c.setSelf(u.ID, "")
+	return nil
+}
+
+// identifyPacer lets at most per shards of this process identify per every (Discord's
+// max_concurrency per 5 s).
+type identifyPacer struct {
+	mu     sync.Mutex
+	per    int
+	every  time.Duration
+	starts []time.Time // the last per starts, oldest first
+}
+
+func newIdentifyPacer(per int, every time.Duration) *identifyPacer {
+	return &identifyPacer{per: max(per, 1), every: every}
+}
+
+// wait returns when the next identify may go, or with ctx's error.
+func (p *identifyPacer) wait(ctx context.Context) error {
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	if len(p.starts) == p.per {
+		if t := p.starts[0].Add(p.every); t.After(at) {
+			at = t
+		}
+		p.starts = p.starts[1:]
+	}
+	p.starts = append(p.starts, at)
+	p.mu.Unlock()
+	return channels.Sleep(ctx, at.Sub(now))
+}
+
+// heldShards is the ids of the shards this process runs now.
+func (c *Channel) heldShards() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []int
+	for _, g := range c.gws {
+		if g != nil {
+			ids = append(ids, g.shardID)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,148 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+)
+
+// The tests of issue 14's "many processes, one Redis" for Slack's Socket Mode connection
+// budget, in process: Channels on one lease open at most Connections sockets together, split
+// the slots, and take a dead one's over.
+
+// severableLease is a channels.Lease and Census that can be cut off, as a process is from the
+// others when it dies: from then on it neither renews nor releases nor attends.
+type severableLease struct {
+	m   *channels.MemoryLease
+	cut atomic.Bool
+}
+
+var errSevered = errors.New("severed")
+
+func (s *severableLease) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if s.cut.Load() {
+		return false, errSevered
+	}
+	return s.m.TryAcquire(ctx, name, owner, ttl)
+}
+
+func (s *severableLease) Renew(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if s.cut.Load() {
+		return false, errSevered
+	}
+	return s.m.Renew(ctx, name, owner, ttl)
+}
+
+func (s *severableLease) Release(ctx context.Context, name, owner string) error {
+	if s.cut.Load() {
+		return errSevered
+	}
+	return s.m.Release(ctx, name, owner)
+}
+
+func (s *severableLease) Attend(ctx context.Context, group, owner string, ttl time.Duration) (int, error) {
+	if s.cut.Load() {
+		return 0, errSevered
+	}
+	return s.m.Attend(ctx, group, owner, ttl)
+}
+
+func (s *severableLease) Leave(ctx context.Context, group, owner string) error {
+	if s.cut.Load() {
+		return errSevered
+	}
+	return s.m.Leave(ctx, group, owner)
+}
+
+func sharedSlots(lease channels.Lease, owner string, connections int) func(*Config) {
+	return func(c *Config) {
+		c.Connections, c.Lease, c.LeaseOwner, c.LeaseTTL = connections, lease, owner, 600*time.Millisecond
+	}
+}
+
+// TestProcessesShareTheSocketBudget proves processes on one lease never open more sockets
+// together than the budget: two processes with a budget of two hold one each, a third holds
+// none and is still ready, and every event reaches exactly one of them.
+func TestProcessesShareTheSocketBudget(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(100 * time.Millisecond)
+	mem := &channels.MemoryLease{}
+	a := startWith(t, fake, sharedSlots(mem, "a", 2), &recorder{})
+	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 && fake.Connections() == 2 })
+	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
+	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 && fake.Connections() == 2 })
+	c := startWith(t, fake, sharedSlots(mem, "c", 2), &recorder{})
+	if c.ch.heldSlots() != 0 {
+		t.Errorf("a third process opened %d sockets over a budget of 2", c.ch.heldSlots())
+	}
+	if err := c.ch.Ready(); err != nil {
+		t.Errorf("the process without a socket is not ready: %v", err)
+	}
+	for range 6 {
+		fake.PushMessage(slackfake.Msg{Channel: "D0ANN", ChannelType: "im", User: ann, Text: "hi"})
+	}
+	eventually(t, "six events", func() bool { return len(a.rec.got())+len(b.rec.got())+len(c.rec.got()) == 6 })
+	if n := len(c.rec.got()); n != 0 {
+		t.Errorf("the process without a socket received %d events", n)
+	}
+	if n := fake.PeakConnections(); n > 2 {
+		t.Errorf("%d sockets were open at once, over the budget of 2", n)
+	}
+	eventually(t, "every envelope acknowledged", func() bool { return fake.Unacked() == 0 })
+}
+
+// TestDeadProcessSocketSlotsTakenOver proves a process cut off without handing back closes its
+// socket at its first failed renewal (before its lease can pass on), and that the survivor
+// takes its slot over once the lease expires: the budget is never exceeded and events keep
+// arriving.
+func TestDeadProcessSocketSlotsTakenOver(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(100 * time.Millisecond)
+	mem := &channels.MemoryLease{}
+	dying := &severableLease{m: mem}
+	a := startWith(t, fake, sharedSlots(dying, "a", 2), &recorder{})
+	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 })
+	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
+	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 })
+	cut := time.Now()
+	dying.cut.Store(true)
+	eventually(t, "a to close its socket", func() bool { return a.ch.heldSlots() == 0 })
+	eventually(t, "b to hold both slots", func() bool { return b.ch.heldSlots() == 2 && fake.Connections() == 2 })
+	t.Logf("slot taken over %v after the cut (lease %v)", time.Since(cut).Round(time.Millisecond), 600*time.Millisecond)
+	for range 4 {
+		fake.PushMessage(slackfake.Msg{Channel: "D0ANN", ChannelType: "im", User: ann, Text: "still there?"})
+	}
+	eventually(t, "four events on b", func() bool { return len(b.rec.got()) == 4 })
+	if n := fake.PeakConnections(); n > 2 {
+		t.Errorf("%d sockets were open at once, over the budget of 2", n)
+	}
+}
+
+// TestStoppedProcessHandsItsSlotsBack proves Stop gives the slots back at once: the other
+// process opens them within a round, not a lease expiry.
+func TestStoppedProcessHandsItsSlotsBack(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(100 * time.Millisecond)
+	mem := &channels.MemoryLease{}
+	ttl := 5 * time.Second
+	long := func(c *Config) { c.Connections, c.Lease, c.LeaseTTL = 2, mem, ttl }
+	a := startWith(t, fake, func(c *Config) { long(c); c.LeaseOwner = "a" }, &recorder{})
+	b := startWith(t, fake, func(c *Config) { long(c); c.LeaseOwner = "b" }, &recorder{})
+	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 })
+	began := time.Now()
+	if err := a.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b to hold both slots", func() bool { return b.ch.heldSlots() == 2 })
+	if took := time.Since(began); took > ttl/2 {
+		t.Errorf("b took the slot over %v after the stop, want within a round (%v)", took, ttl/5)
+	}
+	if n := fake.PeakConnections(); n > 2 {
+		t.Errorf("%d sockets were open at once, over the budget of 2", n)
+	}
+}

@@ -388,7 +388,8 @@ func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev 
 	}
 	c.closeOpenTasks(&u, ev.Kind == runs.EventFinal)
 	cur := c.answer[c.partAt:]
-	continues := ev.Kind == runs.EventFinal && strings.TrimSpace(ev.Text) != "" && strings.HasPrefix(ev.Text, cur)
+	continues := ev.Kind == runs.EventFinal && strings.TrimSpace(ev.Text) != "" && strings.HasPrefix(ev.Text, cur) &&
+		!d.tooLong(ch, c, ev)
 	if continues {
 		u.Text += ev.Text[len(cur):]
 	}
@@ -410,6 +411,17 @@ func (d *Delivery) finishStream(ctx context.Context, ch Channel, c *runCard, ev 
 		c.ref = ref // the final card replaces the streamed text
 	}
 	return false
+}
+
+// tooLong reports whether the final answer takes more than DeliveryOptions.MaxAnswerMessages:
+// then the stream stops without it, and the answer's head replaces the streamed text (the rest
+// goes as a file), as for an answer not streamed.
+func (d *Delivery) tooLong(ch Channel, c *runCard, ev runs.Event) bool {
+	if d.opt.MaxAnswerMessages <= 0 {
+		return false
+	}
+	_, rest := splitAnswer(ch, d.closingCard(c, ev), d.opt.MaxAnswerMessages)
+	return rest != ""
 }
 
 // unseen is what of text the message c fell back from does not show: text without the part of

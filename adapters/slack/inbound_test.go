@@ -309,9 +309,10 @@ func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
 		return nil
 	}}
 	h := startWith(t, fake, func(c *Config) { c.Metrics = m }, rec)
-	if !m.read(func(m *countingMetrics) bool { return m.up == 1 && m.reconnects == 0 }) {
-		t.Fatalf("after start: %+v", m)
-	}
+	// Start returns at the socket's hello; the connection is counted just after it.
+	eventually(t, "the connection counted", func() bool {
+		return m.read(func(m *countingMetrics) bool { return m.up == 1 && m.reconnects == 0 })
+	})
 	fake.Disconnect("refresh_requested")
 	eventually(t, "the reconnect counted", func() bool {
 		return m.read(func(m *countingMetrics) bool { return m.reconnects == 1 && m.up == 2 && m.down == 1 })

@@ -32,10 +32,20 @@ var (
 // polled, typing is signalled at receipt, and the model's answer — faster than the placeholder's
 // grace period — is the one message posted, in reply to it, with no placeholder and no edit. A
 // second message continues the same thread (the model sees the first turn).
+// slowEcho is echoModel taking a moment, as a model does: the typing signal, sent off the
+// hand-over, shows before the answer (one overtaken by the answer is dropped, as it would show
+// under it), so tests can see it.
+func slowEcho(r modelserver.Request) modelserver.Reply {
+	reply := echoModel(r)
+	reply.Latency = 200 * time.Millisecond
+	return reply
+}
+
 func TestTelegramPrivateConversation(t *testing.T) {
 	// A generous grace period: the fast path (one message, no placeholder) must not depend on
 	// how loaded the machine is.
 	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.model.SetFunc(slowEcho)
 	e.start()
 	_, msgID := e.tg.PushPrivate(ann, "hello bot")
 	got := e.waitAnswers(ann.ID, 1)
@@ -196,6 +206,7 @@ func TestTelegramStartGreetsNewUser(t *testing.T) {
 func TestTelegramForumTopic(t *testing.T) {
 	const forum = int64(-1002002)
 	e := newE2E(t, nil)
+	e.model.SetFunc(slowEcho) // the typing signal shows before the answer
 	e.start()
 	e.tg.PushTopic(forum, 77, ann, mention+" first topic question")
 	e.waitAnswers(forum, 1)

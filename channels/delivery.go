@@ -512,11 +512,17 @@ func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
 	if _, ok := ch.(Editor); !ok || c.ref.ID() == "" {
 		return // the state is kept for the closing message
 	}
-	every := d.opt.EditEvery[c.conv.Platform]
+	d.throttle(ctx, c, d.opt.EditEvery[c.conv.Platform], func(ctx context.Context) { d.editProgress(ctx, ch, c) })
+}
+
+// throttle runs show on c at once when every has passed since c's last edit (or every is zero),
+// else once when it has — latest state wins, one call per interval — unless c is done by then;
+// the caller holds c.mu.
+func (d *Delivery) throttle(ctx context.Context, c *runCard, every time.Duration, show func(ctx context.Context)) {
 	since := d.now().Sub(c.lastEdit)
 	if every <= 0 || since >= every {
 		d.stopTimer(c)
-		d.editProgress(ctx, ch, c)
+		show(ctx)
 		return
 	}
 	if c.timer != nil {
@@ -529,7 +535,7 @@ func (d *Delivery) update(ctx context.Context, ch Channel, c *runCard) {
 		}
 		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
 		defer cancel()
-		d.editProgress(ctx, ch, c)
+		show(ctx)
 	})
 }
 

@@ -190,27 +190,11 @@ func (d *Delivery) showStream(ctx context.Context, ch Channel, c *runCard) {
 		d.startStream(ctx, ch, c)
 		return
 	}
-	every := d.opt.StreamEvery[c.conv.Platform]
-	since := d.now().Sub(c.lastEdit)
-	if every <= 0 || since >= every {
-		d.stopTimer(c)
-		d.flushStream(ctx, ch, c)
-		return
-	}
-	if c.timer != nil {
-		return
-	}
-	c.timer, _ = d.schedule(c, every-since, func() {
-		c.timer = nil
-		if c.done {
-			return
-		}
-		ctx, cancel := context.WithTimeout(d.closing, d.opt.MaxRetryWait)
-		defer cancel()
+	d.throttle(ctx, c, d.opt.StreamEvery[c.conv.Platform], func(ctx context.Context) {
 		if c.streaming() {
 			d.flushStream(ctx, ch, c)
 		} else {
-			d.editProgress(ctx, ch, c)
+			d.editProgress(ctx, ch, c) // the stream broke meanwhile
 		}
 	})
 }

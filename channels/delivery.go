@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,12 @@ const (
 	// run answered within the placeholder's grace period has only this record: its one message
 	// is both its card and its final, and a run with a final record is never delivered again.
 	StepFinal = "final"
+	// StepCardIntent and StepFinalIntent are the write-ahead intents of StepCard and StepFinal:
+	// recorded (with the time, unix milliseconds) just before the message is sent as a new one,
+	// so that an attempt finding the intent but not the step's record knows an earlier attempt
+	// may have posted it in the instant before it stopped (killed, or its record write lost).
+	StepCardIntent  = StepCard + ".intent"
+	StepFinalIntent = StepFinal + ".intent"
 )
 
 // DeliveryOptions configure a Delivery. Channels and Threads are required.
@@ -418,6 +425,49 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	}
 }
 
+// intend records the write-ahead intent step (StepCardIntent, StepFinalIntent) of a message
+// about to be sent anew, and returns when an earlier attempt of the run recorded it — zero when
+// none did. The caller knows the step itself is not recorded (that attempt may have posted the
+// message, or may have stopped before). A failed write is logged and the message sent anyway:
+// Redis is then likely down for the step's record too, which record counts as "unrecorded".
+func (d *Delivery) intend(ctx context.Context, c *runCard, step string) (earlier time.Time) {
+	at := d.now()
+	var first bool
+	var existing []byte
+	err := d.retryStore(ctx, func() error {
+		var err error
+		first, existing, err = d.opt.Threads.RecordOutbound(ctx, c.runID, step, []byte(strconv.FormatInt(at.UnixMilli(), 10)))
+		return err
+	})
+	if err != nil {
+		d.log.Warn("channels: recording a send's intent failed; sending anyway", "run", c.runID, "step", step, "err", err)
+		return time.Time{}
+	}
+	if first {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(string(existing), 10, 64)
+	if err != nil || ms <= 0 {
+		return at // an unreadable intent is still an earlier attempt's: the oldest possible
+	}
+	return time.UnixMilli(ms)
+}
+
+// countPossibleDouble counts the message of step just sent when an earlier attempt of the run
+// intended to send it at earlier (non-zero) and left no record: the platform may now show it
+// twice. A channel that recognises the resend by its key (KeyedSender) within its window
+// returned the first message instead, and nothing is counted.
+func (d *Delivery) countPossibleDouble(ch Channel, c *runCard, step string, earlier time.Time) {
+	if earlier.IsZero() {
+		return
+	}
+	if ks, ok := ch.(KeyedSender); ok && d.now().Sub(earlier) < ks.KeyWindow() {
+		return
+	}
+	d.m.OutboundError(c.conv.Platform, "possible_double")
+	d.log.Warn("channels: an earlier attempt of the run may have posted this message too; it may show twice", "run", c.runID, "step", step, "intended", earlier)
+}
+
 // recordGrace is how long a record may still be written after the run's context ended;
 // closingGrace how long a run's closing message may still be sent.
 const (
@@ -558,7 +608,7 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 		var r MessageRef
 		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
-			r, err = ch.Send(ctx, to, Message{Text: piece})
+			r, err = ch.Send(ctx, to, Message{Text: piece, Key: pieceKey(key, i)})
 			return err
 		})
 		if err != nil {
@@ -570,6 +620,14 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 		out.IDs = append(out.IDs, r.IDs...)
 	}
 	return out, nil
+}
+
+// pieceKey is the key of plain-text piece i of a refused card keyed key ("" for none).
+func pieceKey(key string, i int) string {
+	if key == "" {
+		return ""
+	}
+	return key + ".text" + strconv.Itoa(i)
 }
 
 // edit edits ref with card (EditFinal where the channel has it); a refused card is edited in
@@ -687,6 +745,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		}
 	}
 	if !delivered {
+		earlier := d.intend(ctx, c, StepFinalIntent)
 		out, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal)
 		if errors.Is(err, ErrUnreachable) {
 			d.unreachable(c, ev, err)
@@ -698,6 +757,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
 		}
 		ref = out
+		d.countPossibleDouble(ch, c, StepFinal, earlier)
 		if c.ref.ID() != "" {
 			d.removePlaceholder(ctx, ch, c)
 		}

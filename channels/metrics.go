@@ -16,7 +16,10 @@ type Metrics interface {
 	Command(platform, command string)
 	// OutboundError counts a failed outbound operation by kind: rate_limited, card_refused,
 	// edit_failed, message_gone, send_failed, delete_failed, final_lost, unreachable (a closing
-	// message given up because the bot can no longer write to the conversation).
+	// message given up because the bot can no longer write to the conversation), unrecorded (a
+	// message the platform took whose record Redis never did: a replay will post it again),
+	// possible_double (a message sent again by a replay that found an earlier attempt's
+	// write-ahead intent and no record, on a platform that cannot recognise the resend).
 	OutboundError(platform, kind string)
 }
 

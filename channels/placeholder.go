@@ -107,14 +107,17 @@ func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
 }
 
 // postPlaceholder sends the working card, in reply to the message the run answers, and records
-// it so a replay edits it instead of posting another.
+// it so a replay edits it instead of posting another; its write-ahead intent, before the send,
+// lets a replay count a placeholder an earlier attempt may have left (countPossibleDouble).
 func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard) {
-	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c))
+	earlier := d.intend(ctx, c, StepCardIntent)
+	ref, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c), c.runID+":"+StepCard)
 	if err != nil {
 		d.m.OutboundError(c.conv.Platform, "send_failed")
 		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)
 		return
 	}
+	d.countPossibleDouble(ch, c, StepCard, earlier)
 	c.ref, c.lastEdit = ref, d.now()
 	d.record(ctx, c.runID, StepCard, ref)
 }

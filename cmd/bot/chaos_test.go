@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -524,25 +523,5 @@ func TestChaos429Storm(t *testing.T) {
 	})
 	if f.doubled != 0 {
 		t.Errorf("%d answers doubled under 429s, want none", f.doubled)
-	}
-}
-
-// chaosModelFlaky answers with fail while down is set, else echoes.
-func chaosModelFlaky(down *atomic.Bool, fail modelserver.Reply) func(modelserver.Request) modelserver.Reply {
-	return func(req modelserver.Request) modelserver.Reply {
-		if down.Load() {
-			return fail
-		}
-		return echoModel(req)
-	}
-}
-
-// chaosWindow holds a fault for d; the wait is the fault's duration, not synchronization.
-func chaosWindow(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

@@ -398,10 +398,12 @@ func (d *Delivery) workingCard(c *runCard) render.Card {
 		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
 }
 
-func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) {
+// record writes step's record of ref. It returns the record another attempt of the run wrote
+// first, when one did (found true): ref is then a second message of that step.
+func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) (other MessageRef, found bool) {
 	b, err := json.Marshal(ref)
 	if err != nil {
-		return
+		return MessageRef{}, false
 	}
 	// The platform has the message: without its record a replay posts it again. So the record
 	// outlives the run's context — a run cancelled or handed back at shutdown just after its
@@ -409,9 +411,10 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	ctx, cancel := outlive(ctx, recordGrace)
 	defer cancel()
 	var first bool
+	var existing []byte
 	err = d.retryStore(ctx, func() error {
 		var err error
-		first, _, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+		first, existing, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
 		return err
 	})
 	switch {
@@ -422,7 +425,33 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
+		if json.Unmarshal(existing, &other) == nil && other.ID() != ref.ID() {
+			if other.Conv.IsZero() {
+				other.Conv = ref.Conv
+			}
+			return other, true
+		}
 	}
+	return MessageRef{}, false
+}
+
+// dropSecond deletes ref, a message of step that another attempt of the run posted too and
+// recorded first (an attempt taken over while it still ran); it reports whether ref is gone.
+func (d *Delivery) dropSecond(ctx context.Context, ch Channel, c *runCard, step string, ref MessageRef) bool {
+	del, ok := ch.(Deleter)
+	if !ok {
+		return false
+	}
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		return del.Delete(ctx, ref)
+	})
+	if err != nil && !errors.Is(err, ErrMessageGone) {
+		d.m.OutboundError(c.conv.Platform, "delete_failed")
+		d.log.Warn("channels: deleting a message another attempt of the run also posted failed; it shows twice", "run", c.runID, "step", step, "err", err)
+		return false
+	}
+	d.log.Info("channels: deleted a message another attempt of the run had posted first", "run", c.runID, "step", step)
+	return true
 }
 
 // intend records the write-ahead intent step (StepCardIntent, StepFinalIntent) of a message
@@ -728,6 +757,8 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	platform := c.conv.Platform
 	var ref MessageRef
 	delivered := false
+	var earlier time.Time // when an earlier attempt intended to send the closing message anew
+	own := c.ref.ID()     // the placeholder this attempt knows: edited, removed or found gone
 	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" {
 		out, err := d.edit(ctx, ed, ch, c.ref, card)
 		switch {
@@ -745,7 +776,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		}
 	}
 	if !delivered {
-		earlier := d.intend(ctx, c, StepFinalIntent)
+		earlier = d.intend(ctx, c, StepFinalIntent)
 		out, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal)
 		if errors.Is(err, ErrUnreachable) {
 			d.unreachable(c, ev, err)
@@ -757,12 +788,45 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
 		}
 		ref = out
-		d.countPossibleDouble(ch, c, StepFinal, earlier)
 		if c.ref.ID() != "" {
-			d.removePlaceholder(ctx, ch, c)
+			d.removePlaceholder(ctx, ch, c, c.ref)
 		}
 	}
 	d.sendRest(ctx, ch, c, rest)
-	d.record(ctx, c.runID, StepFinal, ref)
+	_, second := d.record(ctx, c.runID, StepFinal, ref)
+	if delivered {
+		return nil // edited into the placeholder: a replay edits the same message
+	}
+	if second && d.dropSecond(ctx, ch, c, StepFinal, ref) {
+		return nil // another attempt's closing message, recorded first, is the one shown
+	}
+	d.countPossibleDouble(ch, c, StepFinal, earlier)
+	d.dropStrayCard(ctx, ch, c, ref, own)
 	return nil
+}
+
+// dropStrayCard removes a placeholder another attempt of the run recorded while this one sent
+// the closing message anew (ref): an attempt taken over while its placeholder was due posts it
+// when this one has not read the card record yet. Each side writes its record, then reads the
+// other's (postPlaceholder reads the final), so at least one of them sees the other and removes
+// the placeholder. own, the placeholder this attempt knew of, is left alone. Skipped for a run younger than the placeholder's grace period, which no
+// attempt can have posted a placeholder for.
+func (d *Delivery) dropStrayCard(ctx context.Context, ch Channel, c *runCard, ref MessageRef, own string) {
+	if d.opt.PlaceholderAfter > 0 && !d.receiptOlderThan(c.runID, d.opt.PlaceholderAfter) {
+		return
+	}
+	ctx, cancel := outlive(ctx, recordGrace)
+	defer cancel()
+	b, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepCard)
+	if err != nil || !found {
+		return
+	}
+	var card MessageRef
+	if json.Unmarshal(b, &card) != nil || card.ID() == "" || card.ID() == own || slices.Contains(ref.IDs, card.ID()) {
+		return
+	}
+	if card.Conv.IsZero() {
+		card.Conv = c.conv
+	}
+	d.removePlaceholder(ctx, ch, c, card)
 }

@@ -2,6 +2,8 @@ package channels
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +160,79 @@ func withRun(run string, evs []runs.Event) []runs.Event {
 		out[i] = ev
 	}
 	return out
+}
+
+// beforeFirstSend runs hook just before its first Send.
+type beforeFirstSend struct {
+	*fakeChannel
+	once *sync.Once
+	hook func()
+}
+
+func (b beforeFirstSend) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	b.once.Do(b.hook)
+	return b.fakeChannel.Send(ctx, to, m)
+}
+
+// liveTexts is what the fake platform shows, in the order posted.
+func (f *fakeChannel) liveTexts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, id := range f.order {
+		if t, ok := f.live[id]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// TestTwoAttemptsAtOnceLeaveOneMessage proves two attempts of one run delivering at the same
+// time — the first taken over (its lease expired in a Redis outage) while it still ran — leave
+// one message in the chat whatever the interleaving: a placeholder posted after the other
+// attempt sent the closing message anew is removed (by whichever side sees the other's record),
+// and a second closing message is deleted by the attempt whose record came second. Found by
+// the chaos suite's Redis SIGKILL restart.
+func TestTwoAttemptsAtOnceLeaveOneMessage(t *testing.T) {
+	cases := []struct {
+		name string
+		play func(h *deliveryHarness, run string, late *Delivery)
+	}{
+		{"placeholder posted after the answer", func(h *deliveryHarness, run string, _ *Delivery) {
+			// The other attempt delivers the answer between this one's read of the records, when
+			// its grace period ends, and its placeholder's send.
+			other := h.delivery(h.ch)
+			hooked := beforeFirstSend{fakeChannel: h.ch, once: &sync.Once{}, hook: func() {
+				h.deliver(other, attempt(2, "7", final(run, "the answer"))...)
+			}}
+			d, timers := h.lazyDelivery(hooked)
+			h.deliver(d, attempt(1, "7", started(run))...)
+			timers.fire() // the grace period ends: the records are read, the placeholder sent
+		}},
+		{"answer sent anew after a placeholder it never read", func(h *deliveryHarness, run string, late *Delivery) {
+			h.deliver(late, attempt(2, "7", started(run))...) // reads the records: none yet; owes its placeholder
+			h.deliver(h.delivery(h.ch), attempt(1, "7", started(run))...)
+			h.deliver(late, attempt(2, "7", final(run, "the answer"))...)
+		}},
+		{"two answers sent anew", func(h *deliveryHarness, run string, late *Delivery) {
+			h.deliver(late, attempt(2, "7", started(run))...)
+			h.deliver(h.delivery(h.ch), attempt(1, "7", final(run, "the answer"))...)
+			h.deliver(late, attempt(2, "7", final(run, "the answer"))...)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDeliveryHarness(t)
+			run := runReceivedAgo(5 * time.Second)
+			late, _ := h.lazyDelivery(h.ch)
+			tc.play(h, run, late)
+			live := h.ch.liveTexts()
+			if len(live) != 1 || !strings.Contains(live[0], "the answer") {
+				t.Errorf("the chat shows %q, want the answer once", live)
+			}
+			if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/possible_double"); n != 0 {
+				t.Errorf("possible doubles counted %d, want 0 (the second message was removed)", n)
+			}
+		})
+	}
 }

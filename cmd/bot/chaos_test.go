@@ -316,6 +316,7 @@ type chaosFigures struct {
 	messages, lost, doubled int
 	possible                float64
 	silence, recovery       time.Duration
+	examples                []string // a few of the lost and doubled, for the log
 }
 
 // run drives load, strikes fault during it, waits for every answer and reports and checks the
@@ -353,6 +354,9 @@ func (r *chaosRig) run(name string, load chaosLoad, fault chaosFault) chaosFigur
 	r.t.Logf("chaos: %s | messages %d | lost %d | doubled %d | possible doubles %.0f | longest silence %v | recovery %v | run %v",
 		name, f.messages, f.lost, f.doubled, f.possible, f.silence.Round(10*time.Millisecond), f.recovery.Round(10*time.Millisecond),
 		time.Since(began).Round(time.Second))
+	for _, e := range f.examples {
+		r.t.Logf("chaos: %s: %s", name, e)
+	}
 	if n := r.undelivered.Load(); n > 0 {
 		r.t.Errorf("%d updates could not be delivered to any process for two minutes", n)
 	}
@@ -454,12 +458,27 @@ func (r *chaosRig) figures(ended time.Time) chaosFigures {
 				f.lost++
 			}
 			f.doubled += max(0, len(got)-1)
+			if (answered == 0 || len(got) > 1) && len(f.examples) < 5 {
+				f.examples = append(f.examples, fmt.Sprintf("chat %d %q sent %v: %s", chat, m.text, m.at.Format("15:04:05.000"), describe(got)))
+			}
 		}
 		for _, extra := range replies {
 			f.doubled += len(extra)
+			if len(f.examples) < 5 {
+				f.examples = append(f.examples, fmt.Sprintf("chat %d, replying to no message sent: %s", chat, describe(extra)))
+			}
 		}
 	}
 	return f
+}
+
+// describe lists posted messages: when each was sent and what it shows.
+func describe(ms []telegramfake.Message) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("[%s %q]", m.At.Format("15:04:05.000"), visible(m))
+	}
+	return strings.Join(parts, " ")
 }
 
 // tailOf is the last n lines of the file at path.

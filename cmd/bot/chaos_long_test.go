@@ -39,6 +39,30 @@ func TestChaosLongKill9OneOfTwo(t *testing.T) {
 	})
 }
 
+// TestChaosRepeatedKill9 measures the rate of possible doubles (issue 14, point 2): of two
+// processes under load, one is killed with SIGKILL and replaced every two seconds, six times.
+// A kill in the instant between a send and its record leaves a message the replay sends again,
+// counted as a possible double; the test logs how many the kills left per kill.
+func TestChaosRepeatedKill9(t *testing.T) {
+	const kills = 6
+	r := newChaosRig(t, testRedisURL)
+	r.startBot()
+	r.startBot()
+	load := chaosLoad{messages: 1500, chats: 150, rate: 75}
+	f := r.run("kill -9 six times, every 2 s", load, func(r *chaosRig) time.Time {
+		var last time.Time
+		for i := range kills {
+			r.stop(r.pick(i), syscall.SIGKILL)
+			last = time.Now()
+			r.startBot()
+			chaosWindow(context.Background(), 2*time.Second)
+		}
+		return last
+	})
+	t.Logf("chaos: possible doubles per kill -9: %.2f (%0.f over %d kills of a process sending about %d messages a second)",
+		f.possible/kills, f.possible, kills, load.rate/2)
+}
+
 // TestChaosRollingRestart is fault (b): both processes restarted in turn by SIGTERM — each
 // drains (hands its runs back) and its replacement starts — under load.
 func TestChaosRollingRestart(t *testing.T) {

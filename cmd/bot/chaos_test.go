@@ -56,10 +56,9 @@ type chaosRig struct {
 
 	mu   sync.Mutex
 	bots []*chaosBot
-	next int // round-robin start of the next delivery
 	msgs []chaosMsg
-	// counted holds the possible-double counters of processes that ended (scraped just before
-	// a SIGTERM); a process killed with SIGKILL takes its counts with it.
+	// counted holds the possible-double counters of processes that ended, read just before
+	// their signal (what one counts during a SIGTERM's drain is not seen).
 	counted float64
 	// twice delivers every update twice, to two processes at once (platform redeliveries).
 	twice atomic.Bool
@@ -180,20 +179,18 @@ func (r *chaosRig) startBot() *chaosBot {
 	return b
 }
 
-// stop signals b (SIGTERM: a graceful stop; SIGKILL: kill -9) and waits for it to exit. Before
-// a SIGTERM the process's possible-double counts are kept.
+// stop signals b (SIGTERM: a graceful stop; SIGKILL: kill -9) and waits for it to exit. The
+// process's possible-double counts are read just before the signal and kept.
 func (r *chaosRig) stop(b *chaosBot, sig syscall.Signal) {
 	select {
 	case <-b.done:
 		return
 	default:
 	}
-	if sig == syscall.SIGTERM {
-		n := r.scrape(b)
-		r.mu.Lock()
-		r.counted += n
-		r.mu.Unlock()
-	}
+	n := r.scrape(b)
+	r.mu.Lock()
+	r.counted += n
+	r.mu.Unlock()
 	_ = b.cmd.Process.Signal(sig)
 	select {
 	case <-b.done:

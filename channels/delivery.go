@@ -124,6 +124,11 @@ type runCard struct {
 	loaded   bool // records read
 	done     bool // closing message delivered (or found delivered)
 	fileSent bool // the rest of a long answer was sent (or found sent) as a file
+	// finalIntent, when set, is when an earlier attempt intended to send the closing message
+	// anew and left no record of it: it may be in the chat already. Such a replay posts no
+	// placeholder, and sends the closing message anew where the platform recognises it
+	// (KeyedSender, SentFinder).
+	finalIntent time.Time
 	ref      MessageRef
 	replyTo  string
 	started  time.Time
@@ -318,7 +323,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	var rec threads.RunRecords
 	err := d.retryStore(ctx, func() error {
 		var err error
-		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile}, nil)
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepFinalIntent}, nil)
 		return err
 	})
 	if err != nil {
@@ -330,6 +335,9 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 		return
 	}
 	_, c.fileSent = rec.Outbound[StepFile]
+	if b, found := rec.Outbound[StepFinalIntent]; found {
+		c.finalIntent = intentTime(b, d.now())
+	}
 	if b, found := rec.Outbound[StepCard]; found {
 		if json.Unmarshal(b, &c.ref) != nil {
 			c.ref = MessageRef{}
@@ -475,17 +483,46 @@ func (d *Delivery) intend(ctx context.Context, c *runCard, step string) (earlier
 	if first {
 		return time.Time{}
 	}
-	ms, err := strconv.ParseInt(string(existing), 10, 64)
+	return intentTime(existing, at)
+}
+
+// intentTime is the time an intent record holds; an unreadable one is still an earlier
+// attempt's intent, dated now.
+func intentTime(b []byte, now time.Time) time.Time {
+	ms, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil || ms <= 0 {
-		return at // an unreadable intent is still an earlier attempt's: the oldest possible
+		return now
 	}
 	return time.UnixMilli(ms)
+}
+
+// sentFindMargin widens the look-up of an earlier attempt's message (SentFinder) for the
+// difference between this process's clock, which stamped the intent, and the platform's.
+const sentFindMargin = time.Minute
+
+// sendAnew sends card as a new message with key, unless the channel can find it already sent
+// by the earlier attempt that intended the same send at earlier (non-zero; SentFinder): then it
+// returns that message, found true. A failed look-up is logged and the card sent.
+func (d *Delivery) sendAnew(ctx context.Context, ch Channel, c *runCard, to Target, card render.Card, key string, earlier time.Time) (ref MessageRef, found bool, err error) {
+	if f, ok := ch.(SentFinder); ok && !earlier.IsZero() {
+		ref, found, err := f.FindSent(ctx, to, key, earlier.Add(-sentFindMargin))
+		switch {
+		case err != nil:
+			d.log.Warn("channels: looking for the message an earlier attempt may have sent failed; sending it again", "run", c.runID, "key", key, "err", err)
+		case found:
+			d.log.Info("channels: found the message an earlier attempt sent but never recorded; not sending it again", "run", c.runID, "key", key)
+			return ref, true, nil
+		}
+	}
+	ref, err = d.sendKeyed(ctx, ch, to, card, key)
+	return ref, false, err
 }
 
 // countPossibleDouble counts the message of step just sent when an earlier attempt of the run
 // intended to send it at earlier (non-zero) and left no record: the platform may now show it
 // twice. A channel that recognises the resend by its key (KeyedSender) within its window
-// returned the first message instead, and nothing is counted.
+// returned the first message instead, and nothing is counted; a message an earlier attempt
+// sent that was found (SentFinder) comes with a zero earlier.
 func (d *Delivery) countPossibleDouble(ch Channel, c *runCard, step string, earlier time.Time) {
 	if earlier.IsZero() {
 		return
@@ -759,7 +796,10 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	delivered := false
 	var earlier time.Time // when an earlier attempt intended to send the closing message anew
 	own := c.ref.ID()     // the placeholder this attempt knows: edited, removed or found gone
-	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" {
+	_, keyed := ch.(KeyedSender)
+	_, finds := ch.(SentFinder)
+	resend := !c.finalIntent.IsZero() && (keyed || finds) // the earlier attempt's message comes back
+	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" && !resend {
 		out, err := d.edit(ctx, ed, ch, c.ref, card)
 		switch {
 		case err == nil:
@@ -777,7 +817,10 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	}
 	if !delivered {
 		earlier = d.intend(ctx, c, StepFinalIntent)
-		out, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal)
+		out, found, err := d.sendAnew(ctx, ch, c, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal, earlier)
+		if found {
+			earlier = time.Time{} // the earlier attempt's message is the one shown: no double
+		}
 		if errors.Is(err, ErrUnreachable) {
 			d.unreachable(c, ev, err)
 			return nil
@@ -795,6 +838,12 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	d.sendRest(ctx, ch, c, rest)
 	_, second := d.record(ctx, c.runID, StepFinal, ref)
 	if delivered {
+		if !c.finalIntent.IsZero() {
+			// Edited into the placeholder, while the closing message an earlier attempt may
+			// have sent anew cannot be recognised on this platform.
+			d.m.OutboundError(platform, "possible_double")
+			d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
+		}
 		return nil // edited into the placeholder: a replay edits the same message
 	}
 	if second && d.dropSecond(ctx, ch, c, StepFinal, ref) {

@@ -66,7 +66,8 @@ func TestReplayAfterACrashBetweenSendAndRecordCountsOnePossibleDouble(t *testing
 		again []runs.Event // attempt 2, in another process
 		sends int          // messages posted in all
 	}{
-		{"closing message", []runs.Event{final("", "the answer")}, []runs.Event{final("", "the answer")}, 2},
+		{"closing message", []runs.Event{final("", "the answer")}, []runs.Event{started(""), final("", "the answer")}, 2},
+		{"placeholder, then answered", []runs.Event{started(""), final("", "the answer")}, []runs.Event{started(""), final("", "the answer")}, 2},
 		{"placeholder", []runs.Event{started("")}, []runs.Event{started(""), final("", "the answer")}, 2},
 	}
 	for _, tc := range cases {
@@ -129,7 +130,7 @@ func TestKeyedReplayAfterACrashPostsOnceAndCountsNothing(t *testing.T) {
 	d1 := h.delivery(keyedCrash{keyed, faults}, func(o *DeliveryOptions) { o.MaxRetryWait = 100 * time.Millisecond })
 	h.deliver(d1, attempt(1, "7", final(run, "the answer"))...)
 	faults.downFor(0)
-	h.deliver(h.delivery(keyed), attempt(2, "7", final(run, "the answer"))...)
+	h.deliver(h.delivery(keyed), attempt(2, "7", started(run), final(run, "the answer"))...)
 	if s := h.ch.sent(); len(s) != 1 {
 		t.Errorf("posted %d messages, want the answer once", len(s))
 	}
@@ -232,6 +233,63 @@ func TestTwoAttemptsAtOnceLeaveOneMessage(t *testing.T) {
 			}
 			if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/possible_double"); n != 0 {
 				t.Errorf("possible doubles counted %d, want 0 (the second message was removed)", n)
+			}
+		})
+	}
+}
+
+// finderChannel is a fake whose keyed sends can be found again (as Slack's message metadata
+// in the history): SentFinder.
+type finderChannel struct {
+	*fakeChannel
+	byKey  map[string]MessageRef
+	faults *faultHook // when set, every Redis call fails after a send (crashAfterSend)
+}
+
+func (f finderChannel) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	ref, err := f.fakeChannel.Send(ctx, to, m)
+	if err == nil && m.Key != "" {
+		f.byKey[m.Key] = ref
+	}
+	if f.faults != nil {
+		f.faults.downFor(1 << 20)
+	}
+	return ref, err
+}
+
+func (f finderChannel) FindSent(_ context.Context, _ Target, key string, _ time.Time) (MessageRef, bool, error) {
+	ref, ok := f.byKey[key]
+	return ref, ok, nil
+}
+
+// TestFoundReplayAfterACrashSendsNothingAgain proves that on a platform where a message sent
+// with a key can be found again (SentFinder, Slack's metadata), the replay after a crash between
+// send and record takes the message the crashed attempt sent: the answer and the placeholder
+// are each posted once, the placeholder edited into the answer, no possible double counted.
+func TestFoundReplayAfterACrashSendsNothingAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first []runs.Event
+	}{
+		{"closing message", []runs.Event{final("", "the answer")}},
+		{"placeholder", []runs.Event{started("")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, faults := intentHarness(t)
+			byKey := map[string]MessageRef{}
+			run := runs.NewRunID()
+			d1 := h.delivery(finderChannel{h.ch, byKey, faults}, func(o *DeliveryOptions) { o.MaxRetryWait = 100 * time.Millisecond })
+			h.deliver(d1, attempt(1, "7", withRun(run, tc.first)...)...)
+			faults.downFor(0)
+			h.deliver(h.delivery(finderChannel{h.ch, byKey, nil}), attempt(2, "7", started(run), final(run, "the answer"))...)
+			if s := h.ch.sent(); len(s) != 1 {
+				t.Errorf("posted %d messages, want 1", len(s))
+			}
+			if live := h.ch.liveTexts(); len(live) != 1 || !strings.Contains(live[0], "the answer") {
+				t.Errorf("the chat shows %q, want the answer once", live)
+			}
+			if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/possible_double"); n != 0 {
+				t.Errorf("possible doubles counted %d, want 0", n)
 			}
 		})
 	}

@@ -40,6 +40,8 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 	switch {
 	case c.ref.ID() != "":
 		d.editProgress(ctx, ch, c) // a replay: reuse the placeholder
+	case !c.finalIntent.IsZero():
+		// An earlier attempt may have sent the closing message: no placeholder before it.
 	case c.owed:
 		// Another attempt of the run in this process already started the grace period.
 	case lazy && d.oweGrace(ch, c):
@@ -107,6 +109,8 @@ func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
 	switch {
 	case c.done:
 		d.log.Debug("channels: another attempt delivered the run during the grace period", "run", c.runID)
+	case !c.finalIntent.IsZero() && c.ref.ID() == "":
+		d.log.Debug("channels: another attempt is sending the run's closing message; no placeholder", "run", c.runID)
 	case c.ref.ID() != "":
 		d.editProgress(ctx, ch, c)
 	default:
@@ -122,7 +126,10 @@ func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
 // dropStrayCard), and the placeholder removed if the run was answered meanwhile.
 func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard, late bool) {
 	earlier := d.intend(ctx, c, StepCardIntent)
-	ref, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c), c.runID+":"+StepCard)
+	ref, found, err := d.sendAnew(ctx, ch, c, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c), c.runID+":"+StepCard, earlier)
+	if found {
+		earlier = time.Time{}
+	}
 	if err != nil {
 		d.m.OutboundError(c.conv.Platform, "send_failed")
 		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)

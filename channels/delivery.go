@@ -129,12 +129,12 @@ type runCard struct {
 	// placeholder, and sends the closing message anew where the platform recognises it
 	// (KeyedSender, SentFinder).
 	finalIntent time.Time
-	ref      MessageRef
-	replyTo  string
-	started  time.Time
-	touched  time.Time
-	lastEdit time.Time
-	progress string
+	ref         MessageRef
+	replyTo     string
+	started     time.Time
+	touched     time.Time
+	lastEdit    time.Time
+	progress    string
 	// subagents are shown in the order the lead asked for them (subOrder, SubagentInfo.Order),
 	// whatever order they finish in; those without an order follow, as they came.
 	subagents []render.SubagentResult

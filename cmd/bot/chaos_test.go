@@ -236,8 +236,9 @@ func (r *chaosRig) scrape(b *chaosBot) float64 {
 }
 
 // deliver POSTs one update to a process's webhook, as Telegram does: on an error or an answer
-// other than 200 it tries again (the next process) until one takes it, for two minutes. With
-// twice set, it is delivered to two processes at once.
+// other than 200 it tries again (the next process) until one takes it, for five minutes (an
+// update refused meanwhile makes its chat's silence longer, which the figures show). With twice
+// set, it is delivered to two processes at once.
 func (r *chaosRig) deliver(d chaosDelivery) {
 	if !r.twice.Load() {
 		r.deliverOnce(d, 0)
@@ -251,7 +252,7 @@ func (r *chaosRig) deliver(d chaosDelivery) {
 }
 
 func (r *chaosRig) deliverOnce(d chaosDelivery, offset int) {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for try := 0; time.Now().Before(deadline); try++ {
 		r.mu.Lock()
 		var addr string
@@ -355,7 +356,7 @@ func (r *chaosRig) run(name string, load chaosLoad, fault chaosFault) chaosFigur
 		r.t.Logf("chaos: %s: %s", name, e)
 	}
 	if n := r.undelivered.Load(); n > 0 {
-		r.t.Errorf("%d updates could not be delivered to any process for two minutes", n)
+		r.t.Errorf("%d updates could not be delivered to any process for five minutes", n)
 	}
 	if f.lost > 0 {
 		r.t.Errorf("%d of %d messages lost (no answer showing it)", f.lost, f.messages)

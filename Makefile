@@ -3,7 +3,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 
-.PHONY: test lint fmt-check vet staticcheck unit bench build fuzz
+.PHONY: test lint fmt-check vet staticcheck unit bench build fuzz chaos
 
 ## test: every check CI runs — formatting, vet, staticcheck, and the race-enabled test suite.
 test: lint unit
@@ -23,6 +23,18 @@ staticcheck:
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## chaos: the whole chaos suite (issue 14): the short fault tests CI runs too, and the long ones
+## behind the chaos build tag — kill -9 and rolling restarts of the binary, Redis SIGTERM, SIGKILL
+## and network stalls, the model failing and hanging, 429 storms, redeliveries — each logging a
+## "chaos:" line of figures (messages, lost, doubled, possible doubles, longest silence,
+## recovery). It needs redis-server on PATH and the Redis on 127.0.0.1:6379.
+CHAOS_RUN ?= Chaos|RedisOutage|PollingTakenOver|RollingRestartHandsPollingOver|ModelOutage|ModelHanging|429Storm|Redeliver
+CHAOS_LOG ?= bin/chaos.log
+chaos:
+	@mkdir -p $(dir $(CHAOS_LOG)); \
+	$(GO) test -race -count=1 -tags chaos -timeout 30m -v -run '$(CHAOS_RUN)' ./cmd/bot/ >$(CHAOS_LOG) 2>&1; rc=$$?; \
+	grep -E '^(--- |ok|FAIL)|chaos: ' $(CHAOS_LOG); echo "full log: $(CHAOS_LOG)"; exit $$rc
 
 ## bench: every benchmark once, with memory figures.
 bench:

@@ -79,6 +79,24 @@ type Deleter interface {
 	Delete(ctx context.Context, ref MessageRef) error
 }
 
+// KeyedSender is a Channel whose Send is idempotent per Message.Key for a while: a second Send
+// with the key of one already posted returns that message instead of posting another (Discord's
+// nonce with enforce_nonce). KeyWindow is how long the platform remembers a key. A replay that
+// finds a send's write-ahead intent younger than that resends without counting a possible
+// double.
+type KeyedSender interface {
+	KeyWindow() time.Duration
+}
+
+// SentFinder can find a message sent with a Message.Key (Slack: the key in the message's
+// metadata, looked up in the conversation's history). A replay that finds a send's write-ahead
+// intent without its record asks it first: a message found, sent at since or later, is taken
+// as the one sent (recorded, edited later) instead of sending it again. found is true only
+// when the whole message (every piece) is there.
+type SentFinder interface {
+	FindSent(ctx context.Context, to Target, key string, since time.Time) (ref MessageRef, found bool, err error)
+}
+
 // Typer can show that the bot is working ("typing…"). The signal is short-lived; callers repeat
 // it while a run works. to.ReplyTo names the message being worked on when it is known, so a
 // platform can tell a signal that arrives after that message's answer (Slack's thread status).

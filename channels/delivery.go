@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,12 @@ const (
 	// run answered within the placeholder's grace period has only this record: its one message
 	// is both its card and its final, and a run with a final record is never delivered again.
 	StepFinal = "final"
+	// StepCardIntent and StepFinalIntent are the write-ahead intents of StepCard and StepFinal:
+	// recorded (with the time, unix milliseconds) just before the message is sent as a new one,
+	// so that an attempt finding the intent but not the step's record knows an earlier attempt
+	// may have posted it in the instant before it stopped (killed, or its record write lost).
+	StepCardIntent  = StepCard + ".intent"
+	StepFinalIntent = StepFinal + ".intent"
 )
 
 // DeliveryOptions configure a Delivery. Channels and Threads are required.
@@ -120,12 +127,17 @@ type runCard struct {
 	loaded   bool // records read
 	done     bool // closing message delivered (or found delivered)
 	fileSent bool // the rest of a long answer was sent (or found sent) as a file
-	ref      MessageRef
-	replyTo  string
-	started  time.Time
-	touched  time.Time
-	lastEdit time.Time
-	progress string
+	// finalIntent, when set, is when an earlier attempt intended to send the closing message
+	// anew and left no record of it: it may be in the chat already. Such a replay posts no
+	// placeholder, and sends the closing message anew where the platform recognises it
+	// (KeyedSender, SentFinder).
+	finalIntent time.Time
+	ref         MessageRef
+	replyTo     string
+	started     time.Time
+	touched     time.Time
+	lastEdit    time.Time
+	progress    string
 	// subagents are shown in the order the lead asked for them (subOrder, SubagentInfo.Order),
 	// whatever order they finish in; those without an order follow, as they came.
 	subagents []render.SubagentResult
@@ -344,7 +356,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	var rec threads.RunRecords
 	err := d.retryStore(ctx, func() error {
 		var err error
-		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepStream}, nil)
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepStream, StepFinalIntent}, nil)
 		return err
 	})
 	if err != nil {
@@ -356,6 +368,9 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 		return
 	}
 	_, c.fileSent = rec.Outbound[StepFile]
+	if b, found := rec.Outbound[StepFinalIntent]; found {
+		c.finalIntent = intentTime(b, d.now())
+	}
 	if b, found := rec.Outbound[StepCard]; found {
 		c.ref = decodeRef(b, c.conv)
 	}
@@ -430,10 +445,12 @@ func (d *Delivery) workingCard(c *runCard) render.Card {
 		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
 }
 
-func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) {
+// record writes step's record of ref. It returns the record another attempt of the run wrote
+// first, when one did (found true): ref is then a second message of that step.
+func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) (other MessageRef, found bool) {
 	b, err := json.Marshal(ref)
 	if err != nil {
-		return
+		return MessageRef{}, false
 	}
 	// The platform has the message: without its record a replay posts it again. So the record
 	// outlives the run's context — a run cancelled or handed back at shutdown just after its
@@ -441,9 +458,10 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	ctx, cancel := outlive(ctx, recordGrace)
 	defer cancel()
 	var first bool
+	var existing []byte
 	err = d.retryStore(ctx, func() error {
 		var err error
-		first, _, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+		first, existing, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
 		return err
 	})
 	switch {
@@ -454,7 +472,105 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 		d.log.Warn("channels: recording an outbound message failed; a replay may post again", "run", runID, "step", step, "err", err)
 	case !first:
 		d.log.Warn("channels: another attempt of the run recorded this step first", "run", runID, "step", step)
+		if json.Unmarshal(existing, &other) == nil && other.ID() != ref.ID() {
+			if other.Conv.IsZero() {
+				other.Conv = ref.Conv
+			}
+			return other, true
+		}
 	}
+	return MessageRef{}, false
+}
+
+// dropSecond deletes ref, a message of step that another attempt of the run posted too and
+// recorded first (an attempt taken over while it still ran); it reports whether ref is gone.
+func (d *Delivery) dropSecond(ctx context.Context, ch Channel, c *runCard, step string, ref MessageRef) bool {
+	del, ok := ch.(Deleter)
+	if !ok {
+		return false
+	}
+	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
+		return del.Delete(ctx, ref)
+	})
+	if err != nil && !errors.Is(err, ErrMessageGone) {
+		d.m.OutboundError(c.conv.Platform, "delete_failed")
+		d.log.Warn("channels: deleting a message another attempt of the run also posted failed; it shows twice", "run", c.runID, "step", step, "err", err)
+		return false
+	}
+	d.log.Info("channels: deleted a message another attempt of the run had posted first", "run", c.runID, "step", step)
+	return true
+}
+
+// intend records the write-ahead intent step (StepCardIntent, StepFinalIntent) of a message
+// about to be sent anew, and returns when an earlier attempt of the run recorded it — zero when
+// none did. The caller knows the step itself is not recorded (that attempt may have posted the
+// message, or may have stopped before). A failed write is logged and the message sent anyway:
+// Redis is then likely down for the step's record too, which record counts as "unrecorded".
+func (d *Delivery) intend(ctx context.Context, c *runCard, step string) (earlier time.Time) {
+	at := d.now()
+	var first bool
+	var existing []byte
+	err := d.retryStore(ctx, func() error {
+		var err error
+		first, existing, err = d.opt.Threads.RecordOutbound(ctx, c.runID, step, []byte(strconv.FormatInt(at.UnixMilli(), 10)))
+		return err
+	})
+	if err != nil {
+		d.log.Warn("channels: recording a send's intent failed; sending anyway", "run", c.runID, "step", step, "err", err)
+		return time.Time{}
+	}
+	if first {
+		return time.Time{}
+	}
+	return intentTime(existing, at)
+}
+
+// intentTime is the time an intent record holds; an unreadable one is still an earlier
+// attempt's intent, dated now.
+func intentTime(b []byte, now time.Time) time.Time {
+	ms, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || ms <= 0 {
+		return now
+	}
+	return time.UnixMilli(ms)
+}
+
+// sentFindMargin widens the look-up of an earlier attempt's message (SentFinder) for the
+// difference between this process's clock, which stamped the intent, and the platform's.
+const sentFindMargin = time.Minute
+
+// sendAnew sends card as a new message with key, unless the channel can find it already sent
+// by the earlier attempt that intended the same send at earlier (non-zero; SentFinder): then it
+// returns that message, found true. A failed look-up is logged and the card sent.
+func (d *Delivery) sendAnew(ctx context.Context, ch Channel, c *runCard, to Target, card render.Card, key string, earlier time.Time) (ref MessageRef, found bool, err error) {
+	if f, ok := ch.(SentFinder); ok && !earlier.IsZero() {
+		ref, found, err := f.FindSent(ctx, to, key, earlier.Add(-sentFindMargin))
+		switch {
+		case err != nil:
+			d.log.Warn("channels: looking for the message an earlier attempt may have sent failed; sending it again", "run", c.runID, "key", key, "err", err)
+		case found:
+			d.log.Info("channels: found the message an earlier attempt sent but never recorded; not sending it again", "run", c.runID, "key", key)
+			return ref, true, nil
+		}
+	}
+	ref, err = d.sendKeyed(ctx, ch, to, card, key)
+	return ref, false, err
+}
+
+// countPossibleDouble counts the message of step just sent when an earlier attempt of the run
+// intended to send it at earlier (non-zero) and left no record: the platform may now show it
+// twice. A channel that recognises the resend by its key (KeyedSender) within its window
+// returned the first message instead, and nothing is counted; a message an earlier attempt
+// sent that was found (SentFinder) comes with a zero earlier.
+func (d *Delivery) countPossibleDouble(ch Channel, c *runCard, step string, earlier time.Time) {
+	if earlier.IsZero() {
+		return
+	}
+	if ks, ok := ch.(KeyedSender); ok && d.now().Sub(earlier) < ks.KeyWindow() {
+		return
+	}
+	d.m.OutboundError(c.conv.Platform, "possible_double")
+	d.log.Warn("channels: an earlier attempt of the run may have posted this message too; it may show twice", "run", c.runID, "step", step, "intended", earlier)
 }
 
 // recordGrace is how long a record may still be written after the run's context ended;
@@ -603,7 +719,7 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 		var r MessageRef
 		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
-			r, err = ch.Send(ctx, to, Message{Text: piece})
+			r, err = ch.Send(ctx, to, Message{Text: piece, Key: pieceKey(key, i)})
 			return err
 		})
 		if err != nil {
@@ -615,6 +731,14 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 		out.IDs = append(out.IDs, r.IDs...)
 	}
 	return out, nil
+}
+
+// pieceKey is the key of plain-text piece i of a refused card keyed key ("" for none).
+func pieceKey(key string, i int) string {
+	if key == "" {
+		return ""
+	}
+	return key + ".text" + strconv.Itoa(i)
 }
 
 // edit edits ref with card (EditFinal where the channel has it); a refused card is edited in
@@ -725,7 +849,12 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	platform := c.conv.Platform
 	var ref MessageRef
 	delivered, keep := false, false
-	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" {
+	var earlier time.Time // when an earlier attempt intended to send the closing message anew
+	own := c.ref.ID()     // the placeholder this attempt knows: edited, removed or found gone
+	_, keyed := ch.(KeyedSender)
+	_, finds := ch.(SentFinder)
+	resend := !c.finalIntent.IsZero() && (keyed || finds) // the earlier attempt's message comes back
+	if ed, ok := ch.(Editor); ok && c.ref.ID() != "" && !resend {
 		out, err := d.edit(ctx, ed, ch, c.ref, card)
 		switch {
 		case err == nil:
@@ -749,7 +878,11 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		}
 	}
 	if !delivered {
-		out, err := d.sendKeyed(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal)
+		earlier = d.intend(ctx, c, StepFinalIntent)
+		out, found, err := d.sendAnew(ctx, ch, c, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal, earlier)
+		if found {
+			earlier = time.Time{} // the earlier attempt's message is the one shown: no double
+		}
 		if errors.Is(err, ErrUnreachable) {
 			d.unreachable(c, ev, err)
 			return nil
@@ -761,10 +894,50 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		}
 		ref = out
 		if c.ref.ID() != "" && !keep {
-			d.removePlaceholder(ctx, ch, c)
+			d.removePlaceholder(ctx, ch, c, c.ref)
 		}
 	}
 	d.sendRest(ctx, ch, c, rest)
-	d.record(ctx, c.runID, StepFinal, ref)
+	_, second := d.record(ctx, c.runID, StepFinal, ref)
+	if delivered {
+		if !c.finalIntent.IsZero() {
+			// Edited into the placeholder, while the closing message an earlier attempt may
+			// have sent anew cannot be recognised on this platform.
+			d.m.OutboundError(platform, "possible_double")
+			d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
+		}
+		return nil // edited into the placeholder: a replay edits the same message
+	}
+	if second && d.dropSecond(ctx, ch, c, StepFinal, ref) {
+		return nil // another attempt's closing message, recorded first, is the one shown
+	}
+	d.countPossibleDouble(ch, c, StepFinal, earlier)
+	d.dropStrayCard(ctx, ch, c, ref, own)
 	return nil
+}
+
+// dropStrayCard removes a placeholder another attempt of the run recorded while this one sent
+// the closing message anew (ref): an attempt taken over while its placeholder was due posts it
+// when this one has not read the card record yet. Each side writes its record, then reads the
+// other's (postPlaceholder reads the final), so at least one of them sees the other and removes
+// the placeholder. own, the placeholder this attempt knew of, is left alone. Skipped for a run younger than the placeholder's grace period, which no
+// attempt can have posted a placeholder for.
+func (d *Delivery) dropStrayCard(ctx context.Context, ch Channel, c *runCard, ref MessageRef, own string) {
+	if d.opt.PlaceholderAfter > 0 && !d.receiptOlderThan(c.runID, d.opt.PlaceholderAfter) {
+		return
+	}
+	ctx, cancel := outlive(ctx, recordGrace)
+	defer cancel()
+	b, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepCard)
+	if err != nil || !found {
+		return
+	}
+	var card MessageRef
+	if json.Unmarshal(b, &card) != nil || card.ID() == "" || card.ID() == own || slices.Contains(ref.IDs, card.ID()) {
+		return
+	}
+	if card.Conv.IsZero() {
+		card.Conv = c.conv
+	}
+	d.removePlaceholder(ctx, ch, c, card)
 }

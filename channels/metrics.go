@@ -16,10 +16,13 @@ type Metrics interface {
 	Command(platform, command string)
 	// OutboundError counts a failed outbound operation by kind: rate_limited, card_refused,
 	// edit_failed, message_gone, send_failed, delete_failed, final_lost, unreachable (a closing
-	// message given up because the bot can no longer write to the conversation), stream_refused
-	// (a stream refused at its start or mid-answer: the run posts and edits instead),
-	// stream_failed (a stream that could not start for another reason), stream_append_failed
-	// (an append that failed; its text goes with the next).
+	// message given up because the bot can no longer write to the conversation), unrecorded (a
+	// message the platform took whose record Redis never did: a replay will post it again),
+	// possible_double (a message sent again by a replay that found an earlier attempt's
+	// write-ahead intent and no record, on a platform that cannot recognise the resend),
+	// stream_refused (a stream refused at its start or mid-answer: the run posts and edits
+	// instead), stream_failed (a stream that could not start for another reason),
+	// stream_append_failed (an append that failed; its text goes with the next).
 	OutboundError(platform, kind string)
 }
 

@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -39,11 +40,14 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 	switch {
 	case c.ref.ID() != "":
 		d.editProgress(ctx, ch, c) // a replay: reuse the placeholder
+	case !c.finalIntent.IsZero():
+		// An earlier attempt may have sent the closing message: no placeholder before it.
 	case c.owed:
 		// Another attempt of the run in this process already started the grace period.
 	case lazy && d.oweGrace(ch, c):
 	default:
-		d.postPlaceholder(ctx, ch, c)
+		// A first attempt's placeholder at its start cannot follow another attempt's answer.
+		d.postPlaceholder(ctx, ch, c, ev.Attempt > 1)
 	}
 }
 
@@ -51,11 +55,17 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 // have stopped showing. Run ids are ULIDs made at receipt, so their time is the receipt's; an id
 // that is not one (or a dead letter replayed long after) counts as expired.
 func (d *Delivery) receiptTypingExpired(runID string) bool {
+	return d.receiptOlderThan(runID, typingLasts)
+}
+
+// receiptOlderThan reports whether the run was received at least age ago (run ids are ULIDs
+// made at receipt); an id that is not a ULID counts as older.
+func (d *Delivery) receiptOlderThan(runID string, age time.Duration) bool {
 	id, err := ulid.ParseStrict(runID)
 	if err != nil {
 		return true
 	}
-	return d.now().Sub(ulid.Time(id.Time())) >= typingLasts
+	return d.now().Sub(ulid.Time(id.Time())) >= age
 }
 
 // oweGrace defers c's placeholder by the grace period; it reports false after Close (the
@@ -99,41 +109,73 @@ func (d *Delivery) placeholderDue(ctx context.Context, ch Channel, c *runCard) {
 	switch {
 	case c.done:
 		d.log.Debug("channels: another attempt delivered the run during the grace period", "run", c.runID)
+	case !c.finalIntent.IsZero() && c.ref.ID() == "":
+		d.log.Debug("channels: another attempt is sending the run's closing message; no placeholder", "run", c.runID)
 	case c.ref.ID() != "":
 		d.editProgress(ctx, ch, c)
 	default:
-		d.postPlaceholder(ctx, ch, c)
+		d.postPlaceholder(ctx, ch, c, true)
 	}
 }
 
 // postPlaceholder sends the working card, in reply to the message the run answers, and records
-// it so a replay edits it instead of posting another.
-func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard) {
+// it so a replay edits it instead of posting another; its write-ahead intent, before the send,
+// lets a replay count a placeholder an earlier attempt may have left (countPossibleDouble).
+// With late set — the placeholder follows a read of the run's records, which another attempt
+// may have outdated since — the final record is read once more after the card's (see
+// dropStrayCard), and the placeholder removed if the run was answered meanwhile. Where the
+// answer streams, its stream is the working message instead.
+func (d *Delivery) postPlaceholder(ctx context.Context, ch Channel, c *runCard, late bool) {
 	if _, ok := d.streamer(ch, c); ok && (c.stream == nil || c.stream.ref.ID() == "") {
-		// Where the answer streams, its stream is the working message.
 		if c.stream == nil {
 			c.stream = &runStream{}
 		}
 		d.startStream(ctx, ch, c)
 		return
 	}
-	ref, err := d.send(ctx, ch, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c))
+	earlier := d.intend(ctx, c, StepCardIntent)
+	ref, found, err := d.sendAnew(ctx, ch, c, Target{Conv: c.conv, ReplyTo: c.replyTo}, d.workingCard(c), c.runID+":"+StepCard, earlier)
+	if found {
+		earlier = time.Time{}
+	}
 	if err != nil {
 		d.m.OutboundError(c.conv.Platform, "send_failed")
 		d.log.Warn("channels: posting the placeholder failed; the answer will be sent as a new message", "run", c.runID, "err", err)
 		return
 	}
 	c.ref, c.lastEdit = ref, d.now()
-	d.record(ctx, c.runID, StepCard, ref)
+	if other, found := d.record(ctx, c.runID, StepCard, ref); found {
+		// Another attempt of the run posted its placeholder first: this one is a second. It is
+		// deleted and the first one edited from now on.
+		if d.dropSecond(ctx, ch, c, StepCard, ref) {
+			c.ref = other
+		}
+	} else {
+		d.countPossibleDouble(ch, c, StepCard, earlier)
+	}
+	if !late {
+		return
+	}
+	// An attempt that sent the closing message anew meanwhile may not have seen this card's
+	// record (dropStrayCard): the placeholder is removed here then.
+	b, found, err := d.opt.Threads.Outbound(ctx, c.runID, StepFinal)
+	if err != nil || !found {
+		return
+	}
+	var final MessageRef
+	if json.Unmarshal(b, &final) == nil && final.ID() != c.ref.ID() {
+		d.removePlaceholder(ctx, ch, c, c.ref)
+	}
+	c.done = true
 }
 
-// removePlaceholder deletes the placeholder the closing message did not replace, or where the
-// platform cannot delete, turns it into a pointer to the answer.
-func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard) {
+// removePlaceholder deletes ref, a placeholder of c the closing message did not replace, or
+// where the platform cannot delete, turns it into a pointer to the answer.
+func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard, ref MessageRef) {
 	platform := c.conv.Platform
 	if del, ok := ch.(Deleter); ok {
 		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
-			return del.Delete(ctx, c.ref)
+			return del.Delete(ctx, ref)
 		})
 		if err == nil || errors.Is(err, ErrMessageGone) {
 			return
@@ -143,7 +185,7 @@ func (d *Delivery) removePlaceholder(ctx context.Context, ch Channel, c *runCard
 	}
 	if ed, ok := ch.(Editor); ok {
 		card := render.Card{Title: "Done", Status: render.StatusDone, Body: "_The answer is below._", Footer: d.footer(c)}
-		if _, err := ed.Edit(ctx, c.ref, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
+		if _, err := ed.Edit(ctx, ref, Message{Card: &card}); err != nil && !errors.Is(err, ErrNotModified) {
 			d.log.Warn("channels: the placeholder could not be removed or updated", "run", c.runID, "err", err)
 		}
 	}

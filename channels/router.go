@@ -37,7 +37,7 @@ const (
 	DefaultMaxMessageChars = 8000
 	DefaultDedupeTTL       = 24 * time.Hour
 	DefaultThreadMemory    = 7 * 24 * time.Hour
-	DefaultPendingTTL      = 2 * time.Minute
+	DefaultPendingTTL      = 15 * time.Second
 )
 
 // RouterOptions configure a Router. Queue, Signer and Threads are required.
@@ -55,9 +55,11 @@ type RouterOptions struct {
 	// DedupeTTL is how long an event id is remembered (default 24h).
 	DedupeTTL time.Duration
 	// PendingTTL is how long an event's claim lasts while the event is being handled (default
-	// 2 min): a redelivery meanwhile is refused for the platform to retry, and a claim a failed
-	// handling could not give back (Redis unreachable) blocks another process's redelivery no
-	// longer than this.
+	// 15 s): a redelivery meanwhile is refused for the platform to retry, and a claim a failed
+	// handling could not give back (Redis unreachable), or a process killed while handling the
+	// event left, blocks another process's redelivery — the chat's silence — no longer than
+	// this. Handling takes a round trip or two; one slower than this may meet a redelivery
+	// handled at the same time, whose run the run's mark (EnqueueOnce) still queues once.
 	PendingTTL time.Duration
 	// ThreadMemory is how long the router remembers a thread it answered in, so follow-ups
 	// there need no mention (default 7 days).

@@ -225,7 +225,7 @@ func (d *Delivery) startStream(ctx context.Context, ch Channel, c *runCard) {
 	s, ok := d.streamer(ch, c)
 	if !ok {
 		c.noStream = true
-		d.postPlaceholder(ctx, ch, c)
+		d.postPlaceholder(ctx, ch, c, false)
 		return
 	}
 	u := c.pendingUpdate()
@@ -246,7 +246,7 @@ func (d *Delivery) startStream(ctx context.Context, ch Channel, c *runCard) {
 		d.m.OutboundError(c.conv.Platform, kind)
 		d.log.Info("channels: the answer cannot be streamed here; posting and editing instead", "run", c.runID, "err", err)
 		c.noStream = true
-		d.postPlaceholder(ctx, ch, c)
+		d.postPlaceholder(ctx, ch, c, false)
 		return
 	}
 	if ref.Conv.IsZero() {

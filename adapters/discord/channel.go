@@ -202,6 +202,7 @@ var (
 	_ channels.Editor               = (*Channel)(nil)
 	_ channels.Deleter              = (*Channel)(nil)
 	_ channels.Typer                = (*Channel)(nil)
+	_ channels.KeyedSender          = (*Channel)(nil)
 	_ channels.CommandRegistrar     = (*Channel)(nil)
 	_ channels.InteractionResponder = (*Channel)(nil)
 	_ channels.FormOpener           = (*Channel)(nil)

@@ -168,6 +168,14 @@ func newNonce() string {
 	return hex.EncodeToString(b) // 24 characters; Discord allows 25
 }
 
+// nonceWindow is how long Discord is taken to remember an enforced nonce: it documents "a few
+// minutes"; a replay later than this is counted as a possible double.
+const nonceWindow = 2 * time.Minute
+
+// KeyWindow says Send is idempotent per channels.Message.Key (through the nonce) for
+// nonceWindow. A reply to a slash command answers its interaction instead and carries no nonce.
+func (c *Channel) KeyWindow() time.Duration { return nonceWindow }
+
 // nonceFor is piece i's nonce: derived from the message's key (channels.Message.Key: its run and
 // step) when it has one, so the same piece sent again by a later attempt of the run — after a
 // crash or a hand-back that left it posted but unrecorded — returns the message Discord already

@@ -188,7 +188,12 @@ var _ slog.LogValuer = Config{}
 // errors are slack-go's types (RateLimitedError, SlackErrorResponse, StatusCodeError), so the
 // caller classifies them with apiError as any other call's.
 func (c *Channel) postMessage(ctx context.Context, token, channel, thread string, p piece) (string, error) {
-	body, err := json.Marshal(postMessageBody{Channel: channel, Text: p.text, Blocks: p.blocks, ThreadTS: thread})
+	pm := postMessageBody{Channel: channel, Text: p.text, Blocks: p.blocks, ThreadTS: thread}
+	if p.key != "" {
+		pm.Metadata = &slackgo.SlackMetadata{EventType: sentEventType,
+			EventPayload: map[string]any{"key": p.key, "piece": p.index, "of": p.of}}
+	}
+	body, err := json.Marshal(pm)
 	if err != nil {
 		return "", err
 	}
@@ -234,4 +239,6 @@ type postMessageBody struct {
 	ThreadTS    string          `json:"thread_ts,omitempty"`
 	UnfurlLinks bool            `json:"unfurl_links"`
 	UnfurlMedia bool            `json:"unfurl_media"`
+	// Metadata names a keyed message's piece (sentEventType) so FindSent can find it again.
+	Metadata *slackgo.SlackMetadata `json:"metadata,omitempty"`
 }

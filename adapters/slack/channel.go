@@ -247,6 +247,7 @@ var (
 	_ channels.Editor               = (*Channel)(nil)
 	_ channels.Deleter              = (*Channel)(nil)
 	_ channels.Typer                = (*Channel)(nil)
+	_ channels.SentFinder           = (*Channel)(nil)
 	_ channels.FormOpener           = (*Channel)(nil)
 	_ channels.InteractionResponder = (*Channel)(nil)
 	_ channels.Readiness            = (*Channel)(nil)

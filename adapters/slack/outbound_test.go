@@ -483,3 +483,48 @@ func TestRateLimitedEditsCoalesce(t *testing.T) {
 		t.Fatalf("chat.update called %d times, want 2 (the 429 and the latest)", n)
 	}
 }
+
+// TestFindSentRecognisesAKeyedMessage proves a message sent with a key (channels.Message.Key)
+// carries it in its metadata and is found again by FindSent — every piece of a long one, in
+// order, at the top level (conversations.history) and in a thread (conversations.replies) — so
+// a replay takes it instead of posting it twice; another key, a message sent before since, and
+// an unkeyed message are not found.
+func TestFindSentRecognisesAKeyedMessage(t *testing.T) {
+	long := strings.Repeat("word ", 9000) // several pieces
+	for _, tc := range []struct {
+		name string
+		conv conv.Key
+		text string
+	}{
+		{"top level", threadConv(""), "the answer"},
+		{"in a thread", threadConv("root"), "the answer"},
+		{"several pieces", threadConv(""), long},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, nil)
+			ctx := context.Background()
+			to := channels.Target{Conv: tc.conv}
+			if tc.conv.Thread != "" {
+				_, to.Conv.Thread = h.fake.MessageCallback(slackfake.Msg{Channel: "C1", User: "U1", Text: "the question"})
+			}
+			before := time.Now().Add(-time.Second)
+			if _, err := h.ch.Send(ctx, to, channels.Message{Text: "unkeyed"}); err != nil {
+				t.Fatal(err)
+			}
+			sent, err := h.ch.Send(ctx, to, channels.Message{Text: tc.text, Key: "01RUN:final"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := h.ch.FindSent(ctx, to, "01RUN:final", before)
+			if err != nil || !found || strings.Join(got.IDs, ",") != strings.Join(sent.IDs, ",") {
+				t.Fatalf("FindSent = %v, %v, %v; want the sent message %v", got.IDs, found, err, sent.IDs)
+			}
+			if _, found, err := h.ch.FindSent(ctx, to, "01RUN:card", before); err != nil || found {
+				t.Errorf("FindSent of another key = %v, %v; want not found", found, err)
+			}
+			if _, found, err := h.ch.FindSent(ctx, to, "01RUN:final", time.Now().Add(time.Hour)); err != nil || found {
+				t.Errorf("FindSent since after the send = %v, %v; want not found", found, err)
+			}
+		})
+	}
+}

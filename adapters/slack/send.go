@@ -32,6 +32,10 @@ type piece struct {
 	text   string // the notification / fallback text (mrkdwn)
 	blocks []slackgo.Block
 	final  bool // the run is no longer working: the thread's status is cleared after it
+	// key, index and of name the piece in its message's metadata (sentMetadata) when the
+	// message has a key (channels.Message.Key): piece index of of.
+	key       string
+	index, of int
 }
 
 // block passes a block rendered by render to slack-go as it is: it marshals as render's block,
@@ -115,7 +119,10 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		}
 		return ref, nil
 	}
-	for _, p := range ps {
+	for i, p := range ps {
+		if m.Key != "" {
+			p.key, p.index, p.of = m.Key, i, len(ps)
+		}
 		ts, err := c.post(ctx, to.Conv, p)
 		if err != nil {
 			return ref, err
@@ -126,6 +133,72 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		c.clearStatus(ctx, to.Conv, to.ReplyTo)
 	}
 	return ref, nil
+}
+
+// sentEventType is the metadata event type of a message sent with a key: its payload holds
+// the key and which piece of how many the message is, so FindSent can find it again.
+const sentEventType = "switchboard_sent"
+
+// sentLookback is how many of a conversation's latest messages FindSent reads (one page).
+const sentLookback = 200
+
+// FindSent finds the message sent with key (channels.Message.Key) at since or later: every
+// piece of it, in order, read back from the conversation's history (its thread's replies when
+// Conv.Thread is set) with the messages' metadata. found is false when a piece is missing.
+func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, since time.Time) (channels.MessageRef, bool, error) {
+	ref := channels.MessageRef{Conv: to.Conv}
+	if key == "" || to.Conv.Chat == "" || strings.HasPrefix(to.ReplyTo, ephemeralPrefix) {
+		return ref, false, nil
+	}
+	api, err := c.client(ctx, to.Conv.Workspace)
+	if err != nil {
+		return ref, false, err
+	}
+	oldest := fmt.Sprintf("%d.%06d", since.Unix(), since.Nanosecond()/1000)
+	var msgs []slackgo.Message
+	if to.Conv.Thread != "" {
+		err = c.call(ctx, "conversations.replies", func(ctx context.Context) error {
+			var err error
+			msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slackgo.GetConversationRepliesParameters{
+				ChannelID: to.Conv.Chat, Timestamp: to.Conv.Thread, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
+			return err
+		})
+	} else {
+		err = c.call(ctx, "conversations.history", func(ctx context.Context) error {
+			resp, err := api.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
+				ChannelID: to.Conv.Chat, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
+			if resp != nil {
+				msgs = resp.Messages
+			}
+			return err
+		})
+	}
+	if err != nil {
+		return ref, false, fmt.Errorf("slack: find sent message: %w", err)
+	}
+	pieces, of := map[int]string{}, 0
+	for _, m := range msgs {
+		md := m.Metadata
+		if md.EventType != sentEventType || md.EventPayload["key"] != key {
+			continue
+		}
+		i, iok := md.EventPayload["piece"].(float64)
+		n, nok := md.EventPayload["of"].(float64)
+		if !iok || !nok || n < 1 || i < 0 || i >= n {
+			continue
+		}
+		pieces[int(i)], of = m.Timestamp, int(n)
+	}
+	if of == 0 || len(pieces) != of {
+		return ref, false, nil
+	}
+	for i := range of {
+		if pieces[i] == "" {
+			return channels.MessageRef{Conv: to.Conv}, false, nil
+		}
+		ref.IDs = append(ref.IDs, pieces[i])
+	}
+	return ref, true, nil
 }
 
 func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error) {

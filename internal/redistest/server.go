@@ -27,10 +27,11 @@ const startTimeout = 20 * time.Second
 
 // Server is one private redis-server. Its methods are safe for concurrent use.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	dir  string
-	port int
+	tb    testing.TB
+	bin   string
+	dir   string
+	port  int
+	fsync string // appendfsync: always, everysec or no
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -43,11 +44,19 @@ type Server struct {
 // is killed (SIGKILL) when the test ends, whatever state it is in.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartFsync(tb, "always")
+}
+
+// StartFsync is Start with the append-only file's appendfsync policy: "always" (Start's),
+// "everysec" (Redis's default: a write is in the file before it is answered but fsynced within
+// about a second) or "no".
+func StartFsync(tb testing.TB, appendfsync string) *Server {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		tb.Fatalf("redistest: redis-server is not on PATH (CI's .ci/run installs it): %v", err)
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: freePort(tb)}
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: freePort(tb), fsync: appendfsync}
 	tb.Cleanup(func() { s.stop(syscall.SIGKILL) })
 	s.Restart()
 	return s
@@ -119,7 +128,7 @@ func (s *Server) Restart() {
 	}
 	cmd := exec.Command(s.bin,
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", s.fsync, "--save", "",
 		"--daemonize", "no", "--protected-mode", "no")
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -3,6 +3,7 @@ package slackfake
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,6 +36,9 @@ type Message struct {
 	TaskUpdates         []Task
 	// Files are the ids of the files the message shares (files.completeUploadExternal).
 	Files []string
+	// Metadata is the message metadata's JSON as posted ("" without): conversations.history
+	// and conversations.replies return it.
+	Metadata string
 	// At is when the message was posted.
 	At time.Time
 }
@@ -157,6 +161,7 @@ var handlers = map[string]func(s *Server, p map[string]string) (map[string]any, 
 	"chat.postEphemeral":          postEphemeral,
 	"views.open":                  openView,
 	"conversations.replies":       replies,
+	"conversations.history":       history,
 	"assistant.threads.setStatus": setStatus,
 	"assistant.threads.setTitle":  func(s *Server, p map[string]string) (map[string]any, *apiErr) { return recordOnly(s, p, "channel_id") },
 	"chat.startStream":            startStream,
@@ -225,7 +230,10 @@ func postMessage(s *Server, p map[string]string) (map[string]any, *apiErr) {
 		return nil, e
 	}
 	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID, Text: p["text"],
-		Blocks: p["blocks"], UnfurlLinks: p["unfurl_links"], UnfurlMedia: p["unfurl_media"], At: time.Now()}
+		Blocks: p["blocks"], UnfurlLinks: p["unfurl_links"], UnfurlMedia: p["unfurl_media"], Metadata: p["metadata"], At: time.Now()}
+	if m.Metadata != "" && !json.Valid([]byte(m.Metadata)) {
+		return nil, slackErr("invalid_metadata_format")
+	}
 	s.addMessageLocked(m)
 	return map[string]any{"channel": ch, "ts": m.TS, "message": map[string]any{"text": m.Text, "ts": m.TS, "user": BotUserID, "bot_id": BotID}}, nil
 }
@@ -305,9 +313,56 @@ func replies(s *Server, p map[string]string) (map[string]any, *apiErr) {
 		if m.Deleted || (m.TS != ts && m.ThreadTS != ts) {
 			continue
 		}
-		out = append(out, map[string]any{"type": "message", "ts": m.TS, "thread_ts": m.ThreadTS, "user": m.User, "text": m.Text})
+		if p["oldest"] != "" && tsBefore(m.TS, p["oldest"]) {
+			continue
+		}
+		out = append(out, wireMessage(m, p["include_all_metadata"] == "true" || p["include_all_metadata"] == "1"))
 	}
 	return map[string]any{"messages": out, "has_more": false}, nil
+}
+
+// history is conversations.history: the channel's top-level messages (a thread's parent
+// included, its replies not), newest first, from oldest on when given, up to limit (100 by
+// default), with their metadata when include_all_metadata is set.
+func history(s *Server, p map[string]string) (map[string]any, *apiErr) {
+	ch := p["channel"]
+	if ch == "" {
+		return nil, slackErr("channel_not_found")
+	}
+	limit, err := strconv.Atoi(p["limit"])
+	if err != nil || limit <= 0 {
+		limit = 100
+	}
+	msgs := s.messages[ch]
+	out := []map[string]any{}
+	for i := len(msgs) - 1; i >= 0 && len(out) < limit; i-- {
+		m := msgs[i]
+		if m.Deleted || m.ThreadTS != "" && m.ThreadTS != m.TS {
+			continue
+		}
+		if p["oldest"] != "" && tsBefore(m.TS, p["oldest"]) {
+			continue
+		}
+		out = append(out, wireMessage(m, p["include_all_metadata"] == "true" || p["include_all_metadata"] == "1"))
+	}
+	return map[string]any{"messages": out, "has_more": false}, nil
+}
+
+// wireMessage is m as conversations.history and conversations.replies return it, with its
+// metadata when asked for (include_all_metadata).
+func wireMessage(m *Message, metadata bool) map[string]any {
+	w := map[string]any{"type": "message", "ts": m.TS, "thread_ts": m.ThreadTS, "user": m.User, "text": m.Text}
+	if metadata && m.Metadata != "" {
+		w["metadata"] = json.RawMessage(m.Metadata)
+	}
+	return w
+}
+
+// tsBefore reports whether Slack timestamp a ("seconds.micros") is earlier than b.
+func tsBefore(a, b string) bool {
+	af, _ := strconv.ParseFloat(a, 64)
+	bf, _ := strconv.ParseFloat(b, 64)
+	return af < bf
 }
 
 func setStatus(s *Server, p map[string]string) (map[string]any, *apiErr) {

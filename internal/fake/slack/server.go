@@ -5,7 +5,8 @@
 //   - the Web API (POST /api/<method> with form or JSON bodies, the token in the form or in an
 //     Authorization: Bearer header, {"ok":…} answers, HTTP 429 with Retry-After): auth.test,
 //     apps.connections.open, chat.postMessage, chat.update, chat.delete, chat.postEphemeral,
-//     views.open (trigger ids expire after 3 s), conversations.replies,
+//     views.open (trigger ids expire after 3 s), conversations.replies, conversations.history
+//     (with message metadata),
 //     assistant.threads.setStatus / setSuggestedPrompts / setTitle and chat.startStream /
 //     appendStream / stopStream, with Slack's limits checked (50 blocks, 3,000 characters of
 //     section text, 40,000 of message text); file uploads as Slack's external flow does them

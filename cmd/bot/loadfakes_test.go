@@ -245,7 +245,8 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 				return true
 			}
 		case "slack-posted":
-			cond = func() bool { return s.sl.Count("chat.postMessage") >= n }
+			// An answer is posted, or streamed (in threads, where slack.streaming is on).
+			cond = func() bool { return s.sl.Count("chat.postMessage")+s.sl.Count("chat.startStream") >= n }
 		case "slack-acked":
 			cond = func() bool { return s.sl.Unacked() == 0 }
 		case "slack-answered", "slack-answered-mention":
@@ -355,8 +356,8 @@ func slackAnswered(posted []slackfake.Message, n int) bool {
 		return false
 	}
 	for _, m := range posted {
-		if slackPlaceholder(m) {
-			return false
+		if slackPlaceholder(m) || m.Streaming {
+			return false // still working, or still streaming
 		}
 	}
 	return true

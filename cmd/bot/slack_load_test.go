@@ -152,6 +152,14 @@ func checkSlackLoad(b *testing.B, fakes *loadFakes, w slackLoadSpec, load slackL
 // verifySlackLoad checks every message got exactly one reply showing its answer — at its DM's
 // top level, or with threads in the thread rooted at it — no placeholder is left and every
 // thread status set was cleared; it returns each message's receipt → first visible reply.
+// slackAnswerText is what a load answer shows: its blocks, or the text it streamed.
+func slackAnswerText(m slackfake.Message) string {
+	if m.Streamed {
+		return m.Markdown
+	}
+	return slackBlockText(m)
+}
+
 func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, statuses []slackfake.Status, load slackLoad, acks []loadPushed, threads bool) []time.Duration {
 	b.Helper()
 	// answers maps channel → answer text → the posts showing it.
@@ -164,7 +172,7 @@ func verifySlackLoad(b *testing.B, posted map[string][]slackfake.Message, status
 				placeholders++
 				continue
 			}
-			for line := range strings.SplitSeq(slackBlockText(p), "\n") {
+			for line := range strings.SplitSeq(slackAnswerText(p), "\n") {
 				if strings.HasPrefix(line, "echo: ") {
 					byText[line] = append(byText[line], p)
 				}

@@ -20,7 +20,7 @@ const module = "github.com/switchboard-bot/switchboard/"
 // helper that waits on a condition and the concurrent log buffer.
 var allowed = []string{"channels", "render", "core/conv"}
 
-var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf"}
+var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf", "internal/leasetest"}
 
 // forbidden are outside packages no adapter may import, whatever reaches it transitively.
 var forbidden = []string{"github.com/redis/go-redis", "github.com/alicebob/miniredis"}

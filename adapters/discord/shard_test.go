@@ -1,65 +1,19 @@
 package discord
 
 import (
-	"context"
-	"errors"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/leasetest"
 	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 // The tests of issue 14's "many processes, one Redis" for Discord's shards, in process: two
 // Channels on one lease and one session store split the shards, and a dead one's shard is taken
 // over and resumed.
-
-// severableLease is a channels.Lease and Census that can be cut off, as a process is from the
-// others when it dies: from then on it neither renews nor releases nor attends.
-type severableLease struct {
-	m   *channels.MemoryLease
-	cut atomic.Bool
-}
-
-var errSevered = errors.New("severed")
-
-func (s *severableLease) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	if s.cut.Load() {
-		return false, errSevered
-	}
-	return s.m.TryAcquire(ctx, name, owner, ttl)
-}
-
-func (s *severableLease) Renew(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	if s.cut.Load() {
-		return false, errSevered
-	}
-	return s.m.Renew(ctx, name, owner, ttl)
-}
-
-func (s *severableLease) Release(ctx context.Context, name, owner string) error {
-	if s.cut.Load() {
-		return errSevered
-	}
-	return s.m.Release(ctx, name, owner)
-}
-
-func (s *severableLease) Attend(ctx context.Context, group, owner string, ttl time.Duration) (int, error) {
-	if s.cut.Load() {
-		return 0, errSevered
-	}
-	return s.m.Attend(ctx, group, owner, ttl)
-}
-
-func (s *severableLease) Leave(ctx context.Context, group, owner string) error {
-	if s.cut.Load() {
-		return errSevered
-	}
-	return s.m.Leave(ctx, group, owner)
-}
 
 // shardGuilds returns a guild of each of n shards.
 func shardGuilds(n int) map[int]string {
@@ -119,7 +73,7 @@ func TestDeadProcessShardTakenOverAndResumed(t *testing.T) {
 	fk.RecommendShards(2, 1)
 	guilds := shardGuilds(2)
 	mem, store := &channels.MemoryLease{}, &MemorySessions{}
-	dying := &severableLease{m: mem}
+	dying := &leasetest.Severable{M: mem}
 	a := newHarness(t, fk, sharedShards(dying, store, "a"))
 	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.heldShards()) == 2 })
 	b := newHarness(t, fk, sharedShards(mem, store, "b"))
@@ -127,7 +81,7 @@ func TestDeadProcessShardTakenOverAndResumed(t *testing.T) {
 	lost := a.ch.heldShards()[0]
 
 	cut := time.Now()
-	dying.cut.Store(true)
+	dying.Sever()
 	poll.Until(t, "a to stop its shard (its renewal failed)", func() bool { return len(a.ch.heldShards()) == 0 })
 	fk.Post(discordfake.UserMessage{Channel: fk.Guild(guilds[lost]), Author: alice, Content: "while nobody runs it", MentionBot: true})
 	poll.Until(t, "b to run both shards", func() bool { return len(b.ch.heldShards()) == 2 })

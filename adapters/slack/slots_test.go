@@ -2,62 +2,17 @@ package slack
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	"github.com/switchboard-bot/switchboard/internal/leasetest"
 )
 
 // The tests of issue 14's "many processes, one Redis" for Slack's Socket Mode connection
 // budget, in process: Channels on one lease open at most Connections sockets together, split
 // the slots, and take a dead one's over.
-
-// severableLease is a channels.Lease and Census that can be cut off, as a process is from the
-// others when it dies: from then on it neither renews nor releases nor attends.
-type severableLease struct {
-	m   *channels.MemoryLease
-	cut atomic.Bool
-}
-
-var errSevered = errors.New("severed")
-
-func (s *severableLease) TryAcquire(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	if s.cut.Load() {
-		return false, errSevered
-	}
-	return s.m.TryAcquire(ctx, name, owner, ttl)
-}
-
-func (s *severableLease) Renew(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	if s.cut.Load() {
-		return false, errSevered
-	}
-	return s.m.Renew(ctx, name, owner, ttl)
-}
-
-func (s *severableLease) Release(ctx context.Context, name, owner string) error {
-	if s.cut.Load() {
-		return errSevered
-	}
-	return s.m.Release(ctx, name, owner)
-}
-
-func (s *severableLease) Attend(ctx context.Context, group, owner string, ttl time.Duration) (int, error) {
-	if s.cut.Load() {
-		return 0, errSevered
-	}
-	return s.m.Attend(ctx, group, owner, ttl)
-}
-
-func (s *severableLease) Leave(ctx context.Context, group, owner string) error {
-	if s.cut.Load() {
-		return errSevered
-	}
-	return s.m.Leave(ctx, group, owner)
-}
 
 func sharedSlots(lease channels.Lease, owner string, connections int) func(*Config) {
 	return func(c *Config) {
@@ -104,13 +59,13 @@ func TestDeadProcessSocketSlotsTakenOver(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
 	mem := &channels.MemoryLease{}
-	dying := &severableLease{m: mem}
+	dying := &leasetest.Severable{M: mem}
 	a := startWith(t, fake, sharedSlots(dying, "a", 2), &recorder{})
 	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 })
 	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
 	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 })
 	cut := time.Now()
-	dying.cut.Store(true)
+	dying.Sever()
 	eventually(t, "a to close its socket", func() bool { return a.ch.heldSlots() == 0 })
 	eventually(t, "b to hold both slots", func() bool { return b.ch.heldSlots() == 2 && fake.Connections() == 2 })
 	t.Logf("slot taken over %v after the cut (lease %v)", time.Since(cut).Round(time.Millisecond), 600*time.Millisecond)

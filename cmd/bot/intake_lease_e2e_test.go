@@ -18,7 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/runs"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -308,61 +307,48 @@ func TestPollingTakenOverAfterAKill(t *testing.T) {
 // and on the embedded store: one holder at a time, only the holder renews or releases, and an
 // expired lease goes to whoever asks.
 func TestRedisLeaseCompareAndSet(t *testing.T) {
-	for _, url := range []string{testRedisURL, ""} {
-		name := "redis"
-		if url == "" {
-			name = "embedded"
+	onRealAndEmbeddedRedis(t, func(t *testing.T, client redis.UniversalClient, prefix string, embedded bool) {
+		ctx := context.Background()
+		l := redisLease{c: client, prefix: prefix}
+		const n = "telegram:1"
+		step := func(what string, got bool, err error, want bool) {
+			t.Helper()
+			if err != nil || got != want {
+				t.Fatalf("%s: %v, %v; want %v", what, got, err, want)
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			client, closeRedis, _, err := runs.OpenRedis(ctx, runs.RedisOptions{URL: url, ConnectTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeRedis()
-			prefix := uniquePrefix()
-			defer cleanRedis(t, prefix)
-			l := redisLease{c: client, prefix: prefix}
-			const n = "telegram:1"
-			step := func(what string, got bool, err error, want bool) {
-				t.Helper()
-				if err != nil || got != want {
-					t.Fatalf("%s: %v, %v; want %v", what, got, err, want)
-				}
-			}
-			ok, err := l.TryAcquire(ctx, n, "a", time.Minute)
-			step("a takes it", ok, err, true)
+		ok, err := l.TryAcquire(ctx, n, "a", time.Minute)
+		step("a takes it", ok, err, true)
+		ok, err = l.TryAcquire(ctx, n, "b", time.Minute)
+		step("b cannot", ok, err, false)
+		ok, err = l.TryAcquire(ctx, n, "a", time.Minute)
+		step("a takes it again", ok, err, true)
+		ok, err = l.Renew(ctx, n, "b", time.Minute)
+		step("b cannot renew", ok, err, false)
+		step("b's release does nothing", client.Get(ctx, prefix+"intake:"+n).Val() == "a", l.Release(ctx, n, "b"), true)
+		ok, err = l.Renew(ctx, n, "a", 50*time.Millisecond)
+		step("a renews", ok, err, true)
+		if ms := client.PTTL(ctx, prefix+"intake:"+n).Val(); ms <= 0 || ms > 50*time.Millisecond {
+			t.Fatalf("after renewing for 50 ms the key expires in %v", ms)
+		}
+		if !embedded {
+			// The embedded store's clock does not run (miniredis expires keys only when told
+			// to); it serves one process, which never needs its own lease to expire.
+			waitFor(t, "the lease to expire", 5*time.Second, func() bool {
+				return client.Exists(ctx, prefix+"intake:"+n).Val() == 0
+			})
+			ok, err = l.Renew(ctx, n, "a", time.Minute)
+			step("expired: a cannot renew", ok, err, false)
 			ok, err = l.TryAcquire(ctx, n, "b", time.Minute)
-			step("b cannot", ok, err, false)
-			ok, err = l.TryAcquire(ctx, n, "a", time.Minute)
-			step("a takes it again", ok, err, true)
-			ok, err = l.Renew(ctx, n, "b", time.Minute)
-			step("b cannot renew", ok, err, false)
-			step("b's release does nothing", client.Get(ctx, prefix+"intake:"+n).Val() == "a", l.Release(ctx, n, "b"), true)
-			ok, err = l.Renew(ctx, n, "a", 50*time.Millisecond)
-			step("a renews", ok, err, true)
-			if ms := client.PTTL(ctx, prefix+"intake:"+n).Val(); ms <= 0 || ms > 50*time.Millisecond {
-				t.Fatalf("after renewing for 50 ms the key expires in %v", ms)
-			}
-			if url != "" {
-				// The embedded store's clock does not run (miniredis expires keys only when told
-				// to); it serves one process, which never needs its own lease to expire.
-				waitFor(t, "the lease to expire", 5*time.Second, func() bool {
-					return client.Exists(ctx, prefix+"intake:"+n).Val() == 0
-				})
-				ok, err = l.Renew(ctx, n, "a", time.Minute)
-				step("expired: a cannot renew", ok, err, false)
-				ok, err = l.TryAcquire(ctx, n, "b", time.Minute)
-				step("expired: b takes it", ok, err, true)
-				step("b releases", false, l.Release(ctx, n, "b"), false)
-			} else {
-				step("a releases", false, l.Release(ctx, n, "a"), false)
-			}
-			if client.Exists(ctx, prefix+"intake:"+n).Val() != 0 {
-				t.Fatal("the key outlived its holder's release")
-			}
-			ok, err = l.TryAcquire(ctx, n, "c", time.Minute)
-			step("released: c takes it", ok, err, true)
-		})
-	}
+			step("expired: b takes it", ok, err, true)
+			step("b releases", false, l.Release(ctx, n, "b"), false)
+		} else {
+			step("a releases", false, l.Release(ctx, n, "a"), false)
+		}
+		if client.Exists(ctx, prefix+"intake:"+n).Val() != 0 {
+			t.Fatal("the key outlived its holder's release")
+		}
+		ok, err = l.TryAcquire(ctx, n, "c", time.Minute)
+		step("released: c takes it", ok, err, true)
+	})
 }

@@ -39,9 +39,11 @@ func (d capturingDoer) Do(r *http.Request) (*http.Response, error) {
 	x, _ := r.Context().Value(exchangeKey{}).(*exchange)
 	if x != nil && x.body != nil {
 		body := x.body
-		r.Body = bodyReader{bytes.NewReader(body)}
+		// io.NopCloser over a *bytes.Reader is a body net/http knows is in memory, so it writes
+		// the headers and the body in one write instead of flushing the headers first.
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		r.GetBody = func() (io.ReadCloser, error) { return bodyReader{bytes.NewReader(body)}, nil }
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	resp, err := d.c.Do(r)
 	if err == nil && x != nil {
@@ -50,11 +52,6 @@ func (d capturingDoer) Do(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
-
-// bodyReader is a request body read from memory.
-type bodyReader struct{ *bytes.Reader }
-
-func (bodyReader) Close() error { return nil }
 
 // failure is one failed attempt, classified.
 type failure struct {

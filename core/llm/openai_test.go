@@ -571,3 +571,52 @@ func BenchmarkOpenAIStream(b *testing.B) {
 		}
 	}
 }
+
+// writeCounter counts the writes made on the connections it dialled.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes int
+}
+
+type countedConn struct {
+	net.Conn
+	n *writeCounter
+}
+
+func (c countedConn) Write(b []byte) (int, error) {
+	c.n.mu.Lock()
+	c.n.writes++
+	c.n.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+// A request is written to the connection in one write, headers and body together: the body
+// is one net/http knows is in memory, so it does not flush the headers on their own first.
+func TestOpenAIWritesEachRequestInOneWrite(t *testing.T) {
+	n := &writeCounter{}
+	s, p := newFake(t, func(o *OpenAIOptions) {
+		var d net.Dialer
+		o.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countedConn{c, n}, nil
+		}}}
+	})
+	t.Cleanup(p.opts.HTTPClient.CloseIdleConnections)
+	const calls = 3
+	for range calls {
+		if _, err := p.Stream(context.Background(), userRequest(strings.Repeat("a long question ", 100)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Count() != calls {
+		t.Fatalf("server saw %d requests, want %d", s.Count(), calls)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.writes != calls {
+		t.Fatalf("%d writes for %d requests, want one each", n.writes, calls)
+	}
+}

@@ -34,7 +34,12 @@ import (
 // workload fails unless each message got exactly one reply showing its answer and no
 // placeholder was left.
 func BenchmarkBinary(b *testing.B) {
-	bin := buildBot(b)
+	// SB_LOAD_BOT_BIN names a bot binary built beforehand, to compare two builds run after run
+	// on the same machine (its figures swing between runs more than most changes move them).
+	bin := os.Getenv("SB_LOAD_BOT_BIN")
+	if bin == "" {
+		bin = buildBot(b)
+	}
 	for _, w := range []binarySpec{
 		{loadSpec: loadSpec{name: "2000msgs_200chats", messages: 2000, chats: 200}, procs: 1},
 		{loadSpec: loadSpec{name: "2000msgs_2000chats", messages: 2000, chats: 2000}, procs: 1},

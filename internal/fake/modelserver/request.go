@@ -122,29 +122,55 @@ func contentText(raw json.RawMessage) (string, error) {
 // errBadRequest is a request the real API would refuse with 400.
 var errBadRequest = errors.New("invalid request")
 
+// wireRequest is the request as it arrives: content kept raw (a string, null or parts), so
+// the body is decoded in one pass instead of once more per message by Message.UnmarshalJSON.
+type wireRequest struct {
+	Model               string          `json:"model"`
+	Messages            []wireMessage   `json:"messages"`
+	Tools               []Tool          `json:"tools,omitempty"`
+	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+}
+
+type wireMessage struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []WireToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	Name             string          `json:"name,omitempty"`
+}
+
 // decodeRequest parses a chat-completions body the way the real API validates it: a JSON
 // object with a model and at least one message, each with a known role.
 func decodeRequest(body []byte) (Request, error) {
-	var req Request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
 		return Request{}, fmt.Errorf("%w: body is not a JSON request: %v", errBadRequest, err)
 	}
-	if dec.More() {
-		return Request{}, fmt.Errorf("%w: trailing data after the JSON object", errBadRequest)
-	}
-	if req.Model == "" {
+	if w.Model == "" {
 		return Request{}, fmt.Errorf("%w: you must provide a model parameter", errBadRequest)
 	}
-	if len(req.Messages) == 0 {
+	if len(w.Messages) == 0 {
 		return Request{}, fmt.Errorf("%w: messages must not be empty", errBadRequest)
 	}
-	for i, m := range req.Messages {
+	req := Request{Model: w.Model, Tools: w.Tools, ToolChoice: w.ToolChoice, Stream: w.Stream, StreamOptions: w.StreamOptions,
+		MaxTokens: w.MaxTokens, MaxCompletionTokens: w.MaxCompletionTokens, Messages: make([]Message, len(w.Messages))}
+	for i, m := range w.Messages {
 		switch m.Role {
 		case "system", "user", "assistant", "tool", "developer":
 		default:
 			return Request{}, fmt.Errorf("%w: messages[%d]: unknown role %q", errBadRequest, i, m.Role)
 		}
+		text, err := contentText(m.Content)
+		if err != nil {
+			return Request{}, fmt.Errorf("%w: messages[%d]: %v", errBadRequest, i, err)
+		}
+		req.Messages[i] = Message{Role: m.Role, Content: text, ReasoningContent: m.ReasoningContent, ToolCalls: m.ToolCalls,
+			ToolCallID: m.ToolCallID, Name: m.Name}
 	}
 	return req, nil
 }

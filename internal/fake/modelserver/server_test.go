@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -395,7 +397,33 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.Model == "" || len(req.Messages) == 0 {
 			t.Fatalf("accepted an incomplete request %+v", req)
 		}
+		// The one-pass decoder reads what decoding into Request (Message.UnmarshalJSON) reads.
+		var want Request
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("decodeRequest accepted what json.Unmarshal refuses (%v)", err)
+		}
+		if !reflect.DeepEqual(req, want) {
+			t.Fatalf("decodeRequest = %+v, json.Unmarshal = %+v", req, want)
+		}
 	})
+}
+
+func TestDecodeRequestReadsTheLeadsRequest(t *testing.T) {
+	body, err := os.ReadFile("testdata/lead_request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := decodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want Request
+	if err := json.Unmarshal(body, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(req, want) || len(req.Tools) != 2 || req.LastUserText() != "m0 c0" || !req.Stream {
+		t.Fatalf("decodeRequest = %+v, want %+v", req, want)
+	}
 }
 
 func TestSplitKeepsUTF8SequencesWhole(t *testing.T) {
@@ -443,5 +471,21 @@ func BenchmarkStreamedReply(b *testing.B) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+	}
+}
+
+// BenchmarkDecodeRequest decodes a request as the lead sends it (its system prompt, one user
+// message and its two tools): the fake's own cost per model call under load.
+func BenchmarkDecodeRequest(b *testing.B) {
+	body, err := os.ReadFile("testdata/lead_request.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := decodeRequest(body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -489,3 +489,57 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		}
 	}
 }
+
+func TestWordsCountsAsStringsFields(t *testing.T) {
+	for _, s := range []string{"", " ", "one", " two  words ", "tabs\tand\nlines", "ünï cödé\u00a0nbsp", "\u2003em\u2003space "} {
+		if got, want := words(s), len(strings.Fields(s)); got != want {
+			t.Errorf("words(%q) = %d, strings.Fields has %d", s, got, want)
+		}
+	}
+}
+
+func TestAppendChunkIsJSONMarshal(t *testing.T) {
+	s, stop, html := "text <b>&</b> \u2028 \"quoted\" \\ \x01", "stop", "<&>"
+	base := chunk{ID: "chatcmpl-fake-1", Object: "chat.completion.chunk", Created: created, Model: "m" + html, SystemFingerprint: "fp_fake"}
+	with := func(cs []chunkChoice, u *Usage) chunk { c := base; c.Choices, c.Usage = cs, u; return c }
+	for _, c := range []chunk{
+		base,
+		with([]chunkChoice{}, &Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}),
+		with([]chunkChoice{{Delta: chunkDelta{Role: "assistant", Content: new(string)}, Logprobs: jsonNull}}, nil),
+		with([]chunkChoice{{Delta: chunkDelta{Content: &s}, Logprobs: jsonNull}}, nil),
+		with([]chunkChoice{{Delta: chunkDelta{ReasoningContent: &s}}}, nil),
+		with([]chunkChoice{{Delta: chunkDelta{}, Logprobs: jsonNull, FinishReason: &stop}}, nil),
+		with([]chunkChoice{{Index: 2, Delta: chunkDelta{ToolCalls: []chunkToolCall{
+			{Index: 0, ID: "call_1", Type: "function", Function: chunkFunction{Name: "delegate"}},
+			{Index: 1, Function: chunkFunction{Arguments: `{"task":"<x>"}`}},
+		}}, Logprobs: jsonNull}}, nil),
+	} {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendChunk(nil, &c); string(got) != string(want) {
+			t.Errorf("appendChunk:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+func FuzzAppendChunk(f *testing.F) {
+	f.Add("chatcmpl-1", "m", "hello", "delegate", `{"a":1}`, 3)
+	f.Add("", "", "\xff<\u2028>", "", "", 0)
+	f.Fuzz(func(t *testing.T, id, model, text, name, args string, index int) {
+		finish := text
+		c := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, SystemFingerprint: "fp_fake",
+			Choices: []chunkChoice{
+				{Index: index, Delta: chunkDelta{Role: name, Content: &text, ReasoningContent: &args}, Logprobs: jsonNull, FinishReason: &finish},
+				{Delta: chunkDelta{ToolCalls: []chunkToolCall{{Index: index, ID: id, Type: model, Function: chunkFunction{Name: name, Arguments: args}}}}},
+			}, Usage: &Usage{PromptTokens: index, TotalTokens: -index}}
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendChunk(nil, &c); string(got) != string(want) {
+			t.Fatalf("appendChunk:\n got %s\nwant %s", got, want)
+		}
+	})
+}

@@ -1,12 +1,13 @@
 package modelserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // created is the fixed "created" timestamp of every answer, so answers are deterministic.
@@ -54,19 +55,123 @@ var jsonNull = json.RawMessage("null")
 type sse struct {
 	w     http.ResponseWriter
 	flush func()
-	buf   bytes.Buffer
+	buf   []byte
 	base  chunk
 	sent  int // chunks with content, reasoning or tool calls
 }
 
 func (e *sse) send(c chunk) {
-	e.buf.Reset()
-	e.buf.WriteString("data: ")
-	b, _ := json.Marshal(c)
-	e.buf.Write(b)
-	e.buf.WriteString("\n\n")
-	_, _ = e.w.Write(e.buf.Bytes())
+	e.buf = append(e.buf[:0], "data: "...)
+	e.buf = appendChunk(e.buf, &c)
+	e.buf = append(e.buf, "\n\n"...)
+	_, _ = e.w.Write(e.buf)
 	e.flush()
+}
+
+// appendChunk appends c as json.Marshal encodes it (TestAppendChunkIsJSONMarshal), without
+// reflection: the fake's own cost per chunk under load.
+func appendChunk(b []byte, c *chunk) []byte {
+	b = append(b, `{"id":`...)
+	b = jsonwire.AppendQuote(b, c.ID)
+	b = append(b, `,"object":`...)
+	b = jsonwire.AppendQuote(b, c.Object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = jsonwire.AppendQuote(b, c.Model)
+	b = append(b, `,"system_fingerprint":`...)
+	b = jsonwire.AppendQuote(b, c.SystemFingerprint)
+	b = append(b, `,"choices":`...)
+	if c.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range c.Choices {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendChoice(b, &c.Choices[i])
+		}
+		b = append(b, ']')
+	}
+	if c.Usage != nil {
+		b = append(b, `,"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.Usage.PromptTokens), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.Usage.CompletionTokens), 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.Usage.TotalTokens), 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func appendChoice(b []byte, ch *chunkChoice) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(ch.Index), 10)
+	b = append(b, `,"delta":{`...)
+	d := &ch.Delta
+	sep := false
+	field := func(name string) {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, name...)
+	}
+	if d.Role != "" {
+		field(`"role":`)
+		b = jsonwire.AppendQuote(b, d.Role)
+	}
+	if d.Content != nil {
+		field(`"content":`)
+		b = jsonwire.AppendQuote(b, *d.Content)
+	}
+	if d.ReasoningContent != nil {
+		field(`"reasoning_content":`)
+		b = jsonwire.AppendQuote(b, *d.ReasoningContent)
+	}
+	if len(d.ToolCalls) > 0 {
+		field(`"tool_calls":[`)
+		for i, tc := range d.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(tc.Index), 10)
+			if tc.ID != "" {
+				b = append(b, `,"id":`...)
+				b = jsonwire.AppendQuote(b, tc.ID)
+			}
+			if tc.Type != "" {
+				b = append(b, `,"type":`...)
+				b = jsonwire.AppendQuote(b, tc.Type)
+			}
+			b = append(b, `,"function":{`...)
+			if tc.Function.Name != "" {
+				b = append(b, `"name":`...)
+				b = jsonwire.AppendQuote(b, tc.Function.Name)
+				b = append(b, ',')
+			}
+			b = append(b, `"arguments":`...)
+			b = jsonwire.AppendQuote(b, tc.Function.Arguments)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":`...)
+	if ch.Logprobs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, ch.Logprobs...)
+	}
+	b = append(b, `,"finish_reason":`...)
+	if ch.FinishReason == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonwire.AppendQuote(b, *ch.FinishReason)
+	}
+	return append(b, '}')
 }
 
 func (e *sse) delta(d chunkDelta, finish *string) {
@@ -224,14 +329,28 @@ func usageFor(req Request, reply Reply) Usage {
 	}
 	var u Usage
 	for _, m := range req.Messages {
-		u.PromptTokens += len(strings.Fields(m.Content))
+		u.PromptTokens += words(m.Content)
 	}
-	u.CompletionTokens = len(strings.Fields(reply.Content)) + len(strings.Fields(reply.Reasoning))
+	u.CompletionTokens = words(reply.Content) + words(reply.Reasoning)
 	for _, tc := range reply.ToolCalls {
 		u.CompletionTokens += 1 + len(tc.Arguments)/4
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
+}
+
+// words is len(strings.Fields(s)), counted without building the slice.
+func words(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			in = false
+		} else if !in {
+			in = true
+			n++
+		}
+	}
+	return n
 }
 
 // split cuts s into pieces of about size bytes without splitting a UTF-8 sequence.

@@ -13,7 +13,9 @@ import (
 // sent less than Lasts ago to the same conversation, with no message posted there since (a posted
 // message ends the platform's indicator: Sent says so) — is not sent again; one queued when a
 // message is posted to its conversation is dropped, so a late signal never shows "typing…" under
-// an answer already given. At most Workers signals are in flight; one arriving while Queue are
+// an answer already given. With After set, a signal waits that long before it is sent and is
+// dropped if a message is posted meanwhile: a run answered within After shows no "typing…" and
+// costs no platform call. At most Workers signals are in flight; one arriving while Queue are
 // waiting is dropped and logged at debug, as a signal is best effort.
 type TypingSignals struct {
 	opt    TypingOptions
@@ -30,6 +32,13 @@ type TypingSignals struct {
 	closed  bool
 }
 
+// DefaultTypingAfter is how long the adapters' typing signals wait before they are sent
+// (TypingOptions.After): a run answered sooner — a command, a quick answer, or each of a burst
+// of messages answered one after another — shows its answer without a "typing…" before it, and
+// costs one platform call instead of two, which counts where rate limits bind; a slower one
+// shows "typing…" half a second after the message, the placeholder after the grace period.
+const DefaultTypingAfter = 500 * time.Millisecond
+
 // TypingOptions configure TypingSignals; zero fields take the defaults.
 type TypingOptions struct {
 	// Lasts is how long the platform shows one signal (Telegram 5 s, Discord 10 s); a little
@@ -37,6 +46,9 @@ type TypingOptions struct {
 	Lasts time.Duration
 	// Timeout bounds one signal's call (default 2 s).
 	Timeout time.Duration
+	// After is how long a signal waits before it is sent (default 0: at once); adapters pass
+	// DefaultTypingAfter.
+	After time.Duration
 	// Workers signals are sent at once (default 8); Queue more may wait (default 1,024).
 	Workers, Queue int
 	Logger         *slog.Logger
@@ -56,6 +68,7 @@ type typingState struct {
 type typingJob struct {
 	key  string
 	gen  uint64
+	due  time.Time // when it may be sent (Signal's time plus After)
 	send func(ctx context.Context) error
 }
 
@@ -104,7 +117,7 @@ func (s *TypingSignals) Signal(key string, send func(ctx context.Context) error)
 	}
 	st.at, st.gen = now, st.posts
 	s.showing[key] = st
-	s.pending = append(s.pending, typingJob{key: key, gen: st.gen, send: send})
+	s.pending = append(s.pending, typingJob{key: key, gen: st.gen, due: now.Add(s.opt.After), send: send})
 	if s.running < s.opt.Workers {
 		s.running++
 		s.wg.Add(1)
@@ -150,6 +163,11 @@ func (s *TypingSignals) work() {
 		job := s.pending[0]
 		s.pending[0] = typingJob{}
 		s.pending = s.pending[1:]
+		s.mu.Unlock()
+		if !s.waitUntil(job.due) {
+			continue // closed: the next turn of the loop exits
+		}
+		s.mu.Lock()
 		st, ok := s.showing[job.key]
 		stale := ok && st.posts != job.gen
 		s.mu.Unlock()
@@ -166,6 +184,22 @@ func (s *TypingSignals) work() {
 
 // Close stops the senders: a signal in flight is cancelled, waiting ones are dropped, later ones
 // ignored. Safe to call more than once.
+// waitUntil waits for the clock to reach due; it reports false when Close came first.
+func (s *TypingSignals) waitUntil(due time.Time) bool {
+	d := due.Sub(s.now())
+	if d <= 0 {
+		return s.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
 func (s *TypingSignals) Close() {
 	s.mu.Lock()
 	s.closed = true

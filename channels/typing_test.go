@@ -108,3 +108,43 @@ func TestTypingSignalsNeverWaitAndStopAtClose(t *testing.T) {
 	s.Signal("after", func(context.Context) error { t.Error("a signal sent after Close"); return nil })
 	s.Close()
 }
+
+// With After, a signal waits before it is sent: one whose conversation got a message
+// meanwhile (a run answered quickly) is never sent, one still waiting is sent after After, and
+// Close does not wait for a signal still waiting.
+func TestTypingSignalsWaitAfterAndDropWhatAMessageAnswered(t *testing.T) {
+	const after = 150 * time.Millisecond
+	s := NewTypingSignals(TypingOptions{Workers: 1, After: after})
+	var mu sync.Mutex
+	sent := map[string]time.Duration{}
+	began := time.Now()
+	record := func(key string) func(context.Context) error {
+		return func(context.Context) error {
+			mu.Lock()
+			sent[key] = time.Since(began)
+			mu.Unlock()
+			return nil
+		}
+	}
+	s.Signal("quick", record("quick"))
+	s.Sent("quick") // answered within After
+	s.Signal("slow", record("slow"))
+	poll.Until(t, "the slow run's signal", func() bool { mu.Lock(); defer mu.Unlock(); return sent["slow"] > 0 })
+	mu.Lock()
+	if _, ok := sent["quick"]; ok {
+		t.Errorf("the quick run's signal was sent, though its answer came first")
+	}
+	if sent["slow"] < after {
+		t.Errorf("the slow run's signal went out after %v, before After (%v)", sent["slow"], after)
+	}
+	mu.Unlock()
+
+	s2 := NewTypingSignals(TypingOptions{After: time.Hour})
+	var late atomic.Bool
+	s2.Signal("waiting", func(context.Context) error { late.Store(true); return nil })
+	s2.Close() // returns without waiting the hour
+	s.Close()
+	if late.Load() {
+		t.Fatal("a signal still waiting at Close was sent")
+	}
+}

@@ -98,6 +98,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Dialer dials the gateway; default websocket.DefaultDialer's settings.
 	Dialer *websocket.Dialer
+	// TypingAfter is how long a typing signal waits before it is sent, dropped if a message is
+	// posted meanwhile (channels.TypingOptions.After); zero sends it at once. cmd/bot passes
+	// channels.DefaultTypingAfter.
+	TypingAfter time.Duration
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
 	// ActionKey signs the custom_ids of components rendered from cards.
@@ -310,7 +314,7 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()
-	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, Logger: cfg.Logger,
+	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
 	return c, nil
 }

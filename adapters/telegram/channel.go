@@ -102,6 +102,10 @@ type Config struct {
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
 	RateLimits *channels.RateLimitLog
+	// TypingAfter is how long a typing signal waits before it is sent, dropped if a message is
+	// posted meanwhile (channels.TypingOptions.After); zero sends it at once. cmd/bot passes
+	// channels.DefaultTypingAfter.
+	TypingAfter time.Duration
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
 	// ActionKey signs the callback data of inline keyboards rendered from cards.
@@ -242,7 +246,7 @@ func New(cfg Config) (*Channel, error) {
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,
 	}
-	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, Logger: cfg.Logger,
+	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
 	return c, nil
 }

@@ -104,6 +104,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			Pacing:        cfg.Telegram.Pacing,
 			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
 			RateLimits:    a.rateLimitLog("telegram"),
+			TypingAfter:   channels.DefaultTypingAfter,
 			Logger:        log.With("channel", "telegram"),
 			ActionKey:     key,
 			// An update the adapter skipped as malformed is an inbound event that became no run.

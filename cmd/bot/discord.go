@@ -48,6 +48,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		ShardID:       cfg.Discord.ShardID,
 		ShardCount:    cfg.Discord.ShardCount,
 		AutoShard:     cfg.Discord.AutoShard,
+		TypingAfter:   channels.DefaultTypingAfter,
 		Logger:        log.With("channel", "discord"),
 		ActionKey:     key,
 		OnMalformedEvent: func() {

@@ -31,6 +31,7 @@ var (
 // typing is signalled, and the model's answer is the one message posted in the DM.
 func TestDiscordDirectMessage(t *testing.T) {
 	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
+	e.model.SetFunc(slowEcho) // longer than the typing signal's wait
 	e.start()
 	dm := e.dc.DM(dAnn.ID)
 	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "hello bot"})

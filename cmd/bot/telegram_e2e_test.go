@@ -32,12 +32,12 @@ var (
 // polled, typing is signalled at receipt, and the model's answer — faster than the placeholder's
 // grace period — is the one message posted, in reply to it, with no placeholder and no edit. A
 // second message continues the same thread (the model sees the first turn).
-// slowEcho is echoModel taking a moment, as a model does: the typing signal, sent off the
-// hand-over, shows before the answer (one overtaken by the answer is dropped, as it would show
-// under it), so tests can see it.
+// slowEcho is echoModel taking a moment, as a model does: longer than the typing signal's wait
+// (channels.DefaultTypingAfter), so "typing…" shows before the answer and tests can see it — a
+// signal overtaken by the answer is dropped, as it would show under it.
 func slowEcho(r modelserver.Request) modelserver.Reply {
 	reply := echoModel(r)
-	reply.Latency = 200 * time.Millisecond
+	reply.Latency = channels.DefaultTypingAfter + 300*time.Millisecond
 	return reply
 }
 

@@ -130,6 +130,10 @@ type Config struct {
 	// AssistantStatus shows the "is thinking…" status (assistant.threads.setStatus) while a run
 	// works, in threads where Slack allows it; default on (set AssistantStatusOff to turn off).
 	AssistantStatusOff bool
+	// StatusAfter is how long a run works before its status is set: one answered sooner sets
+	// none and so costs no status calls (the set and the clear). Zero sets it at once. cmd/bot
+	// passes channels.DefaultTypingAfter.
+	StatusAfter time.Duration
 	// StreamingOff turns native streaming off (slack.streaming: false): answers are posted and
 	// edited as on every platform. By default an answer in a thread streams
 	// (chat.startStream / appendStream / stopStream) with the run's subagents as a plan's tasks.
@@ -228,6 +232,8 @@ type Channel struct {
 	noStream      sync.Map // channel id → struct{}: chat.startStream unknown there
 	statuses      sync.Map // channel/thread → *threadState
 	statusLookups atomic.Int64
+	statusTimers  sync.WaitGroup // status sets scheduled (StatusAfter) and not yet done or stopped
+	statusStopped atomic.Bool    // Stop came: no status is scheduled or set any more
 	revoked       sync.Map // team id → struct{}
 	untitled      sync.Map // channel/thread → struct{}: an assistant thread awaiting its first message
 	edits         sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
@@ -495,6 +501,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 // so Slack retries them. Safe to call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
 	defer c.cfg.RateLimits.Flush(true)
+	c.stopStatuses()
 	c.mu.Lock()
 	c.stopped = true
 	readCancel, connCancel, stopOnDone := c.readCancel, c.connCancel, c.stopOnDone
@@ -515,6 +522,9 @@ func (c *Channel) Stop(ctx context.Context) error {
 	}
 	if !waitGroup(ctx, &c.loops) {
 		err = errors.Join(err, fmt.Errorf("slack: stop: sockets still open: %w", ctx.Err()))
+	}
+	if !waitGroup(ctx, &c.statusTimers) {
+		err = errors.Join(err, fmt.Errorf("slack: stop: thread statuses still being set: %w", ctx.Err()))
 	}
 	return err
 }

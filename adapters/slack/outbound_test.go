@@ -528,3 +528,47 @@ func TestFindSentRecognisesAKeyedMessage(t *testing.T) {
 		})
 	}
 }
+
+// With StatusAfter, a run answered within it costs no status call, one that works longer shows
+// "is thinking…" and the answer clears it, and Stop does not wait for a status still due.
+func TestStatusAfterSkipsAQuickAnswerAndShowsASlowOne(t *testing.T) {
+	h := start(t, func(c *Config) { c.StatusAfter = 400 * time.Millisecond })
+	ctx := context.Background()
+	answer := render.Card{Title: "Done", Status: render.StatusDone, Body: "answer"}
+
+	quick := h.fake.NewTS()
+	to := channels.Target{Conv: threadConv(quick), ReplyTo: quick}
+	if err := h.ch.Typing(ctx, to); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	if _, err := h.ch.Send(ctx, to, channels.Message{Card: &answer}); err != nil {
+		t.Fatal(err)
+	}
+
+	slow := h.fake.NewTS()
+	to = channels.Target{Conv: threadConv(slow), ReplyTo: slow}
+	if err := h.ch.Typing(ctx, to); err != nil {
+		t.Fatalf("Typing: %v", err)
+	}
+	eventually(t, "the slow run's status", func() bool { return len(h.fake.Statuses()) == 1 })
+	if _, err := h.ch.Send(ctx, to, channels.Message{Card: &answer}); err != nil {
+		t.Fatal(err)
+	}
+	st := h.fake.Statuses()
+	if len(st) != 2 || st[0].ThreadTS != slow || st[0].Status == "" || st[1].Status != "" {
+		t.Fatalf("statuses %+v, want the slow thread's set and then cleared, and none in the quick one's", st)
+	}
+
+	due := h.fake.NewTS()
+	if err := h.ch.Typing(ctx, channels.Target{Conv: threadConv(due), ReplyTo: due}); err != nil {
+		t.Fatal(err)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := h.ch.Stop(stopCtx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if n := h.fake.Count("assistant.threads.setStatus"); n != 2 {
+		t.Fatalf("setStatus called %d times, want 2: the status due at Stop is not set", n)
+	}
+}

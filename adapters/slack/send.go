@@ -329,7 +329,10 @@ const statusTimeout = 2 * time.Second
 // (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
 // status is cleared when the run's final message is posted or edited in, and Slack clears it
 // itself when the bot replies. A conversation without a thread shows nothing. It is best
-// effort: one attempt of at most two seconds, a rate limit skips it.
+// effort: one attempt of at most two seconds, a rate limit skips it. With StatusAfter, the
+// status is set that long after the signal, off the caller's path, and only if the message
+// signalled for (the latest, when several were) has no final answer by then: a run answered
+// sooner costs no status call at all.
 func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	k := to.Conv
 	if c.cfg.AssistantStatusOff || k.Thread == "" {
@@ -345,6 +348,69 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 		// set now would stay after the answer.
 		return nil
 	}
+	if c.cfg.StatusAfter > 0 {
+		c.scheduleStatus(k, st, to.ReplyTo)
+		return nil
+	}
+	return c.showStatus(ctx, k, st)
+}
+
+// scheduleStatus sets k's thread's status StatusAfter from now, unless it shows or is due
+// already; st is locked. The latest message signalled is the one whose answer cancels it.
+func (c *Channel) scheduleStatus(k conv.Key, st *threadState, replyTo string) {
+	if replyTo != "" && tsBefore(st.waitFor, replyTo) {
+		st.waitFor = replyTo
+	}
+	if st.shown || st.timer != nil || c.statusStopped.Load() {
+		return
+	}
+	st.due++
+	due := st.due
+	c.statusTimers.Add(1)
+	st.timer = time.AfterFunc(c.cfg.StatusAfter, func() {
+		defer c.statusTimers.Done()
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.timer == nil || st.due != due {
+			return // cancelled by an answer (clearStatus) or by Stop
+		}
+		st.timer = nil
+		if c.statusStopped.Load() || (st.waitFor != "" && !tsBefore(st.answered, st.waitFor)) {
+			return
+		}
+		if _, no := c.noStatus.Load(k.Chat); no {
+			return
+		}
+		if err := c.showStatus(context.Background(), k, st); err != nil {
+			c.log.Debug("slack: setting the thread status failed", "channel", k.Chat, "err", err)
+		}
+	})
+}
+
+// cancelStatus stops k's thread's scheduled status, if any; st is locked.
+func (c *Channel) cancelStatus(st *threadState) {
+	if st.timer != nil {
+		if st.timer.Stop() {
+			c.statusTimers.Done() // it will not run
+		}
+		st.timer = nil
+	}
+}
+
+// stopStatuses stops the scheduled statuses (Stop); those already running finish.
+func (c *Channel) stopStatuses() {
+	c.statusStopped.Store(true)
+	c.statuses.Range(func(_, v any) bool {
+		st := v.(*threadState)
+		st.mu.Lock()
+		c.cancelStatus(st)
+		st.mu.Unlock()
+		return true
+	})
+}
+
+// showStatus sets k's thread's status now; st is locked.
+func (c *Channel) showStatus(ctx context.Context, k conv.Key, st *threadState) error {
 	err := c.setStatus(ctx, k, statusText)
 	var ae *APIError
 	switch {
@@ -365,10 +431,13 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 // message answered there, so that a signal for it coming after its answer is not shown.
 type threadState struct {
 	mu       sync.Mutex
-	shown    bool      // the last call made in the thread set the status
-	answered string    // ts of the latest message answered in the thread
-	used     time.Time // the last status call or answer
-	gone     bool      // dropped from Channel.statuses: look the thread up again
+	shown    bool        // the last call made in the thread set the status
+	answered string      // ts of the latest message answered in the thread
+	timer    *time.Timer // the status set scheduled (StatusAfter), until it runs or is cancelled
+	due      uint64      // counts the sets scheduled, so a cancelled one that runs anyway does nothing
+	waitFor  string      // ts of the latest message signalled while one was scheduled
+	used     time.Time   // the last status call or answer
+	gone     bool        // dropped from Channel.statuses: look the thread up again
 }
 
 // answeredMemory is how long a thread's state is kept once it shows nothing: the router signals
@@ -399,7 +468,7 @@ func (c *Channel) pruneThreadStates() {
 	c.statuses.Range(func(key, v any) bool {
 		st := v.(*threadState)
 		if st.mu.TryLock() {
-			if !st.shown && now.Sub(st.used) > answeredMemory {
+			if !st.shown && st.timer == nil && now.Sub(st.used) > answeredMemory {
 				st.gone = true
 				c.statuses.CompareAndDelete(key, st)
 			}
@@ -462,6 +531,9 @@ func (c *Channel) clearStatus(ctx context.Context, k conv.Key, answered string) 
 	defer st.mu.Unlock()
 	if answered != "" && tsBefore(st.answered, answered) {
 		st.answered = answered
+	}
+	if answered == "" || !tsBefore(st.answered, st.waitFor) {
+		c.cancelStatus(st) // the run it was for is answered: no status to show
 	}
 	if st.shown {
 		st.shown = false

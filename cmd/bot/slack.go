@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/render"
 )
@@ -43,6 +44,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		ReplyInThreadSet:   true,
 		Command:            s.Command,
 		AssistantStatusOff: !s.AssistantStatus,
+		StatusAfter:        channels.DefaultTypingAfter,
 		StreamingOff:       !s.Streaming,
 		SuggestedPrompts:   s.SuggestedPrompts,
 		Pacing:             s.Pacing,

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
@@ -40,7 +41,8 @@ func (e *slackE2E) statusCleared(channel, thread string) bool {
 }
 
 // teamModel is a lead that delegates two named tasks and then answers in small, slow pieces;
-// the subagents answer "result of <task>".
+// the subagents answer "result of <task>". The lead thinks a moment before delegating — longer
+// than the status's wait (channels.DefaultTypingAfter) — so "is thinking…" shows.
 func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 	return func(r modelserver.Request) modelserver.Reply {
 		if len(r.Messages) == 0 || r.Messages[0].Role != "system" || !strings.Contains(r.Messages[0].Content, "You are Switchboard") {
@@ -49,10 +51,12 @@ func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 		if r.Messages[len(r.Messages)-1].Role == "tool" {
 			return modelserver.Reply{Content: answer, ChunkSize: 6, ChunkDelay: 20 * time.Millisecond}
 		}
-		return modelserver.Calls(
+		calls := modelserver.Calls(
 			modelserver.ToolCall{ID: "d1", Name: "delegate", Arguments: `{"task":"alpha","name":"Alpha"}`},
 			modelserver.ToolCall{ID: "d2", Name: "delegate", Arguments: `{"task":"beta","name":"Beta"}`},
 		)
+		calls.Latency = channels.DefaultTypingAfter + 200*time.Millisecond
+		return calls
 	}
 }
 

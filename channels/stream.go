@@ -185,6 +185,11 @@ func (d *Delivery) showStream(ctx context.Context, ch Channel, c *runCard) {
 	case st.broken || c.noStream:
 		d.update(ctx, ch, c)
 		return
+	case st.ref.ID() == "" && c.owed:
+		// Within the grace period the answer and the tasks are kept: a run that ends within it
+		// shows its answer as one message (one call, not a start and a stop), and one that
+		// outlasts it starts the stream with all it kept when the period ends (postPlaceholder).
+		return
 	case st.ref.ID() == "":
 		d.stopGrace(c) // the stream is the run's message: no placeholder before it
 		d.startStream(ctx, ch, c)

@@ -41,8 +41,9 @@ func (e *slackE2E) statusCleared(channel, thread string) bool {
 }
 
 // teamModel is a lead that delegates two named tasks and then answers in small, slow pieces;
-// the subagents answer "result of <task>". The lead thinks a moment before delegating — longer
-// than the status's wait (channels.DefaultTypingAfter) — so "is thinking…" shows.
+// the subagents answer "result of <task>". The lead thinks a moment before delegating — past
+// the placeholder's grace period, within which a stream is not started yet (an answer ready by
+// then is posted as one message), and so past the status's wait too: "is thinking…" shows.
 func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 	return func(r modelserver.Request) modelserver.Reply {
 		if len(r.Messages) == 0 || r.Messages[0].Role != "system" || !strings.Contains(r.Messages[0].Content, "You are Switchboard") {
@@ -55,7 +56,7 @@ func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 			modelserver.ToolCall{ID: "d1", Name: "delegate", Arguments: `{"task":"alpha","name":"Alpha"}`},
 			modelserver.ToolCall{ID: "d2", Name: "delegate", Arguments: `{"task":"beta","name":"Beta"}`},
 		)
-		calls.Latency = channels.DefaultTypingAfter + 200*time.Millisecond
+		calls.Latency = channels.DefaultPlaceholderAfter + 200*time.Millisecond
 		return calls
 	}
 }
@@ -169,6 +170,7 @@ func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
 	for _, code := range []string{"unknown_method", "user_not_found"} {
 		t.Run(code, func(t *testing.T) {
 			e := newSlackE2E(t, nil)
+			e.model.SetFunc(echoPastGrace) // a stream is started only past the grace period
 			e.sl.FailNext("chat.startStream", 1, slackfake.Fault{Error: code})
 			e.start()
 			root := e.sl.NewTS()
@@ -196,10 +198,37 @@ func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
 	}
 }
 
+// echoPastGrace is echoModel answering after the placeholder's grace period: within it a run's
+// answer is kept rather than streamed, so that a quick one is posted as one message.
+func echoPastGrace(r modelserver.Request) modelserver.Reply {
+	reply := echoModel(r)
+	reply.Latency = channels.DefaultPlaceholderAfter + 300*time.Millisecond
+	return reply
+}
+
+// TestSlackQuickAnswerIsPostedNotStreamed proves an answer ready within the placeholder's grace
+// period is posted as one message in a thread that streams — no chat.startStream and
+// chat.stopStream for it.
+func TestSlackQuickAnswerIsPostedNotStreamed(t *testing.T) {
+	e := newSlackE2E(t, nil)
+	e.start()
+	ts, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " quick one"})
+	got := e.waitSlackAnswers("C0GEN", ts, 1)
+	if got[0].Streamed || strings.Count(slackVisible(got[0]), "echo: quick one") != 1 {
+		t.Fatalf("answer %+v, want the answer posted once", got[0])
+	}
+	for _, m := range []string{"chat.startStream", "chat.appendStream", "chat.stopStream"} {
+		if n := e.sl.Count(m); n != 0 {
+			t.Errorf("%d %s calls for an answer ready at once", n, m)
+		}
+	}
+}
+
 // TestSlackMentionThreadStreamsToTheMentioner proves a channel mention's thread is answered by
 // a stream addressed to the user who mentioned the bot, as Slack requires outside DMs.
 func TestSlackMentionThreadStreamsToTheMentioner(t *testing.T) {
 	e := newSlackE2E(t, nil)
+	e.model.SetFunc(echoPastGrace)
 	e.start()
 	ts, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " what is up"})
 	m := e.waitStreamed("C0GEN", ts, "echo: what is up")

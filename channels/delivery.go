@@ -102,8 +102,9 @@ type Delivery struct {
 	log *slog.Logger
 	m   Metrics
 	now func() time.Time
-	// afterFunc schedules timers (time.AfterFunc; tests fire them by hand).
-	afterFunc func(time.Duration, func()) stopper
+	// afterFunc schedules timers (time.AfterFunc; tests fire them by hand); typingAfterFunc
+	// those of the typing refreshes, apart, so that tests firing the others by hand count them.
+	afterFunc, typingAfterFunc func(time.Duration, func()) stopper
 
 	// closing is the context of the timers' callbacks: Close cancels it, so that one waiting on
 	// Redis or the platform does not hold Close up.
@@ -149,6 +150,10 @@ type runCard struct {
 	owed     bool
 	grace    stopper
 	graceGen int // which grace period's callback may still post
+	// typing is the next typing refresh while the run works (keepTyping); typingGen tells a
+	// stopped one's callback to do nothing.
+	typing    stopper
+	typingGen int
 
 	// user is the channel_user_id the run answers (a stream's recipient).
 	user string
@@ -190,6 +195,7 @@ func NewDelivery(opt DeliveryOptions) (*Delivery, error) {
 		d.now = time.Now
 	}
 	d.afterFunc = func(wait time.Duration, f func()) stopper { return time.AfterFunc(wait, f) }
+	d.typingAfterFunc = d.afterFunc
 	d.closing, d.stopClosing = context.WithCancel(context.Background())
 	return d, nil
 }
@@ -225,15 +231,22 @@ func (d *Delivery) stopTimer(c *runCard) {
 	c.timer = nil
 }
 
-// stopTimers cancels c's pending edit and its owed placeholder; the caller holds c.mu.
+// stopTimers cancels c's pending edit, its owed placeholder and its typing refresh; the caller
+// holds c.mu.
 func (d *Delivery) stopTimers(c *runCard) {
 	d.stopTimer(c)
 	d.stopGrace(c)
+	d.stopTyping(c)
 }
 
 // schedule runs f on c (c.mu held) after wait, unless Close was called; the timer is owned by
 // d.wg until f returns or the timer is stopped. It reports false after Close.
 func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (stopper, bool) {
+	return d.scheduleWith(d.afterFunc, c, wait, f)
+}
+
+// scheduleWith is schedule on the timers af makes.
+func (d *Delivery) scheduleWith(af func(time.Duration, func()) stopper, c *runCard, wait time.Duration, f func()) (stopper, bool) {
 	d.mu.Lock()
 	closed := d.closed
 	if !closed {
@@ -243,7 +256,7 @@ func (d *Delivery) schedule(c *runCard, wait time.Duration, f func()) (stopper, 
 	if closed {
 		return nil, false
 	}
-	return d.afterFunc(wait, func() {
+	return af(wait, func() {
 		defer d.wg.Done()
 		c.mu.Lock()
 		defer c.mu.Unlock()

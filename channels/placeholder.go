@@ -32,6 +32,7 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
 		}
 	}
+	d.keepTyping(ch, c)
 	if rx, ok := ch.(Reactor); ok && c.replyTo != "" {
 		if err := rx.React(ctx, MessageRef{Conv: c.conv, IDs: []string{c.replyTo}}, "👀"); err != nil {
 			d.log.Debug("channels: reaction failed", "run", c.runID, "err", err)
@@ -49,6 +50,44 @@ func (d *Delivery) start(ctx context.Context, ch Channel, c *runCard, ev runs.Ev
 		// A first attempt's placeholder at its start cannot follow another attempt's answer.
 		d.postPlaceholder(ctx, ch, c, ev.Attempt > 1)
 	}
+}
+
+// keepTyping signals typing again every typingLasts while c's run works, so that the platform's
+// indicator (Telegram's shows about 5 s, Discord's 10 s) does not lapse before the answer: the
+// adapter's TypingSignals skip a signal still showing. A closing event, Close and forgetting
+// the card stop it (stopTimers). The caller holds c.mu.
+func (d *Delivery) keepTyping(ch Channel, c *runCard) {
+	t, ok := ch.(Typer)
+	if !ok || c.done {
+		return
+	}
+	d.stopTyping(c)
+	c.typingGen++
+	gen := c.typingGen
+	s, ok := d.scheduleWith(d.typingAfterFunc, c, typingLasts, func() {
+		if gen != c.typingGen || c.done {
+			return // stopped, or a later refresh owns c
+		}
+		c.typing = nil
+		ctx, cancel := context.WithTimeout(d.closing, typingLasts)
+		defer cancel()
+		if err := t.Typing(ctx, Target{Conv: c.conv, ReplyTo: c.replyTo}); err != nil {
+			d.log.Debug("channels: typing signal failed", "run", c.runID, "err", err)
+		}
+		d.keepTyping(ch, c)
+	})
+	if ok {
+		c.typing = s
+	}
+}
+
+// stopTyping cancels c's next typing refresh; the caller holds c.mu.
+func (d *Delivery) stopTyping(c *runCard) {
+	c.typingGen++
+	if c.typing != nil && c.typing.Stop() {
+		d.wg.Done() // the callback will never run
+	}
+	c.typing = nil
 }
 
 // receiptTypingExpired reports whether the typing signal the router sent at the run's receipt may

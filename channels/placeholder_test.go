@@ -397,3 +397,28 @@ func TestResumedAttemptShowsWorkingAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestTypingKeptUpWhileTheRunWorks proves typing is signalled again every typingLasts while a
+// run works — so the platform's indicator never lapses before the answer — and that the
+// answer stops it.
+func TestTypingKeptUpWhileTheRunWorks(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d, _ := h.lazyDelivery(h.ch)
+	typing := &manualTimers{}
+	d.typingAfterFunc = typing.AfterFunc
+	run := runs.NewRunID()
+	h.deliver(d, started(run))
+	before := h.typingCount()
+	for i := 1; i <= 3; i++ {
+		if n := typing.fire(); n != 1 {
+			t.Fatalf("refresh %d: %d typing timers fired, want 1", i, n)
+		}
+		if n := h.typingCount(); n != before+i {
+			t.Fatalf("after %d refreshes typing was signalled %d times, want %d", i, n, before+i)
+		}
+	}
+	h.deliver(d, final(run, "Done."))
+	if n := typing.scheduled(); n != 0 {
+		t.Fatalf("%d typing refreshes still scheduled after the answer", n)
+	}
+}

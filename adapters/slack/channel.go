@@ -372,7 +372,7 @@ func New(cfg Config) (*Channel, error) {
 		pingTimeout: pingTimeout,
 	}
 	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
-	c.lanes = newLanes(&c.work, maxHandovers)
+	c.lanes = newLanes(maxHandovers)
 	return c, nil
 }
 
@@ -514,7 +514,7 @@ func (c *Channel) Stop(ctx context.Context) error {
 		readCancel()
 	}
 	var err error
-	if !waitGroup(ctx, &c.work) {
+	if !waitGroup(ctx, &c.work) || !c.lanes.wait(ctx) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
 	}
 	if connCancel != nil {

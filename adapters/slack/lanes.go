@@ -1,6 +1,9 @@
 package slack
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // maxHandovers bounds how many conversations are handed to the Handler at once, as the
 // Telegram adapter does: a burst of envelopes over many conversations waits its turn in the
@@ -17,11 +20,35 @@ type lanes struct {
 	waiting []string            // keys with work and no goroutine, oldest first
 	running int
 	limit   int
-	wg      *sync.WaitGroup
+	// idle is closed when running drops to zero, for wait; nil while nobody waits.
+	idle chan struct{}
 }
 
-func newLanes(wg *sync.WaitGroup, limit int) *lanes {
-	return &lanes{m: map[string][]func(){}, wg: wg, limit: limit}
+func newLanes(limit int) *lanes {
+	return &lanes{m: map[string][]func(){}, limit: limit}
+}
+
+// wait blocks until no function runs or is queued, or ctx ends; it reports whether all ran.
+// Unlike a WaitGroup's Wait it may overlap a run that starts more work (an envelope still
+// being handed over while Stop waits).
+func (l *lanes) wait(ctx context.Context) bool {
+	for {
+		l.mu.Lock()
+		if l.running == 0 {
+			l.mu.Unlock()
+			return true
+		}
+		if l.idle == nil {
+			l.idle = make(chan struct{})
+		}
+		idle := l.idle
+		l.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // run queues f behind key's functions; it never waits.
@@ -35,7 +62,6 @@ func (l *lanes) run(key string, f func()) {
 	}
 	if l.running < l.limit {
 		l.running++
-		l.wg.Add(1)
 		go l.drain(key)
 		return
 	}
@@ -54,21 +80,17 @@ func (l *lanes) do(key string, f func()) {
 	}
 	l.m[key] = nil // running: later functions of key queue behind f
 	l.running++
-	l.wg.Add(1)
 	l.mu.Unlock()
 	f()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if next, ok := l.after(key); ok {
 		go l.drain(next) // takes over this place
-		return
 	}
-	l.wg.Done()
 }
 
 // drain runs key's functions, taking turns with the waiting keys, until no key has work.
 func (l *lanes) drain(key string) {
-	defer l.wg.Done()
 	l.mu.Lock()
 	for {
 		q := l.m[key]
@@ -104,6 +126,10 @@ func (l *lanes) after(key string) (string, bool) {
 	}
 	if len(l.waiting) == 0 {
 		l.running--
+		if l.running == 0 && l.idle != nil {
+			close(l.idle)
+			l.idle = nil
+		}
 		return "", false
 	}
 	next := l.waiting[0]

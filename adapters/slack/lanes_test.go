@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,7 @@ func TestLanesKeepOrderPerKeyWithinTheLimit(t *testing.T) {
 		{"fewer keys than goroutines", 3, 100, 64, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var wg sync.WaitGroup
-			l := newLanes(&wg, tc.limit)
+			l := newLanes(tc.limit)
 			var mu sync.Mutex
 			got := map[string][]int{}
 			var active, peak atomic.Int64
@@ -58,7 +58,7 @@ func TestLanesKeepOrderPerKeyWithinTheLimit(t *testing.T) {
 				})
 			}
 			submit.Wait()
-			wg.Wait()
+			l.wait(context.Background())
 			if p := peak.Load(); p > int64(tc.limit) {
 				t.Errorf("%d functions ran at once, limit %d", p, tc.limit)
 			}
@@ -86,8 +86,7 @@ func TestLanesKeepOrderPerKeyWithinTheLimit(t *testing.T) {
 // keys waiting behind it while a goroutine is free, and that with one goroutine the keys take
 // turns: a key with queued work yields after each function.
 func TestLanesBusyKeyDoesNotHoldUpOthers(t *testing.T) {
-	var wg sync.WaitGroup
-	l := newLanes(&wg, 1)
+	l := newLanes(1)
 	var order []string
 	var mu sync.Mutex
 	record := func(s string) func() {
@@ -103,7 +102,7 @@ func TestLanesBusyKeyDoesNotHoldUpOthers(t *testing.T) {
 	l.run("b", record("b1"))
 	l.run("b", record("b2"))
 	close(release)
-	wg.Wait()
+	l.wait(context.Background())
 	want := []string{"b1", "a1", "b2", "a2"}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v (keys take turns)", order, want)
@@ -114,8 +113,7 @@ func TestLanesBusyKeyDoesNotHoldUpOthers(t *testing.T) {
 // idle and a place is free, and otherwise queues it behind the key's functions like run, in
 // order, without waiting.
 func TestLanesDoRunsInPlaceOnlyWhenFree(t *testing.T) {
-	var wg sync.WaitGroup
-	l := newLanes(&wg, 2)
+	l := newLanes(2)
 	var order []string
 	var mu sync.Mutex
 	record := func(s string) func() {
@@ -140,7 +138,7 @@ func TestLanesDoRunsInPlaceOnlyWhenFree(t *testing.T) {
 		t.Fatalf("do ran a function while its key or every place was busy: %v", order)
 	}
 	close(release)
-	wg.Wait()
+	l.wait(context.Background())
 	if len(order) != 2 {
 		t.Fatalf("ran %v, want a1 and c1", order)
 	}

@@ -72,21 +72,33 @@ type Tool struct {
 
 // UnmarshalJSON accepts content as a string, null, or an array of content parts.
 func (m *Message) UnmarshalJSON(b []byte) error {
-	type plain Message
-	var raw struct {
-		plain
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var w wireMessage
+	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*m = Message(raw.plain)
-	text, err := contentText(raw.Content)
+	msg, err := w.message()
 	if err != nil {
 		return err
 	}
-	m.Content = text
+	*m = msg
 	return nil
+}
+
+// wireMessage is a message as it arrives, its content kept raw (a string, null or parts);
+// plainMessage is Message without its UnmarshalJSON, so that embedding it does not promote it.
+type wireMessage struct {
+	plainMessage
+	Content json.RawMessage `json:"content"`
+}
+
+type plainMessage Message
+
+// message is w with its content read as text (see contentText).
+func (w *wireMessage) message() (Message, error) {
+	text, err := contentText(w.Content)
+	m := Message(w.plainMessage)
+	m.Content = text
+	return m, err
 }
 
 func contentText(raw json.RawMessage) (string, error) {
@@ -122,32 +134,15 @@ func contentText(raw json.RawMessage) (string, error) {
 // errBadRequest is a request the real API would refuse with 400.
 var errBadRequest = errors.New("invalid request")
 
-// wireRequest is the request as it arrives: content kept raw (a string, null or parts), so
-// the body is decoded in one pass instead of once more per message by Message.UnmarshalJSON.
-type wireRequest struct {
-	Model               string          `json:"model"`
-	Messages            []wireMessage   `json:"messages"`
-	Tools               []Tool          `json:"tools,omitempty"`
-	ToolChoice          json.RawMessage `json:"tool_choice,omitempty"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options,omitempty"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-}
-
-type wireMessage struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	ReasoningContent string          `json:"reasoning_content,omitempty"`
-	ToolCalls        []WireToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID       string          `json:"tool_call_id,omitempty"`
-	Name             string          `json:"name,omitempty"`
-}
-
 // decodeRequest parses a chat-completions body the way the real API validates it: a JSON
 // object with a model and at least one message, each with a known role.
 func decodeRequest(body []byte) (Request, error) {
-	var w wireRequest
+	// The messages are read as wireMessage, shadowing Request's, so the body is decoded in one
+	// pass instead of once more per message by Message.UnmarshalJSON.
+	var w struct {
+		Request
+		Messages []wireMessage `json:"messages"`
+	}
 	if err := json.Unmarshal(body, &w); err != nil {
 		return Request{}, fmt.Errorf("%w: body is not a JSON request: %v", errBadRequest, err)
 	}
@@ -157,20 +152,20 @@ func decodeRequest(body []byte) (Request, error) {
 	if len(w.Messages) == 0 {
 		return Request{}, fmt.Errorf("%w: messages must not be empty", errBadRequest)
 	}
-	req := Request{Model: w.Model, Tools: w.Tools, ToolChoice: w.ToolChoice, Stream: w.Stream, StreamOptions: w.StreamOptions,
-		MaxTokens: w.MaxTokens, MaxCompletionTokens: w.MaxCompletionTokens, Messages: make([]Message, len(w.Messages))}
-	for i, m := range w.Messages {
+	req := w.Request
+	req.Messages = make([]Message, len(w.Messages))
+	for i := range w.Messages {
+		m := &w.Messages[i]
 		switch m.Role {
 		case "system", "user", "assistant", "tool", "developer":
 		default:
 			return Request{}, fmt.Errorf("%w: messages[%d]: unknown role %q", errBadRequest, i, m.Role)
 		}
-		text, err := contentText(m.Content)
+		msg, err := m.message()
 		if err != nil {
 			return Request{}, fmt.Errorf("%w: messages[%d]: %v", errBadRequest, i, err)
 		}
-		req.Messages[i] = Message{Role: m.Role, Content: text, ReasoningContent: m.ReasoningContent, ToolCalls: m.ToolCalls,
-			ToolCallID: m.ToolCallID, Name: m.Name}
+		req.Messages[i] = msg
 	}
 	return req, nil
 }

@@ -62,7 +62,6 @@ func (d *Delivery) keepTyping(ch Channel, c *runCard) {
 		return
 	}
 	d.stopTyping(c)
-	c.typingGen++
 	gen := c.typingGen
 	s, ok := d.scheduleWith(d.typingAfterFunc, c, typingLasts, func() {
 		if gen != c.typingGen || c.done {

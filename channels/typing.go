@@ -182,8 +182,6 @@ func (s *TypingSignals) work() {
 	}
 }
 
-// Close stops the senders: a signal in flight is cancelled, waiting ones are dropped, later ones
-// ignored. Safe to call more than once.
 // waitUntil waits for the clock to reach due; it reports false when Close came first.
 func (s *TypingSignals) waitUntil(due time.Time) bool {
 	d := due.Sub(s.now())
@@ -200,6 +198,8 @@ func (s *TypingSignals) waitUntil(due time.Time) bool {
 	}
 }
 
+// Close stops the senders: a signal in flight is cancelled, waiting ones are dropped, later ones
+// ignored. Safe to call more than once.
 func (s *TypingSignals) Close() {
 	s.mu.Lock()
 	s.closed = true

@@ -175,19 +175,6 @@ func (b beforeFirstSend) Send(ctx context.Context, to Target, m Message) (Messag
 	return b.fakeChannel.Send(ctx, to, m)
 }
 
-// liveTexts is what the fake platform shows, in the order posted.
-func (f *fakeChannel) liveTexts() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for _, id := range f.order {
-		if t, ok := f.live[id]; ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // TestTwoAttemptsAtOnceLeaveOneMessage proves two attempts of one run delivering at the same
 // time — the first taken over (its lease expired in a Redis outage) while it still ran — leave
 // one message in the chat whatever the interleaving: a placeholder posted after the other
@@ -227,7 +214,7 @@ func TestTwoAttemptsAtOnceLeaveOneMessage(t *testing.T) {
 			run := runReceivedAgo(5 * time.Second)
 			late, _ := h.lazyDelivery(h.ch)
 			tc.play(h, run, late)
-			live := h.ch.liveTexts()
+			live := h.ch.visible()
 			if len(live) != 1 || !strings.Contains(live[0], "the answer") {
 				t.Errorf("the chat shows %q, want the answer once", live)
 			}
@@ -285,7 +272,7 @@ func TestFoundReplayAfterACrashSendsNothingAgain(t *testing.T) {
 			if s := h.ch.sent(); len(s) != 1 {
 				t.Errorf("posted %d messages, want 1", len(s))
 			}
-			if live := h.ch.liveTexts(); len(live) != 1 || !strings.Contains(live[0], "the answer") {
+			if live := h.ch.visible(); len(live) != 1 || !strings.Contains(live[0], "the answer") {
 				t.Errorf("the chat shows %q, want the answer once", live)
 			}
 			if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/possible_double"); n != 0 {

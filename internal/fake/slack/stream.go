@@ -143,7 +143,9 @@ func startStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	return map[string]any{"channel": ch, "ts": m.TS}, nil
 }
 
-func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
+// streamingMessage is the stream p names (channel, ts), as appendStream and stopStream find it:
+// message_not_found, or message_not_in_streaming_state once it stopped or expired.
+func streamingMessage(s *Server, p map[string]string) (*Message, *apiErr) {
 	m := s.byTS[p["channel"]+"/"+p["ts"]]
 	if m == nil || m.Deleted {
 		return nil, slackErr("message_not_found")
@@ -153,6 +155,14 @@ func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	}
 	if !m.Streaming {
 		return nil, slackErr("message_not_in_streaming_state")
+	}
+	return m, nil
+}
+
+func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
+	m, e := streamingMessage(s, p)
+	if e != nil {
+		return nil, e
 	}
 	if p["markdown_text"] == "" && p["chunks"] == "" {
 		return nil, slackErr("invalid_arguments")
@@ -167,15 +177,9 @@ func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 }
 
 func stopStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	m := s.byTS[p["channel"]+"/"+p["ts"]]
-	if m == nil || m.Deleted {
-		return nil, slackErr("message_not_found")
-	}
-	if s.expireAfter > 0 && m.Appends >= s.expireAfter {
-		m.Streaming = false
-	}
-	if !m.Streaming {
-		return nil, slackErr("message_not_in_streaming_state")
+	m, e := streamingMessage(s, p)
+	if e != nil {
+		return nil, e
 	}
 	cs, e := streamContent(p)
 	if e != nil {

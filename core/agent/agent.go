@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/switchboard-bot/switchboard/internal/growstack"
+
 	"github.com/switchboard-bot/switchboard/core/llm"
 )
 
@@ -434,6 +436,7 @@ func (a *Agent) finish() {
 // loop runs queued turns one at a time until the queue is empty or the agent is disposed, then
 // exits; the next Send starts a new one.
 func (a *Agent) loop() {
+	growstack.Grow() // a turn goes down to the model's HTTP call and its stream's decoding
 	for {
 		a.mu.Lock()
 		if a.disposed || len(a.queue) == 0 {

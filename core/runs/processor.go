@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/growstack"
+
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -20,6 +22,9 @@ func (p *Pool) worker(i int) {
 			// Fetched but not started: give it back for another process.
 			p.set.add(settleItem{hint: h.Tag, ack: h.ID})
 		} else {
+			// A run goes deep (the handler down to a platform's send) and the worker's stack was
+			// likely halved by a collection while it waited.
+			growstack.Grow()
 			p.serve(i, owner, h)
 		}
 		p.held.dropHint(h.ID)

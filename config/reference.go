@@ -137,7 +137,7 @@ func shortDuration(d time.Duration) string {
 var sectionDescriptions = map[string]string{
 	"redis": "The store of the run queue and the thread state. Without `redis.url` and `redis.addrs` it is " +
 		"embedded in the process (fine for one process, lost on restart); several processes share one Redis, " +
-		"Sentinel or Cluster.",
+		"Sentinel or Cluster: Redis 7.0 or later (or a compatible server such as Valkey); the bot refuses an older one at start.",
 	"llm":  "The model provider.",
 	"auth": "The keys that sign run envelopes (and, derived from the newest, the ids of buttons and menus).",
 	"telegram": "The Telegram adapter, enabled when `telegram.token` is set; step by step in " +

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,7 +97,68 @@ func OpenRedis(ctx context.Context, o RedisOptions) (client redis.UniversalClien
 		_ = client.Close()
 		return nil, nil, false, err
 	}
+	if err := checkRedisVersion(ctx, client, o, log); err != nil {
+		_ = client.Close()
+		return nil, nil, false, err
+	}
 	return client, client.Close, false, nil
+}
+
+// minRedisMajor is the oldest Redis the stores run on: 7.0 is the first to take SET with NX
+// and GET together (the outbound and outcome records are one such SET).
+const minRedisMajor = 7
+
+// ErrRedisTooOld is what OpenRedis returns for a server older than Redis 7.0.
+var ErrRedisTooOld = errors.New("redis is too old")
+
+// checkRedisVersion refuses a server older than Redis 7.0, before anything runs on it. A server
+// that does not say its version (INFO refused, or a fork's own fields) is let through, with a
+// warning: the first record written would fail on a server too old.
+func checkRedisVersion(ctx context.Context, client redis.UniversalClient, o RedisOptions, log *slog.Logger) error {
+	infoCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := client.Info(infoCtx, "server").Result()
+	if err != nil {
+		log.Warn("redis: could not read the server's version (INFO server); it must be Redis 7.0 or later",
+			"addr", redisAddr(o), "err", err)
+		return nil
+	}
+	v, major, ok := redisVersion(info)
+	if !ok {
+		log.Warn("redis: the server does not say its version (INFO server); it must be Redis 7.0 or later",
+			"addr", redisAddr(o))
+		return nil
+	}
+	if major < minRedisMajor {
+		return fmt.Errorf("%w: %s runs Redis %s; Switchboard needs Redis %d.0 or later (or a compatible server such as Valkey): upgrade it, or point redis.url at one that is",
+			ErrRedisTooOld, redisAddr(o), v, minRedisMajor)
+	}
+	return nil
+}
+
+// redisVersion reads redis_version from an INFO reply: the version as given and its major
+// number. ok is false when the field is missing or does not start with a number.
+func redisVersion(info string) (version string, major int, ok bool) {
+	for line := range strings.Lines(info) {
+		rest, found := strings.CutPrefix(line, "redis_version:")
+		if !found {
+			continue
+		}
+		version = strings.TrimSpace(rest)
+		if version == "" || len(version) > 40 {
+			return "", 0, false
+		}
+		digits := version
+		if i := strings.IndexByte(digits, '.'); i >= 0 {
+			digits = digits[:i]
+		}
+		n, err := strconv.Atoi(digits)
+		if err != nil || n < 0 || len(digits) > 4 {
+			return "", 0, false
+		}
+		return version, n, true
+	}
+	return "", 0, false
 }
 
 // waitForRedis pings until the server answers, ctx ends or o.ConnectTimeout has passed, backing

@@ -10,20 +10,6 @@
 package growstack
 
 // Size is how much stack Grow makes room for: enough for the deepest paths measured (a worker's
-// run down to a platform's HTTP send) without a second growth.
+// run down to a platform's HTTP send) without a second growth. The assembly versions spell it
+// out as their frame size.
 const Size = 16 << 10
-
-// Grow makes sure the calling goroutine's stack has at least Size bytes free below the caller's
-// frame. When it has, Grow costs the zeroing of its frame; when not, the stack is grown once,
-// here.
-//
-//go:noinline
-func Grow() {
-	var pad [Size]byte
-	use(pad[:])
-}
-
-// use keeps pad alive so the compiler cannot drop it (and with it the stack check).
-//
-//go:noinline
-func use([]byte) {}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,7 +92,10 @@ type ctxClient struct {
 }
 
 func (d ctxClient) Do(req *http.Request) (*http.Response, error) {
-	return d.c.Do(req.WithContext(d.ctx))
+	if req.Context() != d.ctx {
+		req = req.WithContext(d.ctx)
+	}
+	return d.c.Do(req)
 }
 
 // redactor removes the bot token from errors of the HTTP layer, whose *url.Error carries the
@@ -132,15 +137,78 @@ func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.P
 	return c.request(ctx, method, params, ctxClient{ctx: ctx, c: c.http})
 }
 
-// request is callOnce through client, which must bind its requests to ctx.
+// request is callOnce through client, which must bind its requests to ctx. It posts params as
+// a form, as the library does, and reads the answer with decodeAnswer: one pass over the body,
+// the result not copied (the library's json.Decoder read each answer twice and copied it).
 func (c *Channel) request(ctx context.Context, method string, params tgbotapi.Params, client tgbotapi.HTTPClient) (json.RawMessage, error) {
-	bot := *c.bot // a shallow copy per call, so each call carries its own client
-	bot.Client = client
-	resp, err := bot.MakeRequest(method, params)
-	if err == nil {
-		return resp.Result, nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"/bot"+c.cfg.Token+"/"+method, strings.NewReader(encodeParams(params)))
+	if err != nil {
+		return nil, c.apiError(ctx, method, err)
 	}
-	return nil, c.apiError(ctx, method, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, c.apiError(ctx, method, err)
+	}
+	defer resp.Body.Close()
+	body, err := readAnswer(resp)
+	if err != nil {
+		return nil, c.apiError(ctx, method, err)
+	}
+	a, err := decodeAnswer(body)
+	if err != nil {
+		return nil, c.apiError(ctx, method, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err))
+	}
+	if !a.ok {
+		te := &tgbotapi.Error{Code: a.code, Message: a.description}
+		if a.params != nil {
+			te.ResponseParameters = *a.params
+		}
+		return nil, c.apiError(ctx, method, te)
+	}
+	return a.result, nil
+}
+
+// readAnswer reads an answer's body whole, at most maxAnswerBytes; in one allocation when the
+// answer gives its length.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxAnswerBytes {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxAnswerBytes {
+		return nil, fmt.Errorf("answer over %d bytes", maxAnswerBytes)
+	}
+	return body, nil
+}
+
+// encodeParams is params as a form body, names in order (as url.Values.Encode has them).
+func encodeParams(params tgbotapi.Params) string {
+	keys := make([]string, 0, len(params))
+	size := 0
+	for k, v := range params {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(size + size/4)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(k))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(params[k]))
+	}
+	return b.String()
 }
 
 // apiError turns a failed call's error into an *APIError (an error answer) or a redacted,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // entry is one element of a getUpdates answer, before it is decoded as an update.
@@ -36,14 +37,9 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 	kept := &keptBody{inner: ctxClient{ctx: ctx, c: c.http}}
 	res, err := c.request(ctx, "getUpdates", params, kept)
 	if err == nil {
-		// The library checked the answer is valid JSON: split the array without a second scan.
-		var raws []json.RawMessage
-		if err := json.Unmarshal(res, &raws); err != nil {
+		entries, ok := splitResult(res)
+		if !ok {
 			return nil, fmt.Errorf("telegram: getUpdates: the result is not an array of updates")
-		}
-		entries := make([]entry, len(raws))
-		for i, raw := range raws {
-			entries[i].raw = raw
 		}
 		return entries, nil
 	}
@@ -65,6 +61,41 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 	c.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
 		"bytes", len(kept.body), "updates_read", read, "err", c.redact.error(err))
 	return entries, nil
+}
+
+// splitResult splits the result of a getUpdates answer, which decodeAnswer found to be valid
+// JSON, into its elements, each a slice of it. ok is false when it is not an array.
+func splitResult(res []byte) (entries []entry, ok bool) {
+	if string(res) == "null" {
+		return nil, true // as json.Unmarshal reads it: no updates
+	}
+	if len(res) == 0 || res[0] != '[' {
+		return nil, false
+	}
+	i := jsonwire.SkipWhitespace(res, 1)
+	if i < len(res) && res[i] == ']' {
+		return []entry{}, true
+	}
+	for i < len(res) {
+		end, ok := jsonwire.SkipValue(res, i, maxAnswerDepth-2)
+		if !ok {
+			return nil, false
+		}
+		entries = append(entries, entry{raw: res[i:end:end]})
+		i = jsonwire.SkipWhitespace(res, end)
+		if i >= len(res) {
+			return nil, false
+		}
+		switch res[i] {
+		case ',':
+			i = jsonwire.SkipWhitespace(res, i+1)
+		case ']':
+			return entries, true
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // keptBody is an HTTP client that reads a 200 answer's body whole before the library decodes

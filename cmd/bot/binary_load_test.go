@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkBinary measures what an operator runs: the shipped `bot run`, built from this
-// package, as its own process with the default configuration — only the overrides in
+// package as the Dockerfile builds it (CGO_ENABLED=0, -trimpath, -ldflags "-s -w"), as its own process with the default configuration — only the overrides in
 // binaryOverrides, each for a reason — against the fakes in a second process (the Bot API, the
 // model at 0 ms, the webhook deliveries; the fake Slack for the slack_ workloads, which are
 // BenchmarkSlackEndToEnd's), with the real Redis. This process only drives the
@@ -38,7 +38,7 @@ func BenchmarkBinary(b *testing.B) {
 	// on the same machine (its figures swing between runs more than most changes move them).
 	bin := os.Getenv("SB_LOAD_BOT_BIN")
 	if bin == "" {
-		bin = buildBot(b)
+		bin = buildShipped(b)
 	}
 	for _, w := range []binarySpec{
 		{loadSpec: loadSpec{name: "2000msgs_200chats", messages: 2000, chats: 200}, procs: 1},
@@ -72,6 +72,10 @@ func BenchmarkBinary(b *testing.B) {
 		})
 	}
 }
+
+// buildShipped builds the bot binary operators run. On Linux, dockerfile_test.go sets it to
+// the Dockerfile's own build (static, stripped); elsewhere it is a plain go build.
+var buildShipped = buildBot
 
 type binarySpec struct {
 	loadSpec

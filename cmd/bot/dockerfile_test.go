@@ -44,7 +44,7 @@ type dockerInstr struct {
 
 // parseDockerfile reads the instructions of each stage: comments dropped, continuation lines
 // joined. It understands what this repository's Dockerfile uses, and no more.
-func parseDockerfile(t *testing.T, path string) []*dockerStage {
+func parseDockerfile(t testing.TB, path string) []*dockerStage {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -106,7 +106,7 @@ func (s *dockerStage) find(cmd string) []dockerInstr {
 }
 
 // execForm decodes a JSON exec form, like ["/bot", "run"].
-func execForm(t *testing.T, in dockerInstr, s string) []string {
+func execForm(t testing.TB, in dockerInstr, s string) []string {
 	t.Helper()
 	var argv []string
 	if err := json.Unmarshal([]byte(s), &argv); err != nil || len(argv) == 0 {
@@ -192,7 +192,7 @@ type dockerBuild struct {
 
 // readDockerfile checks the Dockerfile's shape and returns its build line, with ARG VERSION set
 // to version.
-func readDockerfile(t *testing.T, version string) dockerBuild {
+func readDockerfile(t testing.TB, version string) dockerBuild {
 	t.Helper()
 	path := filepath.Join(repoRoot, "Dockerfile")
 	stages := parseDockerfile(t, path)
@@ -293,9 +293,14 @@ func readDockerfile(t *testing.T, version string) dockerBuild {
 	return d
 }
 
+// The load benchmark measures the binary operators run: built as the Dockerfile builds it.
+func init() {
+	buildShipped = func(tb testing.TB) string { return buildAsDockerfile(tb, readDockerfile(tb, "load")) }
+}
+
 // buildAsDockerfile builds ./cmd/bot with the Dockerfile's own command into a folder that a
 // user other than root can read, and returns the binary's path.
-func buildAsDockerfile(t *testing.T, d dockerBuild) string {
+func buildAsDockerfile(t testing.TB, d dockerBuild) string {
 	t.Helper()
 	dir := t.TempDir()
 	// t.TempDir's parent is private to the test's user; the child may run as nobody.

@@ -17,8 +17,9 @@ func TestFIFOPerConversation(t *testing.T) {
 }
 
 // testFIFO runs n runs over convs conversations with 8 workers, enqueued by several producers,
-// and checks each conversation's runs ran one at a time, in order, each exactly once.
-func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) {
+// and checks each conversation's runs ran one at a time, in order, each exactly once. It returns
+// the pool.
+func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) *Pool {
 	q := newQueue(t, c, func(o *Options) { o.Workers = 8; o.MaxPending = -1; o.MaxPerConversation = -1 })
 	rec := newRecorder()
 	var mu sync.Mutex
@@ -38,7 +39,7 @@ func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) {
 		mu.Unlock()
 		return OutcomeAnswered, nil
 	})
-	startPool(t, q, h, nil)
+	pool := startPool(t, q, h, nil)
 
 	// Each producer owns a subset of conversations, so per-conversation enqueue order is known.
 	const producers = 5
@@ -90,5 +91,17 @@ func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) {
 	}
 	if d.Pending != 0 || len(d.Conversations) != 0 {
 		t.Errorf("Depth after the drain = %+v, want nothing pending", d)
+	}
+	return pool
+}
+
+// TestRecycledWorkersKeepOrder: a worker goroutine that has served workerRuns runs hands its
+// place to a fresh one without losing, doubling or reordering a run.
+func TestRecycledWorkersKeepOrder(t *testing.T) {
+	defer func(n int) { workerRuns = n }(workerRuns)
+	workerRuns = 3 // read by the pool as it starts
+	p := testFIFO(t, realRedis(t), 200, 10)
+	if p.recycled.Load() == 0 {
+		t.Fatal("no worker was replaced")
 	}
 }

@@ -17,20 +17,34 @@ import (
 // worker is one worker goroutine: it serves hints until the work channel closes (Shutdown).
 func (p *Pool) worker(i int) {
 	owner := p.opt.Consumer + "/" + strconv.Itoa(i)
+	served := 0
 	for h := range p.work {
 		if p.isDraining() {
 			// Fetched but not started: give it back for another process.
 			p.set.add(settleItem{hint: h.Tag, ack: h.ID})
 		} else {
-			// A run goes deep (the handler down to a platform's send) and the worker's stack was
-			// likely halved by a collection while it waited.
+			// A run goes deep (the handler down to a platform's send): grow the stack once,
+			// here, rather than frame by frame on the way down.
 			growstack.Grow()
 			p.serve(i, owner, h)
+			served++
 		}
 		p.held.dropHint(h.ID)
 		p.slots <- struct{}{}
+		if served >= p.workerRuns {
+			// This goroutine's stack keeps the largest size any of its runs needed (bot run turns
+			// Go's stack shrinking off); a fresh one in its place starts small.
+			p.workersWG.Add(1) // this worker's own count is still held, so no Wait has returned
+			p.recycled.Add(1)
+			go func() { defer p.workersWG.Done(); p.worker(i) }()
+			return
+		}
 	}
 }
+
+// workerRuns is how many runs a worker goroutine serves before a fresh one takes its place; a
+// pool reads it when it starts (a variable for the tests).
+var workerRuns = 1000
 
 // step is what became of one run.
 type step int

@@ -28,6 +28,7 @@ import (
 var version = ""
 
 func main() {
+	keepStacks(os.Args)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
 }
 

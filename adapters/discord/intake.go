@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/growstack"
+
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -78,6 +80,7 @@ func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
+			growstack.Grow() // a hand-over goes down to the router's Redis calls
 			run()
 		}()
 	}, ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -570,5 +571,69 @@ func TestStatusAfterSkipsAQuickAnswerAndShowsASlowOne(t *testing.T) {
 	}
 	if n := h.fake.Count("assistant.threads.setStatus"); n != 2 {
 		t.Fatalf("setStatus called %d times, want 2: the status due at Stop is not set", n)
+	}
+}
+
+// TestStatusSetAgainAfterAWorkingCardAndAfterItLapses: a status Slack cleared — the bot posted
+// a working card in the thread, or two minutes passed — is set again by the next typing
+// refresh; one still showing is not set twice.
+func TestStatusSetAgainAfterAWorkingCardAndAfterItLapses(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, func(c *Config) { c.StatusAfter = 20 * time.Millisecond })
+	var ahead atomic.Int64 // how far the channel's clock runs ahead of the real one
+	ch.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ctx := context.Background()
+	if err := ch.Start(ctx, &recorder{}); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ch.Stop(stopCtx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	root := fake.NewTS()
+	to := channels.Target{Conv: threadConv(root), ReplyTo: root}
+	sets := func() int { return fake.Count("assistant.threads.setStatus") }
+	typing := func() {
+		t.Helper()
+		if err := ch.Typing(ctx, to); err != nil {
+			t.Fatalf("Typing: %v", err)
+		}
+	}
+	scheduled := func() bool {
+		st := ch.threadStatus(to.Conv)
+		defer st.mu.Unlock()
+		return st.timer != nil
+	}
+	// waitSet waits for the n-th set and for the call making it to have returned (it holds the
+	// thread's lock until then).
+	waitSet := func(what string, n int) {
+		t.Helper()
+		eventually(t, what, func() bool { return sets() == n })
+		st := ch.threadStatus(to.Conv)
+		st.mu.Unlock()
+	}
+
+	typing()
+	waitSet("the first status", 1)
+	typing()
+	if scheduled() || sets() != 1 {
+		t.Fatalf("a status still showing was set again (%d calls, scheduled %v)", sets(), scheduled())
+	}
+
+	working := render.Card{Title: "Working", Status: render.StatusWorking}
+	if _, err := ch.Send(ctx, to, channels.Message{Card: &working}); err != nil {
+		t.Fatal(err)
+	}
+	typing()
+	waitSet("the status set again after the working card", 2)
+
+	ahead.Store(int64(statusLasts + time.Second))
+	typing()
+	waitSet("the status set again after it lapsed", 3)
+	if st := fake.Statuses(); len(st) != 3 || st[2].Status == "" || st[2].ThreadTS != root {
+		t.Fatalf("statuses %+v, want three sets in the thread", st)
 	}
 }

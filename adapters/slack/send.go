@@ -131,6 +131,8 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	}
 	if ps[len(ps)-1].final {
 		c.clearStatus(ctx, to.Conv, to.ReplyTo)
+	} else {
+		c.notePosted(to.Conv)
 	}
 	return ref, nil
 }
@@ -361,7 +363,7 @@ func (c *Channel) scheduleStatus(k conv.Key, st *threadState, replyTo string) {
 	if replyTo != "" && tsBefore(st.waitFor, replyTo) {
 		st.waitFor = replyTo
 	}
-	if st.shown || st.timer != nil || c.statusStopped.Load() {
+	if st.showing(c.now()) || st.timer != nil || c.statusStopped.Load() {
 		return
 	}
 	st.due++
@@ -418,7 +420,7 @@ func (c *Channel) showStatus(ctx context.Context, k conv.Key, st *threadState) e
 		c.noStatus.Store(k.Chat, struct{}{})
 		err = nil
 	case err == nil:
-		st.shown = true
+		st.shown, st.shownAt = true, c.now()
 	}
 	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
 		return nil
@@ -432,6 +434,8 @@ func (c *Channel) showStatus(ctx context.Context, k conv.Key, st *threadState) e
 type threadState struct {
 	mu       sync.Mutex
 	shown    bool        // the last call made in the thread set the status
+	shownAt  time.Time   // when it did
+	posted   time.Time   // when the bot last posted a working message in the thread
 	answered string      // ts of the latest message answered in the thread
 	timer    *time.Timer // the status set scheduled (StatusAfter), until it runs or is cancelled
 	due      uint64      // counts the sets scheduled, so a cancelled one that runs anyway does nothing
@@ -519,6 +523,27 @@ func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) erro
 		}
 	}
 	return err
+}
+
+// statusLasts is how long a status set is taken to show: Slack removes it after two minutes
+// without a message, so a run working longer has it set again by the next typing refresh.
+const statusLasts = 100 * time.Second
+
+// showing reports whether the status set last still shows: Slack clears it when the bot posts
+// in the thread (a working card) and after two minutes, and the next Typing sets it again.
+func (st *threadState) showing(now time.Time) bool {
+	return st.shown && !st.posted.After(st.shownAt) && now.Sub(st.shownAt) < statusLasts
+}
+
+// notePosted records that the bot posted a working message in k's thread, which cleared the
+// status Slack showed there.
+func (c *Channel) notePosted(k conv.Key) {
+	if c.cfg.AssistantStatusOff || k.Thread == "" {
+		return
+	}
+	st := c.threadStatus(k)
+	st.posted = c.now()
+	st.mu.Unlock()
 }
 
 // clearStatus clears a status Typing set, or is setting, in the conversation's thread, once

@@ -92,10 +92,7 @@ type ctxClient struct {
 }
 
 func (d ctxClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Context() != d.ctx {
-		req = req.WithContext(d.ctx)
-	}
-	return d.c.Do(req)
+	return d.c.Do(req.WithContext(d.ctx))
 }
 
 // redactor removes the bot token from errors of the HTTP layer, whose *url.Error carries the
@@ -132,32 +129,41 @@ func (r redactor) error(err error) error {
 	return err
 }
 
-// callOnce makes one Bot API call through the library's generic request, bound to ctx.
+// callOnce makes one Bot API call, bound to ctx.
 func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
-	return c.request(ctx, method, params, ctxClient{ctx: ctx, c: c.http})
+	status, body, err := c.post(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	return c.result(ctx, method, status, body)
 }
 
-// request is callOnce through client, which must bind its requests to ctx. It posts params as
-// a form, as the library does, and reads the answer with decodeAnswer: one pass over the body,
-// the result not copied (the library's json.Decoder read each answer twice and copied it).
-func (c *Channel) request(ctx context.Context, method string, params tgbotapi.Params, client tgbotapi.HTTPClient) (json.RawMessage, error) {
+// post sends params to method as a form, as the library does, and reads the answer's body
+// whole (readAnswer).
+func (c *Channel) post(ctx context.Context, method string, params tgbotapi.Params) (status int, body []byte, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"/bot"+c.cfg.Token+"/"+method, strings.NewReader(encodeParams(params)))
 	if err != nil {
-		return nil, c.apiError(ctx, method, err)
+		return 0, nil, c.apiError(ctx, method, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
+	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.apiError(ctx, method, err)
+		return 0, nil, c.apiError(ctx, method, err)
 	}
 	defer resp.Body.Close()
-	body, err := readAnswer(resp)
-	if err != nil {
-		return nil, c.apiError(ctx, method, err)
+	if body, err = readAnswer(resp); err != nil {
+		return 0, nil, c.apiError(ctx, method, err)
 	}
+	return resp.StatusCode, body, nil
+}
+
+// result reads an answer's body with decodeAnswer — one pass, the result not copied (the
+// library's json.Decoder read each answer twice and copied it) — and returns its result, or the
+// *APIError it is.
+func (c *Channel) result(ctx context.Context, method string, status int, body []byte) (json.RawMessage, error) {
 	a, err := decodeAnswer(body)
 	if err != nil {
-		return nil, c.apiError(ctx, method, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err))
+		return nil, c.apiError(ctx, method, fmt.Errorf("HTTP %d: %w", status, err))
 	}
 	if !a.ok {
 		te := &tgbotapi.Error{Code: a.code, Message: a.description}

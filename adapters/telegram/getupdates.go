@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -26,16 +25,20 @@ type entry struct {
 	floor int64
 }
 
-// maxAnswerBytes bounds a getUpdates answer kept for reading: 100 updates are far smaller.
+// maxAnswerBytes bounds an answer read (readAnswer): 100 updates are far smaller. A larger one
+// is refused, not cut: an answer cut inside its first update would have that update skipped.
 const maxAnswerBytes = 32 << 20
 
 // fetchUpdates makes one getUpdates call and returns its answer element by element, so that one
-// bad element costs only itself: an answer that is not valid JSON (which the library refuses
+// bad element costs only itself: a 200 answer that is not valid JSON (which decodeAnswer refuses
 // whole) is read up to where it breaks (see splitBatch). Errors are the call's, or an answer with
 // no readable array of updates.
 func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
-	kept := &keptBody{inner: ctxClient{ctx: ctx, c: c.http}}
-	res, err := c.request(ctx, "getUpdates", params, kept)
+	status, body, err := c.post(ctx, "getUpdates", params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.result(ctx, "getUpdates", status, body)
 	if err == nil {
 		entries, ok := splitResult(res)
 		if !ok {
@@ -44,11 +47,11 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 		return entries, nil
 	}
 	var ae *APIError
-	if errors.As(err, &ae) || ctx.Err() != nil || kept.status != http.StatusOK || kept.body == nil {
+	if errors.As(err, &ae) || ctx.Err() != nil || status != http.StatusOK {
 		return nil, err
 	}
-	// A 200 answer the library could not decode: keep what can be read of it.
-	entries, ok := salvageBatch(kept.body)
+	// A 200 answer that is not valid JSON: keep what can be read of it.
+	entries, ok := salvageBatch(body)
 	if !ok {
 		return nil, err
 	}
@@ -59,7 +62,7 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 		}
 	}
 	c.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
-		"bytes", len(kept.body), "updates_read", read, "err", c.redact.error(err))
+		"bytes", len(body), "updates_read", read, "err", c.redact.error(err))
 	return entries, nil
 }
 
@@ -96,33 +99,6 @@ func splitResult(res []byte) (entries []entry, ok bool) {
 		}
 	}
 	return nil, false
-}
-
-// keptBody is an HTTP client that reads a 200 answer's body whole before the library decodes
-// it, so that an answer the library cannot decode can still be read in part.
-type keptBody struct {
-	inner  tgbotapi.HTTPClient
-	status int
-	body   []byte
-}
-
-func (k *keptBody) Do(req *http.Request) (*http.Response, error) {
-	resp, err := k.inner.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if len(body) > maxAnswerBytes {
-		// Refused, not cut: an answer cut inside its first update would have that update skipped.
-		return nil, fmt.Errorf("answer over %d bytes", maxAnswerBytes)
-	}
-	k.status, k.body = resp.StatusCode, body
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, nil
 }
 
 // splitBatch reads a JSON array from dec element by element. complete is false when dec does

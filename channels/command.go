@@ -279,8 +279,9 @@ func (r *Router) deadLetters(ctx context.Context, args []string) (string, error)
 		return b.String(), nil
 	case (verb == "replay" || verb == "drop") && len(args) == 2:
 		var err error
+		var replayed string
 		if verb == "replay" {
-			err = r.opt.Queue.Replay(ctx, args[1])
+			replayed, err = r.opt.Queue.Replay(ctx, args[1])
 		} else {
 			err = r.opt.Queue.Drop(ctx, args[1])
 		}
@@ -292,13 +293,17 @@ func (r *Router) deadLetters(ctx context.Context, args []string) (string, error)
 			return "Intake is paused; /resume first.", nil
 		case errors.As(err, &busy):
 			return "The queue is full; try again later.", nil
+		case runs.VerifyReason(err) != "" && runs.VerifyReason(err) != "malformed":
+			return fmt.Sprintf("Dead letter `%s` fails its signature check (%s), so it is not run again; /deadletters drop it.", args[1], runs.VerifyReason(err)), nil
 		case errors.Is(err, runs.ErrMalformed):
 			return fmt.Sprintf("Dead letter `%s` cannot be decoded; /deadletters drop it.", args[1]), nil
+		case err != nil && replayed != "":
+			return fmt.Sprintf("Replayed `%s` as run `%s`, but it is still listed: /deadletters drop it.", args[1], replayed), nil
 		case err != nil:
 			return "", err
 		}
 		if verb == "replay" {
-			return fmt.Sprintf("Replayed `%s`.", args[1]), nil
+			return fmt.Sprintf("Replayed `%s` as run `%s`.", args[1], replayed), nil
 		}
 		return fmt.Sprintf("Dropped `%s`.", args[1]), nil
 	}

@@ -109,28 +109,38 @@ func toDeadLetter(d rdb.DeadLetter) DeadLetter {
 	return DeadLetter{RunID: d.RunID, Conv: k, Reason: d.Reason, Attempts: d.Attempts, At: d.At, Envelope: env, Raw: d.Envelope}
 }
 
-// Replay enqueues a dead-lettered run again, as stored (workers verify its signature again, so a
-// forged one comes straight back), and removes the dead letter once queued. Enqueue's errors
-// (busy, paused) leave the dead letter in place. ErrNotFound when no dead letter has runID.
-func (q *Queue) Replay(ctx context.Context, runID string) error {
+// Replay enqueues a dead-lettered run again as a new run, and removes the dead letter once
+// queued; it returns the new run's id. The stored envelope must verify first: one that does not
+// (forged, altered, or signed by a key since retired) is refused with the verification error and
+// stays a dead letter, to be dropped. It is then signed again under a fresh run id, so the replay
+// is a run of its own: the failed attempts' closing notice ("this request failed") and whatever
+// else they delivered are recorded under the old id and do not stand in for its answer.
+// Enqueue's errors (busy, paused) leave the dead letter in place. ErrNotFound when no dead letter
+// has runID; a pool's Options.Signer is needed to re-sign.
+func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
+	if q.opt.Signer == nil {
+		return "", fmt.Errorf("runs: replay %s: the queue has no Options.Signer to sign the replay with", runID)
+	}
 	d, ok, err := q.st.FindDeadLetter(ctx, runID)
 	if err != nil {
-		return fmt.Errorf("runs: replay %s: %w", runID, err)
+		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
 	if !ok {
-		return fmt.Errorf("runs: replay %s: %w", runID, ErrNotFound)
+		return "", fmt.Errorf("runs: replay %s: %w", runID, ErrNotFound)
 	}
-	env, err := DecodeEnvelope(d.Envelope)
+	env, err := q.opt.Signer.Open(d.Envelope)
 	if err != nil {
-		return fmt.Errorf("runs: replay %s: %w", runID, err)
+		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
+	env.RunID, env.Attempt = NewRunID(), 0
+	q.opt.Signer.Sign(env)
 	if err := q.Enqueue(ctx, env); err != nil {
-		return fmt.Errorf("runs: replay %s: %w", runID, err)
+		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
 	if _, err := q.st.DeleteDeadLetter(ctx, d.ID); err != nil {
-		return fmt.Errorf("runs: replay %s: %w", runID, err)
+		return env.RunID, fmt.Errorf("runs: replay %s: queued as %s, but removing the dead letter failed: %w", runID, env.RunID, err)
 	}
-	return nil
+	return env.RunID, nil
 }
 
 // Drop deletes a dead letter for good. ErrNotFound when no dead letter has runID.

@@ -56,20 +56,57 @@ func TestAdminOps(t *testing.T) {
 		mustEnqueue(t, q, b)
 		eventually(t, 5*time.Second, "two dead letters", func() bool { d, _ := q.DeadLetters(ctx, 10); return len(d) == 2 })
 		broken.Store(false)
-		if err := q.Replay(ctx, a.RunID); err != nil {
+		again, err := q.Replay(ctx, a.RunID)
+		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "the replayed run", func() bool { return rec.count(a.RunID) == 2 && stats(t, q).Answered == 1 })
+		if again == a.RunID || again == "" {
+			t.Fatalf("Replay returned run id %q; want a new one, not the dead letter's %s", again, a.RunID)
+		}
+		eventually(t, 5*time.Second, "the replayed run", func() bool { return rec.count(again) == 1 && stats(t, q).Answered == 1 })
+		if n := rec.count(a.RunID); n != 1 {
+			t.Errorf("the dead letter's own run id ran %d times, want only its failed attempt", n)
+		}
+		if env := rec.envelope(again); env == nil || env.Text != a.Text || env.Identity != a.Identity || env.Conv != a.Conv {
+			t.Errorf("the replay ran %+v; want the dead letter's text, sender and conversation", env)
+		}
 		if err := q.Drop(ctx, b.RunID); err != nil {
 			t.Fatal(err)
 		}
 		if d, _ := q.DeadLetters(ctx, 10); len(d) != 0 {
 			t.Errorf("dead letters after replay and drop = %+v", d)
 		}
-		for name, op := range map[string]func(context.Context, string) error{"Replay": q.Replay, "Drop": q.Drop} {
-			if err := op(ctx, b.RunID); !errors.Is(err, ErrNotFound) {
-				t.Errorf("%s of a missing dead letter = %v, want ErrNotFound", name, err)
-			}
+		if _, err := q.Replay(ctx, b.RunID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Replay of a missing dead letter = %v, want ErrNotFound", err)
+		}
+		if err := q.Drop(ctx, b.RunID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Drop of a missing dead letter = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("a dead letter that fails verification is not replayed", func(t *testing.T) {
+		q := newQueue(t, c)
+		rec := newRecorder()
+		startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+			rec.handled(run)
+			return OutcomeAnswered, nil
+		}), nil)
+		other, err := NewSigner([][]byte{[]byte("a key this queue does not hold!!")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := signedEnv(other, testConv(4), "forged")
+		mustEnqueue(t, q, forged)
+		eventually(t, 5*time.Second, "the forged run dead-lettered", func() bool { d, _ := q.DeadLetters(ctx, 10); return len(d) == 1 })
+		again, err := q.Replay(ctx, forged.RunID)
+		if VerifyReason(err) != "unknown_key" || again != "" {
+			t.Fatalf("Replay of a forged dead letter = %q, %v; want the unknown_key verification error", again, err)
+		}
+		if d, _ := q.DeadLetters(ctx, 10); len(d) != 1 || d[0].RunID != forged.RunID {
+			t.Errorf("dead letters after the refused replay = %+v, want the forged one kept", d)
+		}
+		if rec.total() != 0 {
+			t.Errorf("%d runs started; a forged envelope must never run", rec.total())
 		}
 	})
 

@@ -39,6 +39,17 @@ func (p *Pool) heartbeat(ctx context.Context) {
 func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	runs, hints := p.held.snapshot()
 	deadline := time.Now().Add(p.opt.Lease).UnixMilli()
+	// Hints first, then leases: the recoverer takes a hint over once it has been idle a lease
+	// and a tick, and the worker it hands it to claims the conversation only if its lease has
+	// run out by then. The new deadline is read before the touch, so it always falls before the
+	// takeover; renewing first would let a process that dies between the two leave a lease
+	// running past its hint's takeover, whose claim would find it held and wait a lease more.
+	switch err := p.st.Touch(ctx, p.opt.Consumer, hints); {
+	case err == nil:
+		touchLog.ok()
+	case ctx.Err() == nil:
+		touchLog.fail(err, "hints", len(hints))
+	}
 	reqs := make([]rdb.RenewReq, len(runs))
 	for i, r := range runs {
 		reqs[i] = rdb.RenewReq{Tag: r.tag, Owner: r.owner, RunID: r.runID, Deadline: deadline}
@@ -58,11 +69,5 @@ func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 		case r.Cancelled:
 			runs[i].cancel(errCancelled)
 		}
-	}
-	switch err := p.st.Touch(ctx, p.opt.Consumer, hints); {
-	case err == nil:
-		touchLog.ok()
-	case ctx.Err() == nil:
-		touchLog.fail(err, "hints", len(hints))
 	}
 }

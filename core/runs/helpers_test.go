@@ -170,18 +170,20 @@ func mustEnqueue(t testing.TB, q *Queue, e *Envelope) {
 type recorder struct {
 	mu     sync.Mutex
 	runs   map[string]int // run id -> times handled
+	envs   map[string]*Envelope
 	order  map[conv.Key][]string
 	events []Event
 }
 
 func newRecorder() *recorder {
-	return &recorder{runs: map[string]int{}, order: map[conv.Key][]string{}}
+	return &recorder{runs: map[string]int{}, envs: map[string]*Envelope{}, order: map[conv.Key][]string{}}
 }
 
 func (r *recorder) handled(run *Run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs[run.Envelope.RunID]++
+	r.envs[run.Envelope.RunID] = run.Envelope
 	r.order[run.Envelope.Conv] = append(r.order[run.Envelope.Conv], run.Envelope.Text)
 }
 
@@ -189,6 +191,13 @@ func (r *recorder) count(id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.runs[id]
+}
+
+// envelope is the envelope run id was last handled with; nil if it never was.
+func (r *recorder) envelope(id string) *Envelope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.envs[id]
 }
 
 func (r *recorder) total() int {

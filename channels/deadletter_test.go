@@ -1,0 +1,72 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
+)
+
+// TestReplayedDeadLetterIsAnswered proves an admin's `/deadletters replay` reaches the user: the
+// run that failed on every attempt told the chat so (its closing message, recorded as the run's
+// final), and the replay — a new run of the same message, from the same sender — posts its answer
+// after that notice instead of being taken for a redelivery of a run already closed.
+func TestReplayedDeadLetterIsAnswered(t *testing.T) {
+	h := newHarness(t, func(_ *RouterOptions, o *runs.Options) {
+		o.MaxAttempts, o.RetryBase, o.RetryMax = 2, 10*time.Millisecond, 20*time.Millisecond
+	})
+	d, err := NewDelivery(DeliveryOptions{Channels: map[string]Channel{"test": h.ch}, Threads: h.store, ActionKey: testActionKey, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	var broken atomic.Bool
+	broken.Store(true)
+	var asker atomic.Value
+	p, err := h.queue.NewPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+		if broken.Load() {
+			return "", errors.New("the model is down")
+		}
+		asker.Store(r.Envelope.Identity.ChannelUserID)
+		if err := r.Emit(ctx, runs.Event{Kind: runs.EventFinal, Text: "the answer to " + r.Envelope.Text}); err != nil {
+			return "", err
+		}
+		return runs.OutcomeAnswered, nil
+	}), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("pool shutdown: %v", err)
+		}
+	})
+
+	chat := dm("deadletter")
+	h.send(Inbound{Conv: chat, Identity: user("u1"), Text: "the question", Direct: true})
+	waitFor(t, "the failure notice", func() bool { return strings.Contains(strings.Join(h.ch.visible(), "\n"), "failed after several attempts") })
+	var dead []runs.DeadLetter
+	waitFor(t, "the dead letter", func() bool { dead, _ = h.queue.DeadLetters(h.ctx, 10); return len(dead) == 1 })
+
+	broken.Store(false)
+	h.send(Inbound{Conv: chat, Identity: user("admin1"), Text: "/deadletters replay " + dead[0].RunID, Direct: true})
+	if got := h.ch.lastSent(); !strings.Contains(got, "Replayed `"+dead[0].RunID+"` as run `") {
+		t.Fatalf("the replay command answered %q", got)
+	}
+	waitFor(t, "the replayed run's answer", func() bool { return strings.Contains(strings.Join(h.ch.visible(), "\n"), "the answer to the question") })
+	if who, _ := asker.Load().(string); who != "u1" {
+		t.Errorf("the replay ran as %q, want the original sender u1 (not the admin who replayed it)", who)
+	}
+	if left, _ := h.queue.DeadLetters(h.ctx, 10); len(left) != 0 {
+		t.Errorf("dead letters after the replay = %+v", left)
+	}
+}

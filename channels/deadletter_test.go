@@ -53,7 +53,9 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 
 	chat := dm("deadletter")
 	h.send(Inbound{Conv: chat, Identity: user("u1"), Text: "the question", Direct: true})
-	waitFor(t, "the failure notice", func() bool { return strings.Contains(strings.Join(h.ch.visible(), "\n"), "failed after several attempts") })
+	waitFor(t, "the failure notice", func() bool {
+		return strings.Contains(strings.Join(h.ch.visible(), "\n"), "failed after several attempts")
+	})
 	var dead []runs.DeadLetter
 	waitFor(t, "the dead letter", func() bool { dead, _ = h.queue.DeadLetters(h.ctx, 10); return len(dead) == 1 })
 

@@ -241,7 +241,7 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	}
 
 	fakes.resetPeak()
-	m := startMeter(b, bots)
+	m := startMeter(b, bots, fakes)
 	b.StartTimer()
 	d := driveLoad(fakes, w.loadSpec, strings.Join(hooks, ","))
 	b.StopTimer()
@@ -269,9 +269,12 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 
 // meter measures the bot processes and the Redis server over a workload: CPU per message
 // (/proc/<pid>/stat, summed over the processes), the largest peak RSS (VmHWM, reset at the
-// start), Redis CPU and reads per message.
+// start), Redis CPU and reads per message, and the fakes' CPU per message (their process's
+// rusage): with the bot's and Redis's, what the machine spent on a message, which bounds msgs/s.
 type meter struct {
 	bots             []*botProcess
+	fakes            *loadFakes
+	fakes0, fakes1   loadUsage
 	cpu0, cpu        []time.Duration
 	redisCPU0, redis float64
 	reads0, reads    int64
@@ -279,8 +282,8 @@ type meter struct {
 }
 
 // startMeter resets the processes' peak RSS and takes the figures the workload starts from.
-func startMeter(b *testing.B, bots []*botProcess) *meter {
-	m := &meter{bots: bots, redisCPU0: redisCPU(b), reads0: redisReads(b)}
+func startMeter(b *testing.B, bots []*botProcess, fakes *loadFakes) *meter {
+	m := &meter{bots: bots, fakes: fakes, redisCPU0: redisCPU(b), reads0: redisReads(b), fakes0: fakes.usage()}
 	for _, p := range bots {
 		p.resetPeak()
 		m.cpu0 = append(m.cpu0, p.cpu(b))
@@ -296,6 +299,7 @@ func (m *meter) stop(b *testing.B) {
 		m.peak = max(m.peak, p.peak()) // read while the process lives
 	}
 	m.redis, m.reads = redisCPU(b), redisReads(b)
+	m.fakes1 = m.fakes.usage()
 }
 
 // report reports the figures per message of n messages, msgs/s over elapsed when it is not zero
@@ -312,6 +316,7 @@ func (m *meter) report(b *testing.B, messages int, elapsed time.Duration, lat []
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(m.peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric((m.redis-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")
+	b.ReportMetric(float64((m.fakes1.CPU-m.fakes0.CPU).Microseconds())/1000/n, "fakes-cpu-ms/msg")
 	b.ReportMetric(float64(m.reads-m.reads0)/n, "redis-reads/msg")
 	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "first-reply-p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Microseconds())/1000, "first-reply-p99-ms")
@@ -338,7 +343,7 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 	load := newSlackLoad(w)
 
 	fakes.resetPeak()
-	m := startMeter(b, []*botProcess{bot})
+	m := startMeter(b, []*botProcess{bot}, fakes)
 	b.StartTimer()
 	began := time.Now()
 	acks := driveSlackLoad(fakes, w, load, events)
@@ -370,7 +375,7 @@ func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
 	prepareDiscordLoad(fakes, w)
 
 	fakes.resetPeak()
-	m := startMeter(b, []*botProcess{bot})
+	m := startMeter(b, []*botProcess{bot}, fakes)
 	b.StartTimer()
 	began := time.Now()
 	acks := driveDiscordLoad(fakes, w, load)

@@ -55,11 +55,20 @@ func (f HandlerFunc) HandleInbound(ctx context.Context, ch Channel, in Inbound) 
 // upload, a Discord message with an attachment). Delivery sends the rest of an answer too long
 // for DeliveryOptions.MaxAnswerMessages this way, to the answer's own target (its ReplyTo too):
 // an adapter refuses, with an error, a target a file cannot reach as the answer did (a Slack
-// answer only its asker sees), and delivery then sends the rest as messages there. caption is
-// plain text, which the adapter may cut to the platform's limit. The ref names the message that
-// carries the file (on Slack, the file).
+// answer only its asker sees), and delivery then sends the rest as messages there. The ref
+// names the message that carries the file (on Slack, the file).
 type FileSender interface {
-	SendFile(ctx context.Context, to Target, name string, data []byte, caption string) (MessageRef, error)
+	SendFile(ctx context.Context, to Target, f File) (MessageRef, error)
+}
+
+// File is a document to post with FileSender: Name and Data; Caption, plain text the adapter may
+// cut to the platform's limit; and Key, as Message.Key, naming the post across attempts of its
+// run, so a platform with idempotent sends (KeyedSender) posts a file resent with its key once.
+type File struct {
+	Name    string
+	Data    []byte
+	Caption string
+	Key     string
 }
 
 // Pager reports how many platform messages Send would post for m (a long card or text is split

@@ -7,8 +7,12 @@ import (
 	"github.com/switchboard-bot/switchboard/render"
 )
 
-// StepFile holds the JSON MessageRef of the file carrying the rest of a long answer, once sent.
-const StepFile = "file"
+// StepFile holds the JSON MessageRef of the file carrying the rest of a long answer, once sent;
+// StepFileIntent is its write-ahead intent (as StepFinalIntent is the closing message's).
+const (
+	StepFile       = "file"
+	StepFileIntent = StepFile + ".intent"
+)
 
 // The file a long answer's rest is sent as, and what the messages and the file say about it.
 const (
@@ -106,10 +110,14 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 		return
 	}
 	to := Target{Conv: c.conv, ReplyTo: c.replyTo}
+	key := c.runID + ":" + StepFile
+	// As for the closing message: an earlier attempt that intended the file and left no record
+	// may have posted it; a platform recognising the key returns that post, others may show two.
+	earlier := d.intend(ctx, c, StepFileIntent)
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		var err error
-		ref, err = ch.(FileSender).SendFile(ctx, to, answerFileName, []byte(rest+"\n"), answerFileCaption)
+		ref, err = ch.(FileSender).SendFile(ctx, to, File{Name: answerFileName, Data: []byte(rest + "\n"), Caption: answerFileCaption, Key: key})
 		return err
 	})
 	if err != nil {
@@ -117,7 +125,7 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 		d.log.Warn("channels: sending the rest of a long answer as a file failed; sending it as messages", "run", c.runID, "err", err)
 		err = withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
-			ref, err = ch.Send(ctx, to, Message{Text: rest})
+			ref, err = ch.Send(ctx, to, Message{Text: rest, Key: key})
 			return err
 		})
 		if err != nil {
@@ -128,4 +136,5 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 	}
 	c.fileSent = true
 	d.record(ctx, c.runID, StepFile, ref)
+	d.countPossibleDouble(ch, c, StepFile, earlier)
 }

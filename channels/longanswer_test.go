@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/core/runs"
 )
 
 // fileChannel is the fake platform with files: Pages counts the fake's pieces, SendFile keeps
@@ -17,6 +19,7 @@ type fileChannel struct {
 	mu    sync.Mutex
 	files []string
 	to    []Target
+	keys  []string
 	fail  bool
 }
 
@@ -28,18 +31,25 @@ func (f *fileChannel) Pages(m Message) (int, error) {
 	return max(1, (len(show(m))+n-1)/n), nil
 }
 
-func (f *fileChannel) SendFile(_ context.Context, to Target, name string, data []byte, caption string) (MessageRef, error) {
+func (f *fileChannel) SendFile(_ context.Context, to Target, file File) (MessageRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.to = append(f.to, to)
+	f.keys = append(f.keys, file.Key)
 	if f.fail {
 		return MessageRef{}, errors.New("upload refused")
 	}
-	if name != answerFileName || caption == "" {
-		return MessageRef{}, fmt.Errorf("file %q with caption %q", name, caption)
+	if file.Name != answerFileName || file.Caption == "" {
+		return MessageRef{}, fmt.Errorf("file %q with caption %q", file.Name, file.Caption)
 	}
-	f.files = append(f.files, string(data))
+	f.files = append(f.files, string(file.Data))
 	return MessageRef{Conv: to.Conv, IDs: []string{"file-" + fmt.Sprint(len(f.files))}}, nil
+}
+
+func (f *fileChannel) sentKeys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.keys...)
 }
 
 func (f *fileChannel) sentFiles() []string {
@@ -172,4 +182,102 @@ func TestLongAnswerFileGoesWhereTheAnswerWent(t *testing.T) {
 		}
 	}
 	inOrderOnce(t, sends[0].Text+"\n"+sends[1].Text, ps)
+}
+
+// fileCrash is a fileChannel whose file reaches the platform and after which the process "dies"
+// as far as Redis is concerned (as crashAfterSend): the file's record is never written. keyed
+// makes its sends idempotent per key, files as messages (as Discord's nonce): a post with a key
+// already posted returns that post.
+type fileCrash struct {
+	*fileChannel
+	faults *faultHook
+	keyed  bool
+	byKey  map[string]MessageRef
+}
+
+func (c *fileCrash) KeyWindow() time.Duration {
+	if !c.keyed {
+		return 0
+	}
+	return time.Minute
+}
+
+func (c *fileCrash) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	if ref, ok := c.byKey[m.Key]; ok && c.keyed && m.Key != "" {
+		return ref, nil
+	}
+	ref, err := c.fileChannel.Send(ctx, to, m)
+	if err == nil && m.Key != "" {
+		c.byKey[m.Key] = ref
+	}
+	return ref, err
+}
+
+func (c *fileCrash) SendFile(ctx context.Context, to Target, f File) (MessageRef, error) {
+	if ref, ok := c.byKey[f.Key]; ok && c.keyed && f.Key != "" {
+		return ref, nil
+	}
+	ref, err := c.fileChannel.SendFile(ctx, to, f)
+	if err == nil && f.Key != "" {
+		c.byKey[f.Key] = ref
+	}
+	if c.faults != nil {
+		c.faults.downFor(1 << 20)
+	}
+	return ref, err
+}
+
+// TestLongAnswerFileAfterACrashIsCountedOrKeptOnce proves the file carrying a long answer's rest
+// has a write-ahead intent and a key like the closing message: an attempt that posts it and dies
+// before recording it leaves the intent, so the replay — which posts the answer's head and the
+// file again — counts both as possible doubles where the platform cannot recognise a resend, and
+// on a platform with idempotent keyed sends gets both posts back: each shown once, nothing
+// counted.
+func TestLongAnswerFileAfterACrashIsCountedOrKeptOnce(t *testing.T) {
+	answer, _ := paragraphs(80)
+	opts := func(o *DeliveryOptions) {
+		o.MaxAnswerMessages, o.PlaceholderAfter, o.MaxRetryWait = 2, time.Hour, 100*time.Millisecond
+	}
+	for _, tc := range []struct {
+		name           string
+		keyed          bool
+		files, sends   int
+		possibleDouble int
+	}{
+		{"no idempotent sends", false, 2, 2, 2},
+		{"keyed sends", true, 1, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, faults := intentHarness(t)
+			h.ch.pieceLen = 600
+			files := &fileChannel{fakeChannel: h.ch}
+			posted := map[string]MessageRef{} // the platform's memory of keys, across processes
+			run := runs.NewRunID()
+			h.deliver(h.delivery(&fileCrash{fileChannel: files, faults: faults, keyed: tc.keyed, byKey: posted}, opts),
+				attempt(1, "", started(run), final(run, answer))...)
+			if n := len(files.sentFiles()); n != 1 {
+				t.Fatalf("the first attempt sent %d files, want 1", n)
+			}
+			faults.downFor(0)
+			again := &fileCrash{fileChannel: files, keyed: tc.keyed, byKey: posted}
+			h.deliver(h.delivery(again, opts), attempt(2, "", started(run), final(run, answer))...)
+			if n := len(files.sentFiles()); n != tc.files {
+				t.Errorf("%d files shown after the replay, want %d", n, tc.files)
+			}
+			if n := len(h.ch.sent()); n != tc.sends {
+				t.Errorf("%d answer heads shown after the replay, want %d", n, tc.sends)
+			}
+			if n := h.metrics.get("outbound/" + deliveryConv.Platform + "/possible_double"); n != tc.possibleDouble {
+				t.Errorf("possible doubles counted %d, want %d", n, tc.possibleDouble)
+			}
+			if !h.recorded(run, StepFile) || !h.recorded(run, StepFileIntent) {
+				t.Error("the replay left no file record or no file intent")
+			}
+			for _, k := range files.sentKeys() {
+				if k != run+":"+StepFile {
+					t.Errorf("the file was sent with key %q, want %q", k, run+":"+StepFile)
+				}
+			}
+		})
+	}
 }

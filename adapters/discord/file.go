@@ -3,7 +3,9 @@ package discord
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -27,45 +29,50 @@ func (c *Channel) Pages(m channels.Message) (int, error) {
 	return len(ps), err
 }
 
-// SendFile posts a message carrying data as the file name (a multipart/form-data post:
-// payload_json with caption as its content — shown as plain text, cut to 2,000 characters — and
+// SendFile posts a message carrying f.Data as the file f.Name (a multipart/form-data post:
+// payload_json with f.Caption as its content — shown as plain text, cut to 2,000 characters — and
 // files[0]) in the conversation's channel or thread, allowed_mentions parsing nothing like every
-// message of the adapter. 429s are waited out as for every call (then *channels.RateLimitError);
-// a refusal is Discord's error (channels.ErrUnreachable for a channel the bot cannot post to).
-// The ref names the message.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, name string, data []byte, caption string) (channels.MessageRef, error) {
+// message of the adapter. Like Send's messages it carries a nonce with enforce_nonce, derived
+// from f.Key when set, so a file sent again by a later attempt of its run returns the message
+// already made instead of posting the file twice. 429s are waited out as for every call (then
+// *channels.RateLimitError); a refusal is Discord's error (channels.ErrUnreachable for a channel
+// the bot cannot post to). The ref names the message.
+func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	switch {
-	case len(data) == 0:
+	case len(f.Data) == 0:
 		return ref, errors.New("discord: send file: empty file")
-	case len(data) > MaxFileBytes:
+	case len(f.Data) > MaxFileBytes:
 		return ref, errors.New("discord: send file: over Discord's 10 MiB")
-	case strings.TrimSpace(name) == "":
+	case strings.TrimSpace(f.Name) == "":
 		return ref, errors.New("discord: send file: no file name")
 	}
 	chID, err := c.threads.channelFor(ctx, to.Conv)
 	if err != nil {
 		return ref, err
 	}
-	var msg *discordgo.Message
+	body := createBody{Content: fileCaption(f.Caption), AllowedMentions: allowedMentions{Parse: []string{}},
+		Nonce: nonceFor(f.Key, 0), EnforceNonce: true}
+	file := &discordgo.File{Name: f.Name, ContentType: contentType(f.Name), Reader: bytes.NewReader(f.Data)}
+	ct, post, err := discordgo.MultipartBodyWithJSON(body, []*discordgo.File{file})
+	if err != nil {
+		return ref, fmt.Errorf("discord: send file: %w", err)
+	}
+	ep := discordgo.EndpointChannelMessages(chID)
+	var raw []byte
 	err = c.call(ctx, "send file", func(opts ...discordgo.RequestOption) error {
-		// A fresh reader each attempt: a rate-limited post is sent again whole.
-		send := &discordgo.MessageSend{
-			Content:         fileCaption(caption),
-			Files:           []*discordgo.File{{Name: name, ContentType: contentType(name), Reader: bytes.NewReader(data)}},
-			AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}},
-		}
 		var err error
-		msg, err = c.s.ChannelMessageSendComplex(chID, send, opts...)
+		raw, err = c.s.RequestRaw("POST", ep, ct, post, ep, 0, opts...)
 		return err
 	})
 	if err != nil {
 		return ref, err
 	}
-	if msg == nil || msg.ID == "" {
+	var s sent
+	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
 		return ref, errors.New("discord: send file: unreadable answer")
 	}
-	ref.IDs = []string{msg.ID}
+	ref.IDs = []string{s.ID}
 	return ref, nil
 }
 

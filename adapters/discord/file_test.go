@@ -28,7 +28,7 @@ func TestSendFileAttachesToAMessageInTheThread(t *testing.T) {
 	k := conv.Key{Platform: "discord", Workspace: guild, Chat: ch, Thread: mid}
 	data := bytes.Repeat([]byte("## the rest\n\nmore of the answer\n"), 2000) // 64 KB
 	caption := "@everyone *look* " + strings.Repeat("c", 2500)
-	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, "answer.md", data, caption)
+	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, channels.File{Name: "answer.md", Data: data, Caption: caption})
 	if err != nil {
 		t.Fatalf("SendFile: %v", err)
 	}
@@ -52,6 +52,40 @@ func TestSendFileAttachesToAMessageInTheThread(t *testing.T) {
 	}
 	if n := len(h.fk.PostedByBot(ch)); n != 0 {
 		t.Errorf("%d bot messages in the channel itself, want the file in the thread", n)
+	}
+}
+
+// TestSendFileWithAKeyPostsOnce proves a file sent again with the same key — a later attempt of
+// its run after a crash left the first post unrecorded — carries the same enforced nonce, so
+// Discord returns the message it already made: one file shown, the same ref. Without a key each
+// post is new.
+func TestSendFileWithAKeyPostsOnce(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	f := channels.File{Name: "answer.md", Data: []byte("the rest of the answer\n"), Caption: "The rest.", Key: "01RUN:file"}
+	first, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, f)
+	if err != nil {
+		t.Fatalf("SendFile: %v", err)
+	}
+	again, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, f)
+	if err != nil {
+		t.Fatalf("SendFile again: %v", err)
+	}
+	if again.ID() != first.ID() {
+		t.Errorf("the resend made message %s, want the first one back (%s)", again.ID(), first.ID())
+	}
+	posted := h.fk.PostedByBot(k.Chat)
+	if len(posted) != 1 || posted[0].Nonce == "" {
+		t.Fatalf("posted %+v, want one message with a nonce", posted)
+	}
+	f.Key = ""
+	for range 2 {
+		if _, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(h.fk.PostedByBot(k.Chat)); n != 3 {
+		t.Errorf("%d messages after two posts without a key, want 3", n)
 	}
 }
 
@@ -128,7 +162,7 @@ func TestDiscordSendFileErrors(t *testing.T) {
 			if tc.inject != nil {
 				tc.inject(h.fk)
 			}
-			_, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, "answer.md", tc.data, "The rest.")
+			_, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, channels.File{Name: "answer.md", Data: tc.data, Caption: "The rest."})
 			if err == nil {
 				t.Fatal("SendFile succeeded")
 			}
@@ -145,7 +179,7 @@ func TestDiscordSendFileErrors(t *testing.T) {
 		h := newHarness(t, nil, nil)
 		k := dmConv(h)
 		h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 2, 20*time.Millisecond)
-		if _, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, "answer.md", data, "The rest."); err != nil {
+		if _, err := h.ch.SendFile(context.Background(), channels.Target{Conv: k}, channels.File{Name: "answer.md", Data: data, Caption: "The rest."}); err != nil {
 			t.Fatalf("SendFile: %v", err)
 		}
 		files := h.fk.FilesPosted(k.Chat)

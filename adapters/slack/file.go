@@ -49,7 +49,8 @@ func (c *Channel) Pages(m channels.Message) (int, error) {
 // answers one user privately (a slash command's reply) is refused, since a shared file would
 // show the answer to everyone. The ref names the file (its id): the message sharing it is
 // posted by Slack as the upload completes, and is not edited.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, name string, data []byte, caption string) (channels.MessageRef, error) {
+func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
+	name, data, caption := f.Name, f.Data, f.Caption
 	ref := channels.MessageRef{Conv: to.Conv}
 	switch {
 	case to.Conv.Chat == "":

@@ -23,7 +23,7 @@ func TestSendFileUploadsAndSharesInTheThread(t *testing.T) {
 	root := h.fake.NewTS()
 	data := bytes.Repeat([]byte("## the rest\n\nmore of the answer\n"), 2000) // 64 KB
 	caption := "<!channel> & " + strings.Repeat("c", 4000)
-	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: threadConv(root)}, "answer.md", data, caption)
+	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: threadConv(root)}, channels.File{Name: "answer.md", Data: data, Caption: caption})
 	if err != nil {
 		t.Fatalf("SendFile: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestSendFileUploadsAndSharesInTheThread(t *testing.T) {
 
 	// A DM's top level: no thread.
 	dm := conv.Key{Platform: "slack", Workspace: slackfake.TeamID, Chat: "D1"}
-	if _, err := h.ch.SendFile(context.Background(), channels.Target{Conv: dm}, "answer.md", data, "The rest."); err != nil {
+	if _, err := h.ch.SendFile(context.Background(), channels.Target{Conv: dm}, channels.File{Name: "answer.md", Data: data, Caption: "The rest."}); err != nil {
 		t.Fatal(err)
 	}
 	if u := h.fake.Uploads()[1]; u.Channel != "D1" || u.ThreadTS != "" || u.InitialComment != "The rest." {
@@ -148,7 +148,7 @@ func TestSendFileErrors(t *testing.T) {
 			if tc.inject != nil {
 				tc.inject(h.fake)
 			}
-			_, err := h.ch.SendFile(context.Background(), tc.to, "answer.md", data, "The rest.")
+			_, err := h.ch.SendFile(context.Background(), tc.to, channels.File{Name: "answer.md", Data: data, Caption: "The rest."})
 			if err == nil {
 				t.Fatal("SendFile succeeded")
 			}
@@ -165,7 +165,7 @@ func TestSendFileErrors(t *testing.T) {
 	t.Run("short rate limit on the bytes", func(t *testing.T) {
 		h := start(t, nil)
 		h.fake.RateLimit(slackfake.UploadMethod, 1, 0)
-		if _, err := h.ch.SendFile(context.Background(), target, "answer.md", data, "The rest."); err != nil {
+		if _, err := h.ch.SendFile(context.Background(), target, channels.File{Name: "answer.md", Data: data, Caption: "The rest."}); err != nil {
 			t.Fatalf("SendFile: %v", err)
 		}
 		if ups := h.fake.Uploads(); len(ups) != 1 || !bytes.Equal(ups[0].Data, data) {
@@ -177,7 +177,7 @@ func TestSendFileErrors(t *testing.T) {
 	})
 	t.Run("empty file", func(t *testing.T) {
 		h := start(t, nil)
-		if _, err := h.ch.SendFile(context.Background(), target, "answer.md", nil, ""); err == nil {
+		if _, err := h.ch.SendFile(context.Background(), target, channels.File{Name: "answer.md", Data: nil, Caption: ""}); err == nil {
 			t.Fatal("an empty file was sent")
 		}
 		if n := h.fake.Count(methodUploadURL); n != 0 {

@@ -30,7 +30,8 @@ func (c *Channel) Pages(m channels.Message) (int, error) {
 // SendFile posts data as a document named name (sendDocument, a multipart upload) to the
 // conversation's chat and forum topic, with caption as its plain-text caption (cut to 1,024
 // characters), paced like messages. The ref names the one message sent.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, name string, data []byte, caption string) (channels.MessageRef, error) {
+func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
+	name, data, caption := f.Name, f.Data, f.Caption
 	ref := channels.MessageRef{Conv: to.Conv}
 	chat, err := chatID(to.Conv)
 	if err != nil {

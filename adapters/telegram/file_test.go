@@ -21,7 +21,7 @@ func TestSendFileUploadsADocument(t *testing.T) {
 	data := bytes.Repeat([]byte("## the rest\n\nmore of the answer\n"), 2000) // 64 KB
 	topic := conv.Key{Platform: "telegram", Chat: "-1001", Thread: "7"}
 	caption := strings.Repeat("c", 2000)
-	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: topic}, "answer.md", data, caption)
+	ref, err := h.ch.SendFile(context.Background(), channels.Target{Conv: topic}, channels.File{Name: "answer.md", Data: data, Caption: caption})
 	if err != nil {
 		t.Fatalf("SendFile: %v", err)
 	}
@@ -44,7 +44,7 @@ func TestSendFileUploadsADocument(t *testing.T) {
 	}
 
 	h.fake.FailChat(42, "sendDocument", 1, telegramfake.Fault{Status: 400, Description: "Bad Request: file must be non-empty"})
-	_, err = h.ch.SendFile(context.Background(), channels.Target{Conv: privateConv(42)}, "answer.md", data, "")
+	_, err = h.ch.SendFile(context.Background(), channels.Target{Conv: privateConv(42)}, channels.File{Name: "answer.md", Data: data, Caption: ""})
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Method != "sendDocument" {
 		t.Fatalf("err = %v, want the Bot API's refusal", err)

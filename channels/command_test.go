@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -134,25 +133,12 @@ func TestEveryCommand(t *testing.T) {
 // last hour, answered and failed, next to the totals.
 func TestStatsShowsRecentThroughput(t *testing.T) {
 	h := newHarness(t)
-	p, err := h.queue.NewPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		if r.Envelope.Text == "fail" {
 			return "", runs.Permanent(errors.New("refused"))
 		}
 		return runs.OutcomeAnswered, nil
 	}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("pool shutdown: %v", err)
-		}
-	})
 	for i, text := range []string{"one", "two", "fail"} {
 		h.send(Inbound{Conv: dm(fmt.Sprint("tput", i)), Identity: user("u1"), Text: text, Direct: true})
 	}

@@ -27,7 +27,7 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 	var broken atomic.Bool
 	broken.Store(true)
 	var asker atomic.Value
-	p, err := h.queue.NewPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		if broken.Load() {
 			return "", errors.New("the model is down")
 		}
@@ -37,19 +37,6 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 		}
 		return runs.OutcomeAnswered, nil
 	}), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("pool shutdown: %v", err)
-		}
-	})
 
 	chat := dm("deadletter")
 	h.send(Inbound{Conv: chat, Identity: user("u1"), Text: "the question", Direct: true})

@@ -160,10 +160,16 @@ func newHarness(t *testing.T, tweak ...func(*RouterOptions, *runs.Options)) *har
 func (h *harness) startPool() {
 	h.t.Helper()
 	h.runs = make(chan *runs.Envelope, 64)
-	p, err := h.queue.NewPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		h.runs <- r.Envelope
 		return runs.OutcomeAnswered, nil
 	}), nil)
+}
+
+// runPool runs the queue with handler, its events going to sink (nil: none), until the test ends.
+func (h *harness) runPool(handler runs.Handler, sink runs.Sink) {
+	h.t.Helper()
+	p, err := h.queue.NewPool(handler, sink)
 	if err != nil {
 		h.t.Fatal(err)
 	}

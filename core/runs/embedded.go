@@ -43,6 +43,29 @@ type RedisOptions struct {
 	Logger *slog.Logger
 }
 
+// embeddedTick is how often the embedded store's expiry times run down: a key given a TTL is
+// gone within this much of it.
+const embeddedTick = time.Second
+
+// runTTLClock runs the embedded store's TTLs down by the time that passed, every tick until
+// stop closes. miniredis only expires keys when told how much time passed; without this the
+// dedupe marks, delivery records and thread TTLs of a long-running `bot run` without Redis would
+// stay forever and its memory only grow.
+func runTTLClock(mr *miniredis.Miniredis, tick time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			mr.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
 // ErrRedisUnreachable is what OpenRedis returns when the server did not answer within
 // RedisOptions.ConnectTimeout.
 var ErrRedisUnreachable = errors.New("redis does not answer")
@@ -63,7 +86,9 @@ func OpenRedis(ctx context.Context, o RedisOptions) (client redis.UniversalClien
 		}
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		log.Info("embedded store (miniredis): state lives in this process only", "addr", mr.Addr())
-		return c, func() error { err := c.Close(); mr.Close(); return err }, true, nil
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() { defer close(stopped); runTTLClock(mr, embeddedTick, stop) }()
+		return c, func() error { close(stop); <-stopped; err := c.Close(); mr.Close(); return err }, true, nil
 	}
 	switch o.Mode {
 	case "", RedisSingle:

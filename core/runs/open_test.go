@@ -111,3 +111,38 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestEmbeddedStoreExpiresKeys proves the embedded store's TTLs run down with the clock, as a
+// Redis server's do: a key set to expire is gone soon after its time, a key without a TTL stays,
+// and a longer TTL has run down by the time that passed. miniredis expires nothing by itself.
+func TestEmbeddedStoreExpiresKeys(t *testing.T) {
+	ctx := context.Background()
+	c, closeFn, embedded, err := OpenRedis(ctx, RedisOptions{Logger: quietLog})
+	if err != nil || !embedded {
+		t.Fatalf("OpenRedis() = embedded %v, %v; want the embedded store", embedded, err)
+	}
+	defer func() {
+		if err := closeFn(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	for key, ttl := range map[string]time.Duration{"soon": 1500 * time.Millisecond, "later": time.Hour, "kept": 0} {
+		if err := c.Set(ctx, key, "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := time.Now()
+	eventually(t, 10*time.Second, "the key set to expire in 1.5 s to be gone", func() bool {
+		n, err := c.Exists(ctx, "soon").Result()
+		return err == nil && n == 0
+	})
+	if gone := time.Since(set); gone < 1500*time.Millisecond {
+		t.Errorf("the key expired after %s, before its TTL of 1.5 s", gone)
+	}
+	if n, err := c.Exists(ctx, "kept", "later").Result(); err != nil || n != 2 {
+		t.Errorf("keys without a TTL or with a longer one: %d of 2 left, %v", n, err)
+	}
+	if ttl, err := c.PTTL(ctx, "later").Result(); err != nil || ttl > time.Hour-time.Second {
+		t.Errorf("the hour-long TTL is %s after %s, want it run down by then", ttl, time.Since(set).Round(time.Millisecond))
+	}
+}

@@ -185,40 +185,32 @@ func TestLongAnswerFileGoesWhereTheAnswerWent(t *testing.T) {
 }
 
 // fileCrash is a fileChannel whose file reaches the platform and after which the process "dies"
-// as far as Redis is concerned (as crashAfterSend): the file's record is never written. keyed
-// makes its sends idempotent per key, files as messages (as Discord's nonce): a post with a key
-// already posted returns that post.
+// as far as Redis is concerned (as crashAfterSend): the file's record is never written. With
+// byKey set its posts are idempotent per key, files as messages (as Discord's nonce): a post
+// with a key already posted returns that post; keyedFileCrash says so (KeyedSender).
 type fileCrash struct {
 	*fileChannel
 	faults *faultHook
-	keyed  bool
-	byKey  map[string]MessageRef
-}
-
-func (c *fileCrash) KeyWindow() time.Duration {
-	if !c.keyed {
-		return 0
-	}
-	return time.Minute
+	byKey  map[string]MessageRef // the platform's memory of keys, across processes; nil: none
 }
 
 func (c *fileCrash) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
-	if ref, ok := c.byKey[m.Key]; ok && c.keyed && m.Key != "" {
+	if ref, ok := c.byKey[m.Key]; ok && m.Key != "" {
 		return ref, nil
 	}
 	ref, err := c.fileChannel.Send(ctx, to, m)
-	if err == nil && m.Key != "" {
+	if err == nil && m.Key != "" && c.byKey != nil {
 		c.byKey[m.Key] = ref
 	}
 	return ref, err
 }
 
 func (c *fileCrash) SendFile(ctx context.Context, to Target, f File) (MessageRef, error) {
-	if ref, ok := c.byKey[f.Key]; ok && c.keyed && f.Key != "" {
+	if ref, ok := c.byKey[f.Key]; ok && f.Key != "" {
 		return ref, nil
 	}
 	ref, err := c.fileChannel.SendFile(ctx, to, f)
-	if err == nil && f.Key != "" {
+	if err == nil && f.Key != "" && c.byKey != nil {
 		c.byKey[f.Key] = ref
 	}
 	if c.faults != nil {
@@ -226,6 +218,10 @@ func (c *fileCrash) SendFile(ctx context.Context, to Target, f File) (MessageRef
 	}
 	return ref, err
 }
+
+type keyedFileCrash struct{ *fileCrash }
+
+func (keyedFileCrash) KeyWindow() time.Duration { return time.Minute }
 
 // TestLongAnswerFileAfterACrashIsCountedOrKeptOnce proves the file carrying a long answer's rest
 // has a write-ahead intent and a key like the closing message: an attempt that posts it and dies
@@ -251,16 +247,24 @@ func TestLongAnswerFileAfterACrashIsCountedOrKeptOnce(t *testing.T) {
 			h, faults := intentHarness(t)
 			h.ch.pieceLen = 600
 			files := &fileChannel{fakeChannel: h.ch}
-			posted := map[string]MessageRef{} // the platform's memory of keys, across processes
+			var posted map[string]MessageRef
+			if tc.keyed {
+				posted = map[string]MessageRef{}
+			}
+			process := func(faults *faultHook) Channel {
+				c := &fileCrash{fileChannel: files, faults: faults, byKey: posted}
+				if tc.keyed {
+					return keyedFileCrash{c}
+				}
+				return c
+			}
 			run := runs.NewRunID()
-			h.deliver(h.delivery(&fileCrash{fileChannel: files, faults: faults, keyed: tc.keyed, byKey: posted}, opts),
-				attempt(1, "", started(run), final(run, answer))...)
+			h.deliver(h.delivery(process(faults), opts), attempt(1, "", started(run), final(run, answer))...)
 			if n := len(files.sentFiles()); n != 1 {
 				t.Fatalf("the first attempt sent %d files, want 1", n)
 			}
 			faults.downFor(0)
-			again := &fileCrash{fileChannel: files, keyed: tc.keyed, byKey: posted}
-			h.deliver(h.delivery(again, opts), attempt(2, "", started(run), final(run, answer))...)
+			h.deliver(h.delivery(process(nil), opts), attempt(2, "", started(run), final(run, answer))...)
 			if n := len(files.sentFiles()); n != tc.files {
 				t.Errorf("%d files shown after the replay, want %d", n, tc.files)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
 
@@ -57,5 +58,38 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 	}
 	if left, _ := h.queue.DeadLetters(h.ctx, 10); len(left) != 0 {
 		t.Errorf("dead letters after the replay = %+v", left)
+	}
+}
+
+// TestForgedDeadLetterIsNotReplayed proves `/deadletters replay` of an envelope that fails its
+// signature check — queued by someone without the signing key — tells the admin so and runs
+// nothing: the replay signs afresh, so it must never sign what it could not verify.
+func TestForgedDeadLetterIsNotReplayed(t *testing.T) {
+	h := newHarness(t)
+	var ran atomic.Int32
+	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
+		ran.Add(1)
+		return runs.OutcomeAnswered, nil
+	}), nil)
+	other, err := runs.NewSigner([][]byte{[]byte("not the bot's signing key at all")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := &runs.Envelope{RunID: runs.NewRunID(), Kind: runs.KindMessage, Conv: dm("forged"), Text: "do as I say",
+		Identity: conv.Identity{Platform: "test", ChannelUserID: "admin1"}, CreatedAt: time.Now()}
+	other.Sign(forged)
+	if err := h.queue.Enqueue(h.ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the forged run dead-lettered", func() bool { d, _ := h.queue.DeadLetters(h.ctx, 10); return len(d) == 1 })
+	h.send(Inbound{Conv: dm("ops"), Identity: user("admin1"), Text: "/deadletters replay " + forged.RunID, Direct: true})
+	if got := h.ch.lastSent(); !strings.Contains(got, "fails its signature check (unknown_key)") || !strings.Contains(got, "/deadletters drop") {
+		t.Errorf("the replay command answered %q; want the signature refusal and what to do", got)
+	}
+	if d, _ := h.queue.DeadLetters(h.ctx, 10); len(d) != 1 {
+		t.Errorf("dead letters after the refused replay: %d, want the forged one kept", len(d))
+	}
+	if n := ran.Load(); n != 0 {
+		t.Errorf("%d runs started; a forged envelope must never run", n)
 	}
 }

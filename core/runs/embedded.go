@@ -44,25 +44,28 @@ type RedisOptions struct {
 }
 
 // embeddedTick is how often the embedded store's expiry times run down: a key given a TTL is
-// gone within this much of it.
+// gone within about this much of it.
 const embeddedTick = time.Second
 
 // runTTLClock runs the embedded store's TTLs down by the time that passed, every tick until
 // stop closes. miniredis only expires keys when told how much time passed; without this the
 // dedupe marks, delivery records and thread TTLs of a long-running `bot run` without Redis would
-// stay forever and its memory only grow.
+// stay forever and its memory only grow. Telling it walks every key under the server's lock, so
+// a store grown large is told less often: the walk takes at most about 1 % of the time.
 func runTTLClock(mr *miniredis.Miniredis, tick time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(tick)
+	t := time.NewTimer(tick)
 	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			mr.FastForward(now.Sub(last))
-			last = now
+		case <-t.C:
 		}
+		now := time.Now()
+		mr.FastForward(now.Sub(last))
+		last = now
+		t.Reset(max(tick, 100*time.Since(now)))
 	}
 }
 

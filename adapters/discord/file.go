@@ -3,7 +3,6 @@ package discord
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,21 +57,11 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if err != nil {
 		return ref, fmt.Errorf("discord: send file: %w", err)
 	}
-	ep := discordgo.EndpointChannelMessages(chID)
-	var raw []byte
-	err = c.call(ctx, "send file", func(opts ...discordgo.RequestOption) error {
-		var err error
-		raw, err = c.s.RequestRaw("POST", ep, ct, post, ep, 0, opts...)
-		return err
-	})
+	id, err := c.create(ctx, "send file", chID, ct, post)
 	if err != nil {
 		return ref, err
 	}
-	var s sent
-	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
-		return ref, errors.New("discord: send file: unreadable answer")
-	}
-	ref.IDs = []string{s.ID}
+	ref.IDs = []string{id}
 	return ref, nil
 }
 

@@ -246,11 +246,22 @@ type sent struct {
 }
 
 func (c *Channel) post(ctx context.Context, chID string, body createBody) (string, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", fmt.Errorf("discord: send message: %w", err)
+	}
+	return c.create(ctx, "send message", chID, "application/json", b)
+}
+
+// create posts a new message to channel chID — body is its JSON, or a multipart form with the
+// JSON as payload_json and files — and returns the message's id; what names the call in errors
+// and metrics.
+func (c *Channel) create(ctx context.Context, what, chID, contentType string, body []byte) (string, error) {
 	ep := discordgo.EndpointChannelMessages(chID)
 	var raw []byte
-	err := c.call(ctx, "send message", func(opts ...discordgo.RequestOption) error {
+	err := c.call(ctx, what, func(opts ...discordgo.RequestOption) error {
 		var err error
-		raw, err = c.s.RequestWithBucketID("POST", ep, body, ep, opts...)
+		raw, err = c.s.RequestRaw("POST", ep, contentType, body, ep, 0, opts...)
 		return err
 	})
 	if err != nil {
@@ -258,7 +269,7 @@ func (c *Channel) post(ctx context.Context, chID string, body createBody) (strin
 	}
 	var s sent
 	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
-		return "", errors.New("discord: send message: unreadable answer")
+		return "", fmt.Errorf("discord: %s: unreadable answer", what)
 	}
 	return s.ID, nil
 }

@@ -286,6 +286,7 @@ func (r *Router) deadLetters(ctx context.Context, args []string) (string, error)
 			err = r.opt.Queue.Drop(ctx, args[1])
 		}
 		var busy *runs.BusyError
+		verify := runs.VerifyReason(err)
 		switch {
 		case errors.Is(err, runs.ErrNotFound):
 			return fmt.Sprintf("No dead letter has run id `%s`.", args[1]), nil
@@ -293,10 +294,10 @@ func (r *Router) deadLetters(ctx context.Context, args []string) (string, error)
 			return "Intake is paused; /resume first.", nil
 		case errors.As(err, &busy):
 			return "The queue is full; try again later.", nil
-		case runs.VerifyReason(err) != "" && runs.VerifyReason(err) != "malformed":
-			return fmt.Sprintf("Dead letter `%s` fails its signature check (%s), so it is not run again; /deadletters drop it.", args[1], runs.VerifyReason(err)), nil
-		case errors.Is(err, runs.ErrMalformed):
+		case verify == "malformed":
 			return fmt.Sprintf("Dead letter `%s` cannot be decoded; /deadletters drop it.", args[1]), nil
+		case verify != "":
+			return fmt.Sprintf("Dead letter `%s` fails its signature check (%s), so it is not run again; /deadletters drop it.", args[1], verify), nil
 		case err != nil && replayed != "":
 			return fmt.Sprintf("Replayed `%s` as run `%s`, but it is still listed: /deadletters drop it.", args[1], replayed), nil
 		case err != nil:

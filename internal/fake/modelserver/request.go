@@ -135,8 +135,26 @@ func contentText(raw json.RawMessage) (string, error) {
 var errBadRequest = errors.New("invalid request")
 
 // decodeRequest parses a chat-completions body the way the real API validates it: a JSON
-// object with a model and at least one message, each with a known role.
+// object with a model and at least one message, each with a known role. The common shape is
+// read by decodeFast; whatever it gives up on, by encoding/json.
 func decodeRequest(body []byte) (Request, error) {
+	req, ok := decodeFast(body)
+	if !ok {
+		return decodeSlow(body)
+	}
+	if err := checkHead(req.Model, len(req.Messages)); err != nil {
+		return Request{}, err
+	}
+	for i := range req.Messages {
+		if err := checkRole(i, req.Messages[i].Role); err != nil {
+			return Request{}, err
+		}
+	}
+	return req, nil
+}
+
+// decodeSlow is decodeRequest with encoding/json.
+func decodeSlow(body []byte) (Request, error) {
 	// The messages are read as wireMessage, shadowing Request's, so the body is decoded in one
 	// pass instead of once more per message by Message.UnmarshalJSON.
 	var w struct {
@@ -146,20 +164,15 @@ func decodeRequest(body []byte) (Request, error) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return Request{}, fmt.Errorf("%w: body is not a JSON request: %v", errBadRequest, err)
 	}
-	if w.Model == "" {
-		return Request{}, fmt.Errorf("%w: you must provide a model parameter", errBadRequest)
-	}
-	if len(w.Messages) == 0 {
-		return Request{}, fmt.Errorf("%w: messages must not be empty", errBadRequest)
+	if err := checkHead(w.Model, len(w.Messages)); err != nil {
+		return Request{}, err
 	}
 	req := w.Request
 	req.Messages = make([]Message, len(w.Messages))
 	for i := range w.Messages {
 		m := &w.Messages[i]
-		switch m.Role {
-		case "system", "user", "assistant", "tool", "developer":
-		default:
-			return Request{}, fmt.Errorf("%w: messages[%d]: unknown role %q", errBadRequest, i, m.Role)
+		if err := checkRole(i, m.Role); err != nil {
+			return Request{}, err
 		}
 		msg, err := m.message()
 		if err != nil {
@@ -168,6 +181,26 @@ func decodeRequest(body []byte) (Request, error) {
 		req.Messages[i] = msg
 	}
 	return req, nil
+}
+
+// checkHead refuses a request without a model or without messages, as the real API does.
+func checkHead(model string, messages int) error {
+	if model == "" {
+		return fmt.Errorf("%w: you must provide a model parameter", errBadRequest)
+	}
+	if messages == 0 {
+		return fmt.Errorf("%w: messages must not be empty", errBadRequest)
+	}
+	return nil
+}
+
+// checkRole refuses message i when its role is not one the real API knows.
+func checkRole(i int, role string) error {
+	switch role {
+	case "system", "user", "assistant", "tool", "developer":
+		return nil
+	}
+	return fmt.Errorf("%w: messages[%d]: unknown role %q", errBadRequest, i, role)
 }
 
 // clone returns a deep copy.

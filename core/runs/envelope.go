@@ -55,9 +55,10 @@ type Signature struct {
 // NewRunID returns a fresh ULID string; ids made by one process are strictly increasing.
 func NewRunID() string { return ulid.Make().String() }
 
-// Encode returns the envelope's wire form (JSON), the bytes the queue stores.
+// Encode returns the envelope's wire form (JSON), the bytes the queue stores: what json.Marshal
+// writes for it.
 func (e *Envelope) Encode() ([]byte, error) {
-	b, err := json.Marshal(e)
+	b, err := appendEnvelope(make([]byte, 0, 512+len(e.Text)), e)
 	if err != nil {
 		return nil, fmt.Errorf("runs: encode envelope %s: %w", e.RunID, err)
 	}
@@ -71,9 +72,16 @@ func DecodeEnvelope(b []byte) (*Envelope, error) {
 	if len(b) > MaxEnvelopeBytes {
 		return nil, fmt.Errorf("%w: %d bytes is over the %d byte limit", ErrMalformed, len(b), MaxEnvelopeBytes)
 	}
+	var e Envelope
+	if decodeEnvelopeFast(b, &e) {
+		if err := e.Validate(); err != nil {
+			return nil, err
+		}
+		return &e, nil
+	}
+	e = Envelope{}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var e Envelope
 	if err := dec.Decode(&e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
@@ -124,7 +132,8 @@ func (e *Envelope) Validate() error {
 // Canonical is the exact byte string the signature covers: a version tag and every field except
 // Attempt and Sig, each length-prefixed, so no two different envelopes share a canonical form.
 func (e *Envelope) Canonical() []byte {
-	var w canonWriter
+	// Sized once: 8 bytes of length before each string, and the few longer fields.
+	w := canonWriter{buf: make([]byte, 0, 256+len(e.Text)+len(e.Identity.DisplayName)+64*(len(e.Attachments)+len(e.Args)))}
 	w.str("switchboard.envelope.v1")
 	w.str(e.RunID)
 	w.str(string(e.Kind))

@@ -1,0 +1,210 @@
+package jsonwire
+
+import (
+	"bytes"
+	"strings"
+)
+
+// MaxDepth is how deep arrays and objects may nest in a document, as encoding/json allows.
+const MaxDepth = 10000
+
+// Reader is a cursor for a decoder that reads the shapes it expects and gives up on anything
+// else, leaving that document to encoding/json: each read that finds something it does not
+// take exactly as encoding/json would sets OK false, and later reads do nothing useful. What
+// it gives up on, besides malformed JSON: a key that equals a known one only when case is
+// ignored (encoding/json would take it), a known key given twice, and a null for a known key.
+type Reader struct {
+	b     []byte
+	i     int
+	ok    bool
+	depth int // the objects and arrays the cursor is in
+}
+
+// NewReader returns a Reader at the start of b.
+func NewReader(b []byte) *Reader { return &Reader{b: b, ok: true} }
+
+// OK reports whether every read so far found what it expected.
+func (r *Reader) OK() bool { return r.ok }
+
+// Fail gives up: OK is false from now on.
+func (r *Reader) Fail() { r.ok = false }
+
+// End reports whether only whitespace is left and every read went well.
+func (r *Reader) End() bool {
+	r.ws()
+	return r.ok && r.i == len(r.b)
+}
+
+func (r *Reader) ws() { r.i = SkipWhitespace(r.b, r.i) }
+
+// byte reads c after optional whitespace.
+func (r *Reader) byte(c byte) bool {
+	r.ws()
+	if r.i < len(r.b) && r.b[r.i] == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
+// Peek returns the next byte after whitespace, 0 at the end.
+func (r *Reader) Peek() byte {
+	r.ws()
+	if r.i < len(r.b) {
+		return r.b[r.i]
+	}
+	return 0
+}
+
+// Str reads a string as json.Unmarshal decodes it.
+func (r *Reader) Str() string {
+	r.ws()
+	s, end, ok := Unquote(r.b, r.i)
+	if !ok {
+		r.ok = false
+		return ""
+	}
+	r.i = end
+	return s
+}
+
+// Int reads a number json.Unmarshal decodes into an int.
+func (r *Reader) Int() int {
+	r.ws()
+	v, end, ok := ReadInt(r.b, r.i)
+	if !ok {
+		r.ok = false
+		return 0
+	}
+	r.i = end
+	return v
+}
+
+// Bool reads true or false.
+func (r *Reader) Bool() bool {
+	r.ws()
+	switch {
+	case bytes.HasPrefix(r.b[r.i:], []byte("true")):
+		r.i += 4
+		return true
+	case bytes.HasPrefix(r.b[r.i:], []byte("false")):
+		r.i += 5
+		return false
+	}
+	r.ok = false
+	return false
+}
+
+// Raw reads any value and returns its bytes as they stand (in the input: copy them to keep
+// them, as json.RawMessage does).
+func (r *Reader) Raw() []byte {
+	r.ws()
+	end, ok := SkipValue(r.b, r.i, MaxDepth-r.depth)
+	if !ok {
+		r.ok = false
+		return nil
+	}
+	v := r.b[r.i:end]
+	r.i = end
+	return v
+}
+
+// Skip reads any value and drops it.
+func (r *Reader) Skip() { r.Raw() }
+
+// Object reads an object. keys are the keys the caller knows: field is called with a known
+// key's index and reads its value; unknown keys are skipped, or, with strict, give up (as
+// encoding/json's DisallowUnknownFields refuses them). A key that equals a known one only when
+// case is ignored gives up, as does a known key twice or a known key's null. At most 64 keys.
+func (r *Reader) Object(keys []string, strict bool, field func(k int)) {
+	if !r.byte('{') {
+		r.ok = false
+		return
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	var seen uint64
+	if r.byte('}') {
+		return
+	}
+	for r.ok {
+		k := r.key(keys)
+		if !r.ok || !r.byte(':') {
+			r.ok = false
+			return
+		}
+		switch {
+		case k == -2, k == -1 && strict, k >= 0 && seen&(1<<k) != 0, k >= 0 && r.Peek() == 'n':
+			r.ok = false
+			return
+		case k >= 0:
+			seen |= 1 << k
+			field(k)
+		default:
+			r.Skip()
+		}
+		if r.byte('}') {
+			return
+		}
+		if !r.byte(',') {
+			r.ok = false
+		}
+	}
+}
+
+// key reads an object's key and returns its index in keys (see knownKey). A key without escapes
+// is compared where it stands, without a copy.
+func (r *Reader) key(keys []string) int {
+	r.ws()
+	if r.i < len(r.b) && r.b[r.i] == '"' {
+		if j := SkipPlain(r.b, r.i+1); j < len(r.b) && r.b[j] == '"' {
+			raw := r.b[r.i+1 : j]
+			r.i = j + 1
+			for i, k := range keys {
+				if string(raw) == k {
+					return i
+				}
+			}
+			return knownKey(keys, string(raw))
+		}
+	}
+	return knownKey(keys, r.Str())
+}
+
+// knownKey is key's index in keys, -1 for a key none of them is, -2 for one that equals a key
+// only when case is ignored.
+func knownKey(keys []string, key string) int {
+	for i, k := range keys {
+		if key == k {
+			return i
+		}
+	}
+	for _, k := range keys {
+		if strings.EqualFold(key, k) {
+			return -2
+		}
+	}
+	return -1
+}
+
+// Array reads an array, calling elem to read each element.
+func (r *Reader) Array(elem func()) {
+	if !r.byte('[') {
+		r.ok = false
+		return
+	}
+	r.depth++
+	defer func() { r.depth-- }()
+	if r.byte(']') {
+		return
+	}
+	for r.ok {
+		elem()
+		if r.byte(']') {
+			return
+		}
+		if !r.byte(',') {
+			r.ok = false
+		}
+	}
+}

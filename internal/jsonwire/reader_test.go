@@ -1,0 +1,127 @@
+package jsonwire
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// probe is what readProbe reads with a Reader, the way a decoder built on it would.
+type probe struct {
+	S    string          `json:"s"`
+	N    int             `json:"n"`
+	B    bool            `json:"b"`
+	List []string        `json:"list"`
+	Raw  json.RawMessage `json:"raw"`
+	Sub  *struct {
+		X string `json:"x"`
+	} `json:"sub"`
+}
+
+var (
+	probeKeys = []string{"s", "n", "b", "list", "raw", "sub"}
+	subKeys   = []string{"x"}
+)
+
+func readProbe(b []byte, strict bool) (p probe, ok bool) {
+	r := NewReader(b)
+	r.Object(probeKeys, strict, func(k int) {
+		switch k {
+		case 0:
+			p.S = r.Str()
+		case 1:
+			p.N = r.Int()
+		case 2:
+			p.B = r.Bool()
+		case 3:
+			p.List = []string{}
+			r.Array(func() { p.List = append(p.List, r.Str()) })
+		case 4:
+			p.Raw = append(json.RawMessage(nil), r.Raw()...)
+		case 5:
+			p.Sub = &struct {
+				X string `json:"x"`
+			}{}
+			r.Object(subKeys, strict, func(int) { p.Sub.X = r.Str() })
+		}
+	})
+	return p, r.End()
+}
+
+func TestReaderReadsWhatEncodingJSONReads(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		` { "s" : "a\"\u00e9" , "n" : -12 , "b" : true , "list" : [ "x" , "" ] , "raw" : {"a": [1, null]} , "sub" : { "x" : "y" } } `,
+		`{"unknown":[{"deep":true}],"s":"v","list":[]}`,
+		`{"\u0073":"escaped key"}`,
+	} {
+		got, ok := readProbe([]byte(body), false)
+		if !ok {
+			t.Errorf("the Reader gave up on %s", body)
+			continue
+		}
+		var want probe
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Reader %+v, encoding/json %+v", body, got, want)
+		}
+	}
+}
+
+func TestReaderGivesUp(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		strict     bool
+	}{
+		{"empty", ``, false},
+		{"not an object", `"s"`, false},
+		{"trailing data", `{} x`, false},
+		{"missing colon", `{"s" "a"}`, false},
+		{"missing comma", `{"s":"a" "n":1}`, false},
+		{"trailing comma", `{"s":"a",}`, false},
+		{"unclosed array", `{"list":["a"}`, false},
+		{"key in another case", `{"S":"a"}`, false},
+		{"key folding to a known one", "{\"\u017f\":\"long s\"}", false},
+		{"key twice", `{"n":1,"n":2}`, false},
+		{"null", `{"s":null}`, false},
+		{"wrong type", `{"n":"1"}`, false},
+		{"fraction for an int", `{"n":1.5}`, false},
+		{"unknown key, strict", `{"zzz":1}`, true},
+		{"unknown nested key, strict", `{"sub":{"y":"1"}}`, true},
+		{"bad unknown value", `{"zzz":[1 2]}`, false},
+		{"too deep", `{"raw":` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + `}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if p, ok := readProbe([]byte(tt.body), tt.strict); ok {
+				t.Fatalf("the Reader read %+v; it should give up", p)
+			}
+		})
+	}
+}
+
+// FuzzReader checks that whatever the Reader reads, encoding/json reads the same (and, when
+// strict, refuses nothing for an unknown field).
+func FuzzReader(f *testing.F) {
+	f.Add([]byte(`{"s":"a","n":1,"b":false,"list":["x"],"raw":[{}],"sub":{"x":"y"}}`), false)
+	f.Add([]byte(`{"K":"kelvin","s":"\ud800"}`), true)
+	f.Fuzz(func(t *testing.T, body []byte, strict bool) {
+		got, ok := readProbe(body, strict)
+		if !ok {
+			return
+		}
+		var want probe
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		if strict {
+			dec.DisallowUnknownFields()
+		}
+		if err := dec.Decode(&want); err != nil {
+			t.Fatalf("the Reader read %+v from what encoding/json refuses: %v", got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Reader %+v, encoding/json %+v", got, want)
+		}
+	})
+}

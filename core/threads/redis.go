@@ -407,34 +407,31 @@ func withPX(args []any, ttl time.Duration, flags ...any) []any {
 	return append(args, flags...)
 }
 
-// intake runs ops together (in a pipeline shared with concurrent callers). The claim is SET NX PX; the reads see the state as it was
+// intake runs ops together (in a pipeline shared with concurrent callers). The claim is SET NX PX
+// (with GET when pending); the reads see the state as it was
 // before the pipeline's writes only where they touch the same keys, which they never do. On an
 // error the reply still says whether the claim was taken, so the caller can give it back.
 func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
 	var (
 		rep         intakeReply
 		claim       *redis.BoolCmd
-		holder      *redis.StringCmd
+		holder      *redis.StringCmd // a pending claim's SET NX GET: nil when taken, else who holds it
 		seen        *redis.IntCmd
 		allow, deny *redis.BoolCmd
 		clar        *redis.MapStringStringCmd
 		marked      *redis.StringCmd
 	)
 	cmds := make([]redis.Cmder, 0, 7+len(ops.marks))
-	if ops.claimKey != "" {
-		value := claimDone
-		if ops.pending != "" {
-			value = ops.pending
-		}
-		claim = redis.NewBoolCmd(ctx, withPX([]any{"set", ops.claimKey, value}, ops.claimTTL, "nx")...)
+	switch {
+	case ops.claimKey != "" && ops.pending != "":
+		// One command takes the claim or says who holds it (SET NX GET, Redis 7.0): this token
+		// (a retry after a release that failed), another attempt still pending, or a completed
+		// one.
+		holder = redis.NewStringCmd(ctx, withPX([]any{"set", ops.claimKey, ops.pending}, ops.claimTTL, "nx", "get")...)
+		cmds = append(cmds, holder)
+	case ops.claimKey != "":
+		claim = redis.NewBoolCmd(ctx, withPX([]any{"set", ops.claimKey, claimDone}, ops.claimTTL, "nx")...)
 		cmds = append(cmds, claim)
-		if ops.pending != "" {
-			// Right after the SET on the same key: who holds the claim when this call did not
-			// take it — this token (a retry after a release that failed), another attempt still
-			// pending, or a completed one.
-			holder = redis.NewStringCmd(ctx, "get", ops.claimKey)
-			cmds = append(cmds, holder)
-		}
 	}
 	if ops.seenKey != "" {
 		seen = redis.NewIntCmd(ctx, "exists", ops.seenKey)
@@ -473,9 +470,9 @@ func (r rdb) intake(ctx context.Context, ops intakeOps) (intakeReply, error) {
 		rep.claimed = claim.Err() == nil && claim.Val()
 		keep(claim.Err())
 	}
-	if holder != nil && !rep.claimed {
+	if holder != nil {
 		v, err := holder.Result()
-		rep.claimed = err == nil && v == ops.pending
+		rep.claimed = errors.Is(err, redis.Nil) || err == nil && v == ops.pending
 		rep.claimPending = err == nil && !rep.claimed && strings.HasPrefix(v, claimPendingPrefix)
 		keep(err)
 	}

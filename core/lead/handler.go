@@ -169,7 +169,7 @@ type savedTurn struct {
 // again; a failed record of a run without a turn is logged and the event still goes out.
 func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome, turn *savedTurn) (runs.Outcome, error) {
 	id := run.Envelope.RunID
-	result, err := json.Marshal(ev)
+	result, err := runs.EncodeEvent(ev)
 	if err != nil {
 		// Recorded without it, a replay ends the run without re-emitting; the event still goes out now.
 		t.log.Warn("lead: encoding the run's closing event failed", "run", id, "err", err)

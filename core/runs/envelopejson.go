@@ -74,10 +74,7 @@ func appendEnvelope(b []byte, e *Envelope) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, '"')
-	if e.Attempt != 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, int64(e.Attempt), 10)
-	}
+	b = appendOmitZero(b, `,"attempt":`, e.Attempt)
 	if e.Sig != nil {
 		b = append(b, `,"sig":{"kid":`...)
 		b = jsonwire.AppendQuote(b, e.Sig.KeyID)

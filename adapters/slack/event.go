@@ -34,12 +34,15 @@ type callback struct {
 	IsEnterpriseInstall bool `json:"is_enterprise_install"`
 	// Authorizations name the installation the event is for: its bot user in that workspace,
 	// and whether it is an org-wide install.
-	Authorizations []struct {
-		UserID              string `json:"user_id"`
-		IsBot               bool   `json:"is_bot"`
-		EnterpriseID        string `json:"enterprise_id"`
-		IsEnterpriseInstall bool   `json:"is_enterprise_install"`
-	} `json:"authorizations"`
+	Authorizations []authorization `json:"authorizations"`
+}
+
+// authorization is one entry of a callback's authorizations.
+type authorization struct {
+	UserID              string `json:"user_id"`
+	IsBot               bool   `json:"is_bot"`
+	EnterpriseID        string `json:"enterprise_id"`
+	IsEnterpriseInstall bool   `json:"is_enterprise_install"`
 }
 
 // orgWide returns the enterprise whose org-wide install (Enterprise Grid) the event is for, or
@@ -103,8 +106,11 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 	if len(data) > maxPayloadBytes {
 		return cb, ev, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
 	}
-	if err := json.Unmarshal(data, &cb); err != nil {
-		return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
+	if !readCallback(data, &cb) {
+		cb = callback{}
+		if err := json.Unmarshal(data, &cb); err != nil {
+			return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
+		}
 	}
 	switch cb.Type {
 	case "url_verification":

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
 
 func TestDecodeFrameReadsWhatEncodingJSONReads(t *testing.T) {
@@ -55,4 +57,66 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("decodeFrame = %+v\nencoding/json = %+v", got, want)
 		}
 	})
+}
+
+func TestReadCallbackReadsWhatEncodingJSONReads(t *testing.T) {
+	for _, body := range []string{
+		`{"token":"x","team_id":"T1","api_app_id":"A1","event":{"type":"app_mention","user":"U1","text":"<@UBOT> hi","ts":"1.1","channel":"C1","event_ts":"1.1","blocks":[{"type":"rich_text","elements":[]}]},"type":"event_callback","event_id":"Ev1","event_time":1,"authorizations":[{"enterprise_id":null,"team_id":"T1","user_id":"UBOT","is_bot":true,"is_enterprise_install":false}],"is_ext_shared_channel":false}`,
+		`{"type":"event_callback","team_id":"T1","enterprise_id":"E1","event":{"type":"message","channel_type":"im","channel":"D1","user":"U1","user_team":"T1","team":"T1","text":"hi","ts":"1.1","thread_ts":"1.0","bot_id":"B1","subtype":"file_share","files":[{"id":"F1","name":"a.txt","mimetype":"text/plain","size":3,"url_private":"https://f"},{}]}}`,
+		`{"type":"event_callback","team_id":"T1","event":{"type":"assistant_thread_started","assistant_thread":{"user_id":"U1","channel_id":"D1","thread_ts":"1.1","context":{}}}}`,
+		`{"type":"event_callback","team_id":"T1","event":{"type":"tokens_revoked","tokens":{"oauth":["U2"],"bot":["U1"]}},"authorizations":[]}`,
+		`{"type":"url_verification","challenge":"c","token":"t"}`,
+		`{"type":"event_callback","is_enterprise_install":true,"event":{"type":"app_uninstalled","files":[],"tokens":{"bot":[]}}}`,
+	} {
+		var got callback
+		if !readCallback([]byte(body), &got) {
+			t.Errorf("readCallback gave up on %s", body)
+			continue
+		}
+		var want callback
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nreadCallback = %+v\nencoding/json = %+v", body, got, want)
+		}
+	}
+}
+
+// FuzzReadCallback checks readCallback against encoding/json: what it reads, encoding/json
+// reads the same.
+func FuzzReadCallback(f *testing.F) {
+	f.Add([]byte(`{"type":"event_callback","team_id":"T1","event_id":"Ev1","event":{"type":"app_mention","channel":"C1","user":"U1","text":"<@UBOT> hi","ts":"1.1","files":[{"size":1}],"assistant_thread":{"user_id":"U"},"tokens":{"bot":["B"]}},"authorizations":[{"is_bot":true}]}`))
+	f.Add([]byte(`{"type":"url_verification","challenge":"\u00e9"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got callback
+		if !readCallback(data, &got) {
+			return
+		}
+		var want callback
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("readCallback read %+v from what encoding/json refuses: %v", got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("readCallback = %+v\nencoding/json = %+v", got, want)
+		}
+	})
+}
+
+// TestReadCallbackReadsTheFakesCallbacks: the payloads of the fake Slack, which follow Slack's
+// documented examples (nulls included), take the one-pass path.
+func TestReadCallbackReadsTheFakesCallbacks(t *testing.T) {
+	fake := slackfake.New(t)
+	msg, _ := fake.MessageCallback(slackfake.Msg{Channel: "D1", ChannelType: "im", User: "U1", Text: "hi"})
+	pair, _ := fake.MentionPairCallbacks(slackfake.Msg{Channel: "C1", User: "U1", Text: slackfake.Mention() + " hi"})
+	for _, cb := range []map[string]any{msg, pair[0], pair[1]} {
+		body, err := json.Marshal(cb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got callback
+		if !readCallback(body, &got) {
+			t.Errorf("readCallback gave up on the fake's %s", body)
+		}
+	}
 }

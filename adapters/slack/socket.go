@@ -172,7 +172,8 @@ type frame struct {
 	Reason       string          `json:"reason"` // a disconnect's
 }
 
-var frameKeys = []string{"type", "envelope_id", "payload", "retry_attempt", "retry_reason", "reason"}
+// frameKeys: payload (bit 2) is a json.RawMessage.
+var frameKeys = jsonwire.Keys{Names: []string{"type", "envelope_id", "payload", "retry_attempt", "retry_reason", "reason"}, Raw: 1 << 2}
 
 // decodeFrame reads one Socket Mode message as json.Unmarshal reads it into a frame, in one pass
 // for the common shape (its payload, most of the message, is read again by decodeCallback: a
@@ -182,7 +183,7 @@ var frameKeys = []string{"type", "envelope_id", "payload", "retry_attempt", "ret
 func decodeFrame(data []byte) (frame, error) {
 	var f frame
 	r := jsonwire.NewReader(data)
-	r.Object(frameKeys, false, func(k int) {
+	r.Object(&frameKeys, func(k int) {
 		switch k {
 		case 0:
 			f.Type = r.Str()

@@ -94,27 +94,27 @@ func appendOmitEmpty(b []byte, key, s string) []byte {
 }
 
 var (
-	envelopeKeys   = []string{"run_id", "kind", "conv", "identity", "text", "attachments", "reply_to", "command", "args", "clarification_id", "created_at", "attempt", "sig"}
-	convKeys       = []string{"platform", "workspace", "chat", "thread"}
-	identityKeys   = []string{"platform", "channel_user_id", "display_name", "admin"}
-	attachmentKeys = []string{"name", "mime", "size", "url"}
-	signatureKeys  = []string{"kid", "mac"}
+	envelopeKeys   = jsonwire.Keys{Strict: true, Names: []string{"run_id", "kind", "conv", "identity", "text", "attachments", "reply_to", "command", "args", "clarification_id", "created_at", "attempt", "sig"}}
+	convKeys       = jsonwire.Keys{Strict: true, Names: []string{"platform", "workspace", "chat", "thread"}}
+	identityKeys   = jsonwire.Keys{Strict: true, Names: []string{"platform", "channel_user_id", "display_name", "admin"}}
+	attachmentKeys = jsonwire.Keys{Strict: true, Names: []string{"name", "mime", "size", "url"}}
+	signatureKeys  = jsonwire.Keys{Strict: true, Names: []string{"kid", "mac"}}
 )
 
 // decodeEnvelopeFast reads b into e as a json.Decoder with DisallowUnknownFields would, when
 // it can; ok false means it gave up and b is to be decoded the slow way. It does not validate.
 func decodeEnvelopeFast(b []byte, e *Envelope) (ok bool) {
 	r := jsonwire.NewReader(b)
-	r.Object(envelopeKeys, true, func(k int) {
+	r.Object(&envelopeKeys, func(k int) {
 		switch k {
 		case 0:
 			e.RunID = r.Str()
 		case 1:
 			e.Kind = Kind(r.Str())
 		case 2:
-			r.Object(convKeys, true, func(k int) { *convField(&e.Conv, k) = r.Str() })
+			r.Object(&convKeys, func(k int) { *convField(&e.Conv, k) = r.Str() })
 		case 3:
-			r.Object(identityKeys, true, func(k int) {
+			r.Object(&identityKeys, func(k int) {
 				switch k {
 				case 0:
 					e.Identity.Platform = r.Str()
@@ -132,7 +132,7 @@ func decodeEnvelopeFast(b []byte, e *Envelope) (ok bool) {
 			e.Attachments = []conv.Attachment{}
 			r.Array(func() {
 				var a conv.Attachment
-				r.Object(attachmentKeys, true, func(k int) {
+				r.Object(&attachmentKeys, func(k int) {
 					switch k {
 					case 0:
 						a.Name = r.Str()
@@ -164,7 +164,7 @@ func decodeEnvelopeFast(b []byte, e *Envelope) (ok bool) {
 			e.Attempt = r.Int()
 		case 12:
 			e.Sig = &Signature{}
-			r.Object(signatureKeys, true, func(k int) {
+			r.Object(&signatureKeys, func(k int) {
 				if k == 0 {
 					e.Sig.KeyID = r.Str()
 				} else {

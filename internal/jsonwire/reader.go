@@ -12,7 +12,8 @@ const MaxDepth = 10000
 // else, leaving that document to encoding/json: each read that finds something it does not
 // take exactly as encoding/json would sets OK false, and later reads do nothing useful. What
 // it gives up on, besides malformed JSON: a key that equals a known one only when case is
-// ignored (encoding/json would take it), a known key given twice, and a null for a known key.
+// ignored (encoding/json would take it), a known key given twice, and a null where the caller
+// keeps nulls (Keys.Raw).
 type Reader struct {
 	b     []byte
 	i     int
@@ -112,11 +113,23 @@ func (r *Reader) Raw() []byte {
 // Skip reads any value and drops it.
 func (r *Reader) Skip() { r.Raw() }
 
-// Object reads an object. keys are the keys the caller knows: field is called with a known
-// key's index and reads its value; unknown keys are skipped, or, with strict, give up (as
-// encoding/json's DisallowUnknownFields refuses them). A key that equals a known one only when
-// case is ignored gives up, as does a known key twice or a known key's null. At most 64 keys.
-func (r *Reader) Object(keys []string, strict bool, field func(k int)) {
+// Keys are the keys of an object that a decoder reads (at most 64).
+type Keys struct {
+	Names []string
+	// Strict gives up on a key not in Names, as encoding/json's DisallowUnknownFields refuses
+	// it; otherwise unknown keys are skipped, as encoding/json skips them.
+	Strict bool
+	// Raw marks (bit i for Names[i]) the keys read into a json.RawMessage, which keeps a null
+	// as the bytes null: a null for one of them gives up. A null for any other known key is
+	// taken as its absence — what encoding/json makes of it in a zero value of a string,
+	// number, bool, slice, map, pointer or struct.
+	Raw uint64
+}
+
+// Object reads an object: field is called with a known key's index (in keys.Names) and reads
+// its value. A key that equals a known one only when case is ignored gives up, as does a known
+// key twice.
+func (r *Reader) Object(keys *Keys, field func(k int)) {
 	if !r.byte('{') {
 		r.ok = false
 		return
@@ -128,15 +141,21 @@ func (r *Reader) Object(keys []string, strict bool, field func(k int)) {
 		return
 	}
 	for r.ok {
-		k := r.key(keys)
+		k := r.key(keys.Names)
 		if !r.ok || !r.byte(':') {
 			r.ok = false
 			return
 		}
 		switch {
-		case k == -2, k == -1 && strict, k >= 0 && seen&(1<<k) != 0, k >= 0 && r.Peek() == 'n':
+		case k == -2, k == -1 && keys.Strict, k >= 0 && seen&(1<<k) != 0:
 			r.ok = false
 			return
+		case k >= 0 && r.null():
+			if keys.Raw&(1<<k) != 0 {
+				r.ok = false
+				return
+			}
+			seen |= 1 << k
 		case k >= 0:
 			seen |= 1 << k
 			field(k)
@@ -150,6 +169,15 @@ func (r *Reader) Object(keys []string, strict bool, field func(k int)) {
 			r.ok = false
 		}
 	}
+}
+
+// null reads a null, if that is what comes next.
+func (r *Reader) null() bool {
+	if r.Peek() == 'n' && bytes.HasPrefix(r.b[r.i:], []byte("null")) {
+		r.i += 4
+		return true
+	}
+	return false
 }
 
 // key reads an object's key and returns its index in keys (see knownKey). A key without escapes

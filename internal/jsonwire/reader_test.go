@@ -19,14 +19,14 @@ type probe struct {
 	} `json:"sub"`
 }
 
-var (
-	probeKeys = []string{"s", "n", "b", "list", "raw", "sub"}
-	subKeys   = []string{"x"}
-)
+// probeKeys: raw (bit 4) is a json.RawMessage.
+var probeKeys, subKeys = Keys{Names: []string{"s", "n", "b", "list", "raw", "sub"}, Raw: 1 << 4}, Keys{Names: []string{"x"}}
 
 func readProbe(b []byte, strict bool) (p probe, ok bool) {
 	r := NewReader(b)
-	r.Object(probeKeys, strict, func(k int) {
+	pk, sk := probeKeys, subKeys
+	pk.Strict, sk.Strict = strict, strict
+	r.Object(&pk, func(k int) {
 		switch k {
 		case 0:
 			p.S = r.Str()
@@ -43,7 +43,7 @@ func readProbe(b []byte, strict bool) (p probe, ok bool) {
 			p.Sub = &struct {
 				X string `json:"x"`
 			}{}
-			r.Object(subKeys, strict, func(int) { p.Sub.X = r.Str() })
+			r.Object(&sk, func(int) { p.Sub.X = r.Str() })
 		}
 	})
 	return p, r.End()
@@ -55,6 +55,7 @@ func TestReaderReadsWhatEncodingJSONReads(t *testing.T) {
 		` { "s" : "a\"\u00e9" , "n" : -12 , "b" : true , "list" : [ "x" , "" ] , "raw" : {"a": [1, null]} , "sub" : { "x" : "y" } } `,
 		`{"unknown":[{"deep":true}],"s":"v","list":[]}`,
 		`{"\u0073":"escaped key"}`,
+		`{"s":null,"n":null,"b":null,"list":null,"sub":null}`,
 	} {
 		got, ok := readProbe([]byte(body), false)
 		if !ok {
@@ -86,7 +87,8 @@ func TestReaderGivesUp(t *testing.T) {
 		{"key in another case", `{"S":"a"}`, false},
 		{"key folding to a known one", "{\"\u017f\":\"long s\"}", false},
 		{"key twice", `{"n":1,"n":2}`, false},
-		{"null", `{"s":null}`, false},
+		{"null for a raw value", `{"raw":null}`, false},
+		{"null run on", `{"s":nullx}`, false},
 		{"wrong type", `{"n":"1"}`, false},
 		{"fraction for an int", `{"n":1.5}`, false},
 		{"unknown key, strict", `{"zzz":1}`, true},

@@ -12,22 +12,23 @@ import (
 // bot they measure. decodeFast reads the common shape of a request in one pass and gives up —
 // ok false, the caller then decodes with encoding/json — on anything it does not read exactly
 // as encoding/json would: a key that differs from a field's name only in case, a key given
-// twice, a null, content given as parts, a tool call in a message, a number that is not an int.
+// twice, a null tool_choice or parameters, content given as parts, a tool call in a message, a number that is not an int.
 // FuzzDecodeFast checks that what it reads is what encoding/json reads.
 
 var (
-	requestFields  = []string{"model", "messages", "tools", "tool_choice", "stream", "stream_options", "max_tokens", "max_completion_tokens"}
-	messageFields  = []string{"role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name"}
-	toolFields     = []string{"type", "function"}
-	functionFields = []string{"name", "description", "parameters"}
-	optionsFields  = []string{"include_usage"}
+	// tool_choice (bit 3) and a function's parameters (bit 2) are json.RawMessage.
+	requestFields  = jsonwire.Keys{Names: []string{"model", "messages", "tools", "tool_choice", "stream", "stream_options", "max_tokens", "max_completion_tokens"}, Raw: 1 << 3}
+	messageFields  = jsonwire.Keys{Names: []string{"role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name"}}
+	toolFields     = jsonwire.Keys{Names: []string{"type", "function"}}
+	functionFields = jsonwire.Keys{Names: []string{"name", "description", "parameters"}, Raw: 1 << 2}
+	optionsFields  = jsonwire.Keys{Names: []string{"include_usage"}}
 )
 
 // decodeFast reads body as encoding/json would into a Request, when it can: ok false means it
 // gave up and the body is to be decoded the slow way (which also reports what is wrong).
 func decodeFast(body []byte) (req Request, ok bool) {
 	r := jsonwire.NewReader(body)
-	r.Object(requestFields, false, func(k int) {
+	r.Object(&requestFields, func(k int) {
 		switch k {
 		case 0:
 			req.Model = r.Str()
@@ -43,7 +44,7 @@ func decodeFast(body []byte) (req Request, ok bool) {
 			req.Stream = r.Bool()
 		case 5:
 			req.StreamOptions = &StreamOptions{}
-			r.Object(optionsFields, false, func(int) { req.StreamOptions.IncludeUsage = r.Bool() })
+			r.Object(&optionsFields, func(int) { req.StreamOptions.IncludeUsage = r.Bool() })
 		case 6:
 			req.MaxTokens = r.Int()
 		case 7:
@@ -59,11 +60,13 @@ func decodeFast(body []byte) (req Request, ok bool) {
 // message reads one message whose content is a string; content given as parts, and tool
 // calls, are left to encoding/json.
 func message(r *jsonwire.Reader) (m Message) {
-	r.Object(messageFields, false, func(k int) {
+	r.Object(&messageFields, func(k int) {
 		switch k {
 		case 0:
 			m.Role = r.Str()
 		case 1:
+			// content is read raw (a string, null or parts): a null is "", and parts are
+			// left to encoding/json.
 			if r.Peek() != '"' {
 				r.Fail()
 				return
@@ -83,12 +86,12 @@ func message(r *jsonwire.Reader) (m Message) {
 }
 
 func tool(r *jsonwire.Reader) (t Tool) {
-	r.Object(toolFields, false, func(k int) {
+	r.Object(&toolFields, func(k int) {
 		if k == 0 {
 			t.Type = r.Str()
 			return
 		}
-		r.Object(functionFields, false, func(k int) {
+		r.Object(&functionFields, func(k int) {
 			switch k {
 			case 0:
 				t.Function.Name = r.Str()

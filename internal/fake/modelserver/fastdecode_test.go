@@ -38,6 +38,7 @@ func TestDecodeFastReadsWhatEncodingJSONReads(t *testing.T) {
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":false,"stream_options":{"include_usage":true},"max_tokens":-3,"max_completion_tokens":0}`,
 		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff utf-8\"}]}",
 		`{}`,
+		`{"model":"m","messages":[{"role":"user","content":null,"name":null}],"tools":null,"stream":null,"stream_options":null}`,
 	} {
 		got, ok := decodeFast([]byte(body))
 		if !ok {
@@ -78,8 +79,8 @@ func TestDecodeFastGivesUp(t *testing.T) {
 		{"key in another case", `{"Model":"m","messages":[]}`},
 		{"message key in another case", `{"model":"m","messages":[{"ROLE":"user","content":"x"}]}`},
 		{"key twice", `{"model":"a","model":"b","messages":[]}`},
-		{"null field", `{"model":"m","messages":null}`},
-		{"null content", `{"model":"m","messages":[{"role":"user","content":null}]}`},
+		{"null tool_choice (kept raw)", `{"model":"m","messages":[],"tool_choice":null}`},
+		{"null parameters (kept raw)", `{"model":"m","messages":[],"tools":[{"function":{"parameters":null}}]}`},
 		{"content parts", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`},
 		{"tool calls", `{"model":"m","messages":[{"role":"assistant","tool_calls":[]}]}`},
 		{"content is a number", `{"model":"m","messages":[{"role":"user","content":5}]}`},

@@ -21,13 +21,8 @@ func appendEnvelope(b []byte, e *Envelope) ([]byte, error) {
 	b = jsonwire.AppendQuote(b, e.RunID)
 	b = append(b, `,"kind":`...)
 	b = jsonwire.AppendQuote(b, string(e.Kind))
-	b = append(b, `,"conv":{"platform":`...)
-	b = jsonwire.AppendQuote(b, e.Conv.Platform)
-	b = appendOmitEmpty(b, `,"workspace":`, e.Conv.Workspace)
-	b = append(b, `,"chat":`...)
-	b = jsonwire.AppendQuote(b, e.Conv.Chat)
-	b = appendOmitEmpty(b, `,"thread":`, e.Conv.Thread)
-	b = append(b, `},"identity":{"platform":`...)
+	b = appendConv(append(b, `,"conv":`...), e.Conv)
+	b = append(b, `,"identity":{"platform":`...)
 	b = jsonwire.AppendQuote(b, e.Identity.Platform)
 	b = append(b, `,"channel_user_id":`...)
 	b = jsonwire.AppendQuote(b, e.Identity.ChannelUserID)
@@ -83,6 +78,17 @@ func appendEnvelope(b []byte, e *Envelope) ([]byte, error) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
+}
+
+// appendConv appends k's JSON as json.Marshal writes it.
+func appendConv(b []byte, k conv.Key) []byte {
+	b = append(b, `{"platform":`...)
+	b = jsonwire.AppendQuote(b, k.Platform)
+	b = appendOmitEmpty(b, `,"workspace":`, k.Workspace)
+	b = append(b, `,"chat":`...)
+	b = jsonwire.AppendQuote(b, k.Chat)
+	b = appendOmitEmpty(b, `,"thread":`, k.Thread)
+	return append(b, '}')
 }
 
 // appendOmitEmpty appends key and s's JSON unless s is empty (omitempty).

@@ -15,6 +15,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -245,6 +246,23 @@ type sent struct {
 	ID string `json:"id"`
 }
 
+var sentKeys = jsonwire.Keys{Names: []string{"id"}}
+
+// sentID reads the id of the message Discord answered with, as json.Unmarshal reads it into a
+// sent, in one pass over the message when it can ("" when there is none or it is unreadable).
+func sentID(raw []byte) string {
+	var s sent
+	r := jsonwire.NewReader(raw)
+	r.Object(&sentKeys, func(int) { s.ID = r.Str() })
+	if !r.End() {
+		s = sent{}
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+	}
+	return s.ID
+}
+
 func (c *Channel) post(ctx context.Context, chID string, body createBody) (string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -267,11 +285,11 @@ func (c *Channel) create(ctx context.Context, what, chID, contentType string, bo
 	if err != nil {
 		return "", err
 	}
-	var s sent
-	if json.Unmarshal(raw, &s) != nil || s.ID == "" {
+	id := sentID(raw)
+	if id == "" {
 		return "", fmt.Errorf("discord: %s: unreadable answer", what)
 	}
-	return s.ID, nil
+	return id, nil
 }
 
 // Edit replaces the message ref names with m. The first piece edits ref's first message;

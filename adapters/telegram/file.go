@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -63,11 +62,11 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if err != nil {
 		return ref, err
 	}
-	var sent sentMessage
-	if err := json.Unmarshal(raw, &sent); err != nil || sent.MessageID == 0 {
+	id := sentMessageID(raw)
+	if id == 0 {
 		return ref, errors.New("telegram: sendDocument: unreadable result")
 	}
-	ref.IDs = []string{strconv.Itoa(sent.MessageID)}
+	ref.IDs = []string{strconv.Itoa(id)}
 	return ref, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -63,6 +64,24 @@ func chatID(k conv.Key) (int64, error) {
 // sentMessage is the part of a sent Message this adapter reads.
 type sentMessage struct {
 	MessageID int `json:"message_id"`
+}
+
+var sentKeys = jsonwire.Keys{Names: []string{"message_id"}}
+
+// sentMessageID reads the message_id of the message Telegram answered with, as json.Unmarshal
+// reads it into a sentMessage, in one pass over the message when it can (0 when there is none
+// or it is unreadable).
+func sentMessageID(raw []byte) int {
+	var s sentMessage
+	r := jsonwire.NewReader(raw)
+	r.Object(&sentKeys, func(int) { s.MessageID = r.Int() })
+	if !r.End() {
+		s = sentMessage{}
+		if json.Unmarshal(raw, &s) != nil {
+			return 0
+		}
+	}
+	return s.MessageID
 }
 
 // Send posts m to the conversation: in its forum topic when Conv.Thread is set, as a reply to
@@ -134,11 +153,11 @@ func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo str
 	if err != nil {
 		return "", err
 	}
-	var sent sentMessage
-	if err := json.Unmarshal(raw, &sent); err != nil || sent.MessageID == 0 {
+	id := sentMessageID(raw)
+	if id == 0 {
 		return "", fmt.Errorf("telegram: sendMessage: unreadable result")
 	}
-	return strconv.Itoa(sent.MessageID), nil
+	return strconv.Itoa(id), nil
 }
 
 func addKeyboard(params tgbotapi.Params, kb *render.TelegramKeyboard) error {

@@ -18,6 +18,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // APIError is an error answer of the Web API ({"ok":false,"error":Code} or an HTTP status).
@@ -217,18 +218,50 @@ func (c *Channel) postMessage(ctx context.Context, token, channel, thread string
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return "", slackgo.StatusCodeError{Code: resp.StatusCode, Status: resp.Status}
 	}
-	var out struct {
-		OK    bool   `json:"ok"`
-		Error string `json:"error"`
-		TS    string `json:"ts"`
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPayloadBytes))
+	if err != nil {
+		return "", fmt.Errorf("reading the answer: %w", err)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxPayloadBytes)).Decode(&out); err != nil {
+	out, err := readPosted(raw)
+	if err != nil {
 		return "", fmt.Errorf("reading the answer: %w", err)
 	}
 	if !out.OK {
 		return "", slackgo.SlackErrorResponse{Err: out.Error}
 	}
 	return out.TS, nil
+}
+
+// posted is what the adapter reads of chat.postMessage's answer.
+type posted struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+	TS    string `json:"ts"`
+}
+
+var postedKeys = jsonwire.Keys{Names: []string{"ok", "error", "ts"}}
+
+// readPosted reads chat.postMessage's answer as a json.Decoder reads its first value into a
+// posted, in one pass that skips the message it echoes (blocks and all) when it can.
+func readPosted(raw []byte) (posted, error) {
+	var out posted
+	r := jsonwire.NewReader(raw)
+	r.Object(&postedKeys, func(k int) {
+		switch k {
+		case 0:
+			out.OK = r.Bool()
+		case 1:
+			out.Error = r.Str()
+		case 2:
+			out.TS = r.Str()
+		}
+	})
+	if r.End() {
+		return out, nil
+	}
+	out = posted{}
+	err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out)
+	return out, err
 }
 
 // postMessageBody is chat.postMessage's JSON body: link and media unfurls off.

@@ -120,3 +120,34 @@ func TestReadCallbackReadsTheFakesCallbacks(t *testing.T) {
 		}
 	}
 }
+
+func TestReadPostedReadsWhatADecoderReads(t *testing.T) {
+	for _, body := range []string{
+		`{"ok":true,"channel":"C1","ts":"1700000000.000100","message":{"type":"message","text":"hi","blocks":[{"type":"section","text":{"type":"mrkdwn","text":"hi"}}]}}`,
+		`{"ok":false,"error":"channel_not_found"}`,
+		`{"ok":true,"ts":null,"warning":"superfluous_charset"}`,
+		`{"OK":true,"ts":"1"}`,
+		`{"ok":true,"ts":"1"} trailing`,
+	} {
+		got, err := readPosted([]byte(body))
+		var want posted
+		wantErr := json.NewDecoder(strings.NewReader(body)).Decode(&want)
+		if (err == nil) != (wantErr == nil) || got != want {
+			t.Errorf("%s: readPosted = %+v (%v), a json.Decoder %+v (%v)", body, got, err, want, wantErr)
+		}
+	}
+}
+
+// FuzzReadPosted checks readPosted against a json.Decoder reading the first value.
+func FuzzReadPosted(f *testing.F) {
+	f.Add([]byte(`{"ok":true,"ts":"1.1","message":{"text":"x"}}`))
+	f.Add([]byte(`{"ok":false,"error":"ratelimited"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := readPosted(data)
+		var want posted
+		wantErr := json.NewDecoder(strings.NewReader(string(data))).Decode(&want)
+		if (err == nil) != (wantErr == nil) || err == nil && got != want {
+			t.Fatalf("readPosted = %+v (%v), a json.Decoder %+v (%v)", got, err, want, wantErr)
+		}
+	})
+}

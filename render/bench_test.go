@@ -47,3 +47,22 @@ func BenchmarkConvertShortAnswer(b *testing.B) {
 		_ = ConvertMarkdown("echo: m12 c34 — the answer is 42.", DialectTelegram)
 	}
 }
+
+// BenchmarkChunkShortTelegram measures Chunk on a short answer as render.Telegram writes it:
+// the text fits whole, so it is one piece (wholeTelegram) without the chunker's walk, which
+// chunkAll still measures.
+func BenchmarkChunkShortTelegram(b *testing.B) {
+	text := "<b>Answer</b>\n\nThe <b>short</b> answer, with <code>code</code> and <a href=\"https://example.com/x\">a link</a> &amp; more.\n\n<i>done · run <code>01KBQ0Z3M4</code> · 2s</i>"
+	b.Run("Chunk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Chunk(text, TelegramMaxText, DialectTelegram)
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			chunkAll(text, TelegramMaxText, DialectTelegram)
+		}
+	})
+}

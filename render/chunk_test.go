@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -254,4 +255,52 @@ func slicesEqual(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// FuzzChunkWhole checks Chunk's shortcut for Telegram HTML that fits whole (wholeTelegram)
+// against the chunker's walk: the same pieces.
+func FuzzChunkWhole(f *testing.F) {
+	f.Add("<b>Echo</b>\n\necho: m1 c2\n\n<i>done · run <code>01J</code></i>", 4096)
+	f.Add("\n<b>a</b> &amp; <a href=\"https://x.io\">x</a>\n", 64)
+	f.Add("<b><i>x</i></b> <pre><code class=\"language-go\">y</code></pre>", 4096)
+	f.Add("  \n ", 100)
+	f.Add("0 ", 64)                                           // the chunker cuts trailing white space
+	f.Add("<b>0000</B>00000000000<i 0000·0000000></i>", 1139) // and writes a close tag as </name>
+	f.Fuzz(func(t *testing.T, text string, limit int) {
+		if limit > 5000 || limit < -5000 {
+			limit %= 5000
+		}
+		limit = max(limit, MinChunkLimit)
+		if !utf8.ValidString(text) || len(text) > limit || !wholeTelegram(text) {
+			return
+		}
+		got, want := Chunk(text, limit, DialectTelegram), chunkAll(text, limit, DialectTelegram)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Chunk(%q) = %q, the chunker's walk %q", text, got, want)
+		}
+	})
+}
+
+func TestChunkWholeTelegram(t *testing.T) {
+	for text, whole := range map[string]bool{
+		"<b>a</b> <i>b <code>c</code></i>": true,
+		"plain &amp; text":                 true,
+		"<b>a":                             false, // left open
+		"a</b>":                            false, // closes nothing
+		"<b>a</i>":                         false, // closes another
+		"<B>a</b>":                         false, // a name the chunker lowercases
+		"<b>a</B>":                         false, // a close tag the chunker rewrites
+		"<br/>":                            false, // closes itself
+		"a < b":                            false, // not a tag
+		"<b\n>a</b>":                       false, // not a tag either
+		"<>":                               false,
+		"</>":                              false,
+	} {
+		if got := wholeTelegram(text); got != whole {
+			t.Errorf("wholeTelegram(%q) = %v, want %v", text, got, whole)
+		}
+		if whole && !slices.Equal(Chunk(text, 4096, DialectTelegram), chunkAll(text, 4096, DialectTelegram)) {
+			t.Errorf("Chunk(%q) differs from the chunker's walk", text)
+		}
+	}
 }

@@ -57,26 +57,20 @@ var frameKeys = jsonwire.Keys{Names: []string{"op", "d", "s", "t"}, Raw: 1 << 1}
 // is a slice of data, which the caller must not reuse. What jsonwire.Reader gives up on (a null
 // d among them) is left to encoding/json, which also says what is wrong.
 func decodeFrame(data []byte) (frame, error) {
-	var f frame
-	r := jsonwire.NewReader(data)
-	r.Object(&frameKeys, func(k int) {
-		switch k {
-		case 0:
-			f.Op = r.Int()
-		case 1:
-			f.D = r.Raw()
-		case 2:
-			f.S = int64(r.Int())
-		case 3:
-			f.T = r.Str()
-		}
+	return jsonwire.Decode(data, func(r *jsonwire.Reader, f *frame) {
+		r.Object(&frameKeys, func(k int) {
+			switch k {
+			case 0:
+				f.Op = r.Int()
+			case 1:
+				f.D = r.Raw()
+			case 2:
+				f.S = int64(r.Int())
+			case 3:
+				f.T = r.Str()
+			}
+		})
 	})
-	if r.End() {
-		return f, nil
-	}
-	f = frame{}
-	err := json.Unmarshal(data, &f)
-	return f, err
 }
 
 // errFatal wraps gateway closes that reconnecting cannot cure.

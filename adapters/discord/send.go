@@ -251,14 +251,11 @@ var sentKeys = jsonwire.Keys{Names: []string{"id"}}
 // sentID reads the id of the message Discord answered with, as json.Unmarshal reads it into a
 // sent, in one pass over the message when it can ("" when there is none or it is unreadable).
 func sentID(raw []byte) string {
-	var s sent
-	r := jsonwire.NewReader(raw)
-	r.Object(&sentKeys, func(int) { s.ID = r.Str() })
-	if !r.End() {
-		s = sent{}
-		if json.Unmarshal(raw, &s) != nil {
-			return ""
-		}
+	s, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, s *sent) {
+		r.Object(&sentKeys, func(int) { s.ID = r.Str() })
+	})
+	if err != nil {
+		return ""
 	}
 	return s.ID
 }

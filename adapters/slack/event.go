@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // errMalformed is wrapped by every decoding error: the payload is not something Slack sends.
@@ -106,11 +106,9 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 	if len(data) > maxPayloadBytes {
 		return cb, ev, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
 	}
-	if !readCallback(data, &cb) {
-		cb = callback{}
-		if err := json.Unmarshal(data, &cb); err != nil {
-			return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
-		}
+	cb, err := jsonwire.Decode(data, readCallback)
+	if err != nil {
+		return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	switch cb.Type {
 	case "url_verification":

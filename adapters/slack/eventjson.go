@@ -17,9 +17,8 @@ var (
 	tokensKeys        = jsonwire.Keys{Names: []string{"bot"}}
 )
 
-// readCallback reads data into cb as json.Unmarshal would, when it can; false means it gave up.
-func readCallback(data []byte, cb *callback) bool {
-	r := jsonwire.NewReader(data)
+// readCallback reads a callback into cb as json.Unmarshal would, or gives up (jsonwire.Decode).
+func readCallback(r *jsonwire.Reader, cb *callback) {
 	r.Object(&callbackKeys, func(k int) {
 		switch k {
 		case 0:
@@ -57,7 +56,6 @@ func readCallback(data []byte, cb *callback) bool {
 			})
 		}
 	})
-	return r.End()
 }
 
 // eventStrings are the string fields of an innerEvent, in eventKeys' order.

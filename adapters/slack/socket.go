@@ -181,30 +181,24 @@ var frameKeys = jsonwire.Keys{Names: []string{"type", "envelope_id", "payload", 
 // of data, which the caller must not reuse. What jsonwire.Reader gives up on is left to
 // encoding/json, which also says what is wrong.
 func decodeFrame(data []byte) (frame, error) {
-	var f frame
-	r := jsonwire.NewReader(data)
-	r.Object(&frameKeys, func(k int) {
-		switch k {
-		case 0:
-			f.Type = r.Str()
-		case 1:
-			f.EnvelopeID = r.Str()
-		case 2:
-			f.Payload = r.Raw()
-		case 3:
-			f.RetryAttempt = r.Int()
-		case 4:
-			f.RetryReason = r.Str()
-		case 5:
-			f.Reason = r.Str()
-		}
+	return jsonwire.Decode(data, func(r *jsonwire.Reader, f *frame) {
+		r.Object(&frameKeys, func(k int) {
+			switch k {
+			case 0:
+				f.Type = r.Str()
+			case 1:
+				f.EnvelopeID = r.Str()
+			case 2:
+				f.Payload = r.Raw()
+			case 3:
+				f.RetryAttempt = r.Int()
+			case 4:
+				f.RetryReason = r.Str()
+			case 5:
+				f.Reason = r.Str()
+			}
+		})
 	})
-	if r.End() {
-		return f, nil
-	}
-	f = frame{}
-	err := json.Unmarshal(data, &f)
-	return f, err
 }
 
 // socket is one open websocket; acks are written from the lanes, one at a time.

@@ -72,14 +72,11 @@ var sentKeys = jsonwire.Keys{Names: []string{"message_id"}}
 // reads it into a sentMessage, in one pass over the message when it can (0 when there is none
 // or it is unreadable).
 func sentMessageID(raw []byte) int {
-	var s sentMessage
-	r := jsonwire.NewReader(raw)
-	r.Object(&sentKeys, func(int) { s.MessageID = r.Int() })
-	if !r.End() {
-		s = sentMessage{}
-		if json.Unmarshal(raw, &s) != nil {
-			return 0
-		}
+	s, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, s *sentMessage) {
+		r.Object(&sentKeys, func(int) { s.MessageID = r.Int() })
+	})
+	if err != nil {
+		return 0
 	}
 	return s.MessageID
 }

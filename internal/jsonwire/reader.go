@@ -2,6 +2,7 @@ package jsonwire
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 )
 
@@ -112,6 +113,21 @@ func (r *Reader) Raw() []byte {
 
 // Skip reads any value and drops it.
 func (r *Reader) Skip() { r.Raw() }
+
+// Decode returns what json.Unmarshal makes of data in a T: read by read in one pass when the
+// Reader it is given reads data to its end, and by json.Unmarshal where it gives up (which also
+// says what is wrong). read must fill only what encoding/json would.
+func Decode[T any](data []byte, read func(r *Reader, v *T)) (T, error) {
+	var v T
+	r := NewReader(data)
+	read(r, &v)
+	if r.End() {
+		return v, nil
+	}
+	var slow T
+	err := json.Unmarshal(data, &slow)
+	return slow, err
+}
 
 // Keys are the keys of an object that a decoder reads (at most 64).
 type Keys struct {

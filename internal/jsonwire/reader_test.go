@@ -127,3 +127,30 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeFallsBackToEncodingJSON(t *testing.T) {
+	read := func(r *Reader, p *probe) {
+		pk := probeKeys
+		r.Object(&pk, func(k int) {
+			if k == 0 {
+				p.S = r.Str()
+			} else {
+				r.Skip()
+			}
+		})
+	}
+	for _, tt := range []struct {
+		body, want string
+		err        bool
+	}{
+		{`{"s":"fast"}`, "fast", false},
+		{`{"S":"slow"}`, "slow", false}, // a key in another case: encoding/json's
+		{`{"s":"a","s":"b"}`, "b", false},
+		{`{"s":`, "", true},
+	} {
+		got, err := Decode([]byte(tt.body), read)
+		if (err != nil) != tt.err || got.S != tt.want {
+			t.Errorf("Decode(%s) = %+v, %v; want s %q, error %v", tt.body, got, err, tt.want, tt.err)
+		}
+	}
+}

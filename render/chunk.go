@@ -82,7 +82,7 @@ func wholeTelegram(text string) bool {
 		if strings.HasSuffix(inner, "/") {
 			return false
 		}
-		if closing := strings.HasPrefix(inner, "/"); closing {
+		if strings.HasPrefix(inner, "/") {
 			if depth == 0 || inner[1:] != open[depth-1] { // the chunker writes a close tag as </name>
 				return false
 			}

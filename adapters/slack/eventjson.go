@@ -58,18 +58,14 @@ func readCallback(r *jsonwire.Reader, cb *callback) {
 	})
 }
 
-// eventStrings are the string fields of an innerEvent, in eventKeys' order.
-func eventStrings(ev *innerEvent) [11]*string {
-	return [11]*string{&ev.Type, &ev.Subtype, &ev.Channel, &ev.ChannelType, &ev.User, &ev.UserTeam, &ev.Team, &ev.Text, &ev.TS, &ev.ThreadTS, &ev.BotID}
-}
-
 func readEvent(r *jsonwire.Reader, ev *innerEvent) {
-	strs := eventStrings(ev)
+	// The string fields, in eventKeys' order; files, assistant_thread and tokens follow them.
+	strs := [...]*string{&ev.Type, &ev.Subtype, &ev.Channel, &ev.ChannelType, &ev.User, &ev.UserTeam, &ev.Team, &ev.Text, &ev.TS, &ev.ThreadTS, &ev.BotID}
 	r.Object(&eventKeys, func(k int) {
-		switch {
-		case k < len(strs):
+		switch k - len(strs) {
+		default:
 			*strs[k] = r.Str()
-		case eventKeys.Names[k] == "files":
+		case 0: // files
 			ev.Files = []eventFile{}
 			r.Array(func() {
 				var f eventFile
@@ -89,7 +85,7 @@ func readEvent(r *jsonwire.Reader, ev *innerEvent) {
 				})
 				ev.Files = append(ev.Files, f)
 			})
-		case eventKeys.Names[k] == "assistant_thread":
+		case 1: // assistant_thread
 			at := &ev.AssistantThread
 			r.Object(&assistantKeys, func(k int) {
 				switch k {
@@ -101,7 +97,7 @@ func readEvent(r *jsonwire.Reader, ev *innerEvent) {
 					at.ThreadTS = r.Str()
 				}
 			})
-		default: // tokens
+		case 2: // tokens
 			r.Object(&tokensKeys, func(int) {
 				ev.Tokens.Bot = []string{}
 				r.Array(func() { ev.Tokens.Bot = append(ev.Tokens.Bot, r.Str()) })

@@ -25,9 +25,6 @@ type Reader struct {
 // NewReader returns a Reader at the start of b.
 func NewReader(b []byte) *Reader { return &Reader{b: b, ok: true} }
 
-// OK reports whether every read so far found what it expected.
-func (r *Reader) OK() bool { return r.ok }
-
 // Fail gives up: OK is false from now on.
 func (r *Reader) Fail() { r.ok = false }
 
@@ -204,27 +201,22 @@ func (r *Reader) key(keys []string) int {
 		if j := SkipPlain(r.b, r.i+1); j < len(r.b) && r.b[j] == '"' {
 			raw := r.b[r.i+1 : j]
 			r.i = j + 1
-			for i, k := range keys {
-				if string(raw) == k {
-					return i
-				}
-			}
-			return knownKey(keys, string(raw))
+			return knownKey(keys, raw)
 		}
 	}
-	return knownKey(keys, r.Str())
+	return knownKey(keys, []byte(r.Str()))
 }
 
 // knownKey is key's index in keys, -1 for a key none of them is, -2 for one that equals a key
 // only when case is ignored.
-func knownKey(keys []string, key string) int {
+func knownKey(keys []string, key []byte) int {
 	for i, k := range keys {
-		if key == k {
+		if string(key) == k {
 			return i
 		}
 	}
 	for _, k := range keys {
-		if strings.EqualFold(key, k) {
+		if strings.EqualFold(string(key), k) {
 			return -2
 		}
 	}

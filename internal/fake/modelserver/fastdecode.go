@@ -12,8 +12,9 @@ import (
 // bot they measure. decodeFast reads the common shape of a request in one pass and gives up —
 // ok false, the caller then decodes with encoding/json — on anything it does not read exactly
 // as encoding/json would: a key that differs from a field's name only in case, a key given
-// twice, a null tool_choice or parameters, content given as parts, a tool call in a message, a number that is not an int.
-// FuzzDecodeFast checks that what it reads is what encoding/json reads.
+// twice, a null tool_choice or parameters, content given as parts, a tool call in a message, a
+// number that is not an int. FuzzDecodeFast checks that what it reads is what encoding/json
+// reads.
 
 var (
 	// tool_choice (bit 3) and a function's parameters (bit 2) are json.RawMessage.
@@ -65,8 +66,8 @@ func message(r *jsonwire.Reader) (m Message) {
 		case 0:
 			m.Role = r.Str()
 		case 1:
-			// content is read raw (a string, null or parts): a null is "", and parts are
-			// left to encoding/json.
+			// A string; a null is taken as absent (""), as decodeSlow's contentText reads
+			// it, and parts are left to encoding/json.
 			if r.Peek() != '"' {
 				r.Fail()
 				return

@@ -340,8 +340,15 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 		c.progress = progressText(ev)
 		if ev.Tool == "" && ev.Text != "" {
 			// A notice (the model is unavailable; the answer will follow) has no place in a
-			// stream of the answer: the stream's message becomes the card that shows it.
+			// stream of the answer: the stream's message becomes the card that shows it. It
+			// does not wait out the grace period either: the user is told now, and the answer,
+			// however soon it follows, replaces it.
 			d.leaveStream(ctx, ch, c)
+			if c.owed {
+				d.stopGrace(c)
+				d.placeholderDue(ctx, ch, c)
+				return nil
+			}
 		}
 		d.update(ctx, ch, c)
 	case runs.EventSubagentStarted, runs.EventSubagentResult:

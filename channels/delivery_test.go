@@ -87,7 +87,15 @@ func attempt(n int, msg string, evs ...runs.Event) []runs.Event {
 func startedAnswering(run, msg string) runs.Event {
 	return runs.Event{RunID: run, Kind: runs.EventStarted, Step: 1, Attempt: 1, ReplyTo: msg}
 }
+
+// progress is a tool's progress, as the lead emits it; a notice (no tool) is notice.
 func progress(run, text string) runs.Event {
+	return runs.Event{RunID: run, Kind: runs.EventProgress, Tool: "search", Text: text}
+}
+
+// notice is a progress event with no tool: what the lead tells the user when the model is not
+// answering and the run will be tried again.
+func notice(run, text string) runs.Event {
 	return runs.Event{RunID: run, Kind: runs.EventProgress, Text: text}
 }
 func final(run, text string) runs.Event {

@@ -244,6 +244,31 @@ func TestSlowRunGetsPlaceholderThenEdit(t *testing.T) {
 	})
 }
 
+// TestNoticeIsShownWithoutWaitingOutTheGracePeriod proves a notice (the model is not
+// answering; the run will be tried again) is posted at once, on the placeholder, however early
+// in the grace period it comes — the user learns now why the answer is late — and that the
+// answer of the retried attempt, however soon it follows, replaces it in that one message.
+func TestNoticeIsShownWithoutWaitingOutTheGracePeriod(t *testing.T) {
+	h := newDeliveryHarness(t)
+	d, timers := h.lazyDelivery(h.ch)
+	run := runs.NewRunID()
+	h.deliver(d, attempt(1, "55", started(run), notice(run, "The model is not answering right now."))...)
+	s := h.ch.sent()
+	if len(s) != 1 || s[0].To.ReplyTo != "55" || !strings.Contains(s[0].Text, "not answering") {
+		t.Fatalf("sent %+v, want the notice posted at once, replying to 55", s)
+	}
+	if n := timers.scheduled(); n != 0 {
+		t.Errorf("%d grace periods still owed after the notice was posted", n)
+	}
+	h.deliver(d, attempt(2, "55", started(run), final(run, "Back: the answer."))...)
+	if n := len(h.ch.sent()); n != 1 {
+		t.Errorf("%d posts, want 1 (the answer edits the notice)", n)
+	}
+	if v := h.ch.visible(); len(v) != 1 || !strings.Contains(v[0], "Back: the answer.") || strings.Contains(v[0], "not answering") {
+		t.Errorf("visible %q, want only the answer", v)
+	}
+}
+
 // TestReplayDuringGracePeriodNeverDoublePosts proves a run delivered by more than one attempt —
 // a crash during the grace period, another attempt answering while the first still waits, a
 // replay after the placeholder or after the answer, a second attempt in the same process — ends

@@ -157,18 +157,36 @@ func salvageBatch(body []byte) (entries []entry, ok bool) {
 	return nil, false
 }
 
+// updateIDKey is the one key readUpdateID looks for; a null for it is left to encoding/json.
+var updateIDKey = jsonwire.Keys{Names: []string{"update_id"}, Raw: 1}
+
 // readUpdateID reads the update_id of one element: a positive integer, written as a JSON number
-// or a string of digits. It returns 0 when there is none to read.
+// or a string of digits. It returns 0 when there is none to read. Every update of a batch is
+// read so when it is kept: one pass over it, and encoding/json only for what that pass leaves.
 func readUpdateID(raw json.RawMessage) int64 {
-	var head struct {
-		UpdateID json.RawMessage `json:"update_id"`
+	r := jsonwire.NewReader(raw)
+	var v []byte
+	r.Object(&updateIDKey, func(int) { v = r.Raw() })
+	if !r.End() {
+		var head struct {
+			UpdateID json.RawMessage `json:"update_id"`
+		}
+		if json.Unmarshal(raw, &head) != nil {
+			return 0
+		}
+		v = head.UpdateID
 	}
-	if json.Unmarshal(raw, &head) != nil || len(head.UpdateID) == 0 {
+	return parseUpdateID(v)
+}
+
+// parseUpdateID is the id an update_id's JSON value holds, 0 for none.
+func parseUpdateID(v []byte) int64 {
+	if len(v) == 0 {
 		return 0
 	}
-	text := string(head.UpdateID)
-	if head.UpdateID[0] == '"' {
-		if json.Unmarshal(head.UpdateID, &text) != nil {
+	text := string(v)
+	if v[0] == '"' {
+		if json.Unmarshal(v, &text) != nil {
 			return 0
 		}
 	}

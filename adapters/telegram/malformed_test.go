@@ -45,12 +45,44 @@ func TestReadUpdateID(t *testing.T) {
 		{`"7"`, 0},
 		{`7`, 0},
 		{`null`, 0},
+		{`{"UPDATE_ID":7}`, 7},
+		{`{"update\u005fid":7}`, 7},
+		{`{"update_id":1,"update_id":2}`, 2},
+		{`{"update_id":1,"update_id":null}`, 0},
+		{` { "message" : {"update_id":5} , "update_id" : 8 } `, 8},
+		{`{"message":{"update_id":5}}`, 0},
+		{`{"update_id":7,}`, 0},
+		{`{"update_id":7} x`, 0},
+		{`{"update_id":7,"message":{"text":"\x"}}`, 0},
+		{`{"update_id":"\u0037"}`, 7},
+		{``, 0},
 	}
 	for _, tt := range tests {
 		if got := readUpdateID(json.RawMessage(tt.raw)); got != tt.want {
 			t.Errorf("readUpdateID(%s) = %d, want %d", tt.raw, got, tt.want)
 		}
 	}
+}
+
+// FuzzReadUpdateID checks the one-pass read of an update's id against encoding/json's, which
+// it must equal on any input.
+func FuzzReadUpdateID(f *testing.F) {
+	for _, s := range []string{`{"update_id":7}`, `{"update_id":"7"}`, `{"UPDATE_ID":7}`, `{"update_id":1,"update_id":2}`,
+		`{"update_id":7,"message":{"message_id":1,"chat":{"id":2},"text":"hi \u00e9"}}`, `{"update_id":null}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var head struct {
+			UpdateID json.RawMessage `json:"update_id"`
+		}
+		var want int64
+		if json.Unmarshal(raw, &head) == nil {
+			want = parseUpdateID(head.UpdateID)
+		}
+		if got := readUpdateID(raw); got != want {
+			t.Fatalf("readUpdateID(%q) = %d, encoding/json reads %d", raw, got, want)
+		}
+	})
 }
 
 // readIDs sets the entries' ids as handleBatch does for malformed updates (readUpdateID agrees

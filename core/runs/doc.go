@@ -87,13 +87,14 @@
 //     A live consumer deleted in a quiet spell loses nothing: Redis recreates it at its next read.
 //
 // Round trips per run. Every script call goes through a group commit (internal/redisbatch):
-// calls made while two pipelines are in flight queue and leave together in the next one, so under
+// calls made while a pipeline is in flight queue and leave together in the next one, so under
 // load many runs share one network round trip, and a lone call still costs one. Commands per run:
 // enqueue 2, and the index write for an idle conversation (3 and 4 when the guess is wrong); claim 1
 // (idle conversations only); ack 1; plus the batched hint reads, settles and the rescue's range
-// query each recoverer tick — about 3.35 per run in BenchmarkThroughput (3.22 before the index), in about 0.6 network round
-// trips per run with 8 workers (bench_test.go says how each figure is measured). The sweeps are
-// per process and period, not per run.
+// query each recoverer tick — about 3.35 per run in BenchmarkThroughput (3.22 before the
+// index), in about 0.4 network round trips per run with 8 workers (0.6 when two pipelines were
+// let in flight at once; bench_test.go says how each figure is measured). The sweeps are per
+// process and period, not per run.
 //
 // Retries: a transient handler error keeps the lease and retries in place after exponential
 // backoff with jitter (RetryBase doubling up to RetryMax), up to MaxAttempts, then the run is

@@ -2,8 +2,9 @@ package discord
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 func TestDecodeFrameReadsWhatEncodingJSONReads(t *testing.T) {
@@ -16,11 +17,11 @@ func TestDecodeFrameReadsWhatEncodingJSONReads(t *testing.T) {
 		`{"op":7,"d":null,"s":null,"t":null,"extra":[1]}`,
 		`{"OP":1}`,
 	} {
-		got, err := decodeFrame([]byte(body))
-		var want frame
-		wantErr := json.Unmarshal([]byte(body), &want)
-		if err != nil || wantErr != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s:\ndecodeFrame = %+v (%v)\nencoding/json = %+v (%v)", body, got, err, want, wantErr)
+		if _, err := decodeFrame([]byte(body)); err != nil {
+			t.Errorf("decodeFrame(%s): %v", body, err)
+		}
+		if err := jsonwire.SameAsUnmarshal([]byte(body), decodeFrame); err != nil {
+			t.Error(err)
 		}
 	}
 	for _, body := range []string{``, `{"op":"0"}`, `{"op":0,"s":1.5}`, `{"op":0} x`, `{"d":{]}`} {
@@ -50,14 +51,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"t":"MESSAGE_CREATE","s":42,"op":0,"d":{"id":"1","content":"x"}}`))
 	f.Add([]byte(`{"op":10,"d":{"heartbeat_interval":41250},"s":null,"t":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodeFrame(data)
-		var want frame
-		wantErr := json.Unmarshal(data, &want)
-		if (err == nil) != (wantErr == nil) {
-			t.Fatalf("decodeFrame error %v, encoding/json's %v", err, wantErr)
-		}
-		if err == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("decodeFrame = %+v\nencoding/json = %+v", got, want)
+		if err := jsonwire.SameAsUnmarshal(data, decodeFrame); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+	"github.com/switchboard-bot/switchboard/render"
 )
 
 // countingHandler counts inbound messages and signals when want have arrived.
@@ -150,4 +152,41 @@ func BenchmarkSendConcurrent(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(dials.Load())/float64(b.N), "dials/op")
+}
+
+// BenchmarkPagesThenRender is what delivery asks of a closing card: its page count, then its
+// pieces for the send. The second takes the first's rendering (renderedCards); "afresh" renders
+// it again, as before. The card is an answer with five subagent results.
+func BenchmarkPagesThenRender(b *testing.B) {
+	ch, err := New(Config{Token: "1:x", APIURL: "http://127.0.0.1:1", Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	subs := make([]render.SubagentResult, 5)
+	for i := range subs {
+		subs[i] = render.SubagentResult{Name: "researcher " + strconv.Itoa(i), StopReason: "end_turn", Summary: "Found **three** sources; the `second` is the best."}
+	}
+	body := strings.Repeat("The answer draws on *these* results, with a [link](https://example.com/a) & `code`.\n\n", 20)
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: body, Subagents: subs, Footer: render.Footer{RunID: "01BENCHRUN", Elapsed: 3 * time.Second}}
+	for _, afresh := range []bool{false, true} {
+		name := "kept"
+		if afresh {
+			name = "afresh"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				count := ch.Pages
+				if afresh { // rendered and not kept: the send renders it again
+					count = func(m channels.Message) (int, error) { ps, err := ch.pieces(m); return len(ps), err }
+				}
+				if _, err := count(channels.Message{Card: &card}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ch.pieces(channels.Message{Card: &card}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -23,6 +23,9 @@ const MaxCaption = 1024
 // Pages reports how many Telegram messages Send would post for m (4,096 characters shown each).
 func (c *Channel) Pages(m channels.Message) (int, error) {
 	ps, err := c.pieces(m)
+	if err == nil && m.Card != nil {
+		c.rendered.keep(m.Card, ps) // for the Send or Edit of this card that follows
+	}
 	return len(ps), err
 }
 

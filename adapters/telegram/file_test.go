@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
+	"github.com/switchboard-bot/switchboard/render"
 )
 
 // TestSendFileUploadsADocument proves SendFile uploads the bytes as a named document (a
@@ -48,5 +49,72 @@ func TestSendFileUploadsADocument(t *testing.T) {
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Method != "sendDocument" {
 		t.Fatalf("err = %v, want the Bot API's refusal", err)
+	}
+}
+
+// TestPagesThenSendSendsTheCardAsRendered proves a card counted by Pages and then sent is sent
+// as rendering it afresh sends it, and that a different card of the same run sent after it is
+// that card, never the one counted.
+func TestPagesThenSendSendsTheCardAsRendered(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: "The **answer** is 42 & more.", Footer: render.Footer{RunID: "01RUNPAGES"}}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(43)}, channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	counted := card
+	if n, err := h.ch.Pages(channels.Message{Card: &counted}); err != nil || n != 1 {
+		t.Fatalf("Pages = %d, %v; want 1", n, err)
+	}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(42)}, channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, kept := h.fake.Posted(43), h.fake.Posted(42)
+	if len(fresh) != 1 || len(kept) != 1 || kept[0].Text != fresh[0].Text || !strings.Contains(kept[0].Text, "42 &amp; more") {
+		t.Fatalf("sent after Pages %+v, sent afresh %+v: want the same text", kept, fresh)
+	}
+
+	if _, err := h.ch.Pages(channels.Message{Card: &counted}); err != nil {
+		t.Fatal(err)
+	}
+	changed := card
+	changed.Body = "Changed after counting."
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(42)}, channels.Message{Card: &changed}); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.fake.Posted(42); len(p) != 2 || !strings.Contains(p[1].Text, "Changed after counting.") || strings.Contains(p[1].Text, "42") {
+		t.Fatalf("posted %+v, want the changed card", p)
+	}
+}
+
+// TestRenderedCardsAreTakenOnceAndBounded proves a kept rendering is taken once, only for an
+// equal card, and that cards never sent do not pile up.
+func TestRenderedCardsAreTakenOnceAndBounded(t *testing.T) {
+	var r renderedCards
+	card := render.Card{Body: "x", Footer: render.Footer{RunID: "r1"}}
+	r.keep(&card, []piece{{text: "x"}})
+	other := card
+	other.Subagents = []render.SubagentResult{{Name: "s"}}
+	if _, ok := r.take(&other); ok {
+		t.Error("a different card of the run took the kept rendering")
+	}
+	r.keep(&card, []piece{{text: "x"}})
+	if ps, ok := r.take(&card); !ok || len(ps) != 1 || ps[0].text != "x" {
+		t.Errorf("take = %v, %v; want the kept piece", ps, ok)
+	}
+	if _, ok := r.take(&card); ok {
+		t.Error("a rendering was taken twice")
+	}
+	noRun := render.Card{Body: "x"}
+	r.keep(&noRun, []piece{{text: "x"}})
+	if _, ok := r.take(&noRun); ok {
+		t.Error("a card without a run id was kept")
+	}
+	for i := range 3 * maxRendered {
+		c := render.Card{Footer: render.Footer{RunID: strconv.Itoa(i)}}
+		r.keep(&c, nil)
+	}
+	if n := len(r.cards); n > maxRendered {
+		t.Errorf("%d renderings kept, want at most %d", n, maxRendered)
 	}
 }

@@ -32,6 +32,9 @@ type piece struct {
 // signed is ErrCardRefused, so delivery falls back to text.
 func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 	if m.Card != nil {
+		if ps, ok := c.rendered.take(m.Card); ok {
+			return ps, nil
+		}
 		msgs, err := render.Telegram(*m.Card, c.cfg.ActionKey)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: render card: %w: %w", channels.ErrCardRefused, err)

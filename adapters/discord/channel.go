@@ -191,14 +191,15 @@ type Channel struct {
 	wg      sync.WaitGroup
 	life    context.Context
 
-	where   sync.Map // channel id → where
-	threads *threadMaker
-	budget  identifyBudget
-	order   *orderer
-	ixs     sync.Map // interaction id → *ixState
-	cmds    sync.Map // interaction id → *commandReply
-	now     func() time.Time
-	ready   atomic.Bool
+	where    sync.Map // channel id → where
+	threads  *threadMaker
+	budget   identifyBudget
+	order    *orderer
+	ixs      sync.Map                             // interaction id → *ixState
+	rendered render.Kept[[]render.DiscordMessage] // cards Pages rendered, for their Send or Edit
+	cmds     sync.Map                             // interaction id → *commandReply
+	now      func() time.Time
+	ready    atomic.Bool
 }
 
 var (

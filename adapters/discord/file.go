@@ -25,6 +25,9 @@ const MaxFileBytes = 10 << 20
 // (2,000 characters of content, 6,000 of embeds a message).
 func (c *Channel) Pages(m channels.Message) (int, error) {
 	ps, err := c.pieces(m)
+	if err == nil && m.Card != nil {
+		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
+	}
 	return len(ps), err
 }
 

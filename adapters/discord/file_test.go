@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,42 @@ func TestDiscordSendFileErrors(t *testing.T) {
 			t.Fatalf("files %+v, want the one file whole", files)
 		}
 	})
+}
+
+// TestDiscordPagesThenSendSendsTheCardAsRendered proves a card counted by Pages and then sent
+// is posted as sending it afresh posts it, and that a different card of the same run sent after
+// it is that card, never the one counted.
+func TestDiscordPagesThenSendSendsTheCardAsRendered(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	k := dmConv(h)
+	ctx := context.Background()
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: "The **answer** is 42.", Footer: render.Footer{RunID: "01RUNPAGES"}}
+	send := func(c render.Card) discordfake.Message {
+		t.Helper()
+		ref, err := h.ch.Send(ctx, channels.Target{Conv: k}, channels.Message{Card: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := h.fk.Message(ref.ID())
+		if !ok {
+			t.Fatalf("the message %s was not posted", ref.ID())
+		}
+		return m
+	}
+	fresh := send(card)
+	if _, err := h.ch.Pages(channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	kept := send(card)
+	if kept.Content != fresh.Content || !reflect.DeepEqual(kept.Embeds, fresh.Embeds) || len(kept.Embeds) == 0 || !strings.Contains(kept.Embeds[0].Description, "42") {
+		t.Fatalf("sent after Pages %+v, sent afresh %+v: want the same", kept.Embeds, fresh.Embeds)
+	}
+	if _, err := h.ch.Pages(channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	changed := card
+	changed.Body = "Changed after counting."
+	if m := send(changed); len(m.Embeds) == 0 || !strings.Contains(m.Embeds[0].Description, "Changed after counting.") {
+		t.Fatalf("posted %+v, want the changed card", m.Embeds)
+	}
 }

@@ -71,6 +71,9 @@ func editOf(p render.DiscordMessage) editBody {
 // characters with code blocks kept whole. An invalid card is ErrCardRefused.
 func (c *Channel) pieces(m channels.Message) ([]render.DiscordMessage, error) {
 	if m.Card != nil {
+		if ps, ok := c.rendered.Take(m.Card); ok {
+			return ps, nil
+		}
 		msgs, err := render.Discord(*m.Card, c.cfg.ActionKey)
 		if err != nil {
 			return nil, fmt.Errorf("discord: render card: %w: %w", channels.ErrCardRefused, err)

@@ -232,11 +232,12 @@ type Channel struct {
 	noStream      sync.Map // channel id → struct{}: chat.startStream unknown there
 	statuses      sync.Map // channel/thread → *threadState
 	statusLookups atomic.Int64
-	statusTimers  sync.WaitGroup // status sets scheduled (StatusAfter) and not yet done or stopped
-	statusStopped atomic.Bool    // Stop came: no status is scheduled or set any more
-	revoked       sync.Map       // team id → struct{}
-	untitled      sync.Map       // channel/thread → struct{}: an assistant thread awaiting its first message
-	edits         sync.Map       // channel/ts → *atomic.Int64: the generation of the message's latest edit
+	statusTimers  sync.WaitGroup       // status sets scheduled (StatusAfter) and not yet done or stopped
+	statusStopped atomic.Bool          // Stop came: no status is scheduled or set any more
+	revoked       sync.Map             // team id → struct{}
+	rendered      render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
+	untitled      sync.Map             // channel/thread → struct{}: an assistant thread awaiting its first message
+	edits         sync.Map             // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)
 	installMu   sync.Mutex // one install lookup or token refresh at a time

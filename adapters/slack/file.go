@@ -38,6 +38,9 @@ var errPrivateFile = errors.New("slack: send file: the answer is visible to one 
 // message).
 func (c *Channel) Pages(m channels.Message) (int, error) {
 	ps, err := c.pieces(m)
+	if err == nil && m.Card != nil {
+		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
+	}
 	return len(ps), err
 }
 

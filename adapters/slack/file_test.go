@@ -203,3 +203,42 @@ func TestUploadErrorsHideTheUploadURL(t *testing.T) {
 		t.Error("an error without the URL was changed")
 	}
 }
+
+// TestPagesThenSendSendsTheCardAsRendered proves a card counted by Pages and then sent is posted
+// as sending it afresh posts it, and that a different card of the same run sent after it is
+// that card, never the one counted.
+func TestPagesThenSendSendsTheCardAsRendered(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	card := render.Card{Title: "Answer", Status: render.StatusDone, Body: "The **answer** is 42.", Footer: render.Footer{RunID: "01RUNPAGES"}}
+	send := func(c render.Card) slackfake.Message {
+		t.Helper()
+		ref, err := h.ch.Send(ctx, channels.Target{Conv: threadConv(h.fake.NewTS())}, channels.Message{Card: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range h.fake.Posted("C1") {
+			if m.TS == ref.ID() {
+				return m
+			}
+		}
+		t.Fatalf("the message %s was not posted", ref.ID())
+		return slackfake.Message{}
+	}
+	fresh := send(card)
+	if _, err := h.ch.Pages(channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	kept := send(card)
+	if kept.Blocks != fresh.Blocks || kept.Text != fresh.Text || !strings.Contains(kept.Blocks, "42") {
+		t.Fatalf("sent after Pages %q, sent afresh %q: want the same", kept.Blocks, fresh.Blocks)
+	}
+	if _, err := h.ch.Pages(channels.Message{Card: &card}); err != nil {
+		t.Fatal(err)
+	}
+	changed := card
+	changed.Body = "Changed after counting."
+	if m := send(changed); !strings.Contains(m.Blocks, "Changed after counting.") || strings.Contains(m.Blocks, "42") {
+		t.Fatalf("posted %q, want the changed card", m.Blocks)
+	}
+}

@@ -59,6 +59,9 @@ func blocks(bs []render.SlackBlock) []slackgo.Block {
 // channels.ErrCardRefused, so delivery falls back to text.
 func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 	if m.Card != nil {
+		if ps, ok := c.rendered.Take(m.Card); ok {
+			return ps, nil
+		}
 		msgs, err := render.Slack(*m.Card, c.cfg.ActionKey)
 		if err != nil {
 			return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)

@@ -161,7 +161,7 @@ type Channel struct {
 	answered   sync.Map // callback query id → struct{}, while its update is being handled
 	pacer      *pacer
 	edits      *editThrottle
-	rendered   renderedCards // cards Pages rendered, for their Send or Edit
+	rendered   render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
 	typing     *channels.TypingSignals
 	sleep      func(ctx context.Context, d time.Duration) error
 	now        func() time.Time

@@ -24,7 +24,7 @@ const MaxCaption = 1024
 func (c *Channel) Pages(m channels.Message) (int, error) {
 	ps, err := c.pieces(m)
 	if err == nil && m.Card != nil {
-		c.rendered.keep(m.Card, ps) // for the Send or Edit of this card that follows
+		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
 	}
 	return len(ps), err
 }

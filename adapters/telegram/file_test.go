@@ -86,35 +86,3 @@ func TestPagesThenSendSendsTheCardAsRendered(t *testing.T) {
 		t.Fatalf("posted %+v, want the changed card", p)
 	}
 }
-
-// TestRenderedCardsAreTakenOnceAndBounded proves a kept rendering is taken once, only for an
-// equal card, and that cards never sent do not pile up.
-func TestRenderedCardsAreTakenOnceAndBounded(t *testing.T) {
-	var r renderedCards
-	card := render.Card{Body: "x", Footer: render.Footer{RunID: "r1"}}
-	r.keep(&card, []piece{{text: "x"}})
-	other := card
-	other.Subagents = []render.SubagentResult{{Name: "s"}}
-	if _, ok := r.take(&other); ok {
-		t.Error("a different card of the run took the kept rendering")
-	}
-	r.keep(&card, []piece{{text: "x"}})
-	if ps, ok := r.take(&card); !ok || len(ps) != 1 || ps[0].text != "x" {
-		t.Errorf("take = %v, %v; want the kept piece", ps, ok)
-	}
-	if _, ok := r.take(&card); ok {
-		t.Error("a rendering was taken twice")
-	}
-	noRun := render.Card{Body: "x"}
-	r.keep(&noRun, []piece{{text: "x"}})
-	if _, ok := r.take(&noRun); ok {
-		t.Error("a card without a run id was kept")
-	}
-	for i := range 3 * maxRendered {
-		c := render.Card{Footer: render.Footer{RunID: strconv.Itoa(i)}}
-		r.keep(&c, nil)
-	}
-	if n := len(r.cards); n > maxRendered {
-		t.Errorf("%d renderings kept, want at most %d", n, maxRendered)
-	}
-}

@@ -32,7 +32,7 @@ type piece struct {
 // signed is ErrCardRefused, so delivery falls back to text.
 func (c *Channel) pieces(m channels.Message) ([]piece, error) {
 	if m.Card != nil {
-		if ps, ok := c.rendered.take(m.Card); ok {
+		if ps, ok := c.rendered.Take(m.Card); ok {
 			return ps, nil
 		}
 		msgs, err := render.Telegram(*m.Card, c.cfg.ActionKey)

@@ -1,7 +1,6 @@
 package telegram
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -47,11 +46,11 @@ const maxUpdateBytes = 1 << 20
 // decodeUpdate parses one Update. It fails on invalid JSON, a missing or non-positive
 // update_id, and a message or callback without the parts every one has (chat, sender, id).
 func decodeUpdate(data []byte) (update, error) {
-	var u update
 	if len(data) > maxUpdateBytes {
-		return u, fmt.Errorf("%w: %d bytes", errMalformedUpdate, len(data))
+		return update{}, fmt.Errorf("%w: %d bytes", errMalformedUpdate, len(data))
 	}
-	if err := json.Unmarshal(data, &u); err != nil {
+	u, err := unmarshalUpdate(data)
+	if err != nil {
 		return u, fmt.Errorf("%w: %w", errMalformedUpdate, err)
 	}
 	if u.UpdateID <= 0 {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 func TestDecodeUpdateRejectsMalformedInput(t *testing.T) {
@@ -90,6 +92,61 @@ func FuzzDecodeUpdate(f *testing.F) {
 		in, ok := toInbound(u, bot, time.Time{})
 		if ok && in.EventID == "" {
 			t.Fatalf("converted update without event id: %+v", in)
+		}
+	})
+}
+
+// TestUnmarshalUpdateReadsWhatEncodingJSONReads holds the one-pass reading of updates to
+// encoding/json's: the common text message, read in one pass, and every shape it leaves to
+// encoding/json (other kinds, fields it does not take, case-folded or doubled keys, nulls).
+func TestUnmarshalUpdateReadsWhatEncodingJSONReads(t *testing.T) {
+	for _, body := range []string{
+		wireUpdate(7, "hello"),
+		`{"update_id":1,"message":{"message_id":2,"from":{"id":9,"is_bot":false,"first_name":"A","last_name":"B","username":"ab","language_code":"en"},"chat":{"id":-1,"type":"supergroup","title":"T","username":"g"},"date":5,"text":"/new@me_bot x","entities":[{"type":"bot_command","offset":0,"length":11},{"type":"text_link","offset":1,"length":2,"url":"https://x"},{"type":"pre","offset":0,"length":1,"language":"go"}]}}`,
+		`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true,"text":"t","entities":[]}}`,
+		`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup","is_forum":true},"reply_to_message":{"message_id":7,"chat":{"id":-9}},"caption":"c"}}`,
+		`{"update_id":2,"callback_query":{"id":"q","from":{"id":5},"message":{"message_id":3,"chat":{"id":5,"type":"private"}},"data":"d"}}`,
+		`{"update_id":1,"message":{"message_id":2,"chat":{"id":1,"type":"private"},"text":"x","from":null,"entities":null}}`,
+		`{"update_id":1,"message":null}`,
+		`{"update_id":1,"Message":{"message_id":2,"chat":{"id":1}}}`,
+		`{"update_id":1,"update_id":2}`,
+		`{"update_id":1,"message":{"message_id":2,"chat":{"id":1},"entities":[{"type":"mention","offset":0,"length":3,"user":{"id":4}}]}}`,
+		`{"update_id":1,"edited_message":{"message_id":2,"chat":{"id":1}}}`,
+		` { "update_id" : 1 , "message" : { "message_id" : 2 , "chat" : { "id" : 1 } , "text" : "caf\u00e9" } } `,
+	} {
+		if _, err := unmarshalUpdate([]byte(body)); err != nil {
+			t.Errorf("unmarshalUpdate(%s): %v", body, err)
+		}
+		if err := jsonwire.SameAsUnmarshal([]byte(body), unmarshalUpdate); err != nil {
+			t.Error(err)
+		}
+	}
+	// The common shapes are read in one pass, not left to encoding/json.
+	for _, body := range []string{wireUpdate(7, "hello"), ` { "update_id" : 1 , "message" : { "message_id" : 2 , "chat" : { "id" : 1 } , "text" : "caf\u00e9" } } `} {
+		var u update
+		r := jsonwire.NewReader([]byte(body))
+		if readUpdate(r, &u); !r.End() {
+			t.Errorf("%s is left to encoding/json", body)
+		}
+	}
+	for _, body := range []string{``, `[]`, `{"update_id":1.5}`, `{"update_id":1,"message":{"message_id":"2"}}`, `{"update_id":1} x`, `{"update_id":1,"message":{"chat":{"id":1e3}}}`} {
+		if err := jsonwire.SameAsUnmarshal([]byte(body), unmarshalUpdate); err != nil {
+			t.Error(err)
+		}
+		if _, err := unmarshalUpdate([]byte(body)); err == nil {
+			t.Errorf("unmarshalUpdate(%s) took it, want encoding/json's error", body)
+		}
+	}
+}
+
+// FuzzUnmarshalUpdate holds the one-pass reading of updates to encoding/json's on any input.
+func FuzzUnmarshalUpdate(f *testing.F) {
+	f.Add([]byte(wireUpdate(7, "hello")))
+	f.Add([]byte(`{"update_id":1,"message":{"message_id":2,"from":{"id":9,"first_name":"A"},"chat":{"id":-1,"type":"supergroup"},"text":"🙂 @me_bot hi","entities":[{"type":"mention","offset":3,"length":7}]}}`))
+	f.Add([]byte(`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := jsonwire.SameAsUnmarshal(data, unmarshalUpdate); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -151,7 +151,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	received := time.Now()
-	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	body, err := readBody(r, 32<<20)
 	if err != nil {
 		return // the client went away
 	}
@@ -229,4 +229,18 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.closed:
 	}
 	return false
+}
+
+// readBody reads a request's body, at most limit bytes: into one buffer of its declared length
+// when it has one (a model request is several KB, and io.ReadAll's doubling from 512 bytes was
+// a tenth of the fake's CPU under load), else as io.ReadAll does.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= limit {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(io.LimitReader(r.Body, limit))
 }

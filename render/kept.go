@@ -57,10 +57,3 @@ func (k *Kept[T]) Take(card *Card) (T, bool) {
 	}
 	return held.v, true
 }
-
-// held is how many renderings k holds.
-func (k *Kept[T]) held() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.cards)
-}

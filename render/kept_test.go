@@ -32,7 +32,7 @@ func TestKeptIsTakenOnceAndBounded(t *testing.T) {
 		c := Card{Footer: Footer{RunID: strconv.Itoa(i)}}
 		k.Keep(&c, "")
 	}
-	if n := k.held(); n > maxKept {
+	if n := len(k.cards); n > maxKept {
 		t.Errorf("%d renderings held, want at most %d", n, maxKept)
 	}
 }

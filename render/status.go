@@ -56,26 +56,13 @@ func subagentState(s SubagentResult) string {
 // 1m05s, 2h03m.
 func formatElapsed(d time.Duration) string {
 	d = d.Round(time.Second)
-	s := int64(d / time.Second)
-	if d < time.Minute {
-		return strconv.FormatInt(s, 10) + "s" // every footer has one: no fmt
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s" // nearly every footer's: without fmt
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
-	// two appends a number of at least two digits to b.
-	two := func(b []byte, n int64) []byte {
-		if n < 10 {
-			b = append(b, '0')
-		}
-		return strconv.AppendInt(b, n, 10)
-	}
-	b := make([]byte, 0, 12)
-	if d < time.Hour {
-		b = strconv.AppendInt(b, s/60, 10)
-		b = append(b, 'm')
-		return string(append(two(b, s%60), 's'))
-	}
-	b = strconv.AppendInt(b, s/3600, 10)
-	b = append(b, 'h')
-	return string(append(two(b, s/60%60), 'm'))
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // maxRunIDLen bounds the run id a footer shows.

@@ -157,26 +157,25 @@ func salvageBatch(body []byte) (entries []entry, ok bool) {
 	return nil, false
 }
 
-// updateIDKey is the one key readUpdateID looks for; a null for it is left to encoding/json.
+// updateHead is the part of an update readUpdateID reads; a null update_id is left to
+// encoding/json (Raw), which keeps it as the bytes null.
+type updateHead struct {
+	UpdateID json.RawMessage `json:"update_id"`
+}
+
 var updateIDKey = jsonwire.Keys{Names: []string{"update_id"}, Raw: 1}
 
 // readUpdateID reads the update_id of one element: a positive integer, written as a JSON number
 // or a string of digits. It returns 0 when there is none to read. Every update of a batch is
 // read so when it is kept: one pass over it, and encoding/json only for what that pass leaves.
 func readUpdateID(raw json.RawMessage) int64 {
-	r := jsonwire.NewReader(raw)
-	var v []byte
-	r.Object(&updateIDKey, func(int) { v = r.Raw() })
-	if !r.End() {
-		var head struct {
-			UpdateID json.RawMessage `json:"update_id"`
-		}
-		if json.Unmarshal(raw, &head) != nil {
-			return 0
-		}
-		v = head.UpdateID
+	h, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, h *updateHead) {
+		r.Object(&updateIDKey, func(int) { h.UpdateID = r.Raw() })
+	})
+	if err != nil {
+		return 0
 	}
-	return parseUpdateID(v)
+	return parseUpdateID(h.UpdateID)
 }
 
 // parseUpdateID is the id an update_id's JSON value holds, 0 for none.

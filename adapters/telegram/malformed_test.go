@@ -72,9 +72,7 @@ func FuzzReadUpdateID(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var head struct {
-			UpdateID json.RawMessage `json:"update_id"`
-		}
+		var head updateHead
 		var want int64
 		if json.Unmarshal(raw, &head) == nil {
 			want = parseUpdateID(head.UpdateID)

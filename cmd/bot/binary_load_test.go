@@ -50,6 +50,9 @@ func BenchmarkBinary(b *testing.B) {
 		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true}, procs: 1},
 		// Telegram lets one process poll a bot, so several share the load by webhook.
 		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats_3procs", messages: 2000, chats: 200, webhook: true}, procs: 3},
+		// The floor to read the others against on this machine: the minimal bot
+		// (minimalbot_test.go) under the first workload, whatever SB_LOAD_BOT_BIN names.
+		{loadSpec: loadSpec{name: "minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {
@@ -79,7 +82,8 @@ var buildShipped = buildBot
 
 type binarySpec struct {
 	loadSpec
-	procs int // bot processes sharing the Redis
+	procs   int  // bot processes sharing the Redis
+	minimal bool // the minimal bot instead of bot run
 }
 
 // binaryOverrides are the settings the binary runs change from the defaults, and why.
@@ -232,7 +236,15 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	fakes := startLoadFakesWith(b, w.modelLatency)
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
-	bots := startBots(b, bin, w.procs, fakes, prefix, telegramEnv(fakes, w.webhook))
+	env, overrides := telegramEnv(fakes, w.webhook), binaryOverrides
+	if w.minimal {
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		bin, env, overrides = exe, append(env, minimalBotEnv+"=1"), "none: the minimal bot of minimalbot_test.go, not bot run"
+	}
+	bots := startBots(b, bin, w.procs, fakes, prefix, env)
 	var hooks []string
 	if w.webhook {
 		for _, p := range bots {
@@ -256,7 +268,7 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 		p.stop(b)
 	}
 
-	b.Logf("%d bot process(es), defaults except: %s", w.procs, binaryOverrides)
+	b.Logf("%d bot process(es), defaults except: %s", w.procs, overrides)
 	var elapsed time.Duration
 	if w.rate == 0 {
 		elapsed = d.elapsed

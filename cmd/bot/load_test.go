@@ -80,6 +80,18 @@ type loadSpec struct {
 	history, historyTurns int
 	// modelLatency makes the fake model wait that long before each answer.
 	modelLatency time.Duration
+	// first is the first chat's id (0: loadFirstChat); postedBefore, the messages the bot had
+	// posted before this load (a warm-up's), so that its waits count this load's only.
+	first        int64
+	postedBefore int
+}
+
+// firstChat is the first chat of w.
+func (w loadSpec) firstChat() int64 {
+	if w.first == 0 {
+		return loadFirstChat
+	}
+	return w.first
 }
 
 // webhookConnections is how many deliveries Telegram keeps in flight to a webhook by default
@@ -258,7 +270,7 @@ func driveLoad(fakes *loadFakes, w loadSpec, webhook string) driven {
 	users := make([]int64, w.messages)
 	texts := make([]string, w.messages)
 	for i := range w.messages {
-		users[i] = int64(loadFirstChat + i%w.chats)
+		users[i] = w.firstChat() + int64(i%w.chats)
 		texts[i] = fmt.Sprintf("m%d c%d", i/w.chats, i%w.chats)
 	}
 	var acks []loadPushed
@@ -278,8 +290,8 @@ func driveLoad(fakes *loadFakes, w loadSpec, webhook string) driven {
 	d := driven{intake: time.Since(began)}
 	// Each run posts one message — its answer, or the placeholder the answer is edited into
 	// when the run outlasts the grace period; the full check follows.
-	fakes.wait("posted", w.messages, 0, 0, 5*time.Minute)
-	fakes.wait("answered", w.messages, w.chats, loadFirstChat, 30*time.Second)
+	fakes.wait("posted", w.postedBefore+w.messages, 0, 0, 5*time.Minute)
+	fakes.wait("answered", w.messages, w.chats, w.firstChat(), 30*time.Second)
 	d.elapsed = time.Since(began)
 	d.msgs = make([]pushed, len(acks))
 	for i, a := range acks {

@@ -258,7 +258,7 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 			mention := q.Get("what") == "slack-answered-mention"
 			cond = func() bool {
 				for c := range chats {
-					if !slackAnswered(s.sl.Posted(slackLoadChannel(mention, c)), n/chats+boolInt(c < n%chats)) {
+					if !slackAnswered(s.sl.Posted(slackLoadChannel(mention, int(first)+c)), n/chats+boolInt(c < n%chats)) {
 						return false
 					}
 				}
@@ -269,7 +269,7 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		case "discord-posted":
 			cond = func() bool { return s.dc.Count(http.MethodPost, discordfake.RouteMessages) >= n }
 		case "discord-answered":
-			dms := s.discordDMs(chats)
+			dms := s.discordDMs(int(first) + chats)[first:]
 			cond = func() bool {
 				for c, ch := range dms {
 					if !discordAnswered(s.dc, ch, n/chats+boolInt(c < n%chats)) {
@@ -307,13 +307,14 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	// GET /slack/posted?chats=n&mention=0|1 → map channel → what the bot posted in each of the
-	// first n load channels (slackLoadChannel).
+	// GET /slack/posted?first=i&chats=n&mention=0|1 → map channel → what the bot posted in each
+	// of the n load channels from index i (slackLoadChannel).
 	m.HandleFunc("GET /slack/posted", func(w http.ResponseWriter, r *http.Request) {
+		first, _ := strconv.Atoi(r.URL.Query().Get("first"))
 		chats, _ := strconv.Atoi(r.URL.Query().Get("chats"))
 		mention := r.URL.Query().Get("mention") == "1"
 		out := make(map[string][]slackfake.Message, chats)
-		for c := range chats {
+		for c := first; c < first+chats; c++ {
 			out[slackLoadChannel(mention, c)] = s.sl.Posted(slackLoadChannel(mention, c))
 		}
 		_ = json.NewEncoder(w).Encode(out)
@@ -557,10 +558,10 @@ func (f *loadFakes) pushSlack(channels, users, texts []string, mention bool, eve
 	return out
 }
 
-// slackPosted returns what the bot posted in the first chats load channels.
-func (f *loadFakes) slackPosted(chats int, mention bool) map[string][]slackfake.Message {
+// slackPosted returns what the bot posted in the chats load channels from index first.
+func (f *loadFakes) slackPosted(first, chats int, mention bool) map[string][]slackfake.Message {
 	out := map[string][]slackfake.Message{}
-	f.call(http.MethodGet, fmt.Sprintf("/slack/posted?chats=%d&mention=%d", chats, boolInt(mention)), nil, &out)
+	f.call(http.MethodGet, fmt.Sprintf("/slack/posted?first=%d&chats=%d&mention=%d", first, chats, boolInt(mention)), nil, &out)
 	return out
 }
 

@@ -59,6 +59,7 @@ func BenchmarkBinary(b *testing.B) {
 		// The floor to read the others against on this machine: the minimal bot
 		// (minimalbot_test.go) under the first workload, whatever SB_LOAD_BOT_BIN names.
 		{loadSpec: loadSpec{name: "minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true},
+		{loadSpec: loadSpec{name: "warm_minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true, warm: true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {

@@ -53,6 +53,7 @@ func BenchmarkBinary(b *testing.B) {
 		// burst of 5,000 updates is taken in (kept and confirmed) ahead of its runs.
 		{loadSpec: loadSpec{name: "intake_5000msgs_5000chats_model250ms", messages: 5000, chats: 5000, modelLatency: 250 * time.Millisecond}, procs: 1},
 		{loadSpec: loadSpec{name: "paced100ps_500msgs_200chats", messages: 500, chats: 200, rate: 100}, procs: 1},
+		{loadSpec: loadSpec{name: "warm_paced100ps_500msgs_200chats", messages: 500, chats: 200, rate: 100}, procs: 1, warm: true},
 		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats", messages: 2000, chats: 200, webhook: true}, procs: 1},
 		// Telegram lets one process poll a bot, so several share the load by webhook.
 		{loadSpec: loadSpec{name: "webhook_2000msgs_200chats_3procs", messages: 2000, chats: 200, webhook: true}, procs: 3},

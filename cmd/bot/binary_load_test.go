@@ -68,14 +68,15 @@ func BenchmarkBinary(b *testing.B) {
 			}
 		})
 	}
-	for _, w := range slackWorkloads {
+	// The warm_ workloads are BenchmarkBinary's alone: a warm-up burst is a process's.
+	for _, w := range append(slackWorkloads, slackLoadSpec{name: "warm_socket_2000msgs_200chats", messages: 2000, chats: 200, warm: true}) {
 		b.Run("slack_"+w.name, func(b *testing.B) {
 			for range b.N {
 				runBinarySlackLoad(b, bin, w)
 			}
 		})
 	}
-	for _, w := range discordWorkloads {
+	for _, w := range append(discordWorkloads, discordLoadSpec{name: "warm_dm_2000msgs_200chats", messages: 2000, chats: 200, warm: true}) {
 		b.Run("discord_"+w.name, func(b *testing.B) {
 			for range b.N {
 				runBinaryDiscordLoad(b, bin, w)
@@ -92,11 +93,8 @@ type binarySpec struct {
 	loadSpec
 	procs   int  // bot processes sharing the Redis
 	minimal bool // the minimal bot instead of bot run
-	warm    bool // a burst of the same shape in other chats first, not measured
+	warm    bool // a burst of the same shape in the chats after these first, not measured
 }
-
-// warmChats is how far from the measured chats a warm-up's are.
-const warmChats = 10_000_000
 
 // binaryOverrides are the settings the binary runs change from the defaults, and why.
 const binaryOverrides = "telegram.pacing=false (the workload measures the bot, not Telegram's limits); " +
@@ -266,7 +264,7 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 
 	if w.warm {
 		warm := w.loadSpec
-		warm.first = loadFirstChat + warmChats
+		warm.first = loadFirstChat + int64(w.chats) // the chats after the measured ones
 		d := driveLoad(fakes, warm, strings.Join(hooks, ","))
 		verifyLoad(b, fakes.posted(warm.first, warm.chats), d.msgs)
 		w.postedBefore = warm.messages

@@ -226,8 +226,9 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	// GET /wait?what=intake|posted|answered&n=messages&chats=chats&first=chat id: blocks until
-	// the condition holds (204) or the timeout parameter (ns) passes (504).
+	// GET /wait?what=intake|posted|answered&n=messages&chats=chats&first=chat id (the load
+	// channel's or DM's index for the slack- and discord- conditions): blocks until the condition
+	// holds (204) or the timeout parameter (ns) passes (504).
 	m.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		n, _ := strconv.Atoi(q.Get("n"))

@@ -27,9 +27,6 @@ import (
 // and no placeholder or thread status was left behind.
 func BenchmarkSlackEndToEnd(b *testing.B) {
 	for _, w := range slackWorkloads {
-		if w.warm {
-			continue // BenchmarkBinary's alone: a warm-up burst is a process's, not this benchmark's
-		}
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {
 				runSlackLoad(b, w)
@@ -50,7 +47,7 @@ type slackLoadSpec struct {
 	// first is the first load channel's index; postedBefore, the answers posted before this
 	// load (a warm-up's), so that its waits count this load's only.
 	first, postedBefore int
-	warm                bool // BenchmarkBinary: a burst of the same shape in other channels first
+	warm                bool // BenchmarkBinary: a burst of the same shape in the channels after these first
 }
 
 var slackWorkloads = []slackLoadSpec{
@@ -59,7 +56,6 @@ var slackWorkloads = []slackLoadSpec{
 	{name: "http_2000msgs_200chats", messages: 2000, chats: 200, http: true},
 	{name: "http_2000msgs_2000chats", messages: 2000, chats: 2000, http: true},
 	{name: "socket_2000mentions_200channels", messages: 2000, chats: 200, mention: true},
-	{name: "warm_socket_2000msgs_200chats", messages: 2000, chats: 200, warm: true},
 }
 
 // slackLoadOverrides are the settings the Slack load runs change from the defaults, and why.

@@ -116,7 +116,7 @@ func TestEvalSharesPipelinesAmongConcurrentCallers(t *testing.T) {
 			}
 		})
 	}
-	// Both flights are held; every other caller's first call queues behind them.
+	// The flights are held; every other caller's first call queues behind them.
 	waitQueued(t, b, callers-Flights)
 	close(g.release)
 	wg.Wait()
@@ -174,7 +174,7 @@ func TestDoKeepsACallersCommandsTogether(t *testing.T) {
 		}
 	}
 	if trips := g.trips.Load(); trips > 3 {
-		t.Errorf("%d callers took %d round trips, want at most 3 (two held flights and the rest)", len(calls), trips)
+		t.Errorf("%d callers took %d round trips, want at most 3 (the held flights and the rest)", len(calls), trips)
 	}
 }
 

@@ -27,7 +27,9 @@ import (
 //
 // It reports, per workload: msgs/s end to end; bot-cpu-ms/msg, the bot processes' CPU (user +
 // system, /proc/<pid>/stat) over the workload, summed; peak-rss-MB, the largest bot's VmHWM
-// (reset before the workload); intake-msgs/s, how fast the updates were handed out (polling);
+// (reset before the workload); bot-page-faults/msg, the bot processes' minor page faults (pages
+// touched for the first time, or again after Go gave them back; tens of µs each on some virtual
+// machines, which is most of what a cold process spends over a warm one); intake-msgs/s, how fast the updates were handed out (polling);
 // first reply p50/p99 (receipt → the run's first visible message); redis-cpu-ms/msg (INFO cpu)
 // and redis-reads/msg (INFO stats total_reads_processed: the read events Redis served, about one
 // per round trip). The figures of Redis are the whole server's: run it on a quiet machine. Every
@@ -232,6 +234,18 @@ func (p *botProcess) cpu(b *testing.B) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
+// faults is the process's minor page faults so far (/proc/<pid>/stat): each is a page of memory
+// the process touched for the first time, or again after giving it back to the system.
+func (p *botProcess) faults(b *testing.B) int64 {
+	body, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("reading the bot's page faults: %v", err)
+	}
+	f := strings.Fields(string(body[strings.LastIndexByte(string(body), ')')+2:]))
+	n, _ := strconv.ParseInt(f[7], 10, 64)
+	return n
+}
+
 func (p *botProcess) resetPeak() {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
 }
@@ -305,6 +319,7 @@ type meter struct {
 	fakes            *loadFakes
 	fakes0, fakes1   loadUsage
 	cpu0, cpu        []time.Duration
+	faults0, faults  []int64
 	redisCPU0, redis float64
 	reads0, reads    int64
 	peak             int64
@@ -316,6 +331,7 @@ func startMeter(b *testing.B, bots []*botProcess, fakes *loadFakes) *meter {
 	for _, p := range bots {
 		p.resetPeak()
 		m.cpu0 = append(m.cpu0, p.cpu(b))
+		m.faults0 = append(m.faults0, p.faults(b))
 	}
 	return m
 }
@@ -325,6 +341,7 @@ func startMeter(b *testing.B, bots []*botProcess, fakes *loadFakes) *meter {
 func (m *meter) stop(b *testing.B) {
 	for _, p := range m.bots {
 		m.cpu = append(m.cpu, p.cpu(b))
+		m.faults = append(m.faults, p.faults(b))
 		m.peak = max(m.peak, p.peak()) // read while the process lives
 	}
 	m.redis, m.reads = redisCPU(b), redisReads(b)
@@ -336,14 +353,17 @@ func (m *meter) stop(b *testing.B) {
 func (m *meter) report(b *testing.B, messages int, elapsed time.Duration, lat []time.Duration) {
 	n := float64(messages)
 	var cpu time.Duration
+	var faults int64
 	for i := range m.bots {
 		cpu += m.cpu[i] - m.cpu0[i]
+		faults += m.faults[i] - m.faults0[i]
 	}
 	if elapsed > 0 {
 		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64(m.peak)/(1<<20), "peak-rss-MB")
+	b.ReportMetric(float64(faults)/n, "bot-page-faults/msg")
 	b.ReportMetric((m.redis-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")
 	b.ReportMetric(float64((m.fakes1.CPU-m.fakes0.CPU).Microseconds())/1000/n, "fakes-cpu-ms/msg")
 	b.ReportMetric(float64(m.reads-m.reads0)/n, "redis-reads/msg")

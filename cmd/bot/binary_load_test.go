@@ -26,7 +26,8 @@ import (
 //	go test -run '^$' -bench Binary -benchtime=1x ./cmd/bot/
 //
 // It reports, per workload: msgs/s end to end; bot-cpu-ms/msg, the bot processes' CPU (user +
-// system, /proc/<pid>/stat) over the workload, summed; peak-rss-MB, the largest bot's VmHWM
+// system, /proc/<pid>/stat) over the workload, summed; bot-cpu-before-ms, what they spent before
+// it (starting, and the warm-up burst of a warm_ workload), which bot-cpu-ms/msg leaves out; peak-rss-MB, the largest bot's VmHWM
 // (reset before the workload); bot-page-faults/msg, the bot processes' minor page faults (pages
 // touched for the first time, or again after Go gave them back; tens of µs each on some virtual
 // machines, which is most of what a cold process spends over a warm one); intake-msgs/s, how fast the updates were handed out (polling);
@@ -352,16 +353,18 @@ func (m *meter) stop(b *testing.B) {
 // (a paced workload has no throughput), and the first-reply latencies lat.
 func (m *meter) report(b *testing.B, messages int, elapsed time.Duration, lat []time.Duration) {
 	n := float64(messages)
-	var cpu time.Duration
+	var cpu, before time.Duration
 	var faults int64
 	for i := range m.bots {
 		cpu += m.cpu[i] - m.cpu0[i]
+		before += m.cpu0[i]
 		faults += m.faults[i] - m.faults0[i]
 	}
 	if elapsed > 0 {
 		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "bot-cpu-ms/msg")
+	b.ReportMetric(float64(before.Milliseconds()), "bot-cpu-before-ms")
 	b.ReportMetric(float64(m.peak)/(1<<20), "peak-rss-MB")
 	b.ReportMetric(float64(faults)/n, "bot-page-faults/msg")
 	b.ReportMetric((m.redis-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")

@@ -61,9 +61,11 @@ func startGCFloor(env []string, floor uint64) (stop func()) {
 // go and collects, so the pages are free heap the process allocates from next. With the floor,
 // the heap grows to it as soon as messages come, and each page it grows by is a page fault: on
 // the virtual machines measured, 12 µs in a loop like this one and two or three times that amid
-// a burst. Paid here, before the bot says it is ready, a start took 70 ms more CPU there and the
-// burst just after it (the backlog a restart takes in) 13–16 % less a message. Go gives the
-// pages back after some minutes without work, as any free heap (docs/architecture.md).
+// a burst. Paid here, before the bot says it is ready, a start took 70–100 ms more CPU there and
+// the burst just after it (the backlog a restart takes in) 10–20 % less a message, for 3–4 MB
+// more peak RSS. The floor's bytes, not more: a third more took a few per cent less CPU again but
+// put the Slack workload's peak RSS at 59–60 MB. Go gives the pages back after some minutes
+// without work, as any free heap (docs/architecture.md).
 func prefault(n uint64) {
 	b := make([]byte, n)
 	for i := 0; i < len(b); i += os.Getpagesize() {

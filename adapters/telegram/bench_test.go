@@ -155,8 +155,9 @@ func BenchmarkSendConcurrent(b *testing.B) {
 }
 
 // BenchmarkPagesThenRender is what delivery asks of a closing card: its page count, then its
-// pieces for the send. The second takes the first's rendering (renderedCards); "afresh" renders
-// it again, as before. The card is an answer with five subagent results.
+// pieces for the send. The second takes the first's rendering (Channel.rendered, a
+// render.Kept); "afresh" renders it again, as before. The card is an answer with five subagent
+// results.
 func BenchmarkPagesThenRender(b *testing.B) {
 	ch, err := New(Config{Token: "1:x", APIURL: "http://127.0.0.1:1", Logger: discardLogger()})
 	if err != nil {

@@ -27,13 +27,14 @@ import (
 //
 // It reports, per workload: msgs/s end to end; bot-cpu-ms/msg, the bot processes' CPU (user +
 // system, /proc/<pid>/stat) over the workload, summed; bot-cpu-before-ms, what they spent before
-// it (starting, and the warm-up burst of a warm_ workload), which bot-cpu-ms/msg leaves out; peak-rss-MB, the largest bot's VmHWM
-// (reset before the workload); bot-page-faults/msg, the bot processes' minor page faults (pages
-// touched for the first time, or again after Go gave them back; tens of µs each on some virtual
-// machines, which is most of what a cold process spends over a warm one); intake-msgs/s, how fast the updates were handed out (polling);
-// first reply p50/p99 (receipt → the run's first visible message); redis-cpu-ms/msg (INFO cpu)
-// and redis-reads/msg (INFO stats total_reads_processed: the read events Redis served, about one
-// per round trip). The figures of Redis are the whole server's: run it on a quiet machine. Every
+// it (starting, and the warm-up burst of a warm_ workload), which bot-cpu-ms/msg leaves out;
+// peak-rss-MB, the largest bot's VmHWM (reset before the workload); bot-page-faults/msg, the bot
+// processes' minor page faults (pages touched for the first time, or again after Go gave them
+// back; tens of µs each on some virtual machines, which is most of what a cold process spends
+// over a warm one); intake-msgs/s, how fast the updates were handed out (polling); first reply
+// p50/p99 (receipt → the run's first visible message); redis-cpu-ms/msg (INFO cpu) and
+// redis-reads/msg (INFO stats total_reads_processed: the read events Redis served, about one per
+// round trip). The figures of Redis are the whole server's: run it on a quiet machine. Every
 // workload fails unless each message got exactly one reply showing its answer and no
 // placeholder was left.
 func BenchmarkBinary(b *testing.B) {
@@ -48,8 +49,9 @@ func BenchmarkBinary(b *testing.B) {
 		{loadSpec: loadSpec{name: "2000msgs_2000chats", messages: 2000, chats: 2000}, procs: 1},
 		// The same bursts to a process that has been working: it first answers one burst of the
 		// same shape in other chats, unmeasured. A process just started also pays for its first
-		// touches of memory (a page fault each; they cost 11 µs on one session's machine),
-		// connections dialled and pools filled; a bot that has been running does not.
+		// touches of memory (a page fault each, 12 µs and more on the AMD sessions' machine;
+		// bot run touches its heap floor's before it is ready), connections dialled and pools
+		// filled; a bot that has been running does not.
 		{loadSpec: loadSpec{name: "warm_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, warm: true},
 		{loadSpec: loadSpec{name: "warm_2000msgs_2000chats", messages: 2000, chats: 2000}, procs: 1, warm: true},
 		// Intake's own speed: the model answers after 250 ms, so the workers mostly wait and the
@@ -222,29 +224,20 @@ func (p *botProcess) tail() string {
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
-// cpu is the process's user + system CPU so far (/proc/<pid>/stat, in clock ticks of 10 ms).
-func (p *botProcess) cpu(b *testing.B) time.Duration {
+// usage is the process's user + system CPU so far (in clock ticks of 10 ms) and its minor page
+// faults — each a page it touched for the first time, or again after giving it back to the
+// system — read from one /proc/<pid>/stat.
+func (p *botProcess) usage(b *testing.B) (cpu time.Duration, faults int64) {
 	body, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 	if err != nil {
-		b.Fatalf("reading the bot's CPU: %v", err)
+		b.Fatalf("reading the bot's CPU and page faults: %v", err)
 	}
 	// The fields after the command name (which is in parentheses and may hold spaces).
 	f := strings.Fields(string(body[strings.LastIndexByte(string(body), ')')+2:]))
+	faults, _ = strconv.ParseInt(f[7], 10, 64)
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// faults is the process's minor page faults so far (/proc/<pid>/stat): each is a page of memory
-// the process touched for the first time, or again after giving it back to the system.
-func (p *botProcess) faults(b *testing.B) int64 {
-	body, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		b.Fatalf("reading the bot's page faults: %v", err)
-	}
-	f := strings.Fields(string(body[strings.LastIndexByte(string(body), ')')+2:]))
-	n, _ := strconv.ParseInt(f[7], 10, 64)
-	return n
+	return time.Duration(utime+stime) * 10 * time.Millisecond, faults
 }
 
 func (p *botProcess) resetPeak() {
@@ -331,8 +324,8 @@ func startMeter(b *testing.B, bots []*botProcess, fakes *loadFakes) *meter {
 	m := &meter{bots: bots, fakes: fakes, redisCPU0: redisCPU(b), reads0: redisReads(b), fakes0: fakes.usage()}
 	for _, p := range bots {
 		p.resetPeak()
-		m.cpu0 = append(m.cpu0, p.cpu(b))
-		m.faults0 = append(m.faults0, p.faults(b))
+		cpu, faults := p.usage(b)
+		m.cpu0, m.faults0 = append(m.cpu0, cpu), append(m.faults0, faults)
 	}
 	return m
 }
@@ -341,8 +334,8 @@ func startMeter(b *testing.B, bots []*botProcess, fakes *loadFakes) *meter {
 // before the processes exit).
 func (m *meter) stop(b *testing.B) {
 	for _, p := range m.bots {
-		m.cpu = append(m.cpu, p.cpu(b))
-		m.faults = append(m.faults, p.faults(b))
+		cpu, faults := p.usage(b)
+		m.cpu, m.faults = append(m.cpu, cpu), append(m.faults, faults)
 		m.peak = max(m.peak, p.peak()) // read while the process lives
 	}
 	m.redis, m.reads = redisCPU(b), redisReads(b)

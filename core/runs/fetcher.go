@@ -92,7 +92,7 @@ func (p *Pool) returnSlots(n int) {
 func (p *Pool) dispatch(hints []rdb.Hint, slots int) {
 	for _, h := range hints {
 		p.held.addHint(h.ID)
-		p.work <- h // never blocks: work has a place for every slot
+		p.work.put(h)
 	}
 	p.returnSlots(slots - len(hints))
 }

@@ -31,7 +31,7 @@ type Pool struct {
 	// for all workers together.
 	outage struct{ claim, ack, renew, handler, unavailable *failureLog }
 
-	work   chan rdb.Hint      // hints fetched, waiting for a worker
+	work   workQueue          // hints fetched, waiting for a worker
 	slots  chan struct{}      // one token per hint this process may hold (fetched or in work)
 	held   *heldSet           // what this process holds, for the heartbeat and the canceller
 	set    *settler           // batched acknowledgements and counters
@@ -72,7 +72,7 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	w := q.opt.Workers
 	p := &Pool{
 		q: q, st: q.st, opt: q.opt, log: q.log.With("consumer", q.opt.Consumer), h: h, sink: sink,
-		work: make(chan rdb.Hint, 2*w), slots: make(chan struct{}, 2*w), held: newHeldSet(),
+		slots: make(chan struct{}, 2*w), held: newHeldSet(),
 		consumerIdle: consumerIdle(q.opt.Lease),
 	}
 	p.outage.claim = newFailureLog(p.log, "workers' claims", "runs: claiming a conversation failed; retrying")
@@ -161,7 +161,7 @@ func (p *Pool) stop(ctx context.Context, now bool) error {
 	}
 	p.intake()
 	p.intakeWG.Wait()
-	close(p.work)
+	p.work.close()
 
 	done := make(chan struct{})
 	go func() { p.workersWG.Wait(); close(done) }()

@@ -14,11 +14,17 @@ import (
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
-// worker is one worker goroutine: it serves hints until the work channel closes (Shutdown).
+// worker is one worker goroutine: it serves hints until the work queue is closed and empty
+// (Shutdown).
 func (p *Pool) worker(i int) {
 	owner := p.opt.Consumer + "/" + strconv.Itoa(i)
 	served := 0
-	for h := range p.work {
+	inbox := newWorkerInbox()
+	for {
+		h, ok := p.work.get(inbox)
+		if !ok {
+			return
+		}
 		if p.isDraining() {
 			// Fetched but not started: give it back for another process.
 			p.set.add(settleItem{hint: h.Tag, ack: h.ID})

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,5 +119,58 @@ func TestWorkQueueCloseDrainsThenEndsEveryWorker(t *testing.T) {
 	}
 	if h, ok := q2.get(inbox); ok {
 		t.Fatalf("get from a drained closed queue = %v, true", h)
+	}
+}
+
+// Under contention — workers taking and going idle while producers put — every hint reaches
+// exactly one worker, and close ends them all once the queue is drained.
+func TestWorkQueueDeliversEveryHintOnceUnderContention(t *testing.T) {
+	const workers, producers, perProducer = 16, 4, 2500
+	var q workQueue
+	got := make([][]rdb.Hint, workers)
+	done := make(chan struct{}, workers)
+	for w := range workers {
+		inbox := newWorkerInbox()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				h, ok := q.get(inbox)
+				if !ok {
+					return
+				}
+				got[w] = append(got[w], h)
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range perProducer {
+				q.put(hint(p*perProducer + i))
+			}
+		})
+	}
+	wg.Wait()
+	q.close()
+	for range workers {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a worker did not end after close")
+		}
+	}
+	seen := make(map[rdb.Hint]int, producers*perProducer)
+	for _, hs := range got {
+		for _, h := range hs {
+			seen[h]++
+		}
+	}
+	for i := range producers * perProducer {
+		if n := seen[hint(i)]; n != 1 {
+			t.Fatalf("hint %d reached %d workers, want 1", i, n)
+		}
+	}
+	if len(seen) != producers*perProducer {
+		t.Fatalf("%d distinct hints delivered, want %d", len(seen), producers*perProducer)
 	}
 }

@@ -17,15 +17,14 @@ type workQueue struct {
 	mu      sync.Mutex
 	pending []rdb.Hint // hints waiting for a worker, oldest at head
 	head    int
-	idle    []*workerInbox // workers waiting for a hint, the most recent last
+	idle    []chan rdb.Hint // the inboxes of workers waiting for a hint, the most recent last
 	closed  bool
 }
 
-// workerInbox is where one waiting worker receives its hint. It holds one: a worker is in the
-// idle list at most once, and put sends to it only after taking it off the list.
-type workerInbox struct{ ch chan rdb.Hint }
-
-func newWorkerInbox() *workerInbox { return &workerInbox{ch: make(chan rdb.Hint, 1)} }
+// newWorkerInbox returns a worker's inbox, where it receives its hint while it waits. It holds
+// one, so put never blocks: a worker is in the idle list at most once, and put sends to it only
+// after taking it off the list.
+func newWorkerInbox() chan rdb.Hint { return make(chan rdb.Hint, 1) }
 
 // put hands h to the worker that went idle last, or queues it when none is idle. It never blocks.
 // It must not be called after close.
@@ -36,7 +35,7 @@ func (q *workQueue) put(h rdb.Hint) {
 		q.idle[n-1] = nil
 		q.idle = q.idle[:n-1]
 		q.mu.Unlock()
-		w.ch <- h
+		w <- h
 		return
 	}
 	q.pending = append(q.pending, h)
@@ -45,7 +44,7 @@ func (q *workQueue) put(h rdb.Hint) {
 
 // get returns the oldest queued hint, or waits in w for the next one put hands over. ok is false
 // once the queue is closed and holds nothing: the worker is done.
-func (q *workQueue) get(w *workerInbox) (h rdb.Hint, ok bool) {
+func (q *workQueue) get(w chan rdb.Hint) (h rdb.Hint, ok bool) {
 	q.mu.Lock()
 	if q.head < len(q.pending) {
 		h = q.pending[q.head]
@@ -63,7 +62,7 @@ func (q *workQueue) get(w *workerInbox) (h rdb.Hint, ok bool) {
 	}
 	q.idle = append(q.idle, w)
 	q.mu.Unlock()
-	h, ok = <-w.ch
+	h, ok = <-w
 	return h, ok
 }
 
@@ -75,6 +74,6 @@ func (q *workQueue) close() {
 	q.idle = nil
 	q.mu.Unlock()
 	for _, w := range idle {
-		close(w.ch)
+		close(w)
 	}
 }

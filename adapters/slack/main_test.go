@@ -62,7 +62,7 @@ type harness struct {
 
 var testKey, _ = render.NewKey([]byte("0123456789abcdef0123456789abcdef"))
 
-func newChannel(t *testing.T, fake *slackfake.Server, mutate func(*Config)) (*Channel, *syncBuffer) {
+func newChannel(t testing.TB, fake *slackfake.Server, mutate func(*Config)) (*Channel, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	cfg := Config{
@@ -101,7 +101,7 @@ func start(t *testing.T, mutate func(*Config)) *harness {
 	return startWith(t, fake, mutate, &recorder{})
 }
 
-func startWith(t *testing.T, fake *slackfake.Server, mutate func(*Config), rec *recorder) *harness {
+func startWith(t testing.TB, fake *slackfake.Server, mutate func(*Config), rec *recorder) *harness {
 	t.Helper()
 	ch, logs := newChannel(t, fake, mutate)
 	if err := ch.Start(context.Background(), rec); err != nil {

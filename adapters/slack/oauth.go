@@ -79,9 +79,12 @@ func (c *Channel) InstallHandler() http.Handler {
 }
 
 // OAuthHandler is the redirect URL Slack sends the user back to (GET ?code=…&state=…). It
-// refuses (400) a missing, forged, expired or already used state, and a code Slack does not
-// exchange; otherwise it exchanges the code (oauth.v2.access), saves the workspace's bot token
-// in Installations and says so. A workspace that uninstalled before is served again from then on.
+// refuses (400) a missing, forged, expired or already used state, a missing code, an error
+// Slack passed back (the user cancelled) and a code Slack does not exchange; when Slack does
+// not answer the exchange (network error, HTTP 5xx, 429) it says so (502) and asks for a new
+// install. Every refusal is a short page that echoes nothing of the query. Otherwise it
+// exchanges the code (oauth.v2.access), saves the workspace's bot token in Installations and
+// says so. A workspace that uninstalled before is served again from then on.
 func (c *Channel) OAuthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c.cfg.ClientID == "" {
@@ -90,13 +93,25 @@ func (c *Channel) OAuthHandler() http.Handler {
 		}
 		q := r.URL.Query()
 		if e := q.Get("error"); e != "" {
-			page(w, http.StatusBadRequest, "The app was not installed: "+e+".")
+			// The query is the user's browser's to write: name only Slack's documented code,
+			// never echo the text.
+			text := "The app was not installed. Start the install again."
+			if e == "access_denied" {
+				text = "The install was cancelled. Start the install again to add the app."
+			}
+			page(w, http.StatusBadRequest, text)
 			return
 		}
 		nonce, err := c.checkState(q.Get("state"))
 		if err != nil {
 			c.log.Warn("slack: refused an install callback", "reason", err.Error(), "remote", r.RemoteAddr)
 			page(w, http.StatusBadRequest, "This install link is not valid or has expired. Start the install again.")
+			return
+		}
+		code := q.Get("code")
+		if code == "" {
+			c.log.Warn("slack: refused an install callback", "reason", "no code", "remote", r.RemoteAddr)
+			page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")
 			return
 		}
 		claimed, err := c.cfg.Installations.ClaimState(r.Context(), nonce, stateTTL)
@@ -111,13 +126,26 @@ func (c *Channel) OAuthHandler() http.Handler {
 			return
 		}
 		resp, err := slackgo.GetOAuthV2ResponseContext(r.Context(), c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret,
-			q.Get("code"), c.cfg.RedirectURL, slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
+			code, c.cfg.RedirectURL, slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
+		// slack-go answers a nil response when the call itself failed (network, 5xx, 429):
+		// check the error before reading anything of it.
+		if err != nil || resp == nil {
+			err = c.apiError("oauth.v2.access", err)
+			c.log.Warn("slack: exchanging an install code failed", "err", err, "remote", r.RemoteAddr)
+			if refused(err) {
+				page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")
+			} else {
+				page(w, http.StatusBadGateway, "Slack could not be reached to finish the install. Start the install again in a minute.")
+			}
+			return
+		}
 		owner := resp.Team.ID
 		if resp.IsEnterpriseInstall {
 			owner = resp.Enterprise.ID // an org-wide install serves every workspace of the org
 		}
-		if err != nil || owner == "" || !strings.HasPrefix(resp.AccessToken, "xoxb-") {
-			c.log.Warn("slack: exchanging an install code failed", "err", c.apiError("oauth.v2.access", err))
+		if owner == "" || !strings.HasPrefix(resp.AccessToken, "xoxb-") {
+			c.log.Warn("slack: an install code exchange answered no workspace or no bot token",
+				"has_team", owner != "", "token_type", resp.TokenType)
 			page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")
 			return
 		}
@@ -140,6 +168,13 @@ func (c *Channel) OAuthHandler() http.Handler {
 		}
 		page(w, http.StatusOK, fmt.Sprintf("Installed in %s. You can close this page.", name))
 	})
+}
+
+// refused reports whether Slack answered the exchange with a refusal of its own (ok:false, such
+// as invalid_code), as opposed to not answering it (network error, HTTP 5xx, 429).
+func refused(err error) bool {
+	ae, ok := errors.AsType[*APIError](err)
+	return ok && !strings.HasPrefix(ae.Code, "http_")
 }
 
 func page(w http.ResponseWriter, status int, text string) {

@@ -245,7 +245,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == "oauth.v2.access" {
 		if f := s.takeFault(method, params); f != nil {
-			s.answer(w, method, params, auth, nil, f)
+			s.answer(w, method, redactOAuth(params), auth, nil, f)
 			return
 		}
 		s.mu.Lock()

@@ -9,7 +9,8 @@
 // conversations at once), and acknowledged (Socket Mode ack, HTTP 200) only once the Handler
 // returned: an error leaves the envelope unacknowledged so Slack redelivers it, and the
 // router's dedupe (Inbound.EventID is the message's channel and ts, shared by Slack's
-// app_mention + message pair and by every retry) makes the redelivery harmless.
+// app_mention + message pair and by every retry) makes the redelivery harmless. The events the
+// adapter handles itself (assistant_thread_started) are deduplicated here on their event_id.
 //
 // Outbound: Block Kit from render with a text fallback, split to Slack's limits (3,000
 // characters a section, 50 blocks a message, 40,000 characters of text) and never truncated;
@@ -237,6 +238,7 @@ type Channel struct {
 	revoked       sync.Map             // team id → struct{}
 	rendered      render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
 	untitled      sync.Map             // channel/thread → struct{}: an assistant thread awaiting its first message
+	recent        recentEvents         // ids of the events handled here rather than by the router (dedupe)
 	edits         sync.Map             // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)

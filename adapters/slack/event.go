@@ -181,6 +181,16 @@ func UserID(enterprise, team, user string) string {
 // events for one post (app_mention and message) and every redelivery share.
 func messageEventID(channel, ts string) string { return "msg:" + channel + ":" + ts }
 
+// callbackEventID is the Inbound.EventID of an event that is not a message (an assistant
+// thread started): Slack's event_id, which every redelivery of the event repeats; without one,
+// what the event is about (fallback).
+func callbackEventID(cb callback, fallback string) string {
+	if cb.EventID != "" {
+		return "ev:" + cb.EventID
+	}
+	return fallback
+}
+
 // eventKind says what an event means to intake.
 type eventKind int
 
@@ -207,7 +217,8 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 			return channels.Inbound{}, kindIgnore
 		}
 		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: at.ChannelID, Thread: at.ThreadTS}
-		return channels.Inbound{Conv: k, ReceivedAt: now}, kindAssistant
+		id := callbackEventID(cb, "assistant:"+at.ChannelID+":"+at.ThreadTS)
+		return channels.Inbound{EventID: id, Conv: k, ReceivedAt: now}, kindAssistant
 	case "tokens_revoked":
 		if len(ev.Tokens.Bot) > 0 { // user tokens revoked leave the bot working
 			return channels.Inbound{}, kindUninstall

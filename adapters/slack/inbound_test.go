@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -436,5 +437,65 @@ func TestSocketSilentSocketReplaced(t *testing.T) {
 	eventually(t, "the message acked", func() bool { return fake.Acked(env) })
 	if got := rec.got(); len(got) != 1 || got[0].Text != "still there" {
 		t.Fatalf("inbound %+v", got)
+	}
+}
+
+// TestAssistantThreadRedeliveredOffersPromptsOnce proves a redelivered assistant_thread_started
+// (the same event_id, retry_attempt 1, after an ack Slack did not get) sets the suggested
+// prompts once; and that when the first offer failed, the redelivery offers them again.
+func TestAssistantThreadRedeliveredOffersPromptsOnce(t *testing.T) {
+	h := start(t, func(c *Config) { c.SuggestedPrompts = []string{"What can you do?"} })
+	started := func() map[string]any {
+		return h.fake.Callback(map[string]any{"type": "assistant_thread_started",
+			"assistant_thread": map[string]any{"user_id": ann, "channel_id": "D1", "thread_ts": h.fake.NewTS()}})
+	}
+	env := h.fake.Send("events_api", started())
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	again := h.fake.Redeliver(env, "timeout")
+	eventually(t, "the redelivery's ack", func() bool { return h.fake.Acked(again) })
+	if envs := h.fake.Envelopes(); len(envs) != 2 || envs[1].RetryAttempt != 1 || string(envs[1].Payload) != string(envs[0].Payload) {
+		t.Fatalf("envelopes %+v, want the same payload again with retry_attempt 1", envs)
+	}
+	if n := h.fake.Count("assistant.threads.setSuggestedPrompts"); n != 1 {
+		t.Fatalf("prompts set %d times for one thread started, want 1", n)
+	}
+
+	// The offer fails (Slack answered an error): the redelivery is not a duplicate.
+	h.fake.FailNext("assistant.threads.setSuggestedPrompts", 1, slackfake.Fault{Error: "internal_error"})
+	env = h.fake.Send("events_api", started())
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	again = h.fake.Redeliver(env, "timeout")
+	eventually(t, "the redelivery's ack", func() bool { return h.fake.Acked(again) })
+	calls := h.fake.CallsOf("assistant.threads.setSuggestedPrompts")
+	if len(calls) != 3 || calls[1].Error != "internal_error" || calls[2].Error != "" {
+		t.Fatalf("calls %+v; want the failed offer made again on redelivery", calls)
+	}
+}
+
+// TestRecentEventsIsBounded proves the adapter's own dedupe holds at most maxRecentEvents ids,
+// forgetting the oldest first, and that a released id is new again.
+func TestRecentEventsIsBounded(t *testing.T) {
+	var r recentEvents
+	if !r.claim("") || !r.claim("") {
+		t.Fatal("an empty id is never a duplicate")
+	}
+	for i := range maxRecentEvents {
+		if !r.claim(fmt.Sprint("ev", i)) {
+			t.Fatalf("ev%d new, reported seen", i)
+		}
+	}
+	if r.claim("ev0") || r.claim(fmt.Sprint("ev", maxRecentEvents-1)) {
+		t.Fatal("a remembered id was claimed again")
+	}
+	r.claim("one-more")
+	if len(r.slot) != maxRecentEvents {
+		t.Fatalf("%d ids remembered, want %d", len(r.slot), maxRecentEvents)
+	}
+	if !r.claim("ev0") {
+		t.Fatal("the oldest id was not forgotten")
+	}
+	r.release("ev5")
+	if !r.claim("ev5") || r.claim("ev5") {
+		t.Fatal("a released id is new once again")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	slackgo "github.com/slack-go/slack"
 
@@ -105,7 +106,15 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 		return nil
 	}
 	if d.assistant {
-		c.assistantStarted(ctx, d.in.Conv)
+		// Not the router's: it sees messages only. A redelivered envelope (an ack lost or
+		// late) offers the prompts once; a failed offer is given back for the redelivery.
+		if !c.recent.claim(d.in.EventID) {
+			c.log.Debug("slack: duplicate assistant_thread_started ignored", "event", d.in.EventID)
+			return nil
+		}
+		if !c.assistantStarted(ctx, d.in.Conv) {
+			c.recent.release(d.in.EventID)
+		}
 		return nil
 	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
@@ -125,11 +134,11 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 const maxTitle = 60
 
 // assistantStarted offers the suggested prompts in a new assistant thread and remembers the
-// thread, so that its first message gives it a title.
-func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
+// thread, so that its first message gives it a title. It reports false when the offer failed.
+func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) bool {
 	c.untitled.Store(k.Chat+"/"+k.Thread, struct{}{})
 	if len(c.cfg.SuggestedPrompts) == 0 {
-		return
+		return true
 	}
 	prompts := make([]slackgo.AssistantThreadsPrompt, 0, len(c.cfg.SuggestedPrompts))
 	for _, p := range c.cfg.SuggestedPrompts {
@@ -138,7 +147,7 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
 	api, err := c.client(ctx, k.Workspace)
 	if err != nil {
 		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-		return
+		return false
 	}
 	err = c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
 		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
@@ -146,7 +155,52 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
 	})
 	if err != nil {
 		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+		return false
 	}
+	return true
+}
+
+// maxRecentEvents bounds recentEvents: Slack redelivers within minutes (three retries), so the
+// last few thousand ids are plenty.
+const maxRecentEvents = 4096
+
+// recentEvents remembers the last ids of the events this process handled itself (not through
+// the router), so a redelivery is handled once. Safe for concurrent use; the zero value is
+// ready.
+type recentEvents struct {
+	mu   sync.Mutex
+	slot map[string]int // id → its slot in ring
+	ring []string
+	next int
+}
+
+// claim records id and reports whether it was new. An empty id is always new (nothing to
+// dedupe on).
+func (r *recentEvents) claim(id string) bool {
+	if id == "" {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.slot[id]; seen {
+		return false
+	}
+	if r.ring == nil {
+		r.slot, r.ring = make(map[string]int, maxRecentEvents), make([]string, maxRecentEvents)
+	}
+	if old := r.ring[r.next]; old != "" && r.slot[old] == r.next {
+		delete(r.slot, old)
+	}
+	r.ring[r.next], r.slot[id] = id, r.next
+	r.next = (r.next + 1) % len(r.ring)
+	return true
+}
+
+// release forgets id, so its redelivery is handled again (the first handling failed).
+func (r *recentEvents) release(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.slot, id)
 }
 
 // titleAssistantThread names an assistant thread after its first message.

@@ -306,3 +306,16 @@ func mustJSON(tb testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// TestAssistantThreadEventID proves assistant_thread_started's Inbound carries Slack's event_id
+// (what its redeliveries repeat), or the thread when the callback has none.
+func TestAssistantThreadEventID(t *testing.T) {
+	ev := innerEvent{Type: "assistant_thread_started"}
+	ev.AssistantThread.ChannelID, ev.AssistantThread.ThreadTS = "D1", "1.5"
+	for _, tc := range []struct{ eventID, want string }{{"Ev1", "ev:Ev1"}, {"", "assistant:D1:1.5"}} {
+		in, kind := eventInbound(callback{TeamID: "T1", EventID: tc.eventID}, ev, testSelf, time.Now())
+		if kind != kindAssistant || in.EventID != tc.want {
+			t.Errorf("event_id %q: kind %d, EventID %q; want %q", tc.eventID, kind, in.EventID, tc.want)
+		}
+	}
+}

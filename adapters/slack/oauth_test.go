@@ -548,3 +548,63 @@ func FuzzOAuthCallback(f *testing.F) {
 		}
 	})
 }
+
+// TestTokensRevokedForTheBotStopsTheWorkspace proves tokens_revoked naming bot tokens stops
+// work for that workspace as app_uninstalled does — its install deleted, OnUninstall told, its
+// events dropped — while one naming only user tokens leaves it served, and another workspace is
+// served throughout.
+func TestTokensRevokedForTheBotStopsTheWorkspace(t *testing.T) {
+	gone := make(chan string, 4)
+	h := startOAuth(t, func(c *Config) {
+		c.BotToken = "" // every workspace by its own install
+		c.OnUninstall = func(team string) { gone <- team }
+	})
+	ctx := context.Background()
+	for _, team := range []string{"T0REV", "T0OTHER"} {
+		if status, _ := h.install(t, team); status != 200 {
+			t.Fatalf("install %s: %d", team, status)
+		}
+	}
+	// A call made with its token, so its client is cached.
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: conv.Key{Platform: "slack", Workspace: "T0REV", Chat: "D5"}},
+		channels.Message{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	dm := func(team, text string) string {
+		cb := h.fake.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D5", "user": "U5",
+			"text": text, "ts": h.fake.NewTS(), "team": team})
+		return h.fake.Send("events_api", cb)
+	}
+	revoked := func(tokens map[string]any) {
+		env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "tokens_revoked", "team": "T0REV", "tokens": tokens}))
+		eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	}
+
+	revoked(map[string]any{"oauth": []string{"U5"}}) // a user's token: the bot keeps working
+	dm("T0REV", "still served")
+	if in := h.waitInbound(t, 1); in[0].Conv.Workspace != "T0REV" {
+		t.Fatalf("inbound %+v", in[0])
+	}
+	if _, found, _ := h.store.Installation(ctx, "T0REV"); !found || len(gone) != 0 {
+		t.Fatalf("user tokens revoked: install found %v, %d uninstalls; want kept", found, len(gone))
+	}
+
+	revoked(map[string]any{"oauth": []string{}, "bot": []string{slackfake.BotUserID}})
+	if _, found, _ := h.store.Installation(ctx, "T0REV"); found {
+		t.Error("the workspace's install was kept after its bot token was revoked")
+	}
+	if len(gone) != 1 || <-gone != "T0REV" {
+		t.Error("OnUninstall was not told of the workspace")
+	}
+	dropped := dm("T0REV", "anyone?")
+	eventually(t, "the dropped event acked", func() bool { return h.fake.Acked(dropped) })
+	dm("T0OTHER", "the other workspace")
+	got := h.waitInbound(t, 2)
+	if len(got) != 2 || got[1].Conv.Workspace != "T0OTHER" {
+		t.Fatalf("inbound %+v; want the revoked workspace's event dropped, the other's handed over", got)
+	}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: conv.Key{Platform: "slack", Workspace: "T0REV", Chat: "D5"}},
+		channels.Message{Text: "x"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Errorf("Send in the revoked workspace: %v, want ErrUnreachable (its cached token dropped)", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -497,5 +498,40 @@ func TestRecentEventsIsBounded(t *testing.T) {
 	r.release("ev5")
 	if !r.claim("ev5") || r.claim("ev5") {
 		t.Fatal("a released id is new once again")
+	}
+}
+
+// TestSocketSelectClickBecomesValues proves a choice in a select on a card (block_actions with
+// selected_option for static_select, selected_options for a multi-select) reaches the Handler
+// as Interaction.Values under the select's action id, and a button click carries none.
+func TestSocketSelectClickBecomesValues(t *testing.T) {
+	h := start(t, nil)
+	card := h.fake.NewTS()
+	cases := []struct {
+		name   string
+		action slackfake.Action
+		want   map[string][]string
+	}{
+		{"static_select", slackfake.Action{Type: "static_select", ActionID: "pick", Selected: []string{"opt-2"}},
+			map[string][]string{"pick": {"opt-2"}}},
+		{"multi_static_select", slackfake.Action{Type: "multi_static_select", ActionID: "many", Selected: []string{"a", "c"}},
+			map[string][]string{"many": {"a", "c"}}},
+		{"button", slackfake.Action{ActionID: "go", Value: "1"}, nil},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.action
+			a.User, a.Channel, a.MessageTS = ann, "C1", card
+			env := h.fake.PushAction(a)
+			in := h.waitInbound(t, i+1)[i]
+			eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+			it := in.Interaction
+			if it == nil || it.Data != a.ActionID || it.Message.ID() != card || in.Identity.ChannelUserID != annID || in.Conv.Chat != "C1" {
+				t.Fatalf("inbound %+v / %+v", in, it)
+			}
+			if !reflect.DeepEqual(it.Values, tc.want) {
+				t.Fatalf("Values %v, want %v", it.Values, tc.want)
+			}
+		})
 	}
 }

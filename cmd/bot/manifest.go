@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
 	"github.com/switchboard-bot/switchboard/config"
 )
 
@@ -94,19 +95,12 @@ features:
 	if s.RedirectURL != "" {
 		b.WriteString("  redirect_urls:\n    - " + q(s.RedirectURL) + "\n")
 	}
-	b.WriteString(`  scopes:
-    bot:
-      - app_mentions:read
-      - channels:history
-      - groups:history
-      - im:history
-      - mpim:history
-      - chat:write
-      - assistant:write
-      - commands
-      - files:read
-      - files:write
-settings:
+	// The scopes an OAuth install asks for, so an app made from the manifest has exactly them.
+	b.WriteString("  scopes:\n    bot:\n")
+	for _, scope := range slackadapter.DefaultScopes {
+		b.WriteString("      - " + scope + "\n")
+	}
+	b.WriteString(`settings:
   event_subscriptions:
 `)
 	if httpMode {

@@ -9,11 +9,15 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
 	"github.com/switchboard-bot/switchboard/config"
 )
 
 type manifest struct {
 	Features struct {
+		AssistantView struct {
+			Description string `yaml:"assistant_description"`
+		} `yaml:"assistant_view"`
 		SlashCommands []struct {
 			Command string `yaml:"command"`
 			URL     string `yaml:"url"`
@@ -62,10 +66,18 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 	if len(m.Features.SlashCommands) != 1 || m.Features.SlashCommands[0].Command != "/sb" {
 		t.Errorf("slash commands %+v", m.Features.SlashCommands)
 	}
-	for _, s := range []string{"app_mentions:read", "im:history", "channels:history", "chat:write", "commands", "files:read", "files:write"} {
+	for _, s := range []string{"app_mentions:read", "im:history", "channels:history", "chat:write", "assistant:write", "commands", "files:read", "files:write"} {
 		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
 			t.Errorf("scope %s missing", s)
 		}
+	}
+	// An app made from the manifest has the scopes an OAuth install asks for, no more, no fewer.
+	if !slices.Equal(m.OAuth.Scopes.Bot, slackadapter.DefaultScopes) {
+		t.Errorf("manifest bot scopes %v, the adapter's install asks %v", m.OAuth.Scopes.Bot, slackadapter.DefaultScopes)
+	}
+	// The assistant view: the bot opens in Slack's AI app pane (assistant_thread_started).
+	if m.Features.AssistantView.Description == "" {
+		t.Errorf("no assistant_view in the manifest:\n%s", out.String())
 	}
 	for _, e := range []string{"app_mention", "message.im", "message.channels", "app_uninstalled", "assistant_thread_started"} {
 		if !slices.Contains(m.Settings.Events.BotEvents, e) {

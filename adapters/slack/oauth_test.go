@@ -2,6 +2,8 @@ package slack
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -495,9 +497,23 @@ func TestOAuthCallbackMalformed(t *testing.T) {
 	}
 }
 
+// signedWith is an independent check that state is body "." HMAC-SHA256(key, body), both
+// base64url: what only a holder of key can make.
+func signedWith(state string, key []byte) bool {
+	body, sig, ok := strings.Cut(state, ".")
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	s, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if !ok || err1 != nil || err2 != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(b)
+	return hmac.Equal(mac.Sum(nil), s)
+}
+
 // FuzzOAuthCallback drives the callback handler with arbitrary queries: it never panics,
-// answers 200 only for a state this channel signed (and then installs), and otherwise one of
-// its pages with 400 (or 502), echoing nothing of the query.
+// answers 200 only for a state signed with the channel's key, and otherwise one of its pages
+// with 400 (or 502), echoing nothing of the query.
 func FuzzOAuthCallback(f *testing.F) {
 	fake := slackfake.New(f)
 	store := &MemoryInstallations{}
@@ -506,13 +522,11 @@ func FuzzOAuthCallback(f *testing.F) {
 		c.RedirectURL, c.StateKey = "https://bot.example.test/slack/oauth", testStateKey
 	})
 	h := ch.OAuthHandler()
-	minted := map[string]bool{}
 	mint := func() string {
 		s, err := ch.newState()
 		if err != nil {
 			f.Fatal(err)
 		}
-		minted[s] = true
 		return s
 	}
 	f.Add(url.Values{"state": {mint()}, "code": {fake.IssueCode("T0FUZZ")}}.Encode())
@@ -533,7 +547,7 @@ func FuzzOAuthCallback(f *testing.F) {
 		state := r.URL.Query().Get("state")
 		switch w.Code {
 		case http.StatusOK:
-			if !minted[state] || r.URL.Query().Get("error") != "" {
+			if !signedWith(state, testStateKey) || r.URL.Query().Get("error") != "" {
 				t.Fatalf("installed for state %q (not one this channel signed)", state)
 			}
 		case http.StatusBadRequest, http.StatusBadGateway:

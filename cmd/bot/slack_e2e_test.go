@@ -426,6 +426,35 @@ func TestSlackSlashCommand(t *testing.T) {
 	}
 }
 
+// TestSlackAdminCommandsByTeamAndUserID proves admins.slack lists Slack users as "T…:U…" (the
+// workspace's team id and the user id, what /bot whoami shows): the listed user's /bot stats is
+// obeyed, another user's refused, and so is the same user id in another workspace.
+func TestSlackAdminCommandsByTeamAndUserID(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) { c.Admins.Slack = []string{slackfake.TeamID + ":" + slackAnn} })
+	e.start()
+	reply := func(user, team string) string {
+		t.Helper()
+		n := len(e.sl.Ephemerals())
+		env := e.sl.PushSlash(slackfake.Slash{Command: "/bot", Text: "stats", User: user, Team: team, Channel: "C0GEN"})
+		waitFor(t, "the command acked", 5*time.Second, func() bool { return e.sl.Acked(env) })
+		waitFor(t, "the answer", 5*time.Second, func() bool { return len(e.sl.Ephemerals()) == n+1 })
+		eph := e.sl.Ephemerals()[n]
+		if eph.User != user {
+			t.Fatalf("answered %+v, want to %s", eph, user)
+		}
+		return eph.Text
+	}
+	if got := reply(slackBob, ""); !strings.Contains(got, "admins only") {
+		t.Errorf("a non-admin's /bot stats got %q, want a refusal", got)
+	}
+	if got := reply(slackAnn, "T0ELSEWHERE"); !strings.Contains(got, "admins only") {
+		t.Errorf("the admin's user id in another workspace got %q, want a refusal", got)
+	}
+	if got := reply(slackAnn, ""); strings.Contains(got, "admins only") || !strings.Contains(got, "Queue:") {
+		t.Errorf("the admin's /bot stats got %q, want the stats", got)
+	}
+}
+
 // TestSlackHTTPMode proves the Events API mode on the shared listener: url_verification is
 // answered with the challenge, a DM with a good signature is answered, bad and stale signatures
 // are refused with 401 and run nothing, a retry (X-Slack-Retry-Num) of a delivered event runs

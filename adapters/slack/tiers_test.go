@@ -1,9 +1,17 @@
 package slack
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
 
 // TestTierLimiterBurstThenTierRate proves each tier allows its burst at once and then its
@@ -128,5 +136,202 @@ func TestTierLimiterDropsIdleBuckets(t *testing.T) {
 	}
 	if w := l.reserve("T0", "chat.update", later); w != 0 {
 		t.Errorf("a dropped workspace waited %s", w)
+	}
+}
+
+// fakeClock is a clock that moves only when the adapter sleeps on it; it records the waits per
+// workspace named by at.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	at    string
+	waits map[string][]time.Duration
+}
+
+func useFakeClock(ch *Channel) *fakeClock {
+	c := &fakeClock{now: time.Unix(1_700_000_000, 0), waits: map[string][]time.Duration{}}
+	ch.now = func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+	ch.sleep = func(ctx context.Context, d time.Duration) error {
+		c.mu.Lock()
+		c.now = c.now.Add(d)
+		c.waits[c.at] = append(c.waits[c.at], d)
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+	return c
+}
+
+func (c *fakeClock) in(team string) { c.mu.Lock(); c.at = team; c.mu.Unlock() }
+
+func (c *fakeClock) waited(team string) []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.waits[team]...)
+}
+
+const otherTeam = "T0OTHER"
+
+// sendIn posts a message in chat of workspace and returns its ref.
+func sendIn(t *testing.T, h *harness, workspace, chat string) channels.MessageRef {
+	t.Helper()
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "slack", Workspace: workspace, Chat: chat}},
+		channels.Message{Text: "v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// TestTierBudgetSpreadsEditsPerWorkspace proves a burst of chat.update (Tier 3) in one
+// workspace is spread to the tier's rate — its burst of 10 at once, then one every 1.2 s — while
+// another workspace editing at the same time never waits, and that nothing is dropped.
+func TestTierBudgetSpreadsEditsPerWorkspace(t *testing.T) {
+	h := start(t, func(c *Config) { c.Pacing = true })
+	clock := useFakeClock(h.ch)
+	busy, other := sendIn(t, h, slackfake.TeamID, "C1"), sendIn(t, h, otherTeam, "C2")
+	ctx := context.Background()
+	for i := range 15 {
+		clock.in(slackfake.TeamID)
+		if _, err := h.ch.Edit(ctx, busy, channels.Message{Text: "busy " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if i < 10 {
+			clock.in(otherTeam)
+			if _, err := h.ch.Edit(ctx, other, channels.Message{Text: "other " + strconv.Itoa(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := []time.Duration{1200 * time.Millisecond, 1200 * time.Millisecond, 1200 * time.Millisecond, 1200 * time.Millisecond, 1200 * time.Millisecond}
+	if got := clock.waited(slackfake.TeamID); !slices.Equal(got, want) {
+		t.Errorf("the busy workspace waited %v, want %v (10 at once, then 50 a minute)", got, want)
+	}
+	if got := clock.waited(otherTeam); len(got) != 0 {
+		t.Errorf("the other workspace waited %v", got)
+	}
+	if n := h.fake.Count("chat.update"); n != 25 {
+		t.Errorf("chat.update called %d times, want every edit made (25)", n)
+	}
+	if got := h.fake.Posted("C1")[0].Text; got != "busy 14" {
+		t.Errorf("the busy message shows %q", got)
+	}
+}
+
+// TestTierBudgetPausedByRetryAfter proves a 429 on chat.update pauses the workspace's Tier 3
+// budget for the Retry-After: the next Tier 3 call (chat.delete) waits it out before it is
+// made, while another workspace's edits go at once.
+func TestTierBudgetPausedByRetryAfter(t *testing.T) {
+	h := start(t, func(c *Config) { c.Pacing = true; c.MaxRetryWait = time.Second })
+	clock := useFakeClock(h.ch)
+	busy, other := sendIn(t, h, slackfake.TeamID, "C1"), sendIn(t, h, otherTeam, "C2")
+	ctx := context.Background()
+	h.fake.RateLimit("chat.update", 1, 30)
+	clock.in(slackfake.TeamID)
+	var rl *channels.RateLimitError
+	if _, err := h.ch.Edit(ctx, busy, channels.Message{Text: "v1"}); !errors.As(err, &rl) {
+		t.Fatalf("an edit meeting a 30 s storm with MaxRetryWait 1 s: %v, want a RateLimitError", err)
+	}
+	clock.in(otherTeam)
+	if _, err := h.ch.Edit(ctx, other, channels.Message{Text: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.in(slackfake.TeamID)
+	if err := h.ch.Delete(ctx, busy); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.waited(slackfake.TeamID); !slices.Equal(got, []time.Duration{30 * time.Second}) {
+		t.Errorf("the paused workspace waited %v, want the Retry-After (30s)", got)
+	}
+	if got := clock.waited(otherTeam); len(got) != 0 {
+		t.Errorf("the other workspace waited %v", got)
+	}
+	if n := h.fake.Count("chat.delete"); n != 1 {
+		t.Errorf("chat.delete called %d times, want 1", n)
+	}
+}
+
+// TestTierWaitGivesWayToNewerEdit proves edits waiting for the tier's budget coalesce as those
+// waiting out a 429 do: a newer edit of the same message makes the waiting one give up without
+// a call, so edits are not queued one by one.
+func TestTierWaitGivesWayToNewerEdit(t *testing.T) {
+	h := start(t, func(c *Config) { c.Pacing = true })
+	ref := sendIn(t, h, slackfake.TeamID, "C1")
+	ctx := context.Background()
+	for range 10 { // the burst
+		if _, err := h.ch.Edit(ctx, ref, channels.Message{Text: "early"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(waiting)
+			<-release
+		}
+		return ctx.Err()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.ch.Edit(ctx, ref, channels.Message{Text: "stale"})
+		done <- err
+	}()
+	receive(t, waiting, "the call to wait for its tier's budget")
+	if _, err := h.ch.Edit(ctx, ref, channels.Message{Text: "latest"}); err != nil {
+		t.Fatalf("the newer edit: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the superseded edit: %v, want nil", err)
+	}
+	if got := h.fake.Posted("C1")[0].Text; got != "latest" {
+		t.Fatalf("the message shows %q, want the latest edit", got)
+	}
+	if n := h.fake.Count("chat.update"); n != 11 {
+		t.Fatalf("chat.update called %d times, want 11 (the burst and the latest)", n)
+	}
+}
+
+// TestTierWaitEndsWithContext proves a call waiting for its tier's budget gives up when its
+// context ends, without calling Slack.
+func TestTierWaitEndsWithContext(t *testing.T) {
+	h := start(t, func(c *Config) { c.Pacing = true })
+	ref := sendIn(t, h, slackfake.TeamID, "C1")
+	for range 10 { // the burst
+		if _, err := h.ch.Edit(context.Background(), ref, channels.Message{Text: "early"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan struct{})
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
+		close(waiting)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.ch.Edit(ctx, ref, channels.Message{Text: "never"})
+		done <- err
+	}()
+	receive(t, waiting, "the call to wait for its tier's budget")
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("an edit whose context ended while waiting: %v, want context.Canceled", err)
+	}
+	if n := h.fake.Count("chat.update"); n != 10 {
+		t.Fatalf("chat.update called %d times, want 10 (none after the cancel)", n)
+	}
+}
+
+// receive waits for c to be closed, failing the test after 10 s.
+func receive(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

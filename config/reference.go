@@ -213,7 +213,7 @@ var keyDescriptions = map[string]string{
 	"slack.assistant_status":  "Show \"is thinking…\" under the thread (`assistant.threads.setStatus`) while a run works.",
 	"slack.streaming":         "Stream answers in threads (assistant threads, mention threads) as they are written, with Slack's native streaming (`chat.startStream` / `appendStream` / `stopStream`) and each delegated subagent as a task of the message's plan. Where Slack refuses streaming, answers are posted and edited; `false` always posts and edits.",
 	"slack.ready_window":      "How recently every Socket Mode connection must have read something (an envelope, a hello, Slack's pings) for `/readyz` to count Slack as ready.",
-	"slack.pacing":            "Space `chat.postMessage` per channel to Slack's pace (about one a second after a short burst) instead of meeting its 429s.",
+	"slack.pacing":            "Space `chat.postMessage` per channel to Slack's pace (about one a second after a short burst), and every other Web API call to its workspace's budget of the method's rate-limit tier, instead of meeting Slack's 429s.",
 	"slack.suggested_prompts": "Prompts offered when a user opens an assistant thread with the app; empty offers none.",
 	"slack.events_path":       "Where `http` mode serves the Events API request URL on `http.addr`.",
 	"slack.interactions_path": "Where `http` mode serves the interactivity request URL on `http.addr`.",

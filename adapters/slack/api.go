@@ -94,20 +94,33 @@ func (c *Channel) apiError(method string, err error) error {
 	return c.redact.error(fmt.Errorf("slack: %s: %w", method, err))
 }
 
-// call runs one Web API call with the call timeout, waiting out rate limits (Retry-After) while
-// the total wait stays within MaxRetryWait; past that it returns the *channels.RateLimitError.
-func (c *Channel) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
-	return c.callUnless(ctx, method, nil, f)
+// call runs one Web API call for workspace with the call timeout. With Pacing, it first waits
+// for the workspace's budget of the method's tier (tierLimiter); it waits out rate limits
+// (Retry-After, which also pauses that budget) while the total wait stays within MaxRetryWait;
+// past that it returns the *channels.RateLimitError.
+func (c *Channel) call(ctx context.Context, workspace, method string, f func(ctx context.Context) error) error {
+	return c.callUnless(ctx, workspace, method, nil, f)
 }
 
-// errSuperseded: a newer call made this one pointless while it waited out a rate limit.
+// errSuperseded: a newer call made this one pointless while it waited for its turn.
 var errSuperseded = errors.New("slack: superseded by a newer call")
 
-// callUnless is call that gives up with errSuperseded when, after a rate-limit wait,
-// superseded reports true (a newer edit of the same message came meanwhile).
-func (c *Channel) callUnless(ctx context.Context, method string, superseded func() bool, f func(ctx context.Context) error) error {
+// callUnless is call that gives up with errSuperseded when, after a wait for the tier's budget
+// or a rate limit, superseded reports true (a newer edit of the same message came meanwhile).
+func (c *Channel) callUnless(ctx context.Context, workspace, method string, superseded func() bool, f func(ctx context.Context) error) error {
+	team := teamOf(workspace)
 	waited := time.Duration(0)
 	for {
+		if c.cfg.Pacing {
+			if d := c.tiers.reserve(team, method, c.now()); d > 0 {
+				if err := c.sleep(ctx, d); err != nil {
+					return fmt.Errorf("slack: %s: %w", method, err)
+				}
+				if superseded != nil && superseded() {
+					return errSuperseded
+				}
+			}
+		}
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 		err := c.apiError(method, f(callCtx))
 		cancel()
@@ -117,6 +130,10 @@ func (c *Channel) callUnless(ctx context.Context, method string, superseded func
 		}
 		c.cfg.Metrics.RateLimited(method)
 		wait := max(rl.RetryAfter, 50*time.Millisecond)
+		if c.cfg.Pacing {
+			// Calls of this tier booked from now on wait the pause out too.
+			c.tiers.pause(team, method, c.now().Add(wait))
+		}
 		if waited+wait > c.cfg.MaxRetryWait {
 			c.cfg.RateLimits.Limited(method, wait, false)
 			return err

@@ -143,8 +143,9 @@ type Config struct {
 	// (assistant_thread_started); none when empty.
 	SuggestedPrompts []string
 	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
-	// short burst) instead of meeting its 429s. Configuration turns it on (slack.pacing); load
-	// tests turn it off.
+	// short burst), and every other Web API call to its workspace's budget of the method's tier
+	// (Tier 2: 20 a minute, Tier 3: 50, Tier 4: 100, after a burst of a fifth of that), instead
+	// of meeting Slack's 429s. Configuration turns it on (slack.pacing); load tests turn it off.
 	Pacing bool
 	// ActionKey signs the interactive ids of rendered cards.
 	ActionKey render.Key
@@ -228,6 +229,7 @@ type Channel struct {
 	httpOK        atomic.Bool
 	lanes         *lanes
 	pacer         *pacer
+	tiers         *tierLimiter
 	pending       sync.Map // trigger id → responder, while its interaction is handled
 	noStatus      sync.Map // channel id → struct{}: setStatus refused there
 	noStream      sync.Map // channel id → struct{}: chat.startStream unknown there
@@ -370,6 +372,7 @@ func New(cfg Config) (*Channel, error) {
 		now:    time.Now,
 		sleep:  channels.Sleep,
 		pacer:  newPacer(paceEvery, paceBurst),
+		tiers:  newTierLimiter(),
 
 		ackDeadline: interactionAckDeadline,
 		pingTimeout: pingTimeout,

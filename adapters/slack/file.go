@@ -76,7 +76,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 		return ref, err
 	}
 	var up *slackgo.GetUploadURLExternalResponse
-	err = c.call(ctx, methodUploadURL, func(ctx context.Context) error {
+	err = c.call(ctx, to.Conv.Workspace, methodUploadURL, func(ctx context.Context) error {
 		var err error
 		up, err = api.GetUploadURLExternalContext(ctx, slackgo.GetUploadURLExternalParameters{FileName: name, FileSize: len(data)})
 		return err
@@ -87,14 +87,14 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if up == nil || up.UploadURL == "" || up.FileID == "" {
 		return ref, fmt.Errorf("slack: %s: the answer has no upload URL or file id", methodUploadURL)
 	}
-	err = c.call(ctx, methodUpload, func(ctx context.Context) error {
+	err = c.call(ctx, to.Conv.Workspace, methodUpload, func(ctx context.Context) error {
 		// A fresh reader each attempt: a rate-limited upload is sent again whole.
 		return api.UploadToURL(ctx, slackgo.UploadToURLParameters{UploadURL: up.UploadURL, Filename: name, Reader: bytes.NewReader(data)})
 	})
 	if err != nil {
 		return ref, hideUploadURL(err, up.UploadURL)
 	}
-	err = c.call(ctx, methodComplete, func(ctx context.Context) error {
+	err = c.call(ctx, to.Conv.Workspace, methodComplete, func(ctx context.Context) error {
 		_, err := api.CompleteUploadExternalContext(ctx, slackgo.CompleteUploadExternalParameters{
 			Files:           []slackgo.FileSummary{{ID: up.FileID, Title: name}},
 			Channel:         to.Conv.Chat,

@@ -149,7 +149,7 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) bool {
 		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
 		return false
 	}
-	err = c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+	err = c.call(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
 		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
 			ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
 	})
@@ -220,7 +220,7 @@ func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound)
 	if err != nil {
 		return
 	}
-	err = c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
+	err = c.call(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
 		return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
 			ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
 	})

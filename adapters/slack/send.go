@@ -162,14 +162,14 @@ func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, 
 	oldest := fmt.Sprintf("%d.%06d", since.Unix(), since.Nanosecond()/1000)
 	var msgs []slackgo.Message
 	if to.Conv.Thread != "" {
-		err = c.call(ctx, "conversations.replies", func(ctx context.Context) error {
+		err = c.call(ctx, to.Conv.Workspace, "conversations.replies", func(ctx context.Context) error {
 			var err error
 			msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slackgo.GetConversationRepliesParameters{
 				ChannelID: to.Conv.Chat, Timestamp: to.Conv.Thread, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			return err
 		})
 	} else {
-		err = c.call(ctx, "conversations.history", func(ctx context.Context) error {
+		err = c.call(ctx, to.Conv.Workspace, "conversations.history", func(ctx context.Context) error {
 			resp, err := api.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
 				ChannelID: to.Conv.Chat, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			if resp != nil {
@@ -217,7 +217,7 @@ func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error)
 		return "", err
 	}
 	var ts string
-	err = c.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+	err = c.call(ctx, k.Workspace, "chat.postMessage", func(ctx context.Context) error {
 		var err error
 		ts, err = c.postMessage(ctx, token, k.Chat, k.Thread, p)
 		return err
@@ -230,7 +230,7 @@ func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, threa
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+	return c.call(ctx, workspace, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
 		return err
 	})
@@ -268,7 +268,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			id := ref.IDs[i]
-			err := c.callUnless(ctx, "chat.update", superseded, func(ctx context.Context) error {
+			err := c.callUnless(ctx, ref.Conv.Workspace, "chat.update", superseded, func(ctx context.Context) error {
 				_, _, _, err := api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
 				return err
 			})
@@ -313,7 +313,7 @@ func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) 
 	if err != nil {
 		return err
 	}
-	err = c.call(ctx, "chat.delete", func(ctx context.Context) error {
+	err = c.call(ctx, workspace, "chat.delete", func(ctx context.Context) error {
 		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 		return err
 	})
@@ -596,7 +596,7 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+	return c.call(ctx, r.workspace, "chat.postEphemeral", func(ctx context.Context) error {
 		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
 		if r.thread != "" {
 			opts = append(opts, slackgo.MsgOptionTS(r.thread))
@@ -638,7 +638,7 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, "views.open", func(ctx context.Context) error {
+	return c.call(ctx, in.Message.Conv.Workspace, "views.open", func(ctx context.Context) error {
 		_, err := api.OpenViewContext(ctx, in.ID, req)
 		return err
 	})

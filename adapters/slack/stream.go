@@ -143,7 +143,7 @@ func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channel
 		return ref, err
 	}
 	var ts string
-	err = c.call(ctx, "chat.startStream", func(ctx context.Context) error {
+	err = c.call(ctx, k.Workspace, "chat.startStream", func(ctx context.Context) error {
 		var err error
 		_, ts, err = api.StartStreamContext(ctx, k.Chat, append(opts, streamOptions(pieces[0], u)...)...)
 		return err
@@ -168,7 +168,7 @@ func (c *Channel) appendOnce(ctx context.Context, api *slackgo.Client, ref chann
 	if len(opts) == 0 {
 		return nil
 	}
-	err := c.call(ctx, "chat.appendStream", func(ctx context.Context) error {
+	err := c.call(ctx, ref.Conv.Workspace, "chat.appendStream", func(ctx context.Context) error {
 		_, _, err := api.AppendStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})
@@ -214,7 +214,7 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 		}
 	}
 	opts := streamOptions(pieces[len(pieces)-1], u)
-	err = c.call(ctx, "chat.stopStream", func(ctx context.Context) error {
+	err = c.call(ctx, ref.Conv.Workspace, "chat.stopStream", func(ctx context.Context) error {
 		_, _, err := api.StopStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})

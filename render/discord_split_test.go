@@ -376,3 +376,26 @@ func FuzzSplitBlocks(f *testing.F) {
 		}
 	})
 }
+
+// TestChunkKeepsDiscordEscapesWhole: a cut never falls between a backslash and the character it
+// escapes, so no piece ends in a stray backslash and none starts with live markdown.
+func TestChunkKeepsDiscordEscapesWhole(t *testing.T) {
+	for _, text := range []string{
+		strings.Repeat(`\_`, 200),
+		"x" + strings.Repeat(`\*`, 200),
+		`\` + strings.Repeat(`\\\_`, 100),
+	} {
+		pieces := Chunk(text, 64, DialectDiscord)
+		if len(pieces) < 2 {
+			t.Fatalf("%d pieces", len(pieces))
+		}
+		for i, p := range pieces {
+			if trailing := len(p) - len(strings.TrimRight(p, `\`)); trailing%2 != 0 {
+				t.Errorf("piece %d ends in a stray backslash: %q", i, p)
+			}
+		}
+		if got := strings.Join(pieces, ""); got != text {
+			t.Errorf("pieces join to %q", got)
+		}
+	}
+}

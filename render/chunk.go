@@ -243,6 +243,13 @@ func (c *chunker) atomEnd(i int) int {
 				}
 			}
 		}
+	case '\\':
+		// A Discord escape and what it escapes stay together: cut between them, one piece
+		// would end in a stray backslash and the next start with live markdown.
+		if c.d == DialectDiscord && i+1 < len(s) {
+			_, n := utf8.DecodeRuneInString(s[i+1:])
+			return i + 1 + n
+		}
 	}
 	_, n := utf8.DecodeRuneInString(s[i:])
 	return i + n

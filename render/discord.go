@@ -157,14 +157,35 @@ func (b *embedBuilder) last() *DiscordEmbed {
 }
 
 // text adds markdown-dialect text as descriptions, starting a new embed for
-// each description-sized chunk.
+// each description-sized piece (splitBlocks: code blocks kept whole where they fit).
 func (b *embedBuilder) text(s string) {
-	for _, part := range Chunk(s, DiscordMaxDescription, DialectDiscord) {
+	for _, part := range splitBlocks(s, DiscordMaxDescription) {
 		e := b.last()
 		if e.Description != "" || len(e.Fields) > 0 || embedSize(*e)+Width(part) > embedBudget {
 			e = b.fresh()
 		}
 		e.Description = part
+	}
+}
+
+// continued is what a field's name reads as on the fields that carry the rest of its value.
+const continued = " (continued)"
+
+// fields adds a field named name showing value, text already in Discord's dialect. A value
+// longer than a field takes is split (splitBlocks: code blocks kept whole where they fit) across
+// fields named "name (continued)", in further embeds as each fills; split fields are not
+// inline, so the pieces read one under another. Nothing of value is dropped.
+func (b *embedBuilder) fields(name, value string, inline bool) {
+	parts := splitBlocks(value, DiscordMaxFieldValue)
+	if len(parts) == 0 {
+		parts = []string{"—"}
+	}
+	for i, p := range parts {
+		f := DiscordEmbedField{Name: truncate(name, DiscordMaxFieldName), Value: p, Inline: inline && len(parts) == 1}
+		if i > 0 {
+			f.Name = truncate(name, DiscordMaxFieldName-Width(continued)) + continued
+		}
+		b.field(f)
 	}
 }
 
@@ -179,7 +200,12 @@ func (b *embedBuilder) field(f DiscordEmbedField) {
 // Discord renders a card as messages of embeds coloured by status and
 // components. Usually there is one; when the embeds exceed one message
 // (10 embeds, 6,000 characters) the card continues in further messages, to be
-// sent in order; components ride on the last. Every message sets
+// sent in order; components ride on the last. Nothing of the body, a field's
+// value or a subagent's result is cut off: text past a description (4,096) or a
+// field value (1,024) continues in the next description or in fields named
+// "… (continued)", in further embeds (25 fields, 6,000 characters) and
+// messages as each fills, with code blocks kept whole where they fit (a longer
+// one is closed and reopened at each cut). Every message sets
 // allowed_mentions to ping nobody. A form with one choice or confirm field is
 // answered by buttons (a select past 5 options), a multi_choice field by a
 // multi-select, text fields and free text through an "Answer…" button
@@ -195,14 +221,13 @@ func Discord(c Card, k Key) ([]DiscordMessage, error) {
 	// An embed shows its fields under its description, so the subagents' fields go in the
 	// title's embed and the body starts the next one: the results come before the answer.
 	for _, sa := range c.Subagents {
-		b.field(discordSubagent(sa))
+		b.fields(discordSubagentName(sa), discordSubagentValue(sa), false)
 	}
 	if c.Body != "" {
 		b.text(ConvertMarkdown(c.Body, DialectDiscord))
 	}
 	for _, f := range c.Fields {
-		b.field(DiscordEmbedField{Name: truncate(NeutralizeMentions(orDash(f.Label)), DiscordMaxFieldName),
-			Value: truncateMarkup(discordEsc(orDash(f.Value)), DiscordMaxFieldValue, DialectDiscord), Inline: f.Inline})
+		b.fields(NeutralizeMentions(orDash(f.Label)), discordEsc(orDash(f.Value)), f.Inline)
 	}
 	var rows []DiscordComponent
 	if c.Form != nil {
@@ -249,8 +274,14 @@ func orDash(s string) string {
 	return s
 }
 
-func discordSubagent(sa SubagentResult) DiscordEmbedField {
-	name := subagentIcon(sa) + " " + NeutralizeMentions(sa.Name) + " · " + subagentState(sa)
+// discordSubagentName is a subagent's field name: its icon, name and state.
+func discordSubagentName(sa SubagentResult) string {
+	return subagentIcon(sa) + " " + NeutralizeMentions(sa.Name) + " · " + subagentState(sa)
+}
+
+// discordSubagentValue is a subagent's result in Discord's dialect, whole: its summary, then a
+// line for each structured field.
+func discordSubagentValue(sa SubagentResult) string {
 	var v strings.Builder
 	if sa.Summary != "" {
 		v.WriteString(ConvertMarkdown(sa.Summary, DialectDiscord))
@@ -261,8 +292,7 @@ func discordSubagent(sa SubagentResult) DiscordEmbedField {
 		}
 		v.WriteString("**" + discordEsc(f.Label) + ":** " + discordEsc(f.Value))
 	}
-	return DiscordEmbedField{Name: truncate(name, DiscordMaxFieldName),
-		Value: truncateMarkup(orDash(v.String()), DiscordMaxFieldValue, DialectDiscord)}
+	return orDash(v.String())
 }
 
 // discordFormText is the question and, for each field, its label and options.

@@ -438,6 +438,15 @@ func (b *messageBody) check(create bool, files ...File) (int, any) {
 			if utf8.RuneCountInString(e.Title) > 256 || utf8.RuneCountInString(e.Description) > 4096 || len(e.Fields) > 25 {
 				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: embed too large")
 			}
+			for _, f := range e.Fields {
+				// A field's name and value are required: up to 256 and 1,024 characters.
+				if n, v := utf8.RuneCountInString(f.Name), utf8.RuneCountInString(f.Value); n == 0 || n > 256 || v == 0 || v > 1024 {
+					return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: field name or value out of bounds")
+				}
+			}
+			if e.Footer != nil && utf8.RuneCountInString(e.Footer.Text) > 2048 {
+				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: footer text too long")
+			}
 			total += e.size()
 		}
 		if total > MaxEmbedTotal {

@@ -479,3 +479,38 @@ func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
 		t.Errorf("%d files posted, want the two taken", n)
 	}
 }
+
+// TestFakeRefusesEmbedFieldsOutOfBounds: as Discord, a field needs a name of 1–256 characters
+// and a value of 1–1,024, and a footer takes up to 2,048.
+func TestFakeRefusesEmbedFieldsOutOfBounds(t *testing.T) {
+	s := New(t)
+	ch := s.Guild("500")
+	dg := dgSession(t, s, s.Token())
+	field := func(name, value string) *discordgo.MessageEmbed {
+		return &discordgo.MessageEmbed{Title: "T", Fields: []*discordgo.MessageEmbedField{{Name: name, Value: value}}}
+	}
+	tests := []struct {
+		name  string
+		embed *discordgo.MessageEmbed
+		ok    bool
+	}{
+		{"at the limits", field(strings.Repeat("n", 256), strings.Repeat("é", 1024)), true},
+		{"value too long", field("n", strings.Repeat("v", 1025)), false},
+		{"name too long", field(strings.Repeat("n", 257), "v"), false},
+		{"empty value", field("n", ""), false},
+		{"empty name", field("", "v"), false},
+		{"footer too long", &discordgo.MessageEmbed{Title: "T", Footer: &discordgo.MessageEmbedFooter{Text: strings.Repeat("f", 2049)}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Embeds: []*discordgo.MessageEmbed{tt.embed}})
+			var re *discordgo.RESTError
+			if tt.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok && (!errors.As(err, &re) || re.Message == nil || re.Message.Code != 50035) {
+				t.Fatalf("err = %v, want 50035 Invalid Form Body", err)
+			}
+		})
+	}
+}

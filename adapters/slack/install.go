@@ -229,6 +229,15 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
 	}
 	if err != nil {
+		if cached != nil && (cached.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(cached.inst.ExpiresAt)) {
+			// The store is unreachable: keep serving with the token last confirmed rather than
+			// failing every send until it is back (Slack refuses a revoked token anyway).
+			// It is tried again after installRecheck, not by every call meanwhile.
+			c.log.Warn("slack: re-reading a workspace's install failed; using the one read before", "team", team, "err", err)
+			tc := &teamClient{api: cached.api, inst: cached.inst, checked: c.now()}
+			c.teamClients.Store(team, tc)
+			return tc, nil
+		}
 		return nil, fmt.Errorf("slack: reading the install of %s: %w", team, err)
 	}
 	if !found || inst.BotToken == "" {

@@ -150,3 +150,63 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 		t.Errorf("posts into the reinstalled workspace by team %v", n)
 	}
 }
+
+// failingInstallations is a store whose reads fail while down is set.
+type failingInstallations struct {
+	*MemoryInstallations
+	down atomic.Bool
+}
+
+func (f *failingInstallations) Installation(ctx context.Context, team string) (Installation, bool, error) {
+	if f.down.Load() {
+		return Installation{}, false, errors.New("store unreachable")
+	}
+	return f.MemoryInstallations.Installation(ctx, team)
+}
+
+// TestInstallStoreOutageKeepsCachedWorkspaces proves a store that cannot be read when a cached
+// workspace client is due for its re-check does not stop the workspace: the client last
+// confirmed keeps serving it (a workspace never read before fails clearly), and once the store
+// answers again an uninstall recorded there is seen.
+func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &failingInstallations{MemoryInstallations: &MemoryInstallations{}}
+	var ahead atomic.Int64
+	ch, _ := newChannel(t, fake, func(c *Config) {
+		c.Installations, c.ClientID, c.ClientSecret = store, slackfake.ClientID, slackfake.ClientSecret
+		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
+	})
+	ch.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ctx := context.Background()
+	if err := ch.Start(ctx, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Stop(context.Background()) })
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	two := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0SECOND", Chat: "D2"}}
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	ahead.Store(int64(installRecheck))
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "during the outage"}); err != nil {
+		t.Fatalf("Send with the store down and the workspace cached: %v", err)
+	}
+	three := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0THIRD", Chat: "D3"}}
+	if _, err := ch.Send(ctx, three, channels.Message{Text: "never read"}); err == nil {
+		t.Error("Send to a workspace never read, with the store down: no error")
+	}
+	if err := store.DeleteInstallation(ctx, "T0SECOND"); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(false)
+	ahead.Store(int64(2 * installRecheck)) // the outage re-check counts as one: the next is due later
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "after"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Fatalf("Send once the store answers that the workspace uninstalled: %v, want ErrUnreachable", err)
+	}
+	if n := postsIn(fake, "D2"); n["T0SECOND"] != 2 || len(n) != 1 {
+		t.Errorf("posts into the workspace by team %v; want the two before the uninstall was read", n)
+	}
+}

@@ -163,9 +163,13 @@ type Config struct {
 	ReadyWindow time.Duration
 	// OnMalformed, when set, is called once for each payload skipped as malformed, for a metric.
 	OnMalformed func()
-	// OnUninstall, when set, is called with the team id when Slack reports app_uninstalled or
-	// tokens_revoked for a workspace.
-	OnUninstall func(team string)
+	// OnUninstall, when set, is called when Slack reports app_uninstalled or tokens_revoked,
+	// after the install was deleted: with the team id for a workspace, with the enterprise id
+	// for an Enterprise Grid org-wide install. The wiring drops that workspace's pending work
+	// there: the conversations whose key's workspace is the id, or "<id>/<team>" or
+	// "<enterprise>/<id>". It runs on the receiving goroutine once, in the one process that got
+	// the event; other processes learn of the uninstall from the Installations store.
+	OnUninstall func(id string)
 	// Metrics receives the adapter's own counts; default none.
 	Metrics Metrics
 }
@@ -420,6 +424,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	c.mu.Lock()
 	c.me = self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread}
+	if c.cfg.BotToken != "" {
+		c.me.team, c.me.enterprise = at.TeamID, at.EnterpriseID
+	}
 	c.handler = h
 	c.mu.Unlock()
 

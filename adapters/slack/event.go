@@ -149,8 +149,11 @@ const (
 // self is what event conversion needs to know about the bot and the configuration.
 type self struct {
 	userID, botID string
-	threads       ThreadReplies
-	replyInThread bool
+	// team and enterprise are the configured bot token's own workspace and organization
+	// (auth.test), the only ones that token serves when workspaces install the app.
+	team, enterprise string
+	threads          ThreadReplies
+	replyInThread    bool
 }
 
 // workspace is the conversation key's workspace part: the team, prefixed by the Enterprise Grid

@@ -127,14 +127,38 @@ func teamOf(workspace string) string {
 	return workspace
 }
 
+// enterpriseOf is the organization part of a conversation key's workspace ("E1/T1" → "E1"),
+// empty outside Enterprise Grid.
+func enterpriseOf(workspace string) string {
+	if ent, _, ok := strings.Cut(workspace, "/"); ok {
+		return ent
+	}
+	return ""
+}
+
 // refreshBefore is how long before its expiry a rotating token is refreshed.
 const refreshBefore = 5 * time.Minute
 
+// installRecheck is how long a cached workspace client is used before the install store is read
+// again. The store (Redis, shared by every process) is the truth: an install another process
+// deleted (app_uninstalled, tokens_revoked) or replaced (a reinstall, a rotated token) stops
+// being used here within this time.
+const installRecheck = 2 * time.Second
+
 // teamClient is a cached Web API client with the install it was made from (for the configured
-// bot token, an install holding only that token).
+// bot token, an install holding only that token) and when the store last confirmed it.
 type teamClient struct {
-	api  *slackgo.Client
-	inst Installation
+	api     *slackgo.Client
+	inst    Installation
+	checked time.Time
+}
+
+// usable reports whether tc may be used at now without reading the store again.
+func (tc *teamClient) usable(now time.Time) bool {
+	if now.Sub(tc.checked) >= installRecheck {
+		return false
+	}
+	return tc.inst.ExpiresAt.IsZero() || now.Add(refreshBefore).Before(tc.inst.ExpiresAt)
 }
 
 // errNotInstalled: a workspace the app has no token for.
@@ -143,8 +167,8 @@ func errNotInstalled(team string) error {
 }
 
 // client returns the Web API client for a conversation's workspace: the installed workspace's
-// bot token (refreshed first when it rotates and expires soon) or, for a workspace without an
-// install, the configured bot token.
+// bot token (refreshed first when it rotates and expires soon) or, for the configured bot
+// token's own workspace, that token.
 func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client, error) {
 	tc, err := c.teamClient(ctx, workspace)
 	if err != nil {
@@ -162,15 +186,31 @@ func (c *Channel) token(ctx context.Context, workspace string) (string, error) {
 	return tc.inst.BotToken, nil
 }
 
+// teamClient is lookupTeam with a workspace the app cannot serve as an error.
 func (c *Channel) teamClient(ctx context.Context, workspace string) (*teamClient, error) {
+	tc, err := c.lookupTeam(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	if tc == nil {
+		return nil, errNotInstalled(teamOf(workspace))
+	}
+	return tc, nil
+}
+
+// lookupTeam returns the client serving workspace, or nil when the app is not installed there.
+// Without an Installations store every workspace is served by the configured bot token. With
+// one, a workspace is served by its install (or its organization's org-wide install), and the
+// configured bot token serves only the workspace it belongs to (auth.test's team at Start):
+// never a workspace whose install was deleted, whose messages it must not carry.
+func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient, error) {
 	if c.cfg.Installations == nil {
 		return c.base, nil
 	}
 	team := teamOf(workspace)
 	ent, _, grid := strings.Cut(workspace, "/")
 	if v, ok := c.teamClients.Load(team); ok {
-		tc := v.(*teamClient)
-		if tc.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(tc.inst.ExpiresAt) {
+		if tc := v.(*teamClient); tc.usable(c.now()) {
 			return tc, nil
 		}
 	}
@@ -178,27 +218,75 @@ func (c *Channel) teamClient(ctx context.Context, workspace string) (*teamClient
 	// caller that found it expiring.
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
+	var cached *teamClient
+	if v, ok := c.teamClients.Load(team); ok {
+		if cached = v.(*teamClient); cached.usable(c.now()) {
+			return cached, nil // another caller read the store meanwhile
+		}
+	}
 	inst, found, err := c.cfg.Installations.Installation(ctx, team)
 	if err == nil && !found && grid {
 		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
 	}
 	if err != nil {
+		if cached != nil && (cached.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(cached.inst.ExpiresAt)) {
+			// The store is unreachable: keep serving with the token last confirmed rather than
+			// failing every send until it is back (Slack refuses a revoked token anyway).
+			// It is tried again after installRecheck, not by every call meanwhile.
+			c.log.Warn("slack: re-reading a workspace's install failed; using the one read before", "team", team, "err", err)
+			tc := &teamClient{api: cached.api, inst: cached.inst, checked: c.now()}
+			c.teamClients.Store(team, tc)
+			return tc, nil
+		}
 		return nil, fmt.Errorf("slack: reading the install of %s: %w", team, err)
 	}
 	if !found || inst.BotToken == "" {
-		if c.cfg.BotToken != "" {
+		c.teamClients.Delete(team) // uninstalled, maybe by another process
+		if c.servesBase(workspace) {
 			return c.base, nil
 		}
-		return nil, errNotInstalled(team)
+		return nil, nil
 	}
 	if !inst.ExpiresAt.IsZero() && !c.now().Add(refreshBefore).Before(inst.ExpiresAt) && inst.RefreshToken != "" {
 		if inst, err = c.refresh(ctx, inst); err != nil {
 			return nil, err
 		}
 	}
-	tc := &teamClient{api: c.newAPI(inst.BotToken), inst: inst}
+	tc := &teamClient{inst: inst, checked: c.now()}
+	if cached != nil && cached.inst.BotToken == inst.BotToken {
+		tc.api = cached.api // confirmed unchanged: keep the client
+	} else {
+		tc.api = c.newAPI(inst.BotToken)
+	}
 	c.teamClients.Store(team, tc)
 	return tc, nil
+}
+
+// servesBase reports whether the configured bot token may carry workspace's calls: it is the
+// token's own workspace (or a workspace of its organization, for an org-wide token), and that
+// workspace has not uninstalled the app as this process saw.
+func (c *Channel) servesBase(workspace string) bool {
+	if c.cfg.BotToken == "" {
+		return false
+	}
+	_, me := c.state()
+	team, ent := teamOf(workspace), enterpriseOf(workspace)
+	switch {
+	case me.team != "" && team == me.team:
+	case me.team == "" && me.enterprise != "" && ent == me.enterprise:
+	default:
+		return false
+	}
+	return !c.isRevoked(team) && !c.isRevoked(me.enterprise)
+}
+
+// isRevoked reports whether this process saw id (a team or an enterprise) uninstall the app.
+func (c *Channel) isRevoked(id string) bool {
+	if id == "" {
+		return false
+	}
+	_, gone := c.revoked.Load(id)
+	return gone
 }
 
 func (c *Channel) newAPI(token string) *slackgo.Client {
@@ -230,8 +318,12 @@ func expiry(now time.Time, expiresIn int) time.Time {
 }
 
 // forgetInstall drops a workspace's install after app_uninstalled or revoked tokens.
+// The store is changed first and the cached client dropped after, under installMu, so that no
+// lookup caches the install again in between.
 func (c *Channel) forgetInstall(ctx context.Context, team string) {
-	c.teamClients.Delete(team)
+	c.installMu.Lock()
+	defer c.installMu.Unlock()
+	defer c.teamClients.Delete(team)
 	if c.cfg.Installations == nil {
 		return
 	}
@@ -244,7 +336,9 @@ func (c *Channel) forgetInstall(ctx context.Context, team string) {
 // install was removed: the cached clients of its workspaces (which used the org's token or
 // their own) and the stored installs.
 func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
-	c.teamClients.Range(func(team, v any) bool {
+	c.installMu.Lock()
+	defer c.installMu.Unlock()
+	defer c.teamClients.Range(func(team, v any) bool {
 		if inst := v.(*teamClient).inst; team == enterprise || inst.Team == enterprise || inst.Enterprise == enterprise {
 			c.teamClients.Delete(team)
 		}

@@ -87,22 +87,14 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 }
 
 // deliver hands a decoded delivery to the Handler. Events of a workspace that uninstalled the
-// app are dropped.
+// app, or never installed it, are dropped (see served).
 func (c *Channel) deliver(ctx context.Context, d delivery) error {
 	h, _ := c.state()
 	if h == nil {
 		return fmt.Errorf("slack: not started")
 	}
-	team, ent := d.in.Conv.Workspace, ""
-	if e, t, ok := strings.Cut(team, "/"); ok {
-		ent, team = e, t
-	}
-	if _, gone := c.revoked.Load(team); gone {
-		c.log.Info("slack: dropping an event of a workspace that uninstalled the app", "team", team)
-		return nil
-	}
-	if _, gone := c.revoked.Load(ent); gone && ent != "" {
-		c.log.Info("slack: dropping an event of an organization that uninstalled the app", "enterprise", ent, "team", team)
+	if !c.served(ctx, d.in.Conv.Workspace) {
+		c.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
 		return nil
 	}
 	if d.assistant {
@@ -259,4 +251,18 @@ func (c *Channel) uninstalled(team, why string) {
 	if c.cfg.OnUninstall != nil {
 		c.cfg.OnUninstall(team)
 	}
+}
+
+// served reports whether events of workspace (a conversation key's workspace) are handled.
+// With an Installations store the store decides, the same for every process sharing it: a
+// workspace with no install (deleted by whichever process saw app_uninstalled) is not served,
+// except the configured bot token's own workspace (see lookupTeam). Without a store, a
+// workspace is served until this process sees it uninstall the app. A store that cannot be
+// read does not drop the event: its answer fails or waits like any send.
+func (c *Channel) served(ctx context.Context, workspace string) bool {
+	if c.cfg.Installations == nil || workspace == "" {
+		return !c.isRevoked(teamOf(workspace)) && !c.isRevoked(enterpriseOf(workspace))
+	}
+	tc, err := c.lookupTeam(ctx, workspace)
+	return err != nil || tc != nil
 }

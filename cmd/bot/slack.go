@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -55,6 +57,9 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		OnMalformed: func() { a.metrics.refused.WithLabelValues("slack", "malformed").Inc() },
 		Metrics:     newSlackMetrics(a.metrics.reg),
 		RateLimits:  a.rateLimitLog("slack"),
+		// The adapter has deleted the tokens and drops the workspace's events from now on; what
+		// the workspace left queued or pending is dropped here, off the receiving goroutine.
+		OnUninstall: func(id string) { a.background(func(ctx context.Context) { a.dropSlackWorkspace(ctx, id) }) },
 	}
 	if s.Mode != config.SlackHTTP {
 		// Slack allows an app a few sockets and spreads its events over all of them: the
@@ -81,6 +86,47 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		a.webhooks["GET "+s.OAuthPath] = ch.OAuthHandler()
 	}
 	return ch, nil
+}
+
+// dropSlackWorkspace drops the pending work of a Slack workspace, or of every workspace of an
+// Enterprise Grid organization, that uninstalled the app (id is the team or enterprise id): the
+// runs of its conversations are cancelled (queued ones removed, an active one stopped), then
+// their threads are forgotten (session logs deleted, pending clarifications withdrawn). Both
+// are scans of the keyspace, fine for an event this rare. The adapter already refuses the
+// workspace's sends, in this process at once and in the others within seconds, so a run that
+// slips past (a redelivered event another process took before it noticed) posts nothing.
+func (a *app) dropSlackWorkspace(ctx context.Context, id string) {
+	ofID := func(k conv.Key) bool {
+		if k.Platform != "slack" || id == "" {
+			return false
+		}
+		for _, part := range strings.Split(k.Workspace, "/") { // "team" or "enterprise/team"
+			if part == id {
+				return true
+			}
+		}
+		return false
+	}
+	log := a.log.With("channel", "slack", "workspace", id)
+	cancelled, err := a.core.queue.CancelWhere(ctx, ofID)
+	if err != nil {
+		log.Error("slack: cancelling an uninstalled workspace's runs failed; its runs fail when they send", "err", err)
+	}
+	var runs int
+	for _, c := range cancelled {
+		runs += len(c.Removed)
+		if c.Active != "" {
+			runs++
+		}
+	}
+	forgotten, err := a.core.threads.ForgetWhere(ctx, func(s string) bool {
+		k, ok := conv.ParseKey(s)
+		return ok && ofID(k)
+	})
+	if err != nil {
+		log.Error("slack: forgetting an uninstalled workspace's threads failed", "err", err)
+	}
+	log.Info("slack: dropped an uninstalled workspace's pending work", "runs_cancelled", runs, "threads_forgotten", len(forgotten))
 }
 
 // slackMetrics are the Slack adapter's own metrics, on the process's registry.

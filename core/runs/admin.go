@@ -188,6 +188,41 @@ func (q *Queue) Cancel(ctx context.Context, conv conv.Key, runID string) (Cancel
 	return Cancelled{Active: active, Removed: removed}, nil
 }
 
+// CancelWhere cancels every run of every scheduled conversation whose key match accepts, as
+// Cancel(ctx, key, "") does for each (queued runs removed, the active one told to stop), and
+// returns what it did by conversation; conversations with nothing to cancel are left out. It
+// scans the keyspace like Depth: an admin operation (a workspace uninstalling the app), not for
+// hot paths. A run enqueued into a conversation after the scan passed it is not cancelled, so
+// the caller stops the conversations' intake first. On an error, the conversations cancelled
+// before it are returned with it.
+func (q *Queue) CancelWhere(ctx context.Context, match func(conv.Key) bool) (map[conv.Key]Cancelled, error) {
+	var keys []conv.Key
+	err := q.st.ScanConvs(ctx, func(tag string) error {
+		cs, ok, err := q.st.ConvState(ctx, tag)
+		if err != nil || !ok {
+			return err
+		}
+		if k, ok := conv.ParseKey(cs.Conv); ok && match(k) {
+			keys = append(keys, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runs: cancel where: %w", err)
+	}
+	done := map[conv.Key]Cancelled{}
+	for _, k := range keys {
+		c, err := q.Cancel(ctx, k, "")
+		if err != nil {
+			return done, err
+		}
+		if c.Active != "" || len(c.Removed) > 0 {
+			done[k] = c
+		}
+	}
+	return done, nil
+}
+
 // Pause stops intake: Enqueue returns ErrPaused until Resume. Queued runs keep running.
 func (q *Queue) Pause(ctx context.Context) error { return q.st.Pause(ctx) }
 

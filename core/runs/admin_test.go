@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,6 +147,67 @@ func TestAdminOps(t *testing.T) {
 		}
 		if d, _ := q.Depth(ctx); d.Pending != 0 {
 			t.Errorf("pending after cancelling everything = %d", d.Pending)
+		}
+	})
+
+	t.Run("cancel the runs of matching conversations", func(t *testing.T) {
+		q := newQueue(t, c)
+		started := make(chan string, 10)
+		var stopped sync.Map // run id → struct{}: its context ended
+		startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
+			started <- run.Envelope.RunID
+			<-ctx.Done()
+			stopped.Store(run.Envelope.RunID, struct{}{})
+			return "", ctx.Err()
+		}), nil)
+		inA := func(k conv.Key) bool {
+			return k.Platform == "slack" && (k.Workspace == "TA" || strings.HasSuffix(k.Workspace, "/TA"))
+		}
+		a1 := conv.Key{Platform: "slack", Workspace: "TA", Chat: "D1"}
+		a2 := conv.Key{Platform: "slack", Workspace: "E1/TA", Chat: "C2", Thread: "1.2"}
+		b := conv.Key{Platform: "slack", Workspace: "TB", Chat: "D1"}
+		other := conv.Key{Platform: "discord", Workspace: "TA", Chat: "D1"}
+		envs := map[conv.Key][]*Envelope{}
+		for _, k := range []conv.Key{a1, a1, a2, b, b, other} {
+			e := signedEnv(q.opt.Signer, k, "m")
+			envs[k] = append(envs[k], e)
+			mustEnqueue(t, q, e)
+		}
+		for range 4 { // the head of each conversation
+			<-started
+		}
+		done, err := q.CancelWhere(ctx, inA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(done) != 2 || done[a1].Active != envs[a1][0].RunID || fmt.Sprint(done[a1].Removed) != fmt.Sprint([]string{envs[a1][1].RunID}) ||
+			done[a2].Active != envs[a2][0].RunID || len(done[a2].Removed) != 0 {
+			t.Fatalf("CancelWhere = %+v; want a1's active cancelled and its queued run removed, a2's active cancelled", done)
+		}
+		eventually(t, 5*time.Second, "A's two active runs stopped", func() bool {
+			_, s1 := stopped.Load(envs[a1][0].RunID)
+			_, s2 := stopped.Load(envs[a2][0].RunID)
+			return s1 && s2
+		})
+		eventually(t, 5*time.Second, "three cancelled runs", func() bool { return stats(t, q).Cancelled == 3 })
+		d, err := q.Depth(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := map[conv.Key]int64{}
+		for _, cd := range d.Conversations {
+			left[cd.Conv] = cd.Queued
+		}
+		if len(left) != 2 || left[b] != 2 || left[other] != 1 || d.Pending != 3 {
+			t.Errorf("left after CancelWhere: %+v (pending %d); want b's two runs and the other platform's one", left, d.Pending)
+		}
+		for _, k := range []conv.Key{b, other} {
+			if _, s := stopped.Load(envs[k][0].RunID); s {
+				t.Errorf("the active run of %s was stopped", k)
+			}
+		}
+		if done, err := q.CancelWhere(ctx, inA); err != nil || len(done) != 0 {
+			t.Errorf("CancelWhere again = %+v, %v; want nothing left to cancel", done, err)
 		}
 	})
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -631,4 +632,59 @@ func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv 
 
 func (r rdb) finishRun(ctx context.Context, runKey string, ck convKeys, outcome string, result []byte, ttl time.Duration, threadID string, turn []byte, keep int) (int64, error) {
 	return r.b.Eval(ctx, finishRunScript, []string{runKey, ck.thread, ck.log}, outcome, result, ttlMs(ttl), threadID, turn, keep).Int64()
+}
+
+// forgetScript deletes a conversation's thread record and session log and cancels its pending
+// clarification, in one step. The clarification's record is kept, cancelled, until its TTL, so
+// a late click is told it was withdrawn.
+// KEYS[1] thread hash, KEYS[2] session log, KEYS[3] clarification hash.
+// Returns {1 if a thread record was deleted else 0, cancelled clarification id or empty}.
+var forgetScript = redis.NewScript(`
+local cancelled = ''
+if redis.call('HGET', KEYS[3], 'state') == 'pending' then
+  redis.call('HSET', KEYS[3], 'state', 'cancelled')
+  cancelled = redis.call('HGET', KEYS[3], 'id') or ''
+end
+local had = redis.call('EXISTS', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+return {had, cancelled}
+`)
+
+func (r rdb) forget(ctx context.Context, ck convKeys) (had bool, cancelled string, err error) {
+	v, err := r.b.Eval(ctx, forgetScript, []string{ck.thread, ck.log, ck.clar}).Result()
+	if err != nil {
+		return false, "", err
+	}
+	list, err := replyList(v, 2)
+	if err != nil {
+		return false, "", err
+	}
+	cancelled, _ = list[1].(string)
+	return list[0] == int64(1), cancelled, nil
+}
+
+// scanThreads calls fn, one call at a time, with the key and conversation of every thread
+// record under prefix, on every master of a cluster.
+func (r rdb) scanThreads(ctx context.Context, prefix string, fn func(key, conv string)) error {
+	var mu sync.Mutex // ForEachMaster scans the masters concurrently
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		it := c.Scan(ctx, 0, prefix+"{conv:*}:thread", 200).Iterator()
+		for it.Next(ctx) {
+			conv, err := c.HGet(ctx, it.Val(), "conv").Result()
+			if errors.Is(err, redis.Nil) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			fn(it.Val(), conv)
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	if cc, ok := r.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
+	}
+	return scan(ctx, r.c)
 }

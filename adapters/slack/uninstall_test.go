@@ -1,0 +1,212 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+)
+
+// dmIn is a DM of workspace as the router would receive it.
+func dmIn(workspace, chat, text string) channels.Inbound {
+	k := conv.Key{Platform: platform, Workspace: workspace, Chat: chat}
+	return channels.Inbound{Conv: k, Text: text, Identity: conv.Identity{Platform: platform, ChannelUserID: workspace + ":U2"}}
+}
+
+// postsIn counts chat.postMessage calls into channel, by the team whose token made them.
+func postsIn(fake *slackfake.Server, channel string) map[string]int {
+	n := map[string]int{}
+	for _, c := range fake.CallsOf("chat.postMessage") {
+		if c.Params["channel"] == channel {
+			n[c.Team]++
+		}
+	}
+	return n
+}
+
+// TestConfiguredTokenServesOnlyItsOwnWorkspace proves that, with workspaces installing the app,
+// the configured bot token carries only the calls of its own workspace (auth.test's team): a
+// workspace that uninstalled the app, or never installed it, is refused — never answered with
+// another workspace's token — and its events are dropped.
+func TestConfiguredTokenServesOnlyItsOwnWorkspace(t *testing.T) {
+	h := startOAuth(t, nil)
+	ctx := context.Background()
+	if status, _ := h.install(t, "T0SECOND"); status != 200 {
+		t.Fatalf("install: %d", status)
+	}
+	two := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0SECOND", Chat: "D2"}}
+	if _, err := h.ch.Send(ctx, two, channels.Message{Text: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND", "event_id": "EvGone",
+		"event": map[string]any{"type": "app_uninstalled"}})
+	eventually(t, "the uninstall acked", func() bool { return h.fake.Acked(env) })
+
+	never := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0NEVER", Chat: "D3"}}
+	for name, to := range map[string]channels.Target{"uninstalled": two, "never installed": never} {
+		_, err := h.ch.Send(ctx, to, channels.Message{Text: "after"})
+		if !errors.Is(err, channels.ErrUnreachable) {
+			t.Errorf("%s workspace: Send = %v, want ErrUnreachable", name, err)
+		}
+	}
+	if n := postsIn(h.fake, "D2"); n["T0SECOND"] != 1 || len(n) != 1 {
+		t.Errorf("posts into the uninstalled workspace by team %v; want its one post before the uninstall", n)
+	}
+	if n := postsIn(h.fake, "D3"); len(n) != 0 {
+		t.Errorf("posts into a workspace that never installed the app, by team %v", n)
+	}
+	// The configured token's own workspace is served as before.
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "home"}); err != nil {
+		t.Fatalf("the configured token's own workspace: %v", err)
+	}
+	if n := postsIn(h.fake, "C1"); n[slackfake.TeamID] != 1 {
+		t.Errorf("posts into the home workspace by team %v", n)
+	}
+	// Events: the uninstalled and the unknown workspace's are dropped, the home one's handled.
+	var envs []string
+	for _, team := range []string{"T0SECOND", "T0NEVER", slackfake.TeamID} {
+		cb := h.fake.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D9", "user": "U2",
+			"text": "from " + team, "ts": h.fake.NewTS(), "team": team})
+		cb["team_id"] = team
+		envs = append(envs, h.fake.Send("events_api", cb))
+	}
+	for _, env := range envs {
+		eventually(t, "every event acked", func() bool { return h.fake.Acked(env) })
+	}
+	if got := h.rec.got(); len(got) != 1 || got[0].Conv.Workspace != slackfake.TeamID {
+		t.Fatalf("handed over %+v; want only the home workspace's event", got)
+	}
+}
+
+// TestUninstallIsSeenByEveryProcess proves the install store is the truth for every process
+// sharing it: after one process handles app_uninstalled, another that cached the workspace's
+// client stops using it within installRecheck — its sends are refused and its events of that
+// workspace dropped — and a reinstall through the first process serves the workspace again in
+// the second.
+func TestUninstallIsSeenByEveryProcess(t *testing.T) {
+	h := startOAuth(t, nil)
+	ctx := context.Background()
+	// A second process: same store, HTTP mode (so the fake's socket events all reach the first),
+	// its clock moved by hand.
+	var ahead atomic.Int64
+	other, _ := newChannel(t, h.fake, func(c *Config) {
+		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
+		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
+	})
+	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	rec := &recorder{}
+	if err := other.Start(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+
+	if status, _ := h.install(t, "T0SECOND"); status != 200 {
+		t.Fatalf("install: %d", status)
+	}
+	two := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0SECOND", Chat: "D2"}}
+	if _, err := other.Send(ctx, two, channels.Message{Text: "cached"}); err != nil {
+		t.Fatal(err)
+	}
+	env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND", "event_id": "EvGone",
+		"event": map[string]any{"type": "app_uninstalled"}})
+	eventually(t, "the uninstall acked", func() bool { return h.fake.Acked(env) })
+
+	ahead.Store(int64(installRecheck))
+	if _, err := other.Send(ctx, two, channels.Message{Text: "after"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Fatalf("the other process's Send after the uninstall: %v, want ErrUnreachable", err)
+	}
+	if n := postsIn(h.fake, "D2"); n["T0SECOND"] != 1 || len(n) != 1 {
+		t.Errorf("posts into the uninstalled workspace by team %v; want only the one before", n)
+	}
+	if err := other.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "late")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", "home")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.got(); len(got) != 1 || got[0].Conv.Workspace != slackfake.TeamID {
+		t.Fatalf("the other process handed over %+v; want only the home workspace's event", got)
+	}
+
+	// Reinstalled through the first process: the second serves it again.
+	if status, _ := h.install(t, "T0SECOND"); status != 200 {
+		t.Fatalf("reinstall: %d", status)
+	}
+	if err := other.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "back")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Send(ctx, two, channels.Message{Text: "back"}); err != nil {
+		t.Fatalf("Send after the reinstall: %v", err)
+	}
+	if got := rec.got(); len(got) != 2 || got[1].Text != "back" {
+		t.Fatalf("after the reinstall the other process handed over %+v", got)
+	}
+	if n := postsIn(h.fake, "D2"); n["T0SECOND"] != 2 || len(n) != 1 {
+		t.Errorf("posts into the reinstalled workspace by team %v", n)
+	}
+}
+
+// failingInstallations is a store whose reads fail while down is set.
+type failingInstallations struct {
+	*MemoryInstallations
+	down atomic.Bool
+}
+
+func (f *failingInstallations) Installation(ctx context.Context, team string) (Installation, bool, error) {
+	if f.down.Load() {
+		return Installation{}, false, errors.New("store unreachable")
+	}
+	return f.MemoryInstallations.Installation(ctx, team)
+}
+
+// TestInstallStoreOutageKeepsCachedWorkspaces proves a store that cannot be read when a cached
+// workspace client is due for its re-check does not stop the workspace: the client last
+// confirmed keeps serving it (a workspace never read before fails clearly), and once the store
+// answers again an uninstall recorded there is seen.
+func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &failingInstallations{MemoryInstallations: &MemoryInstallations{}}
+	var ahead atomic.Int64
+	ch, _ := newChannel(t, fake, func(c *Config) {
+		c.Installations, c.ClientID, c.ClientSecret = store, slackfake.ClientID, slackfake.ClientSecret
+		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
+	})
+	ch.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ctx := context.Background()
+	if err := ch.Start(ctx, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Stop(context.Background()) })
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	two := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0SECOND", Chat: "D2"}}
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	ahead.Store(int64(installRecheck))
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "during the outage"}); err != nil {
+		t.Fatalf("Send with the store down and the workspace cached: %v", err)
+	}
+	three := channels.Target{Conv: conv.Key{Platform: platform, Workspace: "T0THIRD", Chat: "D3"}}
+	if _, err := ch.Send(ctx, three, channels.Message{Text: "never read"}); err == nil {
+		t.Error("Send to a workspace never read, with the store down: no error")
+	}
+	if err := store.DeleteInstallation(ctx, "T0SECOND"); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(false)
+	ahead.Store(int64(2 * installRecheck)) // the outage re-check counts as one: the next is due later
+	if _, err := ch.Send(ctx, two, channels.Message{Text: "after"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Fatalf("Send once the store answers that the workspace uninstalled: %v, want ErrUnreachable", err)
+	}
+	if n := postsIn(fake, "D2"); n["T0SECOND"] != 2 || len(n) != 1 {
+		t.Errorf("posts into the workspace by team %v; want the two before the uninstall was read", n)
+	}
+}

@@ -239,7 +239,7 @@ func (r *Router) intakeRequest(in Inbound) (intake, threads.IntakeRequest) {
 	if user == "" || in.Conv.Chat == "" {
 		return it, req // refused in route; only the claim is needed
 	}
-	it.admin = r.isAdmin(in.Conv.Platform, user)
+	it.admin = in.PlatformAdmin || r.isAdmin(in.Conv.Platform, user)
 	if !it.admin {
 		req.Platform, req.UserID = in.Conv.Platform, user
 	}

@@ -215,16 +215,18 @@ func TestAdminFlagDecidedByRouter(t *testing.T) {
 	forged.Admin = true
 	h.send(Inbound{Conv: dm("f1"), Identity: forged, Text: "hi", Direct: true})
 	h.send(Inbound{Conv: dm("f2"), Identity: user("admin1"), Text: "hi", Direct: true})
+	// The platform vouched for u2's permission (Discord's member permissions on a command).
+	h.send(Inbound{Conv: dm("f3"), Identity: user("u2"), Text: "hi", Direct: true, PlatformAdmin: true})
 	got := map[string]bool{}
-	for range 2 {
+	for range 3 {
 		env := h.nextRun()
 		if err := h.signer.Verify(env); err != nil {
 			t.Errorf("run %s: %v", env.RunID, err)
 		}
 		got[env.Identity.ChannelUserID] = env.Identity.Admin
 	}
-	if got["u1"] || !got["admin1"] {
-		t.Errorf("admin flags %v, want u1 false and admin1 true", got)
+	if got["u1"] || !got["admin1"] || !got["u2"] {
+		t.Errorf("admin flags %v, want u1 false, admin1 and u2 (PlatformAdmin) true", got)
 	}
 }
 

@@ -122,6 +122,12 @@ type Config struct {
 	InvalidSessionWait time.Duration
 	// OnMalformedEvent, when set, is called once for each gateway event skipped as malformed.
 	OnMalformedEvent func()
+	// AdminPermission, when not zero, is a permission bit (Discord's numbering, e.g. 1<<5
+	// MANAGE_GUILD) that makes a guild member an admin: an interaction (slash command, click,
+	// modal submit) from a member whose permissions, as Discord sent them with it, hold the bit
+	// (or ADMINISTRATOR) reaches the router with Inbound.PlatformAdmin. Messages carry no
+	// member permissions, so text commands rely on the router's admin list alone.
+	AdminPermission uint64
 	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
 	// with it.
 	PublicKey []byte

@@ -82,7 +82,7 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 			return
 		}
 	}
-	in, ok := interactionInbound(ix, w, c.now())
+	in, ok := interactionInbound(ix, w, c.now(), c.cfg.AdminPermission)
 	if !ok {
 		// Not something this bot handles (another application's command, autocomplete): say so
 		// rather than leave Discord's "interaction failed".

@@ -610,6 +610,42 @@ func TestDiscordAdminCommandsByUserID(t *testing.T) {
 	}
 }
 
+// TestDiscordAdminByGuildPermission proves discord.admin_permission: /botadmin stats from a
+// member Discord reports holding MANAGE_GUILD (and not in admins.discord) is obeyed, from a
+// member without it refused; the same member's text command in the channel, which carries no
+// permissions, is refused too.
+func TestDiscordAdminByGuildPermission(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Discord.AdminPermission = "MANAGE_GUILD" })
+	e.start()
+	ch := e.dc.Guild("700000000000000006")
+	e.dc.SetPermissions(dAnn.ID, "1071698660961")    // MANAGE_GUILD among others
+	e.dc.SetPermissions(dBob.ID, "2248473465835073") // everyday permissions, no MANAGE_GUILD
+	reply := func(u discordfake.User) string {
+		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
+		var text string
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ := e.dc.InteractionByID(id)
+			if r := ix.Replies(); len(r) > 0 {
+				text = r[0].Text()
+				return true
+			}
+			return false
+		})
+		return text
+	}
+	if got := reply(dBob); !strings.Contains(got, "admins only") {
+		t.Errorf("a member without MANAGE_GUILD got %q", got)
+	}
+	if got := reply(dAnn); strings.Contains(got, "admins only") || !strings.Contains(strings.ToLower(got), "queue") {
+		t.Errorf("the member with MANAGE_GUILD got %q, want the stats", got)
+	}
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "/stats", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	if !strings.Contains(got[0].Text(), "admins only") {
+		t.Errorf("a text command got %q: messages carry no permissions", got[0].Text())
+	}
+}
+
 // TestDiscordRestartResumesTheSession proves a restarted bot resumes the stopped one's gateway
 // session (kept in Redis) and answers a message sent while no process was connected, once.
 func TestDiscordRestartResumesTheSession(t *testing.T) {

@@ -79,6 +79,7 @@ type Server struct {
 	nonces     map[string]*Message // channel id + nonce → message
 	ixs        map[string]*Interaction
 	ixByToken  map[string]*Interaction
+	perms      map[string]string          // user id → member.permissions sent with guild interactions
 	commands   map[string]json.RawMessage // "" (global) or guild id → JSON array
 	commandPUT int
 	recShards  int
@@ -102,6 +103,7 @@ func StartWithToken(token string) *Server {
 		nonces:    map[string]*Message{},
 		ixs:       map[string]*Interaction{},
 		ixByToken: map[string]*Interaction{},
+		perms:     map[string]string{},
 		commands:  map[string]json.RawMessage{},
 	}
 	s.gw.init()

@@ -240,6 +240,31 @@ func TestRegisterCommandsOnlyWhenChanged(t *testing.T) {
 	}
 }
 
+// TestAdminCommandShownToAdminPermission: with AdminPermission, /botadmin is registered for the
+// members holding it (default_member_permissions), and a change of it registers again.
+func TestAdminCommandShownToAdminPermission(t *testing.T) {
+	fk := discordfake.New(t)
+	h := newHarness(t, fk, func(c *Config) { c.AdminPermission = 1 << 5 })
+	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fk.Commands("") {
+		if c.Name == "botadmin" && (c.DefaultMemberPermissions == nil || *c.DefaultMemberPermissions != "32") {
+			t.Errorf("/botadmin permissions %v, want 32 (MANAGE_GUILD)", c.DefaultMemberPermissions)
+		}
+	}
+	if err := h.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h = newHarness(t, fk, nil)
+	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	if n := fk.CommandOverwrites(); n != 2 {
+		t.Errorf("%d bulk overwrites, want 2: the permission changed", n)
+	}
+}
+
 func TestSlashCommandTheRouterCannotTakeSaysSo(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	ch := h.fk.Guild("500")

@@ -99,8 +99,11 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 	}
 	if in.Command != "" {
 		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
-		// and let Send fill the response.
-		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred}); err != nil {
+		// and let Send fill the response. Ephemeral, as Slack's slash command replies are: what
+		// a command says (help, status, an admin's stats, a refusal — "admins only", "not
+		// allowed") is for the one who ran it, and a deferred response keeps the flag it was
+		// deferred with, so it cannot be chosen once the router has answered.
+		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
 			c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
 			return
 		}
@@ -281,7 +284,9 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 			})
 		} else {
 			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
-			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+			// Ephemeral like the deferred response it continues.
+			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}},
+				Flags: flagEphemeral}
 			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
 				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -643,6 +644,48 @@ func TestDiscordAdminByGuildPermission(t *testing.T) {
 	got := e.waitAnswers(mid, 1)
 	if !strings.Contains(got[0].Text(), "admins only") {
 		t.Errorf("a text command got %q: messages carry no permissions", got[0].Text())
+	}
+}
+
+// TestDiscordSlashRefusalsAreEphemeral proves a refused slash command is told so privately:
+// /botadmin from a non-admin gets "admins only", /bot from a user the allowlist refuses gets
+// "not allowed" — each deferred ephemerally and answered in that ephemeral response — and the
+// channel shows nothing.
+func TestDiscordSlashRefusalsAreEphemeral(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) {
+		c.Access.Discord.Policy, c.Access.Discord.Allow = "allowlist", []string{dAnn.ID}
+	})
+	e.start()
+	ch := e.dc.Guild("700000000000000007")
+	answer := func(u discordfake.User, name, sub string) (discordfake.Interaction, discordfake.Message) {
+		id := e.dc.Slash(ch, u, name, sub, "")
+		var ix discordfake.Interaction
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ = e.dc.InteractionByID(id)
+			return len(ix.Replies()) > 0
+		})
+		return ix, ix.Replies()[0]
+	}
+	for _, tc := range []struct {
+		user      discordfake.User
+		name, sub string
+		want      string
+	}{
+		{dAnn, "botadmin", "stats", "admins only"},
+		{dBob, "bot", "help", "not allowed"},
+	} {
+		ix, m := answer(tc.user, tc.name, tc.sub)
+		if !strings.Contains(m.Text(), tc.want) || !m.Ephemeral {
+			t.Errorf("/%s %s from %s: %q (ephemeral %v), want %q privately", tc.name, tc.sub, tc.user.Username, m.Text(), m.Ephemeral, tc.want)
+		}
+		var data struct{ Flags int }
+		if len(ix.Responses) == 0 || ix.Responses[0].Type != discordfake.CallbackDeferred ||
+			json.Unmarshal(ix.Responses[0].Data, &data) != nil || data.Flags&discordfake.FlagEphemeral == 0 {
+			t.Errorf("/%s acknowledged with %+v, want an ephemeral deferral", tc.name, ix.Responses)
+		}
+	}
+	if p := e.dc.PostedByBot(ch); len(p) != 0 {
+		t.Errorf("the channel shows %d bot messages, want none", len(p))
 	}
 }
 

@@ -647,6 +647,80 @@ func TestDiscordAdminByGuildPermission(t *testing.T) {
 	}
 }
 
+// cuisineModel asks one question of eight options — more than a row of buttons holds, so Discord
+// shows a string select — and, once answered, says what was chosen.
+func cuisineModel(r modelserver.Request) modelserver.Reply {
+	if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+		return modelserver.Text("table booked: " + last.Content)
+	}
+	return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+		Arguments: `{"question":"Which cuisine?","fields":[{"id":"cuisine","label":"Cuisine","kind":"choice",` +
+			`"options":["Thai","Greek","Italian","Mexican","Indian","Japanese","French","Korean"],"required":true}]}`})
+}
+
+// discordSelectMenu returns the string select (type 3) on m.
+func discordSelectMenu(tb testing.TB, m discordfake.Message) discordfake.Component {
+	tb.Helper()
+	for _, r := range m.Components {
+		for _, c := range r.Components {
+			if c.Type == 3 {
+				return c
+			}
+		}
+	}
+	tb.Fatalf("no string select on %+v", m.Components)
+	return discordfake.Component{}
+}
+
+// TestDiscordClarificationBySelect proves a question of more than five options is a string
+// select whose options are signed choices, and that choosing one through Discord's select
+// interaction (the values the bot sent) answers it: the click is acknowledged in time and the
+// run continues with the chosen option.
+func TestDiscordClarificationBySelect(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(cuisineModel)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book dinner"})
+	card := e.waitQuestion(dm)
+	sel := discordSelectMenu(t, card)
+	if len(sel.Options) != 8 {
+		t.Fatalf("select options %+v, want the eight cuisines", sel.Options)
+	}
+	var value string
+	for _, o := range sel.Options {
+		if o.Label == "Japanese" {
+			value = o.Value
+		}
+	}
+	// A value the bot did not sign answers nothing: the chooser is told so, privately.
+	forged := e.waitAcked(e.dc.Select(dm, card.ID, dAnn, sel.CustomID, "Japanese"))
+	if r := forged.Replies(); len(r) != 1 || !r[0].Ephemeral || !strings.Contains(r[0].Text(), "not valid") {
+		t.Errorf("a forged value got %+v, want a private notice", r)
+	}
+	ix := e.waitAcked(e.dc.Select(dm, card.ID, dAnn, sel.CustomID, value))
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline {
+		t.Errorf("selection acknowledged after %v", d)
+	}
+	var final string
+	waitFor(t, "the booking", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "table booked") {
+				final = m.Text()
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(final, "Japanese") || strings.Contains(final, "Thai") {
+		t.Errorf("final answer %q, want the run continued with Japanese", final)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "Japanese") {
+		t.Errorf("the tool result the model saw does not carry the choice")
+	}
+}
+
 // TestDiscordSlashRefusalsAreEphemeral proves a refused slash command is told so privately:
 // /botadmin from a non-admin gets "admins only", /bot from a user the allowlist refuses gets
 // "not allowed" — each deferred ephemerally and answered in that ephemeral response — and the

@@ -161,6 +161,8 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
+	// Now is the clock (default time.Now); an interaction token's age is read on it.
+	Now func() time.Time
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
@@ -317,7 +319,10 @@ func New(cfg Config) (*Channel, error) {
 		s:      s,
 		redact: redactor{token: cfg.Token},
 		appID:  cfg.ApplicationID,
-		now:    time.Now,
+		now:    cfg.Now,
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()

@@ -181,6 +181,17 @@ func (s *Server) Slash(channelID string, user User, name, sub, text string) stri
 	return s.newInteraction(InteractionCommand, channelID, user, data, "").ID
 }
 
+// ExpireToken ages interaction id past TokenLifetime, as if it had been dispatched more than 15
+// minutes ago: its webhook calls (follow-ups, @original edits) fail as Discord's do, with 401
+// Invalid Webhook Token.
+func (s *Server) ExpireToken(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ix, ok := s.ixs[id]; ok {
+		ix.CreatedAt = time.Now().Add(-TokenLifetime - time.Minute)
+	}
+}
+
 // InteractionByID returns what the bot did with an interaction.
 func (s *Server) InteractionByID(id string) (Interaction, bool) {
 	s.mu.Lock()

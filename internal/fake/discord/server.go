@@ -176,6 +176,7 @@ const (
 	RouteGateway        = "/api/v9/gateway"
 	RouteGatewayBot     = "/api/v9/gateway/bot"
 	RouteMe             = "/api/v9/users/@me"
+	RouteUserChannels   = "/api/v9/users/@me/channels"
 	RouteApplication    = "/api/v9/oauth2/applications/@me"
 	RouteChannel        = "/api/v9/channels/{channel}"
 	RouteMessages       = "/api/v9/channels/{channel}/messages"
@@ -202,6 +203,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 		"GET " + RouteGateway:        s.getGateway,
 		"GET " + RouteGatewayBot:     s.getGatewayBot,
 		"GET " + RouteMe:             s.getMe,
+		"POST " + RouteUserChannels:  s.postUserChannel,
 		"GET " + RouteApplication:    s.getApplication,
 		"GET " + RouteChannel:        s.getChannel,
 		"POST " + RouteMessages:      s.postMessage,

@@ -157,6 +157,12 @@ type Inbound struct {
 	Direct bool
 	// FromBot: the sender is a bot (the bot itself included).
 	FromBot bool
+	// PlatformAdmin says the platform itself reported that the sender holds the permission the
+	// operator made an admin right (discord.admin_permission, in the member permissions Discord
+	// sends with a slash command or click). Adapters set it only from what the platform said
+	// about the sender, never from message content; the router then takes the sender as an
+	// admin, as one listed in admins.<platform>.
+	PlatformAdmin bool
 	// MessageID is the platform id of this message; ReplyTo the id of the message it replies to.
 	MessageID string
 	ReplyTo   string

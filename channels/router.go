@@ -239,7 +239,7 @@ func (r *Router) intakeRequest(in Inbound) (intake, threads.IntakeRequest) {
 	if user == "" || in.Conv.Chat == "" {
 		return it, req // refused in route; only the claim is needed
 	}
-	it.admin = r.isAdmin(in.Conv.Platform, user)
+	it.admin = in.PlatformAdmin || r.isAdmin(in.Conv.Platform, user)
 	if !it.admin {
 		req.Platform, req.UserID = in.Conv.Platform, user
 	}
@@ -294,13 +294,15 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound, it intake) e
 	ok, reason := r.allowed(in, it)
 	if !ok {
 		r.refuse(platform, reason, "refusing a user the access policy does not admit", in)
-		// Tell the user only where it does not spam a group: privately, or in a DM.
+		// Tell the user only where it does not spam a group: privately, or in a DM. A native
+		// command's reply is private to the one who ran it (Slack's ephemeral message, Discord's
+		// ephemeral response).
 		switch {
 		case in.Interaction != nil:
 			r.respond(ctx, ch, in.Interaction, "Sorry, you are not allowed to use this bot.")
 		case in.Direct && reason == "dm_disabled":
 			r.reply(ctx, ch, in, msgDMDisabled)
-		case in.Direct:
+		case in.Direct, in.Command != "":
 			r.reply(ctx, ch, in, fmt.Sprintf(msgNotAllowed, user))
 		}
 		return nil

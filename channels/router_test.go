@@ -206,6 +206,25 @@ func TestAllowlistAndAdmins(t *testing.T) {
 	}
 }
 
+// TestRefusedNativeCommandIsToldPrivately: a native command (a Slack or Discord slash command,
+// whose replies the platform shows only to its user) from a user the allowlist refuses gets the
+// "not allowed" reply even in a group, where a refused message gets none.
+func TestRefusedNativeCommandIsToldPrivately(t *testing.T) {
+	h := newHarness(t, func(ro *RouterOptions, _ *runs.Options) {
+		ro.Access["test"] = AccessPolicy{Policy: PolicyAllowlist, Allow: []string{"listed"}}
+	})
+	group := conv.Key{Platform: "test", Workspace: "w", Chat: "g1"}
+	h.send(Inbound{Conv: group, Identity: user("stranger"), Text: "hi", AddressesBot: true})
+	if s := h.ch.sent(); len(s) != 0 {
+		t.Fatalf("a refused group message got %q", s[0].Text)
+	}
+	h.send(Inbound{Conv: group, Identity: user("stranger"), Command: "help", Text: "/help", MessageID: "interaction:9"})
+	s := h.ch.sent()
+	if len(s) != 1 || !strings.Contains(s[0].Text, "not allowed") || !strings.Contains(s[0].Text, "stranger") || s[0].To.ReplyTo != "interaction:9" {
+		t.Errorf("replies %+v, want the not-allowed notice as the command's reply", s)
+	}
+}
+
 // TestAdminFlagDecidedByRouter proves the envelope's Admin comes from configuration, not from
 // the adapter, and the envelope is signed.
 func TestAdminFlagDecidedByRouter(t *testing.T) {
@@ -215,16 +234,18 @@ func TestAdminFlagDecidedByRouter(t *testing.T) {
 	forged.Admin = true
 	h.send(Inbound{Conv: dm("f1"), Identity: forged, Text: "hi", Direct: true})
 	h.send(Inbound{Conv: dm("f2"), Identity: user("admin1"), Text: "hi", Direct: true})
+	// The platform vouched for u2's permission (Discord's member permissions on a command).
+	h.send(Inbound{Conv: dm("f3"), Identity: user("u2"), Text: "hi", Direct: true, PlatformAdmin: true})
 	got := map[string]bool{}
-	for range 2 {
+	for range 3 {
 		env := h.nextRun()
 		if err := h.signer.Verify(env); err != nil {
 			t.Errorf("run %s: %v", env.RunID, err)
 		}
 		got[env.Identity.ChannelUserID] = env.Identity.Admin
 	}
-	if got["u1"] || !got["admin1"] {
-		t.Errorf("admin flags %v, want u1 false and admin1 true", got)
+	if got["u1"] || !got["admin1"] || !got["u2"] {
+		t.Errorf("admin flags %v, want u1 false, admin1 and u2 (PlatformAdmin) true", got)
 	}
 }
 

@@ -173,6 +173,10 @@ type Discord struct {
 	// AutoShard runs the shards Discord recommends (instead of ShardID and ShardCount), split
 	// among the processes sharing the Redis, identifying them as fast as Discord allows.
 	AutoShard bool `koanf:"auto_shard"`
+	// AdminPermission, when set, also gives admin rights to a guild member who holds this
+	// permission (a name DiscordPermission knows, e.g. "MANAGE_GUILD"), as Discord reports it
+	// with a slash command or a click; "" gives them by admins.discord only.
+	AdminPermission string `koanf:"admin_permission"`
 }
 
 // discord.thread_replies values.

@@ -234,6 +234,9 @@ var keyDescriptions = map[string]string{
 	"discord.shard_count": "How many shards split the bot's guilds, one per process; 0 or 1 is unsharded.",
 	"discord.auto_shard": "Run the shards Discord recommends (GET /gateway/bot), instead of `discord.shard_id` and " +
 		"`discord.shard_count`: the processes sharing the Redis split them evenly and take a dead one's over.",
+	"discord.admin_permission": "Also give admin rights to a server member holding this Discord permission " +
+		"(`MANAGE_GUILD`, `ADMINISTRATOR`, `MANAGE_CHANNELS`…), for slash commands and clicks, where Discord reports " +
+		"the member's permissions; empty: `admins.discord` only.",
 
 	"access.<platform>.policy": "`open` (anyone) or `allowlist` (only the users in `allow`, and the platform's " +
 		"admins).",

@@ -265,6 +265,12 @@ func (c *Config) Validate() error {
 	// A Discord channel_user_id is the user's numeric id; a name never matches anyone.
 	v.discordIDs("access.discord.allow", c.Access.Discord.Allow)
 	v.discordIDs("admins.discord", c.Admins.Discord)
+	if p := c.Discord.AdminPermission; p != "" {
+		if _, ok := DiscordPermission(p); !ok {
+			v.add("discord.admin_permission", fmt.Sprintf("must be one of %s (a Discord permission name), got %q",
+				strings.Join(DiscordPermissionNames(), ", "), p))
+		}
+	}
 
 	// access, admins
 	for _, p := range Platforms() {

@@ -91,6 +91,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"discord auto shard with a count", func(c *config.Config) { c.Discord.AutoShard, c.Discord.ShardCount = true, 2 }, []string{"discord.auto_shard"}},
 		{"discord allow by name", func(c *config.Config) { c.Access.Discord.Allow = []string{"123", "alice"} }, []string{"access.discord.allow[1]"}},
 		{"discord admin by name", func(c *config.Config) { c.Admins.Discord = []string{"@bob"} }, []string{"admins.discord[0]"}},
+		{"discord admin permission unknown", func(c *config.Config) { c.Discord.AdminPermission = "SEND_MESSAGES" }, []string{"discord.admin_permission"}},
 		{"bad policy", func(c *config.Config) { c.Access.Discord.Policy = "closed" }, []string{"access.discord.policy"}},
 		{"empty allow entry", func(c *config.Config) { c.Access.Slack.Allow = []string{"U1", " "} }, []string{"access.slack.allow[1]"}},
 		{"empty admin entry", func(c *config.Config) { c.Admins.Console = []string{""} }, []string{"admins.console[0]"}},
@@ -261,5 +262,27 @@ func TestDefaultWorkersSizedForModelLatency(t *testing.T) {
 	}
 	if d.Runs.Workers > d.Runs.MaxPending {
 		t.Errorf("runs.workers %d exceeds runs.max_pending %d", d.Runs.Workers, d.Runs.MaxPending)
+	}
+}
+
+// TestDiscordAdminPermissionNames: discord.admin_permission takes a staff permission by name,
+// in any case; an unknown one is refused with every valid name listed.
+func TestDiscordAdminPermissionNames(t *testing.T) {
+	for _, name := range []string{"", "MANAGE_GUILD", "administrator", " Manage_Channels "} {
+		c := config.Default()
+		c.Discord.AdminPermission = name
+		if err := c.Validate(); err != nil {
+			t.Errorf("%q refused: %v", name, err)
+		}
+	}
+	if bit, ok := config.DiscordPermission("MANAGE_GUILD"); !ok || bit != 1<<5 {
+		t.Errorf("MANAGE_GUILD = %d, %v", bit, ok)
+	}
+	c := config.Default()
+	c.Discord.AdminPermission = "MANAGE_SERVER"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "discord.admin_permission") ||
+		!strings.Contains(err.Error(), "ADMINISTRATOR, BAN_MEMBERS") || !strings.Contains(err.Error(), `"MANAGE_SERVER"`) {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -39,6 +39,7 @@ func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 const (
 	codeUnknownChannel     = 10003
 	codeUnknownMessage     = 10008
+	codeUnknownWebhook     = 10015
 	codeUnknownInteraction = 10062
 	codeMissingAccess      = 50001
 	codeCannotDM           = 50007

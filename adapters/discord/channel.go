@@ -122,6 +122,12 @@ type Config struct {
 	InvalidSessionWait time.Duration
 	// OnMalformedEvent, when set, is called once for each gateway event skipped as malformed.
 	OnMalformedEvent func()
+	// AdminPermission, when not zero, is a permission bit (Discord's numbering, e.g. 1<<5
+	// MANAGE_GUILD) that makes a guild member an admin: an interaction (slash command, click,
+	// modal submit) from a member whose permissions, as Discord sent them with it, hold the bit
+	// (or ADMINISTRATOR) reaches the router with Inbound.PlatformAdmin. Messages carry no
+	// member permissions, so text commands rely on the router's admin list alone.
+	AdminPermission uint64
 	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
 	// with it.
 	PublicKey []byte
@@ -155,6 +161,8 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
+	// Now is the clock (default time.Now); an interaction token's age is read on it.
+	Now func() time.Time
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
@@ -311,7 +319,10 @@ func New(cfg Config) (*Channel, error) {
 		s:      s,
 		redact: redactor{token: cfg.Token},
 		appID:  cfg.ApplicationID,
-		now:    time.Now,
+		now:    cfg.Now,
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()

@@ -14,23 +14,23 @@ import (
 
 // The slash commands: /bot <subcommand> for everyone's commands and /botadmin <subcommand> for
 // the admin ones. Discord sets default_member_permissions per top-level command only, so the
-// admin commands have their own, hidden from members without the Administrator permission
-// (server admins can grant it in Server Settings → Integrations). The router still checks
-// admins.discord on every use.
+// admin commands have their own, hidden from members without the Administrator permission —
+// or, with Config.AdminPermission, without that permission (server admins can change it in
+// Server Settings → Integrations). The router still checks admin rights on every use.
 const (
 	commandName      = "bot"
 	adminCommandName = "botadmin"
 	argsOption       = "args"
 )
 
-// adminPermissions is default_member_permissions "0": only administrators by default.
-var adminPermissions int64
-
-// commandSet is the commands to register, from the router's list.
-func commandSet(specs []channels.CommandSpec) []*discordgo.ApplicationCommand {
+// commandSet is the commands to register, from the router's list. /botadmin's
+// default_member_permissions is adminPerm (Config.AdminPermission), or "0" (administrators
+// only) when it is zero.
+func commandSet(specs []channels.CommandSpec, adminPerm uint64) []*discordgo.ApplicationCommand {
+	perms := int64(adminPerm & (1<<63 - 1)) // one permission bit, far below bit 63
 	user := &discordgo.ApplicationCommand{Name: commandName, Description: "Talk to the bot: help, new conversation, cancel, status", Type: discordgo.ChatApplicationCommand}
 	admin := &discordgo.ApplicationCommand{Name: adminCommandName, Description: "Bot administration", Type: discordgo.ChatApplicationCommand,
-		DefaultMemberPermissions: &adminPermissions}
+		DefaultMemberPermissions: &perms}
 	for _, s := range specs {
 		name := strings.ToLower(strings.TrimPrefix(s.Name, "/"))
 		if name == "" || len(name) > 32 {
@@ -109,7 +109,7 @@ func (c *Channel) RegisterCommands(ctx context.Context, specs []channels.Command
 	if app == "" {
 		return errors.New("discord: register commands: no application id (start the channel first)")
 	}
-	want := commandSet(specs)
+	want := commandSet(specs, c.cfg.AdminPermission)
 	var have []*discordgo.ApplicationCommand
 	err := c.call(ctx, "get commands", func(opts ...discordgo.RequestOption) error {
 		var err error

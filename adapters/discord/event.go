@@ -169,6 +169,9 @@ type interactionEvent struct {
 		Type     int    `json:"type"`
 		ParentID string `json:"parent_id"`
 	}
+	// Permissions is member.permissions as sent (a guild interaction's member's permissions in
+	// the channel, a decimal string), "" when absent; parsePermissions reads it.
+	Permissions string
 }
 
 // decodeInteraction parses an INTERACTION_CREATE. It fails on invalid JSON and on an
@@ -187,12 +190,20 @@ func decodeInteraction(data []byte) (*interactionEvent, error) {
 			Type     int    `json:"type"`
 			ParentID string `json:"parent_id"`
 		} `json:"channel"`
+		Member *struct {
+			Permissions json.RawMessage `json:"permissions"`
+		} `json:"member"`
 	}
 	_ = json.Unmarshal(data, &extra)
 	if ix.ID == "" || ix.Token == "" || ix.ChannelID == "" || user(&ix) == nil {
 		return nil, fmt.Errorf("%w: interaction without id, token, channel or user", errMalformed)
 	}
-	return &interactionEvent{Interaction: &ix, Channel: extra.Channel}, nil
+	ev := &interactionEvent{Interaction: &ix, Channel: extra.Channel}
+	if extra.Member != nil && len(extra.Member.Permissions) > 0 {
+		// Kept as sent: discordgo reads it into an int64, where "-1" would be every bit.
+		_ = json.Unmarshal(extra.Member.Permissions, &ev.Permissions)
+	}
+	return ev, nil
 }
 
 func user(ix *discordgo.Interaction) *discordgo.User {
@@ -225,7 +236,9 @@ const commandReplyPrefix = "interaction:"
 
 // interactionInbound converts a component click, a modal submit or a slash command. ok is false
 // for kinds the bot does not handle (pings, autocomplete) and for commands that are not ours.
-func interactionInbound(ix *interactionEvent, w where, now time.Time) (channels.Inbound, bool) {
+// adminPerm is Config.AdminPermission: a guild member whose permissions, as Discord sent them
+// with the interaction, hold it is marked PlatformAdmin; malformed permissions hold nothing.
+func interactionInbound(ix *interactionEvent, w where, now time.Time, adminPerm uint64) (channels.Inbound, bool) {
 	k := interactionConv(ix, w)
 	in := channels.Inbound{
 		EventID:      "interaction:" + ix.ID,
@@ -235,6 +248,11 @@ func interactionInbound(ix *interactionEvent, w where, now time.Time) (channels.
 		Direct:       ix.GuildID == "",
 		FromBot:      user(ix.Interaction).Bot,
 		ReceivedAt:   now,
+	}
+	if adminPerm != 0 && ix.GuildID != "" && ix.Permissions != "" {
+		if perms, err := parsePermissions(ix.Permissions); err == nil && holds(perms, adminPerm) {
+			in.PlatformAdmin = true
+		}
 	}
 	var msgRef channels.MessageRef
 	if ix.Message != nil && ix.Message.ID != "" {

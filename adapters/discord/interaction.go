@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -49,11 +50,19 @@ func quietAck(st *ixState) map[string]any {
 	return map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}
 }
 
+// tokenUsable is how long after an interaction its token is used for follow-ups and @original
+// edits: Discord takes them for 15 minutes; the minute short of that covers the time the
+// interaction took to arrive and the call's own.
+const tokenUsable = 14 * time.Minute
+
 // commandReply is a slash command's deferred response, which replies to it fill.
 type commandReply struct {
-	mu    sync.Mutex
-	token string
-	used  bool // @original edited
+	mu      sync.Mutex
+	token   string
+	used    bool      // @original edited
+	at      time.Time // when the interaction arrived (Config.Now)
+	user    string    // who ran the command
+	expired bool      // the token is past tokenUsable, or Discord refused it
 }
 
 func (c *Channel) goInteraction(ix *interactionEvent) {
@@ -82,7 +91,7 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 			return
 		}
 	}
-	in, ok := interactionInbound(ix, w, c.now())
+	in, ok := interactionInbound(ix, w, c.now(), c.cfg.AdminPermission)
 	if !ok {
 		// Not something this bot handles (another application's command, autocomplete): say so
 		// rather than leave Discord's "interaction failed".
@@ -99,12 +108,15 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 	}
 	if in.Command != "" {
 		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
-		// and let Send fill the response.
-		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred}); err != nil {
+		// and let Send fill the response. Ephemeral, as Slack's slash command replies are: what
+		// a command says (help, status, an admin's stats, a refusal — "admins only", "not
+		// allowed") is for the one who ran it, and a deferred response keeps the flag it was
+		// deferred with, so it cannot be chosen once the router has answered.
+		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
 			c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
 			return
 		}
-		cr := &commandReply{token: ix.Token}
+		cr := &commandReply{token: ix.Token, at: c.now(), user: in.Identity.ChannelUserID}
 		c.cmds.Store(ix.ID, cr)
 		handed := c.handOver(ctx, in)
 		c.cmds.Delete(ix.ID)
@@ -259,8 +271,10 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 
 // sendCommandReply answers slash command id with ps: the first piece fills the deferred
 // response, the rest are follow-ups. handled is false when the command's token is no longer
-// known here (the caller then posts in the channel).
-func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage) (channels.MessageRef, bool, error) {
+// known here (the caller then posts in the channel). Once the token is past tokenUsable, or
+// Discord refuses it (401 Invalid Webhook Token, 404 Unknown Webhook: nothing was posted), the
+// pieces not sent yet go to the user privately instead (sendLate), so none is lost or doubled.
+func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
 	v, ok := c.cmds.Load(id)
 	if !ok {
 		return channels.MessageRef{}, false, nil
@@ -270,7 +284,13 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 	defer cr.mu.Unlock()
 	ref := channels.MessageRef{Conv: to.Conv}
 	app := c.applicationID()
-	for _, p := range ps {
+	if !cr.expired && c.now().Sub(cr.at) >= tokenUsable {
+		cr.expired = true
+	}
+	for i, p := range ps {
+		if cr.expired {
+			return c.sendLate(ctx, cr, to, ps, i, key, ref)
+		}
 		var raw []byte
 		var err error
 		if !cr.used {
@@ -281,11 +301,17 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 			})
 		} else {
 			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
-			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+			// Ephemeral like the deferred response it continues.
+			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}},
+				Flags: flagEphemeral}
 			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
 				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
+		}
+		if tokenGone(err) {
+			cr.expired = true
+			return c.sendLate(ctx, cr, to, ps, i, key, ref)
 		}
 		if err != nil {
 			return ref, true, err
@@ -295,6 +321,46 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
 			ref.IDs = append(ref.IDs, s.ID)
 		}
+	}
+	return ref, true, nil
+}
+
+// tokenGone reports whether Discord refused an interaction token: 401 (Invalid Webhook Token,
+// past its 15 minutes) or 404 Unknown Webhook.
+func tokenGone(err error) bool {
+	return err != nil && (apiStatus(err) == http.StatusUnauthorized || apiCode(err) == codeUnknownWebhook)
+}
+
+// sendLate posts ps[from:] — a command's reply its interaction token can no longer carry — to
+// the user who ran the command, privately as the response would have been: in the DM the
+// command came from, else in a DM the bot opens with them. ref gains the messages posted.
+func (c *Channel) sendLate(ctx context.Context, cr *commandReply, to channels.Target, ps []render.DiscordMessage, from int, key string, ref channels.MessageRef) (channels.MessageRef, bool, error) {
+	chID := to.Conv.Chat
+	if to.Conv.Workspace != "" {
+		if cr.user == "" {
+			return ref, true, errors.New("discord: a command's reply outlived its interaction and its user is unknown")
+		}
+		err := c.call(ctx, "open DM", func(opts ...discordgo.RequestOption) error {
+			ch, err := c.s.UserChannelCreate(cr.user, opts...)
+			if err == nil {
+				chID = ch.ID
+			}
+			return err
+		})
+		if err != nil {
+			return ref, true, err
+		}
+	}
+	c.cfg.Logger.Info("discord: a slash command's reply outlived its interaction token; sending it to the user's DM",
+		"conv", to.Conv.String(), "pieces", len(ps)-from)
+	for i := from; i < len(ps); i++ {
+		p := ps[i]
+		id, err := c.post(ctx, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(key, i), EnforceNonce: true})
+		if err != nil {
+			return ref, true, err
+		}
+		ref.IDs = append(ref.IDs, id)
 	}
 	return ref, true, nil
 }

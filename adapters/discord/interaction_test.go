@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -187,12 +188,43 @@ func TestSlashCommandIsDeferredThenAnswered(t *testing.T) {
 	if len(ix.Responses) != 1 || ix.Responses[0].Type != discordfake.CallbackDeferred {
 		t.Fatalf("responses %+v", ix.Responses)
 	}
-	r := ix.Replies()
-	if len(r) != 1 || r[0].Content != "You are "+alice.ID {
-		t.Errorf("replies = %+v", r)
+	var data struct{ Flags int }
+	if err := json.Unmarshal(ix.Responses[0].Data, &data); err != nil || data.Flags&discordfake.FlagEphemeral == 0 {
+		t.Errorf("deferred with %s, want the ephemeral flag", ix.Responses[0].Data)
 	}
-	if p := h.fk.PostedByBot(ch); len(p) != 1 || p[0].Content != "You are "+alice.ID {
-		t.Errorf("visible = %+v", p)
+	r := ix.Replies()
+	if len(r) != 1 || r[0].Content != "You are "+alice.ID || !r[0].Ephemeral {
+		t.Errorf("replies = %+v, want one ephemeral", r)
+	}
+	if p := h.fk.PostedByBot(ch); len(p) != 0 {
+		t.Errorf("visible to the channel: %+v", p)
+	}
+}
+
+// TestSlashCommandLongReplyStaysEphemeral: a reply in several pieces fills the ephemeral
+// response and continues in follow-ups flagged ephemeral too, so none of it is public.
+func TestSlashCommandLongReplyStaysEphemeral(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ch := h.fk.Guild("500")
+	long := strings.Repeat("word ", 700) // 3,500 characters: two messages
+	h.rec.setOn(func(ctx context.Context, c channels.Channel, in channels.Inbound) error {
+		_, err := c.Send(ctx, channels.Target{Conv: in.Conv, ReplyTo: in.MessageID}, channels.Message{Text: long})
+		return err
+	})
+	id := h.fk.Slash(ch, alice, "bot", "help", "")
+	poll.Until(t, "the reply", func() bool { return h.rec.count() == 1 })
+	ix, _ := h.fk.InteractionByID(id)
+	r := ix.Replies()
+	if len(r) < 2 {
+		t.Fatalf("replies = %+v, want the original and a follow-up", r)
+	}
+	for i, m := range r {
+		if !m.Ephemeral {
+			t.Errorf("piece %d is public", i)
+		}
+	}
+	if p := h.fk.PostedByBot(ch); len(p) != 0 {
+		t.Errorf("visible to the channel: %d messages", len(p))
 	}
 }
 
@@ -237,6 +269,31 @@ func TestRegisterCommandsOnlyWhenChanged(t *testing.T) {
 	}
 	if len(fk.Commands("500")) != 1 || fk.CommandOverwrites() != 2 {
 		t.Errorf("dev guild commands %+v", fk.Commands("500"))
+	}
+}
+
+// TestAdminCommandShownToAdminPermission: with AdminPermission, /botadmin is registered for the
+// members holding it (default_member_permissions), and a change of it registers again.
+func TestAdminCommandShownToAdminPermission(t *testing.T) {
+	fk := discordfake.New(t)
+	h := newHarness(t, fk, func(c *Config) { c.AdminPermission = 1 << 5 })
+	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fk.Commands("") {
+		if c.Name == "botadmin" && (c.DefaultMemberPermissions == nil || *c.DefaultMemberPermissions != "32") {
+			t.Errorf("/botadmin permissions %v, want 32 (MANAGE_GUILD)", c.DefaultMemberPermissions)
+		}
+	}
+	if err := h.ch.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h = newHarness(t, fk, nil)
+	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	if n := fk.CommandOverwrites(); n != 2 {
+		t.Errorf("%d bulk overwrites, want 2: the permission changed", n)
 	}
 }
 

@@ -75,7 +75,7 @@ func TestInteractionsTheBotDoesNotHandleAreIgnored(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if in, ok := interactionInbound(ix, where{}, time.Now()); ok {
+			if in, ok := interactionInbound(ix, where{}, time.Now(), permAdministrator); ok {
 				t.Errorf("handled: %+v", in)
 			}
 		})
@@ -136,6 +136,7 @@ var interactionSeeds = []string{
 	`{"id":"1","type":5,"token":"t","channel_id":"2","user":{"id":"4"},"data":{"custom_id":"m","components":[{"type":1,"components":[{"type":4,"custom_id":"i","value":"v"}]}]}}`,
 	`{"id":"1","type":2,"token":"t","channel_id":"2","user":{"id":"4"},"data":{"name":"bot","options":[{"name":"allow","type":1,"options":[{"name":"args","type":3,"value":"1 2"}]}]}}`,
 	`{"id":"1","type":2,"token":"t","channel_id":"2","user":{"id":"4"},"data":{"name":"bot","options":[null]}}`,
+	`{"id":"1","type":2,"token":"t","channel_id":"2","guild_id":"3","member":{"user":{"id":"4"},"permissions":"-1"},"data":{"name":"botadmin","options":[{"name":"stats","type":1}]}}`,
 }
 
 func FuzzDecodeInteraction(f *testing.F) {
@@ -148,7 +149,7 @@ func FuzzDecodeInteraction(f *testing.F) {
 			return
 		}
 		for _, w := range []where{{}, {Guild: "3", Parent: "6", Thread: true}} {
-			in, ok := interactionInbound(ix, w, time.Unix(0, 0))
+			in, ok := interactionInbound(ix, w, time.Unix(0, 0), 1<<5)
 			if ok && (in.EventID == "" || in.Identity.ChannelUserID == "") {
 				t.Fatalf("inbound without event id or user: %+v", in)
 			}

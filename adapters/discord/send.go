@@ -205,7 +205,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		return ref, err
 	}
 	if id, ok := strings.CutPrefix(to.ReplyTo, commandReplyPrefix); ok {
-		if out, handled, err := c.sendCommandReply(ctx, id, to, ps); handled {
+		if out, handled, err := c.sendCommandReply(ctx, id, to, ps, m.Key); handled {
 			return out, c.cardRefused(m, err)
 		}
 		to.ReplyTo = ""

@@ -22,6 +22,7 @@ const discordInteractionsPath = "/discord/interactions"
 // refused inbound.
 func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics, sessions discord.SessionStore, leases discordHooks) (*discord.Channel, error) {
 	pub, _ := hex.DecodeString(cfg.Discord.PublicKey) // validated: 64 hex digits or empty
+	adminPerm, _ := config.DiscordPermission(cfg.Discord.AdminPermission)
 	conns := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_discord_gateway_connections_total",
 		Help: "Discord gateway connections made, by kind: identify (a new session) or resume (missed events replayed).",
@@ -38,19 +39,21 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 				conns.WithLabelValues("identify").Inc()
 			}
 		},
-		PublicKey:     pub,
-		Token:         cfg.Discord.Token,
-		APIURL:        cfg.Discord.APIURL,
-		ApplicationID: cfg.Discord.ApplicationID,
-		ReplyInThread: cfg.Discord.ReplyInThread,
-		ThreadReplies: discord.ThreadReplies(cfg.Discord.ThreadReplies),
-		DevGuild:      cfg.Discord.DevGuild,
-		ShardID:       cfg.Discord.ShardID,
-		ShardCount:    cfg.Discord.ShardCount,
-		AutoShard:     cfg.Discord.AutoShard,
-		TypingAfter:   channels.DefaultTypingAfter,
-		Logger:        log.With("channel", "discord"),
-		ActionKey:     key,
+		PublicKey: pub,
+		// Validated: a name config.DiscordPermission knows, or "" (0, off).
+		AdminPermission: adminPerm,
+		Token:           cfg.Discord.Token,
+		APIURL:          cfg.Discord.APIURL,
+		ApplicationID:   cfg.Discord.ApplicationID,
+		ReplyInThread:   cfg.Discord.ReplyInThread,
+		ThreadReplies:   discord.ThreadReplies(cfg.Discord.ThreadReplies),
+		DevGuild:        cfg.Discord.DevGuild,
+		ShardID:         cfg.Discord.ShardID,
+		ShardCount:      cfg.Discord.ShardCount,
+		AutoShard:       cfg.Discord.AutoShard,
+		TypingAfter:     channels.DefaultTypingAfter,
+		Logger:          log.With("channel", "discord"),
+		ActionKey:       key,
 		OnMalformedEvent: func() {
 			m.refused.WithLabelValues("discord", "malformed").Inc()
 		},

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -607,6 +608,158 @@ func TestDiscordAdminCommandsByUserID(t *testing.T) {
 	}
 	if got := reply(dAnn); strings.Contains(got, "admins only") {
 		t.Errorf("the admin was refused: %q", got)
+	}
+}
+
+// TestDiscordAdminByGuildPermission proves discord.admin_permission: /botadmin stats from a
+// member Discord reports holding MANAGE_GUILD (and not in admins.discord) is obeyed, from a
+// member without it refused; the same member's text command in the channel, which carries no
+// permissions, is refused too.
+func TestDiscordAdminByGuildPermission(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) { c.Discord.AdminPermission = "MANAGE_GUILD" })
+	e.start()
+	ch := e.dc.Guild("700000000000000006")
+	e.dc.SetPermissions(dAnn.ID, "1071698660961")    // MANAGE_GUILD among others
+	e.dc.SetPermissions(dBob.ID, "2248473465835073") // everyday permissions, no MANAGE_GUILD
+	reply := func(u discordfake.User) string {
+		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
+		var text string
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ := e.dc.InteractionByID(id)
+			if r := ix.Replies(); len(r) > 0 {
+				text = r[0].Text()
+				return true
+			}
+			return false
+		})
+		return text
+	}
+	if got := reply(dBob); !strings.Contains(got, "admins only") {
+		t.Errorf("a member without MANAGE_GUILD got %q", got)
+	}
+	if got := reply(dAnn); strings.Contains(got, "admins only") || !strings.Contains(strings.ToLower(got), "queue") {
+		t.Errorf("the member with MANAGE_GUILD got %q, want the stats", got)
+	}
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "/stats", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	if !strings.Contains(got[0].Text(), "admins only") {
+		t.Errorf("a text command got %q: messages carry no permissions", got[0].Text())
+	}
+}
+
+// cuisineModel asks one question of eight options — more than a row of buttons holds, so Discord
+// shows a string select — and, once answered, says what was chosen.
+func cuisineModel(r modelserver.Request) modelserver.Reply {
+	if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+		return modelserver.Text("table booked: " + last.Content)
+	}
+	return modelserver.Calls(modelserver.ToolCall{Name: "ask_clarification",
+		Arguments: `{"question":"Which cuisine?","fields":[{"id":"cuisine","label":"Cuisine","kind":"choice",` +
+			`"options":["Thai","Greek","Italian","Mexican","Indian","Japanese","French","Korean"],"required":true}]}`})
+}
+
+// discordSelectMenu returns the string select (type 3) on m.
+func discordSelectMenu(tb testing.TB, m discordfake.Message) discordfake.Component {
+	tb.Helper()
+	for _, r := range m.Components {
+		for _, c := range r.Components {
+			if c.Type == 3 {
+				return c
+			}
+		}
+	}
+	tb.Fatalf("no string select on %+v", m.Components)
+	return discordfake.Component{}
+}
+
+// TestDiscordClarificationBySelect proves a question of more than five options is a string
+// select whose options are signed choices, and that choosing one through Discord's select
+// interaction (the values the bot sent) answers it: the click is acknowledged in time and the
+// run continues with the chosen option.
+func TestDiscordClarificationBySelect(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.model.SetFunc(cuisineModel)
+	e.start()
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "book dinner"})
+	card := e.waitQuestion(dm)
+	sel := discordSelectMenu(t, card)
+	if len(sel.Options) != 8 {
+		t.Fatalf("select options %+v, want the eight cuisines", sel.Options)
+	}
+	var value string
+	for _, o := range sel.Options {
+		if o.Label == "Japanese" {
+			value = o.Value
+		}
+	}
+	// A value the bot did not sign answers nothing: the chooser is told so, privately.
+	forged := e.waitAcked(e.dc.Select(dm, card.ID, dAnn, sel.CustomID, "Japanese"))
+	if r := forged.Replies(); len(r) != 1 || !r[0].Ephemeral || !strings.Contains(r[0].Text(), "not valid") {
+		t.Errorf("a forged value got %+v, want a private notice", r)
+	}
+	ix := e.waitAcked(e.dc.Select(dm, card.ID, dAnn, sel.CustomID, value))
+	if d, _ := ix.Acked(); d > discordfake.AckDeadline {
+		t.Errorf("selection acknowledged after %v", d)
+	}
+	var final string
+	waitFor(t, "the booking", 20*time.Second, func() bool {
+		for _, m := range e.dc.PostedByBot(dm) {
+			if strings.Contains(m.Text(), "table booked") {
+				final = m.Text()
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(final, "Japanese") || strings.Contains(final, "Thai") {
+		t.Errorf("final answer %q, want the run continued with Japanese", final)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "Japanese") {
+		t.Errorf("the tool result the model saw does not carry the choice")
+	}
+}
+
+// TestDiscordSlashRefusalsAreEphemeral proves a refused slash command is told so privately:
+// /botadmin from a non-admin gets "admins only", /bot from a user the allowlist refuses gets
+// "not allowed" — each deferred ephemerally and answered in that ephemeral response — and the
+// channel shows nothing.
+func TestDiscordSlashRefusalsAreEphemeral(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) {
+		c.Access.Discord.Policy, c.Access.Discord.Allow = "allowlist", []string{dAnn.ID}
+	})
+	e.start()
+	ch := e.dc.Guild("700000000000000007")
+	answer := func(u discordfake.User, name, sub string) (discordfake.Interaction, discordfake.Message) {
+		id := e.dc.Slash(ch, u, name, sub, "")
+		var ix discordfake.Interaction
+		waitFor(t, "the command's answer", 10*time.Second, func() bool {
+			ix, _ = e.dc.InteractionByID(id)
+			return len(ix.Replies()) > 0
+		})
+		return ix, ix.Replies()[0]
+	}
+	for _, tc := range []struct {
+		user      discordfake.User
+		name, sub string
+		want      string
+	}{
+		{dAnn, "botadmin", "stats", "admins only"},
+		{dBob, "bot", "help", "not allowed"},
+	} {
+		ix, m := answer(tc.user, tc.name, tc.sub)
+		if !strings.Contains(m.Text(), tc.want) || !m.Ephemeral {
+			t.Errorf("/%s %s from %s: %q (ephemeral %v), want %q privately", tc.name, tc.sub, tc.user.Username, m.Text(), m.Ephemeral, tc.want)
+		}
+		var data struct{ Flags int }
+		if len(ix.Responses) == 0 || ix.Responses[0].Type != discordfake.CallbackDeferred ||
+			json.Unmarshal(ix.Responses[0].Data, &data) != nil || data.Flags&discordfake.FlagEphemeral == 0 {
+			t.Errorf("/%s acknowledged with %+v, want an ephemeral deferral", tc.name, ix.Responses)
+		}
+	}
+	if p := e.dc.PostedByBot(ch); len(p) != 0 {
+		t.Errorf("the channel shows %d bot messages, want none", len(p))
 	}
 }
 

@@ -104,6 +104,10 @@ func (s *Server) newInteraction(typ int, channelID string, user User, data map[s
 	s.ixs[ix.ID] = ix
 	s.ixByToken[ix.Token] = ix
 	ch := s.channels[channelID]
+	perms, ok := s.perms[user.ID]
+	if !ok {
+		perms = "0"
+	}
 	var msg map[string]any
 	if m, ok := s.byID[msgID]; ok {
 		msg = m.wire()
@@ -116,7 +120,7 @@ func (s *Server) newInteraction(typ int, channelID string, user User, data map[s
 		w["channel"] = ch.wire()
 		if ch.GuildID != "" {
 			w["guild_id"] = ch.GuildID
-			w["member"] = map[string]any{"user": user.wire(), "roles": []string{}, "permissions": "0",
+			w["member"] = map[string]any{"user": user.wire(), "roles": []string{}, "permissions": perms,
 				"joined_at": time.Now().UTC().Format(time.RFC3339)}
 		} else {
 			w["user"] = user.wire()
@@ -129,6 +133,15 @@ func (s *Server) newInteraction(typ int, channelID string, user User, data map[s
 	}
 	s.Dispatch("INTERACTION_CREATE", w)
 	return ix
+}
+
+// SetPermissions sets the permissions a user holds as a guild member (in every guild), which
+// Discord sends with each of their guild interactions as member.permissions: a decimal string
+// of permission bits (e.g. "32" for MANAGE_GUILD), sent as given. Default "0".
+func (s *Server) SetPermissions(userID, perms string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.perms[userID] = perms
 }
 
 // Click dispatches a button click on message msgID in channelID and returns the interaction.
@@ -166,6 +179,17 @@ func (s *Server) Slash(channelID string, user User, name, sub, text string) stri
 		data["options"] = []any{opt}
 	}
 	return s.newInteraction(InteractionCommand, channelID, user, data, "").ID
+}
+
+// ExpireToken ages interaction id past TokenLifetime, as if it had been dispatched more than 15
+// minutes ago: its webhook calls (follow-ups, @original edits) fail as Discord's do, with 401
+// Invalid Webhook Token.
+func (s *Server) ExpireToken(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ix, ok := s.ixs[id]; ok {
+		ix.CreatedAt = time.Now().Add(-TokenLifetime - time.Minute)
+	}
 }
 
 // InteractionByID returns what the bot did with an interaction.

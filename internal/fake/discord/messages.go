@@ -33,6 +33,8 @@ type Channel struct {
 	GuildID  string
 	ParentID string
 	Name     string
+	// Recipient is the user of a DM.
+	Recipient string
 }
 
 func (c *Channel) wire() map[string]any {
@@ -259,8 +261,41 @@ func (s *Server) DM(userID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.newIDLocked()
-	s.channels[id] = &Channel{ID: id, Type: ChannelDM}
+	s.channels[id] = &Channel{ID: id, Type: ChannelDM, Recipient: userID}
 	return id
+}
+
+// postUserChannel is POST /users/@me/channels: the bot opens (or finds) its DM with
+// recipient_id.
+func (s *Server) postUserChannel(_ http.ResponseWriter, _ *http.Request, body []byte) (int, any) {
+	var b struct {
+		RecipientID string `json:"recipient_id"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil || b.RecipientID == "" {
+		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: recipient_id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.channels {
+		if c.Type == ChannelDM && c.Recipient == b.RecipientID {
+			return http.StatusOK, c.wire()
+		}
+	}
+	c := &Channel{ID: s.newIDLocked(), Type: ChannelDM, Recipient: b.RecipientID}
+	s.channels[c.ID] = c
+	return http.StatusOK, c.wire()
+}
+
+// DMWith returns the id of the bot's DM with userID, "" when there is none.
+func (s *Server) DMWith(userID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.channels {
+		if c.Type == ChannelDM && c.Recipient == userID {
+			return c.ID
+		}
+	}
+	return ""
 }
 
 // UserThread adds a thread a user started in parentID (not from a bot message) and returns its

@@ -79,6 +79,7 @@ type Server struct {
 	nonces     map[string]*Message // channel id + nonce → message
 	ixs        map[string]*Interaction
 	ixByToken  map[string]*Interaction
+	perms      map[string]string          // user id → member.permissions sent with guild interactions
 	commands   map[string]json.RawMessage // "" (global) or guild id → JSON array
 	commandPUT int
 	recShards  int
@@ -102,6 +103,7 @@ func StartWithToken(token string) *Server {
 		nonces:    map[string]*Message{},
 		ixs:       map[string]*Interaction{},
 		ixByToken: map[string]*Interaction{},
+		perms:     map[string]string{},
 		commands:  map[string]json.RawMessage{},
 	}
 	s.gw.init()
@@ -174,6 +176,7 @@ const (
 	RouteGateway        = "/api/v9/gateway"
 	RouteGatewayBot     = "/api/v9/gateway/bot"
 	RouteMe             = "/api/v9/users/@me"
+	RouteUserChannels   = "/api/v9/users/@me/channels"
 	RouteApplication    = "/api/v9/oauth2/applications/@me"
 	RouteChannel        = "/api/v9/channels/{channel}"
 	RouteMessages       = "/api/v9/channels/{channel}/messages"
@@ -200,6 +203,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 		"GET " + RouteGateway:        s.getGateway,
 		"GET " + RouteGatewayBot:     s.getGatewayBot,
 		"GET " + RouteMe:             s.getMe,
+		"POST " + RouteUserChannels:  s.postUserChannel,
 		"GET " + RouteApplication:    s.getApplication,
 		"GET " + RouteChannel:        s.getChannel,
 		"POST " + RouteMessages:      s.postMessage,

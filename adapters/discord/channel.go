@@ -180,6 +180,10 @@ type Channel struct {
 	redact redactor
 	gws    []*gateway // per shard of the plan, the gateway while this process holds it
 	pace   *identifyPacer
+	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
+	// called with the pacer's slot as each IDENTIFY is sent.
+	paceClock  func(*identifyPacer)
+	onIdentify func(shard int, slot time.Time)
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -415,6 +419,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	plan := shardPlan{url: gb.URL, ids: ids, count: count}
 	c.pace = newIdentifyPacer(perBucket, c.cfg.IdentifyInterval)
+	if c.paceClock != nil {
+		c.paceClock(c.pace)
+	}
 	c.mu.Lock()
 	c.gws = make([]*gateway, len(ids))
 	c.mu.Unlock()

@@ -189,6 +189,17 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 // far as READY or RESUMED. onReady is called on READY.
 func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, err error) {
 	sid, resumeURL, seq := g.session()
+	// Identifies, unlike resumes, are paced (max_concurrency per IdentifyInterval): one that
+	// will identify takes its slot before it dials, so that it does not hold a connection open
+	// unidentified meanwhile; a RESUME that fails takes one before identifying instead.
+	var slot time.Time
+	if sid == "" {
+		at, err := g.c.pace.wait(ctx)
+		if err != nil {
+			return false, err
+		}
+		slot = at
+	}
 	target := g.baseURL
 	if sid != "" && resumeURL != "" {
 		target = resumeURL
@@ -250,10 +261,22 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 	interval := time.Duration(hd.Interval) * time.Millisecond
 
 	identify := func() error {
+		if slot.IsZero() {
+			at, err := g.c.pace.wait(ctx)
+			if err != nil {
+				return err
+			}
+			slot = at
+		}
+		at := slot
+		slot = time.Time{} // one slot, one IDENTIFY
 		if err := g.c.budget.take(g.everReady.Load()); err != nil {
 			return err
 		}
 		g.identifies.Add(1)
+		if f := g.c.onIdentify; f != nil {
+			f(g.shardID, at)
+		}
 		d := map[string]any{
 			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
 			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},

@@ -77,13 +77,7 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 // receives the first connection's outcome.
 func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<- error) {
 	g := &gateway{c: c, dialer: c.cfg.Dialer, baseURL: p.url, shardID: p.ids[i], shardCount: p.count}
-	if !c.loadSession(ctx, g) {
-		// Identifies, unlike resumes, are paced: max_concurrency per IdentifyInterval.
-		if err := c.pace.wait(ctx); err != nil {
-			ready <- err
-			return
-		}
-	}
+	c.loadSession(ctx, g) // without a session, the connection identifies (paced there)
 	c.mu.Lock()
 	c.gws[i] = g
 	c.mu.Unlock()
@@ -192,24 +186,30 @@ func (c *Channel) learnSelf(ctx context.Context) error {
 	return nil
 }
 
-// identifyPacer lets at most per shards of this process identify per every (Discord's
-// max_concurrency per 5 s).
+// identifyPacer lets at most per identifies of this process's shards go per every (Discord's
+// max_concurrency per 5 s): every IDENTIFY, a shard's first and each one again after an invalid
+// session or a non-resumable close, takes a slot. now and sleepUntil are the clock (tests give
+// it a virtual one).
 type identifyPacer struct {
-	mu     sync.Mutex
-	per    int
-	every  time.Duration
-	starts []time.Time // the last per starts, oldest first
+	mu         sync.Mutex
+	per        int
+	every      time.Duration
+	starts     []time.Time // the last per starts, oldest first
+	now        func() time.Time
+	sleepUntil func(ctx context.Context, at time.Time) error
 }
 
 func newIdentifyPacer(per int, every time.Duration) *identifyPacer {
-	return &identifyPacer{per: max(per, 1), every: every}
+	p := &identifyPacer{per: max(per, 1), every: every, now: time.Now}
+	p.sleepUntil = func(ctx context.Context, at time.Time) error { return channels.Sleep(ctx, at.Sub(p.now())) }
+	return p
 }
 
-// wait returns when the next identify may go, or with ctx's error.
-func (p *identifyPacer) wait(ctx context.Context) error {
+// wait returns when the next identify may go, with the slot it took, or with ctx's error (the
+// slot stays spent).
+func (p *identifyPacer) wait(ctx context.Context) (time.Time, error) {
 	p.mu.Lock()
-	now := time.Now()
-	at := now
+	at := p.now()
 	if len(p.starts) == p.per {
 		if t := p.starts[0].Add(p.every); t.After(at) {
 			at = t
@@ -218,7 +218,7 @@ func (p *identifyPacer) wait(ctx context.Context) error {
 	}
 	p.starts = append(p.starts, at)
 	p.mu.Unlock()
-	return channels.Sleep(ctx, at.Sub(now))
+	return at, p.sleepUntil(ctx, at)
 }
 
 // heldShards is the ids of the shards this process runs now.

@@ -184,6 +184,8 @@ type Channel struct {
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*identifyPacer)
 	onIdentify func(shard int, slot time.Time)
+	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
+	liveNow func() time.Time
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -311,11 +313,12 @@ func New(cfg Config) (*Channel, error) {
 	s.StateEnabled = false
 	s.State = nil
 	c := &Channel{
-		cfg:    cfg,
-		s:      s,
-		redact: redactor{token: cfg.Token},
-		appID:  cfg.ApplicationID,
-		now:    time.Now,
+		cfg:     cfg,
+		s:       s,
+		redact:  redactor{token: cfg.Token},
+		appID:   cfg.ApplicationID,
+		now:     time.Now,
+		liveNow: time.Now,
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()
@@ -508,7 +511,8 @@ func (c *Channel) Stop(ctx context.Context) error {
 var ErrNotReady = errors.New("discord: not receiving")
 
 // Ready reports nil while the gateway connection of every shard this process holds is up
-// (identified or resumed); a process holding none is ready: it delivers.
+// (identified or resumed) and alive: its last inbound frame (a dispatch or a heartbeat ack) is
+// at most two heartbeat intervals and 10 s old. A process holding none is ready: it delivers.
 func (c *Channel) Ready() error {
 	c.mu.Lock()
 	stopped, started := c.stopped, c.started
@@ -531,6 +535,10 @@ func (c *Channel) Ready() error {
 		}
 		if !g.connected.Load() {
 			return fmt.Errorf("%w: shard %d reconnecting", ErrNotReady, g.shardID)
+		}
+		if quiet, interval, dead := g.silence(c.liveNow()); dead {
+			return fmt.Errorf("%w: shard %d: nothing received from the gateway for %s (heartbeat interval %s)",
+				ErrNotReady, g.shardID, quiet.Round(time.Second), interval)
 		}
 	}
 	return nil

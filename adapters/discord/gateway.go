@@ -125,7 +125,8 @@ type gateway struct {
 
 	connected  atomic.Bool
 	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
-	lastEvent  atomic.Int64 // unix nanos of the last frame read
+	lastEvent  atomic.Int64 // unix nanos (Channel.liveNow) of the last frame read
+	interval   atomic.Int64 // the heartbeat interval HELLO announced, in nanoseconds
 	identifies atomic.Int64
 	resumes    atomic.Int64
 }
@@ -259,6 +260,8 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		return false, fmt.Errorf("discord: gateway did not say hello (op %d)", hello.Op)
 	}
 	interval := time.Duration(hd.Interval) * time.Millisecond
+	g.interval.Store(int64(interval))
+	g.lastEvent.Store(g.c.liveNow().UnixNano())
 
 	identify := func() error {
 		if slot.IsZero() {
@@ -341,7 +344,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 
 	for {
 		// Discord sends at least heartbeat acks within each interval; a silent socket is dead.
-		_ = ws.SetReadDeadline(time.Now().Add(2*interval + 10*time.Second))
+		_ = ws.SetReadDeadline(time.Now().Add(silenceBound(interval)))
 		_, data, err := ws.ReadMessage()
 		if err != nil {
 			if zombie.Load() {
@@ -349,7 +352,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 			return healthy, g.readError(err)
 		}
-		g.lastEvent.Store(time.Now().UnixNano())
+		g.lastEvent.Store(g.c.liveNow().UnixNano())
 		f, err := decodeFrame(data)
 		if err != nil {
 			g.c.malformed("gateway frame", err)
@@ -418,6 +421,23 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 		}
 	}
+}
+
+// silenceBound is how long a connection may go without an inbound frame: Discord acknowledges
+// each heartbeat (one an interval), so two intervals of silence, with slack for a slow ack,
+// mean the connection is dead.
+func silenceBound(interval time.Duration) time.Duration { return 2*interval + 10*time.Second }
+
+// silence reports how long the gateway has received nothing, and whether that is longer than
+// silenceBound of its heartbeat interval.
+func (g *gateway) silence(now time.Time) (quiet, interval time.Duration, dead bool) {
+	interval = time.Duration(g.interval.Load())
+	last := g.lastEvent.Load()
+	if interval <= 0 || last == 0 {
+		return 0, interval, false
+	}
+	quiet = now.Sub(time.Unix(0, last))
+	return quiet, interval, quiet > silenceBound(interval)
 }
 
 // readError classifies the error that ended a connection; a non-resumable close forgets the

@@ -123,3 +123,9 @@ func TestIdentifyPacerSlots(t *testing.T) {
 		t.Error("wait with a cancelled context returned no error")
 	}
 }
+
+func (v *virtualClock) advance(d time.Duration) {
+	v.mu.Lock()
+	v.t = v.t.Add(d)
+	v.mu.Unlock()
+}

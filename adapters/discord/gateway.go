@@ -73,6 +73,43 @@ func decodeFrame(data []byte) (frame, error) {
 	})
 }
 
+// maxHeartbeatInterval bounds the interval HELLO may announce (Discord's is 41.25 s): more would
+// be no heartbeat at all, and milliseconds past it overflow a time.Duration.
+const maxHeartbeatInterval = 24 * time.Hour
+
+// decodeHello reads a connection's first message, op 10 HELLO, and returns its heartbeat
+// interval. It fails on anything else: invalid JSON, another op, an interval that is missing,
+// not a positive number of milliseconds, or over maxHeartbeatInterval.
+func decodeHello(data []byte) (time.Duration, error) {
+	f, err := decodeFrame(data)
+	if err != nil {
+		return 0, fmt.Errorf("discord: gateway did not say hello: %w: %w", errMalformed, err)
+	}
+	if f.Op != opHello {
+		return 0, fmt.Errorf("discord: gateway did not say hello (op %d)", f.Op)
+	}
+	var d struct {
+		Interval *float64 `json:"heartbeat_interval"`
+	}
+	if err := json.Unmarshal(f.D, &d); err != nil || d.Interval == nil {
+		return 0, fmt.Errorf("discord: gateway hello without heartbeat_interval: %w", errMalformed)
+	}
+	ms := *d.Interval
+	if !(ms >= 1) || ms > float64(maxHeartbeatInterval/time.Millisecond) {
+		return 0, fmt.Errorf("discord: gateway hello with heartbeat_interval %v ms: %w", ms, errMalformed)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// decodeInvalidSession reads op 9's d: whether the session may be resumed. Anything but a JSON
+// boolean is an error (and then false: identifying again is always safe).
+func decodeInvalidSession(d json.RawMessage) (resumable bool, err error) {
+	if err := json.Unmarshal(d, &resumable); err != nil || len(d) == 0 || string(d) == "null" {
+		return false, fmt.Errorf("%w: invalid session d %.40q", errMalformed, d)
+	}
+	return resumable, nil
+}
+
 // errFatal wraps gateway closes that reconnecting cannot cure.
 var errFatal = errors.New("discord: the gateway refused the connection")
 
@@ -249,17 +286,14 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 	}
 
 	_ = ws.SetReadDeadline(time.Now().Add(g.c.cfg.CallTimeout))
-	var hello frame
-	if err := ws.ReadJSON(&hello); err != nil {
+	_, data, err := ws.ReadMessage()
+	if err != nil {
 		return false, g.readError(err)
 	}
-	var hd struct {
-		Interval int64 `json:"heartbeat_interval"`
+	interval, err := decodeHello(data)
+	if err != nil {
+		return false, err
 	}
-	if hello.Op != opHello || json.Unmarshal(hello.D, &hd) != nil || hd.Interval <= 0 {
-		return false, fmt.Errorf("discord: gateway did not say hello (op %d)", hello.Op)
-	}
-	interval := time.Duration(hd.Interval) * time.Millisecond
 	g.interval.Store(int64(interval))
 	g.lastEvent.Store(g.c.liveNow().UnixNano())
 
@@ -404,8 +438,10 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		case opReconnect:
 			return healthy, errResume
 		case opInvalidSession:
-			var resumable bool
-			_ = json.Unmarshal(f.D, &resumable)
+			resumable, err := decodeInvalidSession(f.D)
+			if err != nil {
+				g.c.malformed("invalid session", err) // and identify again, the safe reading
+			}
 			if resumable {
 				return healthy, errResume
 			}

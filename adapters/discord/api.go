@@ -17,13 +17,24 @@ import (
 
 // rewrite sends discordgo's requests, which always name https://discord.com, to Config.APIURL.
 // discordgo has no base-URL option, and its package Endpoint variables are computed at init and
-// shared by every session, so the host is rewritten per request instead.
+// shared by every session, so the host is rewritten per request instead. Every request but an
+// interaction endpoint's first waits for a slot of global (nil: no global limit), so that the
+// bot keeps Discord's global limit, discordgo's own retries included.
 type rewrite struct {
-	base *url.URL
-	next http.RoundTripper
+	base   *url.URL
+	next   http.RoundTripper
+	global *pacer
 }
 
 func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
+	if rw.global != nil && !globalExempt(r.URL.Path) {
+		if _, err := rw.global.wait(r.Context()); err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close() // a RoundTripper closes the body, even on error
+			}
+			return nil, err
+		}
+	}
 	if rw.base.Host == "discord.com" && rw.base.Scheme == "https" {
 		return rw.next.RoundTrip(r)
 	}

@@ -155,6 +155,10 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
+	// GlobalRate bounds the REST requests of this Channel (one bot in one process) in any one
+	// second, interaction callbacks and follow-ups excepted, as Discord does; default 50,
+	// Discord's global limit; negative: no bound (only 429s slow the bot down).
+	GlobalRate int
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
@@ -179,10 +183,11 @@ type Channel struct {
 	s      *discordgo.Session
 	redact redactor
 	gws    []*gateway // per shard of the plan, the gateway while this process holds it
-	pace   *identifyPacer
+	pace   *pacer     // identifies, per max_concurrency
+	global *pacer     // REST requests, per Config.GlobalRate; nil: no bound
 	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
 	// called with the pacer's slot as each IDENTIFY is sent.
-	paceClock  func(*identifyPacer)
+	paceClock  func(*pacer)
 	onIdentify func(shard int, slot time.Time)
 	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
 	liveNow func() time.Time
@@ -304,8 +309,15 @@ func New(cfg Config) (*Channel, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	if cfg.GlobalRate == 0 {
+		cfg.GlobalRate = globalPerSecond
+	}
+	var global *pacer
+	if cfg.GlobalRate > 0 {
+		global = newPacer(cfg.GlobalRate, time.Second)
+	}
 	client := *cfg.HTTPClient
-	client.Transport = rewrite{base: base, next: next}
+	client.Transport = rewrite{base: base, next: next, global: global}
 	s.Client = &client
 	s.ShouldRetryOnRateLimit = false // waited out in call, with the context
 	s.MaxRestRetries = 1
@@ -313,6 +325,7 @@ func New(cfg Config) (*Channel, error) {
 	s.StateEnabled = false
 	s.State = nil
 	c := &Channel{
+		global:  global,
 		cfg:     cfg,
 		s:       s,
 		redact:  redactor{token: cfg.Token},
@@ -421,7 +434,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		}
 	}
 	plan := shardPlan{url: gb.URL, ids: ids, count: count}
-	c.pace = newIdentifyPacer(perBucket, c.cfg.IdentifyInterval)
+	c.pace = newPacer(perBucket, c.cfg.IdentifyInterval)
 	if c.paceClock != nil {
 		c.paceClock(c.pace)
 	}

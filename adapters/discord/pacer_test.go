@@ -33,7 +33,7 @@ func (v *virtualClock) sleepUntil(ctx context.Context, at time.Time) error {
 	return ctx.Err()
 }
 
-func (v *virtualClock) install(p *identifyPacer) { p.now, p.sleepUntil = v.now, v.sleepUntil }
+func (v *virtualClock) install(p *pacer) { p.now, p.sleepUntil = v.now, v.sleepUntil }
 
 // slotLog records the pacer slot of each IDENTIFY sent.
 type slotLog struct {
@@ -53,9 +53,9 @@ func (l *slotLog) all() []time.Time {
 	return slices.Clone(l.slots)
 }
 
-// checkIdentifyRate fails t when some per+1 consecutive identifies fall within every: Discord's
-// rule is max_concurrency identifies per 5 s rate-limit bucket.
-func checkIdentifyRate(t *testing.T, slots []time.Time, per int, every time.Duration) {
+// checkRate fails t when some per+1 consecutive slots fall within every: Discord's rules are
+// max_concurrency identifies per 5 s and 50 REST requests per second.
+func checkRate(t *testing.T, slots []time.Time, per int, every time.Duration) {
 	t.Helper()
 	slots = slices.Clone(slots)
 	slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
@@ -94,16 +94,16 @@ func TestEveryIdentifyIsPaced(t *testing.T) {
 	if len(slots) != len(fk.Identifies()) {
 		t.Fatalf("%d identifies sent, %d through the pacer", len(fk.Identifies()), len(slots))
 	}
-	checkIdentifyRate(t, slots, perBucket, 5*time.Second)
+	checkRate(t, slots, perBucket, 5*time.Second)
 	// Four shards two at a time, then the two re-identifies: three buckets, 10 s of virtual time.
 	if got := slots[len(slots)-1].Sub(slots[0]); got != 10*time.Second {
 		t.Errorf("the six identifies spanned %v of virtual time, want 10s", got)
 	}
 }
 
-func TestIdentifyPacerSlots(t *testing.T) {
+func TestPacerSlots(t *testing.T) {
 	clock := &virtualClock{t: time.Unix(0, 0)}
-	p := newIdentifyPacer(3, 5*time.Second)
+	p := newPacer(3, 5*time.Second)
 	clock.install(p)
 	var got []time.Duration
 	for range 7 {

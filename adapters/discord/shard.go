@@ -186,41 +186,6 @@ func (c *Channel) learnSelf(ctx context.Context) error {
 	return nil
 }
 
-// identifyPacer lets at most per identifies of this process's shards go per every (Discord's
-// max_concurrency per 5 s): every IDENTIFY, a shard's first and each one again after an invalid
-// session or a non-resumable close, takes a slot. now and sleepUntil are the clock (tests give
-// it a virtual one).
-type identifyPacer struct {
-	mu         sync.Mutex
-	per        int
-	every      time.Duration
-	starts     []time.Time // the last per starts, oldest first
-	now        func() time.Time
-	sleepUntil func(ctx context.Context, at time.Time) error
-}
-
-func newIdentifyPacer(per int, every time.Duration) *identifyPacer {
-	p := &identifyPacer{per: max(per, 1), every: every, now: time.Now}
-	p.sleepUntil = func(ctx context.Context, at time.Time) error { return channels.Sleep(ctx, at.Sub(p.now())) }
-	return p
-}
-
-// wait returns when the next identify may go, with the slot it took, or with ctx's error (the
-// slot stays spent).
-func (p *identifyPacer) wait(ctx context.Context) (time.Time, error) {
-	p.mu.Lock()
-	at := p.now()
-	if len(p.starts) == p.per {
-		if t := p.starts[0].Add(p.every); t.After(at) {
-			at = t
-		}
-		p.starts = p.starts[1:]
-	}
-	p.starts = append(p.starts, at)
-	p.mu.Unlock()
-	return at, p.sleepUntil(ctx, at)
-}
-
 // heldShards is the ids of the shards this process runs now.
 func (c *Channel) heldShards() []int {
 	c.mu.Lock()

@@ -51,6 +51,12 @@ const DefaultAPIURL = "https://discord.com"
 const DefaultIntents = int(discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
 	discordgo.IntentMessageContent)
 
+// MentionOnlyIntents are DefaultIntents without the privileged message content intent, for a bot
+// whose switch is off in the Developer Portal: Discord still sends the text of DMs and of
+// messages that mention the bot, and blanks the rest, so only those reach the router (use
+// ThreadRepliesMention: follow-ups in a thread without a mention arrive empty).
+const MentionOnlyIntents = DefaultIntents &^ int(discordgo.IntentMessageContent)
+
 // ThreadReplies says which messages in a thread the bot answers in reach the router.
 type ThreadReplies string
 

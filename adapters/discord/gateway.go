@@ -116,7 +116,8 @@ var errFatal = errors.New("discord: the gateway refused the connection")
 // ErrIntentDisallowed is wrapped by Start's error when Discord refuses the privileged message
 // content intent (close 4014).
 var ErrIntentDisallowed = errors.New("discord: the gateway refused the message content intent — turn on \"Message Content Intent\" " +
-	"under Bot → Privileged Gateway Intents in the Discord Developer Portal")
+	"under Bot → Privileged Gateway Intents in the Discord Developer Portal, or set discord.message_content: false " +
+	"(with discord.thread_replies: mention) to answer mentions and DMs only")
 
 // closeError describes a close code for the operator and says what to do next.
 func closeError(code int, text string) (err error, resumable bool) {

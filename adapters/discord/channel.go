@@ -16,8 +16,10 @@
 // Outbound: render's embeds and components (text fallback), split at 2,000 characters of
 // content and 6,000 of embeds with code blocks kept whole, allowed_mentions parsing nothing,
 // typing, edits, deletes, files attached to a message (the rest of a long answer), interaction
-// answers (ephemeral notices, modals, deferred slash command answers) and the command menu. 429s are waited out up to Config.MaxRetryWait, then
-// *channels.RateLimitError. The token never appears in logs or errors.
+// answers (ephemeral notices, modals, deferred slash command answers) and the command menu.
+// REST requests keep Discord's global limit (Config.GlobalRate); 429s are waited out a few times,
+// up to Config.MaxRetryWait, then *channels.RateLimitError. The token never appears in logs or
+// errors.
 package discord
 
 import (

@@ -163,6 +163,10 @@ type Discord struct {
 	// ThreadReplies says which messages of a thread the bot answers in reach it:
 	// DiscordThreadAll (default, no mention needed) or DiscordThreadMention.
 	ThreadReplies string `koanf:"thread_replies"`
+	// MessageContent asks for the privileged message content intent (default true). Without it
+	// Discord blanks the text of guild messages that do not mention the bot: the bot reads
+	// mentions and DMs only, and ThreadReplies must be DiscordThreadMention.
+	MessageContent bool `koanf:"message_content"`
 	// DevGuild registers the slash commands in this guild only (they appear at once), instead of
 	// globally; for development.
 	DevGuild string `koanf:"dev_guild"`
@@ -345,7 +349,7 @@ func Default() *Config {
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
 			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
-		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll},
+		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll, MessageContent: true},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{

@@ -227,6 +227,9 @@ var keyDescriptions = map[string]string{
 		"the conversation; `false` answers in the channel, as a reply.",
 	"discord.thread_replies": "Which messages of a thread the bot answers in reach it: `all` (no mention needed) or " +
 		"`mention`.",
+	"discord.message_content": "Ask for the privileged message content intent (turn on Message Content Intent " +
+		"in the Developer Portal); `false` runs on mentions and DMs only, whose text Discord always sends, and needs " +
+		"`discord.thread_replies: mention`.",
 	"discord.dev_guild": "Register the slash commands in this guild only (they appear at once) instead of globally; " +
 		"for development.",
 	"discord.shard_id": "This process's shard, from 0, when `discord.shard_count` splits the bot's guilds over " +

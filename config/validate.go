@@ -247,6 +247,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	v.oneOf("discord.thread_replies", c.Discord.ThreadReplies, DiscordThreadAll, DiscordThreadMention)
+	if !c.Discord.MessageContent && c.Discord.ThreadReplies == DiscordThreadAll {
+		v.add("discord.message_content", "false needs discord.thread_replies: mention — without the message content "+
+			"intent, messages in a thread that do not mention the bot arrive empty")
+	}
 	if id := c.Discord.DevGuild; id != "" {
 		if _, err := strconv.ParseUint(id, 10, 64); err != nil {
 			v.add("discord.dev_guild", "must be a numeric guild id (right-click the server → Copy Server ID)")

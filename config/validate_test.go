@@ -84,6 +84,7 @@ func TestValidateRejectsBadValues(t *testing.T) {
 		{"discord application id", func(c *config.Config) { c.Discord.ApplicationID = "app" }, []string{"discord.application_id"}},
 		{"discord api url", func(c *config.Config) { c.Discord.APIURL = "ftp://discord.com" }, []string{"discord.api_url"}},
 		{"discord thread replies", func(c *config.Config) { c.Discord.ThreadReplies = "some" }, []string{"discord.thread_replies"}},
+		{"discord without message content reading every thread message", func(c *config.Config) { c.Discord.MessageContent = false }, []string{"discord.message_content"}},
 		{"discord dev guild", func(c *config.Config) { c.Discord.DevGuild = "my server" }, []string{"discord.dev_guild"}},
 		{"discord shard id out of range", func(c *config.Config) { c.Discord.ShardID, c.Discord.ShardCount = 2, 2 }, []string{"discord.shard_id"}},
 		{"discord shard id without a count", func(c *config.Config) { c.Discord.ShardID = 1 }, []string{"discord.shard_id"}},

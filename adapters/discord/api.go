@@ -17,13 +17,24 @@ import (
 
 // rewrite sends discordgo's requests, which always name https://discord.com, to Config.APIURL.
 // discordgo has no base-URL option, and its package Endpoint variables are computed at init and
-// shared by every session, so the host is rewritten per request instead.
+// shared by every session, so the host is rewritten per request instead. Every request but an
+// interaction endpoint's first waits for a slot of global (nil: no global limit), so that the
+// bot keeps Discord's global limit, discordgo's own retries included.
 type rewrite struct {
-	base *url.URL
-	next http.RoundTripper
+	base   *url.URL
+	next   http.RoundTripper
+	global *pacer
 }
 
 func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
+	if rw.global != nil && !globalExempt(r.URL.Path) {
+		if _, err := rw.global.wait(r.Context()); err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close() // a RoundTripper closes the body, even on error
+			}
+			return nil, err
+		}
+	}
 	if rw.base.Host == "discord.com" && rw.base.Scheme == "https" {
 		return rw.next.RoundTrip(r)
 	}
@@ -145,13 +156,23 @@ func apiStatus(err error) int {
 	return 0
 }
 
-// call runs one REST call with ctx, waiting out 429s (retry_after, at most MaxRetryWait in all)
-// and retrying 500/503/504 twice; it returns *channels.RateLimitError when the wait would be
-// longer. discordgo's own bucket limiter runs inside fn and spaces calls by the X-RateLimit
-// headers.
+// Bounds on waiting out 429s. Every 429 counts against Discord's invalid-request budget (10,000
+// in 10 minutes, then a Cloudflare ban of the bot's IP), so a call retries a few times at most,
+// and never sooner than minRateLimitWait: a retry_after of a millisecond or none would otherwise
+// make a tight loop of refused requests.
+const (
+	maxRateLimitRetries = 5
+	minRateLimitWait    = 50 * time.Millisecond
+)
+
+// call runs one REST call with ctx, waiting out 429s (retry_after, at least minRateLimitWait, at
+// most maxRateLimitRetries times and MaxRetryWait in all) and retrying 500/503/504 twice; it
+// returns *channels.RateLimitError when the wait would be longer or the retries are spent. Other
+// errors (a 4xx) are returned after the one request. discordgo's own bucket limiter runs inside
+// fn and spaces calls by the X-RateLimit headers.
 func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
 	waited := time.Duration(0)
-	fivexx := 0
+	fivexx, limited := 0, 0
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 		err := c.classify(op, fn(discordgo.WithContext(callCtx)))
@@ -162,14 +183,16 @@ func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo
 		var rl *channels.RateLimitError
 		switch {
 		case errors.As(err, &rl):
-			if waited+rl.RetryAfter > c.cfg.MaxRetryWait {
+			wait := max(rl.RetryAfter, minRateLimitWait)
+			if limited >= maxRateLimitRetries || waited+wait > c.cfg.MaxRetryWait {
 				c.cfg.RateLimits.Limited(op, rl.RetryAfter, false)
-				return err
+				return &channels.RateLimitError{RetryAfter: wait}
 			}
+			limited++
 			c.cfg.RateLimits.Limited(op, rl.RetryAfter, true)
-			waited += rl.RetryAfter
-			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter)
-			if err := channels.Sleep(ctx, rl.RetryAfter); err != nil {
+			waited += wait
+			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter, "wait", wait)
+			if err := channels.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		case apiStatus(err) >= 500 && fivexx < 2:

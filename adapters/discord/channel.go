@@ -16,8 +16,10 @@
 // Outbound: render's embeds and components (text fallback), split at 2,000 characters of
 // content and 6,000 of embeds with code blocks kept whole, allowed_mentions parsing nothing,
 // typing, edits, deletes, files attached to a message (the rest of a long answer), interaction
-// answers (ephemeral notices, modals, deferred slash command answers) and the command menu. 429s are waited out up to Config.MaxRetryWait, then
-// *channels.RateLimitError. The token never appears in logs or errors.
+// answers (ephemeral notices, modals, deferred slash command answers) and the command menu.
+// REST requests keep Discord's global limit (Config.GlobalRate); 429s are waited out a few times,
+// up to Config.MaxRetryWait, then *channels.RateLimitError. The token never appears in logs or
+// errors.
 package discord
 
 import (
@@ -50,6 +52,12 @@ const DefaultAPIURL = "https://discord.com"
 // DMs and the privileged message content intent.
 const DefaultIntents = int(discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
 	discordgo.IntentMessageContent)
+
+// MentionOnlyIntents are DefaultIntents without the privileged message content intent, for a bot
+// whose switch is off in the Developer Portal: Discord still sends the text of DMs and of
+// messages that mention the bot, and blanks the rest, so only those reach the router (use
+// ThreadRepliesMention: follow-ups in a thread without a mention arrive empty).
+const MentionOnlyIntents = DefaultIntents &^ int(discordgo.IntentMessageContent)
 
 // ThreadReplies says which messages in a thread the bot answers in reach the router.
 type ThreadReplies string
@@ -163,6 +171,10 @@ type Config struct {
 	SessionSaveEvery time.Duration
 	// Now is the clock (default time.Now); an interaction token's age is read on it.
 	Now func() time.Time
+	// GlobalRate bounds the REST requests of this Channel (one bot in one process) in any one
+	// second, interaction callbacks and follow-ups excepted, as Discord does; default 50,
+	// Discord's global limit; negative: no bound (only 429s slow the bot down).
+	GlobalRate int
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
@@ -187,7 +199,14 @@ type Channel struct {
 	s      *discordgo.Session
 	redact redactor
 	gws    []*gateway // per shard of the plan, the gateway while this process holds it
-	pace   *identifyPacer
+	pace   *pacer     // identifies, per max_concurrency
+	global *pacer     // REST requests, per Config.GlobalRate; nil: no bound
+	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
+	// called with the pacer's slot as each IDENTIFY is sent.
+	paceClock  func(*pacer)
+	onIdentify func(shard int, slot time.Time)
+	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
+	liveNow func() time.Time
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -306,8 +325,15 @@ func New(cfg Config) (*Channel, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	if cfg.GlobalRate == 0 {
+		cfg.GlobalRate = globalPerSecond
+	}
+	var global *pacer
+	if cfg.GlobalRate > 0 {
+		global = newPacer(cfg.GlobalRate, time.Second)
+	}
 	client := *cfg.HTTPClient
-	client.Transport = rewrite{base: base, next: next}
+	client.Transport = rewrite{base: base, next: next, global: global}
 	s.Client = &client
 	s.ShouldRetryOnRateLimit = false // waited out in call, with the context
 	s.MaxRestRetries = 1
@@ -315,11 +341,13 @@ func New(cfg Config) (*Channel, error) {
 	s.StateEnabled = false
 	s.State = nil
 	c := &Channel{
-		cfg:    cfg,
-		s:      s,
-		redact: redactor{token: cfg.Token},
-		appID:  cfg.ApplicationID,
-		now:    cfg.Now,
+		global:  global,
+		cfg:     cfg,
+		s:       s,
+		redact:  redactor{token: cfg.Token},
+		appID:   cfg.ApplicationID,
+		now:     cfg.Now,
+		liveNow: time.Now,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -425,7 +453,10 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		}
 	}
 	plan := shardPlan{url: gb.URL, ids: ids, count: count}
-	c.pace = newIdentifyPacer(perBucket, c.cfg.IdentifyInterval)
+	c.pace = newPacer(perBucket, c.cfg.IdentifyInterval)
+	if c.paceClock != nil {
+		c.paceClock(c.pace)
+	}
 	c.mu.Lock()
 	c.gws = make([]*gateway, len(ids))
 	c.mu.Unlock()
@@ -512,7 +543,8 @@ func (c *Channel) Stop(ctx context.Context) error {
 var ErrNotReady = errors.New("discord: not receiving")
 
 // Ready reports nil while the gateway connection of every shard this process holds is up
-// (identified or resumed); a process holding none is ready: it delivers.
+// (identified or resumed) and alive: its last inbound frame (a dispatch or a heartbeat ack) is
+// at most two heartbeat intervals and 10 s old. A process holding none is ready: it delivers.
 func (c *Channel) Ready() error {
 	c.mu.Lock()
 	stopped, started := c.stopped, c.started
@@ -535,6 +567,10 @@ func (c *Channel) Ready() error {
 		}
 		if !g.connected.Load() {
 			return fmt.Errorf("%w: shard %d reconnecting", ErrNotReady, g.shardID)
+		}
+		if quiet, interval, dead := g.silence(c.liveNow()); dead {
+			return fmt.Errorf("%w: shard %d: nothing received from the gateway for %s (heartbeat interval %s)",
+				ErrNotReady, g.shardID, quiet.Round(time.Second), interval)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -323,15 +324,18 @@ func collectInputs(cs []discordgo.MessageComponent, out map[string][]string) {
 // guildInfo is the part of a GUILD_CREATE this adapter keeps: the bot's managed role and the
 // threads' parents.
 type guildInfo struct {
-	ID    string `json:"id"`
-	Roles []struct {
-		ID   string `json:"id"`
-		Tags *struct {
-			BotID string `json:"bot_id"`
-		} `json:"tags"`
-	} `json:"roles"`
+	ID       string        `json:"id"`
+	Roles    []guildRole   `json:"roles"`
 	Channels []channelInfo `json:"channels"`
 	Threads  []channelInfo `json:"threads"`
+}
+
+// guildRole is a role of a guild; a managed role of a bot names it in its tags.
+type guildRole struct {
+	ID   string `json:"id"`
+	Tags *struct {
+		BotID string `json:"bot_id"`
+	} `json:"tags"`
 }
 
 // channelInfo is a channel or thread as GUILD_CREATE, THREAD_CREATE and GET /channels give it.
@@ -342,24 +346,38 @@ type channelInfo struct {
 	ParentID string `json:"parent_id"`
 }
 
+// decodeGuild parses a GUILD_CREATE. It fails on invalid JSON and on a guild without id; roles
+// and channels without an id, and threads without a parent, are dropped (a thread is keyed by its
+// parent: one without would make a conversation with no chat).
 func decodeGuild(data []byte) (guildInfo, error) {
 	var g guildInfo
 	if err := json.Unmarshal(data, &g); err != nil {
-		return g, fmt.Errorf("%w: %w", errMalformed, err)
+		return guildInfo{}, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if g.ID == "" {
-		return g, fmt.Errorf("%w: guild without id", errMalformed)
+		return guildInfo{}, fmt.Errorf("%w: guild without id", errMalformed)
 	}
+	g.Roles = slices.DeleteFunc(g.Roles, func(r guildRole) bool { return r.ID == "" })
+	g.Channels = slices.DeleteFunc(g.Channels, func(c channelInfo) bool { return c.ID == "" })
+	g.Threads = slices.DeleteFunc(g.Threads, func(c channelInfo) bool { return c.ID == "" || c.ParentID == "" })
 	return g, nil
 }
 
+// decodeChannel parses a channel or thread (THREAD_CREATE, THREAD_UPDATE, CHANNEL_CREATE, GET
+// /channels/{id}). It fails on invalid JSON, a channel without id and a thread without parent.
 func decodeChannel(data []byte) (channelInfo, error) {
+	if len(data) > maxEventBytes {
+		return channelInfo{}, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
+	}
 	var c channelInfo
 	if err := json.Unmarshal(data, &c); err != nil {
-		return c, fmt.Errorf("%w: %w", errMalformed, err)
+		return channelInfo{}, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if c.ID == "" {
-		return c, fmt.Errorf("%w: channel without id", errMalformed)
+		return channelInfo{}, fmt.Errorf("%w: channel without id", errMalformed)
+	}
+	if isThreadType(c.Type) && c.ParentID == "" {
+		return channelInfo{}, fmt.Errorf("%w: thread without parent", errMalformed)
 	}
 	return c, nil
 }

@@ -73,13 +73,51 @@ func decodeFrame(data []byte) (frame, error) {
 	})
 }
 
+// maxHeartbeatInterval bounds the interval HELLO may announce (Discord's is 41.25 s): more would
+// be no heartbeat at all, and milliseconds past it overflow a time.Duration.
+const maxHeartbeatInterval = 24 * time.Hour
+
+// decodeHello reads a connection's first message, op 10 HELLO, and returns its heartbeat
+// interval. It fails on anything else: invalid JSON, another op, an interval that is missing,
+// not a positive number of milliseconds, or over maxHeartbeatInterval.
+func decodeHello(data []byte) (time.Duration, error) {
+	f, err := decodeFrame(data)
+	if err != nil {
+		return 0, fmt.Errorf("discord: gateway did not say hello: %w: %w", errMalformed, err)
+	}
+	if f.Op != opHello {
+		return 0, fmt.Errorf("discord: gateway did not say hello (op %d)", f.Op)
+	}
+	var d struct {
+		Interval *float64 `json:"heartbeat_interval"`
+	}
+	if err := json.Unmarshal(f.D, &d); err != nil || d.Interval == nil {
+		return 0, fmt.Errorf("discord: gateway hello without heartbeat_interval: %w", errMalformed)
+	}
+	ms := *d.Interval
+	if !(ms >= 1) || ms > float64(maxHeartbeatInterval/time.Millisecond) {
+		return 0, fmt.Errorf("discord: gateway hello with heartbeat_interval %v ms: %w", ms, errMalformed)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// decodeInvalidSession reads op 9's d: whether the session may be resumed. Anything but a JSON
+// boolean is an error (and then false: identifying again is always safe).
+func decodeInvalidSession(d json.RawMessage) (resumable bool, err error) {
+	if err := json.Unmarshal(d, &resumable); err != nil || len(d) == 0 || string(d) == "null" {
+		return false, fmt.Errorf("%w: invalid session d %.40q", errMalformed, d)
+	}
+	return resumable, nil
+}
+
 // errFatal wraps gateway closes that reconnecting cannot cure.
 var errFatal = errors.New("discord: the gateway refused the connection")
 
 // ErrIntentDisallowed is wrapped by Start's error when Discord refuses the privileged message
 // content intent (close 4014).
 var ErrIntentDisallowed = errors.New("discord: the gateway refused the message content intent — turn on \"Message Content Intent\" " +
-	"under Bot → Privileged Gateway Intents in the Discord Developer Portal")
+	"under Bot → Privileged Gateway Intents in the Discord Developer Portal, or set discord.message_content: false " +
+	"(with discord.thread_replies: mention) to answer mentions and DMs only")
 
 // closeError describes a close code for the operator and says what to do next.
 func closeError(code int, text string) (err error, resumable bool) {
@@ -125,7 +163,8 @@ type gateway struct {
 
 	connected  atomic.Bool
 	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
-	lastEvent  atomic.Int64 // unix nanos of the last frame read
+	lastEvent  atomic.Int64 // unix nanos (Channel.liveNow) of the last frame read
+	interval   atomic.Int64 // the heartbeat interval HELLO announced, in nanoseconds
 	identifies atomic.Int64
 	resumes    atomic.Int64
 }
@@ -189,6 +228,17 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 // far as READY or RESUMED. onReady is called on READY.
 func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, err error) {
 	sid, resumeURL, seq := g.session()
+	// Identifies, unlike resumes, are paced (max_concurrency per IdentifyInterval): one that
+	// will identify takes its slot before it dials, so that it does not hold a connection open
+	// unidentified meanwhile; a RESUME that fails takes one before identifying instead.
+	var slot time.Time
+	if sid == "" {
+		at, err := g.c.pace.wait(ctx)
+		if err != nil {
+			return false, err
+		}
+		slot = at
+	}
 	target := g.baseURL
 	if sid != "" && resumeURL != "" {
 		target = resumeURL
@@ -237,23 +287,34 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 	}
 
 	_ = ws.SetReadDeadline(time.Now().Add(g.c.cfg.CallTimeout))
-	var hello frame
-	if err := ws.ReadJSON(&hello); err != nil {
+	_, data, err := ws.ReadMessage()
+	if err != nil {
 		return false, g.readError(err)
 	}
-	var hd struct {
-		Interval int64 `json:"heartbeat_interval"`
+	interval, err := decodeHello(data)
+	if err != nil {
+		return false, err
 	}
-	if hello.Op != opHello || json.Unmarshal(hello.D, &hd) != nil || hd.Interval <= 0 {
-		return false, fmt.Errorf("discord: gateway did not say hello (op %d)", hello.Op)
-	}
-	interval := time.Duration(hd.Interval) * time.Millisecond
+	g.interval.Store(int64(interval))
+	g.lastEvent.Store(g.c.liveNow().UnixNano())
 
 	identify := func() error {
+		if slot.IsZero() {
+			at, err := g.c.pace.wait(ctx)
+			if err != nil {
+				return err
+			}
+			slot = at
+		}
+		at := slot
+		slot = time.Time{} // one slot, one IDENTIFY
 		if err := g.c.budget.take(g.everReady.Load()); err != nil {
 			return err
 		}
 		g.identifies.Add(1)
+		if f := g.c.onIdentify; f != nil {
+			f(g.shardID, at)
+		}
 		d := map[string]any{
 			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
 			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
@@ -318,7 +379,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 
 	for {
 		// Discord sends at least heartbeat acks within each interval; a silent socket is dead.
-		_ = ws.SetReadDeadline(time.Now().Add(2*interval + 10*time.Second))
+		_ = ws.SetReadDeadline(time.Now().Add(silenceBound(interval)))
 		_, data, err := ws.ReadMessage()
 		if err != nil {
 			if zombie.Load() {
@@ -326,7 +387,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 			return healthy, g.readError(err)
 		}
-		g.lastEvent.Store(time.Now().UnixNano())
+		g.lastEvent.Store(g.c.liveNow().UnixNano())
 		f, err := decodeFrame(data)
 		if err != nil {
 			g.c.malformed("gateway frame", err)
@@ -378,8 +439,10 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		case opReconnect:
 			return healthy, errResume
 		case opInvalidSession:
-			var resumable bool
-			_ = json.Unmarshal(f.D, &resumable)
+			resumable, err := decodeInvalidSession(f.D)
+			if err != nil {
+				g.c.malformed("invalid session", err) // and identify again, the safe reading
+			}
 			if resumable {
 				return healthy, errResume
 			}
@@ -395,6 +458,23 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 		}
 	}
+}
+
+// silenceBound is how long a connection may go without an inbound frame: Discord acknowledges
+// each heartbeat (one an interval), so two intervals of silence, with slack for a slow ack,
+// mean the connection is dead.
+func silenceBound(interval time.Duration) time.Duration { return 2*interval + 10*time.Second }
+
+// silence reports how long the gateway has received nothing, and whether that is longer than
+// silenceBound of its heartbeat interval.
+func (g *gateway) silence(now time.Time) (quiet, interval time.Duration, dead bool) {
+	interval = time.Duration(g.interval.Load())
+	last := g.lastEvent.Load()
+	if interval <= 0 || last == 0 {
+		return 0, interval, false
+	}
+	quiet = now.Sub(time.Unix(0, last))
+	return quiet, interval, quiet > silenceBound(interval)
 }
 
 // readError classifies the error that ended a connection; a non-resumable close forgets the

@@ -185,3 +185,30 @@ func TestNoThreadPermissionAnswersInTheChannel(t *testing.T) {
 		t.Errorf("channel shows %+v", p)
 	}
 }
+
+// TestMentionOnlyIntentsWithoutThePortalSwitch proves MentionOnlyIntents start a bot whose
+// Message Content Intent is off (no 4014): mentions and DMs reach the router with their text,
+// guild messages without a mention (which Discord sends empty) do not.
+func TestMentionOnlyIntentsWithoutThePortalSwitch(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.AllowPrivilegedIntents(0)
+	h := newHarness(t, fk, func(c *Config) { c.Intents, c.ThreadReplies = MentionOnlyIntents, ThreadRepliesMention })
+	if ids := fk.Identifies(); len(ids) != 1 || !ids[0].Accepted || ids[0].Intents&discordfake.IntentMessageContent != 0 {
+		t.Fatalf("identifies %+v: want one, accepted, without the message content intent", ids)
+	}
+	ch := fk.Guild("500")
+	fk.Post(discordfake.UserMessage{Channel: ch, Author: bob, Content: "not for the bot"})
+	fk.Post(discordfake.UserMessage{Channel: ch, Author: alice, Content: "for the bot", MentionBot: true})
+	fk.Post(discordfake.UserMessage{Channel: fk.DM(alice.ID), Author: alice, Content: "a DM"})
+	poll.Until(t, "the mention and the DM", func() bool { return h.rec.count() == 2 })
+	got := map[string]bool{}
+	for _, in := range h.rec.all() {
+		got[in.Text] = true
+	}
+	if !got["for the bot"] || !got["a DM"] {
+		t.Errorf("inbound %+v, want the mention and the DM", h.rec.all())
+	}
+	if err := h.ch.Ready(); err != nil {
+		t.Errorf("Ready: %v", err)
+	}
+}

@@ -88,6 +88,12 @@ func testConfig(t *testing.T, fk *discordfake.Server, logs *syncBuffer) Config {
 // newHarness starts a Channel on fk (a new fake when nil); mutate adjusts the configuration.
 func newHarness(t *testing.T, fk *discordfake.Server, mutate func(*Config)) *harness {
 	t.Helper()
+	return newHarnessPrepared(t, fk, mutate, nil)
+}
+
+// newHarnessPrepared is newHarness with prepare, when set, run on the Channel before Start.
+func newHarnessPrepared(t *testing.T, fk *discordfake.Server, mutate func(*Config), prepare func(*Channel)) *harness {
+	t.Helper()
 	if fk == nil {
 		fk = discordfake.New(t)
 	}
@@ -101,6 +107,9 @@ func newHarness(t *testing.T, fk *discordfake.Server, mutate func(*Config)) *har
 		t.Fatal(err)
 	}
 	h.ch = ch
+	if prepare != nil {
+		prepare(ch)
+	}
 	if err := ch.Start(context.Background(), h.rec); err != nil {
 		t.Fatalf("Start: %v\n%s", err, h.logs.String())
 	}

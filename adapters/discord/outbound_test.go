@@ -291,3 +291,64 @@ func TestSendWithTheSameKeyPostsOnce(t *testing.T) {
 		t.Errorf("%d messages, want %d: sends without a key are not deduplicated", n, len(first.IDs)+2)
 	}
 }
+
+// postsTo counts the POSTs of messages the fake received on chat, answered or refused.
+func postsTo(fk *discordfake.Server, chat string) int {
+	n := 0
+	for _, c := range fk.Calls() {
+		if c.Method == "POST" && c.Route == discordfake.RouteMessages && strings.Contains(c.Path, "/channels/"+chat+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClientErrorsAreNotRetried proves a 4xx answer costs one request, never a retry loop:
+// Discord counts 401, 403 and 429 answers against the invalid-request budget (10,000 in 10
+// minutes, then a ban of the IP), and a retried 400 or 404 would only be refused again.
+func TestClientErrorsAreNotRetried(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault discordfake.Fault
+	}{
+		{"400 bad request", discordfake.Fault{Status: http.StatusBadRequest, Code: 50006, Message: "Cannot send an empty message"}},
+		{"403 missing access", discordfake.Fault{Status: http.StatusForbidden, Code: 50001, Message: "Missing Access"}},
+		{"404 unknown channel", discordfake.Fault{Status: http.StatusNotFound, Code: 10003, Message: "Unknown Channel"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil, nil)
+			k := dmConv(h)
+			h.fk.FailNext("POST", discordfake.RouteMessages, 100, tc.fault)
+			_, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "hello"})
+			if apiStatus(err) != tc.fault.Status {
+				t.Fatalf("err = %v, want HTTP %d", err, tc.fault.Status)
+			}
+			if n := postsTo(h.fk, k.Chat); n != 1 {
+				t.Errorf("%d requests for one send answered %d, want 1", n, tc.fault.Status)
+			}
+		})
+	}
+}
+
+// TestRateLimitRetriesAreBounded proves a storm of 429s with a tiny retry_after is retried at
+// most maxRateLimitRetries times, each after at least minRateLimitWait, then returned as a
+// *channels.RateLimitError — not a loop of refused requests until MaxRetryWait runs out.
+func TestRateLimitRetriesAreBounded(t *testing.T) {
+	h := newHarness(t, nil, func(c *Config) { c.MaxRetryWait = 30 * time.Second })
+	k := dmConv(h)
+	h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 1000, time.Millisecond)
+	began := time.Now()
+	_, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "hello"})
+	took := time.Since(began)
+	var rl *channels.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter < minRateLimitWait {
+		t.Fatalf("err = %v, want a RateLimitError of at least %v", err, minRateLimitWait)
+	}
+	if n := postsTo(h.fk, k.Chat); n != 1+maxRateLimitRetries {
+		t.Errorf("%d requests, want %d (one and %d retries)", n, 1+maxRateLimitRetries, maxRateLimitRetries)
+	}
+	if floor := maxRateLimitRetries * minRateLimitWait; took < floor {
+		t.Errorf("gave up after %v, sooner than %d retries %v apart", took, maxRateLimitRetries, minRateLimitWait)
+	}
+}

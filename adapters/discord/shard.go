@@ -77,13 +77,7 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 // receives the first connection's outcome.
 func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<- error) {
 	g := &gateway{c: c, dialer: c.cfg.Dialer, baseURL: p.url, shardID: p.ids[i], shardCount: p.count}
-	if !c.loadSession(ctx, g) {
-		// Identifies, unlike resumes, are paced: max_concurrency per IdentifyInterval.
-		if err := c.pace.wait(ctx); err != nil {
-			ready <- err
-			return
-		}
-	}
+	c.loadSession(ctx, g) // without a session, the connection identifies (paced there)
 	c.mu.Lock()
 	c.gws[i] = g
 	c.mu.Unlock()
@@ -190,35 +184,6 @@ func (c *Channel) learnSelf(ctx context.Context) error {
 	}
 	c.setSelf(u.ID, "")
 	return nil
-}
-
-// identifyPacer lets at most per shards of this process identify per every (Discord's
-// max_concurrency per 5 s).
-type identifyPacer struct {
-	mu     sync.Mutex
-	per    int
-	every  time.Duration
-	starts []time.Time // the last per starts, oldest first
-}
-
-func newIdentifyPacer(per int, every time.Duration) *identifyPacer {
-	return &identifyPacer{per: max(per, 1), every: every}
-}
-
-// wait returns when the next identify may go, or with ctx's error.
-func (p *identifyPacer) wait(ctx context.Context) error {
-	p.mu.Lock()
-	now := time.Now()
-	at := now
-	if len(p.starts) == p.per {
-		if t := p.starts[0].Add(p.every); t.After(at) {
-			at = t
-		}
-		p.starts = p.starts[1:]
-	}
-	p.starts = append(p.starts, at)
-	p.mu.Unlock()
-	return channels.Sleep(ctx, at.Sub(now))
 }
 
 // heldShards is the ids of the shards this process runs now.

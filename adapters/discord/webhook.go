@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -62,15 +63,13 @@ func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return
 	}
-	var head struct {
-		Type int `json:"type"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
+	typ, err := interactionType(body)
+	if err != nil {
 		c.malformed("interaction request", err)
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
 		return
 	}
-	if head.Type == 1 { // PING
+	if typ == 1 { // PING
 		writeJSON(w, map[string]any{"type": 1})
 		return
 	}
@@ -117,6 +116,18 @@ func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
 	st.httpReply, st.acked = nil, true
 	st.mu.Unlock()
 	writeJSON(w, quietAck(st))
+}
+
+// interactionType reads the type of an interaction request's body, which says whether it is a
+// PING. It fails on anything but a JSON object with a numeric (or no) type.
+func interactionType(body []byte) (int, error) {
+	var head struct {
+		Type int `json:"type"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return 0, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	return head.Type, nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

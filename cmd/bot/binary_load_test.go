@@ -411,7 +411,7 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 
 // binaryDiscordOverrides are the settings the Discord binary runs change from the defaults.
 const binaryDiscordOverrides = "discord.token, discord.api_url, llm.* (the fakes); " +
-	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); no pacing setting exists for Discord"
+	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); Discord's global limit (50 requests/s) kept: no setting turns it off"
 
 // runBinaryDiscordLoad is runBinaryLoad for a Discord workload: one `bot run` on the child's
 // fake Discord.

@@ -47,6 +47,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		ApplicationID:   cfg.Discord.ApplicationID,
 		ReplyInThread:   cfg.Discord.ReplyInThread,
 		ThreadReplies:   discord.ThreadReplies(cfg.Discord.ThreadReplies),
+		Intents:         discordIntents(cfg.Discord.MessageContent),
 		DevGuild:        cfg.Discord.DevGuild,
 		ShardID:         cfg.Discord.ShardID,
 		ShardCount:      cfg.Discord.ShardCount,
@@ -84,11 +85,20 @@ type discordHooks struct {
 	rateLimits *channels.RateLimitLog
 }
 
+// discordIntents are the gateway intents discord.message_content asks for.
+func discordIntents(messageContent bool) int {
+	if messageContent {
+		return discord.DefaultIntents
+	}
+	return discord.MentionOnlyIntents
+}
+
 // discordIntentHint says what to do when Discord refused the message content intent.
 func discordIntentHint(err error) (string, bool) {
 	if errors.Is(err, discord.ErrIntentDisallowed) {
 		return "open the Discord Developer Portal → your application → Bot → Privileged Gateway Intents, " +
-			"turn on Message Content Intent, save, and start the bot again", true
+			"turn on Message Content Intent, save, and start the bot again; or, to answer mentions and DMs only, " +
+			"set discord.message_content: false and discord.thread_replies: mention", true
 	}
 	return "", false
 }

@@ -86,6 +86,46 @@ func TestDiscordChannelMentionAnsweredInThread(t *testing.T) {
 	}
 }
 
+// TestDiscordWithoutMessageContentAnswersMentions proves discord.message_content: false runs a
+// bot whose Message Content Intent is off in the Developer Portal: IDENTIFY leaves the
+// privileged intent out (no 4014), a mention is answered in its thread, a DM is answered, and
+// messages Discord sends without their text (no mention) are ignored, in the channel and in the
+// thread alike, while a mention in the thread continues its conversation.
+func TestDiscordWithoutMessageContentAnswersMentions(t *testing.T) {
+	e := newDiscordE2E(t, func(c *config.Config) {
+		c.Runs.PlaceholderAfter = time.Minute
+		c.Discord.MessageContent, c.Discord.ThreadReplies = false, config.DiscordThreadMention
+	})
+	e.dc.AllowPrivilegedIntents(0) // the portal switch is off
+	e.start()
+	for _, id := range e.dc.Identifies() {
+		if !id.Accepted || id.Intents&discordfake.IntentMessageContent != 0 {
+			t.Fatalf("identify %+v: want accepted, without the message content intent", id)
+		}
+	}
+	ch := e.dc.Guild("700000000000000002")
+	e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dBob, Content: "just chatting, not for the bot"})
+	mid := e.dc.Post(discordfake.UserMessage{Channel: ch, Author: dAnn, Content: "what is two plus two?", MentionBot: true})
+	got := e.waitAnswers(mid, 1)
+	if !strings.Contains(got[0].Text(), "echo: what is two plus two?") {
+		t.Fatalf("thread answer shows %q", got[0].Text())
+	}
+	dm := e.dc.DM(dAnn.ID)
+	e.dc.Post(discordfake.UserMessage{Channel: dm, Author: dAnn, Content: "a direct question"})
+	if got := e.waitAnswers(dm, 1); !strings.Contains(got[0].Text(), "echo: a direct question") {
+		t.Fatalf("DM answer shows %q", got[0].Text())
+	}
+	e.dc.Post(discordfake.UserMessage{Channel: mid, Author: dAnn, Content: "a follow-up without a mention"})
+	e.dc.Post(discordfake.UserMessage{Channel: mid, Author: dAnn, Content: "and times three?", MentionBot: true})
+	got = e.waitAnswers(mid, 2)
+	if !strings.Contains(got[1].Text(), "echo: and times three?") {
+		t.Fatalf("thread follow-up answer shows %q", got[1].Text())
+	}
+	if n := e.model.Count(); n != 3 {
+		t.Errorf("model called %d times, want 3: messages without a mention must be ignored", n)
+	}
+}
+
 // TestDiscordClarificationByButton proves ask_clarification becomes buttons, a click answers it
 // (acknowledged within 3 s) and resumes the run with the choice.
 func TestDiscordClarificationByButton(t *testing.T) {
@@ -414,7 +454,7 @@ func TestDiscordStartRefusals(t *testing.T) {
 		{name: "wrong token", mutate: func(c *config.Config) { c.Discord.Token = wrong },
 			want: []string{"check discord.token", "Developer Portal"}, unauth: true},
 		{name: "message content intent off", setup: func(dc *discordfake.Server) { dc.AllowPrivilegedIntents(0) },
-			want: []string{"Message Content Intent", "Developer Portal"}},
+			want: []string{"Message Content Intent", "Developer Portal", "discord.message_content: false"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,10 +55,11 @@ var discordWorkloads = []discordLoadSpec{
 }
 
 // discordLoadOverrides are the settings the Discord load runs change from the defaults. The
-// Discord adapter has no pacing of its own (discordgo follows the X-RateLimit headers, which the
-// fake never exhausts), so there is none to turn off.
+// Discord adapter keeps Discord's global limit, 50 REST requests a second, and no setting turns
+// it off: a burst's replies go out at that rate, as they would to Discord (discordgo follows the
+// per-route X-RateLimit headers too, which the fake never exhausts).
 const discordLoadOverrides = "discord.token, discord.api_url, llm.base_url, redis.url, redis.prefix (the fakes, the test Redis); " +
-	"no pacing setting exists for Discord"
+	"Discord's global limit (50 requests/s) kept: no setting turns it off"
 
 // discordLoad is one workload's messages, in push order: message i is texts[i] in DM chats[i].
 type discordLoad struct {

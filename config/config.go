@@ -181,6 +181,9 @@ type Discord struct {
 	// permission (a name DiscordPermission knows, e.g. "MANAGE_GUILD"), as Discord reports it
 	// with a slash command or a click; "" gives them by admins.discord only.
 	AdminPermission string `koanf:"admin_permission"`
+	// Pacing keeps REST requests within Discord's global limit (50 a second per bot) before
+	// Discord refuses any; false leaves only the reaction to 429s (a local fake, load tests).
+	Pacing bool `koanf:"pacing"`
 }
 
 // discord.thread_replies values.
@@ -349,7 +352,7 @@ func Default() *Config {
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
 			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
-		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll, MessageContent: true},
+		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll, MessageContent: true, Pacing: true},
 		Access:  Access{Telegram: open, Slack: open, Discord: open, Console: open},
 		HTTP:    HTTP{Addr: DefaultHTTPAddr},
 		Runs: Runs{

@@ -82,7 +82,7 @@ func fullConfig() *config.Config {
 		Discord: config.Discord{
 			Token: "discord-token", APIURL: "http://127.0.0.1:8083", ApplicationID: "123456789012345678",
 			PublicKey:     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-			ReplyInThread: false, ThreadReplies: "mention", MessageContent: false, DevGuild: "223456789012345678", ShardID: 1, ShardCount: 2, AdminPermission: "MANAGE_GUILD",
+			ReplyInThread: false, ThreadReplies: "mention", MessageContent: false, DevGuild: "223456789012345678", ShardID: 1, ShardCount: 2, AdminPermission: "MANAGE_GUILD", Pacing: false,
 		},
 		Access: config.Access{
 			Telegram: config.PlatformAccess{Policy: "allowlist", Allow: []string{"111", "222"}},

@@ -411,7 +411,8 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 
 // binaryDiscordOverrides are the settings the Discord binary runs change from the defaults.
 const binaryDiscordOverrides = "discord.token, discord.api_url, llm.* (the fakes); " +
-	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); Discord's global limit (50 requests/s) kept: no setting turns it off"
+	"redis.url, redis.prefix, auth.signing_keys (the shared test Redis); http.addr (a free port); " +
+	"discord.pacing=false (the workload measures the bot, not Discord's global limit of 50 requests/s)"
 
 // runBinaryDiscordLoad is runBinaryLoad for a Discord workload: one `bot run` on the child's
 // fake Discord.
@@ -421,7 +422,7 @@ func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
 	bot := startBots(b, bin, 1, fakes, prefix, []string{
-		"BOT_DISCORD__TOKEN=" + fakes.hello.DiscordToken, "BOT_DISCORD__API_URL=" + fakes.hello.DiscordURL,
+		"BOT_DISCORD__TOKEN=" + fakes.hello.DiscordToken, "BOT_DISCORD__API_URL=" + fakes.hello.DiscordURL, "BOT_DISCORD__PACING=false",
 	})[0]
 	if w.warm {
 		warm := w

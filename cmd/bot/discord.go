@@ -30,8 +30,13 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 	if err := m.reg.Register(conns); err != nil {
 		return nil, err
 	}
+	globalRate := 0 // the adapter's default: Discord's global limit
+	if !cfg.Discord.Pacing {
+		globalRate = -1
+	}
 	return discord.New(discord.Config{
-		Sessions: sessions,
+		Sessions:   sessions,
+		GlobalRate: globalRate,
 		OnConnect: func(_ int, resumed bool) {
 			if resumed {
 				conns.WithLabelValues("resume").Inc()

@@ -54,12 +54,9 @@ var discordWorkloads = []discordLoadSpec{
 	{name: "dm_2000msgs_2000chats", messages: 2000, chats: 2000},
 }
 
-// discordLoadOverrides are the settings the Discord load runs change from the defaults. The
-// Discord adapter keeps Discord's global limit, 50 REST requests a second, and no setting turns
-// it off: a burst's replies go out at that rate, as they would to Discord (discordgo follows the
-// per-route X-RateLimit headers too, which the fake never exhausts).
+// discordLoadOverrides are the settings the Discord load runs change from the defaults.
 const discordLoadOverrides = "discord.token, discord.api_url, llm.base_url, redis.url, redis.prefix (the fakes, the test Redis); " +
-	"Discord's global limit (50 requests/s) kept: no setting turns it off"
+	"discord.pacing=false (the workload measures the bot, not Discord's global limit of 50 requests/s)"
 
 // discordLoad is one workload's messages, in push order: message i is texts[i] in DM chats[i].
 type discordLoad struct {
@@ -83,6 +80,7 @@ func runDiscordLoad(b *testing.B, w discordLoadSpec) {
 		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
 		c.Telegram.Token = ""
 		c.Discord.Token, c.Discord.APIURL = fakes.hello.DiscordToken, fakes.hello.DiscordURL
+		c.Discord.Pacing = false
 		c.LLM.BaseURL = fakes.hello.ModelURL
 		// newE2E's test settings (short lease, debug logs) give way to the defaults.
 		d := config.Default()

@@ -134,8 +134,13 @@ func (c *Channel) classify(op string, err error) error {
 	if errors.Is(err, discordgo.ErrUnauthorized) {
 		return fmt.Errorf("discord: %s: %w", op, channels.ErrUnauthorized)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("discord: %s: %w", op, err)
+	// A context's end keeps its sentinel, not the error around it: a *url.Error's text names the
+	// request's URL, and an interaction's or a webhook's URL holds its token.
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("discord: %s: %w", op, context.Canceled)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("discord: %s: %w", op, context.DeadlineExceeded)
 	}
 	return fmt.Errorf("discord: %s: %s", op, c.redact.string(err.Error()))
 }

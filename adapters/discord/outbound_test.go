@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -350,5 +351,26 @@ func TestRateLimitRetriesAreBounded(t *testing.T) {
 	}
 	if floor := maxRateLimitRetries * minRateLimitWait; took < floor {
 		t.Errorf("gave up after %v, sooner than %d retries %v apart", took, maxRateLimitRetries, minRateLimitWait)
+	}
+}
+
+// TestClassifyKeepsTokensOutOfContextErrors: a call that ends with its context fails with a
+// *url.Error naming the URL, and an interaction's URL holds its token.
+func TestClassifyKeepsTokensOutOfContextErrors(t *testing.T) {
+	const secret = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5OnNlY3JldHRva2Vu"
+	c := &Channel{redact: redactor{token: "bot-token"}}
+	for _, end := range []error{context.Canceled, context.DeadlineExceeded} {
+		err := c.classify("edit the response", &url.Error{Op: "Patch",
+			URL: "https://discord.com/api/v9/webhooks/123456789012345678/" + secret + "/messages/@original", Err: end})
+		if !errors.Is(err, end) {
+			t.Errorf("%v: errors.Is(%v) = false", end, err)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the interaction token is in the error: %v", err)
+		}
+	}
+	err := c.classify("post", &url.Error{Op: "Post", URL: "https://discord.com/api/v9/interactions/1234/" + secret + "/callback", Err: errors.New("connection reset")})
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the interaction token is in the error: %v", err)
 	}
 }

@@ -115,19 +115,22 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 	if err := h.HandleInbound(ctx, c, d.in); err != nil {
 		return err
 	}
-	if d.in.Interaction == nil && d.in.Command == "" {
+	if d.in.Interaction == nil && d.in.Command == "" && d.in.Conv.Thread != "" {
 		c.titleAssistantThread(ctx, d.in)
 	}
 	return nil
 }
 
+func threadKey(k conv.Key) string { return k.Chat + "/" + k.Thread }
+
 // maxTitle bounds an assistant thread's title.
 const maxTitle = 60
 
-// assistantStarted offers the suggested prompts in a new assistant thread and remembers the
-// thread, so that its first message gives it a title.
+// assistantStarted remembers a new assistant thread, so that its first message gives it a
+// title, and offers the suggested prompts there off the ack's path: a call that may wait out
+// rate limits for 30 s is no work the ack waits for. The thread's title follows its prompts.
 func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
-	c.untitled.Store(k.Chat+"/"+k.Thread, struct{}{})
+	c.untitled.Store(threadKey(k), struct{}{})
 	if len(c.cfg.SuggestedPrompts) == 0 {
 		return
 	}
@@ -135,44 +138,46 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) {
 	for _, p := range c.cfg.SuggestedPrompts {
 		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: truncateRunes(p, maxTitle), Message: p})
 	}
-	api, err := c.client(ctx, k.Workspace)
-	if err != nil {
-		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-		return
-	}
-	err = c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
-		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
-			ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
+	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := c.client(ctx, k.Workspace)
+		if err != nil {
+			c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+			return
+		}
+		err = c.call(ctx, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+			return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
+				ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
+		})
+		if err != nil {
+			c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+		}
 	})
-	if err != nil {
-		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-	}
 }
 
-// titleAssistantThread names an assistant thread after its first message.
+// titleAssistantThread names an assistant thread after its first message, once the message is
+// handed over, off the ack's path.
 func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound) {
 	k := in.Conv
-	if k.Thread == "" {
-		return
-	}
-	if _, fresh := c.untitled.LoadAndDelete(k.Chat + "/" + k.Thread); !fresh {
+	if _, fresh := c.untitled.LoadAndDelete(threadKey(k)); !fresh {
 		return
 	}
 	title := strings.TrimSpace(strings.Join(strings.Fields(in.Text), " "))
 	if title == "" {
 		return
 	}
-	api, err := c.client(ctx, k.Workspace)
-	if err != nil {
-		return
-	}
-	err = c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
-		return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
-			ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
+	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := c.client(ctx, k.Workspace)
+		if err != nil {
+			return
+		}
+		err = c.call(ctx, "assistant.threads.setTitle", func(ctx context.Context) error {
+			return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
+				ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
+		})
+		if err != nil {
+			c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
+		}
 	})
-	if err != nil {
-		c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
-	}
 }
 
 func truncateRunes(s string, n int) string {

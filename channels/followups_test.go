@@ -126,3 +126,21 @@ func TestFollowupsOrderPerKeyAndClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestRouterRepliesToNativeCommandsBeforeReturning proves a native command's reply and an
+// interaction's notice still go out before HandleInbound returns: the adapter acknowledged
+// those on its own clock, and Discord fills a command's deferred response with the reply, which
+// it can do only while the command is being handled.
+func TestRouterRepliesToNativeCommandsBeforeReturning(t *testing.T) {
+	h := newHarness(t)
+	chat := dm("native")
+	if err := h.router.HandleInbound(h.ctx, h.ch, Inbound{Conv: chat, Identity: user("u1"), Command: "whoami", Direct: true}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := h.ch.sent(); len(sent) != 1 || !strings.Contains(sent[0].Text, "`u1`") {
+		t.Fatalf("sent when HandleInbound returned: %+v, want the command's reply", sent)
+	}
+	if n := h.router.replies.Pending(); n != 0 {
+		t.Fatalf("%d replies left for later", n)
+	}
+}

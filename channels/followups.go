@@ -11,7 +11,9 @@ import (
 // within seconds and wait only for the durable enqueue. Work of one key (a conversation) runs
 // in the order it was given; keys run concurrently. Close waits for the work given before it;
 // work given after Close runs on the caller's goroutine, so nothing is lost and no goroutine
-// outlives Close. Safe for concurrent use; create with NewFollowups.
+// outlives Close. Past MaxFollowups pending, work runs on the caller's goroutine too: under a
+// storm the caller is held back, as it was before, rather than goroutines piling up. Safe for
+// concurrent use; create with NewFollowups.
 type Followups struct {
 	ctx    context.Context // canceled when Close's deadline passes
 	cancel context.CancelFunc
@@ -23,6 +25,9 @@ type Followups struct {
 	wg      sync.WaitGroup
 }
 
+// MaxFollowups bounds the work a Followups holds on goroutines at once.
+const MaxFollowups = 1024
+
 // NewFollowups returns a Followups ready for work.
 func NewFollowups() *Followups {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -31,10 +36,11 @@ func NewFollowups() *Followups {
 
 // Go runs f on its own goroutine after the earlier work of key. f's context carries ctx's
 // values but not its cancellation (the caller's request is usually over by then); it ends when
-// Close gives up waiting. After Close, f runs at once on the caller's goroutine with ctx.
+// Close gives up waiting. After Close, or with MaxFollowups pending, f runs at once on the
+// caller's goroutine with ctx.
 func (b *Followups) Go(ctx context.Context, key string, f func(ctx context.Context)) {
 	b.mu.Lock()
-	if b.closed {
+	if b.closed || b.pending >= MaxFollowups {
 		b.mu.Unlock()
 		f(ctx)
 		return

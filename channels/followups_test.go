@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,5 +143,24 @@ func TestRouterRepliesToNativeCommandsBeforeReturning(t *testing.T) {
 	}
 	if n := h.router.replies.Pending(); n != 0 {
 		t.Fatalf("%d replies left for later", n)
+	}
+}
+
+// TestFollowupsRunInlinePastTheBound proves a storm does not pile up goroutines: with
+// MaxFollowups pending, further work runs on the caller's goroutine.
+func TestFollowupsRunInlinePastTheBound(t *testing.T) {
+	f := NewFollowups()
+	gate := make(chan struct{})
+	for i := range MaxFollowups {
+		f.Go(context.Background(), "k"+strconv.Itoa(i%7), func(context.Context) { <-gate })
+	}
+	ran := false
+	f.Go(context.Background(), "k0", func(context.Context) { ran = true })
+	if !ran {
+		t.Fatal("work past the bound went to a goroutine")
+	}
+	close(gate)
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -153,6 +153,13 @@ func newHarness(t *testing.T, tweak ...func(*RouterOptions, *runs.Options)) *har
 	if h.router, err = NewRouter(ro); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.router.Close(ctx); err != nil {
+			t.Errorf("router close: %v", err)
+		}
+	})
 	return h
 }
 
@@ -221,6 +228,8 @@ func (h *harness) send(in Inbound) {
 	if err := h.router.HandleInbound(h.ctx, h.ch, in); err != nil {
 		h.t.Fatalf("HandleInbound: %v", err)
 	}
+	// The router's replies follow HandleInbound: the tests read them as the user would.
+	waitFor(h.t, "the router's replies", func() bool { return h.router.replies.Pending() == 0 })
 }
 
 func user(id string) conv.Identity {

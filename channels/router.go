@@ -77,13 +77,16 @@ type RouterOptions struct {
 
 // Router is the platform-neutral intake: it turns inbound messages into signed, queued runs,
 // answers commands, and routes clarification answers (clicks and typed replies). It implements
-// Handler and is safe for concurrent use. It starts no goroutines.
+// Handler and is safe for concurrent use. Its text replies to messages (refusals, notices,
+// answers to text commands) are sent after HandleInbound returns, one conversation's in order,
+// so that a platform's ack waits only for the durable enqueue; Close waits for them.
 type Router struct {
-	opt  RouterOptions
-	log  *slog.Logger
-	m    Metrics
-	now  func() time.Time
-	owed *owedClaims
+	opt     RouterOptions
+	log     *slog.Logger
+	m       Metrics
+	now     func() time.Time
+	owed    *owedClaims
+	replies *Followups
 }
 
 var _ Handler = (*Router)(nil)
@@ -110,7 +113,7 @@ func NewRouter(opt RouterOptions) (*Router, error) {
 			return nil, fmt.Errorf("channels: access.%s.policy %q is not %q or %q", p, a.Policy, PolicyOpen, PolicyAllowlist)
 		}
 	}
-	r := &Router{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now, owed: newOwedClaims()}
+	r := &Router{opt: opt, log: opt.Logger, m: opt.Metrics, now: opt.Now, owed: newOwedClaims(), replies: NewFollowups()}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -409,17 +412,33 @@ func (r *Router) enqueue(ctx context.Context, ch Channel, in Inbound, env *runs.
 	return "", nil
 }
 
-// reply sends text to the conversation, as a reply to the inbound message.
+// reply sends text to the conversation, as a reply to the inbound message. A reply to a message
+// goes after HandleInbound returns: it may wait out rate limits for a minute, no work the
+// platform's ack waits for. A reply to a native command or an interaction goes before: the
+// adapter acknowledged those on its own clock already, and may answer with this very reply
+// (Discord fills a command's deferred response with it).
 func (r *Router) reply(ctx context.Context, ch Channel, in Inbound, text string) {
-	err := withRateLimit(ctx, time.Minute, 3, func(ctx context.Context) error {
-		_, err := ch.Send(ctx, Target{Conv: in.Conv, ReplyTo: in.MessageID}, Message{Text: text})
-		return err
-	})
-	if err != nil {
-		r.m.OutboundError(in.Conv.Platform, "send_failed")
-		r.log.Warn("channels: sending a reply failed", "platform", in.Conv.Platform, "conv", in.Conv.String(), "err", err)
+	send := func(ctx context.Context) {
+		err := withRateLimit(ctx, time.Minute, 3, func(ctx context.Context) error {
+			_, err := ch.Send(ctx, Target{Conv: in.Conv, ReplyTo: in.MessageID}, Message{Text: text})
+			return err
+		})
+		if err != nil {
+			r.m.OutboundError(in.Conv.Platform, "send_failed")
+			r.log.Warn("channels: sending a reply failed", "platform", in.Conv.Platform, "conv", in.Conv.String(), "err", err)
+		}
 	}
+	if in.Command != "" || in.Interaction != nil {
+		send(ctx)
+		return
+	}
+	r.replies.Go(ctx, in.Conv.String(), send)
 }
+
+// Close waits until the replies being sent are sent, or ctx ends (then they are cut short).
+// Replies after Close are sent before HandleInbound returns. Call it once intake has stopped,
+// before the channels stop.
+func (r *Router) Close(ctx context.Context) error { return r.replies.Close(ctx) }
 
 // respond answers an interaction privately when the channel can, else in the conversation.
 func (r *Router) respond(ctx context.Context, ch Channel, it *Interaction, notice string) bool {

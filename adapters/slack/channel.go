@@ -245,6 +245,7 @@ type Channel struct {
 	rendered      render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
 	untitled      sync.Map             // channel/thread → struct{}: an assistant thread awaiting its first message
 	recent        recentEvents         // ids of the events handled here rather than by the router (dedupe)
+	followups     *channels.Followups  // assistant threads' prompts and titles, sent off the ack's path
 	edits         sync.Map             // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)
@@ -383,6 +384,7 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
 	c.lanes = newLanes(maxHandovers)
+	c.followups = channels.NewFollowups()
 	return c, nil
 }
 
@@ -510,8 +512,9 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 }
 
 // Stop stops intake in order: no new envelope is taken, the ones being handed over finish and
-// are acknowledged, then the sockets close (until ctx ends). HTTP deliveries after Stop get 503
-// so Slack retries them. Safe to call more than once.
+// are acknowledged, the assistant threads' prompts and titles being set finish, then the
+// sockets close (until ctx ends; what is still running then is cancelled). HTTP deliveries
+// after Stop get 503 so Slack retries them. Safe to call more than once.
 func (c *Channel) Stop(ctx context.Context) error {
 	defer c.cfg.RateLimits.Flush(true)
 	c.stopStatuses()
@@ -529,6 +532,10 @@ func (c *Channel) Stop(ctx context.Context) error {
 	var err error
 	if !waitGroup(ctx, &c.work) || !c.lanes.wait(ctx) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
+	}
+	// The handlers are done: no follow-up comes after these.
+	if ferr := c.followups.Close(ctx); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("slack: stop: assistant thread prompts or titles cut short: %w", ferr))
 	}
 	if connCancel != nil {
 		connCancel()

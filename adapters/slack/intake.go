@@ -104,9 +104,7 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 			c.log.Debug("slack: duplicate assistant_thread_started ignored", "event", d.in.EventID)
 			return nil
 		}
-		if !c.assistantStarted(ctx, d.in.Conv) {
-			c.recent.release(d.in.EventID)
-		}
+		c.assistantStarted(ctx, d.in.Conv, d.in.EventID)
 		return nil
 	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
@@ -116,40 +114,43 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 	if err := h.HandleInbound(ctx, c, d.in); err != nil {
 		return err
 	}
-	if d.in.Interaction == nil && d.in.Command == "" {
+	if d.in.Interaction == nil && d.in.Command == "" && d.in.Conv.Thread != "" {
 		c.titleAssistantThread(ctx, d.in)
 	}
 	return nil
 }
 
+func threadKey(k conv.Key) string { return k.Chat + "/" + k.Thread }
+
 // maxTitle bounds an assistant thread's title.
 const maxTitle = 60
 
-// assistantStarted offers the suggested prompts in a new assistant thread and remembers the
-// thread, so that its first message gives it a title. It reports false when the offer failed.
-func (c *Channel) assistantStarted(ctx context.Context, k conv.Key) bool {
-	c.untitled.Store(k.Chat+"/"+k.Thread, struct{}{})
+// assistantStarted remembers a new assistant thread, so that its first message gives it a
+// title, and offers the suggested prompts there off the ack's path: a call that may wait out
+// rate limits for 30 s is no work the ack waits for. The thread's title follows its prompts.
+// A failed offer gives the event's id back (recent.release), so Slack's redelivery tries again.
+func (c *Channel) assistantStarted(ctx context.Context, k conv.Key, eventID string) {
+	c.untitled.Store(threadKey(k), struct{}{})
 	if len(c.cfg.SuggestedPrompts) == 0 {
-		return true
+		return
 	}
 	prompts := make([]slackgo.AssistantThreadsPrompt, 0, len(c.cfg.SuggestedPrompts))
 	for _, p := range c.cfg.SuggestedPrompts {
 		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: truncateRunes(p, maxTitle), Message: p})
 	}
-	api, err := c.client(ctx, k.Workspace)
-	if err != nil {
-		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-		return false
-	}
-	err = c.call(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
-		return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
-			ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
+	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := c.client(ctx, k.Workspace)
+		if err == nil {
+			err = c.call(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+				return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
+					ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
+			})
+		}
+		if err != nil {
+			c.recent.release(eventID)
+			c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+		}
 	})
-	if err != nil {
-		c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-		return false
-	}
-	return true
 }
 
 // maxRecentEvents bounds recentEvents: Slack redelivers within minutes (three retries), so the
@@ -195,30 +196,30 @@ func (r *recentEvents) release(id string) {
 	delete(r.slot, id)
 }
 
-// titleAssistantThread names an assistant thread after its first message.
+// titleAssistantThread names an assistant thread after its first message, once the message is
+// handed over, off the ack's path.
 func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound) {
 	k := in.Conv
-	if k.Thread == "" {
-		return
-	}
-	if _, fresh := c.untitled.LoadAndDelete(k.Chat + "/" + k.Thread); !fresh {
+	if _, fresh := c.untitled.LoadAndDelete(threadKey(k)); !fresh {
 		return
 	}
 	title := strings.TrimSpace(strings.Join(strings.Fields(in.Text), " "))
 	if title == "" {
 		return
 	}
-	api, err := c.client(ctx, k.Workspace)
-	if err != nil {
-		return
-	}
-	err = c.call(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
-		return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
-			ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
+	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := c.client(ctx, k.Workspace)
+		if err != nil {
+			return
+		}
+		err = c.call(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
+			return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
+				ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
+		})
+		if err != nil {
+			c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
+		}
 	})
-	if err != nil {
-		c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
-	}
 }
 
 func truncateRunes(s string, n int) string {

@@ -411,6 +411,8 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 	env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "assistant_thread_started",
 		"assistant_thread": map[string]any{"user_id": ann, "channel_id": "D1", "thread_ts": root}}))
 	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	// The prompts are set after the ack (TestSocketAckDoesNotWaitForAssistantThreadCalls).
+	eventually(t, "the prompts", func() bool { return len(h.fake.CallsOf("assistant.threads.setSuggestedPrompts")) == 1 })
 	calls := h.fake.CallsOf("assistant.threads.setSuggestedPrompts")
 	if len(calls) != 1 || calls[0].Params["channel_id"] != "D1" || calls[0].Params["thread_ts"] != root ||
 		!strings.Contains(calls[0].Params["prompts"], "Plan my week") {
@@ -424,6 +426,7 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 	if got[0].Conv.Thread != root {
 		t.Fatalf("assistant thread message conv %+v", got[0].Conv)
 	}
+	eventually(t, "the title", func() bool { return len(h.fake.CallsOf("assistant.threads.setTitle")) == 1 })
 	titles := h.fake.CallsOf("assistant.threads.setTitle")
 	if len(titles) != 1 || len([]rune(titles[0].Params["title"])) > 60 || !strings.HasPrefix(titles[0].Params["title"], "plan plan") {
 		t.Fatalf("titles %+v, want one, from the first message, at most 60 characters", titles)

@@ -128,6 +128,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		}
 		ts, err := c.post(ctx, to.Conv, p)
 		if err != nil {
+			if ps[len(ps)-1].final {
+				c.clearStatusAnyway(ctx, to.Conv, to.ReplyTo)
+			}
 			return ref, err
 		}
 		ref.IDs = append(ref.IDs, ts)
@@ -242,13 +245,20 @@ func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, threa
 // is channels.ErrMessageGone (delivery then posts anew). Rate-limited edits coalesce: an edit
 // waiting out a rate limit when a newer edit of the same message comes gives up, returning ref
 // and no error, so the latest content wins and no stale edit is made after it.
-func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (_ channels.MessageRef, err error) {
 	if ref.ID() == "" || ref.Conv.Chat == "" {
 		return ref, fmt.Errorf("slack: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
 	ps, err := c.pieces(m)
 	if err != nil {
 		return ref, err
+	}
+	if ps[len(ps)-1].final {
+		defer func() {
+			if err != nil {
+				c.clearStatusAnyway(ctx, ref.Conv, "")
+			}
+		}()
 	}
 	api, err := c.client(ctx, ref.Conv.Workspace)
 	if err != nil {
@@ -332,7 +342,8 @@ const statusTimeout = 2 * time.Second
 
 // Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus
 // (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
-// status is cleared when the run's final message is posted or edited in, and Slack clears it
+// status is cleared when the run's final message is posted or edited in, or fails to be (the
+// run is over either way), and Slack clears it
 // itself when the bot replies. A conversation without a thread shows nothing. It is best
 // effort: one attempt of at most two seconds, a rate limit skips it. With StatusAfter, the
 // status is set that long after the signal, off the caller's path, and only if the message
@@ -569,6 +580,14 @@ func (c *Channel) clearStatus(ctx context.Context, k conv.Key, answered string) 
 			c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
 		}
 	}
+}
+
+// clearStatusAnyway clears the thread's status after a run's closing message failed to go out
+// (delivery may still post it another way): the run is over either way, and a status left set
+// would say it still works. It clears even when ctx has ended (a shutdown), within setStatus's
+// own bound.
+func (c *Channel) clearStatusAnyway(ctx context.Context, k conv.Key, answered string) {
+	c.clearStatus(context.WithoutCancel(ctx), k, answered)
 }
 
 // maxNotice bounds an ephemeral notice.

@@ -198,11 +198,16 @@ func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u c
 }
 
 // StopStream adds u and ends the stream (chat.stopStream; text beyond one call's limit goes in
-// appends before it), then clears the thread's status.
-func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+// appends before it), then clears the thread's status — also when ending the stream fails.
+func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) (err error) {
 	if ref.ID() == "" {
 		return fmt.Errorf("slack: chat.stopStream: %w: no stream", channels.ErrStreamRefused)
 	}
+	defer func() {
+		if err != nil {
+			c.clearStatusAnyway(ctx, ref.Conv, "")
+		}
+	}()
 	api, err := c.client(ctx, ref.Conv.Workspace)
 	if err != nil {
 		return err

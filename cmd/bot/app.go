@@ -427,6 +427,12 @@ func (a *app) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stopping workers: %w", err))
 		}
 	}
+	if a.router != nil {
+		// The router's replies still being sent go out while the channels can still send.
+		if err := a.router.Close(stopCtx); err != nil {
+			errs = append(errs, fmt.Errorf("router: %w", err))
+		}
+	}
 	for _, ch := range a.chans {
 		if err := ch.Stop(stopCtx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))

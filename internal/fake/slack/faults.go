@@ -1,6 +1,10 @@
 package slackfake
 
-import "net/http"
+import (
+	"net/http"
+	"slices"
+	"sync"
+)
 
 // Fault is a failure to inject. Status 429 answers HTTP 429 with a Retry-After header of
 // RetryAfter seconds (0 allowed, for fast tests); another non-200 Status answers that status
@@ -74,6 +78,51 @@ func (s *Server) takeFault(method string, p map[string]string) *apiErr {
 			}
 		}
 		return &apiErr{status: f.f.Status, err: f.f.Error, retryAfter: f.f.RetryAfter}
+	}
+	return nil
+}
+
+type hold struct {
+	method string
+	left   int // < 0: until released
+	gate   chan struct{}
+}
+
+// Hold makes the next n calls of method (n < 0: every call) wait, once they arrived and were
+// counted, until release is called or the server closes; then they are answered as usual,
+// injected faults included. A test proves by it that something does not wait for a slow call:
+// Count says the call arrived, CallsOf lists it only once answered.
+func (s *Server) Hold(method string, n int) (release func()) {
+	h := &hold{method: method, left: n, gate: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
+			s.mu.Unlock()
+			close(h.gate)
+		})
+	}
+}
+
+// takeHold returns the gate a call of method waits at, if one is held.
+func (s *Server) takeHold(method string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, h := range s.holds {
+		if h.method != method {
+			continue
+		}
+		if h.left > 0 {
+			h.left--
+			if h.left == 0 {
+				s.holds = append(s.holds[:i:i], s.holds[i+1:]...)
+			}
+		}
+		return h.gate
 	}
 	return nil
 }

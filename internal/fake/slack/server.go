@@ -85,6 +85,8 @@ type Server struct {
 	counts    map[string]int
 	record    bool
 	faults    []*fault
+	holds     []*hold
+	done      chan struct{}         // closed by Close: held calls go on
 	messages  map[string][]*Message // channel → messages in post order
 	byTS      map[string]*Message   // channel+"/"+ts → message
 	ephem     []Ephemeral
@@ -124,6 +126,7 @@ func Start(opts ...Option) *Server {
 	s := &Server{
 		botToken: DefaultBotToken, appToken: DefaultAppToken, secret: DefaultSigningSecret,
 		counts:   map[string]int{},
+		done:     make(chan struct{}),
 		record:   true,
 		messages: map[string][]*Message{},
 		byTS:     map[string]*Message{},
@@ -170,6 +173,9 @@ func (s *Server) SigningSecret() string { return s.secret }
 // Close closes every socket and shuts the server down.
 func (s *Server) Close() {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	s.mu.Unlock()
 	s.sock.closeAll()
@@ -234,6 +240,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.counts[method]++
 	s.mu.Unlock()
+	if gate := s.takeHold(method); gate != nil {
+		select {
+		case <-gate:
+		case <-s.done:
+		}
+	}
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return

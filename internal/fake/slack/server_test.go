@@ -474,3 +474,42 @@ func TestFileUploadThroughSlackGo(t *testing.T) {
 		t.Errorf("%d files completed, want only the first", n)
 	}
 }
+
+// TestHoldDelaysACallUntilReleased proves Hold: a held call arrives (Count) but is not answered
+// (CallsOf) until release, other methods are not held, and Close lets a held call go.
+func TestHoldDelaysACallUntilReleased(t *testing.T) {
+	s := slackfake.New(t)
+	api := client(s)
+	release := s.Hold("assistant.threads.setTitle", 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- api.SetAssistantThreadsTitle(slack.AssistantThreadsSetTitleParameters{ChannelID: "D1", ThreadTS: "1.1", Title: "t"})
+	}()
+	waitFor(t, "the held call to arrive", func() bool { return s.Count("assistant.threads.setTitle") == 1 })
+	if _, _, err := api.PostMessage("C1", slack.MsgOptionText("not held", false)); err != nil {
+		t.Fatalf("a call of another method while one is held: %v", err)
+	}
+	if n := len(s.CallsOf("assistant.threads.setTitle")); n != 0 {
+		t.Fatalf("the held call was answered before release (%d logged)", n)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the released call: %v", err)
+	}
+	if n := len(s.CallsOf("assistant.threads.setTitle")); n != 1 {
+		t.Fatalf("%d setTitle calls logged after release, want 1", n)
+	}
+	release() // twice is fine
+
+	// A held call ends with the server.
+	s2 := slackfake.Start()
+	s2.Hold("auth.test", -1)
+	ended := make(chan struct{})
+	go func() {
+		_, _ = client(s2).AuthTest()
+		close(ended)
+	}()
+	waitFor(t, "the held auth.test to arrive", func() bool { return s2.Count("auth.test") == 1 })
+	s2.Close()
+	<-ended
+}

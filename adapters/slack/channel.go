@@ -243,7 +243,7 @@ type Channel struct {
 	statusStopped atomic.Bool          // Stop came: no status is scheduled or set any more
 	revoked       sync.Map             // team id → struct{}
 	rendered      render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
-	untitled      sync.Map             // channel/thread → struct{}: an assistant thread awaiting its first message
+	untitled      recentEvents         // channel/thread of the assistant threads awaiting their first message (the last 4,096)
 	recent        recentEvents         // ids of the events handled here rather than by the router (dedupe)
 	followups     *channels.Followups  // assistant threads' prompts and titles, sent off the ack's path
 	edits         sync.Map             // channel/ts → *atomic.Int64: the generation of the message's latest edit

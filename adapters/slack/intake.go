@@ -130,7 +130,7 @@ const maxTitle = 60
 // rate limits for 30 s is no work the ack waits for. The thread's title follows its prompts.
 // A failed offer gives the event's id back (recent.release), so Slack's redelivery tries again.
 func (c *Channel) assistantStarted(ctx context.Context, k conv.Key, eventID string) {
-	c.untitled.Store(threadKey(k), struct{}{})
+	c.untitled.claim(threadKey(k))
 	if len(c.cfg.SuggestedPrompts) == 0 {
 		return
 	}
@@ -190,17 +190,24 @@ func (r *recentEvents) claim(id string) bool {
 }
 
 // release forgets id, so its redelivery is handled again (the first handling failed).
-func (r *recentEvents) release(id string) {
+func (r *recentEvents) release(id string) { r.take(id) }
+
+// take forgets id and reports whether it was remembered.
+func (r *recentEvents) take(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.slot[id]; !ok {
+		return false
+	}
 	delete(r.slot, id)
+	return true
 }
 
 // titleAssistantThread names an assistant thread after its first message, once the message is
 // handed over, off the ack's path.
 func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound) {
 	k := in.Conv
-	if _, fresh := c.untitled.LoadAndDelete(threadKey(k)); !fresh {
+	if !c.untitled.take(threadKey(k)) {
 		return
 	}
 	title := strings.TrimSpace(strings.Join(strings.Fields(in.Text), " "))

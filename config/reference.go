@@ -230,8 +230,9 @@ var keyDescriptions = map[string]string{
 	"discord.message_content": "Ask for the privileged message content intent (turn on Message Content Intent " +
 		"in the Developer Portal); `false` runs on mentions and DMs only, whose text Discord always sends, and needs " +
 		"`discord.thread_replies: mention`.",
-	"discord.pacing": "Keep REST requests within Discord's global limit (50 a second per bot and process; " +
-		"interaction callbacks excepted) before Discord refuses any; `false` for a local fake and load tests.",
+	"discord.pacing": "Keep REST requests within Discord's global limit (50 a second per bot, split among the " +
+		"processes sharing its shards; interaction callbacks excepted) before Discord refuses any; `false` for a " +
+		"local fake and load tests.",
 	"discord.dev_guild": "Register the slash commands in this guild only (they appear at once) instead of globally; " +
 		"for development.",
 	"discord.shard_id": "This process's shard, from 0, when `discord.shard_count` splits the bot's guilds over " +

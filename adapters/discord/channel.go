@@ -171,9 +171,13 @@ type Config struct {
 	SessionSaveEvery time.Duration
 	// Now is the clock (default time.Now); an interaction token's age is read on it.
 	Now func() time.Time
-	// GlobalRate bounds the REST requests of this Channel (one bot in one process) in any one
-	// second, interaction callbacks and follow-ups excepted, as Discord does; default 50,
-	// Discord's global limit; negative: no bound (only 429s slow the bot down).
+	// GlobalRate bounds the REST requests of the bot in any one second, interaction callbacks
+	// and follow-ups excepted, as Discord does; default 50, Discord's global limit; negative: no
+	// bound (only 429s slow the bot down). The processes sharing the bot's shards through Lease
+	// split it: each allows ⌊GlobalRate / live processes⌋ a second (at least 1), as counted by
+	// the Lease's census (channels.Census) each time the shards are shared out, keeping its last
+	// share while the census fails. Without a Lease, or one without a census, this Channel
+	// allows the whole rate.
 	GlobalRate int
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
 	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
@@ -200,7 +204,7 @@ type Channel struct {
 	redact redactor
 	gws    []*gateway // per shard of the plan, the gateway while this process holds it
 	pace   *pacer     // identifies, per max_concurrency
-	global *pacer     // REST requests, per Config.GlobalRate; nil: no bound
+	global *pacer     // REST requests, this process's share of Config.GlobalRate; nil: no bound
 	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)

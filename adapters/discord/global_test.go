@@ -2,17 +2,21 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 // slotClock is a virtual clock that records every slot a pacer hands out.
@@ -140,5 +144,157 @@ func TestGlobalRateExemptsInteractionEndpoints(t *testing.T) {
 	}
 	if n := len(next.paths); n != 15+3 {
 		t.Errorf("%d requests sent, want 18", n)
+	}
+}
+
+// headCount is a shard lease whose census reports the number of processes it is set to, or an
+// error; the tests wait on its attendances to know a count was taken.
+type headCount struct {
+	channels.MemoryLease
+	mu      sync.Mutex
+	n       int
+	err     error
+	attends int
+}
+
+func (h *headCount) Attend(context.Context, string, string, time.Duration) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.attends++
+	if h.err != nil {
+		return 0, h.err
+	}
+	return h.n, nil
+}
+
+// report makes the census report n processes, or fail with err, and waits until the adapter
+// has taken that count: a second attendance after it began means the first one's answer was
+// acted on (the shards are shared out one round at a time).
+func (h *headCount) report(t *testing.T, n int, err error) {
+	t.Helper()
+	h.mu.Lock()
+	h.n, h.err = n, err
+	mark := h.attends
+	h.mu.Unlock()
+	poll.Until(t, "the census taken", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.attends >= mark+2
+	})
+}
+
+// burst sends n messages to k at once and returns the global slots they took, in order.
+func burst(t *testing.T, h *harness, clock *slotClock, k conv.Key, n int) []time.Time {
+	t.Helper()
+	before := len(clock.taken())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "burst " + strconv.Itoa(i)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	slots := clock.taken()[before:]
+	if len(slots) != n {
+		t.Fatalf("%d sends took %d slots, want one each", n, len(slots))
+	}
+	slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
+	return slots
+}
+
+func span(slots []time.Time) time.Duration { return slots[len(slots)-1].Sub(slots[0]) }
+
+// TestGlobalRateSharedAmongProcesses proves the processes sharing a bot split its global limit
+// as the census counts them: with 2 alive a burst goes out at 25 a second, with 1 again at 50,
+// and a census that fails keeps the last share rather than taking the whole limit back; on a
+// virtual clock (no real waiting).
+func TestGlobalRateSharedAmongProcesses(t *testing.T) {
+	fk := discordfake.New(t)
+	census := &headCount{n: 2}
+	clock := &slotClock{virtualClock: virtualClock{t: time.Unix(3_000_000, 0)}}
+	h := newHarnessPrepared(t, fk, func(c *Config) {
+		c.Lease, c.LeaseOwner, c.LeaseTTL = census, "a", 500*time.Millisecond
+	}, func(ch *Channel) { clock.install(ch.global) })
+	k := dmConv(h)
+
+	census.report(t, 2, nil)
+	two := burst(t, h, clock, k, 75)
+	checkRate(t, two, 25, time.Second)
+	if got := span(two); got < 2*time.Second {
+		t.Errorf("with 2 processes, 75 requests spanned %v of virtual time, want at least 2s at 25 a second", got)
+	}
+
+	census.report(t, 1, nil)
+	one := burst(t, h, clock, k, 100)
+	checkRate(t, one, globalPerSecond, time.Second)
+	// At 25 a second, 100 requests would span at least 3 s.
+	if got := span(one); got >= 3*time.Second {
+		t.Errorf("alone again, 100 requests spanned %v of virtual time, want under 3s at 50 a second", got)
+	}
+
+	census.report(t, 2, nil)
+	census.report(t, 0, errors.New("census: connection refused"))
+	failed := burst(t, h, clock, k, 75)
+	checkRate(t, failed, 25, time.Second)
+	if got := span(failed); got < 2*time.Second {
+		t.Errorf("with the census failing after it counted 2, 75 requests spanned %v, want at least 2s at 25 a second", got)
+	}
+	checkRate(t, clock.taken(), globalPerSecond, time.Second) // across the changes too
+	if n := postsTo(fk, k.Chat); n != 75+100+75 {
+		t.Errorf("%d posts reached Discord, want 250", n)
+	}
+}
+
+// TestGlobalRateUnboundedStaysUnbounded proves a negative GlobalRate (discord.pacing: false)
+// stays without a bound when the census counts other processes: no share is paced.
+func TestGlobalRateUnboundedStaysUnbounded(t *testing.T) {
+	census := &headCount{n: 2}
+	h := newHarness(t, nil, func(c *Config) {
+		c.GlobalRate, c.Lease, c.LeaseOwner, c.LeaseTTL = -1, census, "a", 500*time.Millisecond
+	})
+	census.report(t, 2, nil)
+	if h.ch.global != nil {
+		t.Fatalf("GlobalRate -1 with 2 processes paces at %d a second, want no bound", globalPer(h.ch))
+	}
+	k := dmConv(h)
+	for i := range 60 {
+		if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "unbounded " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// globalPer is a Channel's global share now, a second.
+func globalPer(ch *Channel) int {
+	ch.global.mu.Lock()
+	defer ch.global.mu.Unlock()
+	return ch.global.per
+}
+
+// TestTwoProcessesShareTheGlobalRate proves the split on the census the processes really share
+// (one lease store): alone a process has the whole limit, 25 a second each once a second one
+// runs, and the whole limit again once the second has stopped and left the census.
+func TestTwoProcessesShareTheGlobalRate(t *testing.T) {
+	fk := discordfake.New(t)
+	mem := &channels.MemoryLease{}
+	shared := func(owner string) func(*Config) {
+		return func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, owner, 500*time.Millisecond }
+	}
+	a := newHarness(t, fk, shared("a"))
+	if got := globalPer(a.ch); got != globalPerSecond {
+		t.Fatalf("alone, a allows %d a second, want %d", got, globalPerSecond)
+	}
+	b := newHarness(t, fk, shared("b"))
+	poll.Until(t, "25 a second each", func() bool { return globalPer(a.ch) == 25 && globalPer(b.ch) == 25 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.ch.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "a to have the whole limit again", func() bool { return globalPer(a.ch) == globalPerSecond })
+	if !strings.Contains(a.logs.String(), "processes=2") {
+		t.Errorf("a did not log its share among 2 processes:\n%s", a.logs.String())
 	}
 }

@@ -61,7 +61,8 @@ func checkRate(t *testing.T, slots []time.Time, per int, every time.Duration) {
 	slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
 	for i := 0; i+per < len(slots); i++ {
 		if gap := slots[i+per].Sub(slots[i]); gap < every {
-			t.Errorf("identifies %d and %d are %v apart: more than %d in %v (slots %v)", i, i+per, gap, per, every, slots)
+			t.Errorf("slots %d and %d are %v apart: more than %d in %v (slots %v)", i, i+per, gap, per, every, slots)
+			return // one is enough: the rest would repeat the slots
 		}
 	}
 }
@@ -128,4 +129,93 @@ func (v *virtualClock) advance(d time.Duration) {
 	v.mu.Lock()
 	v.t = v.t.Add(d)
 	v.mu.Unlock()
+}
+
+// frozenClock is a pacer clock that never moves: waiting for a slot takes no time at all, so
+// slots handed out ahead of the clock stay in the future.
+type frozenClock struct{ t time.Time }
+
+func (f frozenClock) install(p *pacer) {
+	p.now = func() time.Time { return f.t }
+	p.sleepUntil = func(ctx context.Context, _ time.Time) error { return ctx.Err() }
+}
+
+// TestPacerRateChange proves a pacer's limit can change between slots without losing the
+// window's accounting: lowered, the next slot waits for the new limit counting the slots already
+// taken; raised, the room is used at once but never ahead of a slot already handed out.
+func TestPacerRateChange(t *testing.T) {
+	base := time.Unix(0, 0)
+	take := func(t *testing.T, p *pacer, n int) []time.Duration {
+		t.Helper()
+		var got []time.Duration
+		for range n {
+			at, err := p.wait(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, at.Sub(base))
+		}
+		return got
+	}
+	s := time.Second
+	tests := []struct {
+		name    string
+		per     int
+		clock   func(*pacer)
+		first   int // slots taken at per
+		newPer  int
+		then    int // slots taken at newPer
+		want    []time.Duration
+		wantWas int
+	}{
+		{name: "lowered after a burst", per: 3, clock: (&virtualClock{t: base}).install, first: 3, newPer: 1, then: 3,
+			want: []time.Duration{0, 0, 0, 5 * s, 10 * s, 15 * s}, wantWas: 3},
+		{name: "lowered mid-window", per: 4, clock: (&virtualClock{t: base}).install, first: 2, newPer: 2, then: 3,
+			want: []time.Duration{0, 0, 5 * s, 5 * s, 10 * s}, wantWas: 4},
+		{name: "raised after a paced run", per: 1, clock: (&virtualClock{t: base}).install, first: 3, newPer: 3, then: 4,
+			want: []time.Duration{0, 5 * s, 10 * s, 10 * s, 10 * s, 15 * s, 15 * s}, wantWas: 1},
+		{name: "raised with slots ahead of the clock", per: 2, clock: frozenClock{t: base}.install, first: 6, newPer: 4, then: 3,
+			want: []time.Duration{0, 0, 5 * s, 5 * s, 10 * s, 10 * s, 10 * s, 10 * s, 15 * s}, wantWas: 2},
+		{name: "at least one", per: 2, clock: (&virtualClock{t: base}).install, first: 2, newPer: 0, then: 2,
+			want: []time.Duration{0, 0, 5 * s, 10 * s}, wantWas: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPacer(tc.per, 5*time.Second)
+			tc.clock(p)
+			got := take(t, p, tc.first)
+			if was := p.setPer(tc.newPer); was != tc.wantWas {
+				t.Errorf("setPer returned %d, want %d", was, tc.wantWas)
+			}
+			got = append(got, take(t, p, tc.then)...)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("slots %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPacerRateChangesUnderLoad proves the limit can change while many wait (under -race): no
+// window ever holds more slots than the highest limit set, and every waiter gets its slot.
+func TestPacerRateChangesUnderLoad(t *testing.T) {
+	clock := &slotClock{virtualClock: virtualClock{t: time.Unix(0, 0)}}
+	p := newPacer(3, time.Second)
+	clock.install(p)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			if i%10 == 0 {
+				p.setPer(1 + i%3)
+			}
+			if _, err := p.wait(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	slots := clock.taken()
+	if len(slots) != 200 {
+		t.Fatalf("%d slots, want 200", len(slots))
+	}
+	checkRate(t, slots, 3, time.Second)
 }

@@ -43,8 +43,13 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 		names[i] = c.leaseName(id, p.count)
 	}
 	reported := make([]bool, len(p.ids)) // touched by the lead of shard i only, one at a time
+	var census channels.Census           // nil: RunLeasedSet's default, the lease's own
+	if cs, ok := lease.(channels.Census); ok && c.global != nil {
+		census = sharingCensus{Census: cs, share: c.shareGlobal}
+	}
 	channels.RunLeasedSet(ctx, channels.LeaseSetOptions{
 		Lease:  lease,
+		Census: census,
 		Group:  c.cfg.LeaseName + ":" + strconv.Itoa(max(p.count, 1)),
 		Names:  names,
 		Owner:  c.cfg.LeaseOwner,
@@ -69,6 +74,31 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 		}
 		c.runShard(ctx, i, p, first)
 	})
+}
+
+// sharingCensus is the census of the processes sharing the shards (one bot's token), telling
+// share each count it takes; a failed count tells nothing, so the last share stands.
+type sharingCensus struct {
+	channels.Census
+	share func(processes int)
+}
+
+func (s sharingCensus) Attend(ctx context.Context, group, owner string, ttl time.Duration) (int, error) {
+	n, err := s.Census.Attend(ctx, group, owner, ttl)
+	if err == nil {
+		s.share(n)
+	}
+	return n, err
+}
+
+// shareGlobal gives this process its share of the bot's global rate among the processes alive:
+// ⌊GlobalRate / processes⌋ a second, at least 1, so that together they keep Discord's limit.
+func (c *Channel) shareGlobal(processes int) {
+	per := max(c.cfg.GlobalRate/max(processes, 1), 1)
+	if was := c.global.setPer(per); was != per {
+		c.cfg.Logger.Info("discord: the global rate limit is shared among the processes of the bot",
+			"processes", max(processes, 1), "per_second", per, "was", was, "bot_limit", c.cfg.GlobalRate)
+	}
 }
 
 // runShard runs shard i of p while ctx lives: it takes the shard's saved session (a takeover

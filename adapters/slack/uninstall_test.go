@@ -94,16 +94,7 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	// A second process: same store, HTTP mode (so the fake's socket events all reach the first),
 	// its clock moved by hand.
 	var ahead atomic.Int64
-	other, _ := newChannel(t, h.fake, func(c *Config) {
-		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
-		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
-	})
-	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	rec := &recorder{}
-	if err := other.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+	other, rec := startOther(t, h, &ahead)
 
 	if status, _ := h.install(t, "T0SECOND"); status != 200 {
 		t.Fatalf("install: %d", status)
@@ -209,4 +200,101 @@ func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
 	if n := postsIn(fake, "D2"); n["T0SECOND"] != 2 || len(n) != 1 {
 		t.Errorf("posts into the workspace by team %v; want the two before the uninstall was read", n)
 	}
+}
+
+// startOther starts a second process sharing h's install store: HTTP mode (so the fake's socket
+// events all reach h's), its clock ahead of the real one by what ahead holds.
+func startOther(t *testing.T, h *oauthHarness, ahead *atomic.Int64) (*Channel, *recorder) {
+	t.Helper()
+	other, _ := newChannel(t, h.fake, func(c *Config) {
+		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
+		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
+	})
+	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	rec := &recorder{}
+	if err := other.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+	return other, rec
+}
+
+// TestFixedTokenUninstallIsSeenByEveryProcess proves that when the configured bot token's own
+// workspace uninstalls the app, every process sharing the install store stops using that token
+// there within installRecheck, not only the process that got the event: its sends are refused
+// and its events dropped. An OAuth install of that workspace serves it again everywhere (with
+// its own token), and so does a process starting with a bot token auth.test accepts (it clears
+// the mark).
+func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
+	h := startOAuth(t, nil)
+	ctx := context.Background()
+	var ahead atomic.Int64
+	other, rec := startOther(t, h, &ahead)
+	home := channels.Target{Conv: threadConv("")}
+	homePosts := 0
+	serving := func(when string) {
+		t.Helper()
+		if _, err := other.Send(ctx, home, channels.Message{Text: when}); err != nil {
+			t.Fatalf("%s: the other process's Send: %v", when, err)
+		}
+		homePosts++
+		if n := postsIn(h.fake, "C1"); n[slackfake.TeamID] != homePosts || len(n) != 1 {
+			t.Fatalf("%s: posts into the home workspace by team %v; want %d", when, n, homePosts)
+		}
+		before := len(rec.got())
+		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != before+1 {
+			t.Fatalf("%s: the other process dropped the home workspace's event", when)
+		}
+	}
+	refused := func(when string) {
+		t.Helper()
+		if _, err := other.Send(ctx, home, channels.Message{Text: when}); !errors.Is(err, channels.ErrUnreachable) {
+			t.Fatalf("%s: the other process's Send = %v, want ErrUnreachable", when, err)
+		}
+		if n := postsIn(h.fake, "C1"); n[slackfake.TeamID] != homePosts || len(n) != 1 {
+			t.Fatalf("%s: posts into the home workspace by team %v; want only the %d before", when, n, homePosts)
+		}
+		before := len(rec.got())
+		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != before {
+			t.Fatalf("%s: the other process handed over %+v", when, got[before:])
+		}
+	}
+	uninstall := func(id string) {
+		t.Helper()
+		env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": slackfake.TeamID, "event_id": id,
+			"event": map[string]any{"type": "app_uninstalled"}})
+		eventually(t, "the uninstall acked", func() bool { return h.fake.Acked(env) })
+		ahead.Add(int64(installRecheck))
+	}
+
+	serving("before")
+	uninstall("EvHomeGone")
+	refused("after the uninstall")
+	if inst, found, _ := h.store.Installation(ctx, slackfake.TeamID); !found || inst.BotToken != "" {
+		t.Fatalf("the store holds %v (found %v) for the home workspace; want the uninstall's mark", inst, found)
+	}
+
+	// Installed again through OAuth: served again, with the install's token.
+	if status, _ := h.install(t, slackfake.TeamID); status != 200 {
+		t.Fatalf("reinstall: %d", status)
+	}
+	serving("after the OAuth reinstall")
+	if inst, _, _ := h.store.Installation(ctx, slackfake.TeamID); inst.BotToken == "" || inst.BotToken == h.fake.BotToken() {
+		t.Fatal("after the OAuth reinstall the store holds no install token of its own")
+	}
+
+	// Uninstalled again, then a process starts with a token auth.test accepts: the mark goes.
+	uninstall("EvHomeGoneAgain")
+	refused("after the second uninstall")
+	startOther(t, h, &ahead)
+	if _, found, _ := h.store.Installation(ctx, slackfake.TeamID); found {
+		t.Fatal("a process started with an accepted bot token left the uninstall's mark")
+	}
+	serving("after a restart with an accepted token")
 }

@@ -164,13 +164,14 @@ type Config struct {
 	// OnMalformed, when set, is called once for each payload skipped as malformed, for a metric.
 	OnMalformed func()
 	// OnUninstall, when set, is called when Slack reports app_uninstalled or tokens_revoked,
-	// after the install was deleted: with the team id for a workspace, with the enterprise id
+	// after the install was deleted (or its deletion failed): with the team id for a workspace, with the enterprise id
 	// for an Enterprise Grid org-wide install. The wiring drops that workspace's pending work
 	// there: the conversations whose key's workspace is the id, or "<id>/<team>" or
-	// "<enterprise>/<id>". It runs on the receiving goroutine once, in the one process that got the
-	// event; other processes learn of the uninstall from the Installations store — of the
-	// configured bot token's own workspace too, from the mark it leaves there (see
-	// Installations).
+	// "<enterprise>/<id>". It runs on the receiving goroutine once per event (a redelivery with
+	// the same event_id is not handled again, unless the install store could not be changed the
+	// first time), in the one process that got the event; other processes learn of the
+	// uninstall from the Installations store — of the configured bot token's own workspace too,
+	// from the mark it leaves there (see Installations).
 	OnUninstall func(id string)
 	// Metrics receives the adapter's own counts; default none.
 	Metrics Metrics

@@ -329,29 +329,33 @@ func expiry(now time.Time, expiresIn int) time.Time {
 // configured bot token's workspace it leaves the uninstall's mark in its place, so that every
 // process sharing the store stops using that token there (see Installations).
 // The store is changed first and the cached client dropped after, under installMu, so that no
-// lookup caches the install again in between.
-func (c *Channel) forgetInstall(ctx context.Context, team string) {
+// lookup caches the install again in between. A store that cannot be changed is logged and
+// returned.
+func (c *Channel) forgetInstall(ctx context.Context, team string) error {
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
 	defer c.teamClients.Delete(team)
 	if c.cfg.Installations == nil {
-		return
+		return nil
 	}
 	if _, me := c.state(); c.cfg.BotToken != "" && team == me.team {
-		c.markUninstalled(ctx, team)
-		return
+		return c.markUninstalled(ctx, team)
 	}
 	if err := c.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
 		c.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
+		return err
 	}
+	return nil
 }
 
 // markUninstalled saves the uninstall's mark of id, the configured bot token's team or
 // organization, replacing its install if it had one.
-func (c *Channel) markUninstalled(ctx context.Context, id string) {
+func (c *Channel) markUninstalled(ctx context.Context, id string) error {
 	if err := c.cfg.Installations.SaveInstallation(ctx, Installation{Team: id}); err != nil {
 		c.log.Error("slack: recording that the bot token's workspace uninstalled the app failed; other processes keep using the token", "team", id, "err", err)
+		return err
 	}
+	return nil
 }
 
 // clearUninstalled deletes the uninstall's marks of the configured bot token's team and
@@ -381,8 +385,8 @@ func (c *Channel) clearUninstalled(ctx context.Context, me self) {
 
 // forgetEnterprise drops every install of an Enterprise Grid organization after its org-wide
 // install was removed: the cached clients of its workspaces (which used the org's token or
-// their own) and the stored installs.
-func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
+// their own) and the stored installs. A store that cannot be changed is logged and returned.
+func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) error {
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
 	defer c.teamClients.Range(func(team, v any) bool {
@@ -392,14 +396,16 @@ func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
 		return true
 	})
 	if c.cfg.Installations == nil {
-		return
+		return nil
 	}
 	if err := c.cfg.Installations.DeleteEnterprise(ctx, enterprise); err != nil {
 		c.log.Error("slack: deleting an uninstalled organization's tokens failed", "enterprise", enterprise, "err", err)
+		return err
 	}
 	if _, me := c.state(); c.cfg.BotToken != "" && enterprise == me.enterprise {
-		c.markUninstalled(ctx, enterprise)
+		return c.markUninstalled(ctx, enterprise)
 	}
+	return nil
 }
 
 var errNoInstallations = errors.New("slack: OAuth install needs an Installations store")

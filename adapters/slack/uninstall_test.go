@@ -3,6 +3,9 @@ package slack
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -297,4 +300,137 @@ func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
 		t.Fatal("a process started with an accepted bot token left the uninstall's mark")
 	}
 	serving("after a restart with an accepted token")
+}
+
+// uninstalls counts the ids OnUninstall is told of; safe for concurrent use.
+type uninstalls struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (u *uninstalls) add(id string) { u.mu.Lock(); u.ids = append(u.ids, id); u.mu.Unlock() }
+func (u *uninstalls) got() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.ids...)
+}
+
+// TestUninstallRedeliveredPurgesOnce proves a redelivered app_uninstalled or tokens_revoked
+// (the same event_id, retry_attempt 1, after an ack Slack did not get) is handled once:
+// OnUninstall, which drops the workspace's pending work, is told once.
+func TestUninstallRedeliveredPurgesOnce(t *testing.T) {
+	for name, event := range map[string]map[string]any{
+		"app_uninstalled": {"type": "app_uninstalled"},
+		"tokens_revoked":  {"type": "tokens_revoked", "tokens": map[string]any{"bot": []string{slackfake.BotUserID}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var told uninstalls
+			h := startOAuth(t, func(c *Config) { c.OnUninstall = told.add })
+			if status, _ := h.install(t, "T0SECOND"); status != 200 {
+				t.Fatalf("install: %d", status)
+			}
+			env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND",
+				"event_id": "EvGone", "event": event})
+			eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+			again := h.fake.Redeliver(env, "timeout")
+			eventually(t, "the redelivery's ack", func() bool { return h.fake.Acked(again) })
+			if envs := h.fake.Envelopes(); len(envs) != 2 || envs[1].RetryAttempt != 1 || string(envs[1].Payload) != string(envs[0].Payload) {
+				t.Fatalf("envelopes %+v, want the same payload again with retry_attempt 1", envs)
+			}
+			if got := told.got(); len(got) != 1 || got[0] != "T0SECOND" {
+				t.Fatalf("OnUninstall told %v; want T0SECOND once", got)
+			}
+			// Another uninstall event (another event_id) is handled.
+			env = h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0THIRD",
+				"event_id": "EvGoneToo", "event": event})
+			eventually(t, "the other event's ack", func() bool { return h.fake.Acked(env) })
+			if got := told.got(); len(got) != 2 || got[1] != "T0THIRD" {
+				t.Fatalf("OnUninstall told %v; want T0SECOND then T0THIRD", got)
+			}
+		})
+	}
+}
+
+// brokenDeletes is a store whose deletes fail while down is set.
+type brokenDeletes struct {
+	*MemoryInstallations
+	down atomic.Bool
+}
+
+func (b *brokenDeletes) DeleteInstallation(ctx context.Context, team string) error {
+	if b.down.Load() {
+		return errors.New("store unreachable")
+	}
+	return b.MemoryInstallations.DeleteInstallation(ctx, team)
+}
+
+// TestUninstallWithTheStoreDownIsRedelivered proves an uninstall whose install could not be
+// deleted is not acknowledged and its id is given back: Slack's redelivery (the same
+// event_id, retry_attempt 1) is handled again and deletes the install, and is acknowledged.
+func TestUninstallWithTheStoreDownIsRedelivered(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &brokenDeletes{MemoryInstallations: &MemoryInstallations{}}
+	var told uninstalls
+	h := startWith(t, fake, func(c *Config) {
+		c.Installations, c.OnUninstall = store, told.add
+	}, &recorder{})
+	ctx := context.Background()
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	env := fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND",
+		"event_id": "EvGone", "event": map[string]any{"type": "app_uninstalled"}})
+	eventually(t, "the refusal", func() bool { return strings.Contains(h.logs.String(), "not acked, Slack will redeliver") })
+	if fake.Acked(env) {
+		t.Fatal("an uninstall the store could not record was acknowledged")
+	}
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); !found {
+		t.Fatal("the install is gone although its delete failed")
+	}
+	store.down.Store(false)
+	again := fake.Redeliver(env, "timeout")
+	eventually(t, "the redelivery's ack", func() bool { return fake.Acked(again) })
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); found {
+		t.Fatal("the redelivery did not delete the install")
+	}
+	if got := told.got(); len(got) != 2 {
+		t.Fatalf("OnUninstall told %v; want the failed handling and the redelivery's", got)
+	}
+}
+
+// TestHTTPUninstallWithTheStoreDownIsRetried proves the same over HTTP: an uninstall whose
+// install could not be deleted is answered 500 (Slack retries), the retry deletes it and is
+// answered 200, and a further retry of the same event_id is not handled again.
+func TestHTTPUninstallWithTheStoreDownIsRetried(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &brokenDeletes{MemoryInstallations: &MemoryInstallations{}}
+	var told uninstalls
+	h := startWith(t, fake, func(c *Config) {
+		c.Mode, c.AppToken, c.Installations, c.OnUninstall = ModeHTTP, "", store, told.add
+	}, &recorder{})
+	srv := httptest.NewServer(h.ch.EventsHandler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	gone := map[string]any{"type": "event_callback", "team_id": "T0SECOND", "event_id": "EvGone",
+		"event": map[string]any{"type": "app_uninstalled"}}
+	store.down.Store(true)
+	if r, err := fake.DeliverEvent(srv.URL, gone, slackfake.Delivery{}); err != nil || r.Status != 500 {
+		t.Fatalf("an uninstall the store could not record answered %d, %v; want 500", r.Status, err)
+	}
+	store.down.Store(false)
+	for retry := 1; retry <= 2; retry++ {
+		if r, err := fake.DeliverEvent(srv.URL, gone, slackfake.Delivery{RetryNum: retry, RetryReason: "http_error"}); err != nil || r.Status != 200 {
+			t.Fatalf("retry %d answered %d, %v; want 200", retry, r.Status, err)
+		}
+	}
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); found {
+		t.Fatal("the retry did not delete the install")
+	}
+	if got := told.got(); len(got) != 2 {
+		t.Fatalf("OnUninstall told %v; want the failed handling and the first retry's", got)
+	}
 }

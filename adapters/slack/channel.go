@@ -164,11 +164,14 @@ type Config struct {
 	// OnMalformed, when set, is called once for each payload skipped as malformed, for a metric.
 	OnMalformed func()
 	// OnUninstall, when set, is called when Slack reports app_uninstalled or tokens_revoked,
-	// after the install was deleted: with the team id for a workspace, with the enterprise id
+	// after the install was deleted (or its deletion failed): with the team id for a workspace, with the enterprise id
 	// for an Enterprise Grid org-wide install. The wiring drops that workspace's pending work
 	// there: the conversations whose key's workspace is the id, or "<id>/<team>" or
-	// "<enterprise>/<id>". It runs on the receiving goroutine once, in the one process that got
-	// the event; other processes learn of the uninstall from the Installations store.
+	// "<enterprise>/<id>". It runs on the receiving goroutine once per event (a redelivery with
+	// the same event_id is not handled again, unless the install store could not be changed the
+	// first time), in the one process that got the event; other processes learn of the
+	// uninstall from the Installations store — of the configured bot token's own workspace too,
+	// from the mark it leaves there (see Installations).
 	OnUninstall func(id string)
 	// Metrics receives the adapter's own counts; default none.
 	Metrics Metrics
@@ -398,7 +401,9 @@ func (c *Channel) BotUserID() string {
 	return c.me.userID
 }
 
-// Start calls auth.test (a failure is a clear error: wrong token, revoked, unreachable), then in
+// Start calls auth.test (a failure is a clear error: wrong token, revoked, unreachable) and,
+// with an Installations store, deletes the uninstall's mark of the token's workspace (the token
+// works, so the app is installed there again), then in
 // socket mode opens the connections and returns once each has received its hello (or failed
 // within CallTimeout); in HTTP mode the handlers accept deliveries from then on. Receiving
 // continues until Stop or until ctx ends. A Channel starts once.
@@ -430,7 +435,14 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		c.me.team, c.me.enterprise = at.TeamID, at.EnterpriseID
 	}
 	c.handler = h
+	me := c.me
 	c.mu.Unlock()
+	if c.cfg.BotToken != "" {
+		// auth.test accepted the token: an uninstall's mark its workspace left is stale.
+		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+		c.clearUninstalled(callCtx, me)
+		cancel()
+	}
 
 	if c.cfg.Mode == ModeHTTP {
 		c.httpOK.Store(true)

@@ -81,6 +81,12 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": d.challenge})
 		return
+	case d.skip && d.refused != nil:
+		c.cfg.Metrics.Ack("refused")
+		c.log.Warn("slack: a delivery could not be handled; Slack will retry", "type", typ,
+			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", d.refused)
+		http.Error(w, "try again", http.StatusInternalServerError)
+		return
 	case d.skip:
 		w.WriteHeader(http.StatusOK)
 		return

@@ -36,6 +36,11 @@ func (i Installation) GoString() string { return i.String() }
 // Installations keeps the workspaces that installed the app, for an app installed in many
 // (OAuth v2). The wiring backs it with Redis, the tokens encrypted; adapters know nothing of
 // Redis. Every method is safe for concurrent use.
+//
+// An install with no BotToken is an uninstall's mark: the workspace (or organization) of the
+// configured bot token uninstalled the app, so no process sharing the store uses that token for
+// it any more. Installing again replaces the mark; a process starting with a bot token that
+// auth.test accepts deletes the mark of the token's workspace.
 type Installations interface {
 	// Installation returns the team's install; found is false when it has none.
 	Installation(ctx context.Context, team string) (inst Installation, found bool, err error)
@@ -242,7 +247,9 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 	}
 	if !found || inst.BotToken == "" {
 		c.teamClients.Delete(team) // uninstalled, maybe by another process
-		if c.servesBase(workspace) {
+		// An install without a token is the mark the configured token's workspace left when it
+		// uninstalled the app (markUninstalled), maybe in another process: not served.
+		if !found && c.servesBase(workspace) {
 			return c.base, nil
 		}
 		return nil, nil
@@ -264,7 +271,8 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 
 // servesBase reports whether the configured bot token may carry workspace's calls: it is the
 // token's own workspace (or a workspace of its organization, for an org-wide token), and that
-// workspace has not uninstalled the app as this process saw.
+// workspace has not uninstalled the app as this process saw (as another process saw it, the
+// store's mark tells: see lookupTeam).
 func (c *Channel) servesBase(workspace string) bool {
 	if c.cfg.BotToken == "" {
 		return false
@@ -317,25 +325,68 @@ func expiry(now time.Time, expiresIn int) time.Time {
 	return now.Add(time.Duration(expiresIn) * time.Second)
 }
 
-// forgetInstall drops a workspace's install after app_uninstalled or revoked tokens.
+// forgetInstall drops a workspace's install after app_uninstalled or revoked tokens; for the
+// configured bot token's workspace it leaves the uninstall's mark in its place, so that every
+// process sharing the store stops using that token there (see Installations).
 // The store is changed first and the cached client dropped after, under installMu, so that no
-// lookup caches the install again in between.
-func (c *Channel) forgetInstall(ctx context.Context, team string) {
+// lookup caches the install again in between. A store that cannot be changed is logged and
+// returned.
+func (c *Channel) forgetInstall(ctx context.Context, team string) error {
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
 	defer c.teamClients.Delete(team)
 	if c.cfg.Installations == nil {
-		return
+		return nil
+	}
+	if _, me := c.state(); c.cfg.BotToken != "" && team == me.team {
+		return c.markUninstalled(ctx, team)
 	}
 	if err := c.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
 		c.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
+		return err
+	}
+	return nil
+}
+
+// markUninstalled saves the uninstall's mark of id, the configured bot token's team or
+// organization, replacing its install if it had one.
+func (c *Channel) markUninstalled(ctx context.Context, id string) error {
+	if err := c.cfg.Installations.SaveInstallation(ctx, Installation{Team: id}); err != nil {
+		c.log.Error("slack: recording that the bot token's workspace uninstalled the app failed; other processes keep using the token", "team", id, "err", err)
+		return err
+	}
+	return nil
+}
+
+// clearUninstalled deletes the uninstall's marks of the configured bot token's team and
+// organization, once auth.test accepted the token at Start: the app is installed there again.
+// A store that cannot be read or changed leaves the marks (the workspace stays unserved) and
+// is logged.
+func (c *Channel) clearUninstalled(ctx context.Context, me self) {
+	if c.cfg.Installations == nil || c.cfg.BotToken == "" {
+		return
+	}
+	for _, id := range []string{me.team, me.enterprise} {
+		if id == "" {
+			continue
+		}
+		inst, found, err := c.cfg.Installations.Installation(ctx, id)
+		if err == nil && found && inst.BotToken == "" {
+			err = c.cfg.Installations.DeleteInstallation(ctx, id)
+			if err == nil {
+				c.log.Info("slack: the bot token's workspace was marked uninstalled; auth.test accepts the token, so it is served again", "team", id)
+			}
+		}
+		if err != nil {
+			c.log.Warn("slack: clearing the bot token's uninstall mark failed", "team", id, "err", err)
+		}
 	}
 }
 
 // forgetEnterprise drops every install of an Enterprise Grid organization after its org-wide
 // install was removed: the cached clients of its workspaces (which used the org's token or
-// their own) and the stored installs.
-func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
+// their own) and the stored installs. A store that cannot be changed is logged and returned.
+func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) error {
 	c.installMu.Lock()
 	defer c.installMu.Unlock()
 	defer c.teamClients.Range(func(team, v any) bool {
@@ -345,11 +396,16 @@ func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) {
 		return true
 	})
 	if c.cfg.Installations == nil {
-		return
+		return nil
 	}
 	if err := c.cfg.Installations.DeleteEnterprise(ctx, enterprise); err != nil {
 		c.log.Error("slack: deleting an uninstalled organization's tokens failed", "enterprise", enterprise, "err", err)
+		return err
 	}
+	if _, me := c.state(); c.cfg.BotToken != "" && enterprise == me.enterprise {
+		return c.markUninstalled(ctx, enterprise)
+	}
+	return nil
 }
 
 var errNoInstallations = errors.New("slack: OAuth install needs an Installations store")

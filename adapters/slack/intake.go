@@ -21,6 +21,9 @@ type delivery struct {
 	challenge string
 	// assistant marks an assistant_thread_started: in.Conv is the new thread.
 	assistant bool
+	// refused, with skip, is why an envelope handled here is not acknowledged, so that Slack
+	// delivers it again (an uninstall whose install store could not be changed).
+	refused error
 }
 
 // Envelope types, as Socket Mode names them; HTTP mode maps its three paths onto them.
@@ -50,12 +53,7 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 		in, kind := eventInbound(cb, ev, me, now)
 		switch kind {
 		case kindUninstall:
-			if ent := cb.orgWide(); ent != "" {
-				c.uninstalledOrg(ent, ev.Type)
-			} else {
-				c.uninstalled(cb.TeamID, ev.Type)
-			}
-			return delivery{skip: true}, nil
+			return delivery{skip: true, refused: c.uninstall(cb, ev.Type)}, nil
 		case kindIgnore:
 			return delivery{skip: true}, nil
 		case kindAssistant:
@@ -236,29 +234,56 @@ func truncateRunes(s string, n int) string {
 	return s
 }
 
+// uninstall handles app_uninstalled or tokens_revoked (why) once per event: a redelivered
+// envelope (its ack lost or late; the same event_id) does not purge the workspace's pending
+// work again. When the install store could not be changed the event's id is given back and the
+// error returned, so that the envelope is not acknowledged and Slack's redelivery tries again.
+func (c *Channel) uninstall(cb callback, why string) error {
+	id := callbackEventID(cb, "")
+	if !c.recent.claim(id) {
+		c.log.Debug("slack: duplicate uninstall event ignored", "event", id, "type", why)
+		return nil
+	}
+	var err error
+	if ent := cb.orgWide(); ent != "" {
+		err = c.uninstalledOrg(ent, why)
+	} else {
+		err = c.uninstalled(cb.TeamID, why)
+	}
+	if err != nil {
+		c.recent.release(id)
+		return fmt.Errorf("slack: %s: %w", why, err)
+	}
+	return nil
+}
+
 // uninstalledOrg stops work for every workspace of an Enterprise Grid organization after
 // app_uninstalled or tokens_revoked for its org-wide install: every token stored under the
 // enterprise is deleted, and events of its workspaces are dropped until it installs again.
-func (c *Channel) uninstalledOrg(enterprise, why string) {
+// The error is the install store's, when it could not be changed.
+func (c *Channel) uninstalledOrg(enterprise, why string) error {
 	c.revoked.Store(enterprise, struct{}{})
-	c.forgetEnterprise(context.Background(), enterprise)
+	err := c.forgetEnterprise(context.Background(), enterprise)
 	c.log.Warn("slack: the app lost its access to an organization; the events of its workspaces are dropped from now on", "enterprise", enterprise, "event", why)
 	if c.cfg.OnUninstall != nil {
 		c.cfg.OnUninstall(enterprise)
 	}
+	return err
 }
 
-// uninstalled stops work for a workspace after app_uninstalled or tokens_revoked.
-func (c *Channel) uninstalled(team, why string) {
+// uninstalled stops work for a workspace after app_uninstalled or tokens_revoked. The error
+// is the install store's, when it could not be changed.
+func (c *Channel) uninstalled(team, why string) error {
 	if team == "" {
-		return
+		return nil
 	}
 	c.revoked.Store(team, struct{}{})
-	c.forgetInstall(context.Background(), team)
+	err := c.forgetInstall(context.Background(), team)
 	c.log.Warn("slack: the app lost its access to a workspace; its events are dropped from now on", "team", team, "event", why)
 	if c.cfg.OnUninstall != nil {
 		c.cfg.OnUninstall(team)
 	}
+	return err
 }
 
 // served reports whether events of workspace (a conversation key's workspace) are handled.

@@ -293,7 +293,8 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 
 // envelope decodes one envelope and hands it over in its conversation's lane; the ack goes out
 // once the Handler returned nil. A malformed or ignored envelope is acked at once (Slack would
-// send it again and again, as unreadable every time).
+// send it again and again, as unreadable every time); an uninstall the install store could not
+// record is not, so that Slack delivers it again.
 func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 	ack := func() {
 		if err := sock.ack(req.EnvelopeID); err != nil {
@@ -311,6 +312,12 @@ func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 		return
 	}
 	if d.skip {
+		if d.refused != nil {
+			c.cfg.Metrics.Ack("refused")
+			c.log.Warn("slack: an envelope could not be handled; not acked, Slack will redeliver",
+				"envelope", req.EnvelopeID, "type", req.Type, "retry_attempt", req.RetryAttempt, "err", d.refused)
+			return
+		}
 		ack()
 		return
 	}

@@ -34,7 +34,12 @@ var tierRates = [...]struct {
 
 // methodTiers is the tier of every Web API method the adapter calls through call, as each
 // method's reference page (https://docs.slack.dev/reference/methods/<method>, "Rate Limits")
-// states it. A method missing here (chat.postMessage, paced per channel; the upload to the URL
+// states it. Checked again for the newest entries: files.getUploadURLExternal and
+// files.completeUploadExternal are Tier 4 on their pages (api.slack.com/methods/<method>,
+// "Rate limits: Tier 4"); chat.postEphemeral Tier 4 and chat.startStream Tier 2 as Slack's own
+// SDK tables them (slackapi/java-slack-sdk, MethodsRateLimits.java: CHAT_POST_EPHEMERAL Tier4,
+// CHAT_START_STREAM Tier2, with chat.appendStream Tier 4 and chat.stopStream Tier 2 as here).
+// A method missing here (chat.postMessage, paced per channel; the upload to the URL
 // files.getUploadURLExternal returns, which is no Web API method) is not budgeted.
 // conversations.history and conversations.replies are Tier 3; Slack holds commercially
 // distributed apps outside the Marketplace installed since 29 May 2025 to less (1 a minute),

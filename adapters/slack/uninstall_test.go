@@ -3,6 +3,9 @@ package slack
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,16 +97,7 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	// A second process: same store, HTTP mode (so the fake's socket events all reach the first),
 	// its clock moved by hand.
 	var ahead atomic.Int64
-	other, _ := newChannel(t, h.fake, func(c *Config) {
-		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
-		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
-	})
-	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	rec := &recorder{}
-	if err := other.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+	other, rec := startOther(t, h, &ahead)
 
 	if status, _ := h.install(t, "T0SECOND"); status != 200 {
 		t.Fatalf("install: %d", status)
@@ -208,5 +202,235 @@ func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
 	}
 	if n := postsIn(fake, "D2"); n["T0SECOND"] != 2 || len(n) != 1 {
 		t.Errorf("posts into the workspace by team %v; want the two before the uninstall was read", n)
+	}
+}
+
+// startOther starts a second process sharing h's install store: HTTP mode (so the fake's socket
+// events all reach h's), its clock ahead of the real one by what ahead holds.
+func startOther(t *testing.T, h *oauthHarness, ahead *atomic.Int64) (*Channel, *recorder) {
+	t.Helper()
+	other, _ := newChannel(t, h.fake, func(c *Config) {
+		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
+		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
+	})
+	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	rec := &recorder{}
+	if err := other.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Stop(context.Background()) })
+	return other, rec
+}
+
+// TestFixedTokenUninstallIsSeenByEveryProcess proves that when the configured bot token's own
+// workspace uninstalls the app, every process sharing the install store stops using that token
+// there within installRecheck, not only the process that got the event: its sends are refused
+// and its events dropped. An OAuth install of that workspace serves it again everywhere (with
+// its own token), and so does a process starting with a bot token auth.test accepts (it clears
+// the mark).
+func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
+	h := startOAuth(t, nil)
+	ctx := context.Background()
+	var ahead atomic.Int64
+	other, rec := startOther(t, h, &ahead)
+	home := channels.Target{Conv: threadConv("")}
+	homePosts := 0
+	serving := func(when string) {
+		t.Helper()
+		if _, err := other.Send(ctx, home, channels.Message{Text: when}); err != nil {
+			t.Fatalf("%s: the other process's Send: %v", when, err)
+		}
+		homePosts++
+		if n := postsIn(h.fake, "C1"); n[slackfake.TeamID] != homePosts || len(n) != 1 {
+			t.Fatalf("%s: posts into the home workspace by team %v; want %d", when, n, homePosts)
+		}
+		before := len(rec.got())
+		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != before+1 {
+			t.Fatalf("%s: the other process dropped the home workspace's event", when)
+		}
+	}
+	refused := func(when string) {
+		t.Helper()
+		if _, err := other.Send(ctx, home, channels.Message{Text: when}); !errors.Is(err, channels.ErrUnreachable) {
+			t.Fatalf("%s: the other process's Send = %v, want ErrUnreachable", when, err)
+		}
+		if n := postsIn(h.fake, "C1"); n[slackfake.TeamID] != homePosts || len(n) != 1 {
+			t.Fatalf("%s: posts into the home workspace by team %v; want only the %d before", when, n, homePosts)
+		}
+		before := len(rec.got())
+		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.got(); len(got) != before {
+			t.Fatalf("%s: the other process handed over %+v", when, got[before:])
+		}
+	}
+	uninstall := func(id string) {
+		t.Helper()
+		env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": slackfake.TeamID, "event_id": id,
+			"event": map[string]any{"type": "app_uninstalled"}})
+		eventually(t, "the uninstall acked", func() bool { return h.fake.Acked(env) })
+		ahead.Add(int64(installRecheck))
+	}
+
+	serving("before")
+	uninstall("EvHomeGone")
+	refused("after the uninstall")
+	if inst, found, _ := h.store.Installation(ctx, slackfake.TeamID); !found || inst.BotToken != "" {
+		t.Fatalf("the store holds %v (found %v) for the home workspace; want the uninstall's mark", inst, found)
+	}
+
+	// Installed again through OAuth: served again, with the install's token.
+	if status, _ := h.install(t, slackfake.TeamID); status != 200 {
+		t.Fatalf("reinstall: %d", status)
+	}
+	serving("after the OAuth reinstall")
+	if inst, _, _ := h.store.Installation(ctx, slackfake.TeamID); inst.BotToken == "" || inst.BotToken == h.fake.BotToken() {
+		t.Fatal("after the OAuth reinstall the store holds no install token of its own")
+	}
+
+	// Uninstalled again, then a process starts with a token auth.test accepts: the mark goes.
+	uninstall("EvHomeGoneAgain")
+	refused("after the second uninstall")
+	startOther(t, h, &ahead)
+	if _, found, _ := h.store.Installation(ctx, slackfake.TeamID); found {
+		t.Fatal("a process started with an accepted bot token left the uninstall's mark")
+	}
+	serving("after a restart with an accepted token")
+}
+
+// uninstalls counts the ids OnUninstall is told of; safe for concurrent use.
+type uninstalls struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (u *uninstalls) add(id string) { u.mu.Lock(); u.ids = append(u.ids, id); u.mu.Unlock() }
+func (u *uninstalls) got() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.ids...)
+}
+
+// TestUninstallRedeliveredPurgesOnce proves a redelivered app_uninstalled or tokens_revoked
+// (the same event_id, retry_attempt 1, after an ack Slack did not get) is handled once:
+// OnUninstall, which drops the workspace's pending work, is told once.
+func TestUninstallRedeliveredPurgesOnce(t *testing.T) {
+	for name, event := range map[string]map[string]any{
+		"app_uninstalled": {"type": "app_uninstalled"},
+		"tokens_revoked":  {"type": "tokens_revoked", "tokens": map[string]any{"bot": []string{slackfake.BotUserID}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var told uninstalls
+			h := startOAuth(t, func(c *Config) { c.OnUninstall = told.add })
+			if status, _ := h.install(t, "T0SECOND"); status != 200 {
+				t.Fatalf("install: %d", status)
+			}
+			env := h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND",
+				"event_id": "EvGone", "event": event})
+			eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+			again := h.fake.Redeliver(env, "timeout")
+			eventually(t, "the redelivery's ack", func() bool { return h.fake.Acked(again) })
+			if envs := h.fake.Envelopes(); len(envs) != 2 || envs[1].RetryAttempt != 1 || string(envs[1].Payload) != string(envs[0].Payload) {
+				t.Fatalf("envelopes %+v, want the same payload again with retry_attempt 1", envs)
+			}
+			if got := told.got(); len(got) != 1 || got[0] != "T0SECOND" {
+				t.Fatalf("OnUninstall told %v; want T0SECOND once", got)
+			}
+			// Another uninstall event (another event_id) is handled.
+			env = h.fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0THIRD",
+				"event_id": "EvGoneToo", "event": event})
+			eventually(t, "the other event's ack", func() bool { return h.fake.Acked(env) })
+			if got := told.got(); len(got) != 2 || got[1] != "T0THIRD" {
+				t.Fatalf("OnUninstall told %v; want T0SECOND then T0THIRD", got)
+			}
+		})
+	}
+}
+
+// brokenDeletes is a store whose deletes fail while down is set.
+type brokenDeletes struct {
+	*MemoryInstallations
+	down atomic.Bool
+}
+
+func (b *brokenDeletes) DeleteInstallation(ctx context.Context, team string) error {
+	if b.down.Load() {
+		return errors.New("store unreachable")
+	}
+	return b.MemoryInstallations.DeleteInstallation(ctx, team)
+}
+
+// TestUninstallWithTheStoreDownIsRedelivered proves an uninstall whose install could not be
+// deleted is not acknowledged and its id is given back: Slack's redelivery (the same
+// event_id, retry_attempt 1) is handled again and deletes the install, and is acknowledged.
+func TestUninstallWithTheStoreDownIsRedelivered(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &brokenDeletes{MemoryInstallations: &MemoryInstallations{}}
+	var told uninstalls
+	h := startWith(t, fake, func(c *Config) {
+		c.Installations, c.OnUninstall = store, told.add
+	}, &recorder{})
+	ctx := context.Background()
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	store.down.Store(true)
+	env := fake.Send("events_api", map[string]any{"type": "event_callback", "team_id": "T0SECOND",
+		"event_id": "EvGone", "event": map[string]any{"type": "app_uninstalled"}})
+	eventually(t, "the refusal", func() bool { return strings.Contains(h.logs.String(), "not acked, Slack will redeliver") })
+	if fake.Acked(env) {
+		t.Fatal("an uninstall the store could not record was acknowledged")
+	}
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); !found {
+		t.Fatal("the install is gone although its delete failed")
+	}
+	store.down.Store(false)
+	again := fake.Redeliver(env, "timeout")
+	eventually(t, "the redelivery's ack", func() bool { return fake.Acked(again) })
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); found {
+		t.Fatal("the redelivery did not delete the install")
+	}
+	if got := told.got(); len(got) != 2 {
+		t.Fatalf("OnUninstall told %v; want the failed handling and the redelivery's", got)
+	}
+}
+
+// TestHTTPUninstallWithTheStoreDownIsRetried proves the same over HTTP: an uninstall whose
+// install could not be deleted is answered 500 (Slack retries), the retry deletes it and is
+// answered 200, and a further retry of the same event_id is not handled again.
+func TestHTTPUninstallWithTheStoreDownIsRetried(t *testing.T) {
+	fake := slackfake.New(t)
+	store := &brokenDeletes{MemoryInstallations: &MemoryInstallations{}}
+	var told uninstalls
+	h := startWith(t, fake, func(c *Config) {
+		c.Mode, c.AppToken, c.Installations, c.OnUninstall = ModeHTTP, "", store, told.add
+	}, &recorder{})
+	srv := httptest.NewServer(h.ch.EventsHandler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if err := store.SaveInstallation(ctx, Installation{Team: "T0SECOND", BotToken: fake.AddTeam("T0SECOND")}); err != nil {
+		t.Fatal(err)
+	}
+	gone := map[string]any{"type": "event_callback", "team_id": "T0SECOND", "event_id": "EvGone",
+		"event": map[string]any{"type": "app_uninstalled"}}
+	store.down.Store(true)
+	if r, err := fake.DeliverEvent(srv.URL, gone, slackfake.Delivery{}); err != nil || r.Status != 500 {
+		t.Fatalf("an uninstall the store could not record answered %d, %v; want 500", r.Status, err)
+	}
+	store.down.Store(false)
+	for retry := 1; retry <= 2; retry++ {
+		if r, err := fake.DeliverEvent(srv.URL, gone, slackfake.Delivery{RetryNum: retry, RetryReason: "http_error"}); err != nil || r.Status != 200 {
+			t.Fatalf("retry %d answered %d, %v; want 200", retry, r.Status, err)
+		}
+	}
+	if _, found, _ := store.Installation(ctx, "T0SECOND"); found {
+		t.Fatal("the retry did not delete the install")
+	}
+	if got := told.got(); len(got) != 2 {
+		t.Fatalf("OnUninstall told %v; want the failed handling and the first retry's", got)
 	}
 }

@@ -99,3 +99,24 @@ func TestSlackInstallStoreDeletesAnEnterprise(t *testing.T) {
 		t.Error("an empty enterprise was accepted")
 	}
 }
+
+// TestSlackInstallStoreKeepsAnUninstallMark proves the real store keeps what the Slack adapter
+// saves when the configured bot token's workspace uninstalls the app — an install with no
+// token — and reads it back as found with no token (the mark every process honours), and that
+// an install saved after it replaces it.
+func TestSlackInstallStoreKeepsAnUninstallMark(t *testing.T) {
+	store, _, _ := newTestInstallStore(t)
+	ctx := context.Background()
+	if err := store.SaveInstallation(ctx, slackadapter.Installation{Team: "T1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := store.Installation(ctx, "T1"); err != nil || !found || got.BotToken != "" || got.Team != "T1" {
+		t.Fatalf("the mark read back as %v, found %v, %v; want found, no token", got, found, err)
+	}
+	if err := store.SaveInstallation(ctx, slackadapter.Installation{Team: "T1", BotToken: "xoxb-again"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := store.Installation(ctx, "T1"); err != nil || !found || got.BotToken != "xoxb-again" {
+		t.Fatalf("after a reinstall: %v, found %v, %v", got, found, err)
+	}
+}

@@ -51,6 +51,7 @@ type socketState struct {
 	retries  int
 	timers   map[string]*time.Timer
 	graceful time.Duration
+	lose     int // acks still to lose with their socket (LoseAcks)
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -103,6 +104,17 @@ func (s *Server) SetPingInterval(d time.Duration) {
 func (s *Server) SetRedelivery(after time.Duration, retries int) {
 	s.sock.mu.Lock()
 	s.sock.redeliv, s.sock.retries = after, retries
+	s.sock.mu.Unlock()
+}
+
+// LoseAcks makes the next n acks of envelopes not acked yet get lost with their socket, as when
+// a connection fails between the client's ack and Slack: the server counts no ack, cuts that
+// socket's connection without a close frame, and sends the envelope again, with retry_attempt
+// one higher and retry_reason "timeout", on another open socket or the next one opened. The
+// client saw and acknowledged the envelope, so the resend is a duplicate it must recognise.
+func (s *Server) LoseAcks(n int) {
+	s.sock.mu.Lock()
+	s.sock.lose = n
 	s.sock.mu.Unlock()
 }
 
@@ -173,7 +185,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &a) != nil || a.EnvelopeID == "" {
 			continue
 		}
-		st.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()})
+		if st.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()}) {
+			st.loseAck(c, a.EnvelopeID)
+		}
 	}
 }
 
@@ -200,9 +214,15 @@ func (st *socketState) drop(c *sconn) {
 	st.mu.Unlock()
 }
 
-func (st *socketState) ack(a Ack) {
+// ack counts a; it reports instead that a is to be lost with its socket (LoseAcks), counting
+// nothing, when it acknowledges an envelope not acked yet and acks are to be lost.
+func (st *socketState) ack(a Ack) (lose bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked && st.lose > 0 {
+		st.lose--
+		return true
+	}
 	st.acks = append(st.acks, a)
 	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked {
 		e.Acked = true
@@ -211,6 +231,25 @@ func (st *socketState) ack(a Ack) {
 	if t := st.timers[a.EnvelopeID]; t != nil {
 		t.Stop()
 		delete(st.timers, a.EnvelopeID)
+	}
+	return false
+}
+
+// loseAck cuts c, whose ack of envelope id never reaches Slack, and sends the envelope again:
+// on another open socket, or on the next one opened.
+func (st *socketState) loseAck(c *sconn, id string) {
+	_ = c.ws.NetConn().Close()
+	st.drop(c)
+	st.mu.Lock()
+	e := st.envs[id]
+	if t := st.timers[id]; t != nil {
+		t.Stop()
+		delete(st.timers, id)
+	}
+	closed := st.closed
+	st.mu.Unlock()
+	if !closed {
+		st.redeliver(e, "timeout")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -315,6 +316,45 @@ func TestLostAckResentOnTheNextSocket(t *testing.T) {
 	if s.Opened() != 2 {
 		t.Errorf("opened %d sockets; only one ack was to be lost", s.Opened())
 	}
+}
+
+// dialSocket opens a Socket Mode websocket on s as a client does and reads its hello.
+func dialSocket(t *testing.T, s *slackfake.Server) *websocket.Conn {
+	t.Helper()
+	_, url, err := client(s).StartSocketModeContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, hello, err := ws.ReadMessage(); err != nil || !strings.Contains(string(hello), `"hello"`) {
+		t.Fatalf("hello: %s, %v", hello, err)
+	}
+	return ws
+}
+
+// TestPeakConnectionsCountsSocketsOpenTogether proves PeakConnections counts sockets a client
+// holds open at once, and not one it closed just before opening the next (however soon the
+// next comes after).
+func TestPeakConnectionsCountsSocketsOpenTogether(t *testing.T) {
+	s := slackfake.New(t)
+	ws := dialSocket(t, s)
+	for range 20 {
+		ws.Close()
+		ws = dialSocket(t, s)
+	}
+	if n := s.PeakConnections(); n != 1 {
+		t.Errorf("PeakConnections %d after sockets closed before the next opened, want 1", n)
+	}
+	other := dialSocket(t, s)
+	if n := s.PeakConnections(); n != 2 {
+		t.Errorf("PeakConnections %d with two sockets open, want 2", n)
+	}
+	other.Close()
+	ws.Close()
 }
 
 func TestSignedDeliveries(t *testing.T) {

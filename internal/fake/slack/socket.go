@@ -154,10 +154,18 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	st.opened++
 	c := &sconn{id: st.opened, ws: ws, done: make(chan struct{})}
+	// A socket the client closed before it opened this one is not open alongside it, even
+	// when the goroutine reading it has not seen the close yet.
+	alongside := 1
+	for _, o := range st.conns {
+		if !peerClosed(o.ws.NetConn()) {
+			alongside++
+		}
+	}
 	st.conns[c.id] = c
 	ping := st.ping
 	n := len(st.conns)
-	st.peak = max(st.peak, n)
+	st.peak = max(st.peak, alongside)
 	st.mu.Unlock()
 
 	hello := map[string]any{"type": "hello", "num_connections": n,
@@ -208,10 +216,20 @@ func (st *socketState) pinger(c *sconn, every time.Duration) {
 }
 
 func (st *socketState) drop(c *sconn) {
-	c.close()
 	st.mu.Lock()
 	delete(st.conns, c.id)
 	st.mu.Unlock()
+	c.close()
+}
+
+// cut drops c without a close frame, as a network failure would; it stops counting as open
+// before its connection closes.
+func (st *socketState) cut(c *sconn) {
+	st.mu.Lock()
+	delete(st.conns, c.id)
+	st.mu.Unlock()
+	_ = c.ws.NetConn().Close()
+	c.close()
 }
 
 // ack counts a; it reports instead that a is to be lost with its socket (LoseAcks), counting
@@ -238,8 +256,7 @@ func (st *socketState) ack(a Ack) (lose bool) {
 // loseAck cuts c, whose ack of envelope id never reaches Slack, and sends the envelope again:
 // on another open socket, or on the next one opened.
 func (st *socketState) loseAck(c *sconn, id string) {
-	_ = c.ws.NetConn().Close()
-	st.drop(c)
+	st.cut(c)
 	st.mu.Lock()
 	e := st.envs[id]
 	if t := st.timers[id]; t != nil {
@@ -417,8 +434,9 @@ func (s *Server) Opened() int {
 	return s.sock.opened
 }
 
-// PeakConnections is the most sockets that were open at once since the start (a socket counts
-// until the server sees it closed).
+// PeakConnections is the most sockets that were open at once since the start: a socket counts
+// until the client closed it (on Linux, as soon as its close reached the kernel; elsewhere, once
+// the server read it) or the server did.
 func (s *Server) PeakConnections() int {
 	s.sock.mu.Lock()
 	defer s.sock.mu.Unlock()
@@ -463,8 +481,7 @@ func (s *Server) DropSockets() {
 	}
 	s.sock.mu.Unlock()
 	for _, c := range conns {
-		_ = c.ws.NetConn().Close()
-		s.sock.drop(c)
+		s.sock.cut(c)
 	}
 }
 

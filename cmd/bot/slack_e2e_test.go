@@ -204,44 +204,6 @@ func TestSlackRedeliveredEnvelopeIsOneRun(t *testing.T) {
 	}
 }
 
-// TestSlackDroppedSocketMidRunNothingLostOrDoubled proves a socket cut while runs work (and
-// while envelopes are in flight, unacked ones redelivered by Slack) loses no message and
-// answers none twice.
-func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
-	e := newSlackE2E(t, nil)
-	e.sl.SetRedelivery(500*time.Millisecond, 3)
-	e.model.SetLatency(300 * time.Millisecond)
-	r := e.start()
-	const users = 4
-	for i := range users {
-		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("first %d", i)})
-	}
-	waitFor(t, "the runs started", 10*time.Second, func() bool { return e.model.Count() >= 1 })
-	e.sl.DropSockets()
-	for i := range users {
-		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("second %d", i)})
-	}
-	for i := range users {
-		got := e.waitSlackAnswers(fmt.Sprintf("D0U%d", i), "", 2)
-		all := slackVisible(got[0]) + slackVisible(got[1])
-		if !strings.Contains(all, fmt.Sprintf("echo: first %d", i)) || !strings.Contains(all, fmt.Sprintf("echo: second %d", i)) {
-			t.Errorf("user %d's DM shows %q", i, all)
-		}
-	}
-	if n := e.model.Count(); n != 2*users {
-		t.Errorf("model called %d times, want %d: a message lost or run twice", n, 2*users)
-	}
-	if e.sl.Opened() < 2 || e.sl.Connections() != 1 {
-		t.Errorf("opened %d sockets, %d open; want a reconnect and one socket", e.sl.Opened(), e.sl.Connections())
-	}
-	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_reconnects_total"); n < 1 {
-		t.Errorf("reconnects in the metrics: %v, want at least 1", n)
-	}
-	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_connected", "connection", "1"); n != 1 {
-		t.Errorf("connection 1 in the metrics: %v, want 1 (up)", n)
-	}
-}
-
 // TestSlack429StormNoReplyLost proves 429s with Retry-After on chat.postMessage and chat.update
 // are waited out: every DM ends with exactly its answer.
 func TestSlack429StormNoReplyLost(t *testing.T) {

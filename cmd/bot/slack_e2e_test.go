@@ -204,74 +204,70 @@ func TestSlackRedeliveredEnvelopeIsOneRun(t *testing.T) {
 	}
 }
 
-// TestSlackDroppedSocketMidRunNothingLostOrDoubled proves a socket cut while runs work (and
-// while envelopes are in flight, unacked ones redelivered by Slack) loses no message and
-// answers none twice.
-func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
-	e := newSlackE2E(t, nil)
-	e.sl.SetRedelivery(500*time.Millisecond, 3)
-	e.model.SetLatency(300 * time.Millisecond)
-	r := e.start()
-	const users = 4
-	for i := range users {
-		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("first %d", i)})
-	}
-	waitFor(t, "the runs started", 10*time.Second, func() bool { return e.model.Count() >= 1 })
-	e.sl.DropSockets()
-	for i := range users {
-		e.sl.PushMessage(slackfake.Msg{Channel: fmt.Sprintf("D0U%d", i), ChannelType: "im", User: fmt.Sprintf("U0U%d", i), Text: fmt.Sprintf("second %d", i)})
-	}
-	for i := range users {
-		got := e.waitSlackAnswers(fmt.Sprintf("D0U%d", i), "", 2)
-		all := slackVisible(got[0]) + slackVisible(got[1])
-		if !strings.Contains(all, fmt.Sprintf("echo: first %d", i)) || !strings.Contains(all, fmt.Sprintf("echo: second %d", i)) {
-			t.Errorf("user %d's DM shows %q", i, all)
-		}
-	}
-	if n := e.model.Count(); n != 2*users {
-		t.Errorf("model called %d times, want %d: a message lost or run twice", n, 2*users)
-	}
-	if e.sl.Opened() < 2 || e.sl.Connections() != 1 {
-		t.Errorf("opened %d sockets, %d open; want a reconnect and one socket", e.sl.Opened(), e.sl.Connections())
-	}
-	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_reconnects_total"); n < 1 {
-		t.Errorf("reconnects in the metrics: %v, want at least 1", n)
-	}
-	if n := gathered(t, r.metrics.reg, "switchboard_slack_socket_connected", "connection", "1"); n != 1 {
-		t.Errorf("connection 1 in the metrics: %v, want 1 (up)", n)
-	}
-}
-
 // TestSlack429StormNoReplyLost proves 429s with Retry-After on chat.postMessage and chat.update
-// are waited out: every DM ends with exactly its answer.
+// are waited out: the runs are held until every DM shows its placeholder (posted through the
+// chat.postMessage storm), then answer into it through the chat.update storm; every DM ends
+// with exactly its answer, in the placeholder's place, and no placeholder is left behind.
 func TestSlack429StormNoReplyLost(t *testing.T) {
 	e := newSlackE2E(t, nil)
 	e.sl.RateLimit("chat.postMessage", 4, 1)
-	e.sl.RateLimit("chat.update", 4, 0)
 	e.sl.FailNext("chat.postMessage", 2, slackfake.Fault{Error: "ratelimited"})
+	e.sl.RateLimit("chat.update", 4, 0)
+	release := gateModel(t, e)
 	r := e.start()
 	names := []string{"ann", "bob", "cy", "di"}
 	for _, n := range names {
 		e.sl.PushMessage(slackfake.Msg{Channel: "D0" + n, ChannelType: "im", User: "U0" + n, Text: "hi from " + n})
 	}
+	placeholders := map[string]string{}
+	waitFor(t, "every DM's placeholder", 20*time.Second, func() bool {
+		for _, n := range names {
+			got := e.inThread("D0"+n, "")
+			if len(got) != 1 || !slackPlaceholder(got[0]) {
+				return false
+			}
+			placeholders[n] = got[0].TS
+		}
+		return true
+	})
+	if n := e.sl.Count("chat.update"); n != 0 {
+		t.Fatalf("chat.update called %d times before any answer", n)
+	}
+	release()
 	for _, n := range names {
 		got := e.waitSlackAnswers("D0"+n, "", 1)
 		if !strings.Contains(slackVisible(got[0]), "echo: hi from "+n) {
 			t.Errorf("%s's DM shows %q", n, slackVisible(got[0]))
 		}
+		if got[0].TS != placeholders[n] {
+			t.Errorf("%s's answer is message %s, not the placeholder %s edited", n, got[0].TS, placeholders[n])
+		}
+	}
+	for _, m := range e.sl.AllPosted() {
+		if m.User == slackfake.BotUserID && !m.Deleted && slackPlaceholder(m) {
+			t.Errorf("a placeholder is left in %s: %q", m.Channel, slackVisible(m))
+		}
+	}
+	if n := e.model.Count(); n != len(names) {
+		t.Errorf("model called %d times for %d messages", n, len(names))
 	}
 	if n := e.sl.Count("chat.postMessage"); n < len(names)+6 {
 		t.Errorf("chat.postMessage called %d times; the storm was not met", n)
 	}
-	if n := gathered(t, r.metrics.reg, "switchboard_slack_rate_limited_total", "method", "chat.postMessage"); n != 6 {
-		t.Errorf("rate limits of chat.postMessage in the metrics: %v, want 6", n)
+	if n := e.sl.Count("chat.update"); n < len(names)+4 {
+		t.Errorf("chat.update called %d times; the storm was not met", n)
+	}
+	for method, want := range map[string]float64{"chat.postMessage": 6, "chat.update": 4} {
+		if n := gathered(t, r.metrics.reg, "switchboard_slack_rate_limited_total", "method", method); n != want {
+			t.Errorf("rate limits of %s in the metrics: %v, want %v", method, n, want)
+		}
 	}
 	// The storm is one log line (a minute at most), and counted for the platform.
 	if n := strings.Count(e.logs.String(), "slack: rate limited (one line a minute"); n != 1 {
 		t.Errorf("the storm wrote %d rate-limit lines, want 1", n)
 	}
-	if n := counter(r.metrics.rateLimited, "slack", "retried"); n != 6 {
-		t.Errorf("switchboard_platform_rate_limited_total{platform=slack,result=retried} = %v, want the 6 of chat.postMessage", n)
+	if n := counter(r.metrics.rateLimited, "slack", "retried"); n != 10 {
+		t.Errorf("switchboard_platform_rate_limited_total{platform=slack,result=retried} = %v, want the 6 of chat.postMessage and the 4 of chat.update", n)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -282,6 +283,78 @@ func TestSocketModeThroughSlackGo(t *testing.T) {
 	env = s.PushSlash(slackfake.Slash{Command: "/bot", Text: "again", User: "U1", Channel: "C1"})
 	waitFor(t, "a third socket", func() bool { return s.Opened() == 3 })
 	waitFor(t, "the command sent after the drop acked", func() bool { return s.Acked(env) })
+}
+
+// TestLostAckResentOnTheNextSocket proves LoseAcks: the client's ack is not counted, its socket
+// is cut, and the envelope comes again on the new socket with retry_attempt 1; later acks count.
+func TestLostAckResentOnTheNextSocket(t *testing.T) {
+	s := slackfake.New(t)
+	s.SetPingInterval(50 * time.Millisecond)
+	c := runSocket(t, s, func(socketmode.Request) bool { return true })
+	waitFor(t, "hello", func() bool { return len(c.got(socketmode.EventTypeHello)) == 1 })
+	s.LoseAcks(1)
+	_, env := s.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: "U1", Text: "hi"})
+	waitFor(t, "the resend", func() bool { return len(c.got(socketmode.EventTypeEventsAPI)) == 2 })
+	evs := c.got(socketmode.EventTypeEventsAPI)
+	if evs[0].Request.EnvelopeID != env || evs[1].Request.RetryAttempt != 1 || evs[1].Request.RetryReason != "timeout" {
+		t.Fatalf("deliveries %+v / %+v", evs[0].Request, evs[1].Request)
+	}
+	again := evs[1].Request.EnvelopeID
+	waitFor(t, "the resend acked", func() bool { return s.Acked(again) })
+	if s.Acked(env) {
+		t.Error("the lost ack was counted")
+	}
+	if s.Opened() != 2 || s.PeakConnections() != 1 {
+		t.Errorf("opened %d sockets, %d at once; want the first cut and a second", s.Opened(), s.PeakConnections())
+	}
+	envs := s.Envelopes()
+	if len(envs) != 2 || envs[1].Conn != 2 || string(envs[1].Payload) != string(envs[0].Payload) {
+		t.Fatalf("envelopes %+v: want the same payload again on socket 2", envs)
+	}
+	_, next := s.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: "U1", Text: "next"})
+	waitFor(t, "the next ack counted", func() bool { return s.Acked(next) })
+	if s.Opened() != 2 {
+		t.Errorf("opened %d sockets; only one ack was to be lost", s.Opened())
+	}
+}
+
+// dialSocket opens a Socket Mode websocket on s as a client does and reads its hello.
+func dialSocket(t *testing.T, s *slackfake.Server) *websocket.Conn {
+	t.Helper()
+	_, url, err := client(s).StartSocketModeContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, hello, err := ws.ReadMessage(); err != nil || !strings.Contains(string(hello), `"hello"`) {
+		t.Fatalf("hello: %s, %v", hello, err)
+	}
+	return ws
+}
+
+// TestPeakConnectionsCountsSocketsOpenTogether proves PeakConnections counts sockets a client
+// holds open at once, and not one it closed just before opening the next (however soon the
+// next comes after).
+func TestPeakConnectionsCountsSocketsOpenTogether(t *testing.T) {
+	s := slackfake.New(t)
+	ws := dialSocket(t, s)
+	for range 20 {
+		ws.Close()
+		ws = dialSocket(t, s)
+	}
+	if n := s.PeakConnections(); n != 1 {
+		t.Errorf("PeakConnections %d after sockets closed before the next opened, want 1", n)
+	}
+	other := dialSocket(t, s)
+	if n := s.PeakConnections(); n != 2 {
+		t.Errorf("PeakConnections %d with two sockets open, want 2", n)
+	}
+	other.Close()
+	ws.Close()
 }
 
 func TestSignedDeliveries(t *testing.T) {

@@ -51,6 +51,7 @@ type socketState struct {
 	retries  int
 	timers   map[string]*time.Timer
 	graceful time.Duration
+	lose     int // acks still to lose with their socket (LoseAcks)
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -106,6 +107,17 @@ func (s *Server) SetRedelivery(after time.Duration, retries int) {
 	s.sock.mu.Unlock()
 }
 
+// LoseAcks makes the next n acks of envelopes not acked yet get lost with their socket, as when
+// a connection fails between the client's ack and Slack: the server counts no ack, cuts that
+// socket's connection without a close frame, and sends the envelope again, with retry_attempt
+// one higher and retry_reason "timeout", on another open socket or the next one opened. The
+// client saw and acknowledged the envelope, so the resend is a duplicate it must recognise.
+func (s *Server) LoseAcks(n int) {
+	s.sock.mu.Lock()
+	s.sock.lose = n
+	s.sock.mu.Unlock()
+}
+
 // SetDisconnectGrace sets how long a socket stays open after the server sent it a disconnect
 // (default 1 s), unless the client closes it first.
 func (s *Server) SetDisconnectGrace(d time.Duration) {
@@ -142,10 +154,18 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	st.opened++
 	c := &sconn{id: st.opened, ws: ws, done: make(chan struct{})}
+	// A socket the client closed before it opened this one is not open alongside it, even
+	// when the goroutine reading it has not seen the close yet.
+	alongside := 1
+	for _, o := range st.conns {
+		if !peerClosed(o.ws.NetConn()) {
+			alongside++
+		}
+	}
 	st.conns[c.id] = c
 	ping := st.ping
 	n := len(st.conns)
-	st.peak = max(st.peak, n)
+	st.peak = max(st.peak, alongside)
 	st.mu.Unlock()
 
 	hello := map[string]any{"type": "hello", "num_connections": n,
@@ -173,7 +193,9 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &a) != nil || a.EnvelopeID == "" {
 			continue
 		}
-		st.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()})
+		if st.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()}) {
+			st.loseAck(c, a.EnvelopeID)
+		}
 	}
 }
 
@@ -194,15 +216,31 @@ func (st *socketState) pinger(c *sconn, every time.Duration) {
 }
 
 func (st *socketState) drop(c *sconn) {
-	c.close()
 	st.mu.Lock()
 	delete(st.conns, c.id)
 	st.mu.Unlock()
+	c.close()
 }
 
-func (st *socketState) ack(a Ack) {
+// cut drops c without a close frame, as a network failure would; it stops counting as open
+// before its connection closes.
+func (st *socketState) cut(c *sconn) {
+	st.mu.Lock()
+	delete(st.conns, c.id)
+	st.mu.Unlock()
+	_ = c.ws.NetConn().Close()
+	c.close()
+}
+
+// ack counts a; it reports instead that a is to be lost with its socket (LoseAcks), counting
+// nothing, when it acknowledges an envelope not acked yet and acks are to be lost.
+func (st *socketState) ack(a Ack) (lose bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked && st.lose > 0 {
+		st.lose--
+		return true
+	}
 	st.acks = append(st.acks, a)
 	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked {
 		e.Acked = true
@@ -211,6 +249,24 @@ func (st *socketState) ack(a Ack) {
 	if t := st.timers[a.EnvelopeID]; t != nil {
 		t.Stop()
 		delete(st.timers, a.EnvelopeID)
+	}
+	return false
+}
+
+// loseAck cuts c, whose ack of envelope id never reaches Slack, and sends the envelope again:
+// on another open socket, or on the next one opened.
+func (st *socketState) loseAck(c *sconn, id string) {
+	st.cut(c)
+	st.mu.Lock()
+	e := st.envs[id]
+	if t := st.timers[id]; t != nil {
+		t.Stop()
+		delete(st.timers, id)
+	}
+	closed := st.closed
+	st.mu.Unlock()
+	if !closed {
+		st.redeliver(e, "timeout")
 	}
 }
 
@@ -378,8 +434,9 @@ func (s *Server) Opened() int {
 	return s.sock.opened
 }
 
-// PeakConnections is the most sockets that were open at once since the start (a socket counts
-// until the server sees it closed).
+// PeakConnections is the most sockets that were open at once since the start: a socket counts
+// until the client closed it (on Linux, as soon as its close reached the kernel; elsewhere, once
+// the server read it) or the server did.
 func (s *Server) PeakConnections() int {
 	s.sock.mu.Lock()
 	defer s.sock.mu.Unlock()
@@ -424,8 +481,7 @@ func (s *Server) DropSockets() {
 	}
 	s.sock.mu.Unlock()
 	for _, c := range conns {
-		_ = c.ws.NetConn().Close()
-		s.sock.drop(c)
+		s.sock.cut(c)
 	}
 }
 

@@ -316,6 +316,44 @@ func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
 	}
 }
 
+// TestDiscordCommandRegistration429StormAtStart proves a storm of 429s on the registration of
+// the slash commands (their GET and their PUT, more than one call waits out) neither holds up
+// the start nor loses the commands: the bot answers /bot at once, and the registration is
+// retried in the background until the commands are registered, with one bulk overwrite.
+func TestDiscordCommandRegistration429StormAtStart(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.dc.RateLimitStorm("GET", discordfake.RouteCommands, 2, 30*time.Millisecond)
+	// Six PUTs are the first and the five retries of one call: the seventh 429 meets the retry.
+	e.dc.RateLimitStorm("PUT", discordfake.RouteCommands, 7, 30*time.Millisecond)
+	e.start()
+	ch := e.dc.Guild("700000000000000005")
+	id := e.dc.Slash(ch, dAnn, "bot", "whoami", "")
+	waitFor(t, "the command's answer", 10*time.Second, func() bool {
+		ix, _ := e.dc.InteractionByID(id)
+		r := ix.Replies()
+		return len(r) > 0 && strings.Contains(r[0].Text(), dAnn.ID)
+	})
+	waitFor(t, "the commands registered", 20*time.Second, func() bool { return e.dc.CommandOverwrites() == 1 })
+	names := []string{}
+	for _, c := range e.dc.Commands("") {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "bot,botadmin" {
+		t.Errorf("commands = %v", names)
+	}
+	if n := e.dc.Count("PUT", discordfake.RouteCommands); n != 1 {
+		t.Errorf("%d PUTs of the commands answered 2xx, want 1", n)
+	}
+	waitFor(t, "the registration's recovery logged", 10*time.Second, func() bool {
+		return strings.Contains(e.logs.String(), "commands registered after retrying")
+	})
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "registering commands failed") && !strings.Contains(line, "retrying in the background") {
+			t.Errorf("a registration failure left to itself: %s", line)
+		}
+	}
+}
+
 // gatedModel answers "echo: …" once release is closed, so a run can be caught mid-way.
 func gatedModel(release <-chan struct{}) func(modelserver.Request) modelserver.Reply {
 	return func(r modelserver.Request) modelserver.Reply {

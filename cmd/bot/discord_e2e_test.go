@@ -296,16 +296,21 @@ func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
 	})
 }
 
-// TestDiscordCommandsRegisteredOnceAcrossRestarts proves a restart with unchanged commands
-// makes no second bulk overwrite.
+// TestDiscordCommandsRegisteredOnceAcrossRestarts proves restarts with unchanged commands make
+// no second bulk overwrite: three starts (two restarts), one PUT, and one GET each.
 func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
 	e := newDiscordE2E(t, nil)
-	first := e.start()
-	first.stop()
-	second := e.start()
-	second.stop()
+	for range 3 {
+		e.start().stop()
+	}
 	if n := e.dc.CommandOverwrites(); n != 1 {
-		t.Errorf("%d bulk overwrites over two starts, want 1", n)
+		t.Errorf("%d bulk overwrites over three starts, want 1", n)
+	}
+	if n := e.dc.Count("PUT", discordfake.RouteCommands); n != 1 {
+		t.Errorf("%d PUTs of the commands over three starts, want 1", n)
+	}
+	if n := e.dc.Count("GET", discordfake.RouteCommands); n != 3 {
+		t.Errorf("%d GETs of the commands over three starts, want 3 (one a start)", n)
 	}
 	names := []string{}
 	for _, c := range e.dc.Commands("") {

@@ -275,6 +275,24 @@ func TestDiscordEveryonePingsNoOne(t *testing.T) {
 		if p := discordfake.Pings(m); len(p) != 0 {
 			t.Errorf("message %q pings %v", m.Text(), p)
 		}
+		// Discord pings from allowed_mentions, not from what the fake's Pings reads: the
+		// message must parse nothing and list no one.
+		if am := m.AllowedMentions; am == nil || am.Parse == nil || len(am.Parse) != 0 || len(am.Users) != 0 || len(am.Roles) != 0 {
+			t.Errorf("message %q allowed_mentions %+v, want parse [] and no users or roles", m.Text(), am)
+		}
+		// And the text itself is neutralized wherever it went (content or an embed), so a
+		// client or a copy of it pings no one either.
+		text := m.Text()
+		for _, raw := range []string{"@everyone", "@here", "<@" + dBob.ID + ">", "<@&12345>"} {
+			if strings.Contains(text, raw) {
+				t.Errorf("message %q carries %q as is", text, raw)
+			}
+		}
+		for _, neutral := range []string{"@\u200beveryone", "@\u200bhere", "hey"} {
+			if !strings.Contains(text, neutral) {
+				t.Errorf("message %q lacks %q: the answer did not go out neutralized", text, neutral)
+			}
+		}
 	}
 }
 

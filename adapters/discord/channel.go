@@ -211,6 +211,9 @@ type Channel struct {
 	onIdentify func(shard int, slot time.Time)
 	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
 	liveNow func() time.Time
+	// regWait is how a registration retried in the background waits (channels.Sleep; tests
+	// record the waits instead of sleeping them).
+	regWait func(ctx context.Context, d time.Duration) error
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -221,6 +224,8 @@ type Channel struct {
 	appID   string
 	wg      sync.WaitGroup
 	life    context.Context
+	// regCancel ends the registration being retried in the background, if any.
+	regCancel context.CancelFunc
 
 	where    sync.Map // channel id → where
 	threads  *threadMaker
@@ -352,6 +357,7 @@ func New(cfg Config) (*Channel, error) {
 		appID:   cfg.ApplicationID,
 		now:     cfg.Now,
 		liveNow: time.Now,
+		regWait: channels.Sleep,
 	}
 	if c.now == nil {
 		c.now = time.Now

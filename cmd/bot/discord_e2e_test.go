@@ -275,6 +275,24 @@ func TestDiscordEveryonePingsNoOne(t *testing.T) {
 		if p := discordfake.Pings(m); len(p) != 0 {
 			t.Errorf("message %q pings %v", m.Text(), p)
 		}
+		// Discord pings from allowed_mentions, not from what the fake's Pings reads: the
+		// message must parse nothing and list no one.
+		if am := m.AllowedMentions; am == nil || am.Parse == nil || len(am.Parse) != 0 || len(am.Users) != 0 || len(am.Roles) != 0 {
+			t.Errorf("message %q allowed_mentions %+v, want parse [] and no users or roles", m.Text(), am)
+		}
+		// And the text itself is neutralized wherever it went (content or an embed), so a
+		// client or a copy of it pings no one either.
+		text := m.Text()
+		for _, raw := range []string{"@everyone", "@here", "<@" + dBob.ID + ">", "<@&12345>"} {
+			if strings.Contains(text, raw) {
+				t.Errorf("message %q carries %q as is", text, raw)
+			}
+		}
+		for _, neutral := range []string{"@\u200beveryone", "@\u200bhere", "hey"} {
+			if !strings.Contains(text, neutral) {
+				t.Errorf("message %q lacks %q: the answer did not go out neutralized", text, neutral)
+			}
+		}
 	}
 }
 
@@ -296,16 +314,21 @@ func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
 	})
 }
 
-// TestDiscordCommandsRegisteredOnceAcrossRestarts proves a restart with unchanged commands
-// makes no second bulk overwrite.
+// TestDiscordCommandsRegisteredOnceAcrossRestarts proves restarts with unchanged commands make
+// no second bulk overwrite: three starts (two restarts), one PUT, and one GET each.
 func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
 	e := newDiscordE2E(t, nil)
-	first := e.start()
-	first.stop()
-	second := e.start()
-	second.stop()
+	for range 3 {
+		e.start().stop()
+	}
 	if n := e.dc.CommandOverwrites(); n != 1 {
-		t.Errorf("%d bulk overwrites over two starts, want 1", n)
+		t.Errorf("%d bulk overwrites over three starts, want 1", n)
+	}
+	if n := e.dc.Count("PUT", discordfake.RouteCommands); n != 1 {
+		t.Errorf("%d PUTs of the commands over three starts, want 1", n)
+	}
+	if n := e.dc.Count("GET", discordfake.RouteCommands); n != 3 {
+		t.Errorf("%d GETs of the commands over three starts, want 3 (one a start)", n)
 	}
 	names := []string{}
 	for _, c := range e.dc.Commands("") {
@@ -313,6 +336,44 @@ func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "bot,botadmin" {
 		t.Errorf("commands = %v", names)
+	}
+}
+
+// TestDiscordCommandRegistration429StormAtStart proves a storm of 429s on the registration of
+// the slash commands (their GET and their PUT, more than one call waits out) neither holds up
+// the start nor loses the commands: the bot answers /bot at once, and the registration is
+// retried in the background until the commands are registered, with one bulk overwrite.
+func TestDiscordCommandRegistration429StormAtStart(t *testing.T) {
+	e := newDiscordE2E(t, nil)
+	e.dc.RateLimitStorm("GET", discordfake.RouteCommands, 2, 30*time.Millisecond)
+	// Six PUTs are the first and the five retries of one call: the seventh 429 meets the retry.
+	e.dc.RateLimitStorm("PUT", discordfake.RouteCommands, 7, 30*time.Millisecond)
+	e.start()
+	ch := e.dc.Guild("700000000000000005")
+	id := e.dc.Slash(ch, dAnn, "bot", "whoami", "")
+	waitFor(t, "the command's answer", 10*time.Second, func() bool {
+		ix, _ := e.dc.InteractionByID(id)
+		r := ix.Replies()
+		return len(r) > 0 && strings.Contains(r[0].Text(), dAnn.ID)
+	})
+	waitFor(t, "the commands registered", 20*time.Second, func() bool { return e.dc.CommandOverwrites() == 1 })
+	names := []string{}
+	for _, c := range e.dc.Commands("") {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "bot,botadmin" {
+		t.Errorf("commands = %v", names)
+	}
+	if n := e.dc.Count("PUT", discordfake.RouteCommands); n != 1 {
+		t.Errorf("%d PUTs of the commands answered 2xx, want 1", n)
+	}
+	waitFor(t, "the registration's recovery logged", 10*time.Second, func() bool {
+		return strings.Contains(e.logs.String(), "commands registered after retrying")
+	})
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "registering commands failed") && !strings.Contains(line, "retrying in the background") {
+			t.Errorf("a registration failure left to itself: %s", line)
+		}
 	}
 }
 

@@ -19,12 +19,13 @@ const module = "github.com/switchboard-bot/switchboard/"
 // conversation vocabulary, and the leaves of mechanism that know nothing of the project
 // (leaves: the JSON syntax of the hand-written decoders, the stack growth of hand-over
 // goroutines), each of the standard library only. Tests may also use the platform fakes, the
-// fake model and the test helper that waits on a condition and the concurrent log buffer.
+// fake model, the test helper that waits on a condition, the concurrent log buffer and the
+// counting Handler (internal/chantest).
 var allowed = append([]string{"channels", "render", "core/conv"}, leaves...)
 
 var leaves = []string{"internal/jsonwire", "internal/growstack"}
 
-var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf", "internal/leasetest"}
+var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf", "internal/leasetest", "internal/chantest"}
 
 // forbidden are outside packages no adapter may import, whatever reaches it transitively.
 var forbidden = []string{"github.com/redis/go-redis", "github.com/alicebob/miniredis"}

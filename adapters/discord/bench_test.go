@@ -11,22 +11,9 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 )
-
-// countingHandler counts inbound messages and signals when want have arrived.
-type countingHandler struct {
-	n    atomic.Int64
-	want int64
-	done chan struct{}
-}
-
-func (h *countingHandler) HandleInbound(context.Context, channels.Channel, channels.Inbound) error {
-	if h.n.Add(1) == h.want {
-		close(h.done)
-	}
-	return nil
-}
 
 func benchChannel(b *testing.B, fk *discordfake.Server, h channels.Handler) *Channel {
 	b.Helper()
@@ -47,7 +34,7 @@ func benchChannel(b *testing.B, fk *discordfake.Server, h channels.Handler) *Cha
 func BenchmarkInboundGateway(b *testing.B) {
 	fk := discordfake.Start()
 	defer fk.Close()
-	h := &countingHandler{want: int64(b.N), done: make(chan struct{})}
+	h := chantest.NewCounter(b.N)
 	benchChannel(b, fk, h)
 	dms := make([]string, 64)
 	for i := range dms {
@@ -58,7 +45,7 @@ func BenchmarkInboundGateway(b *testing.B) {
 		fk.Post(discordfake.UserMessage{Channel: dms[i%len(dms)], Author: discordfake.User{ID: strconv.Itoa(1000 + i%len(dms))},
 			Content: "hello number " + strconv.Itoa(i)})
 	}
-	<-h.done
+	<-h.Done()
 }
 
 // BenchmarkSendText measures one short text message posted through Send (rendering, the
@@ -66,7 +53,7 @@ func BenchmarkInboundGateway(b *testing.B) {
 func BenchmarkSendText(b *testing.B) {
 	fk := discordfake.Start()
 	defer fk.Close()
-	ch := benchChannel(b, fk, &countingHandler{want: -1})
+	ch := benchChannel(b, fk, chantest.NewCounter(0))
 	keys := make([]conv.Key, 64)
 	for i := range keys {
 		keys[i] = conv.Key{Platform: "discord", Chat: fk.DM(strconv.Itoa(1000 + i))}

@@ -3,27 +3,13 @@ package slack
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
-
-// countingHandler counts inbound messages and signals when want have arrived.
-type countingHandler struct {
-	n    atomic.Int64
-	want int64
-	done chan struct{}
-}
-
-func (h *countingHandler) HandleInbound(context.Context, channels.Channel, channels.Inbound) error {
-	if h.n.Add(1) == h.want {
-		close(h.done)
-	}
-	return nil
-}
 
 // BenchmarkSend measures Send of a short markdown answer through slack-go to the fake (HTTP on
 // loopback included), pacing off, over 200 DMs: what a run's closing message costs the adapter.
@@ -54,7 +40,7 @@ func BenchmarkInboundSocket(b *testing.B) {
 	fake := slackfake.Start()
 	defer fake.Close()
 	fake.SetRecording(false)
-	counted := &countingHandler{want: int64(b.N), done: make(chan struct{})}
+	counted := chantest.NewCounter(b.N)
 	ch, _ := newChannel(b, fake, nil)
 	if err := ch.Start(context.Background(), counted); err != nil {
 		b.Fatal(err)
@@ -66,5 +52,5 @@ func BenchmarkInboundSocket(b *testing.B) {
 		fake.PushMessage(slackfake.Msg{Channel: "D" + strconv.Itoa(i%200), ChannelType: "im",
 			User: "U" + strconv.Itoa(i%200), Text: "hello number " + strconv.Itoa(i)})
 	}
-	<-counted.done
+	<-counted.Done()
 }

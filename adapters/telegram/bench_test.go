@@ -12,23 +12,10 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 	"github.com/switchboard-bot/switchboard/render"
 )
-
-// countingHandler counts inbound messages and signals when want have arrived.
-type countingHandler struct {
-	n    atomic.Int64
-	want int64
-	done chan struct{}
-}
-
-func (h *countingHandler) HandleInbound(context.Context, channels.Channel, channels.Inbound) error {
-	if h.n.Add(1) == h.want {
-		close(h.done)
-	}
-	return nil
-}
 
 // BenchmarkInboundPolling measures one update from the fake's queue through getUpdates, decoding
 // and conversion to the Handler (updates pushed up front, 100 per poll).
@@ -39,7 +26,7 @@ func BenchmarkInboundPolling(b *testing.B) {
 	for i := range b.N {
 		fake.PushPrivate(telegramfake.User{ID: int64(1 + i%200), FirstName: "U"}, "hello number "+strconv.Itoa(i))
 	}
-	h := &countingHandler{want: int64(b.N), done: make(chan struct{})}
+	h := chantest.NewCounter(b.N)
 	ch, err := New(Config{Token: fake.Token(), APIURL: fake.URL(), Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +36,7 @@ func BenchmarkInboundPolling(b *testing.B) {
 	if err := ch.Start(context.Background(), h); err != nil {
 		b.Fatal(err)
 	}
-	<-h.done
+	<-h.Done()
 	b.StopTimer()
 	_ = ch.Stop(context.Background())
 }
@@ -63,7 +50,7 @@ func BenchmarkInboundWebhook(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := &countingHandler{want: -1}
+	h := chantest.NewCounter(0)
 	if err := ch.Start(context.Background(), h); err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +80,7 @@ func BenchmarkSend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ch.Start(context.Background(), &countingHandler{want: -1}); err != nil {
+	if err := ch.Start(context.Background(), chantest.NewCounter(0)); err != nil {
 		b.Fatal(err)
 	}
 	defer ch.Stop(context.Background())
@@ -132,7 +119,7 @@ func BenchmarkSendConcurrent(b *testing.B) {
 		return dial(ctx, network, addr)
 	}
 	defer tr.CloseIdleConnections()
-	if err := ch.Start(context.Background(), &countingHandler{want: -1}); err != nil {
+	if err := ch.Start(context.Background(), chantest.NewCounter(0)); err != nil {
 		b.Fatal(err)
 	}
 	defer ch.Stop(context.Background())

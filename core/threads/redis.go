@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/internal/redisbatch"
+	"github.com/switchboard-bot/switchboard/internal/redisscan"
 )
 
 // This file holds every Redis command, pipeline and Lua script of the store: threads, session
@@ -666,25 +666,14 @@ func (r rdb) forget(ctx context.Context, ck convKeys) (had bool, cancelled strin
 // scanThreads calls fn, one call at a time, with the key and conversation of every thread
 // record under prefix, on every master of a cluster.
 func (r rdb) scanThreads(ctx context.Context, prefix string, fn func(key, conv string)) error {
-	var mu sync.Mutex // ForEachMaster scans the masters concurrently
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		it := c.Scan(ctx, 0, prefix+"{conv:*}:thread", 200).Iterator()
-		for it.Next(ctx) {
-			conv, err := c.HGet(ctx, it.Val(), "conv").Result()
-			if errors.Is(err, redis.Nil) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			fn(it.Val(), conv)
-			mu.Unlock()
+	return redisscan.Each(ctx, r.c, prefix+"{conv:*}:thread", func(key string) error {
+		conv, err := r.c.HGet(ctx, key, "conv").Result()
+		if errors.Is(err, redis.Nil) {
+			return nil // deleted meanwhile
 		}
-		return it.Err()
-	}
-	if cc, ok := r.c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
-	}
-	return scan(ctx, r.c)
+		if err == nil {
+			fn(key, conv)
+		}
+		return err
+	})
 }

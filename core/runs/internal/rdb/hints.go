@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/internal/redisscan"
 )
 
 // Hint is one ready-stream entry: conversation Tag may have work.
@@ -196,24 +198,12 @@ func (s *Store) MailboxIDs(ctx context.Context, tag string) ([]string, error) {
 	return out, nil
 }
 
-// ScanConvs calls fn with the tag of every scheduled conversation, on every master of a cluster.
+// ScanConvs calls fn with the tag of every scheduled conversation, on every master of a
+// cluster, one call at a time.
 func (s *Store) ScanConvs(ctx context.Context, fn func(tag string) error) error {
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		it := c.Scan(ctx, 0, s.prefix+"{conv:*}:st", 200).Iterator()
-		for it.Next(ctx) {
-			k := strings.TrimSuffix(strings.TrimPrefix(it.Val(), s.prefix), ":st")
-			if err := fn(k); err != nil {
-				return err
-			}
-		}
-		return it.Err()
-	}
-	var err error
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, s.c)
-	}
+	err := redisscan.Each(ctx, s.c, s.prefix+"{conv:*}:st", func(key string) error {
+		return fn(strings.TrimSuffix(strings.TrimPrefix(key, s.prefix), ":st"))
+	})
 	if err != nil {
 		return fmt.Errorf("rdb: scan conversations: %w", err)
 	}

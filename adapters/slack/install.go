@@ -250,7 +250,11 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 		// An install without a token is the mark the configured token's workspace left when it
 		// uninstalled the app (markUninstalled), maybe in another process: not served.
 		if !found && c.servesBase(workspace) {
-			return c.base, nil
+			// Cached like an install, so the configured token's own workspace costs a store
+			// read every installRecheck, not one (under installMu) per event and call.
+			tc := &teamClient{api: c.base.api, inst: c.base.inst, checked: c.now()}
+			c.teamClients.Store(team, tc)
+			return tc, nil
 		}
 		return nil, nil
 	}

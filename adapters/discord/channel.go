@@ -211,9 +211,9 @@ type Channel struct {
 	onIdentify func(shard int, slot time.Time)
 	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
 	liveNow func() time.Time
-	// regWait is how a registration retried in the background waits (channels.Sleep; tests
-	// record the waits instead of sleeping them).
-	regWait func(ctx context.Context, d time.Duration) error
+	// reg retries a command registration refused at start (tests set its Wait to record the
+	// waits instead of sleeping them).
+	reg *channels.LaterRetry
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -224,8 +224,6 @@ type Channel struct {
 	appID   string
 	wg      sync.WaitGroup
 	life    context.Context
-	// regCancel ends the registration being retried in the background, if any.
-	regCancel context.CancelFunc
 
 	where    sync.Map // channel id → where
 	threads  *threadMaker
@@ -357,7 +355,11 @@ func New(cfg Config) (*Channel, error) {
 		appID:   cfg.ApplicationID,
 		now:     cfg.Now,
 		liveNow: time.Now,
-		regWait: channels.Sleep,
+		reg: &channels.LaterRetry{
+			Failed: "discord: registering commands failed", Done: "discord: commands registered after retrying",
+			GaveUp: "the slash commands stay as Discord has them until the next start",
+			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
+		},
 	}
 	if c.now == nil {
 		c.now = time.Now

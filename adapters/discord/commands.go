@@ -117,21 +117,29 @@ const (
 // they differ, so restarts cost no writes (Discord allows 200 command creations a day).
 //
 // Each call waits out a few 429s (see call). A registration still refused for now — rate
-// limited for longer, a 5xx, a network error — is handed to a retry in the background, with
-// backoff (regRetryMin doubling to regRetryMax, never sooner than a 429's retry_after), until it
-// succeeds or the channel stops; RegisterCommands then logs a warning and returns nil, and the
-// retry logs each failure and the success. It returns an error when retrying cannot help: the
-// channel is not started or has stopped, ctx ended, or Discord refused the registration itself
-// (401, another 4xx). A later call replaces a retry still pending.
+// limited for longer, a 5xx, a network error — is handed to a retry in the background
+// (channels.LaterRetry: regRetryMin doubling to regRetryMax, never sooner than a 429's
+// retry_after), until it succeeds or the channel stops; RegisterCommands then logs a warning and
+// returns nil, and the retry logs each failure and the success. It returns an error when
+// retrying cannot help: the channel is not started or has stopped, ctx ended, or Discord refused
+// the registration itself (401, another 4xx). A later call replaces a retry still pending.
 func (c *Channel) RegisterCommands(ctx context.Context, specs []channels.CommandSpec) error {
-	c.cancelRegistrationRetry()
+	c.reg.Cancel()
 	err := c.registerCommands(ctx, specs)
 	if err == nil || !registrationRetryable(ctx, err) {
 		return err
 	}
-	if !c.goRegistrationRetry(slices.Clone(specs), err) {
+	specs = slices.Clone(specs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Under c.mu with stopped checked, so the wait group is never added to after Stop set
+	// stopped and began to wait.
+	if c.life == nil || c.life.Err() != nil || c.stopped {
 		return err
 	}
+	c.reg.Start(c.life, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
+		return c.registerCommands(ctx, specs)
+	})
 	return nil
 }
 
@@ -142,77 +150,6 @@ func registrationRetryable(ctx context.Context, err error) bool {
 	}
 	st := apiStatus(err)
 	return st == 0 || st >= 500 || st == http.StatusTooManyRequests
-}
-
-// registrationWait is how long the background retry waits after a failure, given the backoff.
-func registrationWait(backoff time.Duration, err error) time.Duration {
-	var rl *channels.RateLimitError
-	if errors.As(err, &rl) {
-		return max(backoff, rl.RetryAfter)
-	}
-	return backoff
-}
-
-// goRegistrationRetry logs the failure and starts retryRegistration on a context that Stop and
-// the next RegisterCommands end, owned by the channel's wait group; it reports false when the
-// channel is not running.
-func (c *Channel) goRegistrationRetry(specs []channels.CommandSpec, err error) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Under c.mu with stopped checked, so the wait group is never added to after Stop set
-	// stopped and began to wait.
-	if c.life == nil || c.life.Err() != nil || c.stopped {
-		return false
-	}
-	if c.regCancel != nil {
-		c.regCancel()
-	}
-	ctx, cancel := context.WithCancel(c.life)
-	c.regCancel = cancel
-	c.cfg.Logger.Warn("discord: registering commands failed; retrying in the background", "guild", c.cfg.DevGuild,
-		"retry_in", registrationWait(regRetryMin, err), "err", err)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer cancel()
-		c.retryRegistration(ctx, specs, err)
-	}()
-	return true
-}
-
-func (c *Channel) cancelRegistrationRetry() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.regCancel != nil {
-		c.regCancel()
-		c.regCancel = nil
-	}
-}
-
-// retryRegistration retries a registration that failed with err until it succeeds, fails for
-// good, or ctx ends.
-func (c *Channel) retryRegistration(ctx context.Context, specs []channels.CommandSpec, err error) {
-	backoff := regRetryMin
-	for attempt := 2; ; attempt++ {
-		if c.regWait(ctx, registrationWait(backoff, err)) != nil {
-			return
-		}
-		err = c.registerCommands(ctx, specs)
-		switch {
-		case err == nil:
-			c.cfg.Logger.Info("discord: commands registered after retrying", "guild", c.cfg.DevGuild, "attempts", attempt)
-			return
-		case ctx.Err() != nil:
-			return
-		case !registrationRetryable(ctx, err):
-			c.cfg.Logger.Error("discord: registering commands failed; not retrying: the slash commands stay as Discord has them until the next start",
-				"guild", c.cfg.DevGuild, "attempts", attempt, "err", err)
-			return
-		}
-		backoff = min(backoff*2, regRetryMax)
-		c.cfg.Logger.Warn("discord: registering commands failed again; retrying in the background", "guild", c.cfg.DevGuild,
-			"attempts", attempt, "retry_in", registrationWait(backoff, err), "err", err)
-	}
 }
 
 var errNoApplication = errors.New("discord: register commands: no application id (start the channel first)")

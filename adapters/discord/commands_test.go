@@ -115,7 +115,7 @@ func TestRegisterCommandsRetriedLater(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := discordfake.New(t)
 			w := &waits{}
-			h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.regWait = w.wait })
+			h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.wait })
 			tc.fault(fk)
 			if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
 				t.Fatalf("RegisterCommands: %v, want nil: the registration is retried", err)
@@ -151,7 +151,7 @@ func TestRegisterCommandsBackoffIsBounded(t *testing.T) {
 	w := &waits{}
 	// A MaxRetryWait below minRateLimitWait: every call gives up at its first 429.
 	h := newHarnessPrepared(t, fk, func(c *Config) { c.MaxRetryWait = 10 * time.Millisecond },
-		func(c *Channel) { c.regWait = w.wait })
+		func(c *Channel) { c.reg.Wait = w.wait })
 	const attempts = 12
 	fk.RateLimitStorm(http.MethodPut, discordfake.RouteCommands, attempts, 10*time.Millisecond)
 	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
@@ -209,8 +209,8 @@ func TestRegistrationWaitHonoursRetryAfter(t *testing.T) {
 		{"a wrapped one", regRetryMax, fmt.Errorf("x: %w", &channels.RateLimitError{RetryAfter: time.Hour}), time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := registrationWait(tc.backoff, tc.err); got != tc.want {
-				t.Errorf("registrationWait(%v, %v) = %v, want %v", tc.backoff, tc.err, got, tc.want)
+			if got := channels.RetryWait(tc.backoff, tc.err); got != tc.want {
+				t.Errorf("channels.RetryWait(%v, %v) = %v, want %v", tc.backoff, tc.err, got, tc.want)
 			}
 		})
 	}
@@ -221,7 +221,7 @@ func TestRegistrationWaitHonoursRetryAfter(t *testing.T) {
 func TestRegisterCommandsRefusalNotRetried(t *testing.T) {
 	fk := discordfake.New(t)
 	w := &waits{}
-	h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.regWait = w.wait })
+	h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.wait })
 	fk.FailNext(http.MethodPut, discordfake.RouteCommands, 1, discordfake.Fault{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body"})
 	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err == nil {
 		t.Fatal("nil error for a refused registration")
@@ -238,7 +238,7 @@ func TestRegisterCommandsReplacesPendingRetry(t *testing.T) {
 	// The retry of the first registration waits until it is ended.
 	h := newHarnessPrepared(t, fk, func(c *Config) { c.MaxRetryWait = 10 * time.Millisecond },
 		func(c *Channel) {
-			c.regWait = func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
+			c.reg.Wait = func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
 		})
 	fk.RateLimitStorm(http.MethodPut, discordfake.RouteCommands, 1, 10*time.Millisecond)
 	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {

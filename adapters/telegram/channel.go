@@ -148,9 +148,13 @@ type Channel struct {
 	mu      sync.Mutex
 	handler channels.Handler
 	cancel  context.CancelFunc
+	life    context.Context // from Start until Stop
 	started bool
 	stopped bool
 	wg      sync.WaitGroup
+	// reg retries a command registration refused at start (tests set its Wait to record the
+	// waits instead of sleeping them).
+	reg *channels.LaterRetry
 
 	lastPoll   atomic.Int64 // unix nanos of the last successful getUpdates
 	leading    atomic.Bool  // this process holds the polling lease (Config.Lease set)
@@ -246,6 +250,11 @@ func New(cfg Config) (*Channel, error) {
 		sleep:      channels.Sleep,
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,
+		reg: &channels.LaterRetry{
+			Failed: "telegram: registering commands failed", Done: "telegram: commands registered after retrying",
+			GaveUp: "the command menu stays as Telegram has it until the next start",
+			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger,
+		},
 	}
 	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
@@ -309,6 +318,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	c.self = botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
 	c.handler = h
 	c.cancel = cancel
+	c.life = life
 	c.mu.Unlock()
 
 	if c.cfg.Mode == ModeWebhook {

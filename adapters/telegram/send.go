@@ -350,10 +350,46 @@ func (c *Channel) answer(ctx context.Context, id, text string) error {
 	return err
 }
 
+// Bounds on retrying a command registration in the background: the first retry waits
+// regRetryMin (or a 429's retry_after, when longer), each later one twice the one before, up
+// to regRetryMax. A retry is one getMyCommands and at most one setMyCommands.
+const (
+	regRetryMin = 2 * time.Second
+	regRetryMax = 5 * time.Minute
+)
+
 // RegisterCommands sets the bot's command menu to cmds (admin-only commands are left out of the
 // menu everyone sees), calling setMyCommands only when the list differs from getMyCommands.
 // Names are lowercased and lose a leading '/'.
+//
+// A registration refused for now — rate limited past the call's own waits, a 5xx, a network
+// error — is retried in the background (channels.LaterRetry) until it succeeds or the channel
+// stops: RegisterCommands then logs a warning and returns nil. It returns an error when
+// retrying cannot help: the channel is not started or has stopped, ctx ended, Telegram refused
+// the token or the list itself (another 4xx), or its answer was unreadable. A later call
+// replaces a retry still pending.
 func (c *Channel) RegisterCommands(ctx context.Context, cmds []channels.CommandSpec) error {
+	c.reg.Cancel()
+	want := menuCommands(cmds)
+	err := c.registerCommands(ctx, want)
+	if err == nil || !registrationRetryable(ctx, err) {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Under c.mu with stopped checked, so the wait group is never added to after StopIntake
+	// set stopped and began to wait.
+	if c.life == nil || c.life.Err() != nil || c.stopped {
+		return err
+	}
+	c.reg.Start(c.life, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
+		return c.registerCommands(ctx, want)
+	})
+	return nil
+}
+
+// menuCommands is the menu everyone sees for cmds.
+func menuCommands(cmds []channels.CommandSpec) []tgbotapi.BotCommand {
 	want := make([]tgbotapi.BotCommand, 0, len(cmds))
 	for _, s := range cmds {
 		if s.AdminOnly {
@@ -365,13 +401,21 @@ func (c *Channel) RegisterCommands(ctx context.Context, cmds []channels.CommandS
 		}
 		want = append(want, tgbotapi.BotCommand{Command: strings.ToLower(strings.TrimPrefix(s.Name, "/")), Description: desc})
 	}
+	return want
+}
+
+// errUnreadableCommands: getMyCommands answered with something that is not a command list.
+var errUnreadableCommands = errors.New("telegram: getMyCommands: unreadable result")
+
+// registerCommands is one registration: getMyCommands, then setMyCommands when they differ.
+func (c *Channel) registerCommands(ctx context.Context, want []tgbotapi.BotCommand) error {
 	raw, err := c.call(ctx, "getMyCommands", nil, true)
 	if err != nil {
 		return err
 	}
 	var have []tgbotapi.BotCommand
 	if err := json.Unmarshal(raw, &have); err != nil {
-		return fmt.Errorf("telegram: getMyCommands: unreadable result: %w", err)
+		return fmt.Errorf("%w: %w", errUnreadableCommands, err)
 	}
 	if equalCommands(have, want) {
 		return nil
@@ -382,6 +426,21 @@ func (c *Channel) RegisterCommands(ctx context.Context, cmds []channels.CommandS
 	}
 	_, err = c.call(ctx, "setMyCommands", tgbotapi.Params{"commands": string(b)}, true)
 	return err
+}
+
+// registrationRetryable tells a registration refused for now (a rate limit past the call's own
+// waits, a 5xx, a network error) from one retrying cannot help.
+func registrationRetryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, channels.ErrUnauthorized) || errors.Is(err, errUnreadableCommands) {
+		return false
+	}
+	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
+		return true
+	}
+	if ae, ok := errors.AsType[*APIError](err); ok {
+		return ae.Code >= 500
+	}
+	return true
 }
 
 func equalCommands(a, b []tgbotapi.BotCommand) bool {

@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/poll"
 )
@@ -66,25 +66,6 @@ func TestRegisterCommandsWaitsOutA429(t *testing.T) {
 	}
 }
 
-// waits records the background retry's waits instead of sleeping them.
-type waits struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (w *waits) wait(ctx context.Context, d time.Duration) error {
-	w.mu.Lock()
-	w.ds = append(w.ds, d)
-	w.mu.Unlock()
-	return ctx.Err()
-}
-
-func (w *waits) all() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.ds)
-}
-
 // TestRegisterCommandsRetriedLater proves a registration refused for longer than one call waits
 // (429s past the retry bound, a Discord outage) is retried in the background and succeeds with
 // one bulk overwrite.
@@ -114,8 +95,8 @@ func TestRegisterCommandsRetriedLater(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := discordfake.New(t)
-			w := &waits{}
-			h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.wait })
+			w := &chantest.Waits{}
+			h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.Wait })
 			tc.fault(fk)
 			if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
 				t.Fatalf("RegisterCommands: %v, want nil: the registration is retried", err)
@@ -130,7 +111,7 @@ func TestRegisterCommandsRetriedLater(t *testing.T) {
 			if n := commandCalls(fk, http.MethodPut); n != tc.puts {
 				t.Errorf("%d PUTs of the commands, want %d", n, tc.puts)
 			}
-			if got := w.all(); !slices.Equal(got, tc.waits) {
+			if got := w.All(); !slices.Equal(got, tc.waits) {
 				t.Errorf("background waits %v, want %v", got, tc.waits)
 			}
 			logs := h.logs.String()
@@ -148,17 +129,17 @@ func TestRegisterCommandsRetriedLater(t *testing.T) {
 // regRetryMax and stay there.
 func TestRegisterCommandsBackoffIsBounded(t *testing.T) {
 	fk := discordfake.New(t)
-	w := &waits{}
+	w := &chantest.Waits{}
 	// A MaxRetryWait below minRateLimitWait: every call gives up at its first 429.
 	h := newHarnessPrepared(t, fk, func(c *Config) { c.MaxRetryWait = 10 * time.Millisecond },
-		func(c *Channel) { c.reg.Wait = w.wait })
+		func(c *Channel) { c.reg.Wait = w.Wait })
 	const attempts = 12
 	fk.RateLimitStorm(http.MethodPut, discordfake.RouteCommands, attempts, 10*time.Millisecond)
 	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, "the commands registered by the retry", func() bool { return fk.CommandOverwrites() == 1 })
-	got := w.all()
+	got := w.All()
 	if len(got) != attempts {
 		t.Fatalf("%d waits, want %d: %v", len(got), attempts, got)
 	}
@@ -220,13 +201,13 @@ func TestRegistrationWaitHonoursRetryAfter(t *testing.T) {
 // other than 429) is returned, not retried.
 func TestRegisterCommandsRefusalNotRetried(t *testing.T) {
 	fk := discordfake.New(t)
-	w := &waits{}
-	h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.wait })
+	w := &chantest.Waits{}
+	h := newHarnessPrepared(t, fk, nil, func(c *Channel) { c.reg.Wait = w.Wait })
 	fk.FailNext(http.MethodPut, discordfake.RouteCommands, 1, discordfake.Fault{Status: http.StatusBadRequest, Code: 50035, Message: "Invalid Form Body"})
 	if err := h.ch.RegisterCommands(context.Background(), channels.Commands()); err == nil {
 		t.Fatal("nil error for a refused registration")
 	}
-	if n := len(w.all()); n != 0 || strings.Contains(h.logs.String(), "retrying in the background") {
+	if n := len(w.All()); n != 0 || strings.Contains(h.logs.String(), "retrying in the background") {
 		t.Errorf("a refused registration was retried (%d waits)", n)
 	}
 }

@@ -11,28 +11,10 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 	"github.com/switchboard-bot/switchboard/internal/poll"
 )
-
-// waits records the background retry's waits instead of sleeping them.
-type waits struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (w *waits) wait(ctx context.Context, d time.Duration) error {
-	w.mu.Lock()
-	w.ds = append(w.ds, d)
-	w.mu.Unlock()
-	return ctx.Err()
-}
-
-func (w *waits) all() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.ds)
-}
 
 var menu = []channels.CommandSpec{{Name: "/new", Description: "Start over"}, {Name: "help", Description: "Help"}, {Name: "deadletters", AdminOnly: true}}
 
@@ -71,8 +53,8 @@ func TestRegisterCommandsRetriedInTheBackground(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, nil)
-			w := &waits{}
-			h.ch.reg.Wait = w.wait
+			w := &chantest.Waits{}
+			h.ch.reg.Wait = w.Wait
 			tc.fault(h.fake)
 			if err := h.ch.RegisterCommands(context.Background(), menu); err != nil {
 				t.Fatalf("RegisterCommands: %v, want nil: the registration is retried", err)
@@ -84,7 +66,7 @@ func TestRegisterCommandsRetriedInTheBackground(t *testing.T) {
 			if n := h.fake.Count("setMyCommands"); n != tc.sets {
 				t.Errorf("setMyCommands called %d times, want %d", n, tc.sets)
 			}
-			if got := w.all(); !slices.Equal(got, tc.waits) {
+			if got := w.All(); !slices.Equal(got, tc.waits) {
 				t.Errorf("background waits %v, want %v", got, tc.waits)
 			}
 			logs := h.logs.String()
@@ -112,8 +94,8 @@ func TestRegisterCommandsNotRetriedWhenRetryingCannotHelp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, nil)
-			w := &waits{}
-			h.ch.reg.Wait = w.wait
+			w := &chantest.Waits{}
+			h.ch.reg.Wait = w.Wait
 			h.fake.FailNext(tc.method, 1, tc.fault)
 			err := h.ch.RegisterCommands(context.Background(), menu)
 			if err == nil {
@@ -125,7 +107,7 @@ func TestRegisterCommandsNotRetriedWhenRetryingCannotHelp(t *testing.T) {
 			if strings.Contains(err.Error(), h.fake.Token()) {
 				t.Errorf("the token is in the error: %v", err)
 			}
-			if got := w.all(); len(got) != 0 {
+			if got := w.All(); len(got) != 0 {
 				t.Errorf("background waits %v, want none", got)
 			}
 			if logs := h.logs.String(); strings.Contains(logs, "retrying in the background") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 )
@@ -33,5 +34,20 @@ func TestCounterClosesDoneAtWant(t *testing.T) {
 	case <-only.Done():
 		t.Fatal("a counter that only counts closed Done")
 	default:
+	}
+}
+
+func TestWaitsRecordsInOrderAndHonoursTheContext(t *testing.T) {
+	var w Waits
+	if err := w.Wait(context.Background(), time.Second); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Wait(ctx, 2*time.Second); err != context.Canceled {
+		t.Fatalf("Wait on an ended context: %v, want context.Canceled", err)
+	}
+	if got := w.All(); len(got) != 2 || got[0] != time.Second || got[1] != 2*time.Second {
+		t.Fatalf("All = %v, want [1s 2s]", got)
 	}
 }

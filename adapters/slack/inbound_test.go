@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
 
@@ -144,8 +145,6 @@ func TestSocketReconnectsOnDisconnectAndDrop(t *testing.T) {
 	h := start(t, nil)
 	h.fake.Disconnect("refresh_requested")
 	eventually(t, "a new socket after refresh_requested", func() bool { return h.fake.Opened() == 2 && h.fake.Connections() == 1 })
-	h.fake.Disconnect("link_disabled")
-	eventually(t, "a new socket after link_disabled", func() bool { return h.fake.Opened() == 3 && h.fake.Connections() == 1 })
 	h.fake.DropSockets()
 	_, env := h.fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "after the drop"})
 	eventually(t, "the message sent during the outage acked", func() bool { return h.fake.Acked(env) })
@@ -154,6 +153,47 @@ func TestSocketReconnectsOnDisconnectAndDrop(t *testing.T) {
 	}
 	if h.fake.Connections() != 1 {
 		t.Errorf("%d sockets open, want 1 (the old ones closed)", h.fake.Connections())
+	}
+}
+
+// TestSocketLinkDisabledBacksOff proves Slack's link_disabled disconnect — Socket Mode switched
+// off in the app's settings — is not met with an immediate reconnect, as refresh_requested is,
+// but with the backoff of a failed open and a log line that says what to do; and that the
+// connection comes back once Slack serves it again.
+func TestSocketLinkDisabledBacksOff(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(100 * time.Millisecond)
+	ch, logs := newChannel(t, fake, nil)
+	w := &chantest.Waits{}
+	ch.sleep = w.Wait
+	h := &harness{fake: fake, ch: ch, rec: &recorder{}, logs: logs}
+	if err := ch.Start(context.Background(), h.rec); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ch.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	fake.Disconnect("refresh_requested")
+	eventually(t, "a new socket after refresh_requested", func() bool { return fake.Opened() == 2 && fake.Connections() == 1 })
+	if got := w.All(); len(got) != 0 {
+		t.Fatalf("waits %v before reconnecting as Slack asked, want none", got)
+	}
+	fake.Disconnect("link_disabled")
+	eventually(t, "a new socket after the backoff", func() bool { return fake.Opened() == 3 && fake.Connections() == 1 })
+	if got := w.All(); len(got) != 1 || got[0] != reconnectBackoff(1) {
+		t.Fatalf("waits %v after link_disabled, want one of %v", got, reconnectBackoff(1))
+	}
+	if l := logs.String(); !strings.Contains(l, "link_disabled") || !strings.Contains(l, "switch it on in the app's settings") {
+		t.Fatalf("the log does not say Socket Mode was switched off and what to do:\n%s", l)
+	}
+	_, env := fake.PushMessage(slackfake.Msg{Channel: "D1", ChannelType: "im", User: ann, Text: "back"})
+	eventually(t, "the message after the backoff acked", func() bool { return fake.Acked(env) })
+	if got := h.waitInbound(t, 1); got[0].Text != "back" {
+		t.Fatalf("inbound %+v", got)
 	}
 }
 

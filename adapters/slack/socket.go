@@ -92,9 +92,15 @@ const (
 	maxFrameBytes = maxPayloadBytes + 64<<10
 )
 
-// errReconnectAsked: Slack sent a disconnect (refresh_requested, link_disabled, …); a new
-// socket is opened at once.
+// errReconnectAsked: Slack sent a disconnect (refresh_requested, warning, …); a new socket is
+// opened at once.
 var errReconnectAsked = errors.New("slack: socket mode: Slack asked for a new connection")
+
+// errLinkDisabled: Slack's disconnect said link_disabled — Socket Mode was switched off in the
+// app's settings. Reconnecting at once cannot work until someone switches it on again, so the
+// connection backs off as after a failed open, and the log says what to do.
+var errLinkDisabled = errors.New("slack: socket mode: Slack turned Socket Mode off for this app (link_disabled): " +
+	"switch it on in the app's settings (Socket Mode), or set slack.mode: http")
 
 // runSocket holds one Socket Mode connection: apps.connections.open (slack-go), then the
 // websocket, read here until it ends — Slack's disconnect, a dropped socket, no ping for
@@ -128,7 +134,7 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 		if connCtx.Err() != nil {
 			return
 		}
-		if cs.hellos > hellos {
+		if cs.hellos > hellos && !errors.Is(err, errLinkDisabled) {
 			// It was connected: open a new socket at once, as Slack asks on disconnect.
 			failures = 0
 			if errors.Is(err, errReconnectAsked) {
@@ -275,6 +281,9 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 			}
 			c.log.Debug("slack: socket mode hello", "connection", cs.id)
 		case "disconnect":
+			if f.Reason == "link_disabled" {
+				return errLinkDisabled
+			}
 			return fmt.Errorf("%w (%s)", errReconnectAsked, f.Reason)
 		case typeEvents, typeInteractive, typeSlash:
 			if f.EnvelopeID == "" {

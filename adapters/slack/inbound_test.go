@@ -163,20 +163,9 @@ func TestSocketReconnectsOnDisconnectAndDrop(t *testing.T) {
 func TestSocketLinkDisabledBacksOff(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
-	ch, logs := newChannel(t, fake, nil)
 	w := &chantest.Waits{}
-	ch.sleep = w.Wait
-	h := &harness{fake: fake, ch: ch, rec: &recorder{}, logs: logs}
-	if err := ch.Start(context.Background(), h.rec); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ch.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	h := startPrepared(t, fake, nil, &recorder{}, func(ch *Channel) { ch.sleep = w.Wait })
+	logs := h.logs
 	fake.Disconnect("refresh_requested")
 	eventually(t, "a new socket after refresh_requested", func() bool { return fake.Opened() == 2 && fake.Connections() == 1 })
 	if got := w.All(); len(got) != 0 {

@@ -103,7 +103,17 @@ func start(t *testing.T, mutate func(*Config)) *harness {
 
 func startWith(t testing.TB, fake *slackfake.Server, mutate func(*Config), rec *recorder) *harness {
 	t.Helper()
+	return startPrepared(t, fake, mutate, rec, nil)
+}
+
+// startPrepared is startWith with prepare, when set, called on the channel before it starts
+// (to replace its sleep, say).
+func startPrepared(t testing.TB, fake *slackfake.Server, mutate func(*Config), rec *recorder, prepare func(*Channel)) *harness {
+	t.Helper()
 	ch, logs := newChannel(t, fake, mutate)
+	if prepare != nil {
+		prepare(ch)
+	}
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -691,19 +691,7 @@ func TestDiscordAdminCommandsByUserID(t *testing.T) {
 	e := newDiscordE2E(t, func(c *config.Config) { c.Admins.Discord = []string{dAnn.ID} })
 	e.start()
 	ch := e.dc.Guild("700000000000000005")
-	reply := func(u discordfake.User) string {
-		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
-		var text string
-		waitFor(t, "the command's answer", 10*time.Second, func() bool {
-			ix, _ := e.dc.InteractionByID(id)
-			if r := ix.Replies(); len(r) > 0 {
-				text = r[0].Text()
-				return true
-			}
-			return false
-		})
-		return text
-	}
+	reply := func(u discordfake.User) string { return e.slashReply(ch, u, "botadmin", "stats") }
 	if got := reply(dBob); !strings.Contains(got, "admins only") {
 		t.Errorf("a non-admin got %q", got)
 	}
@@ -722,19 +710,7 @@ func TestDiscordAdminByGuildPermission(t *testing.T) {
 	ch := e.dc.Guild("700000000000000006")
 	e.dc.SetPermissions(dAnn.ID, "1071698660961")    // MANAGE_GUILD among others
 	e.dc.SetPermissions(dBob.ID, "2248473465835073") // everyday permissions, no MANAGE_GUILD
-	reply := func(u discordfake.User) string {
-		id := e.dc.Slash(ch, u, "botadmin", "stats", "")
-		var text string
-		waitFor(t, "the command's answer", 10*time.Second, func() bool {
-			ix, _ := e.dc.InteractionByID(id)
-			if r := ix.Replies(); len(r) > 0 {
-				text = r[0].Text()
-				return true
-			}
-			return false
-		})
-		return text
-	}
+	reply := func(u discordfake.User) string { return e.slashReply(ch, u, "botadmin", "stats") }
 	if got := reply(dBob); !strings.Contains(got, "admins only") {
 		t.Errorf("a member without MANAGE_GUILD got %q", got)
 	}

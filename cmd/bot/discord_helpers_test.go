@@ -98,6 +98,23 @@ func discordButton(tb testing.TB, m discordfake.Message, label string) string {
 	return ""
 }
 
+// slashReply sends the slash command /name sub from u in channel ch and returns the text of its
+// first reply.
+func (e *discordE2E) slashReply(ch string, u discordfake.User, name, sub string) string {
+	e.tb.Helper()
+	id := e.dc.Slash(ch, u, name, sub, "")
+	var text string
+	waitFor(e.tb, "the command's answer", 10*time.Second, func() bool {
+		ix, _ := e.dc.InteractionByID(id)
+		if r := ix.Replies(); len(r) > 0 {
+			text = r[0].Text()
+			return true
+		}
+		return false
+	})
+	return text
+}
+
 // waitAcked waits until the interaction got its first response.
 func (e *discordE2E) waitAcked(id string) discordfake.Interaction {
 	e.tb.Helper()

@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,24 +10,6 @@ import (
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/poll"
 )
-
-// testClock is a settable clock for Config.Now.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // botTexts are the texts of the bot's visible messages in channel.
 func botTexts(fk *discordfake.Server, channel string) []string {
@@ -44,12 +25,12 @@ func botTexts(fk *discordfake.Server, channel string) []string {
 // user's DM — privately, as the ephemeral response would have shown it — and in a DM
 // conversation to that DM itself.
 func TestCommandReplyPastTokenLifeGoesToDM(t *testing.T) {
-	clock := &testClock{t: time.Now()}
-	h := newHarness(t, nil, func(c *Config) { c.Now = clock.Now })
+	clock := &virtualClock{t: time.Now()}
+	h := newHarness(t, nil, func(c *Config) { c.Now = clock.now })
 	var sendErr error
 	var ref channels.MessageRef
 	h.rec.setOn(func(ctx context.Context, c channels.Channel, in channels.Inbound) error {
-		clock.Add(tokenUsable)
+		clock.advance(tokenUsable)
 		ref, sendErr = c.Send(ctx, channels.Target{Conv: in.Conv, ReplyTo: in.MessageID}, channels.Message{Text: "late answer"})
 		return nil
 	})

@@ -65,28 +65,19 @@ func TestSocketAckDoesNotWaitForAssistantThreadCalls(t *testing.T) {
 // title waits out a 429, and that the title is set once the wait is over.
 func TestHTTPAckDoesNotWaitForARateLimitedTitle(t *testing.T) {
 	fake := slackfake.New(t)
-	ch, _ := newChannel(t, fake, func(c *Config) { c.Mode, c.AppToken = ModeHTTP, "" })
 	waiting, over := make(chan time.Duration, 1), make(chan struct{})
-	ch.sleep = func(ctx context.Context, d time.Duration) error {
-		waiting <- d
-		select {
-		case <-over:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	rec := &recorder{}
-	if err := ch.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ch.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
+	h := startPrepared(t, fake, func(c *Config) { c.Mode, c.AppToken = ModeHTTP, "" }, &recorder{}, func(ch *Channel) {
+		ch.sleep = func(ctx context.Context, d time.Duration) error {
+			waiting <- d
+			select {
+			case <-over:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	})
+	ch, rec := h.ch, h.rec
 	srv := httptest.NewServer(ch.EventsHandler())
 	t.Cleanup(srv.Close)
 	fake.RateLimit(setTitle, 1, 30)

@@ -250,18 +250,26 @@ func TestTierBudgetPausedByRetryAfter(t *testing.T) {
 	}
 }
 
+// editBurst posts a message in C1 and edits it 10 times: chat.update's tier budget is then
+// spent, so the next edit waits.
+func editBurst(t *testing.T, h *harness) channels.MessageRef {
+	t.Helper()
+	ref := sendIn(t, h, slackfake.TeamID, "C1")
+	for range 10 {
+		if _, err := h.ch.Edit(context.Background(), ref, channels.Message{Text: "early"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ref
+}
+
 // TestTierWaitGivesWayToNewerEdit proves edits waiting for the tier's budget coalesce as those
 // waiting out a 429 do: a newer edit of the same message makes the waiting one give up without
 // a call, so edits are not queued one by one.
 func TestTierWaitGivesWayToNewerEdit(t *testing.T) {
 	h := start(t, func(c *Config) { c.Pacing = true })
-	ref := sendIn(t, h, slackfake.TeamID, "C1")
+	ref := editBurst(t, h)
 	ctx := context.Background()
-	for range 10 { // the burst
-		if _, err := h.ch.Edit(ctx, ref, channels.Message{Text: "early"}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	waiting, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
@@ -298,12 +306,7 @@ func TestTierWaitGivesWayToNewerEdit(t *testing.T) {
 // context ends, without calling Slack.
 func TestTierWaitEndsWithContext(t *testing.T) {
 	h := start(t, func(c *Config) { c.Pacing = true })
-	ref := sendIn(t, h, slackfake.TeamID, "C1")
-	for range 10 { // the burst
-		if _, err := h.ch.Edit(context.Background(), ref, channels.Message{Text: "early"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ref := editBurst(t, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan struct{})
 	h.ch.sleep = func(ctx context.Context, d time.Duration) error {

@@ -55,42 +55,9 @@ type app struct {
 	stopLogs  context.CancelFunc
 	logsGroup sync.WaitGroup
 
-	// chores are background jobs a channel asked for (background); shutdown cancels and waits
-	// for them once the channels stopped.
-	choresMu   sync.Mutex
-	chores     sync.WaitGroup
-	choresDone bool
-	choresCtx  context.Context
-	stopChores context.CancelFunc
-}
-
-// background runs job on its own goroutine, with a context shutdown cancels; shutdown waits for
-// it. After shutdown began, job does not run.
-func (a *app) background(job func(ctx context.Context)) {
-	a.choresMu.Lock()
-	defer a.choresMu.Unlock()
-	if a.choresDone {
-		return
-	}
-	if a.choresCtx == nil {
-		a.choresCtx, a.stopChores = context.WithCancel(context.Background())
-	}
-	a.chores.Add(1)
-	go func() {
-		defer a.chores.Done()
-		job(a.choresCtx)
-	}()
-}
-
-// stopBackground cancels the background jobs and waits for them.
-func (a *app) stopBackground() {
-	a.choresMu.Lock()
-	a.choresDone = true
-	if a.stopChores != nil {
-		a.stopChores()
-	}
-	a.choresMu.Unlock()
-	a.chores.Wait()
+	// chores is work a channel asked for off its receiving goroutine (a Slack workspace's
+	// purge on uninstall); shutdown waits for it, within its deadline, once the channels stopped.
+	chores *channels.Followups
 }
 
 // rateLimitLog makes platform's rate-limit log, run from start to shutdown.
@@ -125,6 +92,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		return err
 	}
 	a.metrics.watch(a.core)
+	a.chores = channels.NewFollowups()
 	key, err := render.NewKey(actionSecret(a.core))
 	if err != nil {
 		return err
@@ -438,7 +406,11 @@ func (a *app) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", ch.Name(), err))
 		}
 	}
-	a.stopBackground()
+	if a.chores != nil {
+		if err := a.chores.Close(stopCtx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if a.stopLogs != nil {
 		a.stopLogs()
 		a.logsGroup.Wait()

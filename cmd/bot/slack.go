@@ -59,7 +59,9 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		RateLimits:  a.rateLimitLog("slack"),
 		// The adapter has deleted the tokens and drops the workspace's events from now on; what
 		// the workspace left queued or pending is dropped here, off the receiving goroutine.
-		OnUninstall: func(id string) { a.background(func(ctx context.Context) { a.dropSlackWorkspace(ctx, id) }) },
+		OnUninstall: func(id string) {
+			a.chores.Go(context.Background(), "slack-uninstall:"+id, func(ctx context.Context) { a.dropSlackWorkspace(ctx, id) })
+		},
 	}
 	if s.Mode != config.SlackHTTP {
 		// Slack allows an app a few sockets and spreads its events over all of them: the

@@ -144,6 +144,11 @@ func enterpriseOf(workspace string) string {
 // refreshBefore is how long before its expiry a rotating token is refreshed.
 const refreshBefore = 5 * time.Minute
 
+// expiring reports whether i's token rotates and expires within refreshBefore of now.
+func (i Installation) expiring(now time.Time) bool {
+	return !i.ExpiresAt.IsZero() && !now.Add(refreshBefore).Before(i.ExpiresAt)
+}
+
 // installRecheck is how long a cached workspace client is used before the install store is read
 // again. The store (Redis, shared by every process) is the truth: an install another process
 // deleted (app_uninstalled, tokens_revoked) or replaced (a reinstall, a rotated token) stops
@@ -160,10 +165,7 @@ type teamClient struct {
 
 // usable reports whether tc may be used at now without reading the store again.
 func (tc *teamClient) usable(now time.Time) bool {
-	if now.Sub(tc.checked) >= installRecheck {
-		return false
-	}
-	return tc.inst.ExpiresAt.IsZero() || now.Add(refreshBefore).Before(tc.inst.ExpiresAt)
+	return now.Sub(tc.checked) < installRecheck && !tc.inst.expiring(now)
 }
 
 // errNotInstalled: a workspace the app has no token for.
@@ -234,7 +236,7 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
 	}
 	if err != nil {
-		if cached != nil && (cached.inst.ExpiresAt.IsZero() || c.now().Add(refreshBefore).Before(cached.inst.ExpiresAt)) {
+		if cached != nil && !cached.inst.expiring(c.now()) {
 			// The store is unreachable: keep serving with the token last confirmed rather than
 			// failing every send until it is back (Slack refuses a revoked token anyway).
 			// It is tried again after installRecheck, not by every call meanwhile.
@@ -258,7 +260,7 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 		}
 		return nil, nil
 	}
-	if !inst.ExpiresAt.IsZero() && !c.now().Add(refreshBefore).Before(inst.ExpiresAt) && inst.RefreshToken != "" {
+	if inst.expiring(c.now()) && inst.RefreshToken != "" {
 		if inst, err = c.refresh(ctx, inst); err != nil {
 			return nil, err
 		}

@@ -19,8 +19,8 @@ import (
 
 // APIError is an error answer from the Bot API. It unwraps to the sentinel it means
 // (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused,
-// channels.ErrUnreachable, ErrConflict) when there is one, so callers classify it with
-// errors.Is. It never holds the bot token.
+// channels.ErrUnreachable, channels.ErrUnauthorized, ErrConflict) when there is one, so callers
+// classify it with errors.Is. It never holds the bot token.
 type APIError struct {
 	Method      string
 	Code        int
@@ -45,6 +45,11 @@ var ErrConflict = errors.New("telegram: another receiver holds this bot's update
 // finer than the HTTP status, so its description is the only signal; this is the one place that
 // reads it.
 func classify(code int, desc string) error {
+	if code == http.StatusUnauthorized {
+		// The token was revoked or replaced (@BotFather's /revoke) while the bot ran: the bot's
+		// state, for the operator to fix, not the conversation's (ErrUnreachable).
+		return channels.ErrUnauthorized
+	}
 	if code == http.StatusConflict {
 		// "Conflict: terminated by other getUpdates request; …", "Conflict: can't use
 		// getUpdates method while webhook is active; …".
@@ -135,7 +140,11 @@ func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.P
 	if err != nil {
 		return nil, err
 	}
-	return c.result(ctx, method, status, body)
+	res, err := c.result(ctx, method, status, body)
+	if err == nil {
+		c.tokenAccepted()
+	}
+	return res, err
 }
 
 // post sends params to method as a form, as the library does, and reads the answer's body
@@ -226,6 +235,9 @@ func (c *Channel) apiError(ctx context.Context, method string, err error) error 
 		if te.RetryAfter > 0 {
 			ae.RetryAfter = time.Duration(te.RetryAfter) * time.Second
 		}
+		if te.Code == http.StatusUnauthorized {
+			c.tokenRefused(method)
+		}
 		return ae
 	}
 	if ctx.Err() != nil {
@@ -254,6 +266,7 @@ func (c *Channel) upload(ctx context.Context, method string, params tgbotapi.Par
 		bot.Client = ctxClient{ctx: ctx, c: c.http}
 		resp, err := bot.UploadFiles(method, params, files)
 		if err == nil {
+			c.tokenAccepted()
 			return resp.Result, nil
 		}
 		return nil, c.apiError(ctx, method, err)

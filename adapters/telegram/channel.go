@@ -160,6 +160,7 @@ type Channel struct {
 	leading    atomic.Bool  // this process holds the polling lease (Config.Lease set)
 	leadSince  atomic.Int64 // unix nanos of when it took the lease
 	webhookOK  atomic.Bool
+	refused    atomic.Bool // the last answer to a call was 401: the token was revoked or replaced
 	seen       *recentIDs
 	gate       *convGate
 	answered   sync.Map // callback query id → struct{}, while its update is being handled
@@ -437,6 +438,25 @@ func (c *Channel) Stop(ctx context.Context) error {
 	return err
 }
 
+// tokenRefused records a 401 answer to method: the token was revoked or replaced while the bot
+// ran (a wrong one is refused at Start). The first of a spell is logged, saying what to do;
+// Ready reports it until a call succeeds again.
+func (c *Channel) tokenRefused(method string) {
+	if c.refused.Swap(true) {
+		return
+	}
+	c.cfg.Logger.Error("telegram: Telegram refused the bot token (401 Unauthorized): it was revoked or replaced in @BotFather; "+
+		"set telegram.token (BOT_TELEGRAM__TOKEN) to the bot's current token and restart — until then no message is received or answered",
+		"method", method)
+}
+
+// tokenAccepted ends a spell of refusals: a call succeeded.
+func (c *Channel) tokenAccepted() {
+	if c.refused.Load() && c.refused.Swap(false) {
+		c.cfg.Logger.Info("telegram: Telegram accepts the bot token again")
+	}
+}
+
 // ErrNotReady is wrapped by Ready's errors.
 var ErrNotReady = errors.New("telegram: not receiving")
 
@@ -458,6 +478,9 @@ func (c *Channel) Ready() error {
 			return fmt.Errorf("%w: webhook not registered", ErrNotReady)
 		}
 		return nil
+	}
+	if c.refused.Load() {
+		return fmt.Errorf("%w: Telegram refuses the bot token (401 Unauthorized); set telegram.token to the bot's current token", ErrNotReady)
 	}
 	last := c.lastPoll.Load()
 	if c.cfg.Lease != nil {

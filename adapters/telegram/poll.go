@@ -8,6 +8,8 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // OffsetStore keeps the polling offset — the id of the next update to receive — across restarts,
@@ -47,7 +49,9 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 // refusalMaxWait caps the backoff after a batch the Handler refused; failureLogEvery is the
 // least time between two lines about one spell of polling failures.
 const (
-	refusalMaxWait  = time.Second
+	refusalMaxWait = time.Second
+	// refusedWait is the wait between two getUpdates while Telegram refuses the token (401).
+	refusedWait     = 30 * time.Second
 	failureLogEvery = 5 * time.Second
 )
 
@@ -128,12 +132,22 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			if errors.As(err, &ae) && ae.RetryAfter > 0 {
 				wait = ae.RetryAfter
 			}
+			if errors.Is(err, channels.ErrUnauthorized) {
+				// Logged once as the token's refusal (tokenRefused); polling again soon cannot
+				// help, and the slowest retry still notices a token Telegram accepts again.
+				failures++
+				if c.sleep(ctx, refusedWait) != nil {
+					return
+				}
+				continue
+			}
 			if !fail(err, wait) {
 				return
 			}
 			continue
 		}
 		c.lastPoll.Store(c.now().UnixNano())
+		c.tokenAccepted()
 		var next int64
 		var herr error
 		if in != nil {

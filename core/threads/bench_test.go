@@ -89,7 +89,7 @@ func BenchmarkDecodeLog50Turns(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := decodeLog("k", log)
+		got, _, err := decodeLog("k", 0, log)
 		if err != nil || len(got) != events {
 			b.Fatalf("decodeLog = %d events, %v; want %d", len(got), err, events)
 		}

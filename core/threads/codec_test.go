@@ -99,23 +99,28 @@ func TestAppendElemsJudgesLikeJSONValid(t *testing.T) {
 // TestDecodeLogConcatenatesTurns: BeginRun's decoding of a whole log is the turns' events in
 // order, and names the turn that does not decode.
 func TestDecodeLogConcatenatesTurns(t *testing.T) {
-	events, err := decodeLog("k", []string{`[{"a":1}]`, ` [ "x" , [2,3] , null ] `, `[{"b":2}]`})
+	events, sizes, err := decodeLog("k", 0, []string{`[{"a":1}]`, ` [ "x" , [2,3] , null ] `, `[{"b":2}]`})
 	want := []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`"x"`), json.RawMessage(`[2,3]`), json.RawMessage(`null`), json.RawMessage(`{"b":2}`)}
-	if err != nil || !reflect.DeepEqual(events, want) {
-		t.Fatalf("decodeLog = %s, %v; want %s", events, err, want)
+	if err != nil || !reflect.DeepEqual(events, want) || !reflect.DeepEqual(sizes, []int{1, 3, 1}) {
+		t.Fatalf("decodeLog = %s %v, %v; want %s [1 3 1]", events, sizes, err, want)
 	}
 	// Events share one buffer; appending to one must not overwrite the next.
 	_ = append(events[1], '!')
 	if string(events[2]) != `[2,3]` {
 		t.Fatalf("appending to an event overwrote the next: %s", events[2])
 	}
-	if events, err := decodeLog("k", nil); events != nil || err != nil {
+	if events, _, err := decodeLog("k", 0, nil); events != nil || err != nil {
 		t.Fatalf("decodeLog(nil) = %s, %v", events, err)
 	}
-	_, err = decodeLog("k", []string{`[1]`, `[]`})
+	_, _, err = decodeLog("k", 0, []string{`[1]`, `[]`})
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Key != "k" || !strings.Contains(ce.Reason, "turn 1") {
 		t.Fatalf("decodeLog of an empty second turn = %v, want a *CorruptError naming turn 1", err)
+	}
+	// Read after a mark, turns are named by their place in the log.
+	_, _, err = decodeLog("k", 7, []string{`[1]`, `{}`})
+	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "turn 8") {
+		t.Fatalf("decodeLog from 7 of a bad second turn = %v, want a *CorruptError naming turn 8", err)
 	}
 }
 

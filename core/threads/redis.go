@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,7 @@ local cur = redis.call('HGET', KEYS[1], 'id')
 if not cur then return -1 end
 if cur ~= ARGV[1] then return -2 end
 local n = redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'ls', 1)
 local keep = tonumber(ARGV[3])
 if n > keep then
   redis.call('LTRIM', KEYS[2], -keep, -1)
@@ -540,11 +542,15 @@ func (r rdb) getMany(ctx context.Context, keys []string) (vals [][]byte, found [
 }
 
 // beginRunScript reads how a run stands: its recorded end if it has one; otherwise it ensures
-// the conversation's thread (as ensureScript) and reads the session log, in one step.
+// the conversation's thread (as ensureScript) and reads the session log, in one step — only the
+// turns after the caller's mark when the caller holds the log up to it (see LogMark): the mark's
+// thread is current, and the turn the mark names its newest is still in the log, byte for byte,
+// where the thread's turn count ('ls', counted by every append) puts it.
 // KEYS[1] run record, KEYS[2] thread hash, KEYS[3] session log.
-// ARGV: id, conversation key, created (unix ms), session id (for a thread created now).
+// ARGV: id, conversation key, created (unix ms), session id (for a thread created now), then the
+// mark: thread id, turn count, newest turn (empty: no mark).
 // Returns {1, outcome, result} for a finished run, else {0, created (0|1), HGETALL of the
-// thread, LRANGE of the log}.
+// thread, LRANGE of the log from the first turn after the mark (0 without one), that index}.
 var beginRunScript = redis.NewScript(`
 local rec = redis.call('HMGET', KEYS[1], 'outcome', 'result')
 if rec[1] then return {1, rec[1], rec[2] or ''} end
@@ -553,7 +559,17 @@ if redis.call('HSETNX', KEYS[2], 'id', ARGV[1]) == 1 then
   redis.call('HSET', KEYS[2], 'conv', ARGV[2], 'created', ARGV[3], 'session', ARGV[4])
   created = 1
 end
-return {0, created, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1)}
+local from = 0
+if ARGV[7] and ARGV[7] ~= '' and redis.call('HGET', KEYS[2], 'id') == ARGV[5] then
+  local count = tonumber(redis.call('HGET', KEYS[2], 'ls') or '0')
+  local have = tonumber(ARGV[6])
+  if count and have and have <= count then
+    local len = redis.call('LLEN', KEYS[3])
+    local newer = count - have
+    if newer < len and redis.call('LINDEX', KEYS[3], len - newer - 1) == ARGV[7] then from = len - newer end
+  end
+end
+return {0, created, redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], from, -1), from}
 `)
 
 // finishRunScript records a run's end — its result, then its outcome — and, when a turn is
@@ -575,6 +591,7 @@ if ARGV[5] ~= '' then
     n = -2
   else
     n = redis.call('RPUSH', KEYS[3], ARGV[5])
+    redis.call('HINCRBY', KEYS[2], 'ls', 1)
     local keep = tonumber(ARGV[6])
     if n > keep then
       redis.call('LTRIM', KEYS[3], -keep, -1)
@@ -594,10 +611,12 @@ type runBegun struct {
 	created         bool
 	thread          map[string]string
 	log             []string
+	from            int // the index in the log of log[0]: turns before it were the mark's
 }
 
-func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv string, created time.Time, session string) (runBegun, error) {
-	v, err := r.b.Eval(ctx, beginRunScript, []string{runKey, ck.thread, ck.log}, id, conv, ms(created), session).Result()
+func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv string, created time.Time, session string, mark LogMark) (runBegun, error) {
+	v, err := r.b.Eval(ctx, beginRunScript, []string{runKey, ck.thread, ck.log}, id, conv, ms(created), session,
+		mark.ThreadID, mark.Count, mark.Newest).Result()
 	if err != nil {
 		return runBegun{}, err
 	}
@@ -627,7 +646,15 @@ func (r rdb) beginRun(ctx context.Context, runKey string, ck convKeys, id, conv 
 			return runBegun{}, fmt.Errorf("unexpected script reply element %T", e)
 		}
 	}
-	return runBegun{created: list[1] == int64(1), thread: fields, log: log}, nil
+	from := 0
+	if len(list) > 4 {
+		f, ok := list[4].(int64)
+		if !ok || f < 0 || f > math.MaxInt32 {
+			return runBegun{}, fmt.Errorf("unexpected script reply element %v", list[4])
+		}
+		from = int(f)
+	}
+	return runBegun{created: list[1] == int64(1), thread: fields, log: log, from: from}, nil
 }
 
 func (r rdb) finishRun(ctx context.Context, runKey string, ck convKeys, outcome string, result []byte, ttl time.Duration, threadID string, turn []byte, keep int) (int64, error) {

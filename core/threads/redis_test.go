@@ -209,18 +209,18 @@ func TestBeginRunScript(t *testing.T) {
 		r, ck := scriptKeys(t, c)
 		runKey := ck.thread[:len(ck.thread)-len("thread")] + "run:r1"
 		c.RPush(ctx, ck.log, "[1]", "[2]")
-		b, err := r.beginRun(ctx, runKey, ck, "id1", "conv/script", t0, "s1")
+		b, err := r.beginRun(ctx, runKey, ck, "id1", "conv/script", t0, "s1", LogMark{})
 		want := map[string]string{"id": "id1", "conv": "conv/script", "created": "1764504000000", "session": "s1"}
 		if err != nil || b.finished || !b.created || !reflect.DeepEqual(b.thread, want) || !reflect.DeepEqual(b.log, []string{"[1]", "[2]"}) {
 			t.Fatalf("first begin = %+v, %v", b, err)
 		}
-		b, err = r.beginRun(ctx, runKey, ck, "id2", "conv/script", t0, "s2")
+		b, err = r.beginRun(ctx, runKey, ck, "id2", "conv/script", t0, "s2", LogMark{})
 		if err != nil || b.created || b.thread["id"] != "id1" {
 			t.Errorf("second begin = %+v, %v; want the first thread", b, err)
 		}
 		c.HSet(ctx, runKey, "outcome", "answered", "result", "R")
 		c.Del(ctx, ck.thread)
-		b, err = r.beginRun(ctx, runKey, ck, "id3", "conv/script", t0, "s3")
+		b, err = r.beginRun(ctx, runKey, ck, "id3", "conv/script", t0, "s3", LogMark{})
 		if err != nil || !b.finished || b.outcome != "answered" || b.result != "R" {
 			t.Errorf("begin of a finished run = %+v, %v", b, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // A run record is what a run of a conversation leaves when it ends: its outcome and its result
@@ -24,14 +25,40 @@ type RunStart struct {
 	// Thread is the conversation's thread, created by this call when Created.
 	Thread  Thread
 	Created bool
-	// Events is the thread's session log as LoadEvents returns it.
+	// Events is the thread's session log as LoadEvents returns it — with BeginRunAfter, only
+	// its turns after the caller's mark when Kept is above 0.
 	Events []json.RawMessage
+	// TurnSizes is how many of Events each turn holds, oldest first.
+	TurnSizes []int
+	// Kept, when above 0, is how many of the mark's turns (its newest) the log still holds
+	// before Events: the history is those turns followed by Events. The mark's older turns were
+	// trimmed. 0: Events is the whole log.
+	Kept int
+	// Mark is the log as read, for the next BeginRunAfter of the conversation.
+	Mark LogMark
+}
+
+// LogMark names the session log as a caller holds it: thread ThreadID's log up to its
+// Count-th turn, Newest that turn as stored. BeginRunAfter then reads only the turns after it.
+// A thread counts its turns from its first append, so a mark never matches another thread, nor
+// a log written meanwhile by someone who did not count (the turn at the mark's place differs).
+type LogMark struct {
+	ThreadID string
+	Count    int64
+	Newest   string
 }
 
 // BeginRun reads, in one atomic step (one round trip), whether run runID of the conversation
 // already ended; if not, it ensures the conversation's thread (as Ensure) and loads its session
 // log (as LoadEvents). A stored turn that does not decode is a *CorruptError.
 func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, error) {
+	return s.BeginRunAfter(ctx, convKey, runID, LogMark{})
+}
+
+// BeginRunAfter is BeginRun for a caller that holds the log up to mark (a RunStart.Mark of an
+// earlier call): when the mark still matches, only the turns after it are read (Kept says how
+// many of the mark's the log still holds); otherwise, and for a zero mark, the whole log.
+func (s *Store) BeginRunAfter(ctx context.Context, convKey, runID string, mark LogMark) (RunStart, error) {
 	if err := checkConvKey(convKey); err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run: %w", err)
 	}
@@ -40,7 +67,10 @@ func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, 
 	}
 	ck := s.keys.conv(convKey)
 	now := s.opts.Now()
-	b, err := s.r.beginRun(ctx, s.keys.run(convKey, runID), ck, s.ids.next(now), convKey, now, s.ids.next(now))
+	if mark.Newest == "" {
+		mark = LogMark{}
+	}
+	b, err := s.r.beginRun(ctx, s.keys.run(convKey, runID), ck, s.ids.next(now), convKey, now, s.ids.next(now), mark)
 	if err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
 	}
@@ -51,19 +81,29 @@ func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, 
 	if err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
 	}
-	events, err := decodeLog(ck.log, b.log)
+	events, sizes, err := decodeLog(ck.log, b.from, b.log)
 	if err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
 	}
-	return RunStart{Thread: th, Created: b.created, Events: events}, nil
+	st := RunStart{Thread: th, Created: b.created, Events: events, TurnSizes: sizes, Kept: b.from}
+	count, _ := strconv.ParseInt(b.thread["ls"], 10, 64) // absent in a log no append counted yet
+	switch {
+	case len(b.log) > 0:
+		st.Mark = LogMark{ThreadID: th.ID, Count: count, Newest: b.log[len(b.log)-1]}
+	case b.from > 0:
+		st.Mark = mark // nothing after it
+	}
+	return st, nil
 }
 
-// decodeLog reads the stored turns of the log at key back into their events, oldest first, as
-// decodeTurn does. The events share one copy of the log's bytes.
-func decodeLog(key string, log []string) ([]json.RawMessage, error) {
+// decodeLog reads the stored turns of the log at key, the first at index from, back into their
+// events, oldest first, as decodeTurn does, and how many events each turn has. The events share
+// one copy of the log's bytes.
+func decodeLog(key string, from int, log []string) ([]json.RawMessage, []int, error) {
 	if len(log) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
+	sizes := make([]int, len(log))
 	size := 0
 	for _, r := range log {
 		size += len(r)
@@ -74,15 +114,17 @@ func decodeLog(key string, log []string) ([]json.RawMessage, error) {
 		buf = append(buf, r...)
 		turn := buf[len(buf)-len(r):]
 		var err error
-		if events, err = appendTurn(events, key, i, turn); err != nil {
-			return nil, err
+		n := len(events)
+		if events, err = appendTurn(events, key, from+i, turn); err != nil {
+			return nil, nil, err
 		}
+		sizes[i] = len(events) - n
 		if i == 0 {
 			// The first turn's events per byte predict the rest: grow once rather than regrow.
 			events = slices.Grow(events, len(events)*(size-len(turn))/len(turn))
 		}
 	}
-	return events, nil
+	return events, sizes, nil
 }
 
 // RunEnd is how a run ended, for FinishRun.

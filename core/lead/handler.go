@@ -45,8 +45,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	env := run.Envelope
 	conv := env.Conv.String()
 	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
-	// thread and loads its history.
-	st, err := t.store.BeginRun(ctx, conv, env.RunID)
+	// thread and loads its history (the turns since the cached history's, see historyCache).
+	st, history, err := t.beginRun(ctx, conv, env.RunID)
 	if err != nil {
 		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
@@ -54,7 +54,6 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		return t.replayed(ctx, run, st), nil
 	}
 	th := st.Thread
-	history := t.decodeHistory(conv, st.Events)
 
 	in := agent.Input{Content: env.Text}
 	var completed []agent.Event // the pending turn this run completes, answer filled in
@@ -306,16 +305,7 @@ func encodedSize(e *agent.Event) int {
 // decodeHistory turns the stored session events back into agent events; unreadable ones are
 // skipped and logged.
 func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
-	out := make([]agent.Event, 0, len(raw))
-	for _, r := range raw {
-		// Decoded in place: a separate variable would escape to the heap once per event.
-		out = append(out, agent.Event{})
-		if err := agent.DecodeEvent(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
-			out = out[:len(out)-1] // the next append zeroes the slot again
-			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
-		}
-	}
-	return out
+	return t.decodeEvents(make([]agent.Event, 0, len(raw)), conv, raw)
 }
 
 // answerText is what users may see of a turn: the assistant text of that turn's last message

@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 // newStore returns a thread store on the real Redis under a prefix of its own, removed after.
 func newStore(t *testing.T) *threads.Store {
 	t.Helper()
+	return newStoreWith(t, threads.Options{})
+}
+
+// newStoreWith is newStore with opts (its Prefix is the store's own).
+func newStoreWith(t *testing.T, opts threads.Options) *threads.Store {
+	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -40,7 +46,8 @@ func newStore(t *testing.T) *threads.Store {
 		}
 		_ = c.Close()
 	})
-	return threads.New(c, threads.Options{Prefix: prefix})
+	opts.Prefix = prefix
+	return threads.New(c, opts)
 }
 
 // collector is a run-event sink that keeps what it is given.

@@ -52,7 +52,10 @@ type Options struct {
 	ProgressEvery time.Duration
 	// ExtraTools are registered on the runtime and offered to the lead.
 	ExtraTools []agent.Tool
-	Logger     *slog.Logger
+	// HistoryCacheEvents bounds the decoded histories kept between runs, in events
+	// (DefaultHistoryCacheEvents when 0; below 0 none are kept and every run reads its whole log).
+	HistoryCacheEvents int
+	Logger             *slog.Logger
 }
 
 // Team is the agent runtime with the lead's tools and the subagent backends registered, and the
@@ -69,6 +72,8 @@ type Team struct {
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
+	// history keeps the conversations' decoded histories between their runs.
+	history *historyCache
 }
 
 // NewTeam builds the runtime on provider, registers the spawn and fork backends, the delegate
@@ -83,12 +88,16 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HistoryCacheEvents == 0 {
+		opts.HistoryCacheEvents = DefaultHistoryCacheEvents
+	}
 	t = &Team{
-		rt:    agent.NewRuntime(watchedProvider{provider}, agent.WithLogger(opts.Logger)),
-		svc:   subagent.NewService(opts.Logger),
-		store: store,
-		opts:  opts,
-		log:   opts.Logger,
+		history: newHistoryCache(opts.HistoryCacheEvents),
+		rt:      agent.NewRuntime(watchedProvider{provider}, agent.WithLogger(opts.Logger)),
+		svc:     subagent.NewService(opts.Logger),
+		store:   store,
+		opts:    opts,
+		log:     opts.Logger,
 	}
 	defer func() {
 		if err != nil {

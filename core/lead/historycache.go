@@ -1,0 +1,139 @@
+package lead
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/switchboard-bot/switchboard/core/agent"
+	"github.com/switchboard-bot/switchboard/core/threads"
+)
+
+// DefaultHistoryCacheEvents bounds the history cache: about 4 MB of events, the history of
+// some fifty conversations at the default bound of 50 turns (or of hundreds of short ones).
+const DefaultHistoryCacheEvents = 16384
+
+// historyCache keeps the decoded history of the conversations this process ran last, each with
+// the mark of the log it was read from, so that a run reads and decodes only the turns appended
+// since (threads.Store.BeginRunAfter) instead of the whole log: the CPU and the Redis transfer a
+// run spends on its history then no longer grow with the history's length. The log in Redis
+// stays the truth: a mark that no longer matches (another thread after /new, a log written by a
+// version that does not count its turns) reads the whole log again, and another process's turns
+// are read as any new turn. Bounded by the events it holds, least recently used first out.
+type historyCache struct {
+	mu     sync.Mutex
+	max    int // events held at most; 0: nothing is kept
+	held   int
+	order  list.List // of *cachedHistory, most recently used first
+	byConv map[string]*list.Element
+}
+
+// cachedHistory is one conversation's history as last read. A run takes it out of the cache
+// while it reads (so two runs of one conversation never share one), and the agent gets a copy.
+type cachedHistory struct {
+	conv   string
+	mark   threads.LogMark
+	events []agent.Event // decoded, oldest first
+	sizes  []int         // events of each turn, oldest first (unreadable events skipped)
+}
+
+func newHistoryCache(maxEvents int) *historyCache {
+	return &historyCache{max: max(maxEvents, 0), byConv: map[string]*list.Element{}}
+}
+
+// take removes conv's history from the cache and returns it, or nil.
+func (c *historyCache) take(conv string) *cachedHistory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byConv[conv]
+	if !ok {
+		return nil
+	}
+	h := c.order.Remove(e).(*cachedHistory)
+	delete(c.byConv, conv)
+	c.held -= len(h.events)
+	return h
+}
+
+// put keeps h as its conversation's history, unless it alone is past the bound, and drops the
+// least recently used ones past it.
+func (c *historyCache) put(h *cachedHistory) {
+	if h == nil || c.max == 0 || len(h.events) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byConv[h.conv]; ok { // another run of it read meanwhile: keep the newer
+		c.held -= len(c.order.Remove(e).(*cachedHistory).events)
+	}
+	c.byConv[h.conv] = c.order.PushFront(h)
+	c.held += len(h.events)
+	for c.held > c.max {
+		old := c.order.Remove(c.order.Back()).(*cachedHistory)
+		delete(c.byConv, old.conv)
+		c.held -= len(old.events)
+	}
+}
+
+// beginRun is threads.Store.BeginRun with the history decoded, read after the cached mark when
+// there is one. It returns the run's start and a history of its own, which the caller may change.
+func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunStart, []agent.Event, error) {
+	h := t.history.take(conv)
+	var mark threads.LogMark
+	if h != nil {
+		mark = h.mark
+	}
+	st, err := t.store.BeginRunAfter(ctx, conv, runID, mark)
+	if err != nil {
+		return st, nil, err
+	}
+	if st.Finished {
+		t.history.put(h)
+		return st, nil, nil
+	}
+	if st.Kept > 0 && (h == nil || st.Kept > len(h.sizes)) {
+		// Not the mark this cache holds: it cannot happen, but the log is read whole rather
+		// than the history built on a guess.
+		t.log.Warn("lead: the history read after a mark does not fit the cached one; reading it whole", "conv", conv)
+		if st, err = t.store.BeginRun(ctx, conv, runID); err != nil || st.Finished {
+			return st, nil, err
+		}
+	}
+	if st.Kept == 0 || h == nil {
+		h = &cachedHistory{conv: conv}
+	} else if drop := len(h.sizes) - st.Kept; drop > 0 {
+		n := 0
+		for _, s := range h.sizes[:drop] {
+			n += s
+		}
+		clear(h.events[:n]) // what they hold is not kept alive by the array
+		h.events, h.sizes = h.events[n:], h.sizes[drop:]
+	}
+	i := 0
+	for _, size := range st.TurnSizes {
+		before := len(h.events)
+		h.events = t.decodeEvents(h.events, conv, st.Events[i:i+size])
+		h.sizes = append(h.sizes, len(h.events)-before)
+		i += size
+	}
+	h.mark = st.Mark
+	history := make([]agent.Event, len(h.events))
+	copy(history, h.events)
+	t.history.put(h)
+	return st, history, nil
+}
+
+// decodeEvents appends the stored events raw, decoded, to out, skipping (and logging) one that
+// does not decode.
+func (t *Team) decodeEvents(out []agent.Event, conv string, raw []json.RawMessage) []agent.Event {
+	for _, r := range raw {
+		// Decoded in place: a separate variable would escape to the heap once per event.
+		out = append(out, agent.Event{})
+		if err := agent.DecodeEvent(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
+			out = out[:len(out)-1] // the next append zeroes the slot again
+			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
+		}
+	}
+	return out
+}

@@ -56,10 +56,16 @@ func (c *historyCache) take(conv string) *cachedHistory {
 	return h
 }
 
-// put keeps h as its conversation's history, unless it alone is past the bound, and drops the
-// least recently used ones past it.
+// keeps reports whether a history of n events is kept: one of more than an eighth of the bound
+// would push most others out at each run (long histories of many conversations would then be
+// read whole all the same, and copied besides), so it is read whole each run, as without the
+// cache, and handed to its run without a copy.
+func (c *historyCache) keeps(n int) bool { return c.max > 0 && n <= c.max/8 }
+
+// put keeps h as its conversation's history, unless keeps says no, and drops the least recently
+// used ones past the bound.
 func (c *historyCache) put(h *cachedHistory) {
-	if h == nil || c.max == 0 || len(h.events) > c.max {
+	if h == nil || !c.keeps(len(h.events)) {
 		return
 	}
 	c.mu.Lock()
@@ -101,7 +107,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 		}
 	}
 	if st.Kept == 0 || h == nil {
-		h = &cachedHistory{conv: conv}
+		h = &cachedHistory{conv: conv, events: make([]agent.Event, 0, len(st.Events)+historySlack)}
 	} else if drop := len(h.sizes) - st.Kept; drop > 0 {
 		n := 0
 		for _, s := range h.sizes[:drop] {
@@ -118,11 +124,18 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 		i += size
 	}
 	h.mark = st.Mark
+	if !t.history.keeps(len(h.events)) {
+		return st, h.events, nil // not kept: the run's own
+	}
 	history := make([]agent.Event, len(h.events))
 	copy(history, h.events)
 	t.history.put(h)
 	return st, history, nil
 }
+
+// historySlack is the room a history read whole gets for the turns of the next runs, so that
+// they are appended in place.
+const historySlack = 16
 
 // decodeEvents appends the stored events raw, decoded, to out, skipping (and logging) one that
 // does not decode.

@@ -92,37 +92,39 @@ func runEndFor(threadID string, turn []json.RawMessage) threads.RunEnd {
 }
 
 // TestHistoryCacheIsBounded: the cache holds at most its bound of events, dropping the least
-// recently used conversations first, and never one history past the bound alone; a history
-// taken out is not held.
+// recently used conversations first, and no history of more than an eighth of the bound; a
+// history taken out is not held.
 func TestHistoryCacheIsBounded(t *testing.T) {
-	c := newHistoryCache(10)
+	c := newHistoryCache(80) // histories of at most 10 events, 80 in all
 	h := func(conv string, n int) *cachedHistory {
 		return &cachedHistory{conv: conv, events: make([]agent.Event, n), sizes: []int{n}}
 	}
-	c.put(h("a", 4))
-	c.put(h("b", 4))
-	if c.take("a") == nil { // a is used again: b is now the oldest
-		t.Fatal("a was not cached")
+	for i := range 8 {
+		c.put(h(fmt.Sprint(i), 10))
 	}
-	c.put(h("a", 4))
-	c.put(h("c", 4)) // 12 > 10: b goes
-	if c.held != 8 || c.take("b") != nil {
-		t.Fatalf("held %d events, b still cached: want 8 and b dropped", c.held)
+	if c.take("0") == nil { // 0 is used again: 1 is now the oldest
+		t.Fatal("0 was not cached")
 	}
-	c.put(h("d", 11)) // past the bound alone: not kept, nothing dropped for it
-	if c.take("d") != nil || c.held != 8 {
-		t.Fatalf("a history past the bound was kept (held %d)", c.held)
+	c.put(h("0", 10))
+	c.put(h("8", 10)) // 90 > 80: 1 goes
+	if c.held != 80 || c.take("1") != nil {
+		t.Fatalf("held %d events, 1 still cached: want 80 and 1 dropped", c.held)
 	}
-	if c.take("a") == nil || c.held != 4 || c.take("a") != nil {
-		t.Fatalf("take: held %d after taking a; a taken twice", c.held)
+	c.put(h("big", 11)) // more than an eighth: not kept, nothing dropped for it
+	if c.take("big") != nil || c.held != 80 {
+		t.Fatalf("a history past an eighth of the bound was kept (held %d)", c.held)
+	}
+	if c.take("0") == nil || c.held != 70 || c.take("0") != nil {
+		t.Fatalf("take: held %d after taking 0, want 70; or 0 taken twice", c.held)
+	}
+	c.put(h("2", 3)) // a conversation read again replaces its older history
+	if c.held != 63 {
+		t.Fatalf("held %d after 2 shrank from 10 to 3 events, want 63", c.held)
 	}
 	off := newHistoryCache(-1)
 	off.put(h("a", 1))
-	if off.take("a") != nil {
-		t.Fatal("a cache bounded below 0 kept a history")
-	}
 	off.put(&cachedHistory{conv: "e"})
-	if off.take("e") != nil {
-		t.Fatal("a cache bounded below 0 kept an empty history")
+	if off.take("a") != nil || off.take("e") != nil {
+		t.Fatal("a cache bounded below 0 kept a history")
 	}
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
 
-// DefaultHistoryCacheEvents bounds the history cache: about 4 MB of events, the history of
-// some fifty conversations at the default bound of 50 turns (or of hundreds of short ones).
+// DefaultHistoryCacheEvents bounds the history cache: room for about 4 MB of events, the
+// history of some fifty conversations at the default bound of 50 turns (or of hundreds of short
+// ones).
 const DefaultHistoryCacheEvents = 16384
 
 // historyCache keeps the decoded history of the conversations this process ran last, each with
@@ -23,7 +24,7 @@ const DefaultHistoryCacheEvents = 16384
 // are read as any new turn. Bounded by the events it holds, least recently used first out.
 type historyCache struct {
 	mu     sync.Mutex
-	max    int // events held at most; 0: nothing is kept
+	max    int // room for events held at most (their arrays' capacity); 0: nothing is kept
 	held   int
 	order  list.List // of *cachedHistory, most recently used first
 	byConv map[string]*list.Element
@@ -52,33 +53,34 @@ func (c *historyCache) take(conv string) *cachedHistory {
 	}
 	h := c.order.Remove(e).(*cachedHistory)
 	delete(c.byConv, conv)
-	c.held -= len(h.events)
+	c.held -= cap(h.events)
 	return h
 }
 
-// keeps reports whether a history of n events is kept: one of more than an eighth of the bound
-// would push most others out at each run (long histories of many conversations would then be
-// read whole all the same, and copied besides), so it is read whole each run, as without the
-// cache, and handed to its run without a copy.
+// keeps reports whether a history taking room for n events is kept: one of more than an
+// eighth of the bound would push most others out at each run (long histories of many
+// conversations would then be read whole all the same, and copied besides), so it is read whole
+// each run, as without the cache, and handed to its run without a copy.
 func (c *historyCache) keeps(n int) bool { return c.max > 0 && n <= c.max/8 }
 
-// put keeps h as its conversation's history, unless keeps says no, and drops the least recently
-// used ones past the bound.
+// put keeps h as its conversation's history, unless keeps says no or it marks no log (an empty
+// log: the next run reads it whole all the same), and drops the least recently used ones past
+// the bound.
 func (c *historyCache) put(h *cachedHistory) {
-	if h == nil || !c.keeps(len(h.events)) {
+	if h == nil || h.mark.Newest == "" || !c.keeps(cap(h.events)) {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byConv[h.conv]; ok { // another run of it read meanwhile: keep the newer
-		c.held -= len(c.order.Remove(e).(*cachedHistory).events)
+		c.held -= cap(c.order.Remove(e).(*cachedHistory).events)
 	}
 	c.byConv[h.conv] = c.order.PushFront(h)
-	c.held += len(h.events)
+	c.held += cap(h.events)
 	for c.held > c.max {
 		old := c.order.Remove(c.order.Back()).(*cachedHistory)
 		delete(c.byConv, old.conv)
-		c.held -= len(old.events)
+		c.held -= cap(old.events)
 	}
 }
 
@@ -107,7 +109,10 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 		}
 	}
 	if st.Kept == 0 || h == nil {
-		h = &cachedHistory{conv: conv, events: make([]agent.Event, 0, len(st.Events)+historySlack)}
+		h = &cachedHistory{conv: conv}
+		if n := len(st.Events); n > 0 {
+			h.events = make([]agent.Event, 0, n+n/4+4)
+		}
 	} else if drop := len(h.sizes) - st.Kept; drop > 0 {
 		n := 0
 		for _, s := range h.sizes[:drop] {
@@ -124,7 +129,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 		i += size
 	}
 	h.mark = st.Mark
-	if !t.history.keeps(len(h.events)) {
+	if h.mark.Newest == "" || !t.history.keeps(cap(h.events)) {
 		return st, h.events, nil // not kept: the run's own
 	}
 	history := make([]agent.Event, len(h.events))
@@ -133,9 +138,6 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 	return st, history, nil
 }
 
-// historySlack is the room a history read whole gets for the turns of the next runs, so that
-// they are appended in place.
-const historySlack = 16
 
 // decodeEvents appends the stored events raw, decoded, to out, skipping (and logging) one that
 // does not decode.

@@ -97,7 +97,7 @@ func runEndFor(threadID string, turn []json.RawMessage) threads.RunEnd {
 func TestHistoryCacheIsBounded(t *testing.T) {
 	c := newHistoryCache(80) // histories of at most 10 events, 80 in all
 	h := func(conv string, n int) *cachedHistory {
-		return &cachedHistory{conv: conv, events: make([]agent.Event, n), sizes: []int{n}}
+		return &cachedHistory{conv: conv, mark: threads.LogMark{Newest: "[]"}, events: make([]agent.Event, n), sizes: []int{n}}
 	}
 	for i := range 8 {
 		c.put(h(fmt.Sprint(i), 10))
@@ -121,10 +121,13 @@ func TestHistoryCacheIsBounded(t *testing.T) {
 	if c.held != 63 {
 		t.Fatalf("held %d after 2 shrank from 10 to 3 events, want 63", c.held)
 	}
+	c.put(&cachedHistory{conv: "empty"}) // an empty log: no mark, nothing to keep
+	if c.take("empty") != nil {
+		t.Fatal("the history of an empty log was kept")
+	}
 	off := newHistoryCache(-1)
 	off.put(h("a", 1))
-	off.put(&cachedHistory{conv: "e"})
-	if off.take("a") != nil || off.take("e") != nil {
+	if off.take("a") != nil {
 		t.Fatal("a cache bounded below 0 kept a history")
 	}
 }

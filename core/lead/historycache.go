@@ -138,7 +138,6 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 	return st, history, nil
 }
 
-
 // decodeEvents appends the stored events raw, decoded, to out, skipping (and logging) one that
 // does not decode.
 func (t *Team) decodeEvents(out []agent.Event, conv string, raw []json.RawMessage) []agent.Event {

@@ -16,12 +16,14 @@ import (
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
 
-func cacheTestStore(t *testing.T) *threads.Store {
+// NewTestStore returns a thread store with opts on the real Redis under a prefix of its own
+// (opts.Prefix is replaced), removed after the test. The lead_test package's tests use it too.
+func NewTestStore(t *testing.T, opts threads.Options) *threads.Store {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	prefix := "sbtest:leadcache:" + hex.EncodeToString(b[:]) + ":"
+	prefix := "sbtest:lead:" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() {
 		ctx := context.Background()
 		iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
@@ -30,7 +32,8 @@ func cacheTestStore(t *testing.T) *threads.Store {
 		}
 		_ = c.Close()
 	})
-	return threads.New(c, threads.Options{Prefix: prefix, HistoryTurns: 3})
+	opts.Prefix = prefix
+	return threads.New(c, opts)
 }
 
 func storedTurn(t *testing.T, i int) []json.RawMessage {
@@ -53,7 +56,7 @@ func storedTurn(t *testing.T, i int) []json.RawMessage {
 // turn appended since the first (Kept), and its history is the whole log's, decoded; the cached
 // history is the run's to change (a copy); trimming drops the oldest cached turn.
 func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
-	store := cacheTestStore(t)
+	store := NewTestStore(t, threads.Options{HistoryTurns: 3})
 	team := &Team{store: store, history: newHistoryCache(DefaultHistoryCacheEvents), log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	const conv = "console/-/local/"

@@ -2,8 +2,6 @@ package lead_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -34,20 +31,7 @@ func newStore(t *testing.T) *threads.Store {
 // newStoreWith is newStore with opts (its Prefix is the store's own).
 func newStoreWith(t *testing.T, opts threads.Options) *threads.Store {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "sbtest:lead:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		_ = c.Close()
-	})
-	opts.Prefix = prefix
-	return threads.New(c, opts)
+	return lead.NewTestStore(t, opts)
 }
 
 // collector is a run-event sink that keeps what it is given.

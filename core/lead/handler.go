@@ -46,10 +46,11 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	conv := env.Conv.String()
 	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
 	// thread and loads its history (the turns since the cached history's, see historyCache).
-	st, history, err := t.beginRun(ctx, conv, env.RunID)
+	st, history, release, err := t.beginRun(ctx, conv, env.RunID)
 	if err != nil {
 		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
+	defer release()
 	if st.Finished {
 		return t.replayed(ctx, run, st), nil
 	}
@@ -74,7 +75,9 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		return "", runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
 	}
 	for i := range history {
-		history[i].Seq = i
+		if history[i].Seq != i { // numbered already unless a turn was completed onto it (a copy)
+			history[i].Seq = i
+		}
 	}
 
 	model := t.opts.Model
@@ -131,9 +134,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	}
 }
 
-// newLead creates a run's lead agent on its history. The history was decoded for this agent
-// alone, so the agent reads it in place rather than copying it again: the caller must not
-// change it afterwards.
+// newLead creates a run's lead agent on its history, which the agent reads in place rather than
+// copying it (it may be the history cache's, see beginRun): nobody changes it afterwards.
 func (t *Team) newLead(sessionID, model string, history []agent.Event) (*agent.Agent, error) {
 	return t.rt.Create(agent.CreateOptions{
 		SessionID: sessionID,

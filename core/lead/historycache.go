@@ -85,41 +85,54 @@ func (c *historyCache) put(h *cachedHistory) {
 }
 
 // beginRun is threads.Store.BeginRun with the history decoded, read after the cached mark when
-// there is one. It returns the run's start and a history of its own, which the caller may change.
-func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunStart, []agent.Event, error) {
+// there is one. The history it returns is shared with the cache (capped: an append copies it)
+// and must not be changed; release gives the conversation's history back to the cache when the
+// run is over, so two runs of one conversation never hold it at once. Once handed out, a
+// history's events are never written again: the next run of the conversation appends its new
+// turns past them, or copies the kept ones into a new array when the oldest are trimmed, so a
+// run, or a subagent forked from it that outlives it, reads them unchanged.
+func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.RunStart, history []agent.Event, release func(), err error) {
 	h := t.history.take(conv)
 	var mark threads.LogMark
 	if h != nil {
 		mark = h.mark
 	}
-	st, err := t.store.BeginRunAfter(ctx, conv, runID, mark)
-	if err != nil {
-		return st, nil, err
+	if st, err = t.store.BeginRunAfter(ctx, conv, runID, mark); err != nil {
+		return st, nil, nil, err
 	}
 	if st.Finished {
 		t.history.put(h)
-		return st, nil, nil
+		return st, nil, func() {}, nil
 	}
 	if st.Kept > 0 && (h == nil || st.Kept > len(h.sizes)) {
 		// Not the mark this cache holds: it cannot happen, but the log is read whole rather
 		// than the history built on a guess.
 		t.log.Warn("lead: the history read after a mark does not fit the cached one; reading it whole", "conv", conv)
 		if st, err = t.store.BeginRun(ctx, conv, runID); err != nil || st.Finished {
-			return st, nil, err
+			return st, nil, func() {}, err
 		}
 	}
-	if st.Kept == 0 || h == nil {
+	switch drop := 0; {
+	case st.Kept == 0 || h == nil:
 		h = &cachedHistory{conv: conv}
 		if n := len(st.Events); n > 0 {
 			h.events = make([]agent.Event, 0, n+n/4+4)
 		}
-	} else if drop := len(h.sizes) - st.Kept; drop > 0 {
+	case len(h.sizes) > st.Kept:
+		// The oldest turns were trimmed: the rest move to a new array, numbered from 0 again.
+		drop = len(h.sizes) - st.Kept
 		n := 0
 		for _, s := range h.sizes[:drop] {
 			n += s
 		}
-		clear(h.events[:n]) // what they hold is not kept alive by the array
-		h.events, h.sizes = h.events[n:], h.sizes[drop:]
+		kept := h.events[n:]
+		grown := len(kept) + len(st.Events)
+		events := make([]agent.Event, len(kept), grown+grown/4+4)
+		copy(events, kept)
+		for i := range events {
+			events[i].Seq = i
+		}
+		h.events, h.sizes = events, h.sizes[drop:]
 	}
 	i := 0
 	for _, size := range st.TurnSizes {
@@ -130,12 +143,9 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (threads.RunSta
 	}
 	h.mark = st.Mark
 	if h.mark.Newest == "" || !t.history.keeps(cap(h.events)) {
-		return st, h.events, nil // not kept: the run's own
+		return st, h.events, func() {}, nil // not kept: the run's own
 	}
-	history := make([]agent.Event, len(h.events))
-	copy(history, h.events)
-	t.history.put(h)
-	return st, history, nil
+	return st, h.events[:len(h.events):len(h.events)], func() { t.history.put(h) }, nil
 }
 
 // decodeEvents appends the stored events raw, decoded, to out, skipping (and logging) one that
@@ -144,10 +154,13 @@ func (t *Team) decodeEvents(out []agent.Event, conv string, raw []json.RawMessag
 	for _, r := range raw {
 		// Decoded in place: a separate variable would escape to the heap once per event.
 		out = append(out, agent.Event{})
-		if err := agent.DecodeEvent(r, &out[len(out)-1]); err != nil || out[len(out)-1].Kind == "" {
+		e := &out[len(out)-1]
+		if err := agent.DecodeEvent(r, e); err != nil || e.Kind == "" {
 			out = out[:len(out)-1] // the next append zeroes the slot again
 			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
+			continue
 		}
+		e.Seq = len(out) - 1 // a seed is numbered from 0
 	}
 	return out
 }

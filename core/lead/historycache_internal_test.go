@@ -53,8 +53,10 @@ func storedTurn(t *testing.T, i int) []json.RawMessage {
 }
 
 // TestBeginRunReadsOnlyNewTurnsFromTheCache: the second run of a conversation reads only the
-// turn appended since the first (Kept), and its history is the whole log's, decoded; the cached
-// history is the run's to change (a copy); trimming drops the oldest cached turn.
+// turn appended since the first (Kept), and its history is the whole log's, decoded and numbered
+// from 0; a history handed to a run never changes afterwards, while later runs append turns and
+// trimming drops the oldest; the conversation's history is the cache's again only once the run
+// releases it.
 func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 	store := NewTestStore(t, threads.Options{HistoryTurns: 3})
 	team := &Team{store: store, history: newHistoryCache(DefaultHistoryCacheEvents), log: slog.New(slog.DiscardHandler)}
@@ -67,8 +69,10 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 		}
 		return team.decodeHistory(conv, raw)
 	}
-	for i := 1; i <= 6; i++ {
-		st, history, err := team.beginRun(ctx, conv, fmt.Sprintf("run%d", i))
+	type handed struct{ history, then []agent.Event }
+	var earlier []handed
+	for i := 1; i <= 7; i++ {
+		st, history, release, err := team.beginRun(ctx, conv, fmt.Sprintf("run%d", i))
 		if err != nil || st.Finished {
 			t.Fatalf("run %d: %+v, %v", i, st, err)
 		}
@@ -80,12 +84,27 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 		if want := full(); len(history) != len(want) || (len(want) > 0 && !reflect.DeepEqual(history, want)) {
 			t.Fatalf("run %d's history:\n%+v\nthe log's:\n%+v", i, history, want)
 		}
-		for j := range history { // the run's own: changing it leaves the cache alone
-			history[j].Content = "changed"
+		for j, e := range history {
+			if e.Seq != j {
+				t.Fatalf("run %d's history: event %d has seq %d", i, j, e.Seq)
+			}
+		}
+		if len(history) != cap(history) {
+			t.Errorf("run %d's history has room past its end: an append would write into the cache", i)
+		}
+		if again := team.history.take(conv); again != nil {
+			t.Fatalf("run %d: the history was the cache's again before the run released it", i)
 		}
 		if _, err := store.FinishRun(ctx, conv, fmt.Sprintf("run%d", i), runEndFor(st.Thread.ID, storedTurn(t, i))); err != nil {
 			t.Fatal(err)
 		}
+		release()
+		for k, h := range earlier {
+			if !reflect.DeepEqual(h.history, h.then) {
+				t.Fatalf("run %d's history changed by run %d:\n%+v\nwas\n%+v", k+1, i, h.history, h.then)
+			}
+		}
+		earlier = append(earlier, handed{history, append([]agent.Event(nil), history...)})
 	}
 }
 

@@ -95,3 +95,50 @@ func TestHistoryCacheSendsTheModelTheSameHistory(t *testing.T) {
 		t.Errorf("the longest request had %d messages, the first after /new %d; want 9 and 1", longest, len(withCache.sent[9]))
 	}
 }
+
+// TestForksShareTheCachedHistory: runs of a conversation whose lead forks a subagent each time
+// (the child reads the lead's history, which the cache shares) answer with their history intact,
+// run after run, under the race detector.
+func TestForksShareTheCachedHistory(t *testing.T) {
+	store := newStoreWith(t, threads.Options{HistoryTurns: 3})
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]int{} // "lead" or "child" → most messages one request carried
+	p := llm.ScriptFunc(func(req llm.Request) llm.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		who := "child"
+		if isLead(req) {
+			who = "lead"
+		}
+		seen[who] = max(seen[who], len(req.Messages))
+		last := lastMessage(req)
+		switch {
+		case who == "child":
+			return llm.Reply{Text: "the child read " + fmt.Sprint(len(req.Messages)) + " messages"}
+		case last.Role == llm.RoleUser:
+			return llm.Reply{ToolCalls: []llm.ToolCall{{ID: "f1", Name: "delegate", Arguments: `{"task":"look back","name":"looker","mode":"fork"}`}}}
+		default:
+			return llm.Reply{Text: "answered after " + last.Content}
+		}
+	})
+	team, err := lead.NewTeam(p, store, lead.Options{ProgressEvery: time.Hour, MaxConcurrent: 2, MaxDepth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(team.Close)
+	for i := range 6 {
+		c := &collector{}
+		env := envelope(runs.KindMessage, fmt.Sprintf("question %d", i))
+		if out, err := team.HandleRun(ctx, runs.NewRun(env, c)); err != nil || out != runs.OutcomeAnswered || c.last().Kind != runs.EventFinal {
+			t.Fatalf("run %d = %v, %v, %+v", i, out, err, c.last())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("longest requests: the lead's %d messages, the child's %d", seen["lead"], seen["child"])
+	// Three turns kept, each a question, the delegation and its result, and an answer.
+	if seen["lead"] < 10 || seen["child"] < 10 {
+		t.Errorf("the lead's longest request had %d messages and the child's %d: the history did not reach them", seen["lead"], seen["child"])
+	}
+}

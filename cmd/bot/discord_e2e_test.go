@@ -356,7 +356,11 @@ func TestDiscordCommandRegistration429StormAtStart(t *testing.T) {
 		r := ix.Replies()
 		return len(r) > 0 && strings.Contains(r[0].Text(), dAnn.ID)
 	})
-	waitFor(t, "the commands registered", 20*time.Second, func() bool { return e.dc.CommandOverwrites() == 1 })
+	// The fake records a call once it has answered, just after the overwrite it counts: wait
+	// for both.
+	waitFor(t, "the commands registered", 20*time.Second, func() bool {
+		return e.dc.CommandOverwrites() == 1 && e.dc.Count("PUT", discordfake.RouteCommands) > 0
+	})
 	names := []string{}
 	for _, c := range e.dc.Commands("") {
 		names = append(names, c.Name)

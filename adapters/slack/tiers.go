@@ -1,8 +1,9 @@
 package slack
 
 import (
-	"sync"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // tier is a Web API method's rate-limit tier. Slack applies the limits per method, per app, per
@@ -60,9 +61,6 @@ var methodTiers = map[string]tier{
 	methodComplete:                          tier4,
 }
 
-// tierSweepEvery is how often buckets that are full again (their workspace idle) are dropped.
-const tierSweepEvery = time.Minute
-
 type tierKey struct {
 	team string
 	tier tier
@@ -74,16 +72,13 @@ type tierKey struct {
 // It books slots and says how long to wait; the caller waits (respecting its context), so it
 // runs no goroutine. A 429 on a method pauses its tier's bucket for the Retry-After.
 // Methods of one tier share a bucket: stricter than Slack's per-method limits, never looser.
+// Buckets full again are dropped (channels.PacerSweepEvery), so memory follows the workspaces
+// active in the last minute or so.
 type tierLimiter struct {
-	mu sync.Mutex
-	// tat is the theoretical arrival time of the next call, per bucket. A bucket whose tat has
-	// passed is full, the same as no entry: sweeps drop those, so memory follows the workspaces
-	// active in the last minute or so.
-	tat   map[tierKey]time.Time
-	swept time.Time
+	buckets *channels.Pacer[tierKey]
 }
 
-func newTierLimiter() *tierLimiter { return &tierLimiter{tat: map[tierKey]time.Time{}} }
+func newTierLimiter() *tierLimiter { return &tierLimiter{buckets: channels.NewPacer[tierKey]()} }
 
 // interval is the time one call of tier t costs.
 func (t tier) interval() time.Duration { return time.Minute / time.Duration(tierRates[t].perMinute) }
@@ -95,18 +90,7 @@ func (l *tierLimiter) reserve(team, method string, now time.Time) time.Duration 
 	if t == tierSpecial {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sweep(now)
-	k := tierKey{team, t}
-	start := l.tat[k]
-	if start.Before(now) {
-		start = now
-	}
-	every := t.interval()
-	wait := start.Sub(now) - time.Duration(tierRates[t].burst-1)*every
-	l.tat[k] = start.Add(every)
-	return max(0, wait)
+	return l.buckets.Reserve(tierKey{team, t}, now, t.interval(), tierRates[t].burst)
 }
 
 // pause holds team's calls of method's tier until until (a 429's Retry-After): calls booked
@@ -116,23 +100,5 @@ func (l *tierLimiter) pause(team, method string, until time.Time) {
 	if t == tierSpecial {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := tierKey{team, t}
-	if next := until.Add(time.Duration(tierRates[t].burst-1) * t.interval()); next.After(l.tat[k]) {
-		l.tat[k] = next
-	}
-}
-
-// sweep drops the buckets that are full again, at most once every tierSweepEvery; l.mu is held.
-func (l *tierLimiter) sweep(now time.Time) {
-	if now.Sub(l.swept) < tierSweepEvery {
-		return
-	}
-	l.swept = now
-	for k, t := range l.tat {
-		if !t.After(now) {
-			delete(l.tat, k)
-		}
-	}
+	l.buckets.Pause(tierKey{team, t}, until, t.interval(), tierRates[t].burst)
 }

@@ -123,12 +123,12 @@ func TestTierLimiterDropsIdleBuckets(t *testing.T) {
 	for range 15 {
 		l.reserve("TBUSY", "chat.update", now)
 	}
-	if n := len(l.tat); n != 1001 {
+	if n := l.buckets.Len(); n != 1001 {
 		t.Fatalf("%d buckets, want 1001", n)
 	}
-	later := now.Add(tierSweepEvery)
+	later := now.Add(channels.PacerSweepEvery)
 	w := l.reserve("TBUSY", "chat.update", later)
-	if n := len(l.tat); n != 1 {
+	if n := l.buckets.Len(); n != 1 {
 		t.Fatalf("after a minute: %d buckets, want only the busy workspace's", n)
 	}
 	if w != 0 {

@@ -1,8 +1,9 @@
 package telegram
 
 import (
-	"sync"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // Pacing limits: about one message a second per private chat and 20 a minute per group, each
@@ -21,21 +22,21 @@ const (
 	globalInterval  = time.Second / (globalPerSecond - globalBurst)
 )
 
-// pacer spaces sends (GCRA) per chat — each chat has its own schedule, so a busy chat never holds
-// up another — and over all chats. A send first waits for its chat's slot, then books the next
+// pacer spaces sends per chat — each chat has its own schedule, so a busy chat never holds up
+// another — and over all chats. A send first waits for its chat's slot, then books the next
 // overall slot, so the overall schedule is taken in the order sends become due: a chat joins it
 // no faster than its own pace (a burst of paceBurst, then one a second at most), and a quiet chat
 // waits behind that much of a busy chat's traffic, never behind its backlog. (A send the overall
 // limit holds up may come closer to its chat's next one than the chat's pace; never earlier
 // than its own slot.)
 type pacer struct {
-	mu     sync.Mutex
-	tat    map[int64]time.Time // theoretical arrival time of the next send, per chat
-	global time.Time           // theoretical arrival time of the next send, any chat
-	calls  int
+	chats  *channels.Pacer[int64]
+	global *channels.Pacer[struct{}]
 }
 
-func newPacer() *pacer { return &pacer{tat: map[int64]time.Time{}} }
+func newPacer() *pacer {
+	return &pacer{chats: channels.NewPacer[int64](), global: channels.NewPacer[struct{}]()}
+}
 
 // reserve books a send slot in chat at now and returns how long to wait for it.
 func (p *pacer) reserve(chat int64, now time.Time) time.Duration {
@@ -43,34 +44,12 @@ func (p *pacer) reserve(chat int64, now time.Time) time.Duration {
 	if chat < 0 { // group, supergroup and channel ids are negative
 		interval = groupInterval
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.calls++
-	if p.calls%4096 == 0 {
-		for id, t := range p.tat {
-			if t.Before(now) {
-				delete(p.tat, id)
-			}
-		}
-	}
-	t := p.tat[chat]
-	if t.Before(now) {
-		t = now
-	}
-	p.tat[chat] = t.Add(interval)
-	return max(0, t.Sub(now)-(paceBurst-1)*interval)
+	return p.chats.Reserve(chat, now, interval, paceBurst)
 }
 
 // reserveGlobal books the bot's next overall send slot at now — to be called once the chat's
 // own slot (reserve) has come — and returns how long to wait for it. A slot booked by a send
 // that is then abandoned stays spent.
 func (p *pacer) reserveGlobal(now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t := p.global
-	if t.Before(now) {
-		t = now
-	}
-	p.global = t.Add(globalInterval)
-	return max(0, t.Sub(now)-(globalBurst-1)*globalInterval)
+	return p.global.Reserve(struct{}{}, now, globalInterval, globalBurst)
 }

@@ -153,3 +153,54 @@ func TestHistoryCacheIsBounded(t *testing.T) {
 		t.Fatal("a cache bounded below 0 kept a history")
 	}
 }
+
+// TestHistoryCacheUnderConcurrentConversations: many conversations run at once (each one run at
+// a time, as the runs' leases keep them) through a cache too small for all of them: every run's
+// history is its log's, whatever was evicted meanwhile, under the race detector.
+func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
+	store := NewTestStore(t, threads.Options{HistoryTurns: 4})
+	team := &Team{store: store, history: newHistoryCache(96), log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	const workers, convsEach, runs = 4, 3, 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			errs <- func() error {
+				for r := range runs {
+					for c := range convsEach {
+						conv := fmt.Sprintf("console/-/c%d-%d/", w, c)
+						id := fmt.Sprintf("run%d", r)
+						st, history, release, err := team.beginRun(ctx, conv, id)
+						if err != nil {
+							return err
+						}
+						raw, err := store.LoadEvents(ctx, conv)
+						if err != nil {
+							return err
+						}
+						if want := team.decodeHistory(conv, raw); len(history) != len(want) || (len(want) > 0 && !reflect.DeepEqual(history, want)) {
+							return fmt.Errorf("%s %s: history of %d events, the log's %d", conv, id, len(history), len(want))
+						}
+						turn := []json.RawMessage{
+							json.RawMessage(fmt.Sprintf(`{"kind":"user/message","turn":%d,"content":"q%d"}`, r+1, r)),
+							json.RawMessage(fmt.Sprintf(`{"kind":"assistant/message","turn":%d,"content":"a%d"}`, r+1, r)),
+						}
+						if _, err := store.FinishRun(ctx, conv, id, runEndFor(st.Thread.ID, turn)); err != nil {
+							return err
+						}
+						release()
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if team.history.held > team.history.max {
+		t.Errorf("the cache holds room for %d events, past its bound of %d", team.history.held, team.history.max)
+	}
+}

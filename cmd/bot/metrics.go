@@ -125,6 +125,17 @@ func (m *metrics) watch(c *core) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchboard_agents_active", Help: "Agents (leads and subagents) alive in this process.",
 	}, func() float64 { return float64(len(c.team.Runtime().List())) }))
+	const historyReads = "switchboard_history_reads_total"
+	const historyHelp = "Runs' reads of their conversation's history, by read: partial (only the turns since the history this process keeps) or whole (the whole log)."
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: historyReads, Help: historyHelp, ConstLabels: prometheus.Labels{"read": "partial"},
+	}, func() float64 { return float64(c.team.HistoryStats().Partial) }))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: historyReads, Help: historyHelp, ConstLabels: prometheus.Labels{"read": "whole"},
+	}, func() float64 { return float64(c.team.HistoryStats().Whole) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_history_cache_events", Help: "Events the history cache of this process holds room for (bounded at 16,384).",
+	}, func() float64 { return float64(c.team.HistoryStats().Room) }))
 }
 
 // instrument wraps the run handler to count outcomes and time runs.

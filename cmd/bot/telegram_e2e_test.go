@@ -630,3 +630,38 @@ func TestTelegramQueuedRunsWaitForTheChannelToStart(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryReadsAreCounted proves /metrics tells how runs read their history: a chat's first
+// two runs read the whole log (an empty one, then one turn), the third only the turn since —
+// switchboard_history_reads_total{read} — and the cache's room is shown.
+func TestHistoryReadsAreCounted(t *testing.T) {
+	e := newE2E(t, nil)
+	r := e.start()
+	for i, text := range []string{"one", "two", "three"} {
+		e.tg.PushPrivate(ann, text)
+		e.waitAnswers(ann.ID, i+1)
+	}
+	waitFor(t, "the third run counted", 10*time.Second, func() bool { return counter(r.metrics.runs, "answered") == 3 })
+	got := map[string]float64{}
+	families, err := r.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "switchboard_history_reads_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "read" {
+						got[l.GetValue()] = m.GetCounter().GetValue()
+					}
+				}
+			case "switchboard_history_cache_events":
+				got["room"] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if got["whole"] != 2 || got["partial"] != 1 || got["room"] <= 0 {
+		t.Errorf("history reads %v, want whole 2, partial 1 and some room held", got)
+	}
+}

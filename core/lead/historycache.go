@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/threads"
@@ -23,11 +24,14 @@ const DefaultHistoryCacheEvents = 16384
 // version that does not count its turns) reads the whole log again, and another process's turns
 // are read as any new turn. Bounded by the events it holds, least recently used first out.
 type historyCache struct {
-	mu     sync.Mutex
-	max    int // room for events held at most (their arrays' capacity); 0: nothing is kept
-	held   int
-	order  list.List // of *cachedHistory, most recently used first
-	byConv map[string]*list.Element
+	mu   sync.Mutex
+	max  int // room for events held at most (their arrays' capacity); 0: nothing is kept
+	held int
+	// partial and whole count the runs' reads: only the turns since the cached mark, or the
+	// whole log.
+	partial, whole atomic.Int64
+	order          list.List // of *cachedHistory, most recently used first
+	byConv         map[string]*list.Element
 }
 
 // cachedHistory is one conversation's history as last read. A run takes it out of the cache
@@ -112,6 +116,11 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.Run
 			return st, nil, func() {}, err
 		}
 	}
+	if st.Kept > 0 {
+		t.history.partial.Add(1)
+	} else {
+		t.history.whole.Add(1)
+	}
 	switch drop := 0; {
 	case st.Kept == 0 || h == nil:
 		h = &cachedHistory{conv: conv}
@@ -163,4 +172,21 @@ func (t *Team) decodeEvents(out []agent.Event, conv string, raw []json.RawMessag
 		e.Seq = len(out) - 1 // a seed is numbered from 0
 	}
 	return out
+}
+
+// HistoryStats is how this process's runs read their histories: partial reads took only the
+// turns since the cached history's mark, whole ones the whole log (a conversation's first run
+// here, one evicted or not kept, a mark that no longer matched); room is the events the cache
+// holds room for now.
+type HistoryStats struct {
+	Partial, Whole int64
+	Room           int
+}
+
+// HistoryStats reads the history cache's figures.
+func (t *Team) HistoryStats() HistoryStats {
+	t.history.mu.Lock()
+	room := t.history.held
+	t.history.mu.Unlock()
+	return HistoryStats{Partial: t.history.partial.Load(), Whole: t.history.whole.Load(), Room: room}
 }

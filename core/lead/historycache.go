@@ -35,7 +35,8 @@ type historyCache struct {
 }
 
 // cachedHistory is one conversation's history as last read. A run takes it out of the cache
-// while it reads (so two runs of one conversation never share one), and the agent gets a copy.
+// until it ends (so two runs of one conversation never hold one at once) and reads its events
+// in place (see beginRun).
 type cachedHistory struct {
 	conv   string
 	mark   threads.LogMark
@@ -121,7 +122,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.Run
 	} else {
 		t.history.whole.Add(1)
 	}
-	switch drop := 0; {
+	switch {
 	case st.Kept == 0 || h == nil:
 		h = &cachedHistory{conv: conv}
 		if n := len(st.Events); n > 0 {
@@ -129,7 +130,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.Run
 		}
 	case len(h.sizes) > st.Kept:
 		// The oldest turns were trimmed: the rest move to a new array, numbered from 0 again.
-		drop = len(h.sizes) - st.Kept
+		drop := len(h.sizes) - st.Kept
 		n := 0
 		for _, s := range h.sizes[:drop] {
 			n += s
@@ -184,9 +185,10 @@ type HistoryStats struct {
 }
 
 // HistoryStats reads the history cache's figures.
-func (t *Team) HistoryStats() HistoryStats {
-	t.history.mu.Lock()
-	room := t.history.held
-	t.history.mu.Unlock()
-	return HistoryStats{Partial: t.history.partial.Load(), Whole: t.history.whole.Load(), Room: room}
+func (t *Team) HistoryStats() HistoryStats { return t.history.stats() }
+
+func (c *historyCache) stats() HistoryStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return HistoryStats{Partial: c.partial.Load(), Whole: c.whole.Load(), Room: c.held}
 }

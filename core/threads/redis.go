@@ -560,8 +560,9 @@ if redis.call('HSETNX', KEYS[2], 'id', ARGV[1]) == 1 then
   created = 1
 end
 local from = 0
-if ARGV[7] and ARGV[7] ~= '' and redis.call('HGET', KEYS[2], 'id') == ARGV[5] then
-  local count = tonumber(redis.call('HGET', KEYS[2], 'ls') or '0')
+local th = ARGV[7] and ARGV[7] ~= '' and redis.call('HMGET', KEYS[2], 'id', 'ls')
+if th and th[1] == ARGV[5] then
+  local count = tonumber(th[2] or '0')
   local have = tonumber(ARGV[6])
   if count and have and have <= count then
     local len = redis.call('LLEN', KEYS[3])

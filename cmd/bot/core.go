@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -134,6 +135,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 		Prefix:           cfg.Redis.Prefix,
 		HistoryTurns:     cfg.Runs.HistoryTurns,
 		ClarificationTTL: cfg.Runs.ClarificationTTL,
+		OutcomeTTL:       recordTTL(cfg.Runs.MaxAttempts),
 	})
 	c.queue, err = runs.Open(ctx, client, runs.Options{
 		Prefix:             cfg.Redis.Prefix,
@@ -166,4 +168,13 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 	}
 	c.closers = append(c.closers, func() error { c.team.Close(); return nil })
 	return nil
+}
+
+// recordTTL is how long a run's records (its outcome and result, the messages it sent) are
+// kept: they must outlast every attempt of the run, so that a later one edits or skips instead
+// of posting again. A day covers the default five tries many times over (a few minutes of
+// outage waits); with more tries allowed it is an hour for each, the longest wait between two
+// (30 minutes) and an attempt.
+func recordTTL(maxAttempts int) time.Duration {
+	return max(threads.DefaultOutcomeTTL, time.Duration(maxAttempts)*time.Hour)
 }

@@ -17,7 +17,7 @@ func checkRunID(runID string) error {
 // the platform message id it posted), the first time only: SET NX semantics. firstTime is true
 // when this call stored value; otherwise nothing changes and existing is the value stored
 // earlier, so a replayed run edits that message or skips the step instead of posting twice.
-// The record is kept for OutcomeTTL (7 days by default) from its first write.
+// The record is kept for OutcomeTTL (a day by default) from its first write.
 func (s *Store) RecordOutbound(ctx context.Context, runID, step string, value []byte) (firstTime bool, existing []byte, err error) {
 	if err := checkRunID(runID); err != nil {
 		return false, nil, fmt.Errorf("threads: record outbound: %w", err)

@@ -27,7 +27,11 @@ const (
 	DefaultHistoryTurns           = 50
 	DefaultClarificationTTL       = time.Hour
 	DefaultClarificationRetention = 24 * time.Hour
-	DefaultOutcomeTTL             = 7 * 24 * time.Hour
+	// DefaultOutcomeTTL keeps a run's records for a day: every attempt of a run falls within
+	// minutes of its first (five tries ride out a few minutes of model outage; a lease is
+	// taken over in seconds), and each answered message leaves about 0.8 KB of records, so
+	// Redis holds one day's traffic of them rather than a week's.
+	DefaultOutcomeTTL = 24 * time.Hour
 )
 
 // maxConvKeyLen bounds conversation keys; real ones are well under 200 bytes.
@@ -46,7 +50,8 @@ type Options struct {
 	// late click gets ErrClarificationExpired rather than ErrClarificationNotFound. The Redis TTL
 	// of the record is ExpiresAt + ClarificationRetention.
 	ClarificationRetention time.Duration
-	// OutcomeTTL is how long RecordOutbound and RecordOutcome remember a run (7 days by default).
+	// OutcomeTTL is how long FinishRun, RecordOutbound and RecordOutcome remember a run (a day
+	// by default).
 	OutcomeTTL time.Duration
 	// Now is the clock (time.Now by default). Expiry of clarifications is judged by it, so tests
 	// can move time.

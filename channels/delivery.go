@@ -908,8 +908,10 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			return nil
 		}
 		if err != nil {
-			d.m.OutboundError(platform, "final_lost")
-			d.log.Error("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
+			// Returned to the run, which is tried again (and re-emits this event) on the
+			// outage schedule, then dead-lettered: not lost silently.
+			d.m.OutboundError(platform, "final_failed")
+			d.log.Warn("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
 		}
 		ref = out

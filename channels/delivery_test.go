@@ -280,12 +280,27 @@ func TestRateLimitHandling(t *testing.T) {
 		h.ch.mu.Lock()
 		h.ch.failSendsAll = true
 		h.ch.mu.Unlock()
-		err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "lost?"})
+		err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "lost?", Attempt: 1})
 		if err == nil {
 			t.Error("an undeliverable answer returned no error")
 		}
-		if h.metrics.get("outbound/test/final_lost") != 1 {
-			t.Error("the lost answer was not counted")
+		if h.metrics.get("outbound/test/final_failed") != 1 {
+			t.Error("the undelivered answer was not counted")
+		}
+		// The run's next try re-emits the event: delivered, once.
+		h.ch.mu.Lock()
+		h.ch.failSendsAll = false
+		h.ch.mu.Unlock()
+		before := len(h.ch.visible())
+		if err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "lost?", Attempt: 2}); err != nil {
+			t.Errorf("the next try: %v", err)
+		}
+		var shown int
+		for _, v := range h.ch.visible()[before:] {
+			shown += strings.Count(v, "lost?")
+		}
+		if shown != 1 {
+			t.Errorf("the next try showed the answer %d times, want once: %q", shown, h.ch.visible())
 		}
 	})
 }
@@ -450,9 +465,9 @@ func TestUnreachableConversationGivesUp(t *testing.T) {
 		if err := d.Deliver(h.ctx, runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: "nobody hears this"}); err != nil {
 			t.Errorf("placeholder %v: Deliver = %v, want the answer given up without an error", placeholder, err)
 		}
-		if h.metrics.get("outbound/test/unreachable") != 1 || h.metrics.get("outbound/test/final_lost") != 0 {
-			t.Errorf("placeholder %v: unreachable counted %d, final_lost %d; want 1 and 0", placeholder,
-				h.metrics.get("outbound/test/unreachable"), h.metrics.get("outbound/test/final_lost"))
+		if h.metrics.get("outbound/test/unreachable") != 1 || h.metrics.get("outbound/test/final_failed") != 0 {
+			t.Errorf("placeholder %v: unreachable counted %d, final_failed %d; want 1 and 0", placeholder,
+				h.metrics.get("outbound/test/unreachable"), h.metrics.get("outbound/test/final_failed"))
 		}
 	}
 }

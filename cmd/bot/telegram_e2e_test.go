@@ -665,3 +665,35 @@ func TestHistoryReadsAreCounted(t *testing.T) {
 		t.Errorf("history reads %v, want whole 2, partial 1 and some room held", got)
 	}
 }
+
+// TestTelegramAnswerOutlivesAPlatformOutage proves an answer Telegram refuses for a while (502,
+// past the adapter's own three tries) is not lost: the run is tried again on the outage
+// schedule, each try re-sends the recorded answer without asking the model again, and the
+// answer lands once when Telegram is back — not dead-lettered, not doubled.
+func TestTelegramAnswerOutlivesAPlatformOutage(t *testing.T) {
+	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
+	r := e.start()
+	// Two tries of the run fail (three calls each), the third gets through.
+	e.tg.FailChat(ann.ID, "sendMessage", 6, telegramfake.Fault{Status: 502, Description: "Bad Gateway"})
+	e.tg.PushPrivate(ann, "still there?")
+	got := e.waitAnswers(ann.ID, 1)
+	if !strings.Contains(visible(got[0]), "echo: still there?") {
+		t.Errorf("answer %q", visible(got[0]))
+	}
+	waitFor(t, "the run to end answered", 15*time.Second, func() bool { return counter(r.metrics.runs, "answered") == 1 })
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("model called %d times, want 1 (the tries re-send the recorded answer)", n)
+	}
+	if n := counter(r.metrics.outboundErr, "telegram", "final_failed"); n != 2 {
+		t.Errorf("final_failed counted %v, want 2 (two tries refused)", n)
+	}
+	if d, err := r.core.queue.Depth(context.Background()); err != nil || d.DeadLetters != 0 {
+		t.Errorf("dead letters %d, %v; want none", d.DeadLetters, err)
+	}
+	// One answer, and it stays one: the next message is answered after it.
+	e.tg.PushPrivate(ann, "and now?")
+	got = e.waitAnswers(ann.ID, 2)
+	if len(got) != 2 || !strings.Contains(visible(got[1]), "echo: and now?") {
+		t.Errorf("chat shows %d messages, last %q; want the two answers", len(got), visible(got[len(got)-1]))
+	}
+}

@@ -52,7 +52,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	}
 	defer release()
 	if st.Finished {
-		return t.replayed(ctx, run, st), nil
+		return t.replayed(ctx, run, st)
 	}
 	th := st.Thread
 
@@ -146,16 +146,30 @@ func (t *Team) newLead(sessionID, model string, history []agent.Event) (*agent.A
 }
 
 // replayed re-emits the closing event of a run that already finished (a redelivery after a
-// crash between recording the end and acknowledging the run). The result is recorded with the
-// outcome in one step, so it is there.
-func (t *Team) replayed(ctx context.Context, run *runs.Run, st threads.RunStart) runs.Outcome {
+// crash between recording the end and acknowledging the run, or a try after the closing
+// message could not be delivered). The result is recorded with the outcome in one step, so it
+// is there.
+func (t *Team) replayed(ctx context.Context, run *runs.Run, st threads.RunStart) (runs.Outcome, error) {
 	var ev runs.Event
 	if json.Unmarshal(st.Result, &ev) == nil && ev.Kind != "" {
 		if err := run.Emit(ctx, ev); err != nil {
-			t.log.Warn("lead: re-delivering a finished run's closing event failed", "run", run.Envelope.RunID, "kind", ev.Kind, "err", err)
+			t.log.Warn("lead: re-delivering a finished run's closing event failed; the run is tried again", "run", run.Envelope.RunID, "kind", ev.Kind, "err", err)
+			return "", undelivered(ev, err)
 		}
 	}
-	return runs.Outcome(st.Outcome)
+	return runs.Outcome(st.Outcome), nil
+}
+
+// undelivered is the error of a run whose closing event could not be delivered (the platform
+// down, refusing the bot, rate limiting past the delivery's own waits): an outage, so the run
+// is tried again on the outage schedule, and each try re-emits the recorded event (replayed)
+// without calling the model. A conversation the bot can no longer write to is not an error
+// (the delivery gives its message up), so it is not tried again.
+func undelivered(ev runs.Event, err error) error {
+	return &runs.UnavailableError{
+		Err:    fmt.Errorf("lead: delivering the run's closing %s: %w", ev.Kind, err),
+		Reason: "Sorry, the answer could not be delivered.",
+	}
 }
 
 // savedTurn is the exchange a finished run adds to its thread's history.
@@ -167,7 +181,9 @@ type savedTurn struct {
 // finish records the run's end — its turn appended to the history (when turn is set), the
 // closing event (so a replay re-emits it) and the outcome, in one atomic step — and then emits
 // the closing event. A run whose history could not be saved returns an error, so it is tried
-// again; a failed record of a run without a turn is logged and the event still goes out.
+// again; a failed record of a run without a turn is logged and the event still goes out. A
+// closing event that could not be delivered returns an *runs.UnavailableError: the run is
+// tried again, and the try re-emits the recorded event (or, if recording failed, runs anew).
 func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome, turn *savedTurn) (runs.Outcome, error) {
 	id := run.Envelope.RunID
 	result, err := runs.EncodeEvent(ev)
@@ -192,7 +208,8 @@ func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out run
 		t.log.Warn("lead: another attempt of the run recorded its end first; its history is kept", "run", id)
 	}
 	if err := run.Emit(ctx, ev); err != nil {
-		t.log.Warn("lead: delivering the run's closing event failed", "run", id, "kind", ev.Kind, "err", err)
+		t.log.Warn("lead: delivering the run's closing event failed; the run is tried again", "run", id, "kind", ev.Kind, "err", err)
+		return "", undelivered(ev, err)
 	}
 	return out, nil
 }

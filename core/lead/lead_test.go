@@ -3,6 +3,7 @@ package lead_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -415,5 +416,51 @@ func TestNoAnswerNamesATool(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// failingFinal refuses the closing events it is given while fail is set, as a platform that
+// is down refuses the send.
+type failingFinal struct {
+	collector
+	fail bool
+}
+
+func (f *failingFinal) Deliver(ctx context.Context, ev runs.Event) error {
+	if f.fail && ev.Kind.Terminal() {
+		return errors.New("platform answered 502")
+	}
+	return f.collector.Deliver(ctx, ev)
+}
+
+// TestUndeliveredClosingEventIsTriedAgain proves a run whose answer the platform refused is not
+// counted answered: it returns an outage (the pool tries it again on the outage schedule), and
+// the next try delivers the recorded answer without calling the model again.
+func TestUndeliveredClosingEventIsTriedAgain(t *testing.T) {
+	store := newStore(t)
+	p := llm.NewScripted(llm.Reply{Text: "the answer"})
+	team := newTeam(t, p, store)
+	env := envelope(runs.KindMessage, "hello")
+	sink := &failingFinal{fail: true}
+	out, err := team.HandleRun(context.Background(), runs.NewRun(env, sink))
+	if u, ok := errors.AsType[*runs.UnavailableError](err); !ok || out != "" || u.Reason == "" {
+		t.Fatalf("first try: %q, %v; want an *runs.UnavailableError with a reason", out, err)
+	}
+	// Still down at the second try: an outage again, and the model is not asked again.
+	env.Attempt = 2
+	if _, err := team.HandleRun(context.Background(), runs.NewRun(env, sink)); !errors.As(err, new(*runs.UnavailableError)) || p.Calls() != 1 {
+		t.Fatalf("second try: %v, model calls %d; want an outage and 1 call", err, p.Calls())
+	}
+	sink.fail = false
+	env.Attempt = 3
+	out, err = team.HandleRun(context.Background(), runs.NewRun(env, sink))
+	if err != nil || out != runs.OutcomeAnswered || p.Calls() != 1 {
+		t.Fatalf("third try: %q, %v, model calls %d; want answered from the record, 1 call", out, err, p.Calls())
+	}
+	if last := sink.last(); last.Kind != runs.EventFinal || last.Text != "the answer" {
+		t.Fatalf("delivered %+v, want the recorded answer", last)
+	}
+	if ev, _ := store.LoadEvents(context.Background(), testConv.String()); len(ev) == 0 {
+		t.Error("the answered turn is not in the history")
 	}
 }

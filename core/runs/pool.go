@@ -79,7 +79,7 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
 	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
 	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
-	p.outage.unavailable = newFailureLog(p.log, "runs waiting on an unavailable service", "runs: a service runs need (the model) is unavailable; retrying them later")
+	p.outage.unavailable = newFailureLog(p.log, "runs waiting on an unavailable service", "runs: a service runs need (the model, or the platform for their answers) is unavailable; retrying them later")
 	return p, nil
 }
 

@@ -260,9 +260,11 @@ var keyDescriptions = map[string]string{
 	"runs.followup": "What a message does to a conversation that already has a run in flight: `queue` (it waits " +
 		"its turn) or `interrupt` (the run is cancelled and the new message starts anew).",
 	"runs.max_attempts": "How many times a run is tried before it is dead-lettered (admins can list and replay " +
-		"dead letters). With the default outage waits, five tries ride out about three and a half minutes of model outage.",
+		"dead letters). With the default outage waits, five tries ride out about three and a half minutes of model outage, " +
+		"or of the platform refusing the answer. A run's records (what it sent, how it ended) are kept a day, or an hour " +
+		"a try when more than 24 are allowed, so that every try of it finds them.",
 	"runs.outage_retry_base": "The first wait before a run that failed on a model outage (HTTP 5xx or 429, a timeout, " +
-		"a refused connection, an answer cut mid-stream) is tried again; later waits are 4×, 12× and 24× it, then " +
+		"a refused connection, an answer cut mid-stream), or whose answer the platform refused, is tried again; later waits are 4×, 12× and 24× it, then " +
 		"doubling (5 s, 20 s, 1 min, 2 min, … by default), up to `runs.max_attempts` tries. The user is told once that " +
 		"the answer will follow.",
 	"runs.lease": "How long a worker owns a run without renewing its lease. Workers renew every third of it, and " +

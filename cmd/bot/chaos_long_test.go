@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
 
@@ -198,6 +199,27 @@ func TestChaosModelHanging(t *testing.T) {
 		down.Store(true)
 		chaosWindow(context.Background(), chaosOutage)
 		down.Store(false)
+		return time.Now()
+	})
+}
+
+// TestChaosPlatformFailing: Telegram answers 502 to every send and edit for chaosOutage. The
+// adapter tries each call three times; a closing message still refused fails the run's try as
+// an outage, so the run is tried again (runs.outage_retry_base) and its recorded answer goes
+// out once Telegram is back — nothing lost, nothing doubled, the model not asked again.
+func TestChaosPlatformFailing(t *testing.T) {
+	r := newChaosRig(t, testRedisURL, "BOT_RUNS__OUTAGE_RETRY_BASE=200ms")
+	r.startBot()
+	r.startBot()
+	methods := []string{"sendMessage", "editMessageText"}
+	r.run("Telegram answering 502 for 5 s", chaosLongLoad, func(r *chaosRig) time.Time {
+		for _, m := range methods {
+			r.tg.FailNext(m, 1<<30, telegramfake.Fault{Status: 502, Description: "Bad Gateway"})
+		}
+		chaosWindow(context.Background(), chaosOutage)
+		for _, m := range methods {
+			r.tg.ClearFaults(m)
+		}
 		return time.Now()
 	})
 }

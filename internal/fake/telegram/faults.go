@@ -2,6 +2,7 @@ package telegramfake
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -27,6 +28,14 @@ func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, 0,
 // FailChat makes the next n calls of method for chatID answer with f.
 func (s *Server) FailChat(chatID int64, method string, n int, f Fault) {
 	s.addFault(method, chatID, n, f)
+}
+
+// ClearFaults drops the faults still pending for method: an outage FailNext began with a
+// large n ends.
+func (s *Server) ClearFaults(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = slices.DeleteFunc(s.faults, func(f *fault) bool { return f.method == method })
 }
 
 // RateLimitStorm makes the next n calls of method answer 429 "Too Many Requests: retry after

@@ -190,6 +190,27 @@ func TestFaultsAnswer429WithRetryAfterThenRecover(t *testing.T) {
 	}
 }
 
+// TestClearFaultsEndsAnOutage proves an outage begun with a large FailNext ends with
+// ClearFaults for its method only.
+func TestClearFaultsEndsAnOutage(t *testing.T) {
+	s := New(t)
+	s.FailNext("sendMessage", 1<<30, Fault{Status: 502})
+	s.FailNext("editMessageText", 1, Fault{Status: 502})
+	p := url.Values{"chat_id": {"1"}, "text": {"x"}}
+	for range 3 {
+		if a := call(t, s, "sendMessage", p); a.ErrorCode != 502 {
+			t.Fatalf("during the outage: %+v", a)
+		}
+	}
+	s.ClearFaults("sendMessage")
+	if a := call(t, s, "sendMessage", p); !a.OK {
+		t.Fatalf("after ClearFaults: %+v", a)
+	}
+	if a := call(t, s, "editMessageText", url.Values{"chat_id": {"1"}, "message_id": {"1"}, "text": {"y"}}); a.ErrorCode != 502 {
+		t.Fatalf("another method's fault was cleared too: %+v", a)
+	}
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // eventually polls cond until it holds or 5 s pass.

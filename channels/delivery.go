@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -133,12 +137,16 @@ type runCard struct {
 	// placeholder, and sends the closing message anew where the platform recognises it
 	// (KeyedSender, SentFinder).
 	finalIntent time.Time
-	ref         MessageRef
-	replyTo     string
-	started     time.Time
-	touched     time.Time
-	lastEdit    time.Time
-	progress    string
+	// finalRefused: an earlier try of the run in this process sent the closing message and the
+	// platform answered no (not a timeout, after which it may have been posted): the intent it
+	// left names no message that may show, so the next try's send is not a possible double.
+	finalRefused bool
+	ref          MessageRef
+	replyTo      string
+	started      time.Time
+	touched      time.Time
+	lastEdit     time.Time
+	progress     string
 	// subagents are shown in the order the lead asked for them (subOrder, SubagentInfo.Order),
 	// whatever order they finish in; those without an order follow, as they came.
 	subagents []render.SubagentResult
@@ -899,6 +907,9 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	}
 	if !delivered {
 		earlier = d.intend(ctx, c, StepFinalIntent)
+		if c.finalRefused {
+			earlier = time.Time{}
+		}
 		out, found, err := d.sendAnew(ctx, ch, c, Target{Conv: c.conv, ReplyTo: c.replyTo}, card, c.runID+":"+StepFinal, earlier)
 		if found {
 			earlier = time.Time{} // the earlier attempt's message is the one shown: no double
@@ -910,6 +921,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		if err != nil {
 			// Returned to the run, which is tried again (and re-emits this event) on the
 			// outage schedule, then dead-lettered: not lost silently.
+			c.finalRefused = !mayHavePosted(err)
 			d.m.OutboundError(platform, "final_failed")
 			d.log.Warn("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
@@ -962,4 +974,17 @@ func (d *Delivery) dropStrayCard(ctx context.Context, ch Channel, c *runCard, re
 		card.Conv = c.conv
 	}
 	d.removePlaceholder(ctx, ch, c, card)
+}
+
+// mayHavePosted reports whether a send that failed with err may still have reached the
+// platform: it timed out, or the connection broke, after the request may have gone out. A
+// platform's answer (an error status) or a connection never made says it did not.
+func mayHavePosted(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var ne net.Error
+	var ue *url.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.As(err, &ne) || errors.As(err, &ue)
 }

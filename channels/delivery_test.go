@@ -3,9 +3,16 @@ package channels
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,6 +309,10 @@ func TestRateLimitHandling(t *testing.T) {
 		if shown != 1 {
 			t.Errorf("the next try showed the answer %d times, want once: %q", shown, h.ch.visible())
 		}
+		// The platform said no to the first send: the second is no possible double.
+		if n := h.metrics.get("outbound/test/possible_double"); n != 0 {
+			t.Errorf("possible doubles %d, want 0 after a refused send", n)
+		}
 	})
 }
 
@@ -500,5 +511,28 @@ func TestSubagentResultsInTheOrderAsked(t *testing.T) {
 	}
 	if n := strings.Count(v[0], "result of first"); n != 1 {
 		t.Errorf("the repeated result is shown %d times, want once:\n%s", n, v[0])
+	}
+}
+
+// TestMayHavePosted: a send that timed out or lost its connection mid-call may have reached the
+// platform; one the platform answered with an error, or whose connection was refused, did not.
+func TestMayHavePosted(t *testing.T) {
+	refused := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	reset := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"the platform's error answer", errors.New("telegram: Bad Gateway (502)"), false},
+		{"connection refused", fmt.Errorf("send: %w", refused), false},
+		{"deadline", fmt.Errorf("send: %w", context.DeadlineExceeded), true},
+		{"connection reset mid-call", fmt.Errorf("send: %w", reset), true},
+		{"answer cut short", fmt.Errorf("send: %w", io.ErrUnexpectedEOF), true},
+		{"a url error of another kind", &url.Error{Op: "Post", URL: "http://x", Err: errors.New("tls: handshake failure")}, true},
+	} {
+		if got := mayHavePosted(tc.err); got != tc.want {
+			t.Errorf("%s: mayHavePosted(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
 	}
 }

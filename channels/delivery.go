@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -923,7 +922,7 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			// outage schedule, then dead-lettered: not lost silently.
 			c.finalRefused = !mayHavePosted(err)
 			d.m.OutboundError(platform, "final_failed")
-			d.log.Warn("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
+			d.log.Debug("channels: the run's closing message could not be delivered", "run", c.runID, "kind", ev.Kind, "conv", c.conv.String(), "err", err)
 			return fmt.Errorf("channels: delivering %s of run %s: %w", ev.Kind, c.runID, err)
 		}
 		ref = out
@@ -983,8 +982,8 @@ func mayHavePosted(err error) bool {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return false
 	}
+	// A timeout (context.DeadlineExceeded included) or a transport error (*url.Error) is a
+	// net.Error; an answer cut short wraps io.ErrUnexpectedEOF or io.EOF.
 	var ne net.Error
-	var ue *url.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.As(err, &ne) || errors.As(err, &ue)
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

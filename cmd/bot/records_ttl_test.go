@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/internal/poll"
+	"github.com/switchboard-bot/switchboard/internal/redisscan"
 )
 
 // TestRunRecordsAreKeptADay proves an answered message's run records — the run's outcome and
@@ -42,8 +44,11 @@ func TestRunRecordsAreKeptADay(t *testing.T) {
 			// right after it: wait for that one.
 			var keys []string
 			poll.Until(t, "the closing message's record", func() bool {
-				all, err := c.Keys(ctx, e.cfg.Redis.Prefix+"*run:*").Result()
-				keys = all
+				keys = keys[:0]
+				err := redisscan.Each(ctx, c, e.cfg.Redis.Prefix+"*run:*", func(k string) error {
+					keys = append(keys, k)
+					return nil
+				})
 				return err == nil && hasSuffix(keys, ":out:final")
 			})
 			for _, suffix := range []string{":out:final", ":out:final.intent"} {
@@ -67,12 +72,7 @@ func TestRunRecordsAreKeptADay(t *testing.T) {
 }
 
 func hasSuffix(keys []string, suffix string) bool {
-	for _, k := range keys {
-		if strings.HasSuffix(k, suffix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, suffix) })
 }
 
 func TestRecordTTL(t *testing.T) {

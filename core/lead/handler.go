@@ -153,7 +153,6 @@ func (t *Team) replayed(ctx context.Context, run *runs.Run, st threads.RunStart)
 	var ev runs.Event
 	if json.Unmarshal(st.Result, &ev) == nil && ev.Kind != "" {
 		if err := run.Emit(ctx, ev); err != nil {
-			t.log.Warn("lead: re-delivering a finished run's closing event failed; the run is tried again", "run", run.Envelope.RunID, "kind", ev.Kind, "err", err)
 			return "", undelivered(ev, err)
 		}
 	}
@@ -164,7 +163,8 @@ func (t *Team) replayed(ctx context.Context, run *runs.Run, st threads.RunStart)
 // down, refusing the bot, rate limiting past the delivery's own waits): an outage, so the run
 // is tried again on the outage schedule, and each try re-emits the recorded event (replayed)
 // without calling the model. A conversation the bot can no longer write to is not an error
-// (the delivery gives its message up), so it is not tried again.
+// (the delivery gives its message up), so it is not tried again. It is not logged here: the
+// pool logs the runs waiting on an outage together, as it does a model's.
 func undelivered(ev runs.Event, err error) error {
 	return &runs.UnavailableError{
 		Err:    fmt.Errorf("lead: delivering the run's closing %s: %w", ev.Kind, err),
@@ -208,7 +208,6 @@ func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out run
 		t.log.Warn("lead: another attempt of the run recorded its end first; its history is kept", "run", id)
 	}
 	if err := run.Emit(ctx, ev); err != nil {
-		t.log.Warn("lead: delivering the run's closing event failed; the run is tried again", "run", id, "kind", ev.Kind, "err", err)
 		return "", undelivered(ev, err)
 	}
 	return out, nil

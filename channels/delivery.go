@@ -140,12 +140,16 @@ type runCard struct {
 	// platform answered no (not a timeout, after which it may have been posted): the intent it
 	// left names no message that may show, so the next try's send is not a possible double.
 	finalRefused bool
-	ref          MessageRef
-	replyTo      string
-	started      time.Time
-	touched      time.Time
-	lastEdit     time.Time
-	progress     string
+	// head is a long answer's closing message, delivered while the rest of the answer was not
+	// (StepFinalHead): the run's next try sends that rest and records the closing message,
+	// without showing it again.
+	head     answerHead
+	ref      MessageRef
+	replyTo  string
+	started  time.Time
+	touched  time.Time
+	lastEdit time.Time
+	progress string
 	// subagents are shown in the order the lead asked for them (subOrder, SubagentInfo.Order),
 	// whatever order they finish in; those without an order follow, as they came.
 	subagents []render.SubagentResult
@@ -383,7 +387,7 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 	var rec threads.RunRecords
 	err := d.retryStore(ctx, func() error {
 		var err error
-		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepStream, StepFinalIntent}, nil)
+		rec, err = d.opt.Threads.Lookup(ctx, c.runID, []string{StepFinal, StepCard, StepFile, StepStream, StepFinalIntent, StepFinalHead}, nil)
 		return err
 	})
 	if err != nil {
@@ -395,6 +399,9 @@ func (d *Delivery) load(ctx context.Context, c *runCard) {
 		return
 	}
 	_, c.fileSent = rec.Outbound[StepFile]
+	if b, found := rec.Outbound[StepFinalHead]; found {
+		c.head = decodeHead(b, c.conv)
+	}
 	if b, found := rec.Outbound[StepFinalIntent]; found {
 		c.finalIntent = intentTime(b, d.now())
 	}
@@ -858,6 +865,9 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	// again by the next attempt. It gets closingGrace past the run's context.
 	ctx, cancel := outlive(ctx, closingGrace)
 	defer cancel()
+	if c.head.Ref.ID() != "" {
+		return d.finishRest(ctx, ch, c, ev)
+	}
 	if c.streaming() {
 		shown := c.answer
 		if d.finishStream(ctx, ch, c, ev) {
@@ -930,7 +940,15 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 			d.removePlaceholder(ctx, ch, c, c.ref)
 		}
 	}
-	d.sendRest(ctx, ch, c, rest)
+	if rest != "" && !c.fileSent {
+		// Recorded before the rest is tried: a try after the rest was refused sends only the
+		// rest, the closing message being in the chat already.
+		c.head = answerHead{Ref: ref, Rest: rest}
+		d.recordHead(ctx, c)
+	}
+	if err := d.sendRest(ctx, ch, c, rest); err != nil {
+		return fmt.Errorf("channels: delivering the rest of run %s's answer: %w", c.runID, err)
+	}
 	_, second := d.record(ctx, c.runID, StepFinal, ref)
 	if delivered {
 		if !c.finalIntent.IsZero() {

@@ -2,7 +2,13 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/core/runs"
 
 	"github.com/switchboard-bot/switchboard/render"
 )
@@ -13,6 +19,59 @@ const (
 	StepFile       = "file"
 	StepFileIntent = StepFile + ".intent"
 )
+
+// StepFinalHead holds a long answer's closing message (the JSON answerHead: its MessageRef and
+// the rest still to send) from the moment it is delivered until the rest is: a try of the run
+// that finds it, because the platform refused the rest, sends the rest only.
+const StepFinalHead = StepFinal + ".head"
+
+// answerHead is a long answer's closing message, delivered, and the rest of the answer.
+type answerHead struct {
+	Ref  MessageRef `json:"ref"`
+	Rest string     `json:"rest"`
+}
+
+// decodeHead reads a StepFinalHead record; a record it cannot read is no head (the run's next
+// try delivers the whole answer again, as before the record).
+func decodeHead(b []byte, conv conv.Key) answerHead {
+	var h answerHead
+	if json.Unmarshal(b, &h) != nil || h.Ref.ID() == "" || h.Rest == "" {
+		return answerHead{}
+	}
+	if h.Ref.Conv.IsZero() {
+		h.Ref.Conv = conv
+	}
+	return h
+}
+
+// recordHead records c.head (StepFinalHead). A failed write is logged: a try after the rest is
+// refused then shows the closing message again, as it did without the record.
+func (d *Delivery) recordHead(ctx context.Context, c *runCard) {
+	b, err := json.Marshal(c.head)
+	if err != nil {
+		return
+	}
+	ctx, cancel := outlive(ctx, recordGrace)
+	defer cancel()
+	err = d.retryStore(ctx, func() error {
+		_, _, err := d.opt.Threads.RecordOutbound(ctx, c.runID, StepFinalHead, b)
+		return err
+	})
+	if err != nil {
+		d.log.Warn("channels: recording a long answer's delivered head failed", "run", c.runID, "err", err)
+	}
+}
+
+// finishRest ends a run whose long answer's closing message an earlier try delivered while the
+// platform refused the rest: the rest is sent, and the closing message recorded as the run's.
+func (d *Delivery) finishRest(ctx context.Context, ch Channel, c *runCard, ev runs.Event) error {
+	if err := d.sendRest(ctx, ch, c, c.head.Rest); err != nil {
+		return fmt.Errorf("channels: delivering the rest of run %s's answer: %w", c.runID, err)
+	}
+	d.record(ctx, c.runID, StepFinal, c.head.Ref)
+	d.log.Debug("channels: the rest of a long answer delivered on a later try", "run", c.runID, "kind", ev.Kind)
+	return nil
+}
 
 // The file a long answer's rest is sent as, and what the messages and the file say about it.
 const (
@@ -101,13 +160,14 @@ func lineCuts(body string) []cut {
 }
 
 // sendRest sends the rest of a long answer as a file, once per run (StepFile); if the file
-// cannot be sent, the rest follows as messages instead, so nothing of the answer is lost. The
+// cannot be sent, the rest follows as messages instead. When those are refused too, it returns
+// the error: the run is tried again (see finishRest), so nothing of the answer is lost. The
 // file goes where the answer went (the run's ReplyTo too), so an adapter can refuse a target a
 // file cannot reach as the answer did — a Slack answer visible to one user only — and the rest
 // then follows as messages to that same target.
-func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest string) {
+func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest string) error {
 	if c.fileSent || rest == "" {
-		return
+		return nil
 	}
 	to := Target{Conv: c.conv, ReplyTo: c.replyTo}
 	key := c.runID + ":" + StepFile
@@ -128,13 +188,20 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 			ref, err = ch.Send(ctx, to, Message{Text: rest, Key: key})
 			return err
 		})
+		if errors.Is(err, ErrUnreachable) {
+			// The bot can no longer write there: trying the run again would fail the same way.
+			d.m.OutboundError(c.conv.Platform, "unreachable")
+			d.log.Warn("channels: the conversation cannot be reached; the rest of a long answer is given up", "run", c.runID, "err", err)
+			return nil
+		}
 		if err != nil {
-			d.m.OutboundError(c.conv.Platform, "final_lost")
-			d.log.Error("channels: the rest of a long answer could not be delivered", "run", c.runID, "err", err)
-			return
+			d.m.OutboundError(c.conv.Platform, "rest_failed")
+			d.log.Debug("channels: the rest of a long answer could not be delivered", "run", c.runID, "err", err)
+			return err
 		}
 	}
 	c.fileSent = true
 	d.record(ctx, c.runID, StepFile, ref)
 	d.countPossibleDouble(ch, c, StepFile, earlier)
+	return nil
 }

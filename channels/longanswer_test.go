@@ -225,10 +225,10 @@ func (keyedFileCrash) KeyWindow() time.Duration { return time.Minute }
 
 // TestLongAnswerFileAfterACrashIsCountedOrKeptOnce proves the file carrying a long answer's rest
 // has a write-ahead intent and a key like the closing message: an attempt that posts it and dies
-// before recording it leaves the intent, so the replay — which posts the answer's head and the
-// file again — counts both as possible doubles where the platform cannot recognise a resend, and
-// on a platform with idempotent keyed sends gets both posts back: each shown once, nothing
-// counted.
+// before recording it leaves the intent, so the replay — which finds the answer's head recorded
+// (StepFinalHead) and posts only the file again — counts it as a possible double where the
+// platform cannot recognise a resend, and on a platform with idempotent keyed sends gets the
+// post back: shown once, nothing counted.
 func TestLongAnswerFileAfterACrashIsCountedOrKeptOnce(t *testing.T) {
 	answer, _ := paragraphs(80)
 	opts := func(o *DeliveryOptions) {
@@ -240,7 +240,7 @@ func TestLongAnswerFileAfterACrashIsCountedOrKeptOnce(t *testing.T) {
 		files, sends   int
 		possibleDouble int
 	}{
-		{"no idempotent sends", false, 2, 2, 2},
+		{"no idempotent sends", false, 2, 1, 1},
 		{"keyed sends", true, 1, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,4 +284,113 @@ func TestLongAnswerFileAfterACrashIsCountedOrKeptOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restRefused is a fileChannel whose platform refuses the rest of a long answer — the file, and
+// the messages it falls back to — while refuse is set (a platform outage that begins just after
+// the answer's head went out).
+type restRefused struct {
+	*fileChannel
+	refuse bool // guarded by fileChannel.mu
+}
+
+func (r *restRefused) setRefuse(on bool) {
+	r.mu.Lock()
+	r.refuse, r.fail = on, on
+	r.mu.Unlock()
+}
+
+func (r *restRefused) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	r.mu.Lock()
+	refuse := r.refuse
+	r.mu.Unlock()
+	if refuse && strings.HasSuffix(m.Key, ":"+StepFile) {
+		return MessageRef{}, errors.New("502 Bad Gateway")
+	}
+	return r.fileChannel.Send(ctx, to, m)
+}
+
+// TestLongAnswerRestRefusedIsTriedAgain proves the rest of a long answer the platform refuses
+// is not lost: the closing event's delivery fails, so its run is tried again, and that try —
+// in the same process or, from the head's record, in another — sends the rest only, the head
+// being in the chat already; then the run is delivered and a replay sends nothing.
+func TestLongAnswerRestRefusedIsTriedAgain(t *testing.T) {
+	answer, ps := paragraphs(80)
+	opts := func(o *DeliveryOptions) { o.MaxAnswerMessages, o.PlaceholderAfter = 2, time.Hour }
+	for _, where := range []string{"same process", "another process"} {
+		t.Run(where, func(t *testing.T) {
+			h := newDeliveryHarness(t)
+			h.ch.pieceLen = 600
+			ch := &restRefused{fileChannel: &fileChannel{fakeChannel: h.ch}}
+			ch.setRefuse(true)
+			d := h.delivery(ch, opts)
+			h.deliver(d, attempt(1, "", started("r1"))...)
+			err := d.Deliver(h.ctx, attempt(1, "", runs.Event{RunID: "r1", Conv: deliveryConv, Kind: runs.EventFinal, Text: answer})[0])
+			if err == nil {
+				t.Fatal("the rest was refused and Deliver returned no error: the run would count as answered")
+			}
+			if got := h.metrics.get("outbound/test/rest_failed"); got != 1 {
+				t.Errorf("rest_failed counted %d, want 1", got)
+			}
+			if h.recorded("r1", StepFinal) {
+				t.Fatal("the closing message is recorded while the rest is not delivered: a later try would skip the rest")
+			}
+			if !h.recorded("r1", StepFinalHead) {
+				t.Fatal("the delivered head has no record")
+			}
+			heads := len(h.ch.sent())
+			if heads != 1 {
+				t.Fatalf("%d sends after the refused rest, want the head only", heads)
+			}
+
+			ch.setRefuse(false)
+			if where == "another process" {
+				d = h.delivery(ch, opts)
+			}
+			h.deliver(d, attempt(2, "", final("r1", answer))...)
+			files := ch.sentFiles()
+			if len(files) != 1 || len(h.ch.sent()) != 1 {
+				t.Fatalf("after the next try: %d files and %d sends, want the rest as one file and the head not sent again", len(files), len(h.ch.sent()))
+			}
+			inOrderOnce(t, h.ch.sent()[0].Text+"\n"+files[0], ps)
+			if !h.recorded("r1", StepFinal) {
+				t.Error("the closing message is not recorded once the rest is delivered")
+			}
+
+			// A replay after that sends nothing.
+			h.deliver(h.delivery(ch, opts), attempt(3, "", final("r1", answer))...)
+			if len(ch.sentFiles()) != 1 || len(h.ch.sent()) != 1 {
+				t.Errorf("a replay sent again: %d files, %d sends", len(ch.sentFiles()), len(h.ch.sent()))
+			}
+		})
+	}
+}
+
+// TestLongAnswerRestUnreachableGivesUp proves a rest the bot can no longer send (blocked,
+// kicked) is given up, as a closing message is: trying the run again would fail the same way.
+func TestLongAnswerRestUnreachableGivesUp(t *testing.T) {
+	h := newDeliveryHarness(t)
+	h.ch.pieceLen = 600
+	ch := &fileChannel{fakeChannel: h.ch, fail: true}
+	uc := &unreachableRest{fileChannel: ch}
+	answer, _ := paragraphs(80)
+	opts := func(o *DeliveryOptions) { o.MaxAnswerMessages, o.PlaceholderAfter = 2, time.Hour }
+	h.deliver(h.delivery(uc, opts), attempt(1, "", started("r1"), final("r1", answer))...)
+	if h.metrics.get("outbound/test/unreachable") != 1 || h.metrics.get("outbound/test/rest_failed") != 0 {
+		t.Errorf("unreachable counted %d, rest_failed %d; want 1 and 0",
+			h.metrics.get("outbound/test/unreachable"), h.metrics.get("outbound/test/rest_failed"))
+	}
+	if !h.recorded("r1", StepFinal) {
+		t.Error("the closing message is not recorded: a replay would send it again")
+	}
+}
+
+// unreachableRest answers ErrUnreachable to the rest of a long answer sent as messages.
+type unreachableRest struct{ *fileChannel }
+
+func (u *unreachableRest) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	if strings.HasSuffix(m.Key, ":"+StepFile) {
+		return MessageRef{}, ErrUnreachable
+	}
+	return u.fileChannel.Send(ctx, to, m)
 }

@@ -16,8 +16,8 @@ type Metrics interface {
 	Command(platform, command string)
 	// OutboundError counts a failed outbound operation by kind: rate_limited, card_refused,
 	// edit_failed, message_gone, send_failed, delete_failed, final_failed (a closing message
-	// not delivered: its run is tried again), final_lost (the rest of a long answer not
-	// delivered), unreachable (a closing
+	// not delivered: its run is tried again), rest_failed (the rest of a long answer not
+	// delivered: its run is tried again, and sends only the rest), unreachable (a closing
 	// message given up because the bot can no longer write to the conversation), unrecorded (a
 	// message the platform took whose record Redis never did: a replay will post it again),
 	// possible_double (a message sent again by a replay that found an earlier attempt's

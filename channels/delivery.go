@@ -737,7 +737,7 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		var err error
-		ref, err = ch.Send(ctx, to, Message{Card: &card, Key: key})
+		ref, err = d.sendWhole(ctx, ch, to, Message{Card: &card, Key: key})
 		return err
 	})
 	if !errors.Is(err, ErrCardRefused) {
@@ -753,12 +753,12 @@ func (d *Delivery) sendKeyed(ctx context.Context, ch Channel, to Target, card re
 		var r MessageRef
 		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
-			r, err = ch.Send(ctx, to, Message{Text: piece, Key: pieceKey(key, i)})
+			r, err = d.sendWhole(ctx, ch, to, Message{Text: piece, Key: pieceKey(key, i)})
 			return err
 		})
 		if err != nil {
 			if len(out.IDs) > 0 {
-				return out, fmt.Errorf("channels: sending plain text part %d: %w", i+1, err)
+				return d.withdraw(ctx, ch, out, fmt.Errorf("channels: sending plain text part %d: %w", i+1, err))
 			}
 			return out, err
 		}
@@ -787,6 +787,9 @@ func (d *Delivery) edit(ctx context.Context, ed Editor, ch Channel, ref MessageR
 		err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
 			out, err = do(ctx, ref, m)
+			if err != nil {
+				out, err = d.withdrawAdded(ctx, ch, ref, out, err)
+			}
 			return err
 		})
 		return out, err
@@ -1002,6 +1005,9 @@ func mayHavePosted(err error) bool {
 	}
 	// A timeout (context.DeadlineExceeded included) or a transport error (*url.Error) is a
 	// net.Error; an answer cut short wraps io.ErrUnexpectedEOF or io.EOF.
+	if _, partly := errors.AsType[*partlyPosted](err); partly {
+		return true
+	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

@@ -530,6 +530,7 @@ func TestMayHavePosted(t *testing.T) {
 		{"connection reset mid-call", fmt.Errorf("send: %w", reset), true},
 		{"answer cut short", fmt.Errorf("send: %w", io.ErrUnexpectedEOF), true},
 		{"a url error of another kind", &url.Error{Op: "Post", URL: "http://x", Err: errors.New("tls: handshake failure")}, true},
+		{"refused after pieces it could not withdraw", fmt.Errorf("send: %w", &partlyPosted{err: errors.New("telegram: Bad Gateway (502)")}), true},
 	} {
 		if got := mayHavePosted(tc.err); got != tc.want {
 			t.Errorf("%s: mayHavePosted(%v) = %v, want %v", tc.name, tc.err, got, tc.want)

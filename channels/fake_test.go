@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,11 @@ type fakeChannel struct {
 	editGone     bool          // edits answer ErrMessageGone
 	failSendsAll bool          // every Send fails
 	unreachable  bool          // Send and Edit answer ErrUnreachable (the bot was blocked)
+	// partN > 0: the next partN Sends of more pieces than partAt post partAt pieces, then
+	// fail with partErr (a 502 when nil).
+	partN, partAt int
+	partErr       error
+	failDeletes   bool // Delete fails
 }
 
 type fakeSend struct {
@@ -97,6 +103,14 @@ func (f *fakeChannel) Send(_ context.Context, to Target, m Message) (MessageRef,
 	}
 	ref := MessageRef{Conv: to.Conv}
 	for start := 0; start < len(text) || start == 0; start += n {
+		if f.partN > 0 && len(ref.IDs) == f.partAt && len(text) > (f.partAt)*n {
+			f.partN--
+			err := f.partErr
+			if err == nil {
+				err = errors.New("502 Bad Gateway")
+			}
+			return ref, err
+		}
 		f.seq++
 		id := strconv.Itoa(f.seq)
 		f.live[id] = text[start:min(len(text), start+n)]
@@ -140,6 +154,9 @@ func (f *fakeChannel) Edit(_ context.Context, ref MessageRef, m Message) (Messag
 func (f *fakeChannel) Delete(_ context.Context, ref MessageRef) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failDeletes {
+		return errors.New("delete refused")
+	}
 	for _, id := range ref.IDs {
 		delete(f.live, id)
 		f.deletes = append(f.deletes, id)

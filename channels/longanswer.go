@@ -185,7 +185,7 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 		d.log.Warn("channels: sending the rest of a long answer as a file failed; sending it as messages", "run", c.runID, "err", err)
 		err = withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 			var err error
-			ref, err = ch.Send(ctx, to, Message{Text: rest, Key: key})
+			ref, err = d.sendWhole(ctx, ch, to, Message{Text: rest, Key: key})
 			return err
 		})
 		if errors.Is(err, ErrUnreachable) {

@@ -24,7 +24,10 @@ type Metrics interface {
 	// write-ahead intent and no record, on a platform that cannot recognise the resend),
 	// stream_refused (a stream refused at its start or mid-answer: the run posts and edits
 	// instead), stream_failed (a stream that could not start for another reason),
-	// stream_append_failed (an append that failed; its text goes with the next).
+	// stream_append_failed (an append that failed; its text goes with the next),
+	// partial_withdrawn (a message of several pieces failed part-way: the pieces posted were
+	// deleted, so it is sent again whole), partial_left (such pieces could not be deleted: sent
+	// again, they may show twice).
 	OutboundError(platform, kind string)
 }
 

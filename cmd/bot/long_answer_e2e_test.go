@@ -105,6 +105,63 @@ func testLongAnswer(t *testing.T, latency time.Duration) {
 	t.Logf("%d bytes: %d messages (%d characters shown) and a file of %d bytes", len(answer), len(texts), utf16Len(strings.Join(texts, "")), len(doc.Data))
 }
 
+// TestTelegramAnswerFailingPartWayShowsOnce proves an answer of several messages that the
+// platform refuses part-way (a message answered 502 past the adapter's tries) is not shown in
+// part and then again whole: the messages it posted are deleted before it is sent again, and
+// the answer shows once, every paragraph once, in order — the model asked once. Sent anew, its
+// second message is refused and the run tried again; edited into the placeholder, its third
+// is, and the answer is sent anew at once.
+func TestTelegramAnswerFailingPartWayShowsOnce(t *testing.T) {
+	t.Run("sent anew", func(t *testing.T) { testAnswerFailingPartWay(t, 0, 1) })
+	// The placeholder is the chat's first sendMessage, the answer's second message its second.
+	t.Run("edited into the placeholder", func(t *testing.T) { testAnswerFailingPartWay(t, 1500*time.Millisecond, 2) })
+}
+
+func testAnswerFailingPartWay(t *testing.T, latency time.Duration, pass int) {
+	answer, paras := longAnswer(9_000) // three messages of Telegram's 4,096 characters
+	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096, Latency: latency}
+	})
+	r := e.start()
+	// pass sendMessage calls go through; the next is refused on every one of its tries.
+	e.tg.FailChatAfter(ann.ID, "sendMessage", pass, 3, telegramfake.Fault{Status: 502, Description: "Bad Gateway"})
+	e.tg.PushPrivate(ann, "tell me a lot")
+	waitFor(t, "the run to end answered", 20*time.Second, func() bool { return counter(r.metrics.runs, "answered") == 1 })
+	got := e.tg.Posted(ann.ID)
+	var shown []string
+	for i, m := range got {
+		if isPlaceholder(m) {
+			t.Fatalf("message %d is still the placeholder", i)
+		}
+		shown = append(shown, visible(m))
+	}
+	if len(shown) < 2 || len(shown) > e.cfg.Runs.MaxAnswerMessages {
+		t.Fatalf("%d messages shown, want the answer's 2 to %d", len(shown), e.cfg.Runs.MaxAnswerMessages)
+	}
+	all := strings.Join(shown, "\n\n")
+	pos := 0
+	for i, p := range paras {
+		if n := strings.Count(all, p[:6]); n != 1 {
+			t.Fatalf("paragraph %d shows %d times", i+1, n)
+		}
+		j := strings.Index(all[pos:], p)
+		if j < 0 {
+			t.Fatalf("paragraph %d (%.6s) is missing, cut or out of order", i+1, p)
+		}
+		pos += j + len(p)
+	}
+	if n := counter(r.metrics.outboundErr, "telegram", "partial_withdrawn"); n != 1 {
+		t.Errorf("partial_withdrawn counted %v, want 1", n)
+	}
+	if n := counter(r.metrics.outboundErr, "telegram", "possible_double"); n != 0 {
+		t.Errorf("possible_double counted %v, want 0", n)
+	}
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("model called %d times, want 1 (the next try re-sends the recorded answer)", n)
+	}
+}
+
 // checkParagraphs checks that every paragraph of the answer is whole in shown (the messages'
 // texts, then the file), exactly once, in order — so no chunk was cut inside one — and that the
 // file starts at a paragraph.

@@ -18,6 +18,7 @@ type Fault struct {
 type fault struct {
 	method string
 	chatID int64 // 0: any chat
+	skip   int   // matching calls still to let through before the fault begins
 	left   int
 	f      Fault
 }
@@ -28,6 +29,15 @@ func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, 0,
 // FailChat makes the next n calls of method for chatID answer with f.
 func (s *Server) FailChat(chatID int64, method string, n int, f Fault) {
 	s.addFault(method, chatID, n, f)
+}
+
+// FailChatAfter lets the next skip calls of method for chatID through, then makes the n after
+// them answer with f: a failure part-way through a message sent in several pieces.
+func (s *Server) FailChatAfter(chatID int64, method string, skip, n int, f Fault) {
+	s.addFault(method, chatID, n, f)
+	s.mu.Lock()
+	s.faults[len(s.faults)-1].skip = skip
+	s.mu.Unlock()
 }
 
 // ClearFaults drops the faults still pending for method: an outage FailNext began with a
@@ -71,6 +81,10 @@ func (s *Server) takeFault(method string, p map[string]string) *apiError {
 	for i, f := range s.faults {
 		if f.method != method || f.chatID != 0 && f.chatID != cid {
 			continue
+		}
+		if f.skip > 0 {
+			f.skip--
+			return nil
 		}
 		f.left--
 		if f.left <= 0 {

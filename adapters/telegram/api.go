@@ -269,6 +269,12 @@ func (c *Channel) upload(ctx context.Context, method string, params tgbotapi.Par
 			c.tokenAccepted()
 			return resp.Result, nil
 		}
+		// The library's UploadFiles leaves the error's code out (its MakeRequest sets it): put
+		// it back from the answer, so that a 5xx is retried, a 429 waited out, a 401 or 403
+		// read as the refusal it is.
+		if te, ok := errors.AsType[*tgbotapi.Error](err); ok && te.Code == 0 && resp != nil {
+			te.Code = resp.ErrorCode
+		}
 		return nil, c.apiError(ctx, method, err)
 	})
 }

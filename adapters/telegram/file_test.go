@@ -52,6 +52,36 @@ func TestSendFileUploadsADocument(t *testing.T) {
 	}
 }
 
+// TestSendFileErrorsAreReadAsCalls proves an upload's refusal is read by its status as any
+// other call's is (the library's UploadFiles leaves the code out of its error): server errors
+// are retried, a 429 is waited out, a 403 is the chat the bot can no longer write to.
+func TestSendFileErrorsAreReadAsCalls(t *testing.T) {
+	h := start(t, nil)
+	to := channels.Target{Conv: privateConv(42)}
+	file := channels.File{Name: "answer.md", Data: []byte("the rest\n")}
+
+	h.fake.FailChat(42, "sendDocument", 2, telegramfake.Fault{Status: 502, Description: "Bad Gateway"})
+	if _, err := h.ch.SendFile(context.Background(), to, file); err != nil {
+		t.Fatalf("two 502s and then success: SendFile = %v, want the third try's document", err)
+	}
+	h.fake.FailChat(42, "sendDocument", 1, telegramfake.Fault{Status: 429, RetryAfter: 1})
+	if _, err := h.ch.SendFile(context.Background(), to, file); err != nil {
+		t.Fatalf("a 429 with retry_after 1: SendFile = %v, want it waited out", err)
+	}
+	if n := len(h.fake.Posted(42)); n != 2 {
+		t.Fatalf("%d documents posted, want 2", n)
+	}
+	h.fake.FailChat(42, "sendDocument", 1, telegramfake.Fault{Status: 403, Description: "Forbidden: bot was blocked by the user"})
+	if _, err := h.ch.SendFile(context.Background(), to, file); !errors.Is(err, channels.ErrUnreachable) {
+		t.Fatalf("a 403: SendFile = %v, want ErrUnreachable", err)
+	}
+	h.fake.FailChat(42, "sendDocument", 3, telegramfake.Fault{Status: 502, Description: "Bad Gateway"})
+	_, err := h.ch.SendFile(context.Background(), to, file)
+	if ae, ok := errors.AsType[*APIError](err); !ok || ae.Code != 502 {
+		t.Fatalf("three 502s: SendFile = %v, want the Bot API's 502", err)
+	}
+}
+
 // TestPagesThenSendSendsTheCardAsRendered proves a card counted by Pages and then sent is sent
 // as rendering it afresh sends it, and that a different card of the same run sent after it is
 // that card, never the one counted.

@@ -140,6 +140,9 @@ type runCard struct {
 	// platform answered no (not a timeout, after which it may have been posted): the intent it
 	// left names no message that may show, so the next try's send is not a possible double.
 	finalRefused bool
+	// restRefused: as finalRefused, for the rest of a long answer (the file and the messages
+	// it fell back to both refused).
+	restRefused bool
 	// head is a long answer's closing message, delivered while the rest of the answer was not
 	// (StepFinalHead): the run's next try sends that rest and records the closing message,
 	// without showing it again.

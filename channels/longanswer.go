@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -174,12 +175,16 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 	// As for the closing message: an earlier attempt that intended the file and left no record
 	// may have posted it; a platform recognising the key returns that post, others may show two.
 	earlier := d.intend(ctx, c, StepFileIntent)
+	if c.restRefused {
+		earlier = time.Time{} // this process's last try was refused both ways: nothing posted
+	}
 	var ref MessageRef
 	err := withRateLimit(ctx, d.opt.MaxRetryWait, d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		var err error
 		ref, err = ch.(FileSender).SendFile(ctx, to, File{Name: answerFileName, Data: []byte(rest + "\n"), Caption: answerFileCaption, Key: key})
 		return err
 	})
+	fileErr := err
 	if err != nil {
 		d.m.OutboundError(c.conv.Platform, "file_failed")
 		d.log.Warn("channels: sending the rest of a long answer as a file failed; sending it as messages", "run", c.runID, "err", err)
@@ -195,6 +200,7 @@ func (d *Delivery) sendRest(ctx context.Context, ch Channel, c *runCard, rest st
 			return nil
 		}
 		if err != nil {
+			c.restRefused = !mayHavePosted(fileErr) && !mayHavePosted(err)
 			d.m.OutboundError(c.conv.Platform, "rest_failed")
 			d.log.Debug("channels: the rest of a long answer could not be delivered", "run", c.runID, "err", err)
 			return err

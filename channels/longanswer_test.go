@@ -356,6 +356,15 @@ func TestLongAnswerRestRefusedIsTriedAgain(t *testing.T) {
 			if !h.recorded("r1", StepFinal) {
 				t.Error("the closing message is not recorded once the rest is delivered")
 			}
+			// The refused try posted nothing of the rest: this process knows it; another only
+			// finds the file's intent, so its file may be a second one.
+			want := 0
+			if where == "another process" {
+				want = 1
+			}
+			if got := h.metrics.get("outbound/test/possible_double"); got != want {
+				t.Errorf("possible_double counted %d, want %d", got, want)
+			}
 
 			// A replay after that sends nothing.
 			h.deliver(h.delivery(ch, opts), attempt(3, "", final("r1", answer))...)

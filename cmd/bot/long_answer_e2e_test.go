@@ -162,6 +162,53 @@ func testAnswerFailingPartWay(t *testing.T, latency time.Duration, pass int) {
 	}
 }
 
+// TestTelegramLongAnswerRestRefusedIsTriedAgain proves the rest of a long answer survives the
+// platform refusing it — the file, and the messages it falls back to, answered 502 past the
+// adapter's tries: the run is tried again, and that try sends only the rest (as the file, the
+// platform being back), the head shown once — the model asked once.
+func TestTelegramLongAnswerRestRefusedIsTriedAgain(t *testing.T) {
+	answer, paras := longAnswer(50_000)
+	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 4096}
+	})
+	r := e.start()
+	bad := telegramfake.Fault{Status: 502, Description: "Bad Gateway"}
+	e.tg.FailChat(ann.ID, "sendDocument", 3, bad)
+	// The head's three messages go through; the rest's first is refused on each of its tries.
+	e.tg.FailChatAfter(ann.ID, "sendMessage", e.cfg.Runs.MaxAnswerMessages, 3, bad)
+	e.tg.PushPrivate(ann, "tell me everything")
+	waitFor(t, "the run to end answered", 20*time.Second, func() bool { return counter(r.metrics.runs, "answered") == 1 })
+	var shown []string
+	var file string
+	for i, m := range e.tg.Posted(ann.ID) {
+		switch {
+		case isPlaceholder(m):
+			t.Fatalf("message %d is still the placeholder", i)
+		case m.Document != nil:
+			if file != "" {
+				t.Fatal("more than one document sent")
+			}
+			file = string(m.Document.Data)
+		default:
+			shown = append(shown, visible(m))
+		}
+	}
+	if len(shown) != e.cfg.Runs.MaxAnswerMessages || file == "" {
+		t.Fatalf("%d messages and a file of %d bytes, want the head's %d messages and the rest as a file", len(shown), len(file), e.cfg.Runs.MaxAnswerMessages)
+	}
+	checkParagraphs(t, shown, file, paras)
+	if n := counter(r.metrics.outboundErr, "telegram", "rest_failed"); n != 1 {
+		t.Errorf("rest_failed counted %v, want 1", n)
+	}
+	if n := counter(r.metrics.outboundErr, "telegram", "possible_double"); n != 0 {
+		t.Errorf("possible_double counted %v, want 0: the refused try posted nothing of the rest", n)
+	}
+	if n := len(e.model.Requests()); n != 1 {
+		t.Errorf("model called %d times, want 1 (the next try re-sends the recorded answer)", n)
+	}
+}
+
 // checkParagraphs checks that every paragraph of the answer is whole in shown (the messages'
 // texts, then the file), exactly once, in order — so no chunk was cut inside one — and that the
 // file starts at a paragraph.

@@ -139,23 +139,19 @@ func testAnswerFailingPartWay(t *testing.T, latency time.Duration, pass int) {
 	if len(shown) < 2 || len(shown) > e.cfg.Runs.MaxAnswerMessages {
 		t.Fatalf("%d messages shown, want the answer's 2 to %d", len(shown), e.cfg.Runs.MaxAnswerMessages)
 	}
-	all := strings.Join(shown, "\n\n")
-	pos := 0
-	for i, p := range paras {
-		if n := strings.Count(all, p[:6]); n != 1 {
-			t.Fatalf("paragraph %d shows %d times", i+1, n)
-		}
-		j := strings.Index(all[pos:], p)
-		if j < 0 {
-			t.Fatalf("paragraph %d (%.6s) is missing, cut or out of order", i+1, p)
-		}
-		pos += j + len(p)
-	}
-	if n := counter(r.metrics.outboundErr, "telegram", "partial_withdrawn"); n != 1 {
-		t.Errorf("partial_withdrawn counted %v, want 1", n)
+	paragraphsOnce(t, strings.Join(shown, "\n\n"), paras)
+	answeredOnRetry(t, e, r, "partial_withdrawn")
+}
+
+// answeredOnRetry checks the outbound error kind was counted once, no possible double, and the
+// model asked once: the run's next try re-sent the recorded answer.
+func answeredOnRetry(t *testing.T, e *e2e, r *running, kind string) {
+	t.Helper()
+	if n := counter(r.metrics.outboundErr, "telegram", kind); n != 1 {
+		t.Errorf("%s counted %v, want 1", kind, n)
 	}
 	if n := counter(r.metrics.outboundErr, "telegram", "possible_double"); n != 0 {
-		t.Errorf("possible_double counted %v, want 0", n)
+		t.Errorf("possible_double counted %v, want 0: the refused try left nothing shown", n)
 	}
 	if n := len(e.model.Requests()); n != 1 {
 		t.Errorf("model called %d times, want 1 (the next try re-sends the recorded answer)", n)
@@ -198,23 +194,13 @@ func TestTelegramLongAnswerRestRefusedIsTriedAgain(t *testing.T) {
 		t.Fatalf("%d messages and a file of %d bytes, want the head's %d messages and the rest as a file", len(shown), len(file), e.cfg.Runs.MaxAnswerMessages)
 	}
 	checkParagraphs(t, shown, file, paras)
-	if n := counter(r.metrics.outboundErr, "telegram", "rest_failed"); n != 1 {
-		t.Errorf("rest_failed counted %v, want 1", n)
-	}
-	if n := counter(r.metrics.outboundErr, "telegram", "possible_double"); n != 0 {
-		t.Errorf("possible_double counted %v, want 0: the refused try posted nothing of the rest", n)
-	}
-	if n := len(e.model.Requests()); n != 1 {
-		t.Errorf("model called %d times, want 1 (the next try re-sends the recorded answer)", n)
-	}
+	answeredOnRetry(t, e, r, "rest_failed")
 }
 
-// checkParagraphs checks that every paragraph of the answer is whole in shown (the messages'
-// texts, then the file), exactly once, in order — so no chunk was cut inside one — and that the
-// file starts at a paragraph.
-func checkParagraphs(t *testing.T, shown []string, file string, paras []string) {
+// paragraphsOnce checks that every paragraph of the answer is whole in all, exactly once, in
+// order.
+func paragraphsOnce(t *testing.T, all string, paras []string) {
 	t.Helper()
-	all := strings.Join(shown, "\n\n") + "\n\n" + file
 	pos := 0
 	for i, p := range paras {
 		if n := strings.Count(all, p[:6]); n != 1 {
@@ -226,6 +212,14 @@ func checkParagraphs(t *testing.T, shown []string, file string, paras []string) 
 		}
 		pos += j + len(p)
 	}
+}
+
+// checkParagraphs checks that every paragraph of the answer is whole in shown (the messages'
+// texts, then the file), exactly once, in order — so no chunk was cut inside one — and that the
+// file starts at a paragraph.
+func checkParagraphs(t *testing.T, shown []string, file string, paras []string) {
+	t.Helper()
+	paragraphsOnce(t, strings.Join(shown, "\n\n")+"\n\n"+file, paras)
 	if !strings.HasPrefix(file, "P") || !slices.Contains(paras, strings.SplitN(file, "\n", 2)[0]) {
 		t.Errorf("the file does not start at a paragraph: %.40q", file)
 	}

@@ -953,6 +953,14 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 		d.recordHead(ctx, c)
 	}
 	if err := d.sendRest(ctx, ch, c, rest); err != nil {
+		// The head is in the chat now: whether it may show twice is known now, not at the try
+		// that sends the rest (finishRest).
+		if delivered && !c.finalIntent.IsZero() {
+			d.m.OutboundError(platform, "possible_double")
+			d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
+		} else if !delivered {
+			d.countPossibleDouble(ch, c, StepFinal, earlier)
+		}
 		return fmt.Errorf("channels: delivering the rest of run %s's answer: %w", c.runID, err)
 	}
 	_, second := d.record(ctx, c.runID, StepFinal, ref)

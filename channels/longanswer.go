@@ -69,8 +69,11 @@ func (d *Delivery) finishRest(ctx context.Context, ch Channel, c *runCard, ev ru
 	if err := d.sendRest(ctx, ch, c, c.head.Rest); err != nil {
 		return fmt.Errorf("channels: delivering the rest of run %s's answer: %w", c.runID, err)
 	}
-	d.record(ctx, c.runID, StepFinal, c.head.Ref)
 	d.log.Debug("channels: the rest of a long answer delivered on a later try", "run", c.runID, "kind", ev.Kind)
+	if _, second := d.record(ctx, c.runID, StepFinal, c.head.Ref); second && d.dropSecond(ctx, ch, c, StepFinal, c.head.Ref) {
+		return nil // another attempt's closing message, recorded first, is the one shown
+	}
+	d.dropStrayCard(ctx, ch, c, c.head.Ref, c.ref.ID())
 	return nil
 }
 

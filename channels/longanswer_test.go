@@ -403,3 +403,58 @@ func (u *unreachableRest) Send(ctx context.Context, to Target, m Message) (Messa
 	}
 	return u.fileChannel.Send(ctx, to, m)
 }
+
+// headCrash is a restRefused whose first send of an answer's head reaches the platform, after
+// which the process "dies" as far as Redis is concerned (as crashAfterSend).
+type headCrash struct {
+	*restRefused
+	faults *faultHook
+}
+
+func (c headCrash) Send(ctx context.Context, to Target, m Message) (MessageRef, error) {
+	ref, err := c.restRefused.Send(ctx, to, m)
+	if !strings.HasSuffix(m.Key, ":"+StepFile) {
+		c.faults.downFor(1 << 20)
+	}
+	return ref, err
+}
+
+// TestLongAnswerHeadResentThenRestRefusedCountsTheDouble proves a head that may show twice is
+// counted when it is sent, even when its rest is then refused: an attempt that posted the head
+// and died left the intent; the next, in another process, posts the head again and has its rest
+// refused — one possible double, counted then — and the try after it sends the rest only,
+// counting nothing more.
+func TestLongAnswerHeadResentThenRestRefusedCountsTheDouble(t *testing.T) {
+	answer, _ := paragraphs(80)
+	opts := func(o *DeliveryOptions) {
+		o.MaxAnswerMessages, o.PlaceholderAfter, o.MaxRetryWait = 2, time.Hour, 100*time.Millisecond
+	}
+	h, faults := intentHarness(t)
+	h.ch.pieceLen = 600
+	ch := &restRefused{fileChannel: &fileChannel{fakeChannel: h.ch}}
+	ch.setRefuse(true)
+	run := runs.NewRunID()
+	d1 := h.delivery(headCrash{ch, faults}, opts)
+	h.deliver(d1, attempt(1, "", started(run))...)
+	_ = d1.Deliver(h.ctx, attempt(1, "", runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: answer})[0])
+	faults.downFor(0)
+
+	d2 := h.delivery(ch, opts)
+	if err := d2.Deliver(h.ctx, attempt(2, "", runs.Event{RunID: run, Conv: deliveryConv, Kind: runs.EventFinal, Text: answer})[0]); err == nil {
+		t.Fatal("the rest was refused and Deliver returned no error")
+	}
+	if n := h.metrics.get("outbound/test/possible_double"); n != 1 {
+		t.Fatalf("possible doubles counted %d after the head was posted again, want 1", n)
+	}
+	ch.setRefuse(false)
+	h.deliver(d2, attempt(3, "", final(run, answer))...)
+	if n := len(ch.sentFiles()); n != 1 {
+		t.Errorf("%d files, want the rest once", n)
+	}
+	if n := len(h.ch.sent()); n != 2 {
+		t.Errorf("%d heads shown, want 2 (the crashed attempt's and the next)", n)
+	}
+	if n := h.metrics.get("outbound/test/possible_double"); n != 1 {
+		t.Errorf("possible doubles counted %d in all, want 1", n)
+	}
+}

@@ -484,6 +484,19 @@ func (d *Delivery) workingCard(c *runCard) render.Card {
 
 // record writes step's record of ref. It returns the record another attempt of the run wrote
 // first, when one did (found true): ref is then a second message of that step.
+// storeRecord writes record b of step (threads.RecordOutbound, SET NX), retried while Redis is
+// away, and for recordGrace past ctx's end: the platform has what it records.
+func (d *Delivery) storeRecord(ctx context.Context, runID, step string, b []byte) (first bool, existing []byte, err error) {
+	ctx, cancel := outlive(ctx, recordGrace)
+	defer cancel()
+	err = d.retryStore(ctx, func() error {
+		var err error
+		first, existing, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
+		return err
+	})
+	return first, existing, err
+}
+
 func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) (other MessageRef, found bool) {
 	b, err := json.Marshal(ref)
 	if err != nil {
@@ -492,15 +505,7 @@ func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRe
 	// The platform has the message: without its record a replay posts it again. So the record
 	// outlives the run's context — a run cancelled or handed back at shutdown just after its
 	// send — for recordGrace at most.
-	ctx, cancel := outlive(ctx, recordGrace)
-	defer cancel()
-	var first bool
-	var existing []byte
-	err = d.retryStore(ctx, func() error {
-		var err error
-		first, existing, err = d.opt.Threads.RecordOutbound(ctx, runID, step, b)
-		return err
-	})
+	first, existing, err := d.storeRecord(ctx, runID, step, b)
 	switch {
 	case err != nil:
 		// The platform has the message and Redis has no record of it: the one way a replay of
@@ -955,30 +960,35 @@ func (d *Delivery) finish(ctx context.Context, ch Channel, c *runCard, ev runs.E
 	if err := d.sendRest(ctx, ch, c, rest); err != nil {
 		// The head is in the chat now: whether it may show twice is known now, not at the try
 		// that sends the rest (finishRest).
-		if delivered && !c.finalIntent.IsZero() {
-			d.m.OutboundError(platform, "possible_double")
-			d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
-		} else if !delivered {
-			d.countPossibleDouble(ch, c, StepFinal, earlier)
-		}
+		d.countClosingDouble(ch, c, delivered, earlier)
 		return fmt.Errorf("channels: delivering the rest of run %s's answer: %w", c.runID, err)
 	}
 	_, second := d.record(ctx, c.runID, StepFinal, ref)
 	if delivered {
-		if !c.finalIntent.IsZero() {
-			// Edited into the placeholder, while the closing message an earlier attempt may
-			// have sent anew cannot be recognised on this platform.
-			d.m.OutboundError(platform, "possible_double")
-			d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
-		}
+		d.countClosingDouble(ch, c, delivered, earlier)
 		return nil // edited into the placeholder: a replay edits the same message
 	}
 	if second && d.dropSecond(ctx, ch, c, StepFinal, ref) {
 		return nil // another attempt's closing message, recorded first, is the one shown
 	}
-	d.countPossibleDouble(ch, c, StepFinal, earlier)
+	d.countClosingDouble(ch, c, delivered, earlier)
 	d.dropStrayCard(ctx, ch, c, ref, own)
 	return nil
+}
+
+// countClosingDouble counts the closing message just shown as a possible double where an
+// earlier attempt may have shown it too: sent anew after that attempt's intent
+// (countPossibleDouble), or edited into the placeholder (delivered) while the closing message
+// that attempt may have sent anew cannot be recognised on this platform.
+func (d *Delivery) countClosingDouble(ch Channel, c *runCard, delivered bool, earlier time.Time) {
+	if !delivered {
+		d.countPossibleDouble(ch, c, StepFinal, earlier)
+		return
+	}
+	if !c.finalIntent.IsZero() {
+		d.m.OutboundError(c.conv.Platform, "possible_double")
+		d.log.Warn("channels: an earlier attempt of the run may have sent its closing message too; it may show twice", "run", c.runID)
+	}
 }
 
 // dropStrayCard removes a placeholder another attempt of the run recorded while this one sent

@@ -52,13 +52,7 @@ func (d *Delivery) recordHead(ctx context.Context, c *runCard) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := outlive(ctx, recordGrace)
-	defer cancel()
-	err = d.retryStore(ctx, func() error {
-		_, _, err := d.opt.Threads.RecordOutbound(ctx, c.runID, StepFinalHead, b)
-		return err
-	})
-	if err != nil {
+	if _, _, err := d.storeRecord(ctx, c.runID, StepFinalHead, b); err != nil {
 		d.log.Warn("channels: recording a long answer's delivered head failed", "run", c.runID, "err", err)
 	}
 }

@@ -71,10 +71,8 @@ func (d *Delivery) withdrawAdded(ctx context.Context, ch Channel, ref, out Messa
 	if len(added.IDs) == 0 {
 		return out, err
 	}
-	if _, werr := d.withdraw(ctx, ch, added, err); werr != nil {
-		if _, partly := errors.AsType[*partlyPosted](werr); partly {
-			return out, werr
-		}
+	if _, werr := d.withdraw(ctx, ch, added, err); errors.As(werr, new(*partlyPosted)) {
+		return out, werr
 	}
 	return ref, err
 }

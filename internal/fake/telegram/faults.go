@@ -24,20 +24,17 @@ type fault struct {
 }
 
 // FailNext makes the next n calls of method (any chat) answer with f.
-func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, 0, n, f) }
+func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, 0, 0, n, f) }
 
 // FailChat makes the next n calls of method for chatID answer with f.
 func (s *Server) FailChat(chatID int64, method string, n int, f Fault) {
-	s.addFault(method, chatID, n, f)
+	s.addFault(method, chatID, 0, n, f)
 }
 
 // FailChatAfter lets the next skip calls of method for chatID through, then makes the n after
 // them answer with f: a failure part-way through a message sent in several pieces.
 func (s *Server) FailChatAfter(chatID int64, method string, skip, n int, f Fault) {
-	s.addFault(method, chatID, n, f)
-	s.mu.Lock()
-	s.faults[len(s.faults)-1].skip = skip
-	s.mu.Unlock()
+	s.addFault(method, chatID, skip, n, f)
 }
 
 // ClearFaults drops the faults still pending for method: an outage FailNext began with a
@@ -54,7 +51,7 @@ func (s *Server) RateLimitStorm(method string, n, retryAfter int) {
 	s.FailNext(method, n, Fault{Status: 429, RetryAfter: retryAfter})
 }
 
-func (s *Server) addFault(method string, chatID int64, n int, f Fault) {
+func (s *Server) addFault(method string, chatID int64, skip, n int, f Fault) {
 	if f.Description == "" {
 		switch {
 		case f.Status == 429:
@@ -66,7 +63,7 @@ func (s *Server) addFault(method string, chatID int64, n int, f Fault) {
 		}
 	}
 	s.mu.Lock()
-	s.faults = append(s.faults, &fault{method: method, chatID: chatID, left: n, f: f})
+	s.faults = append(s.faults, &fault{method: method, chatID: chatID, skip: skip, left: n, f: f})
 	s.mu.Unlock()
 }
 

@@ -482,8 +482,6 @@ func (d *Delivery) workingCard(c *runCard) render.Card {
 		Subagents: append([]render.SubagentResult(nil), c.subagents...), Footer: d.footer(c)}
 }
 
-// record writes step's record of ref. It returns the record another attempt of the run wrote
-// first, when one did (found true): ref is then a second message of that step.
 // storeRecord writes record b of step (threads.RecordOutbound, SET NX), retried while Redis is
 // away, and for recordGrace past ctx's end: the platform has what it records.
 func (d *Delivery) storeRecord(ctx context.Context, runID, step string, b []byte) (first bool, existing []byte, err error) {
@@ -497,6 +495,8 @@ func (d *Delivery) storeRecord(ctx context.Context, runID, step string, b []byte
 	return first, existing, err
 }
 
+// record writes step's record of ref. It returns the record another attempt of the run wrote
+// first, when one did (found true): ref is then a second message of that step.
 func (d *Delivery) record(ctx context.Context, runID, step string, ref MessageRef) (other MessageRef, found bool) {
 	b, err := json.Marshal(ref)
 	if err != nil {
@@ -1024,11 +1024,11 @@ func mayHavePosted(err error) bool {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return false
 	}
+	if isPartlyPosted(err) {
+		return true // it posted pieces that are still in the chat
+	}
 	// A timeout (context.DeadlineExceeded included) or a transport error (*url.Error) is a
 	// net.Error; an answer cut short wraps io.ErrUnexpectedEOF or io.EOF.
-	if _, partly := errors.AsType[*partlyPosted](err); partly {
-		return true
-	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

@@ -103,7 +103,7 @@ func (f *fakeChannel) Send(_ context.Context, to Target, m Message) (MessageRef,
 	}
 	ref := MessageRef{Conv: to.Conv}
 	for start := 0; start < len(text) || start == 0; start += n {
-		if f.partN > 0 && len(ref.IDs) == f.partAt && len(text) > (f.partAt)*n {
+		if f.partN > 0 && len(ref.IDs) == f.partAt && len(text) > f.partAt*n {
 			f.partN--
 			err := f.partErr
 			if err == nil {

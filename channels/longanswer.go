@@ -10,7 +10,6 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
-
 	"github.com/switchboard-bot/switchboard/render"
 )
 

@@ -24,6 +24,12 @@ func (e *partlyPosted) Error() string {
 
 func (e *partlyPosted) Unwrap() error { return e.err }
 
+// isPartlyPosted reports whether err is, or wraps, a *partlyPosted.
+func isPartlyPosted(err error) bool {
+	_, ok := errors.AsType[*partlyPosted](err)
+	return ok
+}
+
 // sendWhole sends m as ch.Send does, and when the send failed after the platform took some of
 // its pieces, withdraws them (see above) and returns the error with an empty ref; pieces it
 // cannot withdraw are returned with a *partlyPosted error.
@@ -71,7 +77,7 @@ func (d *Delivery) withdrawAdded(ctx context.Context, ch Channel, ref, out Messa
 	if len(added.IDs) == 0 {
 		return out, err
 	}
-	if _, werr := d.withdraw(ctx, ch, added, err); errors.As(werr, new(*partlyPosted)) {
+	if _, werr := d.withdraw(ctx, ch, added, err); isPartlyPosted(werr) {
 		return out, werr
 	}
 	return ref, err

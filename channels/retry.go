@@ -19,7 +19,7 @@ func withRateLimit(ctx context.Context, maxWait time.Duration, attempts int, f f
 		if err == nil || !errors.As(err, &rl) || attempt >= attempts {
 			return err
 		}
-		if _, partly := errors.AsType[*partlyPosted](err); partly {
+		if isPartlyPosted(err) {
 			return err // sent again, the pieces left would show twice
 		}
 		wait := min(max(rl.RetryAfter, minRateWait), maxWait)

@@ -28,6 +28,7 @@ type Config struct {
 	HTTP      HTTP      `koanf:"http"`
 	Runs      Runs      `koanf:"runs"`
 	Subagents Subagents `koanf:"subagents"`
+	Tools     Tools     `koanf:"tools"`
 	Log       Log       `koanf:"log"`
 }
 
@@ -370,6 +371,8 @@ func Default() *Config {
 			MaxAnswerMessages:  3,
 		},
 		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
+		Tools: Tools{Subagents: []string{ToolsInherit}, ApprovalTTL: 10 * time.Minute, CallTimeout: time.Minute,
+			ConnectTimeout: 20 * time.Second, MaxResultBytes: 16 << 10},
 		Log:       Log{Level: "info", Format: LogText},
 	}
 }

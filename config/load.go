@@ -98,6 +98,15 @@ func Load(path string, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config: decode: %w", err)
 	}
 
+	if len(cfg.Tools.Servers) == 0 {
+		cfg.Tools.Servers = nil
+	}
+	if len(cfg.Tools.Policy) == 0 {
+		cfg.Tools.Policy = nil
+	}
+	if path != "" {
+		cfg.Tools.resolveToolPaths(filepath.Dir(path))
+	}
 	if cfg.LLM.APIKey == "" && isDeepSeek(cfg.LLM.BaseURL) {
 		cfg.LLM.APIKey = strings.TrimSpace(vars.value[deepSeekAPIKeyVariable])
 	}
@@ -258,6 +267,11 @@ func checkTree(tree map[string]any, prefix string, source func(key string) strin
 	for _, k := range keys {
 		key, v := joinKey(prefix, k), tree[k]
 		switch {
+		case key == "tools.servers" || key == "tools.policy":
+			for _, p := range checkToolsTree(key, v) {
+				p.Source = source(key)
+				problems = append(problems, p)
+			}
 		case schema.leaves[key] != nil:
 			if p, bad := decodeProblem(key, v, schema.leaves[key]); bad {
 				p.Source = source(key)

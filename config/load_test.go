@@ -100,7 +100,22 @@ func fullConfig() *config.Config {
 			OutageRetryBase: 3 * time.Second, MaxAnswerMessages: 4,
 		},
 		Subagents: config.Subagents{MaxDepth: 3, MaxConcurrent: 2, StructuredNudgeRetries: 2},
-		Log:       config.Log{Level: "debug", Format: "json"},
+		Tools: config.Tools{
+			Servers: map[string]config.ToolServer{
+				"everything": {Command: []string{"npx", "-y", "@modelcontextprotocol/server-everything"},
+					Env: map[string]string{"LOG_LEVEL": "warn"}, Dir: "/srv/mcp", Exclude: []string{"get-env"}, CallTimeout: 30 * time.Second},
+				"tickets": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"X-Team": "support"},
+					HeadersFile: map[string]string{"Authorization": "/run/secrets/tickets_auth"}, Include: []string{"create_*", "get_*"}},
+			},
+			Policy: []config.ToolRule{
+				{Tools: []string{"tickets__create_*"}, Allow: []string{"everyone"}, Approval: "always"},
+				{Tools: []string{"everything__*"}, Allow: []string{"admins", "slack:U1"}},
+			},
+			Subagents:   []string{"everything__echo", "tickets__get_*"},
+			ApprovalTTL: 5 * time.Minute, CallTimeout: 45 * time.Second, ConnectTimeout: 10 * time.Second,
+			MaxResultBytes: 8192, IdentityKey: "tools-identity-key-0123456789",
+		},
+		Log: config.Log{Level: "debug", Format: "json"},
 	}
 }
 
@@ -136,7 +151,7 @@ func TestKeysAreTheDesignContract(t *testing.T) {
 	wantSecrets := []string{
 		"auth.signing_keys", "discord.token", "llm.api_key", "redis.password", "redis.url",
 		"slack.app_token", "slack.bot_token", "slack.client_secret", "slack.signing_secret", "telegram.token",
-		"telegram.webhook_secret",
+		"telegram.webhook_secret", "tools.identity_key",
 	}
 	if got := config.SecretKeys(); !slices.Equal(got, wantSecrets) {
 		t.Errorf("SecretKeys() = %v, want %v", got, wantSecrets)

@@ -75,6 +75,10 @@ func valueNode(l *leaf, v reflect.Value) *yaml.Node {
 	switch {
 	case l.typ == durationType:
 		out = time.Duration(v.Int()).String()
+	case l.key == "tools.servers":
+		out = redactedTools(v.Interface().(map[string]ToolServer))
+	case l.key == "tools.policy":
+		out = policyNode(v.Interface().([]ToolRule))
 	case l.secret == secretFull && v.Kind() == reflect.String:
 		out = ""
 		if v.String() != "" {
@@ -123,4 +127,20 @@ func maskURL(raw string, secret bool) string {
 		u.User = url.User("xxxxx")
 	}
 	return u.String()
+}
+
+// policyNode is tools.policy as YAML values, in the file's spelling.
+func policyNode(rules []ToolRule) []map[string]any {
+	out := []map[string]any{}
+	for _, r := range rules {
+		m := map[string]any{"tools": r.Tools}
+		if len(r.Allow) > 0 {
+			m["allow"] = r.Allow
+		}
+		if r.Approval != "" {
+			m["approval"] = r.Approval
+		}
+		out = append(out, m)
+	}
+	return out
 }

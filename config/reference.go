@@ -101,6 +101,8 @@ func typeName(t reflect.Type) string {
 		return "integer"
 	case t.Kind() == reflect.Slice:
 		return "list"
+	case t.Kind() == reflect.Map:
+		return "mapping"
 	}
 	return t.String()
 }
@@ -111,6 +113,8 @@ func defaultText(l *leaf, v reflect.Value) string {
 	switch {
 	case l.typ == durationType:
 		return shortDuration(time.Duration(v.Int()))
+	case v.Kind() == reflect.Map && v.Len() == 0:
+		return ""
 	case v.Kind() == reflect.Slice:
 		items := make([]string, v.Len())
 		for i := range items {
@@ -152,6 +156,9 @@ var sectionDescriptions = map[string]string{
 	"http":      "The one HTTP listener of the process.",
 	"runs":      "The run queue and the workers that execute runs.",
 	"subagents": "Limits on the subagents a lead agent may start.",
+	"tools": "Tools the agents use from MCP servers, called as the verified user who asked, with a policy of who " +
+		"may use what and which calls wait for approval in the chat ([tools.md](tools.md)). `servers` and `policy` " +
+		"are structured and set in the YAML file.",
 	"log":       "The process log, written to standard error.",
 }
 
@@ -287,6 +294,28 @@ var keyDescriptions = map[string]string{
 	"subagents.max_concurrent": "The most subagents running at once under one lead agent.",
 	"subagents.structured_nudge_retries": "How often a subagent that must return a structured result is " +
 		"reminded to, before the run gives up on it.",
+
+	"tools.servers": "MCP servers by name (letters, digits, `-`); each server's tools are offered as " +
+		"`<name>__<tool>`. A stdio server: `command` (the program and its arguments), `env` (its whole " +
+		"environment: nothing of the bot's leaks to it; `PATH` is a fixed system path unless set), `env_file` " +
+		"(variables whose values are read from files), `dir`. A streamable-HTTP server: `url`, `headers`, " +
+		"`headers_file` (headers whose values are read from files, e.g. `{Authorization: /run/secrets/auth}`). " +
+		"Both: `include` and `exclude` globs over the server's own tool names, `call_timeout`. Env and header " +
+		"values are never printed; files are read at every (re)connect.",
+	"tools.policy": "Rules, first match wins: `tools` (globs over offered names), `allow` (`everyone`, `admins`, " +
+		"or channel_user_ids, optionally `<platform>:<id>`), `approval` (`never`, `always`: the requester " +
+		"decides, `admin`: an admin decides). A tool no rule names is open to everyone without approval; a " +
+		"tool a caller may not use is never offered in that caller's runs.",
+	"tools.subagents": "Which tools subagents get: `inherit` (the caller's tools that need no approval), `none`, or " +
+		"globs over offered names (the caller's tools matching one, those needing approval included).",
+	"tools.approval_ttl": "How long an approval card waits for a decision; past it the call is denied.",
+	"tools.call_timeout": "The longest one tool call may take (a server's `call_timeout` overrides it).",
+	"tools.connect_timeout": "The longest one connection attempt to a server may take, its tool list included; " +
+		"a server that is down is retried with backoff.",
+	"tools.max_result_bytes": "How much of one tool result the model reads; the rest is cut with a note saying so.",
+	"tools.identity_key": "HMAC-SHA256 key that signs the identity headers sent to HTTP tool servers " +
+		"(`X-Switchboard-Signature`), so a server can verify who asks and that Switchboard sent it; " +
+		"unset, the headers go unsigned.",
 
 	"log.level":  "`debug`, `info`, `warn` or `error`.",
 	"log.format": "`text` or `json`.",

@@ -39,6 +39,15 @@ slack:
   redirect_url: https://bot.example.com/slack/oauth/callback
 discord:
   token: S3CRET-discord-token
+tools:
+  identity_key: S3CRET-tools-identity-key
+  servers:
+    local:
+      command: [mcp-local]
+      env: {API_TOKEN: S3CRET-tools-env-value}
+    remote:
+      url: https://user:S3CRET-url-password@mcp.example.com/mcp?key=S3CRET-url-query
+      headers: {Authorization: Bearer S3CRET-tools-header}
 `
 }
 

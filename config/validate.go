@@ -310,6 +310,7 @@ func (c *Config) Validate() error {
 	v.atLeast("subagents.max_depth", c.Subagents.MaxDepth, 0)
 	v.atLeast("subagents.max_concurrent", c.Subagents.MaxConcurrent, 1)
 	v.atLeast("subagents.structured_nudge_retries", c.Subagents.StructuredNudgeRetries, 0)
+	v.validateTools(c.Tools)
 
 	// log
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
 // Caller is who a run works for, taken from the verified envelope — never from model output.
@@ -38,6 +39,18 @@ func callerOf(env *runs.Envelope) Caller {
 		Platform:      env.Identity.Platform,
 		ChannelUserID: env.Identity.ChannelUserID,
 		DisplayName:   env.Identity.DisplayName,
+		Admin:         env.Identity.Admin,
+	}
+}
+
+// identityOf is the identity tool calls of a run carry: the verified envelope's.
+func identityOf(env *runs.Envelope) tools.Identity {
+	return tools.Identity{
+		Platform:      env.Identity.Platform,
+		ChannelUserID: env.Identity.ChannelUserID,
+		DisplayName:   env.Identity.DisplayName,
+		Conversation:  env.Conv.String(),
+		RunID:         env.RunID,
 		Admin:         env.Identity.Admin,
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
 // ClarifyToolName is the name the model calls to ask the user a question.
@@ -128,12 +129,21 @@ func parseClarification(raw json.RawMessage) (runs.Form, []string) {
 	return form, problems
 }
 
-// asked is what the clarification tool recorded for one run.
+// asked is what the clarification tool, or a tool call waiting for approval, recorded for one
+// run: at most one of them waits at a time.
 type asked struct {
-	mu     sync.Mutex
-	lead   *agent.Agent
-	form   *runs.Form
-	callID string
+	mu       sync.Mutex
+	lead     *agent.Agent
+	form     *runs.Form
+	callID   string
+	approval *tools.ApprovalRequest
+}
+
+// waiting reports whether a question or an approval waits.
+func (s *asked) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.form != nil || s.approval != nil
 }
 
 func (s *asked) get() (*runs.Form, string) {
@@ -167,7 +177,7 @@ func clarifyTool() agent.Tool {
 			}
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			if st.form != nil {
+			if st.form != nil || st.approval != nil {
 				return agent.Errorf(agent.CodeDenied, "a question is already waiting for the user's answer")
 			}
 			st.form, st.callID = &form, call.ID
@@ -179,20 +189,16 @@ func clarifyTool() agent.Tool {
 // stopAfterAsking ends the lead's turn once it has asked, so no model step is spent while the
 // user has not answered.
 func stopAfterAsking(ctx context.Context, a *agent.Agent, s agent.Step, next agent.ContinueNext) bool {
-	if st, _ := ctx.Value(askedKey{}).(*asked); st != nil && st.lead == a {
-		if f, _ := st.get(); f != nil {
-			return false
-		}
+	if st, _ := ctx.Value(askedKey{}).(*asked); st != nil && st.lead == a && st.waiting() {
+		return false
 	}
 	return next(ctx, s)
 }
 
 // denyAfterAsking refuses further tool calls of the lead once a question is pending.
 func denyAfterAsking(ctx context.Context, a *agent.Agent, c agent.ToolCall, next agent.PreToolNext) agent.Verdict {
-	if st, _ := ctx.Value(askedKey{}).(*asked); st != nil && st.lead == a && c.Name != ClarifyToolName {
-		if f, _ := st.get(); f != nil {
-			return agent.Verdict{Deny: true, Reason: "a question is waiting for the user's answer; continue after it arrives"}
-		}
+	if st, _ := ctx.Value(askedKey{}).(*asked); st != nil && st.lead == a && c.Name != ClarifyToolName && st.waiting() {
+		return agent.Verdict{Deny: true, Reason: "a question or an approval is waiting for the user; continue after it is answered"}
 	}
 	return next(ctx, c)
 }

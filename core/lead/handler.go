@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/subagent"
 	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
 var _ runs.Handler = (*Team)(nil)
@@ -26,6 +27,8 @@ type pendingTurn struct {
 	Form   runs.Form     `json:"form"`
 	CallID string        `json:"call_id"`
 	Events []agent.Event `json:"events"`
+	// Call is set when the run waits for an approval: the call the decision is about.
+	Call *pendingCall `json:"call,omitempty"`
 }
 
 // User-facing reasons; short, no internals.
@@ -36,6 +39,7 @@ const (
 	reasonFailed   = "Sorry, something went wrong while working on this. Please try again."
 	reasonTooLong  = "The answer ran past the model's length limit. Try asking for something shorter."
 	reasonRefused  = "The model declined to answer this request."
+	reasonNoTools  = "Tools are not configured here any more, so the call that waited for approval cannot run."
 )
 
 // HandleRun runs one verified envelope: a message starts a lead turn; a clarification answer
@@ -57,20 +61,32 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	th := st.Thread
 
 	in := agent.Input{Content: env.Text}
+	id := identityOf(env)
 	var completed []agent.Event // the pending turn this run completes, answer filled in
 	switch env.Kind {
 	case runs.KindMessage:
 	case runs.KindClarificationAnswer:
-		p, reason, err := t.takeAnswer(ctx, env)
+		p, expired, reason, err := t.takeAnswer(ctx, env)
 		if err != nil {
 			return "", err
 		}
 		if reason != "" {
 			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
 		}
-		completed = answered(p, env.Text)
+		if p.Call != nil {
+			if t.opts.Tools == nil {
+				return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reasonNoTools}, runs.OutcomeFailed, nil)
+			}
+			// The resumed turn works for whoever asked for the call, not whoever decided.
+			id = p.Call.Identity
+			id.Admin, id.RunID = p.Call.Admin, env.RunID
+			completed = decided(p, t.decision(ctx, env, p, expired))
+			in = agent.Input{Resume: true, Source: "approval"}
+		} else {
+			completed = answered(p, env.Text)
+			in = agent.Input{Resume: true, Source: "clarification"}
+		}
 		history = append(history, completed...)
-		in = agent.Input{Resume: true, Source: "clarification"}
 	default:
 		return "", runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
 	}
@@ -85,7 +101,11 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		model = th.Settings.Model
 	}
 	seeded := len(history)
-	lead, err := t.newLead(th.SessionID+"."+env.RunID, model, history)
+	var toolNames []string
+	if t.opts.Tools != nil {
+		toolNames = t.opts.Tools.Names(id, 0)
+	}
+	lead, err := t.newLead(th.SessionID+"."+env.RunID, model, history, toolNames)
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: creating the lead agent: %w", err))
 	}
@@ -100,6 +120,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 
 	failure := &modelFailure{}
 	tctx := WithCaller(withAsked(withModelFailure(context.Background(), failure), rs.asked), callerOf(env))
+	tctx = tools.WithApprover(tools.WithIdentity(tctx, id), rs.asked.approver)
 	if err := lead.SendInput(tctx, in); err != nil {
 		return "", fmt.Errorf("lead: starting the turn: %w", err)
 	}
@@ -113,11 +134,14 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 
 	own := lead.Session().Since(seeded)
 	form, callID := rs.asked.get()
+	approval, approvalCall := rs.asked.approvalGet()
 	// No turn/end of its own (it cannot happen once idle) reads as a failure: Reason is empty.
 	end, _ := lead.Session().Last(agent.KindTurnEnd, seeded)
 	switch {
 	case form != nil && end.Reason == agent.TurnCompleted:
 		return t.waitForAnswer(ctx, run, append(completed, own...), answerText(own, end.Turn), *form, callID)
+	case approval != nil && end.Reason == agent.TurnCompleted:
+		return t.waitForApproval(ctx, run, append(completed, own...), answerText(own, end.Turn), *approval, approvalCall)
 	case end.Reason == agent.TurnCompleted:
 		text := answerText(own, end.Turn)
 		if text == "" {
@@ -136,12 +160,16 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 
 // newLead creates a run's lead agent on its history, which the agent reads in place rather than
 // copying it (it may be the history cache's, see beginRun): nobody changes it afterwards.
-func (t *Team) newLead(sessionID, model string, history []agent.Event) (*agent.Agent, error) {
+func (t *Team) newLead(sessionID, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
+	names := t.tools
+	if len(extra) > 0 {
+		names = append(append(make([]string, 0, len(t.tools)+len(extra)), t.tools...), extra...)
+	}
 	return t.rt.Create(agent.CreateOptions{
 		SessionID: sessionID,
 		Seed:      history,
 		ShareSeed: true,
-		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: t.tools, MaxSteps: t.opts.MaxSteps},
+		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: names, MaxSteps: t.opts.MaxSteps},
 	})
 }
 
@@ -248,25 +276,45 @@ func expiry(ttl time.Duration) time.Time {
 
 // takeAnswer claims the clarification an answer run answers. A reason is returned for answers
 // that cannot be taken (expired, taken, someone else's); an error for store failures.
-func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (*pendingTurn, string, error) {
+// An approval whose time is up is taken all the same, as expired: the call is then denied and
+// the model told so (expired is true).
+func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (p *pendingTurn, expired bool, reason string, err error) {
 	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
 	switch {
-	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && c.AnsweredBy == env.Identity.ChannelUserID:
+	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
 		// Our own earlier attempt took it; carry on.
+		expired = c.AnsweredBy == ""
+	case errors.Is(err, threads.ErrClarificationExpired) && isApproval(c):
+		if p, err := t.takeExpired(ctx, env.ClarificationID); err == nil {
+			return p, true, "", nil
+		} else if errors.Is(err, threads.ErrClarificationAnswered) {
+			return nil, false, reasonAnswered, nil
+		} else if !errors.Is(err, threads.ErrClarificationCancelled) {
+			return nil, false, "", fmt.Errorf("lead: taking the expired approval: %w", err)
+		}
+		return nil, false, reasonExpired, nil
 	case errors.Is(err, threads.ErrClarificationExpired), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
-		return nil, reasonExpired, nil
+		return nil, false, reasonExpired, nil
 	case errors.Is(err, threads.ErrClarificationAnswered):
-		return nil, reasonAnswered, nil
+		return nil, false, reasonAnswered, nil
 	case errors.Is(err, threads.ErrNotYourClarification):
-		return nil, reasonNotYours, nil
+		return nil, false, reasonNotYours, nil
 	case err != nil:
-		return nil, "", fmt.Errorf("lead: taking the answer: %w", err)
+		return nil, false, "", fmt.Errorf("lead: taking the answer: %w", err)
 	}
-	var p pendingTurn
-	if err := json.Unmarshal(c.Form, &p); err != nil {
-		return nil, "", runs.Permanent(fmt.Errorf("lead: clarification %s is unreadable: %w", c.ID, err))
+	p = &pendingTurn{}
+	if err := json.Unmarshal(c.Form, p); err != nil {
+		return nil, false, "", runs.Permanent(fmt.Errorf("lead: clarification %s is unreadable: %w", c.ID, err))
 	}
-	return &p, "", nil
+	return p, expired, "", nil
+}
+
+// isApproval reports whether a stored clarification is an approval.
+func isApproval(c threads.Clarification) bool {
+	var p struct {
+		Call *pendingCall `json:"call"`
+	}
+	return json.Unmarshal(c.Form, &p) == nil && p.Call != nil
 }
 
 // answered is the pending turn completed with the answer as the question's tool result.

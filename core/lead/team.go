@@ -52,6 +52,9 @@ type Options struct {
 	ProgressEvery time.Duration
 	// ExtraTools are registered on the runtime and offered to the lead.
 	ExtraTools []agent.Tool
+	// Tools are the tools from MCP servers (nil: none): offered to the lead and its subagents as
+	// the run's caller may use them, and called as that caller.
+	Tools ToolSet
 	// HistoryCacheEvents bounds the decoded histories kept between runs, in events
 	// (DefaultHistoryCacheEvents when 0; below 0 none are kept and every run reads its whole log).
 	HistoryCacheEvents int
@@ -131,6 +134,9 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		t.closers = append(t.closers, reg.Remove)
 		t.tools = append(t.tools, tool.Name)
 	}
+	if opts.Tools != nil {
+		t.closers = append(t.closers, opts.Tools.Attach(t.rt))
+	}
 	t.closers = append(t.closers,
 		t.rt.UseContinuationHook(stopAfterAsking, true).Remove,
 		t.rt.UsePreToolHook(denyAfterAsking, false).Remove,
@@ -155,7 +161,7 @@ func (t *Team) Close() {
 // other tool calls into throttled progress. A step's tool calls are all written before any of
 // them runs, so every child's call is numbered before the child starts.
 func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
-	if e.Kind != agent.KindToolCall && e.Kind != agent.KindAssistantChunk {
+	if e.Kind != agent.KindToolCall && e.Kind != agent.KindAssistantChunk && e.Kind != agent.KindToolResult {
 		return
 	}
 	v, ok := t.runs.Load(a.ID())
@@ -169,8 +175,16 @@ func (t *Team) onAgentEvent(a *agent.Agent, e agent.Event) {
 		}
 		return
 	}
+	if e.Kind == agent.KindToolResult {
+		if a == rs.lead && t.opts.Tools != nil && t.opts.Tools.Owns(e.Tool) {
+			rs.toolResult(e)
+		}
+		return
+	}
 	switch {
 	case a != rs.lead || e.Tool == ClarifyToolName:
+	case t.opts.Tools != nil && t.opts.Tools.Owns(e.Tool):
+		rs.emit(runs.Event{Kind: runs.EventSubagentStarted, Subagent: &runs.SubagentInfo{ID: e.CallID, Name: e.Tool, Kind: "tool"}})
 	case e.Tool == subagent.DelegateToolName:
 		rs.delegated(e.CallID)
 	default:

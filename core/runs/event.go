@@ -75,6 +75,9 @@ type Event struct {
 type SubagentInfo struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Kind is "tool" for a tool call the lead made (Name is the tool), shown like a subagent;
+	// empty for a subagent.
+	Kind string `json:"kind,omitempty"`
 	// Order is the child's place among the delegations of its run, from 1, in the order the lead
 	// asked for them (0: unknown). Results are emitted as they finish; the channels show them in
 	// this order.
@@ -104,7 +107,30 @@ type Form struct {
 	AllowFreeText bool        `json:"allow_free_text,omitempty"`
 	AllowedUserID string      `json:"allowed_user_id,omitempty"`
 	ExpiresAt     time.Time   `json:"expires_at"`
+	// Approval is set when the form asks whether a tool call may run: its one field is the
+	// decision, Approve or Deny.
+	Approval *Approval `json:"approval,omitempty"`
 }
+
+// Approval describes a tool call waiting for a person's decision, as its card shows it.
+type Approval struct {
+	// Name is the tool's offered name; Server and Tool say whose tool it is.
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Requester is who asked (display name, else channel_user_id).
+	Requester string `json:"requester"`
+	// Args are the arguments as people may see them: pretty JSON, secret-looking values masked.
+	Args string `json:"args"`
+	// AdminOnly says only an admin may decide; otherwise only the requester.
+	AdminOnly bool `json:"admin_only,omitempty"`
+}
+
+// Approval decisions, the answer text of an approval form.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+)
 
 // FormField is one input of a Form. Options are the choices for choice and multi_choice.
 type FormField struct {

@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// AnyoneMayAnswer as a clarification's AllowedUserID lets any user's answer be taken.
+const AnyoneMayAnswer = "*"
+
 // maxClarificationIDLen bounds caller-chosen clarification ids.
 const maxClarificationIDLen = 128
 
@@ -31,7 +34,8 @@ type Clarification struct {
 	ConvKey string
 	// RunID is the run to resume with the answer.
 	RunID string
-	// AllowedUserID is the only channel_user_id whose answer is accepted.
+	// AllowedUserID is the only channel_user_id whose answer is accepted; AnyoneMayAnswer
+	// ("*") accepts any, for a caller that checks who may answer itself (admin approvals).
 	AllowedUserID string
 	// Form is the question as the caller describes it; opaque JSON to the store.
 	Form json.RawMessage
@@ -156,11 +160,23 @@ func (s *Store) clarKey(ctx context.Context, id string) (string, error) {
 // clarification stays pending for the right one. With Answered, Expired and the foreign error
 // the clarification is returned too, so the caller can, e.g., edit the form's message.
 func (s *Store) TakeClarification(ctx context.Context, id, answeringUserID string) (Clarification, error) {
+	return s.take(ctx, id, answeringUserID, "")
+}
+
+// TakeExpiredClarification claims, atomically and exactly once, a pending clarification whose
+// time is up, for nobody (AnsweredBy empty) — an approval that expires is decided as denied
+// this way. It returns ErrClarificationOpen while time is left, and otherwise what
+// TakeClarification returns.
+func (s *Store) TakeExpiredClarification(ctx context.Context, id string) (Clarification, error) {
+	return s.take(ctx, id, "", "expire")
+}
+
+func (s *Store) take(ctx context.Context, id, answeringUserID, mode string) (Clarification, error) {
 	key, err := s.clarKey(ctx, id)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
 	}
-	status, fields, err := s.r.takeClarification(ctx, key, id, answeringUserID, s.opts.Now())
+	status, fields, err := s.r.takeClarification(ctx, key, id, answeringUserID, s.opts.Now(), mode)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
 	}
@@ -180,6 +196,8 @@ func (s *Store) TakeClarification(ctx context.Context, id, answeringUserID strin
 		sentinel = ErrClarificationCancelled
 	case "expired":
 		sentinel = ErrClarificationExpired
+	case "open":
+		sentinel = ErrClarificationOpen
 	case "foreign":
 		return c, fmt.Errorf("threads: take clarification: %w", &ForeignAnswerError{ClarificationID: id, UserID: answeringUserID})
 	case "notfound":

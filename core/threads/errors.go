@@ -20,6 +20,8 @@ var (
 	ErrClarificationNotFound = errors.New("threads: clarification not found")
 	// ErrClarificationExpired means the clarification passed its ExpiresAt before it was answered.
 	ErrClarificationExpired = errors.New("threads: clarification expired")
+	// ErrClarificationOpen means TakeExpiredClarification found the clarification still has time.
+	ErrClarificationOpen = errors.New("threads: clarification still open")
 	// ErrClarificationAnswered means the clarification was already claimed by an earlier answer.
 	ErrClarificationAnswered = errors.New("threads: clarification already answered")
 	// ErrClarificationCancelled means the clarification was withdrawn before it was answered: the

@@ -109,9 +109,13 @@ return {1, replaced}
 `)
 
 // takeClarificationScript claims a pending clarification for its allowed user exactly once.
-// KEYS[1] clarification hash. ARGV: id, answering user, now (unix ms).
+// KEYS[1] clarification hash. ARGV: id, answering user, now (unix ms), mode. The allowed user
+// '*' lets anyone answer (the caller checks who may). In mode 'expire' it takes a pending
+// clarification whose time is up, for nobody (answered_by empty), and answers open while
+// there is time left.
 // Returns {status} or {status, HGETALL}; status is one of ok, answered, cancelled, expired,
-// foreign (left pending), replaced (another clarification took its place), notfound, corrupt.
+// foreign (left pending), replaced (another clarification took its place), notfound, open,
+// corrupt.
 var takeClarificationScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'id')
 if cur ~= ARGV[1] then
@@ -126,8 +130,13 @@ elseif st ~= 'pending' then return {'corrupt'}
 else
   local exp = tonumber(redis.call('HGET', KEYS[1], 'exp'))
   if not exp then return {'corrupt'} end
-  if tonumber(ARGV[3]) >= exp then status = 'expired'
-  elseif redis.call('HGET', KEYS[1], 'user') ~= ARGV[2] then status = 'foreign'
+  local user = redis.call('HGET', KEYS[1], 'user')
+  if ARGV[4] == 'expire' then
+    if tonumber(ARGV[3]) < exp then return {'open'} end
+    redis.call('HSET', KEYS[1], 'state', 'answered', 'answered_by', '', 'answered_at', ARGV[3])
+    status = 'ok'
+  elseif tonumber(ARGV[3]) >= exp then status = 'expired'
+  elseif user ~= ARGV[2] and user ~= '*' then status = 'foreign'
   else
     redis.call('HSET', KEYS[1], 'state', 'answered', 'answered_by', ARGV[2], 'answered_at', ARGV[3])
     status = 'ok'
@@ -238,8 +247,8 @@ func (r rdb) putClarification(ctx context.Context, key, id, user string, expires
 	return list[0] == int64(1), replaced, nil
 }
 
-func (r rdb) takeClarification(ctx context.Context, key, id, user string, now time.Time) (string, map[string]string, error) {
-	v, err := r.b.Eval(ctx, takeClarificationScript, []string{key}, id, user, ms(now)).Result()
+func (r rdb) takeClarification(ctx context.Context, key, id, user string, now time.Time, mode string) (string, map[string]string, error) {
+	v, err := r.b.Eval(ctx, takeClarificationScript, []string{key}, id, user, ms(now), mode).Result()
 	if err != nil {
 		return "", nil, err
 	}

@@ -153,16 +153,21 @@ func TestTakeClarificationScript(t *testing.T) {
 		now    time.Time
 		want   string
 		state  string // the state left behind
+		mode   string
 	}{
-		{"no record", nil, "q1", "u1", t0, "notfound", ""},
-		{"other id", map[string]any{"id": "q2", "state": "pending"}, "q1", "u1", t0, "replaced", "pending"},
-		{"answered", map[string]any{"id": "q1", "state": "answered"}, "q1", "u1", t0, "answered", "answered"},
-		{"cancelled", map[string]any{"id": "q1", "state": "cancelled"}, "q1", "u1", t0, "cancelled", "cancelled"},
-		{"unknown state", map[string]any{"id": "q1", "state": "??"}, "q1", "u1", t0, "corrupt", "??"},
-		{"unreadable expiry", map[string]any{"id": "q1", "state": "pending", "exp": "x", "user": "u1"}, "q1", "u1", t0, "corrupt", "pending"},
-		{"at expiry", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u1", exp, "expired", "pending"},
-		{"foreign", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u2", t0, "foreign", "pending"},
-		{"claimed", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u1", exp.Add(-time.Millisecond), "ok", "answered"},
+		{"no record", nil, "q1", "u1", t0, "notfound", "", ""},
+		{"other id", map[string]any{"id": "q2", "state": "pending"}, "q1", "u1", t0, "replaced", "pending", ""},
+		{"answered", map[string]any{"id": "q1", "state": "answered"}, "q1", "u1", t0, "answered", "answered", ""},
+		{"cancelled", map[string]any{"id": "q1", "state": "cancelled"}, "q1", "u1", t0, "cancelled", "cancelled", ""},
+		{"unknown state", map[string]any{"id": "q1", "state": "??"}, "q1", "u1", t0, "corrupt", "??", ""},
+		{"unreadable expiry", map[string]any{"id": "q1", "state": "pending", "exp": "x", "user": "u1"}, "q1", "u1", t0, "corrupt", "pending", ""},
+		{"at expiry", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u1", exp, "expired", "pending", ""},
+		{"foreign", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u2", t0, "foreign", "pending", ""},
+		{"claimed", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "u1", exp.Add(-time.Millisecond), "ok", "answered", ""},
+		{"anyone may answer", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "*"}, "q1", "u2", t0, "ok", "answered", ""},
+		{"expire: still open", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "", exp.Add(-time.Millisecond), "open", "pending", "expire"},
+		{"expire: taken for nobody", map[string]any{"id": "q1", "state": "pending", "exp": ms(exp), "user": "u1"}, "q1", "", exp, "ok", "answered", "expire"},
+		{"expire: answered first", map[string]any{"id": "q1", "state": "answered"}, "q1", "", exp, "answered", "answered", "expire"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
@@ -171,7 +176,7 @@ func TestTakeClarificationScript(t *testing.T) {
 				if tc.record != nil {
 					c.HSet(ctx, ck.clar, tc.record)
 				}
-				status, fields, err := r.takeClarification(ctx, ck.clar, tc.id, tc.user, tc.now)
+				status, fields, err := r.takeClarification(ctx, ck.clar, tc.id, tc.user, tc.now, tc.mode)
 				if err != nil || status != tc.want {
 					t.Fatalf("take = %q, %v; want %q", status, err, tc.want)
 				}

@@ -1,0 +1,186 @@
+package lead
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/agent"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/core/tools"
+)
+
+// ToolSet is what the lead needs of the tools from MCP servers (core/tools.Manager).
+type ToolSet interface {
+	// Attach registers the tools on the runtime and filters every agent's request to what its
+	// caller may use; the function returned undoes it.
+	Attach(rt *agent.Runtime) func()
+	// Names are the tools id may use at depth 0, offered to the lead.
+	Names(id tools.Identity, depth int) []string
+	// Owns reports whether a tool name is one of them.
+	Owns(name string) bool
+	// RunApproved calls a tool whose approval was given, as id.
+	RunApproved(ctx context.Context, name string, args json.RawMessage, id tools.Identity) agent.ToolResult
+	// ApprovalTTL is how long an approval waits.
+	ApprovalTTL() time.Duration
+	// Decided records a decision for audit and metrics.
+	Decided(req tools.ApprovalRequest, decision, decidedBy string)
+}
+
+// pendingCall is the tool call an approval run decides on, stored with its waiting turn.
+type pendingCall struct {
+	Name     string          `json:"name"`
+	Server   string          `json:"server"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+	Mode     tools.Approval  `json:"mode"`
+	Identity tools.Identity  `json:"identity"`
+	Admin    bool            `json:"admin,omitempty"`
+}
+
+func (p pendingCall) request() tools.ApprovalRequest {
+	id := p.Identity
+	id.Admin = p.Admin
+	return tools.ApprovalRequest{Name: p.Name, Server: p.Server, Tool: p.Tool, Args: p.Args, Mode: p.Mode, Identity: id}
+}
+
+// maxApprovalArgs bounds the arguments an approval card shows.
+const maxApprovalArgs = 1500
+
+// approver is the run's tools.Approver: the lead's call is parked — recorded, answered with a
+// note, and its turn ends so the run can wait for the decision without holding a worker. A
+// subagent cannot park its parent's run, so its call is refused with a reason it can report.
+func (s *asked) approver(ctx context.Context, call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
+	if call.Agent != s.lead {
+		return agent.Errorf(agent.CodeDenied, "%s needs a person's approval, which only the lead agent can ask for; report that the lead should call it", req.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.form != nil || s.approval != nil {
+		return agent.Errorf(agent.CodeDenied, "another question or approval is already waiting for the user; call %s again after it is decided", req.Name)
+	}
+	s.approval, s.callID = &req, call.ID
+	return agent.ToolResult{Content: "The call waits for approval; the run continues once it is decided."}
+}
+
+func (s *asked) approvalGet() (*tools.ApprovalRequest, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.approval, s.callID
+}
+
+func requesterName(id tools.Identity) string {
+	if id.DisplayName != "" {
+		return id.DisplayName
+	}
+	return id.ChannelUserID
+}
+
+// waitForApproval stores the call and the unfinished turn and shows the approval card: only
+// the requester may decide, or, with approval: admin, only an admin.
+func (t *Team) waitForApproval(ctx context.Context, run *runs.Run, events []agent.Event, text string, req tools.ApprovalRequest, callID string) (runs.Outcome, error) {
+	env := run.Envelope
+	allowed := env.Identity.ChannelUserID
+	if req.Mode == tools.ApprovalAdmin {
+		allowed = threads.AnyoneMayAnswer
+	}
+	form := runs.Form{
+		Question: fmt.Sprintf("Allow the tool %s to run?", req.Name),
+		Fields: []runs.FormField{{ID: "decision", Label: "Decision", Kind: runs.FieldChoice,
+			Options: []string{"Approve", "Deny"}, Required: true}},
+		AllowedUserID: allowed,
+		Approval: &runs.Approval{Name: req.Name, Server: req.Server, Tool: req.Tool, Requester: requesterName(req.Identity),
+			Args: tools.DisplayArgs(req.Args, maxApprovalArgs), AdminOnly: req.Mode == tools.ApprovalAdmin},
+	}
+	pc := &pendingCall{Name: req.Name, Server: req.Server, Tool: req.Tool, Args: req.Args, Mode: req.Mode, Identity: req.Identity, Admin: req.Identity.Admin}
+	raw, err := json.Marshal(pendingTurn{Form: form, CallID: callID, Events: events, Call: pc})
+	if err != nil {
+		return "", runs.Permanent(fmt.Errorf("lead: encoding the approval: %w", err))
+	}
+	c, err := t.store.PutClarification(ctx, threads.Clarification{
+		ID:            "a" + env.RunID,
+		ConvKey:       env.Conv.String(),
+		RunID:         env.RunID,
+		AllowedUserID: allowed,
+		Form:          raw,
+		ExpiresAt:     expiry(t.opts.Tools.ApprovalTTL()),
+	})
+	if err != nil {
+		return "", fmt.Errorf("lead: storing the approval: %w", err)
+	}
+	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
+	t.log.Info("tools: approval asked", "tool", req.Name, "requester", req.Identity.ChannelUserID, "platform", req.Identity.Platform,
+		"mode", req.Mode, "run", env.RunID, "approval", c.ID)
+	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting, nil)
+}
+
+// decision is the tool result an approval's decision gives the waiting call: the call's own
+// result when approved (made now, as the requester), else a denial the model can explain.
+func (t *Team) decision(ctx context.Context, env *runs.Envelope, p *pendingTurn, expired bool) agent.ToolResult {
+	req := p.Call.request()
+	decider := env.Identity.DisplayName
+	if decider == "" {
+		decider = env.Identity.ChannelUserID
+	}
+	switch {
+	case expired:
+		t.opts.Tools.Decided(req, "expired", "")
+		return agent.ToolResult{Content: fmt.Sprintf("Denied: nobody approved this call of %s in time; it did not run.", req.Name), IsError: true, Code: agent.CodeDenied}
+	case req.Mode == tools.ApprovalAdmin && !env.Identity.Admin:
+		t.opts.Tools.Decided(req, "refused", env.Identity.ChannelUserID)
+		return agent.ToolResult{Content: "Denied: the decision did not come from an admin; the call did not run.", IsError: true, Code: agent.CodeDenied}
+	case env.Text == runs.DecisionApprove:
+		t.opts.Tools.Decided(req, "approved", env.Identity.ChannelUserID)
+		return t.opts.Tools.RunApproved(tools.WithIdentity(ctx, req.Identity), req.Name, req.Args, req.Identity)
+	default:
+		t.opts.Tools.Decided(req, "denied", env.Identity.ChannelUserID)
+		return agent.ToolResult{Content: fmt.Sprintf("Denied: %s denied this call of %s; it did not run.", decider, req.Name), IsError: true, Code: agent.CodeDenied}
+	}
+}
+
+// decided is the pending turn completed with the decision's result as the call's tool result.
+func decided(p *pendingTurn, res agent.ToolResult) []agent.Event {
+	out := make([]agent.Event, 0, len(p.Events))
+	for _, e := range p.Events {
+		if e.Kind == agent.KindToolResult && e.CallID == p.CallID {
+			e.Content, e.IsError, e.Code = res.Content, res.IsError, res.Code
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// takeExpired claims an approval whose time is up, for a run that resumes it as denied.
+func (t *Team) takeExpired(ctx context.Context, id string) (*pendingTurn, error) {
+	c, err := t.store.TakeExpiredClarification(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var p pendingTurn
+	if err := json.Unmarshal(c.Form, &p); err != nil || p.Call == nil {
+		return nil, runs.Permanent(fmt.Errorf("lead: approval %s is unreadable", c.ID))
+	}
+	return &p, nil
+}
+
+
+// maxToolSummaryRunes bounds what a tool call's line on the card says of a failure.
+const maxToolSummaryRunes = 200
+
+// toolResult shows a finished call of the lead's on its card: done, or failed with why. A
+// call waiting for approval shows as waiting.
+func (rs *runState) toolResult(e agent.Event) {
+	info := &runs.SubagentInfo{ID: e.CallID, Name: e.Tool, Kind: "tool", StopReason: "completed"}
+	if a, callID := rs.asked.approvalGet(); a != nil && callID == e.CallID {
+		info.StopReason, info.Summary = "waiting", "waiting for approval"
+	} else if e.IsError {
+		info.StopReason = "error"
+		info.Summary = e.Content
+		if r := []rune(info.Summary); len(r) > maxToolSummaryRunes {
+			info.Summary = string(r[:maxToolSummaryRunes]) + "…"
+		}
+	}
+	rs.emit(runs.Event{Kind: runs.EventSubagentResult, Subagent: info})
+}

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package tools
+
+import "syscall"
+
+func setDeathSignal(*syscall.SysProcAttr) {}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -379,7 +380,7 @@ func (m *Manager) invoke(ctx context.Context, o *offered, args map[string]any, i
 		outcome, result = "failed", agent.Errorf(agent.CodeFailed, "the tool server %s is not connected right now; try again later or do without it", o.Server)
 	case cctx.Err() != nil:
 		outcome, result = "timeout", agent.Errorf(agent.CodeFailed, "%s did not answer within %s", o.Name, o.timeout)
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		outcome, result = "failed", agent.Errorf(agent.CodeFailed, "the tool server %s closed the connection during the call (it may have crashed); it is being restarted", o.Server)
 	default:
 		outcome, result = "failed", agent.Errorf(agent.CodeFailed, "the call failed: %s", cutUTF8(scrub(err, s.cfg.URL).Error(), 300))

@@ -56,6 +56,7 @@ type server struct {
 	tools    []offered
 	skipped  []string
 	failures int
+	pids     []int // every stdio process started, for the process-table test
 }
 
 func newServer(m *Manager, cfg Server) *server {
@@ -166,6 +167,9 @@ func (s *server) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, er
 			killGroup(cmd)
 			return nil, nil, fmt.Errorf("starting %s: %w", s.cfg.Command[0], err)
 		}
+		s.mu.Lock()
+		s.pids = append(s.pids, cmd.Process.Pid)
+		s.mu.Unlock()
 		return sess, cmd, nil
 	}
 	headers, err := s.headers()

@@ -373,7 +373,7 @@ func Default() *Config {
 		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
 		Tools: Tools{Subagents: []string{ToolsInherit}, ApprovalTTL: 10 * time.Minute, CallTimeout: time.Minute,
 			ConnectTimeout: 20 * time.Second, MaxResultBytes: 16 << 10},
-		Log:       Log{Level: "info", Format: LogText},
+		Log: Log{Level: "info", Format: LogText},
 	}
 }
 

@@ -159,7 +159,7 @@ var sectionDescriptions = map[string]string{
 	"tools": "Tools the agents use from MCP servers, called as the verified user who asked, with a policy of who " +
 		"may use what and which calls wait for approval in the chat ([tools.md](tools.md)). `servers` and `policy` " +
 		"are structured and set in the YAML file.",
-	"log":       "The process log, written to standard error.",
+	"log": "The process log, written to standard error.",
 }
 
 var keyDescriptions = map[string]string{

@@ -165,7 +165,6 @@ func (t *Team) takeExpired(ctx context.Context, id string) (*pendingTurn, error)
 	return &p, nil
 }
 
-
 // maxToolSummaryRunes bounds what a tool call's line on the card says of a failure.
 const maxToolSummaryRunes = 200
 

@@ -48,10 +48,13 @@ func (r *Router) interact(ctx context.Context, ch Channel, in Inbound, admin boo
 	case err != nil:
 		return "", fmt.Errorf("channels: reading question %s: %w", id.Token, err)
 	}
+	form := formOf(c)
+	if form.Approval != nil {
+		return r.approvalClick(ctx, ch, in, c, form, id, admin)
+	}
 	if notice := r.checkAnswerable(in, c); notice != "" {
 		return notice, nil
 	}
-	form := formOf(c)
 	p, err := r.loadPartial(ctx, c.ID)
 	if err != nil {
 		return "", err
@@ -149,11 +152,18 @@ func (r *Router) checkAnswerable(in Inbound, c threads.Clarification) string {
 // typedAnswer routes a plain reply while the user's question is pending: option numbers for
 // the field being asked, its text, "skip", or free text where the form allows it.
 func (r *Router) typedAnswer(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, admin bool) error {
+	form := formOf(c)
+	if form.Approval != nil {
+		notice, err := r.typedDecision(ctx, ch, in, c, form, admin)
+		if notice != "" {
+			r.reply(ctx, ch, in, notice)
+		}
+		return err
+	}
 	if notice := r.checkAnswerable(in, c); notice != "" {
 		r.reply(ctx, ch, in, notice)
 		return nil
 	}
-	form := formOf(c)
 	p, err := r.loadPartial(ctx, c.ID)
 	if err != nil {
 		return err

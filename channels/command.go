@@ -25,6 +25,16 @@ var commandSpecs = []CommandSpec{
 	{Name: "pause", Description: "Stop taking new requests", AdminOnly: true},
 	{Name: "resume", Description: "Take new requests again", AdminOnly: true},
 	{Name: "model", Description: "Show or set this chat's model: model [name]", AdminOnly: true},
+	{Name: "tools", Description: "List the tool servers and their tools; tools reload reconnects them (admins)"},
+}
+
+// ToolsInfo is what /tools shows and does; cmd/bot backs it with the tools from MCP servers.
+type ToolsInfo interface {
+	// ToolsReport lists the servers, their state and tools, as markdown; admins also see the
+	// policy.
+	ToolsReport(admin bool) string
+	// ReloadTools reconnects every server (re-reading their secret files).
+	ReloadTools()
 }
 
 // Commands returns every command for adapters' RegisterCommands (a fresh copy).
@@ -162,6 +172,8 @@ func (r *Router) runCommand(ctx context.Context, in Inbound, name string, args [
 		return "Resumed: taking new requests.", nil
 	case "model":
 		return r.model(ctx, conv, args)
+	case "tools":
+		return r.toolsCommand(in, args, admin), nil
 	}
 	return "", fmt.Errorf("channels: command %q has no handler", name)
 }
@@ -359,4 +371,20 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// toolsCommand answers /tools and /tools reload.
+func (r *Router) toolsCommand(in Inbound, args []string, admin bool) string {
+	if r.opt.Tools == nil {
+		return "No tool servers are configured."
+	}
+	if len(args) > 0 && strings.EqualFold(args[0], "reload") {
+		if !admin {
+			return "Sorry, /tools reload is for admins only."
+		}
+		r.opt.Tools.ReloadTools()
+		r.log.Info("channels: tool servers reloaded by an admin", "platform", in.Conv.Platform, "admin", in.Identity.ChannelUserID)
+		return "Reconnecting the tool servers; /tools shows their state."
+	}
+	return r.opt.Tools.ToolsReport(admin)
 }

@@ -175,7 +175,7 @@ func TestNewCancelsPendingQuestion(t *testing.T) {
 
 // TestCommandsListed proves Commands covers every command once and can be registered.
 func TestCommandsListed(t *testing.T) {
-	want := []string{"help", "new", "cancel", "status", "whoami", "allow", "deny", "admins", "stats", "deadletters", "pause", "resume", "model"}
+	want := []string{"help", "new", "cancel", "status", "whoami", "allow", "deny", "admins", "stats", "deadletters", "pause", "resume", "model", "tools"}
 	got := Commands()
 	if len(got) != len(want) {
 		t.Fatalf("%d commands, want %d", len(got), len(want))

@@ -121,6 +121,11 @@ func composeAnswer(f runs.Form, p partialAnswer, free string) string {
 // shown as text: it is still answered by typing.
 func formCard(f runs.Form, body string, step int, p partialAnswer, runID string) render.Card {
 	c := render.Card{Title: "Question", Status: render.StatusWaiting, Body: body, Footer: render.Footer{RunID: runID}}
+	if f.Approval != nil {
+		c.Title = "Approval needed"
+		c.Body = joinParagraphs(body, approvalText(*f.Approval))
+		body = c.Body
+	}
 	if len(f.Fields) > 0 {
 		rf := &render.Form{Token: f.ID, Question: f.Question, AllowFreeText: f.AllowFreeText, Step: max(step, 0)}
 		for i, fld := range f.Fields {

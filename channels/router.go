@@ -69,6 +69,8 @@ type RouterOptions struct {
 	ActionKey render.Key
 	// Workers is shown by `stats` (the pool's worker count in this process).
 	Workers int
+	// Tools answers /tools (nil: no tools are configured).
+	Tools ToolsInfo
 	Logger  *slog.Logger
 	Metrics Metrics
 	// Now is the clock (default time.Now).
@@ -323,7 +325,7 @@ func (r *Router) route(ctx context.Context, ch Channel, in Inbound, it intake) e
 
 	conv := in.Conv.String()
 	pending := it.res.Pending
-	forUser := it.res.HasPending && pending.AllowedUserID == user
+	forUser := it.res.HasPending && (pending.AllowedUserID == user || (pending.AllowedUserID == threads.AnyoneMayAnswer && admin))
 
 	if !in.Direct && !in.AddressesBot && in.Command == "" && !forUser {
 		if !it.res.IsMarked { // the bot is not in the message's thread (or it has none)

@@ -85,8 +85,9 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	cfg, log := a.cfg, a.log
 	a.core, err = newCore(ctx, cfg, log, coreHooks{
-		wrap:       func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} },
-		onRecovery: func(kind runs.Recovery, n int) { a.metrics.recoveries.WithLabelValues(string(kind)).Add(float64(n)) },
+		wrap:        func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} },
+		onRecovery:  func(kind runs.Recovery, n int) { a.metrics.recoveries.WithLabelValues(string(kind)).Add(float64(n)) },
+		toolMetrics: newToolMetrics(a.metrics.reg),
 	})
 	if err != nil {
 		return err
@@ -184,7 +185,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	a.router, err = channels.NewRouter(channels.RouterOptions{
 		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
 		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
-		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx,
+		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx, Tools: a.core.toolsInfo(),
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
 // core is the platform-neutral part of a process: the store, the queue, the thread state and
@@ -32,7 +33,9 @@ type core struct {
 	queue      *runs.Queue
 	threads    *threads.Store
 	team       *lead.Team
-	closers    []func() error
+	// tools are the MCP servers' tools; nil when none is configured.
+	tools   *tools.Manager
+	closers []func() error
 }
 
 func (c *core) Close() error {
@@ -79,8 +82,9 @@ func newCore(ctx context.Context, cfg *config.Config, log *slog.Logger, hooks co
 // coreHooks are what the app adds to the core for its metrics: wrap, when set, wraps the model
 // provider; onRecovery, when set, is told of the queue's recoveries.
 type coreHooks struct {
-	wrap       func(llm.Provider) llm.Provider
-	onRecovery func(runs.Recovery, int)
+	wrap        func(llm.Provider) llm.Provider
+	onRecovery  func(runs.Recovery, int)
+	toolMetrics tools.Metrics
 }
 
 func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (err error) {
@@ -153,7 +157,18 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 	if err != nil {
 		return err
 	}
+	var toolSet lead.ToolSet
+	if len(cfg.Tools.Servers) > 0 {
+		// Servers connect in the background: one that is down holds nothing back, and its tools
+		// are offered once it is up.
+		c.tools = tools.New(toolsConfig(cfg.Tools), tools.Options{Logger: log, Metrics: hooks.toolMetrics, Version: versionString()})
+		c.tools.Start(ctx)
+		c.closers = append(c.closers, func() error { c.tools.Close(); return nil })
+		toolSet = c.tools
+		log.Info("tools: connecting the tool servers", "servers", len(cfg.Tools.Servers))
+	}
 	c.team, err = lead.NewTeam(c.provider, c.threads, lead.Options{
+		Tools:            toolSet,
 		System:           cfg.LLM.SystemPrompt,
 		Model:            cfg.LLM.Model,
 		MaxDepth:         cfg.Subagents.MaxDepth,

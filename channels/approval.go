@@ -1,0 +1,190 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/core/threads"
+	"github.com/switchboard-bot/switchboard/render"
+)
+
+// User-facing replies about approvals.
+const (
+	msgAdminsDecide   = "Only an admin can decide on this tool call."
+	msgNotRequester   = "Only the person who asked can decide on this tool call."
+	msgDecided        = "This tool call was already decided."
+	msgApprovalExpiry = "This approval has expired; the call was not run."
+)
+
+// approvalText is what an approval card says of the call: the tool, its server, who asked,
+// the arguments as the lead recorded them for people (secret-looking values masked), and who
+// decides.
+func approvalText(a runs.Approval) string {
+	args := strings.ReplaceAll(a.Args, "```", "ʼʼʼ")
+	who := "Only " + a.Requester + " can decide."
+	if a.AdminOnly {
+		who = "An admin decides."
+	}
+	return joinParagraphs(
+		"**Tool:** `"+a.Name+"` (server `"+a.Server+"`)\n**Asked by:** "+a.Requester,
+		"**Arguments:**\n```json\n"+args+"\n```",
+		"_"+who+"_")
+}
+
+// decisionOf reads an approval form's answer: the option picked for its one field.
+func decisionOf(p partialAnswer) (string, bool) {
+	a, ok := p.Fields[0]
+	if !ok || len(a.Options) != 1 {
+		return "", false
+	}
+	switch a.Options[0] {
+	case 0:
+		return runs.DecisionApprove, true
+	case 1:
+		return runs.DecisionDeny, true
+	}
+	return "", false
+}
+
+// approvalWord reads a typed decision: the option's number, or the word.
+func approvalWord(text string) (int, bool) {
+	switch strings.ToLower(strings.TrimSpace(text)) {
+	case "1", "approve", "approved", "yes", "y", "allow":
+		return 0, true
+	case "2", "deny", "denied", "no", "n", "reject":
+		return 1, true
+	}
+	return 0, false
+}
+
+// decisionKey claims an approval's decision for the first click, across processes.
+func decisionKey(id string) string { return "decide:" + id }
+
+// checkDecider returns the notice for a user who may not decide on an approval.
+func checkDecider(c threads.Clarification, user string, admin bool) string {
+	if c.AllowedUserID == threads.AnyoneMayAnswer {
+		if !admin {
+			return msgAdminsDecide
+		}
+		return ""
+	}
+	if c.AllowedUserID != user {
+		return msgNotRequester
+	}
+	return ""
+}
+
+// decide queues the run that carries an approval's decision — once, whichever process gets
+// the first click — and shows the outcome and who decided on the card.
+func (r *Router) decide(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, decision string, admin bool) (string, error) {
+	first, err := r.opt.Threads.Claim(ctx, decisionKey(c.ID), max(time.Until(c.ExpiresAt), 0)+time.Hour)
+	if err != nil {
+		return "", err
+	}
+	if !first {
+		r.refuse(in.Conv.Platform, "expired", "refusing a second decision on an approval", in)
+		return msgDecided, nil
+	}
+	env := r.envelope(in, admin, runs.KindClarificationAnswer)
+	if k, ok := conv.ParseKey(c.ConvKey); ok {
+		env.Conv = k
+	}
+	env.ClarificationID, env.Text = c.ID, decision
+	refusal, err := r.enqueue(ctx, ch, in, env)
+	if refusal != "" || err != nil {
+		if rerr := r.opt.Threads.Release(ctx, decisionKey(c.ID)); rerr != nil {
+			r.log.Warn("channels: releasing an approval's decision failed", "approval", c.ID, "err", rerr)
+		}
+		return refusal, err
+	}
+	if err := r.opt.Threads.Unmark(ctx, partialKey(c.ID)); err != nil {
+		r.log.Debug("channels: dropping partial answers failed", "approval", c.ID, "err", err)
+	}
+	who := in.Identity.DisplayName
+	if who == "" {
+		who = in.Identity.ChannelUserID
+	}
+	verdict, status, notice := "Approved by "+who+".", render.StatusDone, "Approved — the call runs now."
+	switch decision {
+	case runs.DecisionDeny:
+		verdict, status, notice = "Denied by "+who+".", render.StatusFailed, "Denied — the call will not run."
+	case decisionExpired:
+		verdict, status, notice = "Expired: nobody decided in time.", render.StatusFailed, msgApprovalExpiry
+	}
+	card := render.Card{Title: "Approval", Status: status, Body: joinParagraphs(approvalText(*form.Approval), "**"+verdict+"**")}
+	if in.Interaction != nil {
+		if ed, ok := ch.(Editor); ok {
+			if _, err := ed.Edit(ctx, in.Interaction.Message, Message{Card: &card}); err == nil || errors.Is(err, ErrNotModified) {
+				if decision == decisionExpired {
+					return msgApprovalExpiry, nil
+				}
+				return "", nil
+			}
+		}
+	}
+	return notice, nil
+}
+
+// decisionExpired is the decision a click after the approval's time carries: the lead then
+// denies the call as expired.
+const decisionExpired = "expired"
+
+// approvalOpen returns the notice for an approval that cannot be decided now; expired is true
+// when its time is up (a decision then reports the expiry to the run instead).
+func (r *Router) approvalOpen(in Inbound, c threads.Clarification) (notice string, expired bool) {
+	switch {
+	case c.State == threads.StateAnswered:
+		r.refuse(in.Conv.Platform, "expired", "refusing a decision on an approval already decided", in)
+		return msgDecided, false
+	case c.State != threads.StatePending:
+		r.refuse(in.Conv.Platform, "expired", "refusing a decision on a withdrawn approval", in)
+		return msgNotOpen, false
+	case !r.now().Before(c.ExpiresAt):
+		return "", true
+	}
+	return "", false
+}
+
+// approvalClick takes a click on an approval card's buttons.
+func (r *Router) approvalClick(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, id render.ActionID, admin bool) (string, error) {
+	notice, expired := r.approvalOpen(in, c)
+	switch {
+	case notice != "":
+		return notice, nil
+	case expired:
+		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
+	}
+	if notice := checkDecider(c, in.Identity.ChannelUserID, admin); notice != "" {
+		r.refuse(in.Conv.Platform, "foreign_click", "refusing a decision from someone who may not decide", in)
+		return notice, nil
+	}
+	if id.Kind != render.ActionChoose || id.Field != 0 || (id.Option != 0 && id.Option != 1) {
+		return msgBadButton, nil
+	}
+	d, _ := decisionOf(partialAnswer{Fields: map[int]fieldAnswer{0: {Options: []int{id.Option}}}})
+	return r.decide(ctx, ch, in, c, form, d, admin)
+}
+
+// typedDecision takes a typed reply while an approval waits: 1 or approve, 2 or deny.
+func (r *Router) typedDecision(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, admin bool) (string, error) {
+	notice, expired := r.approvalOpen(in, c)
+	switch {
+	case notice != "":
+		return notice, nil
+	case expired:
+		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
+	}
+	if notice := checkDecider(c, in.Identity.ChannelUserID, admin); notice != "" {
+		return notice, nil
+	}
+	opt, ok := approvalWord(in.Text)
+	if !ok {
+		return "A tool call waits for your decision: reply 1 to approve or 2 to deny.", nil
+	}
+	d, _ := decisionOf(partialAnswer{Fields: map[int]fieldAnswer{0: {Options: []int{opt}}}})
+	return r.decide(ctx, ch, in, c, form, d, admin)
+}

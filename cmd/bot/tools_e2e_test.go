@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/tools"
+	"github.com/switchboard-bot/switchboard/internal/fake/mcpserver"
+	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+)
+
+const testIdentityKey = "e2e-tools-identity-key-0123456789"
+
+// mcpFake is the fake MCP server over streamable HTTP, keeping the last tools/call's headers
+// and body.
+type mcpFake struct {
+	url    string
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+	calls  int
+}
+
+// startMCPFake serves the fake MCP server; call it before the app starts, so that it closes
+// after the app stops.
+func startMCPFake(tb testing.TB) *mcpFake {
+	tb.Helper()
+	f := &mcpFake{}
+	h := mcpserver.HTTPHandler(mcpserver.Options{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				f.mu.Lock()
+				f.header, f.body = r.Header.Clone(), body
+				f.calls++
+				f.mu.Unlock()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	f.url = ts.URL
+	return f
+}
+
+func (f *mcpFake) lastCall() (http.Header, []byte, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.header, f.body, f.calls
+}
+
+// withTools configures the fake as server "fake": fake__echo needs the requester's approval,
+// fake__add is for admins only, everything else is open.
+func withTools(f *mcpFake, approval string) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Tools.Servers = map[string]config.ToolServer{"fake": {URL: f.url}}
+		c.Tools.IdentityKey = testIdentityKey
+		c.Tools.Policy = []config.ToolRule{
+			{Tools: []string{"fake__echo"}, Approval: approval},
+			{Tools: []string{"fake__add"}, Allow: []string{"admins"}},
+		}
+	}
+}
+
+// toolModel calls tool with args, then answers with what the tool said.
+func toolModel(tool, args string) func(modelserver.Request) modelserver.Reply {
+	return func(r modelserver.Request) modelserver.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+			return modelserver.Text("tool said: " + last.Content)
+		}
+		return modelserver.Calls(modelserver.ToolCall{Name: tool, Arguments: args})
+	}
+}
+
+// waitTools waits until the running app offers the fake's tools.
+func waitTools(tb testing.TB, r *running) {
+	tb.Helper()
+	waitFor(tb, "the fake's tools offered", 15*time.Second, func() bool { return r.core.tools.Owns("fake__echo") })
+}
+
+func toolNames(req modelserver.Request) []string {
+	var out []string
+	for _, t := range req.Tools {
+		out = append(out, t.Function.Name)
+	}
+	return out
+}
+
+// TestTelegramToolCalledAsTheUser proves a tool runs as the verified sender: the request's _meta
+// and the signed headers carry Ann's identity, the model request lacks the admins-only tool,
+// and the answer carries the tool's result.
+func TestTelegramToolCalledAsTheUser(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, withTools(f, "always"))
+	e.model.SetFunc(toolModel("fake__whoami", `{}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "who am I to the tools?")
+	got := e.waitAnswers(ann.ID, 1)
+	v := visible(got[0])
+	if !strings.Contains(v, "tool said") || !strings.Contains(v, strconv.FormatInt(ann.ID, 10)) {
+		t.Fatalf("answer %q, want the tool's view of Ann", v)
+	}
+	h, body, _ := f.lastCall()
+	id, err := tools.Verify([]byte(testIdentityKey), h, body, time.Minute, time.Now())
+	if err != nil {
+		t.Fatalf("the identity headers do not verify: %v", err)
+	}
+	if id.Platform != "telegram" || id.ChannelUserID != strconv.FormatInt(ann.ID, 10) || id.RunID == "" || id.Conversation == "" {
+		t.Errorf("verified identity %+v, want Ann's on telegram", id)
+	}
+	var call struct {
+		Params struct {
+			Meta map[string]tools.Identity `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &call); err != nil || call.Params.Meta[tools.MetaKey].ChannelUserID != id.ChannelUserID {
+		t.Errorf("_meta identity %+v (%v), want the headers' %+v", call.Params.Meta, err, id)
+	}
+	names := toolNames(e.model.Requests()[0])
+	if !slices.Contains(names, "fake__whoami") || slices.Contains(names, "fake__add") {
+		t.Errorf("the model was offered %s: want fake__whoami, and never the admins-only fake__add", names)
+	}
+}
+
+// TestTelegramToolApproval proves a call that needs approval parks the run behind a card with
+// Approve and Deny, a click by someone else is refused privately and changes nothing, the
+// requester's Approve runs the call (once) and the run resumes with its result, and the card
+// shows who decided.
+func TestTelegramToolApproval(t *testing.T) {
+	const group = int64(-1003101)
+	f := startMCPFake(t)
+	e := newE2E(t, withTools(f, "always"))
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"ship it","api_key":"S3CRET-arg"}`))
+	waitTools(t, e.start())
+	e.tg.PushGroup(group, ann, mention+" echo please")
+	card := e.waitQuestion(group)
+	v := visible(card)
+	if !strings.Contains(v, "fake__echo") || !strings.Contains(v, "ship it") || strings.Contains(v, "S3CRET") {
+		t.Fatalf("approval card shows %q: want the tool and its arguments, secrets masked", v)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Fatalf("the tool ran %d times before approval", n)
+	}
+
+	_, qid := e.tg.PushCallback(group, card.ID, bob, button(t, card, "Approve"))
+	var notice string
+	waitFor(t, "the foreign click answered", 10*time.Second, func() bool {
+		var ok bool
+		notice, ok = e.tg.CallbackAnswer(qid)
+		return ok
+	})
+	if !strings.Contains(notice, "Only the person who asked") {
+		t.Errorf("foreign click notice %q", notice)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Fatalf("a foreign click ran the tool")
+	}
+
+	e.tg.PushCallback(group, card.ID, ann, button(t, card, "Approve"))
+	got := e.waitAnswers(group, 2)
+	if v := visible(got[1]); !strings.Contains(v, "tool said: echo: ship it") {
+		t.Fatalf("final answer %q, want the tool's result", v)
+	}
+	if v := visible(got[0]); got[0].ID != card.ID || len(got[0].Keyboard) != 0 || !strings.Contains(v, "Approved by Ann") {
+		t.Errorf("the approval card was left as %q with keyboard %v, want it closed with who approved", v, got[0].Keyboard)
+	}
+	if _, _, n := f.lastCall(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	if strings.Contains(e.logs.String(), "S3CRET") {
+		t.Error("a secret argument reached the logs")
+	}
+	if !strings.Contains(e.logs.String(), "approval decided") {
+		t.Error("the decision was not logged for audit")
+	}
+}
+
+// TestTelegramToolDenied proves Deny never runs the call and the model reads a denial.
+func TestTelegramToolDenied(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, withTools(f, "always"))
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"ship it"}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "echo please")
+	card := e.waitQuestion(ann.ID)
+	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Deny"))
+	got := e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "tool said: Denied") {
+		t.Fatalf("final answer %q, want the denial the model read", v)
+	}
+	if !strings.Contains(visible(got[0]), "Denied by Ann") {
+		t.Errorf("card %q, want who denied", visible(got[0]))
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Errorf("a denied call ran %d times", n)
+	}
+}
+
+// TestTelegramToolApprovalSurvivesRestart proves an approval waits in Redis: the process that
+// asked stops, a new one starts, and the click still resumes the run.
+func TestTelegramToolApprovalSurvivesRestart(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, withTools(f, "always"))
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"after restart"}`))
+	first := e.start()
+	waitTools(t, first)
+	e.tg.PushPrivate(ann, "echo please")
+	card := e.waitQuestion(ann.ID)
+	first.stop()
+
+	second := e.start()
+	waitTools(t, second)
+	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
+	got := e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "tool said: echo: after restart") {
+		t.Fatalf("final answer %q after a restart, want the tool's result", v)
+	}
+}
+
+// TestTelegramToolApprovalExpired proves a decision after tools.approval_ttl runs nothing and the
+// model reads that the call expired.
+func TestTelegramToolApprovalExpired(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Tools.ApprovalTTL = 300 * time.Millisecond
+	})
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"too late"}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "echo please")
+	card := e.waitQuestion(ann.ID)
+	asked := time.Now()
+	waitFor(t, "the approval's time to run out", 5*time.Second, func() bool { return time.Since(asked) > 400*time.Millisecond })
+	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
+	got := e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "in time") {
+		t.Fatalf("final answer %q, want the expiry the model read", v)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Errorf("an expired approval ran the call %d times", n)
+	}
+}
+
+// TestTelegramAdminApproval proves approval: admin lets only an admin decide, even against the
+// requester, and the call then runs as the requester.
+func TestTelegramAdminApproval(t *testing.T) {
+	const group = int64(-1003102)
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "admin")(c)
+		c.Admins.Telegram = []string{strconv.FormatInt(bob.ID, 10)}
+	})
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"admin ok"}`))
+	waitTools(t, e.start())
+	e.tg.PushGroup(group, ann, mention+" echo please")
+	card := e.waitQuestion(group)
+	_, qid := e.tg.PushCallback(group, card.ID, ann, button(t, card, "Approve"))
+	waitFor(t, "the requester's click refused", 10*time.Second, func() bool {
+		n, ok := e.tg.CallbackAnswer(qid)
+		return ok && strings.Contains(n, "Only an admin")
+	})
+	e.tg.PushCallback(group, card.ID, bob, button(t, card, "Approve"))
+	got := e.waitAnswers(group, 2)
+	if v := visible(got[1]); !strings.Contains(v, "tool said: echo: admin ok") {
+		t.Fatalf("final answer %q", v)
+	}
+	h, body, _ := f.lastCall()
+	if id, err := tools.Verify([]byte(testIdentityKey), h, body, time.Minute, time.Now()); err != nil || id.ChannelUserID != strconv.FormatInt(ann.ID, 10) {
+		t.Errorf("the approved call ran as %+v (%v), want the requester Ann", id, err)
+	}
+}

@@ -70,7 +70,7 @@ type RouterOptions struct {
 	// Workers is shown by `stats` (the pool's worker count in this process).
 	Workers int
 	// Tools answers /tools (nil: no tools are configured).
-	Tools ToolsInfo
+	Tools   ToolsInfo
 	Logger  *slog.Logger
 	Metrics Metrics
 	// Now is the clock (default time.Now).

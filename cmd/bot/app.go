@@ -289,6 +289,11 @@ func (a *app) start(ctx context.Context) error {
 			l.Run(logCtx)
 		}()
 	}
+	if a.core.tools != nil {
+		// Approvals whose time ran out resume their runs as denied, from whichever process
+		// takes them first.
+		a.logsGroup.Go(func() { a.core.team.ExpireApprovals(logCtx, approvalSweep, a.core.enqueueExpiry) })
+	}
 	for _, ch := range a.chans {
 		if err := ch.Start(ctx, a); err != nil {
 			return explainStart(ch.Name(), err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
@@ -123,4 +126,22 @@ func (c *core) toolsInfo() channels.ToolsInfo {
 		return nil
 	}
 	return toolsInfo{c.tools}
+}
+
+// approvalSweep is how often each process looks for approvals whose time ran out.
+const approvalSweep = time.Second
+
+// enqueueExpiry queues the run that tells an approval's waiting turn that its time ran out.
+func (c *core) enqueueExpiry(ctx context.Context, convKey, approvalID string) error {
+	k, ok := conv.ParseKey(convKey)
+	if !ok {
+		return fmt.Errorf("approval %s: unreadable conversation key", approvalID)
+	}
+	env := &runs.Envelope{
+		RunID: runs.NewRunID(), Kind: runs.KindClarificationAnswer, Conv: k,
+		Identity:        conv.Identity{Platform: k.Platform, ChannelUserID: runs.SystemUser, DisplayName: "Switchboard"},
+		ClarificationID: approvalID, Text: runs.DecisionExpired, CreatedAt: time.Now(),
+	}
+	c.signer.Sign(env)
+	return c.queue.Enqueue(ctx, env)
 }

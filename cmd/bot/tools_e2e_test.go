@@ -284,3 +284,27 @@ func TestTelegramAdminApproval(t *testing.T) {
 		t.Errorf("the approved call ran as %+v (%v), want the requester Ann", id, err)
 	}
 }
+
+// TestTelegramToolApprovalExpiresUnanswered proves an approval nobody decides on resumes its
+// run by itself once tools.approval_ttl passes: the call never runs and the model explains.
+func TestTelegramToolApprovalExpiresUnanswered(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Tools.ApprovalTTL = 200 * time.Millisecond
+	})
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"nobody answers"}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "echo please")
+	e.waitQuestion(ann.ID)
+	got := e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "tool said: Denied: nobody approved") {
+		t.Fatalf("final answer %q, want the expiry the model read", v)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Errorf("an expired approval ran the call %d times", n)
+	}
+	if !strings.Contains(e.logs.String(), "decision=expired") {
+		t.Error("the expiry was not logged for audit")
+	}
+}

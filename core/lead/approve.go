@@ -2,6 +2,7 @@ package lead
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -111,6 +112,10 @@ func (t *Team) waitForApproval(ctx context.Context, run *runs.Run, events []agen
 		return "", fmt.Errorf("lead: storing the approval: %w", err)
 	}
 	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
+	if err := t.store.ScheduleExpiry(ctx, c.ID, c.ConvKey, c.ExpiresAt); err != nil {
+		// The approval still expires when someone next clicks or writes in the conversation.
+		t.log.Warn("lead: scheduling the approval's expiry failed", "approval", c.ID, "err", err)
+	}
 	t.log.Info("tools: approval asked", "tool", req.Name, "requester", req.Identity.ChannelUserID, "platform", req.Identity.Platform,
 		"mode", req.Mode, "run", env.RunID, "approval", c.ID)
 	return t.finish(ctx, run, runs.Event{Kind: runs.EventClarification, Form: &form, Text: text}, runs.OutcomeWaiting, nil)
@@ -182,4 +187,54 @@ func (rs *runState) toolResult(e agent.Event) {
 		}
 	}
 	rs.emit(runs.Event{Kind: runs.EventSubagentResult, Subagent: info})
+}
+
+// takeExpiredRun takes the approval of a run Switchboard queued when its time ran out. One the
+// store's clock says still has time is tried again later (an error); one decided meanwhile ends
+// the run quietly as answered before.
+func (t *Team) takeExpiredRun(ctx context.Context, env *runs.Envelope) (*pendingTurn, bool, string, error) {
+	p, err := t.takeExpired(ctx, env.ClarificationID)
+	switch {
+	case err == nil:
+		return p, true, "", nil
+	case errors.Is(err, threads.ErrClarificationOpen):
+		return nil, false, "", fmt.Errorf("lead: approval %s has not expired yet by the store's clock: %w", env.ClarificationID, err)
+	case errors.Is(err, threads.ErrClarificationAnswered), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
+		return nil, false, reasonAnswered, nil
+	}
+	return nil, false, "", err
+}
+
+// ExpiryEnqueuer queues the run that resumes an expired approval of a conversation.
+type ExpiryEnqueuer func(ctx context.Context, convKey, approvalID string) error
+
+// ExpireApprovals resumes, as denied, the runs whose approval's time ran out, until ctx ends:
+// every interval it takes the approvals now due (each by exactly one of the processes sharing
+// the store) and queues a run for each, which tells the model the call expired. An approval
+// that could not be queued is scheduled again.
+func (t *Team) ExpireApprovals(ctx context.Context, every time.Duration, enqueue ExpiryEnqueuer) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		due, err := t.store.DueExpiries(ctx, time.Now(), 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.log.Warn("lead: reading the approvals due to expire failed", "err", err)
+			}
+			continue
+		}
+		for _, e := range due {
+			if err := enqueue(ctx, e.ConvKey, e.ID); err != nil {
+				t.log.Warn("lead: queueing an expired approval failed; trying again later", "approval", e.ID, "err", err)
+				if err := t.store.ScheduleExpiry(context.WithoutCancel(ctx), e.ID, e.ConvKey, time.Now().Add(every)); err != nil {
+					t.log.Error("lead: an expired approval could not be scheduled again; it expires when someone next clicks", "approval", e.ID, "err", err)
+				}
+			}
+		}
+	}
 }

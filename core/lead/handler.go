@@ -279,6 +279,9 @@ func expiry(ttl time.Duration) time.Time {
 // An approval whose time is up is taken all the same, as expired: the call is then denied and
 // the model told so (expired is true).
 func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (p *pendingTurn, expired bool, reason string, err error) {
+	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
+		return t.takeExpiredRun(ctx, env)
+	}
 	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
 	switch {
 	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):

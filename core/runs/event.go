@@ -130,7 +130,13 @@ type Approval struct {
 const (
 	DecisionApprove = "approve"
 	DecisionDeny    = "deny"
+	// DecisionExpired comes from SystemUser's run when an approval's time ran out.
+	DecisionExpired = "expired"
 )
+
+// SystemUser is the channel_user_id of runs Switchboard queues itself (an approval that
+// expired); no platform gives a user this id.
+const SystemUser = "switchboard"
 
 // FormField is one input of a Form. Options are the choices for choice and multi_choice.
 type FormField struct {

@@ -18,6 +18,7 @@ import (
 //	P{conv:H}:log      list    the session log, one element per turn (a JSON array of events)
 //	P{conv:H}:clar     hash    the conversation's latest clarification and its state
 //	Pclar:<id>         string  clarification id → conversation key (lets Take find the conv)
+//	Pexpiries          zset    "<clarification id>\n<conversation key>" by due time (unix ms)
 //	Ptok:<token>       string  short-token payload
 //	Prun:<id>:out:<s>  string  outbound record of run <id>, step <s>
 //	Prun:<id>:outcome  string  the run's final outcome
@@ -45,6 +46,9 @@ func (k keyspace) conv(convKey string) convKeys {
 }
 
 func (k keyspace) clarIndex(id string) string { return k.prefix + "clar:" + id }
+
+// expiries indexes the clarifications (approvals) to expire, by due time.
+func (k keyspace) expiries() string { return k.prefix + "expiries" }
 
 func (k keyspace) token(tok string) string { return k.prefix + "tok:" + tok }
 

@@ -89,13 +89,7 @@ func (r *Router) decide(ctx context.Context, ch Channel, in Inbound, c threads.C
 		r.refuse(in.Conv.Platform, "expired", "refusing a second decision on an approval", in)
 		return msgDecided, nil
 	}
-	env := r.envelope(in, admin, runs.KindClarificationAnswer)
-	if k, ok := conv.ParseKey(c.ConvKey); ok {
-		env.Conv = k
-	}
-	env.ClarificationID, env.Text = c.ID, decision
-	refusal, err := r.enqueue(ctx, ch, in, env)
-	if refusal != "" || err != nil {
+	if refusal, err := r.deliverDecision(ctx, ch, in, c, form, decision, admin); refusal != "" || err != nil {
 		if rerr := r.opt.Threads.Release(ctx, decisionKey(c.ID)); rerr != nil {
 			r.log.Warn("channels: releasing an approval's decision failed", "approval", c.ID, "err", rerr)
 		}
@@ -187,4 +181,44 @@ func (r *Router) typedDecision(ctx context.Context, ch Channel, in Inbound, c th
 	}
 	d, _ := decisionOf(partialAnswer{Fields: map[int]fieldAnswer{0: {Options: []int{opt}}}})
 	return r.decide(ctx, ch, in, c, form, d, admin)
+}
+
+// approvalCard posts the approval card of a call that waits inside its run, as a message of its
+// own beside the run's card. A card that cannot be posted is logged: the call then waits until
+// the approval expires.
+func (d *Delivery) approvalCard(ctx context.Context, ch Channel, c *runCard, ev runs.Event) {
+	if ev.Form == nil || ev.Form.Approval == nil {
+		return
+	}
+	card := formCard(*ev.Form, ev.Text, 0, partialAnswer{}, c.runID)
+	err := withRateLimit(ctx, time.Minute, 3, func(ctx context.Context) error {
+		_, err := ch.Send(ctx, Target{Conv: c.conv, ReplyTo: c.replyTo}, Message{Card: &card})
+		return err
+	})
+	if err != nil {
+		d.m.OutboundError(c.conv.Platform, "send_failed")
+		d.log.Warn("channels: posting an approval card failed; the call waits until the approval expires", "run", c.runID, "approval", ev.Form.ID, "err", err)
+	}
+}
+
+// deliverDecision hands the decision to the waiting call: for a call waiting inside its run,
+// the decision is recorded where the run polls for it and the approval taken; otherwise a run
+// carrying it is queued, which resumes the parked turn.
+func (r *Router) deliverDecision(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, decision string, admin bool) (string, error) {
+	if form.Approval.Inline {
+		ttl := max(time.Until(c.ExpiresAt), 0) + time.Hour
+		if err := r.opt.Threads.Mark(ctx, runs.DecisionMark(c.ID), []byte(decision+"\n"+in.Identity.ChannelUserID), ttl); err != nil {
+			return "", err
+		}
+		if _, err := r.opt.Threads.TakeClarification(ctx, c.ID, in.Identity.ChannelUserID); err != nil && decision != decisionExpired {
+			r.log.Debug("channels: taking an inline approval after recording its decision", "approval", c.ID, "err", err)
+		}
+		return "", nil
+	}
+	env := r.envelope(in, admin, runs.KindClarificationAnswer)
+	if k, ok := conv.ParseKey(c.ConvKey); ok {
+		env.Conv = k
+	}
+	env.ClarificationID, env.Text = c.ID, decision
+	return r.enqueue(ctx, ch, in, env)
 }

@@ -369,6 +369,8 @@ func (d *Delivery) Deliver(ctx context.Context, ev runs.Event) error {
 		d.subagentEvent(ctx, ch, c, ev)
 	case runs.EventAnswerDelta:
 		d.answerDelta(ctx, ch, c, ev)
+	case runs.EventApproval:
+		d.approvalCard(ctx, ch, c, ev)
 	case runs.EventFinal, runs.EventFailed, runs.EventCancelled, runs.EventClarification:
 		d.stopTimers(c) // a placeholder still owed is never posted: the closing card is the message
 		err := d.finish(ctx, ch, c, ev)

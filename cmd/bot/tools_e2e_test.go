@@ -308,3 +308,89 @@ func TestTelegramToolApprovalExpiresUnanswered(t *testing.T) {
 		t.Error("the expiry was not logged for audit")
 	}
 }
+
+// delegatingModel has the lead delegate "call the echo tool" to a subagent, which calls
+// fake__echo; each answers with what its tool said.
+func delegatingModel(r modelserver.Request) modelserver.Reply {
+	if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
+		return modelserver.Text("tool said: " + last.Content)
+	}
+	if r.LastUserText() == "call the echo tool" {
+		return modelserver.Calls(modelserver.ToolCall{Name: "fake__echo", Arguments: `{"message":"from the subagent"}`})
+	}
+	return modelserver.Calls(modelserver.ToolCall{Name: "delegate", Arguments: `{"task":"call the echo tool"}`})
+}
+
+// childRequests are the model requests subagents made.
+func childRequests(m *modelserver.Server) []modelserver.Request {
+	var out []modelserver.Request
+	for _, r := range m.Requests() {
+		if r.Messages[0].Role == "user" && r.Messages[0].Content == "call the echo tool" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestTelegramSubagentToolApproval proves a subagent gets a tool that needs approval only when
+// tools.subagents names it, its call then waits inside the run behind an approval card shown as
+// for the lead, and the requester's Approve runs it as the requester.
+func TestTelegramSubagentToolApproval(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Tools.Subagents = []string{"fake__echo", "fake__whoami"}
+	})
+	e.model.SetFunc(delegatingModel)
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "delegate the echo")
+	card := e.waitQuestion(ann.ID)
+	if v := visible(card); !strings.Contains(v, "fake__echo") || !strings.Contains(v, "from the subagent") {
+		t.Fatalf("approval card %q", v)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Fatalf("the call ran before approval")
+	}
+	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
+	waitFor(t, "the lead's answer with the subagent's result", 20*time.Second, func() bool {
+		for _, m := range e.tg.Posted(ann.ID) {
+			if strings.Contains(visible(m), "tool said: tool said: echo: from the subagent") {
+				return true
+			}
+		}
+		return false
+	})
+	h, body, n := f.lastCall()
+	if id, err := tools.Verify([]byte(testIdentityKey), h, body, time.Minute, time.Now()); err != nil || id.ChannelUserID != strconv.FormatInt(ann.ID, 10) || n != 1 {
+		t.Errorf("the subagent's call ran %d times as %+v (%v), want once as Ann", n, id, err)
+	}
+	names := toolNames(childRequests(e.model)[0])
+	if !slices.Contains(names, "fake__echo") || !slices.Contains(names, "fake__whoami") || slices.Contains(names, "fake__count") {
+		t.Errorf("the subagent was offered %v, want exactly the tools tools.subagents names", names)
+	}
+}
+
+// TestTelegramSubagentInheritsNoApprovalTools proves that by default (tools.subagents: inherit)
+// a subagent gets the caller's tools except those that need approval.
+func TestTelegramSubagentInheritsNoApprovalTools(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, withTools(f, "always"))
+	e.model.SetFunc(delegatingModel)
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "delegate the echo")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "tool said") {
+		t.Fatalf("answer %q", v)
+	}
+	reqs := childRequests(e.model)
+	if len(reqs) == 0 {
+		t.Fatal("no subagent ran")
+	}
+	names := toolNames(reqs[0])
+	if slices.Contains(names, "fake__echo") || slices.Contains(names, "fake__add") || !slices.Contains(names, "fake__whoami") {
+		t.Errorf("the subagent was offered %v: want the caller's tools without fake__echo (approval) and fake__add (admins)", names)
+	}
+	if _, _, n := f.lastCall(); n != 0 {
+		t.Errorf("the subagent's refused call ran %d times", n)
+	}
+}

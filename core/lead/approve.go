@@ -2,9 +2,12 @@ package lead
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
@@ -50,13 +53,9 @@ func (p pendingCall) request() tools.ApprovalRequest {
 // maxApprovalArgs bounds the arguments an approval card shows.
 const maxApprovalArgs = 1500
 
-// approver is the run's tools.Approver: the lead's call is parked — recorded, answered with a
-// note, and its turn ends so the run can wait for the decision without holding a worker. A
-// subagent cannot park its parent's run, so its call is refused with a reason it can report.
-func (s *asked) approver(ctx context.Context, call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
-	if call.Agent != s.lead {
-		return agent.Errorf(agent.CodeDenied, "%s needs a person's approval, which only the lead agent can ask for; report that the lead should call it", req.Name)
-	}
+// park records the lead's call that needs approval, answers it with a note, and the turn then
+// ends so the run can wait for the decision without holding a worker.
+func (s *asked) park(call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.form != nil || s.approval != nil {
@@ -64,6 +63,16 @@ func (s *asked) approver(ctx context.Context, call agent.ToolCall, req tools.App
 	}
 	s.approval, s.callID = &req, call.ID
 	return agent.ToolResult{Content: "The call waits for approval; the run continues once it is decided."}
+}
+
+// approver is the run's tools.Approver: the lead's call is parked (park); a subagent's call
+// waits inside the run for the decision (waitInline), since a child cannot end its parent's
+// run.
+func (rs *runState) approver(ctx context.Context, call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
+	if call.Agent == rs.lead {
+		return rs.asked.park(call, req)
+	}
+	return rs.waitInline(ctx, call, req)
 }
 
 func (s *asked) approvalGet() (*tools.ApprovalRequest, string) {
@@ -83,18 +92,7 @@ func requesterName(id tools.Identity) string {
 // the requester may decide, or, with approval: admin, only an admin.
 func (t *Team) waitForApproval(ctx context.Context, run *runs.Run, events []agent.Event, text string, req tools.ApprovalRequest, callID string) (runs.Outcome, error) {
 	env := run.Envelope
-	allowed := env.Identity.ChannelUserID
-	if req.Mode == tools.ApprovalAdmin {
-		allowed = threads.AnyoneMayAnswer
-	}
-	form := runs.Form{
-		Question: fmt.Sprintf("Allow the tool %s to run?", req.Name),
-		Fields: []runs.FormField{{ID: "decision", Label: "Decision", Kind: runs.FieldChoice,
-			Options: []string{"Approve", "Deny"}, Required: true}},
-		AllowedUserID: allowed,
-		Approval: &runs.Approval{Name: req.Name, Server: req.Server, Tool: req.Tool, Requester: requesterName(req.Identity),
-			Args: tools.DisplayArgs(req.Args, maxApprovalArgs), AdminOnly: req.Mode == tools.ApprovalAdmin},
-	}
+	form, allowed := approvalForm(req)
 	pc := &pendingCall{Name: req.Name, Server: req.Server, Tool: req.Tool, Args: req.Args, Mode: req.Mode, Identity: req.Identity, Admin: req.Identity.Admin}
 	raw, err := json.Marshal(pendingTurn{Form: form, CallID: callID, Events: events, Call: pc})
 	if err != nil {
@@ -237,4 +235,104 @@ func (t *Team) ExpireApprovals(ctx context.Context, every time.Duration, enqueue
 			}
 		}
 	}
+}
+
+// approvalForm is the card asking whether req may run, and who may decide: the requester, or
+// any admin (threads.AnyoneMayAnswer; the router checks admin rights).
+func approvalForm(req tools.ApprovalRequest) (runs.Form, string) {
+	allowed := req.Identity.ChannelUserID
+	if req.Mode == tools.ApprovalAdmin {
+		allowed = threads.AnyoneMayAnswer
+	}
+	return runs.Form{
+		Question: fmt.Sprintf("Allow the tool %s to run?", req.Name),
+		Fields: []runs.FormField{{ID: "decision", Label: "Decision", Kind: runs.FieldChoice,
+			Options: []string{"Approve", "Deny"}, Required: true}},
+		AllowedUserID: allowed,
+		Approval: &runs.Approval{Name: req.Name, Server: req.Server, Tool: req.Tool, Requester: requesterName(req.Identity),
+			Args: tools.DisplayArgs(req.Args, maxApprovalArgs), AdminOnly: req.Mode == tools.ApprovalAdmin},
+	}, allowed
+}
+
+// inlinePoll is how often a call waiting inside its run looks for its decision.
+const inlinePoll = 250 * time.Millisecond
+
+// waitInline shows the approval card of a subagent's call and waits inside the run for the
+// decision, at most tools.approval_ttl: approved, the call runs (as the requester); denied,
+// expired, withdrawn (/new, /cancel) or cancelled, the child reads why it did not. Only one
+// approval waits per conversation at a time; another call is refused with a reason.
+func (rs *runState) waitInline(ctx context.Context, call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
+	t, env := rs.t, rs.run.Envelope
+	convKey := env.Conv.String()
+	if _, open, err := t.store.PendingClarification(ctx, convKey); err != nil || open {
+		return agent.Errorf(agent.CodeDenied, "another question or approval is already waiting for the user; call %s again after it is decided", req.Name)
+	}
+	form, allowed := approvalForm(req)
+	form.Approval.Inline = true
+	// The id is the card's token: at most 40 of [A-Za-z0-9_-] (render.MaxTokenLen).
+	sum := sha256.Sum256([]byte(call.ID))
+	id := "s" + env.RunID + "-" + hex.EncodeToString(sum[:4])
+	pc := &pendingCall{Name: req.Name, Server: req.Server, Tool: req.Tool, Args: req.Args, Mode: req.Mode, Identity: req.Identity, Admin: req.Identity.Admin}
+	raw, err := json.Marshal(pendingTurn{Form: form, Call: pc})
+	if err != nil {
+		return agent.Errorf(agent.CodeFailed, "the approval could not be asked")
+	}
+	c, err := t.store.PutClarification(ctx, threads.Clarification{ID: id, ConvKey: convKey, RunID: env.RunID, AllowedUserID: allowed,
+		Form: raw, ExpiresAt: expiry(t.opts.Tools.ApprovalTTL())})
+	if err != nil {
+		t.log.Warn("lead: storing a subagent's approval failed", "run", env.RunID, "tool", req.Name, "err", err)
+		return agent.Errorf(agent.CodeFailed, "the approval for %s could not be asked; try again later", req.Name)
+	}
+	form.ID, form.ExpiresAt = c.ID, c.ExpiresAt
+	t.log.Info("tools: approval asked", "tool", req.Name, "requester", req.Identity.ChannelUserID, "platform", req.Identity.Platform,
+		"mode", req.Mode, "run", env.RunID, "approval", c.ID, "subagent", call.Agent.ID())
+	rs.emit(runs.Event{Kind: runs.EventApproval, Form: &form})
+
+	tick := time.NewTicker(inlinePoll)
+	defer tick.Stop()
+	deadline := time.NewTimer(time.Until(c.ExpiresAt))
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if _, _, err := t.store.WithdrawClarification(context.WithoutCancel(ctx), convKey); err != nil {
+				t.log.Debug("lead: withdrawing a cancelled call's approval failed", "approval", c.ID, "err", err)
+			}
+			return agent.Errorf(agent.CodeFailed, "the call was cancelled while it waited for approval")
+		case <-deadline.C:
+			if _, err := t.store.TakeExpiredClarification(context.WithoutCancel(ctx), c.ID); err == nil || errors.Is(err, threads.ErrClarificationOpen) {
+				t.opts.Tools.Decided(req, "expired", "")
+				return agent.ToolResult{Content: fmt.Sprintf("Denied: nobody approved this call of %s in time; it did not run.", req.Name), IsError: true, Code: agent.CodeDenied}
+			}
+			// Decided at the last moment: the next tick reads the decision.
+		case <-tick.C:
+		}
+		if res, done := rs.inlineDecision(ctx, c.ID, req); done {
+			return res
+		}
+	}
+}
+
+// inlineDecision reads the decision on an inline approval, if one was made, and acts on it.
+func (rs *runState) inlineDecision(ctx context.Context, id string, req tools.ApprovalRequest) (agent.ToolResult, bool) {
+	t := rs.t
+	v, found, err := t.store.Marked(ctx, runs.DecisionMark(id))
+	if err != nil || !found {
+		if c, gerr := t.store.GetClarification(ctx, id); errors.Is(gerr, threads.ErrClarificationCancelled) || (gerr == nil && c.State == threads.StateCancelled) {
+			t.opts.Tools.Decided(req, "withdrawn", "")
+			return agent.ToolResult{Content: fmt.Sprintf("Denied: the approval for %s was withdrawn; the call did not run.", req.Name), IsError: true, Code: agent.CodeDenied}, true
+		}
+		return agent.ToolResult{}, false
+	}
+	decision, by, _ := strings.Cut(string(v), "\n")
+	switch decision {
+	case runs.DecisionApprove:
+		t.opts.Tools.Decided(req, "approved", by)
+		return t.opts.Tools.RunApproved(ctx, req.Name, req.Args, req.Identity), true
+	case runs.DecisionDeny:
+		t.opts.Tools.Decided(req, "denied", by)
+		return agent.ToolResult{Content: fmt.Sprintf("Denied: the user denied this call of %s; it did not run.", req.Name), IsError: true, Code: agent.CodeDenied}, true
+	}
+	t.opts.Tools.Decided(req, "expired", "")
+	return agent.ToolResult{Content: fmt.Sprintf("Denied: nobody approved this call of %s in time; it did not run.", req.Name), IsError: true, Code: agent.CodeDenied}, true
 }

@@ -120,7 +120,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 
 	failure := &modelFailure{}
 	tctx := WithCaller(withAsked(withModelFailure(context.Background(), failure), rs.asked), callerOf(env))
-	tctx = tools.WithApprover(tools.WithIdentity(tctx, id), rs.asked.approver)
+	tctx = tools.WithApprover(tools.WithIdentity(tctx, id), rs.approver)
 	if err := lead.SendInput(tctx, in); err != nil {
 		return "", fmt.Errorf("lead: starting the turn: %w", err)
 	}

@@ -28,9 +28,12 @@ const (
 	// never recorded, and the final event still carries the whole answer: a channel that shows
 	// them stops its stream with what the final text adds to them.
 	EventAnswerDelta EventKind = "answer_delta"
-	EventFinal       EventKind = "final"
-	EventFailed      EventKind = "failed"
-	EventCancelled   EventKind = "cancelled"
+	// EventApproval shows an approval card (Form, with its Approval) as a message of its own
+	// while the run goes on: a subagent's call waits for the decision inside the run.
+	EventApproval  EventKind = "approval"
+	EventFinal     EventKind = "final"
+	EventFailed    EventKind = "failed"
+	EventCancelled EventKind = "cancelled"
 )
 
 // Terminal reports whether the kind ends a run's visible activity.
@@ -124,6 +127,9 @@ type Approval struct {
 	Args string `json:"args"`
 	// AdminOnly says only an admin may decide; otherwise only the requester.
 	AdminOnly bool `json:"admin_only,omitempty"`
+	// Inline says the call waits inside its run (a subagent's): a decision is recorded for it,
+	// not queued as a run of its own.
+	Inline bool `json:"inline,omitempty"`
 }
 
 // Approval decisions, the answer text of an approval form.
@@ -133,6 +139,10 @@ const (
 	// DecisionExpired comes from SystemUser's run when an approval's time ran out.
 	DecisionExpired = "expired"
 )
+
+// DecisionMark names the router's mark (threads.Store.Mark) that records the decision on an
+// approval whose call waits inside its run: "<decision>\n<decider's channel_user_id>".
+func DecisionMark(approvalID string) string { return "decision:" + approvalID }
 
 // SystemUser is the channel_user_id of runs Switchboard queues itself (an approval that
 // expired); no platform gives a user this id.

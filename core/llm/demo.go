@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -22,18 +24,27 @@ const (
 // demoMaxDelegates bounds the delegate calls of one answer.
 const demoMaxDelegates = 4
 
+// demoToolSep joins a server's name and its tool's name in the name of a server (MCP) tool as
+// it is offered: <server>__<tool>.
+const demoToolSep = "__"
+
 // Demo is an offline, deterministic Provider that shows the system without a key. It is not a
 // model and says so: every text answer starts with DemoBanner. It decides from the request
 // alone, in this order:
 //
 //  1. tool results in the current turn (after the last user message): a markdown summary
-//     listing each result;
-//  2. a structured_output tool offered: call it with arguments built to fit its schema;
-//  3. a vague last user message (under 3 words, or a bare "help me") with ask_clarification
+//     listing each result, a server tool's by its name;
+//  2. a last user message saying "use <server>__<tool>" (any case, optionally "tool" after the
+//     name): one call of that offered tool, its arguments the text after the name fitted to the
+//     tool's schema (the text in the first string property, numbers in the text in the required
+//     number properties, the other required properties filled as for structured_output); if no
+//     tool of that exact name is offered, a reply listing the server tools that are;
+//  3. a structured_output tool offered: call it with arguments built to fit its schema;
+//  4. a vague last user message (under 3 words, or a bare "help me") with ask_clarification
 //     offered: ask what to help with, as a choice;
-//  4. a request of several parts (lines, numbered items, "; ", " and also ") with delegate
+//  5. a request of several parts (lines, numbered items, "; ", " and also ") with delegate
 //     offered: one delegate call per part, at most 4;
-//  5. otherwise a short markdown reply echoing what it understood.
+//  6. otherwise a short markdown reply echoing what it understood.
 //
 // The same request always gets the same answer. Safe for concurrent use.
 type Demo struct{}
@@ -84,9 +95,16 @@ func demoAnswer(req Request) Response {
 		}
 	}
 	idBase := fmt.Sprintf("demo_%d_", len(req.Messages))
+	use, named, rest := demoUse(req, text)
 	switch {
 	case len(results) > 0:
 		return demoText(demoSummary(req.Messages, results))
+	case use != nil:
+		// The id counts the messages, as idBase does, so a later turn's call gets a new one.
+		id := fmt.Sprintf("call_demo_tool_%d", len(req.Messages))
+		return demoCalls(ToolCall{ID: id, Name: use.Name, Arguments: demoToolArgs(use.Parameters, rest)})
+	case named != "":
+		return demoText(demoNoSuchTool(req, named))
 	case demoOffered(req, DemoToolStructured) != nil:
 		args := demoFill(demoOffered(req, DemoToolStructured).Parameters)
 		return demoCalls(ToolCall{ID: idBase + "1", Name: DemoToolStructured, Arguments: args})
@@ -134,6 +152,147 @@ func demoOffered(req Request, name string) *ToolSpec {
 	return nil
 }
 
+// demoUseRe finds "use <name>" where the name, in the characters of an offered name, is a
+// server's name and a tool's joined by the separator.
+var demoUseRe = regexp.MustCompile(`(?i)\buse\s+([A-Za-z0-9_-]+` + demoToolSep + `[A-Za-z0-9_-]+)`)
+
+// demoToolWord is the optional word "tool" after the name in "use <name> tool ...".
+var demoToolWord = regexp.MustCompile(`(?i)^\s+tool\b`)
+
+// demoUse finds in text the first "use <name>" whose name is a server tool offered in req, and
+// returns its spec and the text after the name (and after an optional "tool", ':' or ','),
+// trimmed. When text names server tools but none of them is offered, spec is nil and named is
+// the first name; when text names none, both are empty.
+func demoUse(req Request, text string) (spec *ToolSpec, named, rest string) {
+	for _, m := range demoUseRe.FindAllStringSubmatchIndex(text, -1) {
+		name := text[m[2]:m[3]]
+		if named == "" {
+			named = name
+		}
+		if spec = demoOffered(req, name); spec == nil {
+			continue
+		}
+		rest = text[m[3]:]
+		if loc := demoToolWord.FindStringIndex(rest); loc != nil {
+			rest = rest[loc[1]:]
+		}
+		rest = strings.TrimSpace(rest)
+		rest = strings.TrimSpace(strings.TrimLeft(rest, ":,"))
+		return spec, name, rest
+	}
+	return nil, named, ""
+}
+
+// demoNoSuchTool answers a request to use a server tool that is not offered: it says so and
+// lists the server tools that are.
+func demoNoSuchTool(req Request, named string) string {
+	var offered []string
+	seen := map[string]bool{}
+	for _, t := range req.Tools {
+		if strings.Contains(t.Name, demoToolSep) && !seen[t.Name] {
+			seen[t.Name] = true
+			offered = append(offered, "`"+t.Name+"`")
+		}
+	}
+	var b strings.Builder
+	b.WriteString(DemoBanner + "\n\n")
+	fmt.Fprintf(&b, "No tool named `%s` is available to me here.", demoShort(named, 80))
+	if len(offered) == 0 {
+		b.WriteString(" No server tools are offered to me here.\n")
+	} else {
+		fmt.Fprintf(&b, " The server %s I can use here: %s.\n", plural(len(offered), "tool"), strings.Join(offered, ", "))
+	}
+	return b.String()
+}
+
+// demoNumberRe finds the numbers in the text given to a server tool.
+var demoNumberRe = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+
+// demoToolArgs builds the arguments of a server tool from the text the user gave it and the
+// tool's JSON schema: the first string property — required ones in their order first, then all
+// by name — gets the text (when there is any); each required number or integer property gets
+// the next number found in the text; every other required property is filled as demoFill does.
+// Properties with a const or an enum keep theirs. A schema that is missing, not JSON, not an
+// object schema or whose properties are not an object gives "{}".
+func demoToolArgs(schema json.RawMessage, text string) string {
+	var s map[string]any
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil || demoType(s) != "object" {
+		return "{}"
+	}
+	props := map[string]any{}
+	if p, ok := s["properties"]; ok {
+		if props, ok = p.(map[string]any); !ok {
+			return "{}"
+		}
+	}
+	var required []string
+	seen := map[string]bool{}
+	list, _ := s["required"].([]any)
+	for _, r := range list {
+		if k, ok := r.(string); ok && !seen[k] {
+			seen[k] = true
+			required = append(required, k)
+		}
+	}
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	propSchema := func(k string) map[string]any {
+		ps, _ := props[k].(map[string]any)
+		if ps == nil {
+			ps = map[string]any{}
+		}
+		return ps
+	}
+
+	out := map[string]any{}
+	if text != "" {
+		for _, k := range append(append([]string(nil), required...), names...) {
+			if ps := propSchema(k); demoType(ps) == "string" && demoFree(ps) {
+				out[k] = text
+				break
+			}
+		}
+	}
+	var nums []float64
+	for _, n := range demoNumberRe.FindAllString(text, -1) {
+		if f, err := strconv.ParseFloat(n, 64); err == nil && !math.IsInf(f, 0) {
+			nums = append(nums, f)
+		}
+	}
+	for _, k := range required {
+		if _, done := out[k]; done {
+			continue
+		}
+		ps := propSchema(k)
+		typ := demoType(ps)
+		if (typ == "number" || typ == "integer") && demoFree(ps) && len(nums) > 0 {
+			n := nums[0]
+			nums = nums[1:]
+			if typ == "integer" {
+				n = math.Trunc(n)
+			}
+			out[k] = n
+			continue
+		}
+		out[k] = demoValue(ps, k, 1)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// demoFree reports whether a property's schema leaves its value free: no const, no enum.
+func demoFree(s map[string]any) bool {
+	_, c := s["const"]
+	e, _ := s["enum"].([]any)
+	return !c && len(e) == 0
+}
+
 // demoVaguePhrases are requests that say nothing about what is wanted, whatever their length.
 var demoVaguePhrases = map[string]bool{
 	"help me": true, "help": true, "please help me": true, "help me please": true,
@@ -167,8 +326,9 @@ func demoSplit(text string) []string {
 }
 
 // demoSummary lists each tool result of the current turn in words a user reads: a delegation by
-// the name or task it was given, an answer to a question as the user's answer, anything else
-// as a result — never by the name of the tool that produced it. The demo banner a subagent's
+// the name or task it was given, an answer to a question as the user's answer, a server tool's
+// result (or error) by the tool's <server>__<tool> name — the user asked for it by that name —
+// anything else as a result, never by the name of one of the lead's own tools. The demo banner a subagent's
 // own answer opens with is left out; the summary has its own.
 func demoSummary(history, results []Message) string {
 	calls := map[string]ToolCall{}
@@ -192,7 +352,8 @@ func demoSummary(history, results []Message) string {
 }
 
 // demoLabel is what a user calls the result of call: the delegated task (or the name the
-// delegation gave it), "Your answer" for a question, "Result" for anything else.
+// delegation gave it), "Your answer" for a question, the tool's name for a server tool
+// (<server>__<tool>), "Result" for anything else.
 func demoLabel(call ToolCall) string {
 	switch call.Name {
 	case DemoToolDelegate:
@@ -207,6 +368,9 @@ func demoLabel(call ToolCall) string {
 		return "Subagent"
 	case DemoToolClarify:
 		return "Your answer"
+	}
+	if strings.Contains(call.Name, demoToolSep) {
+		return call.Name
 	}
 	return "Result"
 }
@@ -282,21 +446,7 @@ func demoValue(s map[string]any, name string, depth int) any {
 	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
 		return e[0]
 	}
-	typ, _ := s["type"].(string)
-	if ts, ok := s["type"].([]any); ok {
-		for _, t := range ts {
-			if t, _ := t.(string); t != "null" && t != "" {
-				typ = t
-				break
-			}
-		}
-	}
-	if typ == "" {
-		if _, ok := s["properties"]; ok {
-			typ = "object"
-		}
-	}
-	switch typ {
+	switch demoType(s) {
 	case "object":
 		out := map[string]any{}
 		if depth > 8 {
@@ -333,6 +483,26 @@ func demoValue(s map[string]any, name string, depth int) any {
 		}
 		return "demo " + name
 	}
+}
+
+// demoType is the type schema s describes: its "type", the first type other than "null" of a
+// list of types, or "object" when it has no type but has properties.
+func demoType(s map[string]any) string {
+	typ, _ := s["type"].(string)
+	if ts, ok := s["type"].([]any); ok {
+		for _, t := range ts {
+			if t, _ := t.(string); t != "null" && t != "" {
+				typ = t
+				break
+			}
+		}
+	}
+	if typ == "" {
+		if _, ok := s["properties"]; ok {
+			typ = "object"
+		}
+	}
+	return typ
 }
 
 // demoPieces cuts s into at most n pieces at spaces, so a text answer streams in a few deltas.

@@ -307,3 +307,265 @@ func TestDemoAnswersNeverNameTools(t *testing.T) {
 		})
 	}
 }
+
+var (
+	echoTool = ToolSpec{Name: "everything__echo", Parameters: json.RawMessage(`{
+		"type":"object","properties":{"message":{"type":"string","description":"Message to echo"}},"required":["message"]}`)}
+	sumTool = ToolSpec{Name: "everything__get-sum", Parameters: json.RawMessage(`{
+		"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`)}
+	issueTool = ToolSpec{Name: "tickets__create_issue", Parameters: json.RawMessage(`{
+		"type":"object",
+		"properties":{
+			"body":{"type":"string"},
+			"labels":{"type":"array","items":{"type":"string"}},
+			"priority":{"type":"integer"},
+			"title":{"type":"string"},
+			"urgent":{"type":"boolean"}
+		},
+		"required":["labels","title","urgent"]}`)}
+	serverTools = []ToolSpec{clarifyTool, delegateTool, echoTool, sumTool, issueTool}
+)
+
+// serverTool is a tool named srv__tool with the given schema.
+func serverTool(schema string) ToolSpec {
+	return ToolSpec{Name: "srv__tool", Parameters: json.RawMessage(schema)}
+}
+
+func TestDemoUsesServerTools(t *testing.T) {
+	echoed := []Message{
+		user("use everything__echo hello"),
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_demo_tool_1", Name: "everything__echo", Arguments: `{"message":"hello"}`}}},
+	}
+	tests := []struct {
+		name  string
+		req   Request
+		wantC *ToolCall // the one tool call expected; nil means a text answer
+		// wantText and notText are substrings the text answer must and must not hold.
+		wantText, notText []string
+	}{
+		{
+			name:  "echo gets the text after its name",
+			req:   Request{Messages: []Message{user("use everything__echo hello")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__echo", Arguments: `{"message":"hello"}`},
+		},
+		{
+			name:  "capitalised Use and the word tool after the name",
+			req:   Request{Messages: []Message{user("Use tickets__create_issue tool Printer broken")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "tickets__create_issue", Arguments: `{"labels":[],"title":"Printer broken","urgent":false}`},
+		},
+		{
+			name:  "required numbers come from the text in order",
+			req:   Request{Messages: []Message{user("please USE everything__get-sum 2 3")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__get-sum", Arguments: `{"a":2,"b":3}`},
+		},
+		{
+			name:  "missing numbers are zero",
+			req:   Request{Messages: []Message{user("use everything__get-sum 7.5")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__get-sum", Arguments: `{"a":7.5,"b":0}`},
+		},
+		{
+			name: "integers are truncated and the string still gets the whole text",
+			req: Request{Messages: []Message{user("use srv__tool -2.7 and 4 please")}, Tools: []ToolSpec{serverTool(
+				`{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":["null","number"]},"note":{"type":"string"},"z":{"type":"number"}},"required":["x","y"]}`)}},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "srv__tool", Arguments: `{"note":"-2.7 and 4 please","x":-2,"y":4}`},
+		},
+		{
+			name: "an optional string property takes the text when no required one can, enum and const kept",
+			req: Request{Messages: []Message{user("use srv__tool: 5 hi")}, Tools: []ToolSpec{serverTool(
+				`{"type":"object","properties":{"a":{"type":"string","enum":["x"]},"k":{"const":"c"},"n":{"type":"integer","enum":[9]},"z":{"type":"string"}},"required":["a","k","n"]}`)}},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "srv__tool", Arguments: `{"a":"x","k":"c","n":9,"z":"5 hi"}`},
+		},
+		{
+			name:  "no text after the name fills the schema",
+			req:   Request{Messages: []Message{user("use everything__echo")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__echo", Arguments: `{"message":"demo message"}`},
+		},
+		{
+			name:  "an offered name is found after one that is not",
+			req:   Request{Messages: []Message{user("use nosuch__tool or use everything__echo hi")}, Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__echo", Arguments: `{"message":"hi"}`},
+		},
+		{
+			name:  "the rule comes before structured_output",
+			req:   Request{Messages: []Message{user("use everything__echo hi")}, Tools: []ToolSpec{structuredTool, echoTool}},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "everything__echo", Arguments: `{"message":"hi"}`},
+		},
+		{
+			name:  "a malformed schema gives empty arguments",
+			req:   Request{Messages: []Message{user("use srv__tool hi")}, Tools: []ToolSpec{serverTool(`{"type":"object","properties":[1],"required":["a"]}`)}},
+			wantC: &ToolCall{ID: "call_demo_tool_1", Name: "srv__tool", Arguments: `{}`},
+		},
+		{
+			name:  "a later turn gets a fresh call id",
+			req:   Request{Messages: append(echoed, Message{Role: RoleTool, ToolCallID: "call_demo_tool_1", Content: "echo: hello"}, Message{Role: RoleAssistant, Content: "ok"}, user("use everything__echo again")), Tools: serverTools},
+			wantC: &ToolCall{ID: "call_demo_tool_5", Name: "everything__echo", Arguments: `{"message":"again"}`},
+		},
+		{
+			name:     "a tool not offered is answered with the offered server tools",
+			req:      Request{Messages: []Message{user("use nosuch__tool now")}, Tools: serverTools},
+			wantText: []string{DemoBanner, "No tool named `nosuch__tool` is available", "`everything__echo`, `everything__get-sum`, `tickets__create_issue`"},
+			notText:  []string{"`" + DemoToolDelegate + "`", "`" + DemoToolClarify + "`"},
+		},
+		{
+			name:     "the name must match exactly",
+			req:      Request{Messages: []Message{user("use Everything__Echo hi")}, Tools: serverTools},
+			wantText: []string{DemoBanner, "No tool named `Everything__Echo`", "`everything__echo`"},
+		},
+		{
+			name:     "no server tools offered at all",
+			req:      Request{Messages: []Message{user("use nosuch__tool")}, Tools: []ToolSpec{delegateTool}},
+			wantText: []string{DemoBanner, "No tool named `nosuch__tool`", "No server tools are offered"},
+		},
+		{
+			name:     "a name without the separator is not taken",
+			req:      Request{Messages: []Message{user("use delegate for this thing please")}, Tools: serverTools},
+			wantText: []string{DemoBanner, "> use delegate for this thing please"},
+			notText:  []string{"No tool named"},
+		},
+		{
+			name:     "use inside another word is not taken",
+			req:      Request{Messages: []Message{user("we reuse everything__echo often")}, Tools: serverTools},
+			wantText: []string{DemoBanner, "> we reuse everything__echo often"},
+			notText:  []string{"No tool named"},
+		},
+		{
+			name:     "a dunder word is not a tool name",
+			req:      Request{Messages: []Message{user("how do I use __init__ in Python?")}, Tools: serverTools},
+			wantText: []string{DemoBanner, "a question of"},
+			notText:  []string{"No tool named"},
+		},
+		{
+			name:     "the result of a server tool is summarized under its name",
+			req:      Request{Messages: append(echoed, Message{Role: RoleTool, ToolCallID: "call_demo_tool_1", Content: "echo: hello"}), Tools: serverTools},
+			wantText: []string{DemoBanner, "(1 result)", "1. **everything__echo** — echo: hello"},
+		},
+		{
+			name: "an error of a server tool is summarized with its text",
+			req: Request{Tools: serverTools, Messages: []Message{
+				user("use tickets__create_issue Printer broken"),
+				{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_demo_tool_1", Name: "tickets__create_issue", Arguments: `{}`}}},
+				{Role: RoleTool, ToolCallID: "call_demo_tool_1", Content: "Error: server tickets is not connected"},
+			}},
+			wantText: []string{DemoBanner, "1. **tickets__create_issue** — Error: server tickets is not connected"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var deltas []string
+			resp, err := NewDemo().Stream(context.Background(), tt.req, func(d Delta) { deltas = append(deltas, d.Content) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantC != nil {
+				if resp.Finish != FinishToolCalls || len(resp.ToolCalls) != 1 || resp.Content != "" {
+					t.Fatalf("want one call %+v, got %+v", *tt.wantC, resp)
+				}
+				if got := resp.ToolCalls[0]; got != *tt.wantC {
+					t.Fatalf("call = %+v\nwant   %+v", got, *tt.wantC)
+				}
+				var obj map[string]any
+				if err := json.Unmarshal([]byte(resp.ToolCalls[0].Arguments), &obj); err != nil || obj == nil {
+					t.Fatalf("arguments are not a JSON object: %q (%v)", resp.ToolCalls[0].Arguments, err)
+				}
+				return
+			}
+			if resp.Finish != FinishStop || len(resp.ToolCalls) != 0 || !strings.HasPrefix(resp.Content, DemoBanner) {
+				t.Fatalf("want a text answer with the banner, got %+v", resp)
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(resp.Content, w) {
+					t.Errorf("answer lacks %q:\n%s", w, resp.Content)
+				}
+			}
+			for _, w := range tt.notText {
+				if strings.Contains(resp.Content, w) {
+					t.Errorf("answer holds %q:\n%s", w, resp.Content)
+				}
+			}
+			if strings.Join(deltas, "") != resp.Content {
+				t.Errorf("deltas rejoin to %q", strings.Join(deltas, ""))
+			}
+		})
+	}
+}
+
+func TestDemoServerToolAnswersAreDeterministic(t *testing.T) {
+	for _, msgs := range [][]Message{
+		{user("use tickets__create_issue tool Printer broken on floor 2")},
+		{user("use nosuch__tool")},
+		{user("use everything__echo x"), {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c", Name: "everything__echo"}}}, {Role: RoleTool, ToolCallID: "c", Content: "echo: x"}},
+	} {
+		req := Request{Messages: msgs, Tools: serverTools}
+		a, errA := NewDemo().Stream(context.Background(), req, nil)
+		b, errB := NewDemo().Stream(context.Background(), req, nil)
+		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("two answers to %q differ:\n%+v (%v)\n%+v (%v)", msgs[0].Content, a, errA, b, errB)
+		}
+	}
+}
+
+func TestDemoToolArgsToleratesOddSchemas(t *testing.T) {
+	tests := []struct{ name, schema, text, want string }{
+		{"missing", ``, "hi", `{}`},
+		{"not JSON", `{"type":`, "hi", `{}`},
+		{"JSON null", `null`, "hi", `{}`},
+		{"an array", `[{"type":"object"}]`, "hi", `{}`},
+		{"a string", `"object"`, "hi", `{}`},
+		{"not an object schema", `{"type":"string"}`, "hi", `{}`},
+		{"properties not an object", `{"type":"object","properties":[{"type":"string"}],"required":["a"]}`, "hi", `{}`},
+		{"properties null", `{"type":"object","properties":null}`, "hi", `{}`},
+		{"properties a string", `{"properties":"x","required":["a"]}`, "hi", `{}`},
+		{"empty object schema", `{"type":"object"}`, "hi", `{}`},
+		{"no type, no properties", `{}`, "hi", `{}`},
+		{"required not a list", `{"type":"object","properties":{"a":{"type":"number"}},"required":"a"}`, "1", `{}`},
+		{"required names not strings, repeated", `{"type":"object","properties":{"a":{"type":"number"}},"required":[1,"a","a",null]}`, "4 5", `{"a":4}`},
+		{"property schema not an object", `{"type":"object","properties":{"a":5},"required":["a"]}`, "hi", `{"a":"demo a"}`},
+		{"required without property", `{"type":"object","required":["q"]}`, "hi", `{"q":"demo q"}`},
+		{"type list with object", `{"type":["null","object"],"properties":{"s":{"type":"string"}}}`, "hi", `{"s":"hi"}`},
+		{"a number too big for float64", `{"properties":{"n":{"type":"number"}},"required":["n"]}`, strings.Repeat("9", 400) + " 3", `{"n":3}`},
+		{"nested object filled", `{"properties":{"o":{"type":"object","properties":{"p":{"type":"integer"}},"required":["p"]}},"required":["o"]}`, "8", `{"o":{"p":0}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := demoToolArgs(json.RawMessage(tt.schema), tt.text); got != tt.want {
+				t.Fatalf("demoToolArgs(%s, %q) = %s, want %s", tt.schema, tt.text, got, tt.want)
+			}
+			resp, err := NewDemo().Stream(context.Background(), Request{Messages: []Message{user("use srv__tool " + tt.text)}, Tools: []ToolSpec{serverTool(tt.schema)}}, nil)
+			if err != nil || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Arguments != tt.want {
+				t.Fatalf("Stream = %+v, %v; want arguments %s", resp, err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzDemoToolArgs(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"use srv__tool hello", `{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`},
+		{"Use srv__tool tool 2 3", `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"integer"}},"required":["a","b"]}`},
+		{"use srv__tool -1e999 " + strings.Repeat("9", 350), `{"properties":{"a":{"type":"number"}},"required":["a"]}`},
+		{"use srv__tool \xff\xfe", `{"properties":{"s":{"type":["null","string"]},"o":{"properties":{}}},"required":["o"]}`},
+		{"use srv__tool x", `{"type":"object","properties":[1],"required":["a"]}`},
+		{"use srv__tool", `not json`},
+		{"use nosuch__tool", ``},
+		{"plain text", `{}`},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, msg, schema string) {
+		req := Request{Messages: []Message{user(msg)}, Tools: []ToolSpec{serverTool(schema)}}
+		resp, err := NewDemo().Stream(context.Background(), req, nil)
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		args := []string{demoToolArgs(json.RawMessage(schema), msg)}
+		for _, c := range resp.ToolCalls {
+			args = append(args, c.Arguments)
+		}
+		for _, a := range args {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(a), &obj); err != nil || obj == nil {
+				t.Fatalf("arguments %q are not a JSON object (%v)", a, err)
+			}
+		}
+	})
+}

@@ -146,15 +146,15 @@ func (r *Router) approvalOpen(in Inbound, c threads.Clarification) (notice strin
 // approvalClick takes a click on an approval card's buttons.
 func (r *Router) approvalClick(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, id render.ActionID, admin bool) (string, error) {
 	notice, expired := r.approvalOpen(in, c)
-	switch {
-	case notice != "":
+	if notice != "" {
 		return notice, nil
-	case expired:
-		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
 	}
 	if notice := checkDecider(c, in.Identity.ChannelUserID, admin); notice != "" {
 		r.refuse(in.Conv.Platform, "foreign_click", "refusing a decision from someone who may not decide", in)
 		return notice, nil
+	}
+	if expired {
+		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
 	}
 	if id.Kind != render.ActionChoose || id.Field != 0 || (id.Option != 0 && id.Option != 1) {
 		return msgBadButton, nil
@@ -166,14 +166,14 @@ func (r *Router) approvalClick(ctx context.Context, ch Channel, in Inbound, c th
 // typedDecision takes a typed reply while an approval waits: 1 or approve, 2 or deny.
 func (r *Router) typedDecision(ctx context.Context, ch Channel, in Inbound, c threads.Clarification, form runs.Form, admin bool) (string, error) {
 	notice, expired := r.approvalOpen(in, c)
-	switch {
-	case notice != "":
+	if notice != "" {
 		return notice, nil
-	case expired:
-		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
 	}
 	if notice := checkDecider(c, in.Identity.ChannelUserID, admin); notice != "" {
 		return notice, nil
+	}
+	if expired {
+		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
 	}
 	opt, ok := approvalWord(in.Text)
 	if !ok {

@@ -394,3 +394,33 @@ func TestTelegramSubagentInheritsNoApprovalTools(t *testing.T) {
 		t.Errorf("the subagent's refused call ran %d times", n)
 	}
 }
+
+// TestTelegramDecidedApprovalExpiresQuietly proves the expiry of an approval decided in time
+// says nothing: the chat shows the card and the answer, and no failure after the time is up.
+func TestTelegramDecidedApprovalExpiresQuietly(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Tools.ApprovalTTL = 2 * time.Second
+	})
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"quick"}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "echo please")
+	card := e.waitQuestion(ann.ID)
+	asked := time.Now()
+	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
+	e.waitAnswers(ann.ID, 2)
+	waitFor(t, "the approval's time and a sweep to pass", 10*time.Second, func() bool {
+		return time.Since(asked) > 2*time.Second+2*approvalSweep
+	})
+	waitFor(t, "the expiry run to finish", 10*time.Second, func() bool {
+		return strings.Contains(e.logs.String(), "outcome=cancelled") || strings.Contains(e.logs.String(), "run cancelled") || time.Since(asked) > 5*time.Second
+	})
+	if got := e.tg.Posted(ann.ID); len(got) != 2 {
+		var shown []string
+		for _, m := range got {
+			shown = append(shown, visible(m))
+		}
+		t.Errorf("the chat shows %d messages, want the card and the answer only: %q", len(got), shown)
+	}
+}

@@ -188,8 +188,8 @@ func (rs *runState) toolResult(e agent.Event) {
 }
 
 // takeExpiredRun takes the approval of a run Switchboard queued when its time ran out. One the
-// store's clock says still has time is tried again later (an error); one decided meanwhile ends
-// the run quietly as answered before.
+// store's clock says still has time is tried again later (an error); one decided or withdrawn
+// meanwhile returns no turn, and the run ends without a word.
 func (t *Team) takeExpiredRun(ctx context.Context, env *runs.Envelope) (*pendingTurn, bool, string, error) {
 	p, err := t.takeExpired(ctx, env.ClarificationID)
 	switch {
@@ -198,7 +198,7 @@ func (t *Team) takeExpiredRun(ctx context.Context, env *runs.Envelope) (*pending
 	case errors.Is(err, threads.ErrClarificationOpen):
 		return nil, false, "", fmt.Errorf("lead: approval %s has not expired yet by the store's clock: %w", env.ClarificationID, err)
 	case errors.Is(err, threads.ErrClarificationAnswered), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
-		return nil, false, reasonAnswered, nil
+		return nil, false, "", nil // decided or withdrawn meanwhile: nothing to resume, nothing to say
 	}
 	return nil, false, "", err
 }

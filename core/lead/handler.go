@@ -73,6 +73,10 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		if reason != "" {
 			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
 		}
+		if p == nil {
+			// An expiry run whose approval was decided or withdrawn first: nothing to do.
+			return runs.OutcomeCancelled, nil
+		}
 		if p.Call != nil {
 			if t.opts.Tools == nil {
 				return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reasonNoTools}, runs.OutcomeFailed, nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/internal/fake/mcpserver"
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -28,18 +29,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const waitLimit = 15 * time.Second
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, what, cond)
 }
 
 var alice = Identity{Platform: "slack", ChannelUserID: "U1", DisplayName: "Alice Ünïcode", Conversation: "slack/T1/C1", RunID: "r1"}

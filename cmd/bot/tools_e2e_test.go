@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/tools"
 	"github.com/switchboard-bot/switchboard/internal/fake/mcpserver"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
 const testIdentityKey = "e2e-tools-identity-key-0123456789"
@@ -235,15 +236,7 @@ func TestTelegramToolApprovalSurvivesRestart(t *testing.T) {
 // TestTelegramToolApprovalExpired proves a decision after tools.approval_ttl runs nothing and the
 // model reads that the call expired.
 func TestTelegramToolApprovalExpired(t *testing.T) {
-	f := startMCPFake(t)
-	e := newE2E(t, func(c *config.Config) {
-		withTools(f, "always")(c)
-		c.Tools.ApprovalTTL = 300 * time.Millisecond
-	})
-	e.model.SetFunc(toolModel("fake__echo", `{"message":"too late"}`))
-	waitTools(t, e.start())
-	e.tg.PushPrivate(ann, "echo please")
-	card := e.waitQuestion(ann.ID)
+	e, f, card := askApproval(t, 300*time.Millisecond, "too late")
 	asked := time.Now()
 	waitFor(t, "the approval's time to run out", 5*time.Second, func() bool { return time.Since(asked) > 400*time.Millisecond })
 	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
@@ -288,15 +281,7 @@ func TestTelegramAdminApproval(t *testing.T) {
 // TestTelegramToolApprovalExpiresUnanswered proves an approval nobody decides on resumes its
 // run by itself once tools.approval_ttl passes: the call never runs and the model explains.
 func TestTelegramToolApprovalExpiresUnanswered(t *testing.T) {
-	f := startMCPFake(t)
-	e := newE2E(t, func(c *config.Config) {
-		withTools(f, "always")(c)
-		c.Tools.ApprovalTTL = 200 * time.Millisecond
-	})
-	e.model.SetFunc(toolModel("fake__echo", `{"message":"nobody answers"}`))
-	waitTools(t, e.start())
-	e.tg.PushPrivate(ann, "echo please")
-	e.waitQuestion(ann.ID)
+	e, f, _ := askApproval(t, 200*time.Millisecond, "nobody answers")
 	got := e.waitAnswers(ann.ID, 2)
 	if v := visible(got[1]); !strings.Contains(v, "tool said: Denied: nobody approved") {
 		t.Fatalf("final answer %q, want the expiry the model read", v)
@@ -398,15 +383,7 @@ func TestTelegramSubagentInheritsNoApprovalTools(t *testing.T) {
 // TestTelegramDecidedApprovalExpiresQuietly proves the expiry of an approval decided in time
 // says nothing: the chat shows the card and the answer, and no failure after the time is up.
 func TestTelegramDecidedApprovalExpiresQuietly(t *testing.T) {
-	f := startMCPFake(t)
-	e := newE2E(t, func(c *config.Config) {
-		withTools(f, "always")(c)
-		c.Tools.ApprovalTTL = 2 * time.Second
-	})
-	e.model.SetFunc(toolModel("fake__echo", `{"message":"quick"}`))
-	waitTools(t, e.start())
-	e.tg.PushPrivate(ann, "echo please")
-	card := e.waitQuestion(ann.ID)
+	e, _, card := askApproval(t, 2*time.Second, "quick")
 	asked := time.Now()
 	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
 	e.waitAnswers(ann.ID, 2)
@@ -423,4 +400,19 @@ func TestTelegramDecidedApprovalExpiresQuietly(t *testing.T) {
 		}
 		t.Errorf("the chat shows %d messages, want the card and the answer only: %q", len(got), shown)
 	}
+}
+
+// askApproval starts the app with fake__echo needing approval for at most ttl, has Ann ask for
+// a call with message msg in her DM, and returns the setup and the approval card.
+func askApproval(t *testing.T, ttl time.Duration, msg string) (*e2e, *mcpFake, telegramfake.Message) {
+	t.Helper()
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Tools.ApprovalTTL = ttl
+	})
+	e.model.SetFunc(toolModel("fake__echo", `{"message":"`+msg+`"}`))
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "echo please")
+	return e, f, e.waitQuestion(ann.ID)
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -278,24 +279,12 @@ func (s *server) list(ctx context.Context, sess *mcp.ClientSession) error {
 	old := s.skipped
 	s.tools, s.skipped = keep, skipped
 	s.mu.Unlock()
-	if !equalStrings(old, skipped) {
+	if !slices.Equal(old, skipped) {
 		for _, why := range skipped {
 			s.m.log.Warn("tools: skipping a malformed tool", "server", s.cfg.Name, "why", why)
 		}
 	}
 	return nil
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // included applies the server's include and exclude globs to a tool's own name.

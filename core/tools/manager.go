@@ -352,8 +352,9 @@ func (m *Manager) invoke(ctx context.Context, o *offered, args map[string]any, i
 	defer cancel()
 	var res *mcp.CallToolResult
 	var err error
+	var lost *mcp.ClientSession
 	for try := 0; try < 2; try++ {
-		sess := s.current(cctx, time.Duration(try)*m.cfg.ConnectTimeout)
+		sess := s.current(cctx, lost, time.Duration(try)*m.cfg.ConnectTimeout)
 		if sess == nil {
 			err = errNotConnected
 			break
@@ -363,6 +364,7 @@ func (m *Manager) invoke(ctx context.Context, o *offered, args map[string]any, i
 			break
 		}
 		m.log.Info("tools: the server lost the session; reconnecting", "server", o.Server)
+		lost = sess
 		signal(s.reload)
 	}
 	d := m.now().Sub(start)

@@ -26,7 +26,9 @@ import (
 
 func TestMain(m *testing.M) {
 	mcpserver.MaybeServeStdio()
-	goleak.VerifyTestMain(m)
+	// TestLostHTTPSessionReconnects abandons a fake server's handler with a session open on its
+	// side, as a restarted server would: that server-side reader is the fake's, not the client's.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/modelcontextprotocol/go-sdk/mcp.(*streamableServerConn).Read"))
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -368,4 +370,53 @@ func TestStdioEnvironmentIsExplicit(t *testing.T) {
 	if strings.Contains(joined, "S3CRET") || !strings.Contains(joined, "A=1") || !strings.Contains(joined, "PATH="+defaultPath) {
 		t.Errorf("environment = %v", env)
 	}
+}
+
+// swappable serves whatever handler it holds now.
+type swappable struct {
+	mu sync.Mutex
+	h  http.Handler
+}
+
+func (s *swappable) set(h http.Handler) {
+	s.mu.Lock()
+	s.h = h
+	s.mu.Unlock()
+}
+
+func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+// TestLostHTTPSessionReconnects: a server that forgot the session (restarted) answers 404; the
+// manager reconnects, and calls go through again.
+func TestLostHTTPSessionReconnects(t *testing.T) {
+	sw := &swappable{h: mcpserver.HTTPHandler(mcpserver.Options{})}
+	ts := httptest.NewServer(sw)
+	m := New(Config{Servers: []Server{{Name: "fake", URL: ts.URL}}}, Options{})
+	m.Start(context.Background())
+	defer func() {
+		m.Close()
+		ts.CloseClientConnections()
+		ts.Close()
+	}()
+	waitFor(t, "the fake's tools", func() bool { return m.Owns("fake__echo") })
+	ctx := WithIdentity(context.Background(), alice)
+	if res := call(m, ctx, "fake__echo", `{"message":"one"}`); res.Content != "echo: one" {
+		t.Fatalf("first call = %+v", res)
+	}
+	sw.set(mcpserver.HTTPHandler(mcpserver.Options{})) // the server restarted: it knows no session
+	ts.CloseClientConnections()
+	// The call that meets the loss is made again on a new session when the server refused it
+	// (404, session missing); one the SDK had already failed as closed reads as an error the
+	// model can retry. Either way the manager reconnects, and the next call goes through.
+	if res := call(m, ctx, "fake__echo", `{"message":"two"}`); res.Content != "echo: two" && !strings.Contains(res.Content, "closed the connection") {
+		t.Errorf("call after the server lost the session = %+v", res)
+	}
+	waitFor(t, "a new session", func() bool {
+		return call(m, ctx, "fake__echo", `{"message":"three"}`).Content == "echo: three"
+	})
 }

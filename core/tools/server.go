@@ -345,24 +345,42 @@ func (s *server) drop(sess *mcp.ClientSession, cmd *exec.Cmd) {
 	}
 }
 
-// current returns the live session, waiting up to wait for one when the server is between two.
-func (s *server) current(ctx context.Context, wait time.Duration) *mcp.ClientSession {
-	s.mu.Lock()
-	sess, up := s.session, s.up
-	s.mu.Unlock()
-	if sess != nil || wait <= 0 {
-		return sess
+// current returns the live session other than lost, waiting up to wait for one when the server
+// is between two (or still on the lost one).
+func (s *server) current(ctx context.Context, lost *mcp.ClientSession, wait time.Duration) *mcp.ClientSession {
+	deadline := time.NewTimer(max(wait, 0))
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		sess, up := s.session, s.up
+		s.mu.Unlock()
+		stale := lost != nil && sess == lost
+		if stale {
+			sess = nil
+		}
+		if sess != nil || wait <= 0 {
+			return sess
+		}
+		if stale {
+			// The lost session is still the server's until its supervisor drops it: look again
+			// shortly rather than wait on a channel that is already closed.
+			select {
+			case <-time.After(10 * time.Millisecond):
+				continue
+			case <-deadline.C:
+				return nil
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		select {
+		case <-up:
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-up:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.session
 }
 
 // downReason is a short reason for logs and /tools: the error's text with the server's URL

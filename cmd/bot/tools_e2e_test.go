@@ -109,7 +109,8 @@ func TestTelegramToolCalledAsTheUser(t *testing.T) {
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__whoami", `{}`))
-	waitTools(t, e.start())
+	r := e.start()
+	waitTools(t, r)
 	e.tg.PushPrivate(ann, "who am I to the tools?")
 	got := e.waitAnswers(ann.ID, 1)
 	v := visible(got[0])
@@ -135,6 +136,21 @@ func TestTelegramToolCalledAsTheUser(t *testing.T) {
 	names := toolNames(e.model.Requests()[0])
 	if !slices.Contains(names, "fake__whoami") || slices.Contains(names, "fake__add") {
 		t.Errorf("the model was offered %s: want fake__whoami, and never the admins-only fake__add", names)
+	}
+	resp, err := http.Get("http://" + r.listener.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`switchboard_tool_calls_total{outcome="ok",server="fake",tool="whoami"} 1`,
+		`switchboard_tool_server_state{server="fake",state="up"} 1`,
+		`switchboard_tool_call_seconds_count{server="fake"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 
@@ -415,4 +431,38 @@ func askApproval(t *testing.T, ttl time.Duration, msg string) (*e2e, *mcpFake, t
 	waitTools(t, e.start())
 	e.tg.PushPrivate(ann, "echo please")
 	return e, f, e.waitQuestion(ann.ID)
+}
+
+// TestTelegramToolsCommand proves /tools lists the servers, their state and tools to anyone,
+// the policy to admins only, and /tools reload is for admins.
+func TestTelegramToolsCommand(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "always")(c)
+		c.Admins.Telegram = []string{strconv.FormatInt(bob.ID, 10)}
+	})
+	waitTools(t, e.start())
+	e.tg.PushPrivate(ann, "/tools")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "fake (http): up") || !strings.Contains(v, "fake__echo") || strings.Contains(v, "Policy") {
+		t.Errorf("/tools for a user shows %q: want the server up with its tools, no policy", v)
+	}
+	e.tg.PushPrivate(ann, "/tools reload")
+	got = e.waitAnswers(ann.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "for admins only") {
+		t.Errorf("/tools reload by a user: %q", v)
+	}
+	e.tg.PushPrivate(bob, "/tools")
+	got = e.waitAnswers(bob.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, "Policy") || !strings.Contains(v, "fake__echo — allow: everyone; approval: always") {
+		t.Errorf("/tools for an admin shows %q: want the policy", v)
+	}
+	e.tg.PushPrivate(bob, "/tools reload")
+	got = e.waitAnswers(bob.ID, 2)
+	if v := visible(got[1]); !strings.Contains(v, "Reconnecting") {
+		t.Errorf("/tools reload by an admin: %q", v)
+	}
+	waitFor(t, "the servers reconnected", 15*time.Second, func() bool {
+		return strings.Count(e.logs.String(), "tools: server connected") >= 2
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -419,4 +420,79 @@ func TestLostHTTPSessionReconnects(t *testing.T) {
 	waitFor(t, "a new session", func() bool {
 		return call(m, ctx, "fake__echo", `{"message":"three"}`).Content == "echo: three"
 	})
+}
+
+// inFlight counts the tools/call requests a server is answering at once.
+type inFlight struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (f *inFlight) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"tools/call"`)) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		f.mu.Lock()
+		f.now++
+		f.max = max(f.max, f.now)
+		f.mu.Unlock()
+		h.ServeHTTP(w, r)
+		f.mu.Lock()
+		f.now--
+		f.mu.Unlock()
+	})
+}
+
+// TestCallsOfOneResponseRunInParallel: the model's several tool calls in one response are made
+// at the same time, and their results come back in call order.
+func TestCallsOfOneResponseRunInParallel(t *testing.T) {
+	fl := &inFlight{}
+	ts := httptest.NewServer(fl.wrap(mcpserver.HTTPHandler(mcpserver.Options{})))
+	m := New(Config{Servers: []Server{{Name: "fake", URL: ts.URL}}}, Options{})
+	m.Start(context.Background())
+	defer func() {
+		m.Close()
+		ts.CloseClientConnections()
+		ts.Close()
+	}()
+	waitFor(t, "the fake's tools", func() bool { return m.Owns("fake__slow") })
+	model := llm.NewScripted(
+		llm.Reply{ToolCalls: []llm.ToolCall{
+			{ID: "c1", Name: "fake__slow", Arguments: `{"ms":300}`},
+			{ID: "c2", Name: "fake__slow", Arguments: `{"ms":301}`},
+			{ID: "c3", Name: "fake__echo", Arguments: `{"message":"third"}`},
+		}},
+		llm.Reply{Text: "done"},
+	)
+	rt := agent.NewRuntime(model)
+	defer m.Attach(rt)()
+	a, err := rt.Create(agent.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Dispose(context.Background()) }()
+	if err := a.SendInput(WithIdentity(context.Background(), alice), agent.Input{Content: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.WhenIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, e := range a.Session().Since(0) {
+		if e.Kind == agent.KindToolResult {
+			results = append(results, e.Content)
+		}
+	}
+	if want := []string{"done after 300ms", "done after 301ms", "echo: third"}; !slices.Equal(results, want) {
+		t.Errorf("results %q, want %q in call order", results, want)
+	}
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.max < 2 {
+		t.Errorf("at most %d calls were in flight at once, want the response's calls made together", fl.max)
+	}
 }

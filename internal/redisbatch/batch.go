@@ -5,7 +5,6 @@ package redisbatch
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -111,7 +110,7 @@ func (b *Batcher) Eval(ctx context.Context, script *redis.Script, keys []string,
 	m.one[0] = cmd
 	m.cmds = m.one[:]
 	b.do(ctx, m)
-	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if err := cmd.Err(); redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return script.Eval(ctx, b.c, keys, args...)
 	}
 	return cmd

@@ -23,7 +23,7 @@ type Hint struct {
 // missing; it reads from the start so hints added before the group existed are served.
 func (s *Store) EnsureGroup(ctx context.Context) error {
 	err := s.c.XGroupCreateMkStream(ctx, s.ReadyKey(), s.group, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 		return fmt.Errorf("rdb: create consumer group: %w", err)
 	}
 	return nil

@@ -420,7 +420,7 @@ func (s *Store) RenewMany(ctx context.Context, reqs []RenewReq) ([]Renewal, erro
 }
 
 func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // Release gives up owner's lease on tag; needHint reports the mailbox still holds work.

@@ -35,13 +35,9 @@ func approvalText(a runs.Approval) string {
 		"_"+who+"_")
 }
 
-// decisionOf reads an approval form's answer: the option picked for its one field.
-func decisionOf(p partialAnswer) (string, bool) {
-	a, ok := p.Fields[0]
-	if !ok || len(a.Options) != 1 {
-		return "", false
-	}
-	switch a.Options[0] {
+// decisionFor is the decision an approval card's option stands for: 0 Approve, 1 Deny.
+func decisionFor(option int) (string, bool) {
+	switch option {
 	case 0:
 		return runs.DecisionApprove, true
 	case 1:
@@ -156,10 +152,10 @@ func (r *Router) approvalClick(ctx context.Context, ch Channel, in Inbound, c th
 	if expired {
 		return r.decide(ctx, ch, in, c, form, decisionExpired, admin)
 	}
-	if id.Kind != render.ActionChoose || id.Field != 0 || (id.Option != 0 && id.Option != 1) {
+	d, ok := decisionFor(id.Option)
+	if id.Kind != render.ActionChoose || id.Field != 0 || !ok {
 		return msgBadButton, nil
 	}
-	d, _ := decisionOf(partialAnswer{Fields: map[int]fieldAnswer{0: {Options: []int{id.Option}}}})
 	return r.decide(ctx, ch, in, c, form, d, admin)
 }
 
@@ -179,7 +175,7 @@ func (r *Router) typedDecision(ctx context.Context, ch Channel, in Inbound, c th
 	if !ok {
 		return "A tool call waits for your decision: reply 1 to approve or 2 to deny.", nil
 	}
-	d, _ := decisionOf(partialAnswer{Fields: map[int]fieldAnswer{0: {Options: []int{opt}}}})
+	d, _ := decisionFor(opt)
 	return r.decide(ctx, ch, in, c, form, d, admin)
 }
 

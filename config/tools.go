@@ -57,12 +57,10 @@ type ToolRule struct {
 	Approval string   `koanf:"approval"`
 }
 
-// tools.subagents and tools.policy values.
+// tools.subagents and tools.policy approval values (allow takes everyone, admins or ids).
 const (
 	ToolsInherit   = "inherit"
 	ToolsNone      = "none"
-	AllowEveryone  = "everyone"
-	AllowAdmins    = "admins"
 	ApprovalNever  = "never"
 	ApprovalAlways = "always"
 	ApprovalAdmin  = "admin"

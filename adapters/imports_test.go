@@ -17,13 +17,12 @@ const module = "github.com/switchboard-bot/switchboard/"
 
 // allowed are the project packages an adapter's code may import: channels, render, the
 // conversation vocabulary, and the leaves of mechanism that know nothing of the project
-// (leaves: the JSON syntax of the hand-written decoders, the stack growth of hand-over
-// goroutines), each of the standard library only. Tests may also use the platform fakes, the
+// (leaves: the JSON syntax of the hand-written decoders), each of the standard library only. Tests may also use the platform fakes, the
 // fake model, the test helper that waits on a condition, the concurrent log buffer and the
 // counting Handler (internal/chantest).
-var allowed = append([]string{"channels", "render", "core/conv"}, leaves...)
+var allowed = append([]string{"channels", "channels/kit", "render", "core/conv"}, leaves...)
 
-var leaves = []string{"internal/jsonwire", "internal/growstack"}
+var leaves = []string{"internal/jsonwire"}
 
 var allowedInTests = []string{"internal/fake/", "internal/poll", "internal/logbuf", "internal/leasetest", "internal/chantest"}
 
@@ -99,7 +98,7 @@ func refuse(p, own string, test bool) string {
 	}
 	rel := strings.TrimPrefix(p, module)
 	for _, a := range allowed {
-		if rel == a || strings.HasPrefix(rel, a+"/") {
+		if rel == a {
 			return ""
 		}
 	}
@@ -110,5 +109,5 @@ func refuse(p, own string, test bool) string {
 			}
 		}
 	}
-	return "an adapter imports channels, render and core/conv only"
+	return "an adapter imports channels, channels/kit, render and core/conv only (never the router or delivery)"
 }

@@ -261,3 +261,16 @@ var ErrUnauthorized = errors.New("the platform refused the bot's credentials")
 
 // ErrNotModified means an edit changed nothing; callers treat it as success.
 var ErrNotModified = errors.New("channels: the message was not modified")
+
+// FinalEditor is an Editor with a separate, unthrottled edit for a run's closing message
+// (Telegram's adapter has one). Delivery prefers it for terminal events.
+type FinalEditor interface {
+	EditFinal(ctx context.Context, ref MessageRef, m Message) (MessageRef, error)
+}
+
+// IntakeStopper is a channel that can stop taking events in while it can still send. Shutdown
+// calls it before draining the workers, so an intake held through a Lease passes to another
+// process at once instead of after the drain.
+type IntakeStopper interface {
+	StopIntake(ctx context.Context) error
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // rewrite sends discordgo's requests, which always name https://discord.com, to Config.APIURL.
@@ -197,12 +198,12 @@ func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo
 			c.cfg.RateLimits.Limited(op, rl.RetryAfter, true)
 			waited += wait
 			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter, "wait", wait)
-			if err := channels.Sleep(ctx, wait); err != nil {
+			if err := kit.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		case apiStatus(err) >= 500 && fivexx < 2:
 			fivexx++
-			if err := channels.Sleep(ctx, time.Duration(fivexx)*250*time.Millisecond); err != nil {
+			if err := kit.Sleep(ctx, time.Duration(fivexx)*250*time.Millisecond); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		default:

@@ -40,6 +40,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -107,8 +108,8 @@ type Config struct {
 	// Dialer dials the gateway; default websocket.DefaultDialer's settings.
 	Dialer *websocket.Dialer
 	// TypingAfter is how long a typing signal waits before it is sent, dropped if a message is
-	// posted meanwhile (channels.TypingOptions.After); zero sends it at once. cmd/bot passes
-	// channels.DefaultTypingAfter.
+	// posted meanwhile (kit.TypingOptions.After); zero sends it at once. cmd/bot passes
+	// kit.DefaultTypingAfter.
 	TypingAfter time.Duration
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
@@ -150,16 +151,16 @@ type Config struct {
 	OnConnect func(shard int, resumed bool)
 	// Lease, when set, holds each shard through a lease shared by every process of the
 	// deployment, named LeaseName + ":<shard>/<count>": a process runs only the shards it holds
-	// and the processes split them evenly (channels.RunLeasedSet); a dead process's shards are
+	// and the processes split them evenly (kit.RunLeasedSet); a dead process's shards are
 	// taken over once their leases expire (LeaseTTL), resuming the session it saved (Sessions,
 	// saved every SessionSaveEvery while a shard runs), so Discord replays what it missed.
 	// Stop hands the leases back at once. Nil: this process runs every shard of its plan.
-	Lease channels.Lease
+	Lease kit.Lease
 	// LeaseName names the bot in the leases, e.g. "discord:<bot id>"; default "discord".
 	LeaseName string
 	// LeaseOwner names this process in the leases; default a random id.
 	LeaseOwner string
-	// LeaseTTL is a shard lease's lifetime without renewal; default channels.DefaultLeaseTTL.
+	// LeaseTTL is a shard lease's lifetime without renewal; default kit.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// OnLease, when set, is called with true when this process starts running a shard under
 	// its lease and with false when it stops; OnTakeover when it takes a shard another process
@@ -175,14 +176,14 @@ type Config struct {
 	// and follow-ups excepted, as Discord does; default 50, Discord's global limit; negative: no
 	// bound (only 429s slow the bot down). The processes sharing the bot's shards through Lease
 	// split it: each allows ⌊GlobalRate / live processes⌋ a second (at least 1), as counted by
-	// the Lease's census (channels.Census) each time the shards are shared out, keeping its last
+	// the Lease's census (kit.Census) each time the shards are shared out, keeping its last
 	// share while the census fails. Without a Lease, or one without a census, this Channel
 	// allows the whole rate.
 	GlobalRate int
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
-	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// (kit.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
-	RateLimits *channels.RateLimitLog
+	RateLimits *kit.RateLimitLog
 }
 
 // String is redacted: it never shows the token.
@@ -198,7 +199,7 @@ func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Channel is the Discord channel. Create it with New; all methods are safe for concurrent use.
 type Channel struct {
-	typing *channels.TypingSignals // typing signals, sent off the caller's path
+	typing *kit.TypingSignals // typing signals, sent off the caller's path
 	cfg    Config
 	s      *discordgo.Session
 	redact redactor
@@ -213,7 +214,7 @@ type Channel struct {
 	liveNow func() time.Time
 	// reg retries a command registration refused at start (tests set its Wait to record the
 	// waits instead of sleeping them).
-	reg *channels.LaterRetry
+	reg *kit.LaterRetry
 
 	mu      sync.Mutex
 	handler channels.Handler
@@ -296,7 +297,7 @@ func New(cfg Config) (*Channel, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RateLimits == nil {
-		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
@@ -355,7 +356,7 @@ func New(cfg Config) (*Channel, error) {
 		appID:   cfg.ApplicationID,
 		now:     cfg.Now,
 		liveNow: time.Now,
-		reg: &channels.LaterRetry{
+		reg: &kit.LaterRetry{
 			Failed: "discord: registering commands failed", Done: "discord: commands registered after retrying",
 			GaveUp: "the slash commands stay as Discord has them until the next start",
 			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
@@ -366,7 +367,7 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.threads = newThreadMaker(c)
 	c.order = newOrderer()
-	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
+	c.typing = kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
 	return c, nil
 }

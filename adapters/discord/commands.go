@@ -118,7 +118,7 @@ const (
 //
 // Each call waits out a few 429s (see call). A registration still refused for now — rate
 // limited for longer, a 5xx, a network error — is handed to a retry in the background
-// (channels.LaterRetry: regRetryMin doubling to regRetryMax, never sooner than a 429's
+// (kit.LaterRetry: regRetryMin doubling to regRetryMax, never sooner than a 429's
 // retry_after), until it succeeds or the channel stops; RegisterCommands then logs a warning and
 // returns nil, and the retry logs each failure and the success. It returns an error when
 // retrying cannot help: the channel is not started or has stopped, ctx ended, or Discord refused

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/internal/chantest"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/poll"
@@ -190,8 +191,8 @@ func TestRegistrationWaitHonoursRetryAfter(t *testing.T) {
 		{"a wrapped one", regRetryMax, fmt.Errorf("x: %w", &channels.RateLimitError{RetryAfter: time.Hour}), time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := channels.RetryWait(tc.backoff, tc.err); got != tc.want {
-				t.Errorf("channels.RetryWait(%v, %v) = %v, want %v", tc.backoff, tc.err, got, tc.want)
+			if got := kit.RetryWait(tc.backoff, tc.err); got != tc.want {
+				t.Errorf("kit.RetryWait(%v, %v) = %v, want %v", tc.backoff, tc.err, got, tc.want)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // The gateway client is the adapter's own: discordgo v0.29.0 resumes on the generic gateway URL
@@ -48,29 +48,12 @@ type frame struct {
 	T  string          `json:"t,omitempty"`
 }
 
-// frameKeys: d (bit 1) is a json.RawMessage.
-var frameKeys = jsonwire.Keys{Names: []string{"op", "d", "s", "t"}, Raw: 1 << 1}
-
-// decodeFrame reads one gateway message as json.Unmarshal reads it into a frame, in one pass
-// for the common shape: a dispatch's d, most of the message, is read again by the event's own
-// decoder, and a first pass of encoding/json over it was 3–4 % of the bot's CPU a message. D
-// is a slice of data, which the caller must not reuse. What jsonwire.Reader gives up on (a null
-// d among them) is left to encoding/json, which also says what is wrong.
+// decodeFrame reads one gateway message: a dispatch's d is kept raw for the event's own decoder.
+// Its errors are encoding/json's, which say what is wrong.
 func decodeFrame(data []byte) (frame, error) {
-	return jsonwire.Decode(data, func(r *jsonwire.Reader, f *frame) {
-		r.Object(&frameKeys, func(k int) {
-			switch k {
-			case 0:
-				f.Op = r.Int()
-			case 1:
-				f.D = r.Raw()
-			case 2:
-				f.S = int64(r.Int())
-			case 3:
-				f.T = r.Str()
-			}
-		})
-	})
+	var f frame
+	err := json.Unmarshal(data, &f)
+	return f, err
 }
 
 // maxHeartbeatInterval bounds the interval HELLO may announce (Discord's is 41.25 s): more would
@@ -215,7 +198,7 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 			backoff = g.c.cfg.ReconnectMin
 		}
 		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "shard", g.shardID, "err", err, "in", backoff)
-		if channels.Sleep(ctx, backoff) != nil {
+		if kit.Sleep(ctx, backoff) != nil {
 			return
 		}
 		if !healthy {
@@ -448,7 +431,7 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			}
 			g.forget()
 			// Discord asks for a pause of 1–5 s before identifying again.
-			if err := channels.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+			if err := kit.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
 				return healthy, err
 			}
 			if err := identify(); errors.Is(err, errFatal) {

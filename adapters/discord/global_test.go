@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/poll"
@@ -150,7 +151,7 @@ func TestGlobalRateExemptsInteractionEndpoints(t *testing.T) {
 // headCount is a shard lease whose census reports the number of processes it is set to, or an
 // error; the tests wait on its attendances to know a count was taken.
 type headCount struct {
-	channels.MemoryLease
+	kit.MemoryLease
 	mu      sync.Mutex
 	n       int
 	err     error
@@ -278,7 +279,7 @@ func globalPer(ch *Channel) int {
 // runs, and the whole limit again once the second has stopped and left the census.
 func TestTwoProcessesShareTheGlobalRate(t *testing.T) {
 	fk := discordfake.New(t)
-	mem := &channels.MemoryLease{}
+	mem := &kit.MemoryLease{}
 	shared := func(owner string) func(*Config) {
 		return func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, owner, 500*time.Millisecond }
 	}

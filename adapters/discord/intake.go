@@ -4,11 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/internal/growstack"
-
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Intake: what the gateway delivers, decoded, ordered per channel and handed to the router.
@@ -80,7 +79,6 @@ func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			growstack.Grow() // a hand-over goes down to the router's Redis calls
 			run()
 		}()
 	}, ctx)
@@ -122,7 +120,7 @@ func (c *Channel) handOver(ctx context.Context, in channels.Inbound) bool {
 				"conv", in.Conv.String(), "err", err)
 			return false
 		}
-		if channels.Sleep(ctx, wait) != nil {
+		if kit.Sleep(ctx, wait) != nil {
 			return false
 		}
 		wait *= 2

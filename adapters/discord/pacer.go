@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Discord's rate rules the adapter keeps before Discord has to refuse anything: identifies,
@@ -35,7 +35,7 @@ type pacer struct {
 
 func newPacer(per int, every time.Duration) *pacer {
 	p := &pacer{per: max(per, 1), every: every, now: time.Now}
-	p.sleepUntil = func(ctx context.Context, at time.Time) error { return channels.Sleep(ctx, at.Sub(p.now())) }
+	p.sleepUntil = func(ctx context.Context, at time.Time) error { return kit.Sleep(ctx, at.Sub(p.now())) }
 	return p
 }
 

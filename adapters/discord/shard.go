@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Shards: which of the bot's shards this process runs. Each shard of the plan is held through
@@ -36,18 +35,18 @@ func (c *Channel) leaseName(id, count int) string {
 func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan error, onFirstRound func([]int)) {
 	lease := c.cfg.Lease
 	if lease == nil {
-		lease = &channels.MemoryLease{}
+		lease = &kit.MemoryLease{}
 	}
 	names := make([]string, len(p.ids))
 	for i, id := range p.ids {
 		names[i] = c.leaseName(id, p.count)
 	}
 	reported := make([]bool, len(p.ids)) // touched by the lead of shard i only, one at a time
-	var census channels.Census           // nil: RunLeasedSet's default, the lease's own
-	if cs, ok := lease.(channels.Census); ok && c.global != nil {
+	var census kit.Census                // nil: RunLeasedSet's default, the lease's own
+	if cs, ok := lease.(kit.Census); ok && c.global != nil {
 		census = sharingCensus{Census: cs, share: c.shareGlobal}
 	}
-	channels.RunLeasedSet(ctx, channels.LeaseSetOptions{
+	kit.RunLeasedSet(ctx, kit.LeaseSetOptions{
 		Lease:  lease,
 		Census: census,
 		Group:  c.cfg.LeaseName + ":" + strconv.Itoa(max(p.count, 1)),
@@ -79,7 +78,7 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 // sharingCensus is the census of the processes sharing the shards (one bot's token), telling
 // share each count it takes; a failed count tells nothing, so the last share stands.
 type sharingCensus struct {
-	channels.Census
+	kit.Census
 	share func(processes int)
 }
 

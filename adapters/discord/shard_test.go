@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/leasetest"
 	"github.com/switchboard-bot/switchboard/internal/poll"
@@ -27,7 +27,7 @@ func shardGuilds(n int) map[int]string {
 	return guilds
 }
 
-func sharedShards(lease channels.Lease, store SessionStore, owner string) func(*Config) {
+func sharedShards(lease kit.Lease, store SessionStore, owner string) func(*Config) {
 	return func(c *Config) {
 		c.AutoShard, c.IdentifyInterval = true, 20*time.Millisecond
 		c.Lease, c.LeaseOwner, c.LeaseTTL, c.Sessions = lease, owner, 600*time.Millisecond, store
@@ -42,7 +42,7 @@ func TestTwoProcessesSplitTheShards(t *testing.T) {
 	fk := discordfake.New(t)
 	fk.RecommendShards(2, 1)
 	guilds := shardGuilds(2)
-	mem, store := &channels.MemoryLease{}, &MemorySessions{}
+	mem, store := &kit.MemoryLease{}, &MemorySessions{}
 	a := newHarness(t, fk, sharedShards(mem, store, "a"))
 	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.heldShards()) == 2 })
 	b := newHarness(t, fk, sharedShards(mem, store, "b"))
@@ -72,7 +72,7 @@ func TestDeadProcessShardTakenOverAndResumed(t *testing.T) {
 	fk := discordfake.New(t)
 	fk.RecommendShards(2, 1)
 	guilds := shardGuilds(2)
-	mem, store := &channels.MemoryLease{}, &MemorySessions{}
+	mem, store := &kit.MemoryLease{}, &MemorySessions{}
 	dying := &leasetest.Severable{M: mem}
 	a := newHarness(t, fk, sharedShards(dying, store, "a"))
 	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.heldShards()) == 2 })
@@ -109,7 +109,7 @@ func TestDeadProcessShardTakenOverAndResumed(t *testing.T) {
 // still starts, knows the bot's id for delivery, and is ready.
 func TestStandbyProcessIsReady(t *testing.T) {
 	fk := discordfake.New(t)
-	mem := &channels.MemoryLease{}
+	mem := &kit.MemoryLease{}
 	a := newHarness(t, fk, func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, "a", 600*time.Millisecond })
 	b := newHarness(t, fk, func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, "b", 600*time.Millisecond })
 	if len(a.ch.heldShards()) != 1 || len(b.ch.heldShards()) != 0 {

@@ -46,6 +46,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -100,15 +101,15 @@ type Config struct {
 	// Lease, when set, holds each Socket Mode connection slot through a lease shared by every
 	// process of the app (named LeaseName + ":slot<i>"): a process opens a socket only for the
 	// slots it holds, so the processes together never open more than Connections; they split
-	// the slots evenly (channels.RunLeasedSet), a dead process's slots are taken over once their
+	// the slots evenly (kit.RunLeasedSet), a dead process's slots are taken over once their
 	// leases expire (LeaseTTL), and Stop hands them back at once. A process holding no slot
 	// still delivers. Nil: this process opens every slot.
-	Lease channels.Lease
+	Lease kit.Lease
 	// LeaseName names the app in the leases, e.g. "slack:<app id>"; default "slack".
 	LeaseName string
 	// LeaseOwner names this process in the leases; default a random id.
 	LeaseOwner string
-	// LeaseTTL is a slot lease's lifetime without renewal; default channels.DefaultLeaseTTL.
+	// LeaseTTL is a slot lease's lifetime without renewal; default kit.DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// OnLease, when set, is called with true when this process starts holding slot i and with
 	// false when it gives it up; OnTakeover when it takes a slot another process held. Both
@@ -116,9 +117,9 @@ type Config struct {
 	OnLease    func(slot int, held bool)
 	OnTakeover func(slot int)
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
-	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// (kit.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
-	RateLimits *channels.RateLimitLog
+	RateLimits *kit.RateLimitLog
 	// ThreadReplies is RepliesAll (default) or RepliesMention.
 	ThreadReplies ThreadReplies
 	// ReplyInThread answers a top-level channel mention in a thread rooted at it. New sets it
@@ -133,7 +134,7 @@ type Config struct {
 	AssistantStatusOff bool
 	// StatusAfter is how long a run works before its status is set: one answered sooner sets
 	// none and so costs no status calls (the set and the clear). Zero sets it at once. cmd/bot
-	// passes channels.DefaultTypingAfter.
+	// passes kit.DefaultTypingAfter.
 	StatusAfter time.Duration
 	// StreamingOff turns native streaming off (slack.streaming: false): answers are posted and
 	// edited as on every platform. By default an answer in a thread streams
@@ -248,7 +249,7 @@ type Channel struct {
 	rendered      render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
 	untitled      recentEvents         // channel/thread of the assistant threads awaiting their first message (the last 4,096)
 	recent        recentEvents         // ids of the events handled here rather than by the router (dedupe)
-	followups     *channels.Followups  // assistant threads' prompts and titles, sent off the ack's path
+	followups     *kit.Followups       // assistant threads' prompts and titles, sent off the ack's path
 	edits         sync.Map             // channel/ts → *atomic.Int64: the generation of the message's latest edit
 
 	teamClients sync.Map   // team → *teamClient (installed workspaces)
@@ -346,7 +347,7 @@ func New(cfg Config) (*Channel, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RateLimits == nil {
-		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = 30 * time.Second
@@ -378,7 +379,7 @@ func New(cfg Config) (*Channel, error) {
 		redact: newRedactor(cfg.BotToken, cfg.AppToken, cfg.SigningSecret, cfg.ClientSecret),
 		log:    cfg.Logger,
 		now:    time.Now,
-		sleep:  channels.Sleep,
+		sleep:  kit.Sleep,
 		pacer:  newPacer(paceEvery, paceBurst),
 		tiers:  newTierLimiter(),
 
@@ -387,7 +388,7 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
 	c.lanes = newLanes(maxHandovers)
-	c.followups = channels.NewFollowups()
+	c.followups = kit.NewFollowups()
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // errMalformed is wrapped by every decoding error: the payload is not something Slack sends.
@@ -106,8 +106,7 @@ func decodeCallback(data []byte) (callback, innerEvent, error) {
 	if len(data) > maxPayloadBytes {
 		return cb, ev, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
 	}
-	cb, err := jsonwire.Decode(data, readCallback)
-	if err != nil {
+	if err := json.Unmarshal(data, &cb); err != nil {
 		return cb, ev, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	switch cb.Type {

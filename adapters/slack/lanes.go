@@ -3,8 +3,6 @@ package slack
 import (
 	"context"
 	"sync"
-
-	"github.com/switchboard-bot/switchboard/internal/growstack"
 )
 
 // maxHandovers bounds how many conversations are handed to the Handler at once, as the
@@ -93,7 +91,6 @@ func (l *lanes) do(key string, f func()) {
 
 // drain runs key's functions, taking turns with the waiting keys, until no key has work.
 func (l *lanes) drain(key string) {
-	growstack.Grow() // a hand-over goes down to the router's Redis calls
 	l.mu.Lock()
 	for {
 		q := l.m[key]

@@ -3,7 +3,7 @@ package slack
 import (
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Slack's posting pace per channel: about one message a second, with short bursts allowed.
@@ -18,11 +18,11 @@ const (
 type pacer struct {
 	every    time.Duration
 	burst    int
-	channels *channels.Pacer[string]
+	channels *kit.Pacer[string]
 }
 
 func newPacer(every time.Duration, burst int) *pacer {
-	return &pacer{every: every, burst: burst, channels: channels.NewPacer[string]()}
+	return &pacer{every: every, burst: burst, channels: kit.NewPacer[string]()}
 }
 
 // reserve books the channel's next slot and returns how long to wait for it.

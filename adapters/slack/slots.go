@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Slots: Slack allows an app at most MaxConnections Socket Mode connections, and spreads its
@@ -19,14 +19,14 @@ import (
 func (c *Channel) runSlots(readCtx, connCtx context.Context, firsts []*connState, onFirstRound func([]int)) {
 	lease := c.cfg.Lease
 	if lease == nil {
-		lease = &channels.MemoryLease{}
+		lease = &kit.MemoryLease{}
 	}
 	names := make([]string, len(firsts))
 	for i := range names {
 		names[i] = c.cfg.LeaseName + ":slot" + strconv.Itoa(i)
 	}
 	used := make([]bool, len(firsts)) // touched by the lead of slot i only, one at a time
-	channels.RunLeasedSet(connCtx, channels.LeaseSetOptions{
+	kit.RunLeasedSet(connCtx, kit.LeaseSetOptions{
 		Lease: lease,
 		// The slots are the app's, whatever Connections each process was given: processes
 		// configured differently still share one budget.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 	"github.com/switchboard-bot/switchboard/internal/leasetest"
 )
@@ -14,7 +14,7 @@ import (
 // budget, in process: Channels on one lease open at most Connections sockets together, split
 // the slots, and take a dead one's over.
 
-func sharedSlots(lease channels.Lease, owner string, connections int) func(*Config) {
+func sharedSlots(lease kit.Lease, owner string, connections int) func(*Config) {
 	return func(c *Config) {
 		c.Connections, c.Lease, c.LeaseOwner, c.LeaseTTL = connections, lease, owner, 600*time.Millisecond
 	}
@@ -26,7 +26,7 @@ func sharedSlots(lease channels.Lease, owner string, connections int) func(*Conf
 func TestProcessesShareTheSocketBudget(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
-	mem := &channels.MemoryLease{}
+	mem := &kit.MemoryLease{}
 	a := startWith(t, fake, sharedSlots(mem, "a", 2), &recorder{})
 	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 && fake.Connections() == 2 })
 	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
@@ -58,7 +58,7 @@ func TestProcessesShareTheSocketBudget(t *testing.T) {
 func TestDeadProcessSocketSlotsTakenOver(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
-	mem := &channels.MemoryLease{}
+	mem := &kit.MemoryLease{}
 	dying := &leasetest.Severable{M: mem}
 	a := startWith(t, fake, sharedSlots(dying, "a", 2), &recorder{})
 	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 })
@@ -83,7 +83,7 @@ func TestDeadProcessSocketSlotsTakenOver(t *testing.T) {
 func TestStoppedProcessHandsItsSlotsBack(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
-	mem := &channels.MemoryLease{}
+	mem := &kit.MemoryLease{}
 	ttl := 5 * time.Second
 	long := func(c *Config) { c.Connections, c.Lease, c.LeaseTTL = 2, mem, ttl }
 	a := startWith(t, fake, func(c *Config) { long(c); c.LeaseOwner = "a" }, &recorder{})

@@ -14,7 +14,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // connState is one Socket Mode connection's life.
@@ -178,33 +177,12 @@ type frame struct {
 	Reason       string          `json:"reason"` // a disconnect's
 }
 
-// frameKeys: payload (bit 2) is a json.RawMessage.
-var frameKeys = jsonwire.Keys{Names: []string{"type", "envelope_id", "payload", "retry_attempt", "retry_reason", "reason"}, Raw: 1 << 2}
-
-// decodeFrame reads one Socket Mode message as json.Unmarshal reads it into a frame, in one pass
-// for the common shape (its payload, most of the message, is read again by decodeCallback: a
-// second pass of encoding/json over it was 2–3 % of the bot's CPU a message). Payload is a slice
-// of data, which the caller must not reuse. What jsonwire.Reader gives up on is left to
-// encoding/json, which also says what is wrong.
+// decodeFrame reads one Socket Mode message: its payload is kept raw for decodeCallback (or the
+// interaction's or command's decoder). Its errors are encoding/json's, which say what is wrong.
 func decodeFrame(data []byte) (frame, error) {
-	return jsonwire.Decode(data, func(r *jsonwire.Reader, f *frame) {
-		r.Object(&frameKeys, func(k int) {
-			switch k {
-			case 0:
-				f.Type = r.Str()
-			case 1:
-				f.EnvelopeID = r.Str()
-			case 2:
-				f.Payload = r.Raw()
-			case 3:
-				f.RetryAttempt = r.Int()
-			case 4:
-				f.RetryReason = r.Str()
-			case 5:
-				f.Reason = r.Str()
-			}
-		})
-	})
+	var f frame
+	err := json.Unmarshal(data, &f)
+	return f, err
 }
 
 // socket is one open websocket; acks are written from the lanes, one at a time.

@@ -3,7 +3,7 @@ package slack
 import (
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // tier is a Web API method's rate-limit tier. Slack applies the limits per method, per app, per
@@ -72,13 +72,13 @@ type tierKey struct {
 // It books slots and says how long to wait; the caller waits (respecting its context), so it
 // runs no goroutine. A 429 on a method pauses its tier's bucket for the Retry-After.
 // Methods of one tier share a bucket: stricter than Slack's per-method limits, never looser.
-// Buckets full again are dropped (channels.PacerSweepEvery), so memory follows the workspaces
+// Buckets full again are dropped (kit.PacerSweepEvery), so memory follows the workspaces
 // active in the last minute or so.
 type tierLimiter struct {
-	buckets *channels.Pacer[tierKey]
+	buckets *kit.Pacer[tierKey]
 }
 
-func newTierLimiter() *tierLimiter { return &tierLimiter{buckets: channels.NewPacer[tierKey]()} }
+func newTierLimiter() *tierLimiter { return &tierLimiter{buckets: kit.NewPacer[tierKey]()} }
 
 // interval is the time one call of tier t costs.
 func (t tier) interval() time.Duration { return time.Minute / time.Duration(tierRates[t].perMinute) }

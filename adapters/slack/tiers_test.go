@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
@@ -126,7 +127,7 @@ func TestTierLimiterDropsIdleBuckets(t *testing.T) {
 	if n := l.buckets.Len(); n != 1001 {
 		t.Fatalf("%d buckets, want 1001", n)
 	}
-	later := now.Add(channels.PacerSweepEvery)
+	later := now.Add(kit.PacerSweepEvery)
 	w := l.reserve("TBUSY", "chat.update", later)
 	if n := l.buckets.Len(); n != 1 {
 		t.Fatalf("after a minute: %d buckets, want only the busy workspace's", n)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-
-	"github.com/switchboard-bot/switchboard/internal/growstack"
 )
 
 // maxHandovers bounds how many conversations of one getUpdates batch are handed to the Handler
@@ -114,7 +112,6 @@ func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				growstack.Grow() // a hand-over goes down to the router's Redis calls
 				for j := next.Add(1) - 1; j < int64(len(order)); j = next.Add(1) - 1 {
 					run(order[j])
 				}

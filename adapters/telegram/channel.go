@@ -6,7 +6,7 @@
 // redaction in every error and log line.
 //
 // Inbound: long polling (default) or a webhook handler to mount on the shared HTTP listener.
-// Telegram serves one poller per bot: with a channels.Lease shared by several processes, only
+// Telegram serves one poller per bot: with a kit.Lease shared by several processes, only
 // the one holding it polls and another takes over when it stops or dies (Config.Lease); a 409
 // Conflict from a poller outside the lease is logged once and backed off.
 // Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
@@ -31,6 +31,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -87,10 +88,10 @@ type Config struct {
 	// polls, from the offset in Offsets; the others stand by — they still send — and one takes
 	// over within about LeaseTTL when the poller dies, at once when it stops. Offsets must then be
 	// shared too. Unused in webhook mode. Nil: this process polls unconditionally.
-	Lease channels.Lease
+	Lease kit.Lease
 	// LeaseOwner names this process in the lease; default a random id.
 	LeaseOwner string
-	// LeaseTTL is the lease's lifetime without renewal; default channels.DefaultLeaseTTL (10 s).
+	// LeaseTTL is the lease's lifetime without renewal; default kit.DefaultLeaseTTL (10 s).
 	LeaseTTL time.Duration
 	// OnLease, when set, is called with true when this process starts polling under the lease
 	// and with false when it stops (lost, released); it must return quickly.
@@ -99,12 +100,12 @@ type Config struct {
 	// process held it (it died, or handed it over); it must return quickly.
 	OnTakeover func()
 	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
-	// (channels.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
+	// (kit.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
 	// Debug only.
-	RateLimits *channels.RateLimitLog
+	RateLimits *kit.RateLimitLog
 	// TypingAfter is how long a typing signal waits before it is sent, dropped if a message is
-	// posted meanwhile (channels.TypingOptions.After); zero sends it at once. cmd/bot passes
-	// channels.DefaultTypingAfter.
+	// posted meanwhile (kit.TypingOptions.After); zero sends it at once. cmd/bot passes
+	// kit.DefaultTypingAfter.
 	TypingAfter time.Duration
 	// Logger receives operator logs; default slog.Default().
 	Logger *slog.Logger
@@ -154,7 +155,7 @@ type Channel struct {
 	wg      sync.WaitGroup
 	// reg retries a command registration refused at start (tests set its Wait to record the
 	// waits instead of sleeping them).
-	reg *channels.LaterRetry
+	reg *kit.LaterRetry
 
 	lastPoll   atomic.Int64 // unix nanos of the last successful getUpdates
 	leading    atomic.Bool  // this process holds the polling lease (Config.Lease set)
@@ -167,7 +168,7 @@ type Channel struct {
 	pacer      *pacer
 	edits      *editThrottle
 	rendered   render.Kept[[]piece] // cards Pages rendered, for their Send or Edit
-	typing     *channels.TypingSignals
+	typing     *kit.TypingSignals
 	sleep      func(ctx context.Context, d time.Duration) error
 	now        func() time.Time
 	pollTimout time.Duration
@@ -224,7 +225,7 @@ func New(cfg Config) (*Channel, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RateLimits == nil {
-		cfg.RateLimits = channels.NewRateLimitLog(platform, cfg.Logger, nil)
+		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
 	if cfg.LeaseOwner == "" {
 		var b [8]byte
@@ -248,16 +249,16 @@ func New(cfg Config) (*Channel, error) {
 		gate:       newConvGate(),
 		pacer:      newPacer(),
 		edits:      newEditThrottle(time.Second, 3*time.Second),
-		sleep:      channels.Sleep,
+		sleep:      kit.Sleep,
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,
-		reg: &channels.LaterRetry{
+		reg: &kit.LaterRetry{
 			Failed: "telegram: registering commands failed", Done: "telegram: commands registered after retrying",
 			GaveUp: "the command menu stays as Telegram has it until the next start",
 			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger,
 		},
 	}
-	c.typing = channels.NewTypingSignals(channels.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
+	c.typing = kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
 	return c, nil
 }
@@ -358,7 +359,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 // Offsets: another process may have moved it on since.
 func (c *Channel) pollLeased(ctx context.Context) {
 	defer c.wg.Done()
-	channels.RunLeased(ctx, channels.LeaseOptions{
+	kit.RunLeased(ctx, kit.LeaseOptions{
 		Lease:      c.cfg.Lease,
 		Name:       platform + ":" + strconv.FormatInt(c.self.id, 10),
 		Owner:      c.cfg.LeaseOwner,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
@@ -18,7 +18,7 @@ import (
 // the saved offset, every update handed over exactly once.
 func TestLeasedPollingOneChannelPollsAndTheOtherTakesOver(t *testing.T) {
 	fake := telegramfake.New(t)
-	lease, store := &channels.MemoryLease{}, &MemoryOffsets{}
+	lease, store := &kit.MemoryLease{}, &MemoryOffsets{}
 	var pollingMu sync.Mutex
 	polling := map[string]bool{}
 	mk := func(owner string) (*Channel, *recorder) {

@@ -3,7 +3,7 @@ package telegram
 import (
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Pacing limits: about one message a second per private chat and 20 a minute per group, each
@@ -30,12 +30,12 @@ const (
 // limit holds up may come closer to its chat's next one than the chat's pace; never earlier
 // than its own slot.)
 type pacer struct {
-	chats  *channels.Pacer[int64]
-	global *channels.Pacer[struct{}]
+	chats  *kit.Pacer[int64]
+	global *kit.Pacer[struct{}]
 }
 
 func newPacer() *pacer {
-	return &pacer{chats: channels.NewPacer[int64](), global: channels.NewPacer[struct{}]()}
+	return &pacer{chats: kit.NewPacer[int64](), global: kit.NewPacer[struct{}]()}
 }
 
 // reserve books a send slot in chat at now and returns how long to wait for it.

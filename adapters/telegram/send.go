@@ -363,7 +363,7 @@ const (
 // Names are lowercased and lose a leading '/'.
 //
 // A registration refused for now — rate limited past the call's own waits, a 5xx, a network
-// error — is retried in the background (channels.LaterRetry) until it succeeds or the channel
+// error — is retried in the background (kit.LaterRetry) until it succeeds or the channel
 // stops: RegisterCommands then logs a warning and returns nil. It returns an error when
 // retrying cannot help: the channel is not started or has stopped, ctx ended, Telegram refused
 // the token or the list itself (another 4xx), or its answer was unreadable. A later call

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -49,8 +50,8 @@ func decodeUpdate(data []byte) (update, error) {
 	if len(data) > maxUpdateBytes {
 		return update{}, fmt.Errorf("%w: %d bytes", errMalformedUpdate, len(data))
 	}
-	u, err := unmarshalUpdate(data)
-	if err != nil {
+	var u update
+	if err := json.Unmarshal(data, &u); err != nil {
 		return u, fmt.Errorf("%w: %w", errMalformedUpdate, err)
 	}
 	if u.UpdateID <= 0 {

@@ -1,11 +1,10 @@
 package telegram
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 func TestDecodeUpdateRejectsMalformedInput(t *testing.T) {
@@ -96,57 +95,74 @@ func FuzzDecodeUpdate(f *testing.F) {
 	})
 }
 
-// TestUnmarshalUpdateReadsWhatEncodingJSONReads holds the one-pass reading of updates to
-// encoding/json's: the common text message, read in one pass, and every shape it leaves to
-// encoding/json (other kinds, fields it does not take, case-folded or doubled keys, nulls).
-func TestUnmarshalUpdateReadsWhatEncodingJSONReads(t *testing.T) {
-	for _, body := range []string{
-		wireUpdate(7, "hello"),
-		`{"update_id":1,"message":{"message_id":2,"from":{"id":9,"is_bot":false,"first_name":"A","last_name":"B","username":"ab","language_code":"en"},"chat":{"id":-1,"type":"supergroup","title":"T","username":"g"},"date":5,"text":"/new@me_bot x","entities":[{"type":"bot_command","offset":0,"length":11},{"type":"text_link","offset":1,"length":2,"url":"https://x"},{"type":"pre","offset":0,"length":1,"language":"go"}]}}`,
-		`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true,"text":"t","entities":[]}}`,
-		`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup","is_forum":true},"reply_to_message":{"message_id":7,"chat":{"id":-9}},"caption":"c"}}`,
-		`{"update_id":2,"callback_query":{"id":"q","from":{"id":5},"message":{"message_id":3,"chat":{"id":5,"type":"private"}},"data":"d"}}`,
-		`{"update_id":1,"message":{"message_id":2,"chat":{"id":1,"type":"private"},"text":"x","from":null,"entities":null}}`,
-		`{"update_id":1,"message":null}`,
-		`{"update_id":1,"Message":{"message_id":2,"chat":{"id":1}}}`,
-		`{"update_id":1,"update_id":2}`,
-		`{"update_id":1,"message":{"message_id":2,"chat":{"id":1},"entities":[{"type":"mention","offset":0,"length":3,"user":{"id":4}}]}}`,
-		`{"update_id":1,"edited_message":{"message_id":2,"chat":{"id":1}}}`,
-		` { "update_id" : 1 , "message" : { "message_id" : 2 , "chat" : { "id" : 1 } , "text" : "caf\u00e9" } } `,
+// TestDecodeUpdateReadsWhatTelegramSends: the common text message, the shapes around it (other
+// kinds, fields the adapter does not take, case-folded or doubled keys, nulls) decode.
+func TestDecodeUpdateReadsWhatTelegramSends(t *testing.T) {
+	for _, tt := range []struct {
+		body       string
+		id         int64
+		text, from string
+	}{
+		{wireUpdate(7, "hello"), 7, "hello", "Ann"},
+		{`{"update_id":1,"message":{"message_id":2,"from":{"id":9,"is_bot":false,"first_name":"A","last_name":"B","username":"ab","language_code":"en"},"chat":{"id":-1,"type":"supergroup","title":"T","username":"g"},"date":5,"text":"/new@me_bot x","entities":[{"type":"bot_command","offset":0,"length":11},{"type":"text_link","offset":1,"length":2,"url":"https://x"}]}}`, 1, "/new@me_bot x", "A"},
+		{`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true,"text":"t","entities":[]}}`, 3, "t", ""},
+		{`{"update_id":1,"message":{"message_id":2,"chat":{"id":1,"type":"private"},"text":"x","from":null,"entities":null}}`, 1, "x", ""},
+		{`{"update_id":1,"Message":{"message_id":2,"chat":{"id":1}}}`, 1, "", ""},
+		{`{"update_id":1,"update_id":2}`, 2, "", ""},
+		{` { "update_id" : 1 , "message" : { "message_id" : 2 , "chat" : { "id" : 1 } , "text" : "caf\u00e9" } } `, 1, "café", ""},
 	} {
-		if _, err := unmarshalUpdate([]byte(body)); err != nil {
-			t.Errorf("unmarshalUpdate(%s): %v", body, err)
+		u, err := decodeUpdate([]byte(tt.body))
+		if err != nil {
+			t.Errorf("decodeUpdate(%s): %v", tt.body, err)
+			continue
 		}
-		if err := jsonwire.SameAsUnmarshal([]byte(body), unmarshalUpdate); err != nil {
-			t.Error(err)
+		var text, from string
+		if u.Message != nil {
+			text = u.Message.Text
+			if u.Message.From != nil {
+				from = u.Message.From.FirstName
+			}
 		}
-	}
-	// The common shapes are read in one pass, not left to encoding/json.
-	for _, body := range []string{wireUpdate(7, "hello"), ` { "update_id" : 1 , "message" : { "message_id" : 2 , "chat" : { "id" : 1 } , "text" : "caf\u00e9" } } `} {
-		var u update
-		r := jsonwire.NewReader([]byte(body))
-		if readUpdate(r, &u); !r.End() {
-			t.Errorf("%s is left to encoding/json", body)
-		}
-	}
-	for _, body := range []string{``, `[]`, `{"update_id":1.5}`, `{"update_id":1,"message":{"message_id":"2"}}`, `{"update_id":1} x`, `{"update_id":1,"message":{"chat":{"id":1e3}}}`} {
-		if err := jsonwire.SameAsUnmarshal([]byte(body), unmarshalUpdate); err != nil {
-			t.Error(err)
-		}
-		if _, err := unmarshalUpdate([]byte(body)); err == nil {
-			t.Errorf("unmarshalUpdate(%s) took it, want encoding/json's error", body)
+		if u.UpdateID != tt.id || text != tt.text || from != tt.from {
+			t.Errorf("decodeUpdate(%s) = update %d, text %q from %q; want %d, %q from %q", tt.body, u.UpdateID, text, from, tt.id, tt.text, tt.from)
 		}
 	}
 }
 
-// FuzzUnmarshalUpdate holds the one-pass reading of updates to encoding/json's on any input.
-func FuzzUnmarshalUpdate(f *testing.F) {
+// FuzzDecodeUpdateRoundTrip checks that an update decodeUpdate reads encodes to JSON it reads
+// back into an update that encodes the same.
+func FuzzDecodeUpdateRoundTrip(f *testing.F) {
 	f.Add([]byte(wireUpdate(7, "hello")))
 	f.Add([]byte(`{"update_id":1,"message":{"message_id":2,"from":{"id":9,"first_name":"A"},"chat":{"id":-1,"type":"supergroup"},"text":"🙂 @me_bot hi","entities":[{"type":"mention","offset":3,"length":7}]}}`))
 	f.Add([]byte(`{"update_id":3,"message":{"message_id":4,"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"is_topic_message":true}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := jsonwire.SameAsUnmarshal(data, unmarshalUpdate); err != nil {
-			t.Fatal(err)
+		u, err := decodeUpdate(data)
+		if err != nil {
+			return
+		}
+		enc, err := json.Marshal(u)
+		if err != nil {
+			t.Fatalf("Marshal(%+v): %v", u, err)
+		}
+		again, err := decodeUpdate(enc)
+		if err != nil {
+			t.Fatalf("decodeUpdate(%s): %v", enc, err)
+		}
+		if enc2, err := json.Marshal(again); err != nil || string(enc2) != string(enc) {
+			t.Fatalf("%s read back encodes as %s (%v)", enc, enc2, err)
 		}
 	})
+}
+
+// BenchmarkDecodeUpdate decodes one text message update: once per message.
+//
+//	go test -run '^$' -bench DecodeUpdate -benchmem ./adapters/telegram/
+func BenchmarkDecodeUpdate(b *testing.B) {
+	data := []byte(`{"update_id":123456789,"message":{"message_id":4242,"from":{"id":42,"is_bot":false,"first_name":"Ann","last_name":"Lee","username":"ann","language_code":"en"},"chat":{"id":-1001234567890,"title":"Team","type":"supergroup"},"date":1764504000,"text":"@me_bot could you look into the thing we talked about earlier?","entities":[{"offset":0,"length":7,"type":"mention"}]}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if u, err := decodeUpdate(data); err != nil || u.Message == nil {
+			b.Fatal(u, err)
+		}
+	}
 }

@@ -21,7 +21,11 @@ import (
 
 	"github.com/switchboard-bot/switchboard/adapters/telegram"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/delivery"
+	"github.com/switchboard-bot/switchboard/channels/kit"
+	"github.com/switchboard-bot/switchboard/channels/router"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/intake"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/render"
@@ -36,8 +40,8 @@ type app struct {
 	log      *slog.Logger
 	core     *core
 	metrics  *metrics
-	router   *channels.Router
-	delivery *channels.Delivery
+	router   *router.Router
+	delivery *delivery.Delivery
 	pool     *runs.Pool
 	chans    []channels.Channel
 	webhooks map[string]http.Handler // path (or "GET path") → handler, mounted on the HTTP listener
@@ -51,17 +55,17 @@ type app struct {
 	leading map[string]*atomic.Int64
 
 	// rateLogs log each platform's rate limits once a minute; start runs them until shutdown.
-	rateLogs  []*channels.RateLimitLog
+	rateLogs  []*kit.RateLimitLog
 	stopLogs  context.CancelFunc
 	logsGroup sync.WaitGroup
 
 	// chores is work a channel asked for off its receiving goroutine (a Slack workspace's
 	// purge on uninstall); shutdown waits for it, within its deadline, once the channels stopped.
-	chores *channels.Followups
+	chores *kit.Followups
 }
 
 // rateLimitLog makes platform's rate-limit log, run from start to shutdown.
-func (a *app) rateLimitLog(platform string) *channels.RateLimitLog {
+func (a *app) rateLimitLog(platform string) *kit.RateLimitLog {
 	l := a.metrics.rateLimitLog(platform, a.log.With("channel", platform))
 	a.rateLogs = append(a.rateLogs, l)
 	return l
@@ -93,7 +97,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		return err
 	}
 	a.metrics.watch(a.core)
-	a.chores = channels.NewFollowups()
+	a.chores = kit.NewFollowups()
 	key, err := render.NewKey(actionSecret(a.core))
 	if err != nil {
 		return err
@@ -108,9 +112,9 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 			WebhookURL:    cfg.Telegram.WebhookURL,
 			WebhookSecret: cfg.Telegram.WebhookSecret,
 			Pacing:        cfg.Telegram.Pacing,
-			Offsets:       redisOffsets{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:offset:" + botID(cfg.Telegram.Token)},
+			Offsets:       intake.NewOffsets(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token)),
 			RateLimits:    a.rateLimitLog("telegram"),
-			TypingAfter:   channels.DefaultTypingAfter,
+			TypingAfter:   kit.DefaultTypingAfter,
 			Logger:        log.With("channel", "telegram"),
 			ActionKey:     key,
 			// An update the adapter skipped as malformed is an inbound event that became no run.
@@ -119,11 +123,10 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		if cfg.Telegram.Mode != config.TelegramWebhook {
 			// Telegram serves one poller per bot: the processes sharing this Redis take turns
 			// through a lease; the offset above lets each poller go on where the last stopped.
-			tcfg.Lease = redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}
+			tcfg.Lease = intake.NewLease(a.core.redis, cfg.Redis.Prefix)
 			// Each fetched batch is kept in one XADD and confirmed by the next poll at once; the
 			// hand-over to the router follows (a new poller first hands over what was kept).
-			tcfg.Inbox = redisInbox{c: a.core.redis, key: cfg.Redis.Prefix + "telegram:inbox:" + botID(cfg.Telegram.Token),
-				offsets: tcfg.Offsets.(redisOffsets), log: log.With("channel", "telegram")}
+			tcfg.Inbox = telegramInbox{intake.NewInbox(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token), log.With("channel", "telegram"))}
 			tcfg.LeaseOwner = a.core.queue.Options().Consumer
 			tcfg.OnLease = a.onLease("telegram")
 			tcfg.OnTakeover = a.onTakeover("telegram")
@@ -149,10 +152,10 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		a.chans = append(a.chans, sl)
 	}
 	if cfg.Discord.Token != "" {
-		dc, err := newDiscord(cfg, log, key, a.metrics, newRedisSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordHooks{
+		dc, err := newDiscord(cfg, log, key, a.metrics, newDiscordSessions(a.core.redis, cfg.Redis.Prefix, cfg.Discord.Token), discordHooks{
 			// Each shard is held through a lease: the processes sharing this Redis split the
 			// shards, and take a dead one's over, resuming its saved session.
-			lease: redisLease{c: a.core.redis, prefix: cfg.Redis.Prefix}, owner: a.core.queue.Options().Consumer,
+			lease: intake.NewLease(a.core.redis, cfg.Redis.Prefix), owner: a.core.queue.Options().Consumer,
 			onLease: a.onLease("discord"), onTakeover: a.onTakeover("discord"), rateLimits: a.rateLimitLog("discord"),
 		})
 		if err != nil {
@@ -171,18 +174,18 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	for _, ch := range a.chans {
 		byName[ch.Name()] = ch
 	}
-	access := map[string]channels.AccessPolicy{}
+	access := map[string]router.AccessPolicy{}
 	admins := map[string][]string{}
 	for _, p := range config.Platforms() {
 		if acc, ok := cfg.AccessFor(p); ok {
-			access[p] = channels.AccessPolicy{Policy: acc.Policy, Allow: acc.Allow, DM: acc.DM}
+			access[p] = router.AccessPolicy{Policy: acc.Policy, Allow: acc.Allow, DM: acc.DM}
 		}
 		admins[p] = cfg.AdminsFor(p)
 	}
 	// The person at the terminal owns the console.
 	admins["console"] = append(admins["console"], "local")
 	mx := routerMetrics{a.metrics}
-	a.router, err = channels.NewRouter(channels.RouterOptions{
+	a.router, err = router.New(router.Options{
 		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
 		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
 		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx, Tools: a.core.toolsInfo(),
@@ -190,7 +193,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	if err != nil {
 		return err
 	}
-	a.delivery, err = channels.NewDelivery(channels.DeliveryOptions{
+	a.delivery, err = delivery.New(delivery.Options{
 		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
 		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "discord": time.Second, "console": 0},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/adapters/console"
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/delivery"
 	"github.com/switchboard-bot/switchboard/config"
 )
 
@@ -85,11 +85,11 @@ func working(ctx context.Context, a *app) bool {
 	case d.Queued > 1 || !d.Running || d.Active == "":
 		return true
 	}
-	rec, err := a.core.threads.Lookup(ctx, d.Active, []string{channels.StepFinal}, nil)
+	rec, err := a.core.threads.Lookup(ctx, d.Active, []string{delivery.StepFinal}, nil)
 	if err != nil {
 		return true
 	}
-	_, closed := rec.Outbound[channels.StepFinal]
+	_, closed := rec.Outbound[delivery.StepFinal]
 	return !closed
 }
 

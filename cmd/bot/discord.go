@@ -8,8 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboard-bot/switchboard/adapters/discord"
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/intake"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -57,7 +58,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		ShardID:         cfg.Discord.ShardID,
 		ShardCount:      cfg.Discord.ShardCount,
 		AutoShard:       cfg.Discord.AutoShard,
-		TypingAfter:     channels.DefaultTypingAfter,
+		TypingAfter:     kit.DefaultTypingAfter,
 		Logger:          log.With("channel", "discord"),
 		ActionKey:       key,
 		OnMalformedEvent: func() {
@@ -65,7 +66,7 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 		},
 		RateLimits: leases.rateLimits,
 		Lease:      leases.lease,
-		LeaseName:  "discord:" + discordBotID(cfg.Discord.Token),
+		LeaseName:  "discord:" + intake.DiscordBotID(cfg.Discord.Token),
 		LeaseOwner: leases.owner,
 		OnLease: func(_ int, held bool) {
 			if leases.onLease != nil {
@@ -83,11 +84,11 @@ func newDiscord(cfg *config.Config, log *slog.Logger, key render.Key, m *metrics
 // discordHooks hold the shards among the processes sharing one Redis; the zero value runs every
 // shard of the plan in this process.
 type discordHooks struct {
-	lease      channels.Lease
+	lease      kit.Lease
 	owner      string
 	onLease    func(held bool)
 	onTakeover func()
-	rateLimits *channels.RateLimitLog
+	rateLimits *kit.RateLimitLog
 }
 
 // discordIntents are the gateway intents discord.message_content asks for.

@@ -879,18 +879,3 @@ func acceptedDiscordIdentifies(dc *discordfake.Server) int {
 	}
 	return n
 }
-
-func TestDiscordBotIDIsThePublicPartOfTheToken(t *testing.T) {
-	cases := []struct{ token, want string }{
-		{"OTAwMDAwMDAwMDAwMDAwMDAx.fake.secret", "900000000000000001"},
-		{"Bot OTAwMDAwMDAwMDAwMDAwMDAx.x.y", "900000000000000001"},
-	}
-	for _, tc := range cases {
-		if got := discordBotID(tc.token); got != tc.want {
-			t.Errorf("discordBotID(%q) = %q, want %q", tc.token, got, tc.want)
-		}
-	}
-	if got := discordBotID("not-a-token-SECRET"); strings.Contains(got, "SECRET") || !strings.HasPrefix(got, "h") {
-		t.Errorf("discordBotID of an odd token = %q", got)
-	}
-}

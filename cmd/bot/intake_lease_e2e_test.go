@@ -17,12 +17,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
 // The tests of issue 14's "many processes, one Redis" for Telegram: processes sharing one Redis
-// take turns polling through the intake lease (cmd/bot/leases.go, channels.RunLeased), never two
+// take turns polling through the intake lease (core/intake, kit.RunLeased), never two
 // at once, and polling passes on within seconds when the poller stops or dies.
 
 // polls reports whether r holds the Telegram intake lease.
@@ -155,7 +155,7 @@ func TestRollingRestartHandsPollingOver(t *testing.T) {
 	us := users(4, 6200)
 	e.sendRound(us, 0)
 	e.waitRounds(us, 1, 15*time.Second)
-	retry := channels.DefaultLeaseTTL / 5
+	retry := kit.DefaultLeaseTTL / 5
 	round := 1
 	for step := range 2 {
 		began := time.Now()
@@ -163,7 +163,7 @@ func TestRollingRestartHandsPollingOver(t *testing.T) {
 		stopped := time.Since(began)
 		e.sendRound(us, round) // while the standby has not taken over yet
 		round++
-		waitFor(t, "the standby to poll", channels.DefaultLeaseTTL, standby.polls)
+		waitFor(t, "the standby to poll", kit.DefaultLeaseTTL, standby.polls)
 		took := time.Since(began)
 		t.Logf("restart %d: the poller stopped in %v; the standby polled %v after the stop began", step+1, stopped.Round(time.Millisecond), took.Round(time.Millisecond))
 		if took > stopped+retry+time.Second {
@@ -277,7 +277,7 @@ func TestPollingTakenOverAfterAKill(t *testing.T) {
 	killed := time.Now()
 	_ = child.Wait()
 	e.sendRound(us, 1) // while nobody polls
-	ttl := channels.DefaultLeaseTTL
+	ttl := kit.DefaultLeaseTTL
 	waitFor(t, "the survivor to poll", 3*ttl, survivor.polls)
 	took := time.Since(killed)
 	t.Logf("polling taken over %v after kill -9 (lease %v, standby retry %v)", took.Round(time.Millisecond), ttl, ttl/5)
@@ -301,54 +301,4 @@ func TestPollingTakenOverAfterAKill(t *testing.T) {
 	if n := counter(survivor.metrics.inbound, "telegram"); n != float64(len(us)*2) {
 		t.Errorf("the survivor took %v updates in, want the %d sent after the kill, each once", n, len(us)*2)
 	}
-}
-
-// TestRedisLeaseCompareAndSet proves the Redis scripts behind the intake lease, on a real Redis
-// and on the embedded store: one holder at a time, only the holder renews or releases, and an
-// expired lease goes to whoever asks.
-func TestRedisLeaseCompareAndSet(t *testing.T) {
-	onRealAndEmbeddedRedis(t, func(t *testing.T, client redis.UniversalClient, prefix string, embedded bool) {
-		ctx := context.Background()
-		l := redisLease{c: client, prefix: prefix}
-		const n = "telegram:1"
-		step := func(what string, got bool, err error, want bool) {
-			t.Helper()
-			if err != nil || got != want {
-				t.Fatalf("%s: %v, %v; want %v", what, got, err, want)
-			}
-		}
-		ok, err := l.TryAcquire(ctx, n, "a", time.Minute)
-		step("a takes it", ok, err, true)
-		ok, err = l.TryAcquire(ctx, n, "b", time.Minute)
-		step("b cannot", ok, err, false)
-		ok, err = l.TryAcquire(ctx, n, "a", time.Minute)
-		step("a takes it again", ok, err, true)
-		ok, err = l.Renew(ctx, n, "b", time.Minute)
-		step("b cannot renew", ok, err, false)
-		step("b's release does nothing", client.Get(ctx, prefix+"intake:"+n).Val() == "a", l.Release(ctx, n, "b"), true)
-		ok, err = l.Renew(ctx, n, "a", 50*time.Millisecond)
-		step("a renews", ok, err, true)
-		if ms := client.PTTL(ctx, prefix+"intake:"+n).Val(); ms <= 0 || ms > 50*time.Millisecond {
-			t.Fatalf("after renewing for 50 ms the key expires in %v", ms)
-		}
-		if !embedded {
-			// The embedded store's clock does not run (miniredis expires keys only when told
-			// to); it serves one process, which never needs its own lease to expire.
-			waitFor(t, "the lease to expire", 5*time.Second, func() bool {
-				return client.Exists(ctx, prefix+"intake:"+n).Val() == 0
-			})
-			ok, err = l.Renew(ctx, n, "a", time.Minute)
-			step("expired: a cannot renew", ok, err, false)
-			ok, err = l.TryAcquire(ctx, n, "b", time.Minute)
-			step("expired: b takes it", ok, err, true)
-			step("b releases", false, l.Release(ctx, n, "b"), false)
-		} else {
-			step("a releases", false, l.Release(ctx, n, "a"), false)
-		}
-		if client.Exists(ctx, prefix+"intake:"+n).Val() != 0 {
-			t.Fatal("the key outlived its holder's release")
-		}
-		ok, err = l.TryAcquire(ctx, n, "c", time.Minute)
-		step("released: c takes it", ok, err, true)
-	})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -85,6 +86,17 @@ type loadUsage struct {
 // serve.
 const loadFakesHeap = 64 << 20
 
+// prefault makes n bytes of the heap resident: it allocates them, writes to every page, lets them
+// go and collects, so the pages are free heap the process allocates from next.
+func prefault(n uint64) {
+	b := make([]byte, n)
+	for i := 0; i < len(b); i += os.Getpagesize() {
+		b[i] = 1
+	}
+	runtime.KeepAlive(b)
+	runtime.GC()
+}
+
 // serveLoadFakes runs the child: it starts the fakes and the control API, prints their
 // addresses, and serves until its stdin closes (the parent ended).
 func serveLoadFakes() int {
@@ -95,8 +107,8 @@ func serveLoadFakes() int {
 	// A child starts afresh for each run, and its heap grows to about 60 MB in the burst it
 	// serves: every page of it a page fault, paid in the measured burst (10,500 faults in
 	// 2000msgs_200chats, and as much system CPU as user CPU). Servers on other machines are warm,
-	// so the child makes that much heap resident before it serves (prefault, as `bot run` does
-	// with its GC floor): the fakes' CPU a message fell from 0.26–0.41 to 0.20–0.25 ms.
+	// so the child makes that much heap resident before it serves: the fakes' CPU a message fell
+	// from 0.26–0.41 to 0.20–0.25 ms.
 	prefault(loadFakesHeap)
 	// SB_LOAD_FAKES_CPUPROFILE names a file for the child's CPU profile: where the fakes' own
 	// CPU per message goes (go tool pprof FILE).

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/delivery"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -24,13 +25,13 @@ func forgetAnswer(t *testing.T, prefix, runID string) {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rc.Close()
-	if n, err := rc.Del(context.Background(), prefix+"run:"+runID+":out:"+channels.StepFinal).Result(); err != nil || n != 1 {
+	if n, err := rc.Del(context.Background(), prefix+"run:"+runID+":out:"+delivery.StepFinal).Result(); err != nil || n != 1 {
 		t.Fatalf("deleting the answer's record: %d, %v", n, err)
 	}
 }
 
 // fileRun returns the id of the one run whose long answer's rest was recorded as sent as a
-// file (its outbound record, channels.StepFile, on the real Redis), once its answer is recorded
+// file (its outbound record, delivery.StepFile, on the real Redis), once its answer is recorded
 // too: the run's delivery writes that record last, after the file is shared.
 func fileRun(t *testing.T, prefix string) string {
 	t.Helper()
@@ -40,15 +41,15 @@ func fileRun(t *testing.T, prefix string) string {
 	var id string
 	waitFor(t, "the long answer's file and answer records", 30*time.Second, func() bool {
 		var keys []string
-		it := rc.Scan(ctx, 0, prefix+"run:*:out:"+channels.StepFile, 100).Iterator()
+		it := rc.Scan(ctx, 0, prefix+"run:*:out:"+delivery.StepFile, 100).Iterator()
 		for it.Next(ctx) {
 			keys = append(keys, it.Val())
 		}
 		if it.Err() != nil || len(keys) != 1 {
 			return false
 		}
-		id = strings.TrimSuffix(strings.TrimPrefix(keys[0], prefix+"run:"), ":out:"+channels.StepFile)
-		n, err := rc.Exists(ctx, prefix+"run:"+id+":out:"+channels.StepFinal).Result()
+		id = strings.TrimSuffix(strings.TrimPrefix(keys[0], prefix+"run:"), ":out:"+delivery.StepFile)
+		n, err := rc.Exists(ctx, prefix+"run:"+id+":out:"+delivery.StepFinal).Result()
 		return err == nil && n == 1
 	})
 	return id
@@ -66,7 +67,7 @@ func replayAnswer(t *testing.T, r *running, runID string, k conv.Key, replyTo, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := channels.NewDelivery(channels.DeliveryOptions{Channels: byName, Threads: r.core.threads, ActionKey: key,
+	d, err := delivery.New(delivery.Options{Channels: byName, Threads: r.core.threads, ActionKey: key,
 		Logger: r.log, PlaceholderAfter: time.Hour, MaxAnswerMessages: r.cfg.Runs.MaxAnswerMessages})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func replayAnswer(t *testing.T, r *running, runID string, k conv.Key, replyTo, a
 
 // TestSlackLongAnswerReplayPostsNothingTwice proves a long answer delivered once — head and
 // answer.md — is not delivered again by the run's second attempt in another process: the
-// outbound records (the answer's, and channels.StepFile for the file) make it skip both, so
+// outbound records (the answer's, and delivery.StepFile for the file) make it skip both, so
 // nothing is posted or uploaded twice. And when only the file's record survived (the process
 // died between the file and the answer's record), the replay sends the head again — Slack has
 // no idempotent post — but never the file.

@@ -28,7 +28,6 @@ import (
 var version = ""
 
 func main() {
-	keepStacks(os.Args)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
 }
 
@@ -91,7 +90,6 @@ Exit status: 2 when the configuration is wrong, 1 when Redis, a platform or the 
 			if cfg == nil {
 				return code
 			}
-			defer startGCFloor(inv.environ, defaultGCFloor)()
 			return report(serve(ctx, cfg, inv.stderr), inv.stderr)
 		},
 	},

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
 )
@@ -195,9 +195,9 @@ func modelResult(ctx context.Context, err error) string {
 	}
 }
 
-// rateLimitLog is platform's channels.RateLimitLog, counting into the metrics.
-func (m *metrics) rateLimitLog(platform string, log *slog.Logger) *channels.RateLimitLog {
-	l := channels.NewRateLimitLog(platform, log, nil)
+// rateLimitLog is platform's kit.RateLimitLog, counting into the metrics.
+func (m *metrics) rateLimitLog(platform string, log *slog.Logger) *kit.RateLimitLog {
+	l := kit.NewRateLimitLog(platform, log, nil)
 	retried, gaveUp := m.rateLimited.WithLabelValues(platform, "retried"), m.rateLimited.WithLabelValues(platform, "gave_up")
 	wait := m.rateLimitWait.WithLabelValues(platform)
 	l.OnLimited = func(_ string, d time.Duration, again bool) {

@@ -10,8 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/intake"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 )
 
@@ -43,7 +44,7 @@ func shardedDiscordE2E(t *testing.T) (*discordE2E, map[int]string) {
 func (e *discordE2E) shardHolders(rdb *redis.Client) [2]string {
 	var out [2]string
 	for i := range out {
-		out[i] = rdb.Get(context.Background(), e.cfg.Redis.Prefix+"intake:discord:"+discordBotID(e.dc.Token())+":"+strconv.Itoa(i)+"/2").Val()
+		out[i] = rdb.Get(context.Background(), e.cfg.Redis.Prefix+"intake:discord:"+intake.DiscordBotID(e.dc.Token())+":"+strconv.Itoa(i)+"/2").Val()
 	}
 	return out
 }
@@ -80,10 +81,10 @@ func TestDiscordShardsSplitAndHandedBackAtStop(t *testing.T) {
 	a.stop()
 	mid := e.dc.Post(discordfake.UserMessage{Channel: e.dc.Guild(guilds[0]), Author: dAnn, Content: "during the hand-over", MentionBot: true})
 	mid2 := e.dc.Post(discordfake.UserMessage{Channel: e.dc.Guild(guilds[1]), Author: dAnn, Content: "during the hand-over too", MentionBot: true})
-	waitFor(t, "b to run both shards", channels.DefaultLeaseTTL, func() bool { return b.shards() == 2 })
+	waitFor(t, "b to run both shards", kit.DefaultLeaseTTL, func() bool { return b.shards() == 2 })
 	took := time.Since(began)
 	t.Logf("hand-over at stop: b runs both shards %v after the stop began", took.Round(time.Millisecond))
-	if took > channels.DefaultLeaseTTL/2 {
+	if took > kit.DefaultLeaseTTL/2 {
 		t.Errorf("b took the shard over %v after the stop, want within a round or two, not a lease expiry", took)
 	}
 	e.waitAnswers(mid, 1)
@@ -123,7 +124,7 @@ func TestDiscordShardTakenOverAfterAKill(t *testing.T) {
 	// Killed between an answer's post and the record of it, a process leaves a run whose replay
 	// posts again (a window of the run queue, not of the shard lease): kill once it is settled,
 	// and once the child has saved its shard's session (every 3 s while it runs the shard).
-	sessionKey := e.cfg.Redis.Prefix + "discord:session:" + discordBotID(e.dc.Token()) + ":" + strconv.Itoa(dead)
+	sessionKey := e.cfg.Redis.Prefix + "discord:session:" + intake.DiscordBotID(e.dc.Token()) + ":" + strconv.Itoa(dead)
 	waitFor(t, "the first run settled and the child's session saved", 10*time.Second, func() bool {
 		d, err := survivor.core.queue.Depth(context.Background())
 		return err == nil && d.Pending == 0 && rdb.Exists(context.Background(), sessionKey).Val() == 1
@@ -136,7 +137,7 @@ func TestDiscordShardTakenOverAfterAKill(t *testing.T) {
 	killed := time.Now()
 	_ = child.Wait()
 	mid := e.dc.Post(discordfake.UserMessage{Channel: e.dc.Guild(guilds[dead]), Author: dAnn, Content: "while nobody runs the shard", MentionBot: true})
-	ttl := channels.DefaultLeaseTTL
+	ttl := kit.DefaultLeaseTTL
 	waitFor(t, "the survivor to run both shards", 3*ttl, func() bool { return survivor.shards() == 2 })
 	took := time.Since(killed)
 	t.Logf("shard %d taken over %v after kill -9 (lease %v, census round %v)", dead, took.Round(time.Millisecond), ttl, ttl/5)

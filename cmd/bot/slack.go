@@ -11,9 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	slackadapter "github.com/switchboard-bot/switchboard/adapters/slack"
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/core/intake"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -23,7 +24,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 	s := a.cfg.Slack
 	var installs slackadapter.Installations
 	if s.ClientID != "" {
-		store, err := newRedisInstallations(a.core.redis, a.cfg.Redis.Prefix, a.core.signingKey)
+		store, err := newSlackInstallations(a.core.redis, a.cfg.Redis.Prefix, a.core.signingKey)
 		if err != nil {
 			return nil, fmt.Errorf("slack: installation store: %w", err)
 		}
@@ -46,7 +47,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		ReplyInThreadSet:   true,
 		Command:            s.Command,
 		AssistantStatusOff: !s.AssistantStatus,
-		StatusAfter:        channels.DefaultTypingAfter,
+		StatusAfter:        kit.DefaultTypingAfter,
 		StreamingOff:       !s.Streaming,
 		SuggestedPrompts:   s.SuggestedPrompts,
 		Pacing:             s.Pacing,
@@ -66,7 +67,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 	if s.Mode != config.SlackHTTP {
 		// Slack allows an app a few sockets and spreads its events over all of them: the
 		// processes sharing this Redis hold slack.connections slots between them, one lease each.
-		scfg.Lease = redisLease{c: a.core.redis, prefix: a.cfg.Redis.Prefix}
+		scfg.Lease = intake.NewLease(a.core.redis, a.cfg.Redis.Prefix)
 		scfg.LeaseName = "slack:" + slackAppID(s.AppToken)
 		scfg.LeaseOwner = a.core.queue.Options().Consumer
 		onLease, onTakeover := a.onLease("slack"), a.onTakeover("slack")

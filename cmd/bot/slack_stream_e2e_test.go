@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/delivery"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
@@ -56,7 +56,7 @@ func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 			modelserver.ToolCall{ID: "d1", Name: "delegate", Arguments: `{"task":"alpha","name":"Alpha"}`},
 			modelserver.ToolCall{ID: "d2", Name: "delegate", Arguments: `{"task":"beta","name":"Beta"}`},
 		)
-		calls.Latency = channels.DefaultPlaceholderAfter + 200*time.Millisecond
+		calls.Latency = delivery.DefaultPlaceholderAfter + 200*time.Millisecond
 		return calls
 	}
 }
@@ -202,7 +202,7 @@ func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
 // answer is kept rather than streamed, so that a quick one is posted as one message.
 func echoPastGrace(r modelserver.Request) modelserver.Reply {
 	reply := echoModel(r)
-	reply.Latency = channels.DefaultPlaceholderAfter + 300*time.Millisecond
+	reply.Latency = delivery.DefaultPlaceholderAfter + 300*time.Millisecond
 	return reply
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
 )
 
@@ -72,7 +72,7 @@ func TestSlackSocketSlotsTakenOverAfterAKill(t *testing.T) {
 	killed := time.Now()
 	_ = child.Wait()
 	e.sl.PushMessage(dm("while the child's slot is free"))
-	ttl := channels.DefaultLeaseTTL
+	ttl := kit.DefaultLeaseTTL
 	waitFor(t, "the survivor to hold both slots", 3*ttl, func() bool { return survivor.slots() == 2 && e.sl.Connections() == 2 })
 	took := time.Since(killed)
 	t.Logf("slot taken over %v after kill -9 (lease %v, census round %v)", took.Round(time.Millisecond), ttl, ttl/5)

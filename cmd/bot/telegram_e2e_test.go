@@ -17,7 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/delivery"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/internal/fake/modelserver"
 	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
@@ -33,11 +34,11 @@ var (
 // grace period — is the one message posted, in reply to it, with no placeholder and no edit. A
 // second message continues the same thread (the model sees the first turn).
 // slowEcho is echoModel taking a moment, as a model does: longer than the typing signal's wait
-// (channels.DefaultTypingAfter), so "typing…" shows before the answer and tests can see it — a
+// (kit.DefaultTypingAfter), so "typing…" shows before the answer and tests can see it — a
 // signal overtaken by the answer is dropped, as it would show under it.
 func slowEcho(r modelserver.Request) modelserver.Reply {
 	reply := echoModel(r)
-	reply.Latency = channels.DefaultTypingAfter + 300*time.Millisecond
+	reply.Latency = kit.DefaultTypingAfter + 300*time.Millisecond
 	return reply
 }
 
@@ -124,7 +125,7 @@ func TestTelegramBlockedUserEndsTheRun(t *testing.T) {
 // into that same placeholder: one sendMessage, nothing else left in the chat.
 func TestTelegramSlowAnswerEditsThePlaceholder(t *testing.T) {
 	e := newE2E(t, nil)
-	e.model.SetLatency(channels.DefaultPlaceholderAfter + 500*time.Millisecond)
+	e.model.SetLatency(delivery.DefaultPlaceholderAfter + 500*time.Millisecond)
 	e.start()
 	_, msgID := e.tg.PushPrivate(ann, "take your time")
 	var placeholder telegramfake.Message

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/router"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -121,7 +121,7 @@ func (m *toolMetrics) Approval(server, tool, decision string) {
 }
 
 // toolsInfo is what /tools reads; nil when no tool server is configured.
-func (c *core) toolsInfo() channels.ToolsInfo {
+func (c *core) toolsInfo() router.ToolsInfo {
 	if c.tools == nil {
 		return nil
 	}

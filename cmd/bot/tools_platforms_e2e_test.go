@@ -400,7 +400,7 @@ func TestChatToolDeniedByNumber(t *testing.T) {
 // the placeholder's grace period, so the stream is up by then), then complete, next to the
 // answer that carries the tool's result.
 func TestSlackToolCallShownOnTheCard(t *testing.T) {
-	const ms = 2500 // past channels.DefaultPlaceholderAfter, so the stream starts while it runs
+	const ms = 2500 // past delivery.DefaultPlaceholderAfter, so the stream starts while it runs
 	f := startMCPFake(t)
 	e := newSlackE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__slow", `{"ms":`+strconv.Itoa(ms)+`}`))

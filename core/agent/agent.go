@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/switchboard-bot/switchboard/internal/growstack"
-
 	"github.com/switchboard-bot/switchboard/core/llm"
 )
 
@@ -27,6 +25,15 @@ func (e *CancelError) Error() string {
 	}
 	return "agent: cancelled: " + e.Reason
 }
+
+// ModelError is the error of a turn that ended because its model call failed: the provider's
+// error as it returned it (Unwrap), so callers classify it with errors.Is and errors.As (see
+// llm.Temporary). Its text is the provider error's.
+type ModelError struct{ Err error }
+
+func (e *ModelError) Error() string { return e.Err.Error() }
+
+func (e *ModelError) Unwrap() error { return e.Err }
 
 // Options configure one agent.
 type Options struct {
@@ -436,7 +443,6 @@ func (a *Agent) finish() {
 // loop runs queued turns one at a time until the queue is empty or the agent is disposed, then
 // exits; the next Send starts a new one.
 func (a *Agent) loop() {
-	growstack.Grow() // a turn goes down to the model's HTTP call and its stream's decoding
 	for {
 		a.mu.Lock()
 		if a.disposed || len(a.queue) == 0 {

@@ -468,7 +468,8 @@ func TestMaxTokensEndsTurn(t *testing.T) {
 }
 
 func TestProviderErrorEndsTurnAsError(t *testing.T) {
-	p := llm.NewScripted(llm.Reply{Err: errors.New("upstream exploded")})
+	exploded := errors.New("upstream exploded")
+	p := llm.NewScripted(llm.Reply{Err: exploded})
 	_, a := newAgent(t, p, agent.CreateOptions{})
 	_ = a.Send("go")
 	waitIdle(t, a)
@@ -476,9 +477,33 @@ func TestProviderErrorEndsTurnAsError(t *testing.T) {
 	if end.Reason != agent.TurnError || !strings.Contains(end.Error, "upstream exploded") {
 		t.Fatalf("end %+v", end)
 	}
+	// The turn end carries the provider's error itself, as a *ModelError.
+	if me, ok := errors.AsType[*agent.ModelError](end.Err); !ok || !errors.Is(me, exploded) || end.Error != me.Error() {
+		t.Fatalf("end.Err = %#v, want a *agent.ModelError wrapping the provider's error", end.Err)
+	}
 	// The agent keeps working after a failed turn.
 	if a.Status() != agent.StatusIdle {
 		t.Fatalf("status %s", a.Status())
+	}
+}
+
+// TestRequestHookErrorIsNoModelError: a turn ended by a request hook's error carries that error,
+// which is not a *ModelError (the model was never called).
+func TestRequestHookErrorIsNoModelError(t *testing.T) {
+	refused := errors.New("no request today")
+	p := llm.NewScripted(llm.Reply{Text: "never"})
+	rt, a := newAgent(t, p, agent.CreateOptions{})
+	rt.UseRequestHook(func(context.Context, *agent.Agent, llm.Request, agent.RequestNext) (llm.Request, error) {
+		return llm.Request{}, refused
+	}, false)
+	_ = a.Send("go")
+	waitIdle(t, a)
+	end, _ := lastTurnEnd(a.Session().Events())
+	if end.Reason != agent.TurnError || !errors.Is(end.Err, refused) || p.Calls() != 0 {
+		t.Fatalf("end %+v after %d calls", end, p.Calls())
+	}
+	if _, ok := errors.AsType[*agent.ModelError](end.Err); ok {
+		t.Fatalf("end.Err = %v is a *agent.ModelError", end.Err)
 	}
 }
 

@@ -37,9 +37,9 @@ const (
 	TurnRejected    TurnEndReason = "rejected"
 )
 
-// Event is one entry of a session log. It holds values only (no slices, maps or pointers), so
-// a copy of an Event is a deep copy and a written event can never be changed through a copy.
-// Which fields are set depends on Kind.
+// Event is one entry of a session log. It holds values only (no slices, maps or pointers; Err
+// is an error value, never changed once written), so a copy of an Event is a deep copy and a
+// written event can never be changed through a copy. Which fields are set depends on Kind.
 type Event struct {
 	Seq  int  `json:"seq"`
 	Kind Kind `json:"kind"`
@@ -63,6 +63,10 @@ type Event struct {
 	// Reason is the turn/end reason; Error its message when the turn failed.
 	Reason TurnEndReason `json:"reason,omitempty"`
 	Error  string        `json:"error,omitempty"`
+	// Err is the error that ended a turn (turn/end with TurnError), when one did: a *ModelError
+	// when the model call failed. Error is its text. It lives only in the running session: an
+	// event read back from storage has Error alone.
+	Err error `json:"-"`
 }
 
 // Header describes where a session comes from.

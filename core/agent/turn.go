@@ -14,15 +14,10 @@ import (
 // runTurn runs one turn and writes exactly one turn/end.
 func (a *Agent) runTurn(ctx context.Context, turn int, in Input) {
 	a.writeTurnStart(turn, &in)
-	reason, msg := a.steps(ctx, turn)
-	a.writeTurnEnd(turn, reason, msg)
+	reason, msg, err := a.steps(ctx, turn)
+	a.writeTurnEnd(turn, reason, msg, err)
 }
 
-// The write helpers below build each event in their own frame, never inlined, so the frames of
-// the turn loop that stay live during a model call are small and its goroutine's stack rarely
-// has to grow (and be copied).
-
-//go:noinline
 func (a *Agent) writeTurnStart(turn int, in *Input) {
 	a.write(&Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
 	if !in.Resume {
@@ -30,32 +25,26 @@ func (a *Agent) writeTurnStart(turn int, in *Input) {
 	}
 }
 
-//go:noinline
-func (a *Agent) writeTurnEnd(turn int, reason TurnEndReason, msg string) {
-	a.write(&Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg})
+func (a *Agent) writeTurnEnd(turn int, reason TurnEndReason, msg string, err error) {
+	a.write(&Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg, Err: err})
 }
 
-//go:noinline
 func (a *Agent) writeMark(kind Kind, turn, step int) {
 	a.write(&Event{Kind: kind, Turn: turn, Step: step})
 }
 
-//go:noinline
 func (a *Agent) writeAssistant(turn, step int, resp *llm.Response) {
 	a.write(&Event{Kind: KindAssistantMessage, Turn: turn, Step: step, Content: resp.Content, Reasoning: resp.Reasoning, Usage: resp.Usage})
 }
 
-//go:noinline
 func (a *Agent) writeChunk(turn, step int, content string) {
 	a.write(&Event{Kind: KindAssistantChunk, Turn: turn, Step: step, Content: content})
 }
 
-//go:noinline
 func (a *Agent) writeToolCall(turn, step int, c *llm.ToolCall) {
 	a.write(&Event{Kind: KindToolCall, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
 }
 
-//go:noinline
 func (a *Agent) writeToolResult(turn, step int, c *llm.ToolCall, r *ToolResult) {
 	a.write(&Event{Kind: KindToolResult, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Content: r.Content, IsError: r.IsError, Code: r.Code})
 }
@@ -68,11 +57,14 @@ func interruption(ctx context.Context) TurnEndReason {
 	return TurnAborted
 }
 
-func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg string) {
+// steps runs the turn's model steps and says how the turn ended: its reason, the message of a
+// failed turn, and the error that ended it, if one did (a failed model call, a request hook's
+// error).
+func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.rt.log.Error("agent: turn panicked; ended as error", "agent", a.id, "turn", turn, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			reason, msg = TurnError, "internal error"
+			reason, msg, err = TurnError, "internal error", nil
 		}
 	}()
 	maxSteps := a.opts.MaxSteps
@@ -81,19 +73,19 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 	}
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
-			return interruption(ctx), ""
+			return interruption(ctx), "", nil
 		}
 		if step > maxSteps {
-			return TurnError, fmt.Sprintf("the turn reached its limit of %d model steps", maxSteps)
+			return TurnError, fmt.Sprintf("the turn reached its limit of %d model steps", maxSteps), nil
 		}
 		a.writeMark(KindStepStart, turn, step)
 		resp, err := a.callModel(ctx, turn, step)
 		if err != nil {
 			a.writeMark(KindStepEnd, turn, step)
 			if ctx.Err() != nil {
-				return interruption(ctx), ""
+				return interruption(ctx), "", nil
 			}
-			return TurnError, err.Error()
+			return TurnError, err.Error(), err
 		}
 		a.mu.Lock()
 		a.usage = a.usage.Add(resp.Usage)
@@ -102,23 +94,23 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		a.runTools(ctx, turn, step, resp.ToolCalls)
 		a.writeMark(KindStepEnd, turn, step)
 		if ctx.Err() != nil {
-			return interruption(ctx), ""
+			return interruption(ctx), "", nil
 		}
 		switch resp.Finish {
 		case llm.FinishLength:
-			return TurnMaxTokens, ""
+			return TurnMaxTokens, "", nil
 		case llm.FinishRefusal:
-			return TurnRejected, "the model refused to answer"
+			return TurnRejected, "the model refused to answer", nil
 		}
 		s := Step{Turn: turn, Step: step, Response: resp, ToolCalls: len(resp.ToolCalls)}
 		if !runContinuationChain(ctx, a.rt.contHooks.list(), a, s) {
-			return TurnCompleted, ""
+			return TurnCompleted, "", nil
 		}
 	}
 }
 
 // callModel builds the request, runs it through the request-shaping chain and streams the
-// model's answer, writing chunks as they arrive.
+// model's answer, writing chunks as they arrive. A failed model call is a *ModelError.
 func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, error) {
 	req := llm.Request{
 		Model:     a.opts.Model,
@@ -131,11 +123,15 @@ func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, er
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("agent: shaping the request: %w", err)
 	}
-	return a.rt.provider.Stream(ctx, req, func(d llm.Delta) {
+	resp, err := a.rt.provider.Stream(ctx, req, func(d llm.Delta) {
 		if d.Content != "" {
 			a.writeChunk(turn, step, d.Content)
 		}
 	})
+	if err != nil {
+		return resp, &ModelError{Err: err}
+	}
+	return resp, nil
 }
 
 // runTools runs a step's tool calls in call order, writing a tool/call and a tool/result for

@@ -122,8 +122,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	}()
 	rs.emit(runs.Event{Kind: runs.EventStarted})
 
-	failure := &modelFailure{}
-	tctx := WithCaller(withAsked(withModelFailure(context.Background(), failure), rs.asked), callerOf(env))
+	tctx := WithCaller(withAsked(context.Background(), rs.asked), callerOf(env))
 	tctx = tools.WithApprover(tools.WithIdentity(tctx, id), rs.approver)
 	if err := lead.SendInput(tctx, in); err != nil {
 		return "", fmt.Errorf("lead: starting the turn: %w", err)
@@ -141,6 +140,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	approval, approvalCall := rs.asked.approvalGet()
 	// No turn/end of its own (it cannot happen once idle) reads as a failure: Reason is empty.
 	end, _ := lead.Session().Last(agent.KindTurnEnd, seeded)
+	var modelErr *agent.ModelError // the lead's own model call failed
 	switch {
 	case form != nil && end.Reason == agent.TurnCompleted:
 		return t.waitForAnswer(ctx, run, append(completed, own...), answerText(own, end.Turn), *form, callID)
@@ -154,8 +154,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		}
 		turn := historyTurn(completed, own)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
-	case end.Reason == agent.TurnError && failure.of(end.Error) != nil:
-		return t.modelFailed(ctx, run, failure.of(end.Error))
+	case end.Reason == agent.TurnError && errors.As(end.Err, &modelErr):
+		return t.modelFailed(ctx, run, modelErr.Err)
 	default:
 		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed, nil)
@@ -218,7 +218,7 @@ type savedTurn struct {
 // tried again, and the try re-emits the recorded event (or, if recording failed, runs anew).
 func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out runs.Outcome, turn *savedTurn) (runs.Outcome, error) {
 	id := run.Envelope.RunID
-	result, err := runs.EncodeEvent(ev)
+	result, err := json.Marshal(ev)
 	if err != nil {
 		// Recorded without it, a replay ends the run without re-emitting; the event still goes out now.
 		t.log.Warn("lead: encoding the run's closing event failed", "run", id, "err", err)

@@ -165,7 +165,7 @@ func (t *Team) decodeEvents(out []agent.Event, conv string, raw []json.RawMessag
 		// Decoded in place: a separate variable would escape to the heap once per event.
 		out = append(out, agent.Event{})
 		e := &out[len(out)-1]
-		if err := agent.DecodeEvent(r, e); err != nil || e.Kind == "" {
+		if err := json.Unmarshal(r, e); err != nil || e.Kind == "" {
 			out = out[:len(out)-1] // the next append zeroes the slot again
 			t.log.Warn("lead: skipping an unreadable history event", "conv", conv)
 			continue

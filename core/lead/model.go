@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -20,50 +19,6 @@ const (
 	reasonNoModel     = "The model provider does not know the model the bot is configured with. An admin needs to check the bot's model configuration."
 	reasonBadRequest  = "The model provider refused this request (HTTP %d). Try rephrasing it, or start over with /new."
 )
-
-// modelFailure holds the last error of the model calls made for one run: the agent's turn end
-// keeps only an error's text, and the run's end must know what kind of failure it was.
-type modelFailure struct {
-	mu  sync.Mutex
-	err error
-}
-
-type modelFailureKey struct{}
-
-func withModelFailure(ctx context.Context, f *modelFailure) context.Context {
-	return context.WithValue(ctx, modelFailureKey{}, f)
-}
-
-func (f *modelFailure) set(err error) {
-	f.mu.Lock()
-	f.err = err
-	f.mu.Unlock()
-}
-
-// of returns the recorded error if its text is msg (the turn end's error): the lead's own model
-// call failed, not a child's, nor the turn for another reason.
-func (f *modelFailure) of(msg string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil && msg != "" && f.err.Error() == msg {
-		return f.err
-	}
-	return nil
-}
-
-// watchedProvider records every failed call in the run's modelFailure (found in the call's
-// context, which carries the run's values).
-type watchedProvider struct{ llm.Provider }
-
-func (w watchedProvider) Stream(ctx context.Context, req llm.Request, onDelta func(llm.Delta)) (llm.Response, error) {
-	resp, err := w.Provider.Stream(ctx, req, onDelta)
-	if err != nil {
-		if f, ok := ctx.Value(modelFailureKey{}).(*modelFailure); ok {
-			f.set(err)
-		}
-	}
-	return resp, err
-}
 
 // modelFailed ends an attempt whose lead turn failed on the model. A failure that may pass
 // (5xx, 429, a timeout, a refused connection, a stream cut mid-answer) tells the user once —

@@ -96,7 +96,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 	}
 	t = &Team{
 		history: newHistoryCache(opts.HistoryCacheEvents),
-		rt:      agent.NewRuntime(watchedProvider{provider}, agent.WithLogger(opts.Logger)),
+		rt:      agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
 		svc:     subagent.NewService(opts.Logger),
 		store:   store,
 		opts:    opts,

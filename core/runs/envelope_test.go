@@ -46,6 +46,14 @@ func TestDecodeEnvelopeRejectsMalformedInput(t *testing.T) {
 	}
 }
 
+func TestEncodeRefusesACreationTimePastTheYear9999(t *testing.T) {
+	e := signedEnv(testSigner(t), testConv(1), "hello")
+	e.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if b, err := e.Encode(); err == nil {
+		t.Fatalf("Encode = %s, want an error", b)
+	}
+}
+
 func TestVerifyClassifiesFailures(t *testing.T) {
 	s := testSigner(t)
 	other := testSigner(t, []byte("some-other-key-0123456789"))

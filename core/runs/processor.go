@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/internal/growstack"
-
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
@@ -29,17 +27,14 @@ func (p *Pool) worker(i int) {
 			// Fetched but not started: give it back for another process.
 			p.set.add(settleItem{hint: h.Tag, ack: h.ID})
 		} else {
-			// A run goes deep (the handler down to a platform's send): grow the stack once,
-			// here, rather than frame by frame on the way down.
-			growstack.Grow()
 			p.serve(i, owner, h)
 			served++
 		}
 		p.held.dropHint(h.ID)
 		p.slots <- struct{}{}
 		if served >= p.workerRuns {
-			// This goroutine's stack keeps the largest size any of its runs needed (bot run turns
-			// Go's stack shrinking off); a fresh one in its place starts small.
+			// This goroutine's stack may have grown large in one of its runs; a fresh one in its
+			// place starts small.
 			p.workersWG.Add(1) // this worker's own count is still held, so no Wait has returned
 			p.recycled.Add(1)
 			go func() { defer p.workersWG.Done(); p.worker(i) }()

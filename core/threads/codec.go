@@ -3,11 +3,10 @@ package threads
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // This file holds the encoders and decoders of everything the store writes. Decoders treat
@@ -72,67 +71,25 @@ func encodeTurn(events []json.RawMessage) ([]byte, error) {
 }
 
 // decodeTurn reads one stored turn back into its events, each with the bytes it was appended
-// with (less surrounding whitespace). The events are sub-slices of data (capped, so appending to
-// one never overwrites the next): loading a log costs no copy per event.
+// with (less surrounding whitespace).
 func decodeTurn(key string, index int, data []byte) ([]json.RawMessage, error) {
 	return appendTurn(nil, key, index, data)
 }
 
 // appendTurn is decodeTurn appending the turn's events to dst.
 func appendTurn(dst []json.RawMessage, key string, index int, data []byte) ([]json.RawMessage, error) {
-	n := len(dst)
-	dst, ok := appendElems(dst, data)
+	var events []json.RawMessage
+	err := json.Unmarshal(data, &events)
+	var typeErr *json.UnmarshalTypeError
 	switch {
-	case !ok && !json.Valid(data):
-		return nil, corrupt(key, fmt.Sprintf("turn %d is not valid JSON", index), nil)
-	case !ok:
+	case errors.As(err, &typeErr), err == nil && events == nil: // another value, or null
 		return nil, corrupt(key, fmt.Sprintf("turn %d is not a JSON array", index), nil)
-	case len(dst) == n:
+	case err != nil:
+		return nil, corrupt(key, fmt.Sprintf("turn %d is not valid JSON", index), err)
+	case len(events) == 0:
 		return nil, corrupt(key, fmt.Sprintf("turn %d has no events", index), nil)
 	}
-	return dst, nil
-}
-
-// maxNesting is how deeply arrays and objects may nest in valid JSON, as json.Valid counts.
-const maxNesting = 10000
-
-// appendElems appends the elements of the JSON array data to dst, each without surrounding
-// whitespace and capped. ok is false when data is not valid JSON (exactly as json.Valid judges
-// it) or not an array; the turns of a long log are checked and split in this one pass.
-func appendElems(dst []json.RawMessage, data []byte) (_ []json.RawMessage, ok bool) {
-	i := jsonwire.SkipWhitespace(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return dst, false
-	}
-	i++
-	i = jsonwire.SkipWhitespace(data, i)
-	if i < len(data) && data[i] == ']' {
-		i++
-	} else {
-		for {
-			// An element is inside the array: one level fewer is left for its own nesting.
-			end, ok := jsonwire.SkipValue(data, i, maxNesting-1)
-			if !ok {
-				return dst, false
-			}
-			dst = append(dst, json.RawMessage(data[i:end:end]))
-			i = end
-			i = jsonwire.SkipWhitespace(data, i)
-			if i >= len(data) {
-				return dst, false
-			}
-			if data[i] == ']' {
-				i++
-				break
-			}
-			if data[i] != ',' {
-				return dst, false
-			}
-			i++
-			i = jsonwire.SkipWhitespace(data, i)
-		}
-	}
-	return dst, jsonwire.SkipWhitespace(data, i) == len(data)
+	return append(dst, events...), nil
 }
 
 // storedClarification is the immutable part of a clarification as stored in the "data" field.

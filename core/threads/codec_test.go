@@ -63,36 +63,13 @@ func TestDecodeTurnMalformed(t *testing.T) {
 		{"bad number", `[{"a":01}]`},
 		{"bad literal", `[{"a":tru}]`},
 		{"object key not a string", `[{a:1}]`},
-		{"nested too deeply", "[" + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting) + "]"},
+		{"nested too deeply", "[" + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "]"}, // encoding/json's limit
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeTurn("k", 3, []byte(tc.data)); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("decodeTurn(%q) = %v, want ErrCorrupt", tc.data, err)
 			}
 		})
-	}
-}
-
-// TestAppendElemsJudgesLikeJSONValid: the one-pass check and split accepts exactly what
-// json.Valid does (given an array), nesting limit included.
-func TestAppendElemsJudgesLikeJSONValid(t *testing.T) {
-	for _, data := range []string{
-		`[]`, ` [ ] `, `[1]`, `[-0.5e+10,0,-0,1E2,true,false,null,"",{},[]]`, `[{"a":[{"b":"\u00e9\n\""}]}]`,
-		"[\"\xff\xfe invalid UTF-8 is valid JSON\"]", `[1,]`, `[,1]`, `[1 2]`, `[-]`, `[1.]`, `[1e]`, `[.5]`,
-		`[1.5e+]`, `["\u00G0"]`, `["\/\b\f\r\t"]`, `["\a"]`, `[{"a" 1}]`, `[{"a":1,}]`, `[{,}]`, `[nul]`, `[1]]`,
-		"[" + strings.Repeat("[", maxNesting-1) + strings.Repeat("]", maxNesting-1) + "]",
-		"[" + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting) + "]",
-		"[" + strings.Repeat(`{"a":`, maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1) + "]",
-		"[" + strings.Repeat(`{"a":`, maxNesting) + "1" + strings.Repeat("}", maxNesting) + "]",
-	} {
-		_, ok := appendElems(nil, []byte(data))
-		if want := json.Valid([]byte(data)); ok != want {
-			name := data
-			if len(name) > 40 {
-				name = name[:40] + "…"
-			}
-			t.Errorf("appendElems(%q) ok = %v, json.Valid says %v", name, ok, want)
-		}
 	}
 }
 
@@ -269,24 +246,12 @@ func FuzzDecodeTurn(f *testing.F) {
 	f.Add([]byte(`[{"a":`))
 	f.Add([]byte(" [ \"a,]\\\"[\" , {\"b\":[1,{\"c\":\"}\"}]}\t,\n-1.5e3 ,true] "))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, ok := appendElems(nil, data); ok && !json.Valid(data) {
-			t.Fatalf("appendElems accepted %q, which is not valid JSON", data)
-		}
 		events, err := decodeTurn("k", 0, data)
-		// The standard decoder is the oracle: same events, same bytes, same verdict.
-		var oracle []json.RawMessage
-		oracleErr := json.Unmarshal(data, &oracle)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("decode error %v is not ErrCorrupt", err)
 			}
-			if oracleErr == nil && len(oracle) > 0 {
-				t.Fatalf("decodeTurn refused %q, encoding/json reads %s", data, oracle)
-			}
 			return
-		}
-		if oracleErr != nil || !reflect.DeepEqual(events, oracle) {
-			t.Fatalf("decodeTurn(%q) = %q; encoding/json reads %q (%v)", data, events, oracle, oracleErr)
 		}
 		if len(events) == 0 {
 			t.Fatal("decoded a turn without events")

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Waits stands in for a sleep (channels.Sleep's signature): it records each wait asked for and
+// Waits stands in for a sleep (kit.Sleep's signature): it records each wait asked for and
 // returns at once — ctx's error when ctx has ended. Safe for concurrent use.
 type Waits struct {
 	mu sync.Mutex

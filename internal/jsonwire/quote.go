@@ -1,8 +1,9 @@
-// Package jsonwire is the syntax of JSON shared by the hand-written encoders and decoders that
-// replace encoding/json where it costs most (events, model requests and streamed chunks, schema
-// documents, stored turns): quoting a string exactly as json.Marshal does, unquoting one exactly
-// as json.Unmarshal does, and reading whitespace, numbers and whole values exactly as
-// encoding/json's grammar (json.Valid) has them. Each function is fuzzed against encoding/json.
+// Package jsonwire is the syntax of JSON shared by the few hand-written encoders and decoders
+// left beside encoding/json: the model's requests and its streamed chunks (read once per token),
+// the event history's encoder, the fake model's streamed chunks, and the one-pass readers of some
+// platform answers. It quotes a string exactly as json.Marshal does, unquotes one exactly as
+// json.Unmarshal does, and reads whitespace, numbers and whole values exactly as encoding/json's
+// grammar (json.Valid) has them. Each function is fuzzed against encoding/json.
 //
 // The readers take the input and an index into it and return the index after what they read,
 // so that a decoder keeps one cursor and never re-slices its input. Standard library only.

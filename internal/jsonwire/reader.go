@@ -25,9 +25,6 @@ type Reader struct {
 // NewReader returns a Reader at the start of b.
 func NewReader(b []byte) *Reader { return &Reader{b: b, ok: true} }
 
-// Fail gives up: OK is false from now on.
-func (r *Reader) Fail() { r.ok = false }
-
 // End reports whether only whitespace is left and every read went well.
 func (r *Reader) End() bool {
 	r.ws()
@@ -44,15 +41,6 @@ func (r *Reader) byte(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// Peek returns the next byte after whitespace, 0 at the end.
-func (r *Reader) Peek() byte {
-	r.ws()
-	if r.i < len(r.b) {
-		return r.b[r.i]
-	}
-	return 0
 }
 
 // Str reads a string as json.Unmarshal decodes it.
@@ -128,10 +116,8 @@ func Decode[T any](data []byte, read func(r *Reader, v *T)) (T, error) {
 
 // Keys are the keys of an object that a decoder reads (at most 64).
 type Keys struct {
+	// Names are the keys read; any other key is skipped, as encoding/json skips it.
 	Names []string
-	// Strict gives up on a key not in Names, as encoding/json's DisallowUnknownFields refuses
-	// it; otherwise unknown keys are skipped, as encoding/json skips them.
-	Strict bool
 	// Raw marks (bit i for Names[i]) the keys read into a json.RawMessage, which keeps a null
 	// as the bytes null: a null for one of them gives up. A null for any other known key is
 	// taken as its absence — what encoding/json makes of it in a zero value of a string,
@@ -160,7 +146,7 @@ func (r *Reader) Object(keys *Keys, field func(k int)) {
 			return
 		}
 		switch {
-		case k == -2, k == -1 && keys.Strict, k >= 0 && seen&(1<<k) != 0:
+		case k == -2, k >= 0 && seen&(1<<k) != 0:
 			r.ok = false
 			return
 		case k >= 0 && r.null():
@@ -186,7 +172,8 @@ func (r *Reader) Object(keys *Keys, field func(k int)) {
 
 // null reads a null, if that is what comes next.
 func (r *Reader) null() bool {
-	if r.Peek() == 'n' && bytes.HasPrefix(r.b[r.i:], []byte("null")) {
+	r.ws()
+	if bytes.HasPrefix(r.b[r.i:], []byte("null")) {
 		r.i += 4
 		return true
 	}
@@ -221,26 +208,4 @@ func knownKey(keys []string, key []byte) int {
 		}
 	}
 	return -1
-}
-
-// Array reads an array, calling elem to read each element.
-func (r *Reader) Array(elem func()) {
-	if !r.byte('[') {
-		r.ok = false
-		return
-	}
-	r.depth++
-	defer func() { r.depth-- }()
-	if r.byte(']') {
-		return
-	}
-	for r.ok {
-		elem()
-		if r.byte(']') {
-			return
-		}
-		if !r.byte(',') {
-			r.ok = false
-		}
-	}
 }

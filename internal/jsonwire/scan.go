@@ -16,11 +16,11 @@ func SkipWhitespace(b []byte, i int) int {
 	return i
 }
 
-// SkipNumber reads the JSON number at b[i:] as -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// skipNumber reads the JSON number at b[i:] as -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 // reads it and returns the index after it: a leading zero ends the integer part ("01" is the
 // number 0, then 1). When ok is false, there is no number at i and end is where the grammar
 // breaks: after the sign, the dot or the exponent that lacks its digits.
-func SkipNumber(b []byte, i int) (end int, ok bool) {
+func skipNumber(b []byte, i int) (end int, ok bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -120,7 +120,7 @@ func value(b []byte, i, levels int) (int, bool) {
 	case c == '[':
 		return container(b, i, levels, ']')
 	case c == '-' || c >= '0' && c <= '9':
-		return SkipNumber(b, i)
+		return skipNumber(b, i)
 	case c == 't':
 		return literal(b, i, "true")
 	case c == 'f':

@@ -50,11 +50,11 @@ func TestSkipNumber(t *testing.T) {
 		{"1e+", 3, false},
 		{"-.5", 1, false},
 	} {
-		if end, ok := SkipNumber([]byte(tc.in), 0); end != tc.end || ok != tc.ok {
-			t.Errorf("SkipNumber(%q, 0) = %d, %v; want %d, %v", tc.in, end, ok, tc.end, tc.ok)
+		if end, ok := skipNumber([]byte(tc.in), 0); end != tc.end || ok != tc.ok {
+			t.Errorf("skipNumber(%q, 0) = %d, %v; want %d, %v", tc.in, end, ok, tc.end, tc.ok)
 		}
-		if end, ok := SkipNumber([]byte(":"+tc.in), 1); end != tc.end+1 || ok != tc.ok {
-			t.Errorf("SkipNumber(%q, 1) = %d, %v; want %d, %v", ":"+tc.in, end, ok, tc.end+1, tc.ok)
+		if end, ok := skipNumber([]byte(":"+tc.in), 1); end != tc.end+1 || ok != tc.ok {
+			t.Errorf("skipNumber(%q, 1) = %d, %v; want %d, %v", ":"+tc.in, end, ok, tc.end+1, tc.ok)
 		}
 		checkNumber(t, []byte(tc.in))
 	}
@@ -127,25 +127,25 @@ func TestSkipValueNestingLimit(t *testing.T) {
 	}
 }
 
-// checkNumber checks SkipNumber against json.Valid on b and each of its prefixes: it reads all
+// checkNumber checks skipNumber against json.Valid on b and each of its prefixes: it reads all
 // of a prefix (that does not end in whitespace) exactly when the prefix is a valid JSON document
 // that is a number, and what it reads of b it reads again of that part alone.
 func checkNumber(t *testing.T, b []byte) {
 	t.Helper()
-	if end, ok := SkipNumber(b, 0); ok {
-		if end2, ok2 := SkipNumber(b[:end], 0); end2 != end || !ok2 {
-			t.Fatalf("SkipNumber(%q) = %d, but of %q alone it reads %d, %v", b, end, b[:end], end2, ok2)
+	if end, ok := skipNumber(b, 0); ok {
+		if end2, ok2 := skipNumber(b[:end], 0); end2 != end || !ok2 {
+			t.Fatalf("skipNumber(%q) = %d, but of %q alone it reads %d, %v", b, end, b[:end], end2, ok2)
 		}
 	}
 	for k := 1; k <= len(b) && k <= 512; k++ {
 		p := b[:k]
 		if SkipWhitespace(p, k-1) == k {
-			continue // json.Valid allows whitespace after the number; SkipNumber leaves it
+			continue // json.Valid allows whitespace after the number; skipNumber leaves it
 		}
-		end, ok := SkipNumber(p, 0)
+		end, ok := skipNumber(p, 0)
 		want := json.Valid(p) && (p[0] == '-' || p[0] >= '0' && p[0] <= '9')
 		if (ok && end == k) != want {
-			t.Fatalf("SkipNumber(%q) = %d, %v; json.Valid says %v", p, end, ok, json.Valid(p))
+			t.Fatalf("skipNumber(%q) = %d, %v; json.Valid says %v", p, end, ok, json.Valid(p))
 		}
 	}
 }
@@ -154,10 +154,10 @@ func checkNumber(t *testing.T, b []byte) {
 func checkInt(t *testing.T, b []byte) {
 	t.Helper()
 	v, end, ok := ReadInt(b, 0)
-	num, numOK := SkipNumber(b, 0)
+	num, numOK := skipNumber(b, 0)
 	if !numOK {
 		if ok {
-			t.Fatalf("ReadInt(%q) = %d, %d; SkipNumber finds no number", b, v, end)
+			t.Fatalf("ReadInt(%q) = %d, %d; skipNumber finds no number", b, v, end)
 		}
 		return
 	}
@@ -189,7 +189,7 @@ func checkValue(t *testing.T, b []byte) {
 	}
 }
 
-// FuzzSkip checks SkipNumber, ReadInt and SkipValue against encoding/json on any input.
+// FuzzSkip checks skipNumber, ReadInt and SkipValue against encoding/json on any input.
 func FuzzSkip(f *testing.F) {
 	for _, s := range []string{
 		`{"a":[1,-2.5e+3,0,true,false,null,"s\u00e9"],"b":{}}`, `-12`, `9223372036854775808`, `1.0`, `01`, `1e+`,

@@ -8,17 +8,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // ErrSevered is what a severed lease answers.
 var ErrSevered = errors.New("severed")
 
-// Severable is a channels.Lease and Census over a shared MemoryLease that Sever cuts off: from
+// Severable is a kit.Lease and Census over a shared MemoryLease that Sever cuts off: from
 // then on it neither renews nor releases nor attends, so the others take its leases over once
 // they lapse, as after a kill -9.
 type Severable struct {
-	M   *channels.MemoryLease
+	M   *kit.MemoryLease
 	cut atomic.Bool
 }
 

@@ -11,7 +11,9 @@ import (
 	"github.com/switchboard-bot/switchboard/core/agent/schema"
 )
 
-// referenceParse is what Parse replaced: encoding/json's Decoder with UseNumber, one value only.
+// referenceParse is encoding/json's Decoder with UseNumber reading one value and then finding
+// nothing but the end: Parse must accept and refuse what it does (its check for trailing data
+// included), into the same tree.
 func referenceParse(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -102,10 +104,38 @@ func compareParse(t *testing.T, raw []byte) {
 }
 
 // FuzzParseMatchesEncodingJSON checks Parse against encoding/json on arbitrary input: the same
-// documents are accepted, into the same tree.
+// documents are accepted, into the same tree, and a tree Parse builds encodes to a document it
+// parses back into that tree.
 func FuzzParseMatchesEncodingJSON(f *testing.F) {
 	for _, tc := range parseCases {
 		f.Add([]byte(tc.in))
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) { compareParse(t, raw) })
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		compareParse(t, raw)
+		tree, err := schema.Parse(raw)
+		if err != nil {
+			return
+		}
+		enc, err := json.Marshal(tree)
+		if err != nil {
+			t.Fatalf("Marshal(%#v): %v", tree, err)
+		}
+		again, err := schema.Parse(enc)
+		if err != nil || !reflect.DeepEqual(again, tree) {
+			t.Fatalf("Parse(%q) = %#v, %v; want %#v", enc, again, err, tree)
+		}
+	})
+}
+
+// BenchmarkParse parses a tool's parameter schema, as a structured run does once.
+//
+//	go test -run '^$' -bench Parse -benchmem ./core/agent/schema/
+func BenchmarkParse(b *testing.B) {
+	doc := []byte(`{"type":"object","properties":{"task":{"type":"string","description":"What the subagent should do, in one or two sentences."},"name":{"type":"string","enum":["researcher","writer","reviewer"]},"max_steps":{"type":"integer","minimum":1,"maximum":20},"sources":{"type":"array","items":{"type":"string","format":"uri"},"maxItems":8}},"required":["task","name"],"additionalProperties":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := schema.Parse(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

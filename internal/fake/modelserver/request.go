@@ -135,26 +135,8 @@ func contentText(raw json.RawMessage) (string, error) {
 var errBadRequest = errors.New("invalid request")
 
 // decodeRequest parses a chat-completions body the way the real API validates it: a JSON
-// object with a model and at least one message, each with a known role. The common shape is
-// read by decodeFast; whatever it gives up on, by encoding/json.
+// object with a model and at least one message, each with a known role.
 func decodeRequest(body []byte) (Request, error) {
-	req, ok := decodeFast(body)
-	if !ok {
-		return decodeSlow(body)
-	}
-	if err := checkHead(req.Model, len(req.Messages)); err != nil {
-		return Request{}, err
-	}
-	for i := range req.Messages {
-		if err := checkRole(i, req.Messages[i].Role); err != nil {
-			return Request{}, err
-		}
-	}
-	return req, nil
-}
-
-// decodeSlow is decodeRequest with encoding/json.
-func decodeSlow(body []byte) (Request, error) {
 	// The messages are read as wireMessage, shadowing Request's, so the body is decoded in one
 	// pass instead of once more per message by Message.UnmarshalJSON.
 	var w struct {

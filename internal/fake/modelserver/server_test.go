@@ -397,7 +397,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		if req.Model == "" || len(req.Messages) == 0 {
 			t.Fatalf("accepted an incomplete request %+v", req)
 		}
-		// The one-pass decoder reads what decoding into Request (Message.UnmarshalJSON) reads.
+		// Decoding the messages in the same pass (wireMessage) reads what decoding into Request
+		// (Message.UnmarshalJSON) reads.
 		var want Request
 		if err := json.Unmarshal(body, &want); err != nil {
 			t.Fatalf("decodeRequest accepted what json.Unmarshal refuses (%v)", err)

@@ -24,7 +24,6 @@ var (
 	realRedis       = redistest.Client
 	uniquePrefix    = redistest.Prefix
 	testActionKey   = chantest.ActionKey
-	errTooLong      = chantest.ErrTooLong
 	newFakeChannel  = chantest.NewChannel
 	newCountMetrics = chantest.NewMetrics
 )
@@ -32,7 +31,6 @@ var (
 type (
 	fakeChannel  = chantest.Channel
 	countMetrics = chantest.Metrics
-	fakeSend     = chantest.SendCall
 	sendOnly     = chantest.SendOnly
 	editNoDelete = chantest.EditNoDelete
 )

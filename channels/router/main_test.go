@@ -28,7 +28,6 @@ var (
 	realRedis       = redistest.Client
 	uniquePrefix    = redistest.Prefix
 	testActionKey   = chantest.ActionKey
-	errTooLong      = chantest.ErrTooLong
 	newFakeChannel  = chantest.NewChannel
 	newCountMetrics = chantest.NewMetrics
 )
@@ -183,10 +182,6 @@ func dm(chat string) conv.Key { return conv.Key{Platform: "test", Chat: chat} }
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll.Until(t, what, cond)
-}
-
-func newBenchStore(tb testing.TB, c redis.UniversalClient) *threads.Store {
-	return threads.New(c, threads.Options{Prefix: uniquePrefix(tb, c)})
 }
 
 // newBenchHarness is a router without limits, for benchmarks.

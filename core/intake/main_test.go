@@ -15,11 +15,12 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/poll"
 	"github.com/switchboard-bot/switchboard/internal/redisscan"
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopCluster()
+	redistest.StopCluster()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -62,7 +63,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 		t.Cleanup(func() { c.Close() })
 		fn(t, withPrefix(t, c, mr))
 	})
-	t.Run("cluster", func(t *testing.T) { fn(t, withPrefix(t, clusterRedis(t), nil)) })
+	t.Run("cluster", func(t *testing.T) { fn(t, withPrefix(t, redistest.Cluster(t), nil)) })
 }
 
 func realRedis(t testing.TB) redis.UniversalClient {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 	"go.uber.org/goleak"
 )
 
@@ -27,7 +29,15 @@ func TestMain(m *testing.M) {
 	if prefix := os.Getenv(childEnqueuerEnv); prefix != "" {
 		os.Exit(childEnqueuer(prefix))
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	redistest.StopCluster()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -12,12 +12,13 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopCluster()
+	redistest.StopCluster()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -1,12 +1,12 @@
-package threads
+package redistest
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// dieWithTest makes the kernel kill a cluster node if the test binary dies without running
+// dieWithParent makes the kernel kill a cluster node if the test binary dies without running
 // TestMain's clean-up (a panic, a -timeout), so no redis-server outlives the tests.
-func dieWithTest(cmd *exec.Cmd) {
+func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

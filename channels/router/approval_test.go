@@ -40,7 +40,7 @@ func decideClick(t *testing.T, id string, option int) string {
 	return click(t, testActionKey, render.ActionID{Kind: render.ActionChoose, Token: id, Option: option})
 }
 
-// TestApprovalDecidedOnceAcrossProcesses: two processes' routers (one Redis) get a click each at
+// TestApprovalDecidedOnceAcrossProcesses: two processes' routers (one store) get a click each at
 // the same moment — Approve on one, Deny on the other: exactly one decision run is queued, the
 // other clicker is told privately that it was decided already.
 func TestApprovalDecidedOnceAcrossProcesses(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // signing and enqueue.
 func BenchmarkHandleInbound(b *testing.B) {
 	h := newBenchHarness(b)
-	trips := redistest.CountTrips(h.client)
+	trips := redistest.CountTrips(h.redis.client)
 	b.ReportAllocs()
 	b.ResetTimer()
 	trips.Reset()

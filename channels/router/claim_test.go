@@ -37,9 +37,9 @@ func TestRedeliveryHandledWhenTheClaimCouldNotBeGivenBack(t *testing.T) {
 }
 
 func testClaimNotGivenBack(t *testing.T, fault func(*redistest.Faults), sameRouter bool) {
-	h := newHarness(t, func(o *Options, _ *runs.Options) { o.PendingTTL = 300 * time.Millisecond })
+	h := newRedisHarness(t, func(o *Options, _ *runs.Options) { o.PendingTTL = 300 * time.Millisecond })
 	faults := &redistest.Faults{}
-	h.client.AddHook(faults)
+	h.redis.client.AddHook(faults)
 	conv := dm("c1")
 	in := channels.Inbound{EventID: "update:41", Conv: conv, Identity: user("u1"), Text: "hello", Direct: true}
 
@@ -78,9 +78,9 @@ func testClaimNotGivenBack(t *testing.T, fault func(*redistest.Faults), sameRout
 // although the router saw the enqueue fail (Redis applied it, the reply was lost) is not run
 // twice: the claim is given back, and the redelivery finds the run's mark and queues nothing.
 func TestRedeliveryAfterALostEnqueueReplyRunsOnce(t *testing.T) {
-	h := newHarness(t)
+	h := newRedisHarness(t)
 	faults := &redistest.Faults{}
-	h.client.AddHook(faults)
+	h.redis.client.AddHook(faults)
 	conv := dm("c2")
 	in := channels.Inbound{EventID: "update:42", Conv: conv, Identity: user("u1"), Text: "hello", Direct: true}
 

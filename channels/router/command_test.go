@@ -133,7 +133,7 @@ func TestEveryCommand(t *testing.T) {
 // TestStatsShowsRecentThroughput proves /stats shows the runs finished in the last minute and the
 // last hour, answered and failed, next to the totals.
 func TestStatsShowsRecentThroughput(t *testing.T) {
-	h := newHarness(t)
+	h := newRedisHarness(t)
 	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		if r.Envelope.Text == "fail" {
 			return "", runs.Permanent(errors.New("refused"))

@@ -19,10 +19,10 @@ import (
 // final), and the replay — a new run of the same message, from the same sender — posts its answer
 // after that notice instead of being taken for a redelivery of a run already closed.
 func TestReplayedDeadLetterIsAnswered(t *testing.T) {
-	h := newHarness(t, func(_ *Options, o *runs.Options) {
+	h := newRedisHarness(t, func(_ *Options, o *runs.Options) {
 		o.MaxAttempts, o.RetryBase, o.RetryMax = 2, 10*time.Millisecond, 20*time.Millisecond
 	})
-	d, err := delivery.New(delivery.Options{Channels: map[string]channels.Channel{"test": h.ch}, Threads: h.store, ActionKey: testActionKey, Logger: quietLog})
+	d, err := delivery.New(delivery.Options{Channels: map[string]channels.Channel{"test": h.ch}, Threads: h.redis.store, ActionKey: testActionKey, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 // signature check — queued by someone without the signing key — tells the admin so and runs
 // nothing: the replay signs afresh, so it must never sign what it could not verify.
 func TestForgedDeadLetterIsNotReplayed(t *testing.T) {
-	h := newHarness(t)
+	h := newRedisHarness(t)
 	var ran atomic.Int32
 	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		ran.Add(1)

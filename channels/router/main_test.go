@@ -37,20 +37,56 @@ type (
 	countMetrics = chantest.Metrics
 )
 
-// harness is a router on a real Redis: a queue, a thread store, a fake channel.
+// harness is a router with a queue, a thread store and a fake channel: in memory (newHarness),
+// or on the real Redis with a real pool (newRedisHarness) for the tests whose point is Redis or
+// the pool.
 type harness struct {
 	t       *testing.T
 	ctx     context.Context
-	client  redis.UniversalClient
-	store   *threads.Store
-	queue   *runs.Queue
+	store   testStore
+	queue   testQueue
 	signer  *runs.Signer
 	router  *Router
 	ch      *fakeChannel
 	metrics *countMetrics
 	clock   *testClock
+	// mem is the in-memory queue, whose runs nextRun takes as a worker would once startPool was
+	// called (working); redis is set instead on Redis, where the pool hands runs to runs.
+	mem     *memQueue
+	working bool
+	redis   *onRedis
 	runs    chan *runs.Envelope
 }
+
+// onRedis is a Redis harness's client and the Redis implementations on it.
+type onRedis struct {
+	client redis.UniversalClient
+	store  *threads.Store
+	queue  *runs.Queue
+}
+
+// testStore is the store as the tests see it: the router's Store and the reads and writes the
+// tests make besides (asking a question as the lead does, reading the effects of commands).
+type testStore interface {
+	Store
+	PutClarification(ctx context.Context, c threads.Clarification) (threads.Clarification, error)
+	Get(ctx context.Context, convKey string) (threads.Thread, error)
+	GetSettings(ctx context.Context, convKey string) (threads.Settings, error)
+	AccessOverride(ctx context.Context, platform, userID string) (allowed, denied bool, err error)
+}
+
+// testQueue is the queue as the tests see it: the router's Queue and a mailbox's run ids.
+type testQueue interface {
+	Queue
+	QueuedRuns(ctx context.Context, c conv.Key) ([]string, error)
+}
+
+var (
+	_ testStore = (*threads.Store)(nil)
+	_ testStore = (*memStore)(nil)
+	_ testQueue = (*runs.Queue)(nil)
+	_ testQueue = (*memQueue)(nil)
+)
 
 type testClock struct {
 	mu  sync.Mutex
@@ -68,15 +104,49 @@ func (c *testClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// newHarness is a router on the in-memory store and queue (memstore_test.go,
+// memqueue_test.go). tweak may set the queue's limits; options only a pool acts on are refused
+// (use newRedisHarness).
 func newHarness(t *testing.T, tweak ...func(*Options, *runs.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, ctx: ctxT(t), client: realRedis(t), ch: newFakeChannel("test"), metrics: newCountMetrics(), clock: &testClock{}}
-	prefix := uniquePrefix(t, h.client)
+	h, ro, qo := newHarnessOptions(t, tweak)
+	db := newMemDB()
+	q, err := newMemQueue(db, qo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mem, h.queue, h.store = q, q, newMemStore(db, h.clock.Now)
+	h.start(ro)
+	return h
+}
+
+// newRedisHarness is a router on the real Redis: a runs.Queue (with a pool once startPool or
+// runPool is called) and a threads.Store under a prefix of the test's own.
+func newRedisHarness(t *testing.T, tweak ...func(*Options, *runs.Options)) *harness {
+	t.Helper()
+	h, ro, qo := newHarnessOptions(t, tweak)
+	r := &onRedis{client: realRedis(t)}
+	qo.Prefix = uniquePrefix(t, r.client)
+	var err error
+	if r.queue, err = runs.Open(h.ctx, r.client, qo); err != nil {
+		t.Fatal(err)
+	}
+	r.store = threads.New(r.client, threads.Options{Prefix: qo.Prefix, Now: h.clock.Now})
+	h.redis, h.queue, h.store = r, r.queue, r.store
+	h.start(ro)
+	return h
+}
+
+// newHarnessOptions is a harness without its store, queue and router yet, and their options
+// with tweak applied.
+func newHarnessOptions(t *testing.T, tweak []func(*Options, *runs.Options)) (*harness, Options, runs.Options) {
+	t.Helper()
+	h := &harness{t: t, ctx: ctxT(t), ch: newFakeChannel("test"), metrics: newCountMetrics(), clock: &testClock{}}
 	var err error
 	if h.signer, err = runs.NewSigner([][]byte{[]byte("signing-key-0123456789abcdef")}); err != nil {
 		t.Fatal(err)
 	}
-	qo := runs.Options{Prefix: prefix, Workers: 2, Lease: time.Second, Signer: h.signer, Logger: quietLog}
+	qo := runs.Options{Workers: 2, Lease: time.Second, Signer: h.signer, Logger: quietLog}
 	ro := Options{
 		Signer: h.signer, Admins: map[string][]string{"test": {"admin1"}}, ActionKey: testActionKey,
 		Access:  map[string]AccessPolicy{"test": {Policy: PolicyOpen, DM: true}},
@@ -85,27 +155,34 @@ func newHarness(t *testing.T, tweak ...func(*Options, *runs.Options)) *harness {
 	for _, f := range tweak {
 		f(&ro, &qo)
 	}
-	if h.queue, err = runs.Open(h.ctx, h.client, qo); err != nil {
-		t.Fatal(err)
-	}
-	h.store = threads.New(h.client, threads.Options{Prefix: prefix, Now: h.clock.Now})
+	return h, ro, qo
+}
+
+// start makes the router on h's queue and store, closed when the test ends.
+func (h *harness) start(ro Options) {
+	h.t.Helper()
 	ro.Queue, ro.Threads = h.queue, h.store
+	var err error
 	if h.router, err = New(ro); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	h.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.router.Close(ctx); err != nil {
-			t.Errorf("router close: %v", err)
+			h.t.Errorf("router close: %v", err)
 		}
 	})
-	return h
 }
 
-// startPool runs the queue with a handler that hands every verified envelope to h.runs.
+// startPool starts the workers: in memory, nextRun then takes the queued runs; on Redis, a pool
+// runs the queue with a handler that hands every verified envelope to h.runs.
 func (h *harness) startPool() {
 	h.t.Helper()
+	if h.mem != nil {
+		h.working = true
+		return
+	}
 	h.runs = make(chan *runs.Envelope, 64)
 	h.runPool(runs.HandlerFunc(func(ctx context.Context, r *runs.Run) (runs.Outcome, error) {
 		h.runs <- r.Envelope
@@ -113,10 +190,14 @@ func (h *harness) startPool() {
 	}), nil)
 }
 
-// runPool runs the queue with handler, its events going to sink (nil: none), until the test ends.
+// runPool runs the Redis queue with handler, its events going to sink (nil: none), until the
+// test ends.
 func (h *harness) runPool(handler runs.Handler, sink runs.Sink) {
 	h.t.Helper()
-	p, err := h.queue.NewPool(handler, sink)
+	if h.redis == nil {
+		h.t.Fatal("runPool needs the real pool: use newRedisHarness")
+	}
+	p, err := h.redis.queue.NewPool(handler, sink)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -132,9 +213,23 @@ func (h *harness) runPool(handler runs.Handler, sink runs.Sink) {
 	})
 }
 
-// nextRun waits for the pool to run the next envelope.
+// nextRun is the next envelope a worker runs. In memory the router has queued it by the time
+// HandleInbound returned, so it is there or nothing is; on Redis it waits for the pool.
 func (h *harness) nextRun() *runs.Envelope {
 	h.t.Helper()
+	if h.mem != nil {
+		if !h.working {
+			h.t.Fatal("nextRun before startPool")
+		}
+		env, err := h.mem.work()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if env == nil {
+			h.t.Fatal("no run reached the worker")
+		}
+		return env
+	}
 	select {
 	case env := <-h.runs:
 		return env
@@ -184,19 +279,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	poll.Until(t, what, cond)
 }
 
-// newBenchHarness is a router without limits, for benchmarks.
+// newBenchHarness is a router without limits on the real Redis, for benchmarks.
 func newBenchHarness(b *testing.B) *harness {
 	b.Helper()
-	h := &harness{ctx: ctxT(b), client: realRedis(b), ch: newFakeChannel("test"), metrics: newCountMetrics(), clock: &testClock{}}
-	prefix := uniquePrefix(b, h.client)
+	r := &onRedis{client: realRedis(b)}
+	h := &harness{ctx: ctxT(b), redis: r, ch: newFakeChannel("test"), metrics: newCountMetrics(), clock: &testClock{}}
+	prefix := uniquePrefix(b, r.client)
 	var err error
 	if h.signer, err = runs.NewSigner([][]byte{[]byte("signing-key-0123456789abcdef")}); err != nil {
 		b.Fatal(err)
 	}
-	if h.queue, err = runs.Open(h.ctx, h.client, runs.Options{Prefix: prefix, Signer: h.signer, Logger: quietLog, MaxPending: -1, MaxPerConversation: -1}); err != nil {
+	if r.queue, err = runs.Open(h.ctx, r.client, runs.Options{Prefix: prefix, Signer: h.signer, Logger: quietLog, MaxPending: -1, MaxPerConversation: -1}); err != nil {
 		b.Fatal(err)
 	}
-	h.store = threads.New(h.client, threads.Options{Prefix: prefix})
+	r.store = threads.New(r.client, threads.Options{Prefix: prefix})
+	h.queue, h.store = r.queue, r.store
 	if h.router, err = New(Options{Queue: h.queue, Signer: h.signer, Threads: h.store, Logger: quietLog}); err != nil {
 		b.Fatal(err)
 	}

@@ -94,14 +94,3 @@ func testFIFO(t *testing.T, c redis.UniversalClient, n, convs int) *Pool {
 	}
 	return pool
 }
-
-// TestRecycledWorkersKeepOrder: a worker goroutine that has served workerRuns runs hands its
-// place to a fresh one without losing, doubling or reordering a run.
-func TestRecycledWorkersKeepOrder(t *testing.T) {
-	defer func(n int) { workerRuns = n }(workerRuns)
-	workerRuns = 3 // read by the pool as it starts
-	p := testFIFO(t, realRedis(t), 200, 10)
-	if p.recycled.Load() == 0 {
-		t.Fatal("no worker was replaced")
-	}
-}

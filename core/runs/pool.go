@@ -52,8 +52,6 @@ type Pool struct {
 	draining bool
 
 	intakeWG, workersWG, bgWG sync.WaitGroup
-	recycled                  atomic.Int64 // worker goroutines replaced by fresh ones (workerRuns)
-	workerRuns                int          // runs a worker goroutine serves before it is replaced
 }
 
 // errShutdown is the cause set on handler contexts when their runs are handed back (HandBack,
@@ -117,7 +115,6 @@ func (p *Pool) Start(ctx context.Context) error {
 	go func() { defer p.intakeWG.Done(); p.fetch(intakeCtx) }()
 	go func() { defer p.intakeWG.Done(); p.recover(intakeCtx) }()
 
-	p.workerRuns = workerRuns
 	p.workersWG.Add(p.opt.Workers)
 	for i := range p.opt.Workers {
 		go func() { defer p.workersWG.Done(); p.worker(i) }()

@@ -16,7 +16,6 @@ import (
 // (Shutdown).
 func (p *Pool) worker(i int) {
 	owner := p.opt.Consumer + "/" + strconv.Itoa(i)
-	served := 0
 	inbox := newWorkerInbox()
 	for {
 		h, ok := p.work.get(inbox)
@@ -28,24 +27,11 @@ func (p *Pool) worker(i int) {
 			p.set.add(settleItem{hint: h.Tag, ack: h.ID})
 		} else {
 			p.serve(i, owner, h)
-			served++
 		}
 		p.held.dropHint(h.ID)
 		p.slots <- struct{}{}
-		if served >= p.workerRuns {
-			// This goroutine's stack may have grown large in one of its runs; a fresh one in its
-			// place starts small.
-			p.workersWG.Add(1) // this worker's own count is still held, so no Wait has returned
-			p.recycled.Add(1)
-			go func() { defer p.workersWG.Done(); p.worker(i) }()
-			return
-		}
 	}
 }
-
-// workerRuns is how many runs a worker goroutine serves before a fresh one takes its place; a
-// pool reads it when it starts (a variable for the tests).
-var workerRuns = 1000
 
 // step is what became of one run.
 type step int

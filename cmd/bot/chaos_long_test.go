@@ -395,3 +395,7 @@ func chaosWindow(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// TestRedisOutageHealsAfterSIGTERM proves a Redis outage at run time heals by itself when Redis
+// shuts down cleanly (SIGTERM): see testRedisOutage. CI runs its SIGKILL twin, the harder case.
+func TestRedisOutageHealsAfterSIGTERM(t *testing.T) { testRedisOutage(t, syscall.SIGTERM) }

@@ -87,23 +87,21 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.kind }
 
-// tokenPaths matches the secret part of interaction and webhook URLs.
+// tokenPaths matches the secret part of interaction and webhook URLs: with the bot token, what
+// the adapter's kit.Redactor keeps out of its errors and log lines.
 var tokenPaths = regexp.MustCompile(`(interactions/\d+/|webhooks/\d+/)[^/?\s"]+`)
 
-// redactor keeps the bot token and interaction tokens out of error text.
-type redactor struct{ token string }
-
-func (r redactor) string(s string) string {
-	if r.token != "" {
-		s = strings.ReplaceAll(s, r.token, "[redacted]")
-	}
-	return tokenPaths.ReplaceAllString(s, "${1}[redacted]")
+// newRedactor is the redactor of the bot token and of interactions' tokens.
+func newRedactor(token string) *kit.Redactor {
+	r := kit.NewRedactor(token)
+	r.AddPattern(tokenPaths)
+	return r
 }
 
 // classify turns a discordgo error into this adapter's: 429 is *channels.RateLimitError, 401
 // wraps channels.ErrUnauthorized, a message gone channels.ErrMessageGone, a channel gone or
 // forbidden channels.ErrUnreachable. The text never holds the token.
-func (c *Channel) classify(op string, err error) error {
+func (r *rest) classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -113,13 +111,13 @@ func (c *Channel) classify(op string, err error) error {
 		if rl.TooManyRequests != nil {
 			ra = rl.RetryAfter
 		}
-		return &channels.RateLimitError{RetryAfter: max(ra, 10*time.Millisecond)}
+		return &channels.RateLimitError{RetryAfter: max(ra, minRateLimitWait)}
 	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
 		e := &apiError{op: op, status: re.Response.StatusCode}
 		if re.Message != nil {
-			e.code, e.message = re.Message.Code, c.redact.string(re.Message.Message)
+			e.code, e.message = re.Message.Code, r.redact.String(re.Message.Message)
 		}
 		switch {
 		case e.status == http.StatusUnauthorized:
@@ -143,7 +141,7 @@ func (c *Channel) classify(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("discord: %s: %w", op, context.DeadlineExceeded)
 	}
-	return fmt.Errorf("discord: %s: %s", op, c.redact.string(err.Error()))
+	return fmt.Errorf("discord: %s: %s", op, r.redact.String(err.Error()))
 }
 
 func apiCode(err error) int {
@@ -163,51 +161,62 @@ func apiStatus(err error) int {
 }
 
 // Bounds on waiting out 429s. Every 429 counts against Discord's invalid-request budget (10,000
-// in 10 minutes, then a Cloudflare ban of the bot's IP), so a call retries a few times at most,
-// and never sooner than minRateLimitWait: a retry_after of a millisecond or none would otherwise
-// make a tight loop of refused requests.
+// in 10 minutes, then a Cloudflare ban of the bot's IP), so a call waiting them out retries a
+// few times at most, and never sooner than minRateLimitWait: a retry_after of a millisecond or
+// none would otherwise make a tight loop of refused requests.
 const (
 	maxRateLimitRetries = 5
 	minRateLimitWait    = 50 * time.Millisecond
 )
 
-// call runs one REST call with ctx, waiting out 429s (retry_after, at least minRateLimitWait, at
-// most maxRateLimitRetries times and MaxRetryWait in all) and retrying 500/503/504 twice; it
-// returns *channels.RateLimitError when the wait would be longer or the retries are spent. Other
-// errors (a 4xx) are returned after the one request. discordgo's own bucket limiter runs inside
-// fn and spaces calls by the X-RateLimit headers.
-func (c *Channel) call(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
-	waited := time.Duration(0)
-	fivexx, limited := 0, 0
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-		err := c.classify(op, fn(discordgo.WithContext(callCtx)))
+// rest is the adapter's bridge to Discord's REST API (through discordgo): one request, its
+// error (classify, redacted), retries of server errors and its rate limits (kit.RetryAfter: see
+// call). Safe for concurrent use.
+type rest struct {
+	timeout time.Duration // Config.CallTimeout, per attempt
+	redact  *kit.Redactor
+	limits  *kit.RetryAfter
+}
+
+// Calls and their rate limits (kit.RetryAfter). call returns a 429 at once as a
+// *channels.RateLimitError (of at least minRateLimitWait): the sends, edits, deletes and files,
+// which delivery retries after the retry_after (channels.RetryRateLimited). A typing signal is
+// made once (RetryAfter.Once). callWaiting waits 429s out here (at most maxRateLimitRetries
+// times and Config.MaxRetryWait in all): the calls nobody above retries — start-up, command
+// registration, interaction answers, the look-ups intake needs — and the later pieces of a
+// message, which a retry of the whole send would post twice. discordgo's own bucket limiter
+// runs inside fn and spaces calls by the X-RateLimit headers.
+
+// call makes one REST call whose caller retries its 429s.
+func (r *rest) call(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
+	return r.limits.Pass(op, r.request(ctx, op, fn))
+}
+
+// callWaiting makes one REST call whose 429s are waited out here.
+func (r *rest) callWaiting(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
+	return r.limits.Wait(ctx, op, func(ctx context.Context) error { return r.request(ctx, op, fn) })
+}
+
+// callMaybeWaiting is callWaiting when wait is set, else call.
+func (r *rest) callMaybeWaiting(ctx context.Context, wait bool, op string, fn func(opts ...discordgo.RequestOption) error) error {
+	if wait {
+		return r.callWaiting(ctx, op, fn)
+	}
+	return r.call(ctx, op, fn)
+}
+
+// request runs one REST call with ctx (each attempt within CallTimeout), retrying 500/503/504
+// twice; any other error, a 429 included, is returned after the one request.
+func (r *rest) request(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
+	for fivexx := 0; ; fivexx++ {
+		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+		err := r.classify(op, fn(discordgo.WithContext(callCtx)))
 		cancel()
-		if err == nil {
-			return nil
-		}
-		var rl *channels.RateLimitError
-		switch {
-		case errors.As(err, &rl):
-			wait := max(rl.RetryAfter, minRateLimitWait)
-			if limited >= maxRateLimitRetries || waited+wait > c.cfg.MaxRetryWait {
-				c.cfg.RateLimits.Limited(op, rl.RetryAfter, false)
-				return &channels.RateLimitError{RetryAfter: wait}
-			}
-			limited++
-			c.cfg.RateLimits.Limited(op, rl.RetryAfter, true)
-			waited += wait
-			c.cfg.Logger.Debug("discord: rate limited; waiting", "op", op, "retry_after", rl.RetryAfter, "wait", wait)
-			if err := kit.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("discord: %s: %w", op, err)
-			}
-		case apiStatus(err) >= 500 && fivexx < 2:
-			fivexx++
-			if err := kit.Sleep(ctx, time.Duration(fivexx)*250*time.Millisecond); err != nil {
-				return fmt.Errorf("discord: %s: %w", op, err)
-			}
-		default:
+		if err == nil || apiStatus(err) < 500 || fivexx >= 2 {
 			return err
+		}
+		if err := kit.Sleep(ctx, time.Duration(fivexx+1)*250*time.Millisecond); err != nil {
+			return fmt.Errorf("discord: %s: %w", op, err)
 		}
 	}
 }

@@ -17,27 +17,23 @@
 // content and 6,000 of embeds with code blocks kept whole, allowed_mentions parsing nothing,
 // typing, edits, deletes, files attached to a message (the rest of a long answer), interaction
 // answers (ephemeral notices, modals, deferred slash command answers) and the command menu.
-// REST requests keep Discord's global limit (Config.GlobalRate); 429s are waited out a few times,
-// up to Config.MaxRetryWait, then *channels.RateLimitError. The token never appears in logs or
-// errors.
+// REST requests keep Discord's global limit (Config.GlobalRate); a 429 of a send, an edit, a
+// delete or a file is returned as *channels.RateLimitError for delivery to wait out, and the
+// calls nobody above retries wait theirs out a few times, up to Config.MaxRetryWait (see call).
+// The token never appears in logs or errors (kit.Redactor).
 package discord
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/kit"
@@ -46,163 +42,16 @@ import (
 
 const platform = "discord"
 
-// DefaultAPIURL is the base URL of REST and gateway discovery when Config.APIURL is empty.
-const DefaultAPIURL = "https://discord.com"
-
-// DefaultIntents are what the adapter needs: guilds (threads, the bot's role), guild messages,
-// DMs and the privileged message content intent.
-const DefaultIntents = int(discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
-	discordgo.IntentMessageContent)
-
-// MentionOnlyIntents are DefaultIntents without the privileged message content intent, for a bot
-// whose switch is off in the Developer Portal: Discord still sends the text of DMs and of
-// messages that mention the bot, and blanks the rest, so only those reach the router (use
-// ThreadRepliesMention: follow-ups in a thread without a mention arrive empty).
-const MentionOnlyIntents = DefaultIntents &^ int(discordgo.IntentMessageContent)
-
-// ThreadReplies says which messages in a thread the bot answers in reach the router.
-type ThreadReplies string
-
-// The thread_replies choices.
-const (
-	// ThreadRepliesAll passes every message of a thread the bot is in (the router knows them).
-	ThreadRepliesAll ThreadReplies = "all"
-	// ThreadRepliesMention passes only messages that mention the bot.
-	ThreadRepliesMention ThreadReplies = "mention"
-)
-
-// Config configures a Channel. Token is required; everything else has a default.
-type Config struct {
-	// Token is the bot token from the Developer Portal (without "Bot "). It never appears in
-	// logs or errors.
-	Token string
-	// APIURL is the scheme and host of REST and gateway discovery; default DefaultAPIURL.
-	APIURL string
-	// ApplicationID registers commands; default the id READY reports.
-	ApplicationID string
-	// ReplyInThread answers a mention in a channel in a new thread started from the message
-	// (configuration's default is true); false answers in the channel as a reply.
-	ReplyInThread bool
-	// ThreadReplies is ThreadRepliesAll (default) or ThreadRepliesMention.
-	ThreadReplies ThreadReplies
-	// DevGuild, when set, registers the commands in that guild only (instant, for development)
-	// instead of globally.
-	DevGuild string
-	// Intents are sent in IDENTIFY; default DefaultIntents.
-	Intents int
-	// ShardID and ShardCount split the bot's guilds over several processes (Discord sends a
-	// guild's events to shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0 or
-	// 1 is one unsharded connection. The process plans that one shard (with a Lease, a second
-	// process on the same shard stands by).
-	ShardID, ShardCount int
-	// AutoShard plans every shard Discord recommends (GET /gateway/bot), identifying
-	// max_concurrency of them per IdentifyInterval; with a Lease the processes split them.
-	// ShardID and ShardCount must be zero.
-	AutoShard bool
-	// IdentifyInterval spaces the first identifies of auto shards in one rate-limit bucket;
-	// default 5 s, Discord's.
-	IdentifyInterval time.Duration
-	// HTTPClient makes REST requests (its transport is wrapped to reach APIURL); default a
-	// client keeping 64 idle connections.
-	HTTPClient *http.Client
-	// Dialer dials the gateway; default websocket.DefaultDialer's settings.
-	Dialer *websocket.Dialer
-	// TypingAfter is how long a typing signal waits before it is sent, dropped if a message is
-	// posted meanwhile (kit.TypingOptions.After); zero sends it at once. cmd/bot passes
-	// kit.DefaultTypingAfter.
-	TypingAfter time.Duration
-	// Logger receives operator logs; default slog.Default().
-	Logger *slog.Logger
-	// ActionKey signs the custom_ids of components rendered from cards.
-	ActionKey render.Key
-	// MaxRetryWait bounds the total time one call waits on 429 retry_after before returning a
-	// *channels.RateLimitError; default 30 s.
-	MaxRetryWait time.Duration
-	// CallTimeout bounds each REST call and the gateway handshake; default 30 s.
-	CallTimeout time.Duration
-	// DeferAfter is how long a click may go unanswered before the adapter acknowledges it
-	// (deferred), within Discord's 3 s; default 2 s.
-	DeferAfter time.Duration
-	// ReconnectMin is the first wait before reconnecting the gateway (doubling to a minute
-	// while connections fail); default 1 s.
-	ReconnectMin time.Duration
-	// InvalidSessionWait is the pause before identifying again after op 9; default 2 s
-	// (Discord asks for 1–5 s).
-	InvalidSessionWait time.Duration
-	// OnMalformedEvent, when set, is called once for each gateway event skipped as malformed.
-	OnMalformedEvent func()
-	// AdminPermission, when not zero, is a permission bit (Discord's numbering, e.g. 1<<5
-	// MANAGE_GUILD) that makes a guild member an admin: an interaction (slash command, click,
-	// modal submit) from a member whose permissions, as Discord sent them with it, hold the bit
-	// (or ADMINISTRATOR) reaches the router with Inbound.PlatformAdmin. Messages carry no
-	// member permissions, so text commands rely on the router's admin list alone.
-	AdminPermission uint64
-	// PublicKey is the application's Ed25519 public key; InteractionsHandler verifies requests
-	// with it.
-	PublicKey []byte
-	// Sessions, when set, keeps each shard's gateway session across restarts: Stop leaves the
-	// session resumable and saves it, Start resumes it, and Discord replays what was sent in
-	// between (each message once: the router dedupes by message id). Nil: every start
-	// identifies afresh, and events sent while no process is connected are lost.
-	Sessions SessionStore
-	// OnConnect, when set, is called each time a shard's gateway connection is up: resumed true
-	// after a RESUMED (missed events replayed), false after a READY (a new session). It must
-	// return quickly.
-	OnConnect func(shard int, resumed bool)
-	// Lease, when set, holds each shard through a lease shared by every process of the
-	// deployment, named LeaseName + ":<shard>/<count>": a process runs only the shards it holds
-	// and the processes split them evenly (kit.RunLeasedSet); a dead process's shards are
-	// taken over once their leases expire (LeaseTTL), resuming the session it saved (Sessions,
-	// saved every SessionSaveEvery while a shard runs), so Discord replays what it missed.
-	// Stop hands the leases back at once. Nil: this process runs every shard of its plan.
-	Lease kit.Lease
-	// LeaseName names the bot in the leases, e.g. "discord:<bot id>"; default "discord".
-	LeaseName string
-	// LeaseOwner names this process in the leases; default a random id.
-	LeaseOwner string
-	// LeaseTTL is a shard lease's lifetime without renewal; default kit.DefaultLeaseTTL.
-	LeaseTTL time.Duration
-	// OnLease, when set, is called with true when this process starts running a shard under
-	// its lease and with false when it stops; OnTakeover when it takes a shard another process
-	// held (dead, or handing it over). Both must return quickly.
-	OnLease    func(shard int, held bool)
-	OnTakeover func(shard int)
-	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
-	// process that dies leaves one to resume; default 3 s.
-	SessionSaveEvery time.Duration
-	// Now is the clock (default time.Now); an interaction token's age is read on it.
-	Now func() time.Time
-	// GlobalRate bounds the REST requests of the bot in any one second, interaction callbacks
-	// and follow-ups excepted, as Discord does; default 50, Discord's global limit; negative: no
-	// bound (only 429s slow the bot down). The processes sharing the bot's shards through Lease
-	// split it: each allows ⌊GlobalRate / live processes⌋ a second (at least 1), as counted by
-	// the Lease's census (kit.Census) each time the shards are shared out, keeping its last
-	// share while the census fails. Without a Lease, or one without a census, this Channel
-	// allows the whole rate.
-	GlobalRate int
-	// RateLimits counts the rate limits the adapter meets and logs them at most once a minute
-	// (kit.RateLimitLog); default one of the adapter's own, on Logger. Per-429 lines are
-	// Debug only.
-	RateLimits *kit.RateLimitLog
-}
-
-// String is redacted: it never shows the token.
-func (c Config) String() string {
-	return fmt.Sprintf("discord.Config{APIURL:%q Token:[redacted]}", c.APIURL)
-}
-
-// GoString is redacted like String.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue is redacted like String.
-func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
-
 // Channel is the Discord channel. Create it with New; all methods are safe for concurrent use.
 type Channel struct {
 	typing *kit.TypingSignals // typing signals, sent off the caller's path
 	cfg    Config
 	s      *discordgo.Session
-	redact redactor
+	redact *kit.Redactor
+	rest   *rest          // REST calls: their errors, retries and rate limits
+	life   *kit.Lifecycle // the start guard and Ready's phase
+	lanes  *kit.Lanes     // messages handed to the router in order per channel
+	pages  kit.Pages[render.DiscordMessage]
 	gws    []*gateway // per shard of the plan, the gateway while this process holds it
 	pace   *pacer     // identifies, per max_concurrency
 	global *pacer     // REST requests, this process's share of Config.GlobalRate; nil: no bound
@@ -216,25 +65,20 @@ type Channel struct {
 	// waits instead of sleeping them).
 	reg *kit.LaterRetry
 
+	bot botSelf // who the bot is (READY, users/@me, a saved session)
+
 	mu      sync.Mutex
 	handler channels.Handler
 	cancel  context.CancelFunc
-	started bool
-	stopped bool
-	self    botIdentity
-	appID   string
 	wg      sync.WaitGroup
-	life    context.Context
+	ctx     context.Context // from Start until the intake stops
 
-	where    sync.Map // channel id → where
-	threads  *threadMaker
-	budget   identifyBudget
-	order    *orderer
-	ixs      sync.Map                             // interaction id → *ixState
-	rendered render.Kept[[]render.DiscordMessage] // cards Pages rendered, for their Send or Edit
-	cmds     sync.Map                             // interaction id → *commandReply
-	now      func() time.Time
-	ready    atomic.Bool
+	places  *places // where the guild channels sit
+	threads *threadMaker
+	budget  identifyBudget
+	ixs     sync.Map // interaction id → *ixState
+	cmds    sync.Map // interaction id → *commandReply
+	now     func() time.Time
 }
 
 var (
@@ -247,83 +91,20 @@ var (
 	_ channels.InteractionResponder = (*Channel)(nil)
 	_ channels.FormOpener           = (*Channel)(nil)
 	_ channels.Readiness            = (*Channel)(nil)
+	_ channels.IntakeStopper        = (*Channel)(nil)
 )
 
 // New validates cfg and returns a Channel. It does no I/O: Start connects.
 func New(cfg Config) (*Channel, error) {
-	cfg.Token = strings.TrimPrefix(cfg.Token, "Bot ")
-	if cfg.Token == "" {
-		return nil, errors.New("discord: token is required")
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if strings.ContainsAny(cfg.Token, " \t\r\n/?#") {
-		return nil, errors.New("discord: token has characters a bot token never has")
-	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
-	}
-	base, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("discord: api url %q is not an http(s) URL", cfg.APIURL)
-	}
-	switch cfg.ThreadReplies {
-	case "":
-		cfg.ThreadReplies = ThreadRepliesAll
-	case ThreadRepliesAll, ThreadRepliesMention:
-	default:
-		return nil, fmt.Errorf("discord: unknown thread_replies %q (want all or mention)", cfg.ThreadReplies)
-	}
-	if cfg.ShardCount > 1 && (cfg.ShardID < 0 || cfg.ShardID >= cfg.ShardCount) {
-		return nil, fmt.Errorf("discord: shard id %d is not in 0..%d", cfg.ShardID, cfg.ShardCount-1)
-	}
-	if cfg.AutoShard && (cfg.ShardID != 0 || cfg.ShardCount != 0) {
-		return nil, errors.New("discord: automatic sharding takes no shard id or count")
-	}
-	if cfg.IdentifyInterval <= 0 {
-		cfg.IdentifyInterval = 5 * time.Second
-	}
-	if cfg.Intents == 0 {
-		cfg.Intents = DefaultIntents
-	}
-	if cfg.HTTPClient == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 64, 64
-		cfg.HTTPClient = &http.Client{Transport: tr}
-	}
-	if cfg.Dialer == nil {
-		d := *websocket.DefaultDialer
-		cfg.Dialer = &d
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	base, _ := url.Parse(strings.TrimRight(cfg.APIURL, "/")) // checked by withDefaults
+	redact := newRedactor(cfg.Token)
+	cfg.Logger = redact.Logger(cfg.Logger)
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
-	}
-	if cfg.MaxRetryWait <= 0 {
-		cfg.MaxRetryWait = 30 * time.Second
-	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 30 * time.Second
-	}
-	if cfg.DeferAfter <= 0 || cfg.DeferAfter > 2500*time.Millisecond {
-		cfg.DeferAfter = 2 * time.Second
-	}
-	if cfg.ReconnectMin <= 0 {
-		cfg.ReconnectMin = time.Second
-	}
-	if cfg.InvalidSessionWait <= 0 {
-		cfg.InvalidSessionWait = 2 * time.Second
-	}
-	if cfg.LeaseName == "" {
-		cfg.LeaseName = platform
-	}
-	if cfg.LeaseOwner == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		cfg.LeaseOwner = hex.EncodeToString(b[:])
-	}
-	if cfg.SessionSaveEvery <= 0 {
-		cfg.SessionSaveEvery = 3 * time.Second
 	}
 	s, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
@@ -332,9 +113,6 @@ func New(cfg Config) (*Channel, error) {
 	next := cfg.HTTPClient.Transport
 	if next == nil {
 		next = http.DefaultTransport
-	}
-	if cfg.GlobalRate == 0 {
-		cfg.GlobalRate = globalPerSecond
 	}
 	var global *pacer
 	if cfg.GlobalRate > 0 {
@@ -349,11 +127,14 @@ func New(cfg Config) (*Channel, error) {
 	s.StateEnabled = false
 	s.State = nil
 	c := &Channel{
-		global:  global,
-		cfg:     cfg,
-		s:       s,
-		redact:  redactor{token: cfg.Token},
-		appID:   cfg.ApplicationID,
+		global: global,
+		cfg:    cfg,
+		s:      s,
+		redact: redact,
+		rest: &rest{timeout: cfg.CallTimeout, redact: redact, limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait,
+			Attempts: 1 + maxRateLimitRetries, Logger: cfg.Logger}},
+		life:    kit.NewLifecycle(platform, ErrNotReady),
+		lanes:   kit.NewLanes(maxRunners, maxQueued),
 		now:     cfg.Now,
 		liveNow: time.Now,
 		reg: &kit.LaterRetry{
@@ -365,8 +146,10 @@ func New(cfg Config) (*Channel, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.bot.appID = cfg.ApplicationID
+	c.places = &places{rest: c.rest, s: s}
 	c.threads = newThreadMaker(c)
-	c.order = newOrderer()
+	c.pages.Render = func(m channels.Message) ([]render.DiscordMessage, error) { return renderPieces(m, cfg.ActionKey) }
 	c.typing = kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
 	return c, nil
@@ -376,42 +159,7 @@ func New(cfg Config) (*Channel, error) {
 func (c *Channel) Name() string { return platform }
 
 // BotID is the bot's user id as READY reported it; "" before Start.
-func (c *Channel) BotID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.self.id
-}
-
-func (c *Channel) setSelf(id, appID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.self.id = id
-	if c.self.roles == nil {
-		c.self.roles = map[string]bool{}
-	}
-	if c.appID == "" {
-		c.appID = appID
-	}
-	if c.appID == "" {
-		c.appID = id
-	}
-}
-
-func (c *Channel) identity() botIdentity {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	roles := make(map[string]bool, len(c.self.roles))
-	for r := range c.self.roles {
-		roles[r] = true
-	}
-	return botIdentity{id: c.self.id, roles: roles}
-}
-
-func (c *Channel) applicationID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.appID
-}
+func (c *Channel) BotID() string { return c.bot.userID() }
 
 // Start asks for the gateway URL (GET /gateway/bot, which also checks the token), connects and
 // identifies, and returns once READY arrived or the connection failed. Errors wrap
@@ -423,68 +171,78 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("discord: start: nil handler")
 	}
-	c.mu.Lock()
-	if c.started {
-		c.mu.Unlock()
-		return errors.New("discord: start: already started")
+	if err := c.life.Begin(); err != nil {
+		return err
 	}
-	c.started = true
-	c.mu.Unlock()
+	plan, err := c.plan(ctx)
+	if err == nil {
+		err = c.connect(ctx, h, plan)
+	}
+	if err != nil {
+		c.life.Stop()
+		return err
+	}
+	c.life.Receiving()
+	return nil
+}
 
+// plan asks Discord for the gateway URL and the shards (GET /gateway/bot) and plans the shards
+// this process may run; with a Lease it also learns who the bot is.
+func (c *Channel) plan(ctx context.Context) (shardPlan, error) {
 	var gb *discordgo.GatewayBotResponse
-	err := c.call(ctx, "GET gateway/bot", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callWaiting(ctx, "GET gateway/bot", func(opts ...discordgo.RequestOption) error {
 		var err error
 		gb, err = c.s.GatewayBot(opts...)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("discord: gateway/bot: %w", err)
+		return shardPlan{}, fmt.Errorf("discord: gateway/bot: %w", err)
 	}
 	if gb.URL == "" {
-		return errors.New("discord: gateway/bot gave no URL")
+		return shardPlan{}, errors.New("discord: gateway/bot gave no URL")
 	}
 	if lim := gb.SessionStartLimit; lim.Total > 0 {
 		c.budget.set(lim.Remaining, time.Duration(lim.ResetAfter)*time.Millisecond, c.now)
 	}
-	ids, count := []int{c.cfg.ShardID}, c.cfg.ShardCount
-	perBucket := 1
+	p := shardPlan{url: gb.URL, ids: []int{c.cfg.ShardID}, count: c.cfg.ShardCount, perBucket: 1}
 	if c.cfg.AutoShard {
-		count = max(gb.Shards, 1)
-		ids = ids[:0]
-		for i := range count {
-			ids = append(ids, i)
+		p.count = max(gb.Shards, 1)
+		p.ids = p.ids[:0]
+		for i := range p.count {
+			p.ids = append(p.ids, i)
 		}
-		perBucket = max(gb.SessionStartLimit.MaxConcurrency, 1)
-	} else if configured := max(count, 1); gb.Shards > configured {
+		p.perBucket = max(gb.SessionStartLimit.MaxConcurrency, 1)
+	} else if configured := max(p.count, 1); gb.Shards > configured {
 		c.cfg.Logger.Warn("discord: Discord recommends more shards than configured", "recommended", gb.Shards, "configured", configured)
 	}
 	if c.cfg.Lease != nil {
 		// A process may hold no shard at all and still deliver: learn who the bot is now
 		// rather than from a READY that may never come to this process.
 		if err := c.learnSelf(ctx); err != nil {
-			return err
+			return shardPlan{}, err
 		}
 	}
-	plan := shardPlan{url: gb.URL, ids: ids, count: count}
-	c.pace = newPacer(perBucket, c.cfg.IdentifyInterval)
+	return p, nil
+}
+
+// connect runs the plan's shards from now until the intake stops, and waits for the first
+// connection of each shard taken in the first round: it fails when one never worked (a refused
+// token or intent); later ones reconnect on their own.
+func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPlan) error {
+	c.pace = newPacer(plan.perBucket, c.cfg.IdentifyInterval)
 	if c.paceClock != nil {
 		c.paceClock(c.pace)
 	}
-	c.mu.Lock()
-	c.gws = make([]*gateway, len(ids))
-	c.mu.Unlock()
-
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.mu.Lock()
+	c.gws = make([]*gateway, len(plan.ids))
 	c.handler = h
 	c.cancel = cancel
-	c.life = life
+	c.ctx = life
 	c.mu.Unlock()
 	stopOnCtx := context.AfterFunc(ctx, cancel)
 
-	// The first connection of each shard taken in the first round reports to Start, which fails
-	// when one never worked (a refused token or intent); later ones reconnect on their own.
-	firsts := make([]chan error, len(ids))
+	firsts := make([]chan error, len(plan.ids))
 	for i := range firsts {
 		firsts[i] = make(chan error, 1)
 	}
@@ -496,6 +254,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		c.runShards(life, plan, firsts, func(taken []int) { round <- taken })
 	}()
 	var taken []int
+	var err error
 	select {
 	case taken = <-round:
 	case <-ctx.Done():
@@ -519,29 +278,26 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		c.wg.Wait()
 		return fmt.Errorf("discord: connect: %w", err)
 	}
-	c.ready.Store(true)
 	if len(taken) == 0 {
-		c.cfg.Logger.Info("discord: standing by: other processes hold every shard; delivering", "bot", c.BotID(), "shards", len(ids))
+		c.cfg.Logger.Info("discord: standing by: other processes hold every shard; delivering", "bot", c.BotID(), "shards", len(plan.ids))
 	} else {
-		c.cfg.Logger.Info("discord: receiving", "bot", c.BotID(), "shards", len(taken), "of", len(ids))
+		c.cfg.Logger.Info("discord: receiving", "bot", c.BotID(), "shards", len(taken), "of", len(plan.ids))
 	}
 	return nil
 }
 
-// Stop closes the gateway connections, saving each shard's session and handing its lease back,
-// and waits (until ctx ends) for the handlers of events already received to finish. Safe to
-// call more than once.
-func (c *Channel) Stop(ctx context.Context) error {
-	defer c.cfg.RateLimits.Flush(true)
+// StopIntake stops taking events in while sends keep working: it closes the gateway
+// connections, saving each shard's session and handing its lease back (another process takes
+// the shards over at once), refuses HTTP interactions from then on (503), and waits (until ctx
+// ends) for the handlers of the events already received to finish. Safe to call more than once.
+func (c *Channel) StopIntake(ctx context.Context) error {
 	c.mu.Lock()
-	c.stopped = true
+	c.life.Stop() // under c.mu: the HTTP interactions and RegisterCommands add to c.wg only before it
 	cancel := c.cancel
 	c.mu.Unlock()
-	c.ready.Store(false)
 	if cancel != nil {
 		cancel()
 	}
-	c.typing.Close()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
 	select {
@@ -549,7 +305,19 @@ func (c *Channel) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("discord: stop: %w", ctx.Err())
 	}
+	if !c.lanes.Wait(ctx) {
+		return fmt.Errorf("discord: stop: messages still being handed over: %w", ctx.Err())
+	}
 	return nil
+}
+
+// Stop stops the intake as StopIntake does, and the typing signals still being sent. Safe to
+// call more than once.
+func (c *Channel) Stop(ctx context.Context) error {
+	defer c.cfg.RateLimits.Flush(true)
+	err := c.StopIntake(ctx)
+	c.typing.Close()
+	return err
 }
 
 // ErrNotReady is wrapped by Ready's errors.
@@ -559,14 +327,8 @@ var ErrNotReady = errors.New("discord: not receiving")
 // (identified or resumed) and alive: its last inbound frame (a dispatch or a heartbeat ack) is
 // at most two heartbeat intervals and 10 s old. A process holding none is ready: it delivers.
 func (c *Channel) Ready() error {
-	c.mu.Lock()
-	stopped, started := c.stopped, c.started
-	c.mu.Unlock()
-	switch {
-	case stopped:
-		return fmt.Errorf("%w: stopped", ErrNotReady)
-	case !started || !c.ready.Load():
-		return fmt.Errorf("%w: not started", ErrNotReady)
+	if err := c.life.Err(); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	gws := c.gws

@@ -134,10 +134,10 @@ func (c *Channel) RegisterCommands(ctx context.Context, specs []channels.Command
 	defer c.mu.Unlock()
 	// Under c.mu with stopped checked, so the wait group is never added to after Stop set
 	// stopped and began to wait.
-	if c.life == nil || c.life.Err() != nil || c.stopped {
+	if c.ctx == nil || c.ctx.Err() != nil || c.life.Stopped() {
 		return err
 	}
-	c.reg.Start(c.life, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
+	c.reg.Start(c.ctx, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
 		return c.registerCommands(ctx, specs)
 	})
 	return nil
@@ -156,13 +156,13 @@ var errNoApplication = errors.New("discord: register commands: no application id
 
 // registerCommands is one registration: GET the registered commands, PUT them when they differ.
 func (c *Channel) registerCommands(ctx context.Context, specs []channels.CommandSpec) error {
-	app := c.applicationID()
+	app := c.bot.application()
 	if app == "" {
 		return errNoApplication
 	}
 	want := commandSet(specs, c.cfg.AdminPermission)
 	var have []*discordgo.ApplicationCommand
-	err := c.call(ctx, "get commands", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callWaiting(ctx, "get commands", func(opts ...discordgo.RequestOption) error {
 		var err error
 		have, err = c.s.ApplicationCommands(app, c.cfg.DevGuild, opts...)
 		return err
@@ -174,7 +174,7 @@ func (c *Channel) registerCommands(ctx context.Context, specs []channels.Command
 		c.cfg.Logger.Debug("discord: commands unchanged", "guild", c.cfg.DevGuild)
 		return nil
 	}
-	err = c.call(ctx, "overwrite commands", func(opts ...discordgo.RequestOption) error {
+	err = c.rest.callWaiting(ctx, "overwrite commands", func(opts ...discordgo.RequestOption) error {
 		_, err := c.s.ApplicationCommandBulkOverwrite(app, c.cfg.DevGuild, want, opts...)
 		return err
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -30,6 +31,74 @@ const (
 type botIdentity struct {
 	id    string
 	roles map[string]bool // the bot's managed role per guild
+}
+
+// botSelf is who the bot is, as READY, users/@me or a saved session told: its user id, its
+// managed roles (a mention of one addresses the bot) and its application id. Safe for
+// concurrent use.
+type botSelf struct {
+	mu    sync.Mutex
+	id    string
+	roles map[string]bool
+	appID string // Config.ApplicationID, else READY's, else the user id
+}
+
+// set records the bot's user id and, unless one is known, its application id.
+func (b *botSelf) set(id, appID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.id = id
+	if b.appID == "" {
+		b.appID = appID
+	}
+	if b.appID == "" {
+		b.appID = id
+	}
+}
+
+// addRoles records managed roles of the bot.
+func (b *botSelf) addRoles(roles ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.roles == nil {
+		b.roles = map[string]bool{}
+	}
+	for _, r := range roles {
+		b.roles[r] = true
+	}
+}
+
+func (b *botSelf) userID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.id
+}
+
+func (b *botSelf) application() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appID
+}
+
+// identity is a copy of the bot's identity, for decoding events.
+func (b *botSelf) identity() botIdentity {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	roles := make(map[string]bool, len(b.roles))
+	for r := range b.roles {
+		roles[r] = true
+	}
+	return botIdentity{id: b.id, roles: roles}
+}
+
+// saved is what a saved session keeps of the bot.
+func (b *botSelf) saved() (id, appID string, roles []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.roles {
+		roles = append(roles, r)
+	}
+	return b.id, b.appID, roles
 }
 
 // where says where a channel id sits: Thread when it is a thread, then Parent is its channel.

@@ -23,21 +23,16 @@ const MaxFileBytes = 10 << 20
 
 // Pages reports how many Discord messages Send would post for m: the same split Send makes
 // (2,000 characters of content, 6,000 of embeds a message).
-func (c *Channel) Pages(m channels.Message) (int, error) {
-	ps, err := c.pieces(m)
-	if err == nil && m.Card != nil {
-		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
-	}
-	return len(ps), err
-}
+// A card's rendering is kept for its Send or Edit (kit.Pages).
+func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
 
 // SendFile posts a message carrying f.Data as the file f.Name (a multipart/form-data post:
 // payload_json with f.Caption as its content — shown as plain text, cut to 2,000 characters — and
 // files[0]) in the conversation's channel or thread, allowed_mentions parsing nothing like every
 // message of the adapter. Like Send's messages it carries a nonce with enforce_nonce, derived
 // from f.Key when set, so a file sent again by a later attempt of its run returns the message
-// already made instead of posting the file twice. 429s are waited out as for every call (then
-// *channels.RateLimitError); a refusal is Discord's error (channels.ErrUnreachable for a channel
+// already made instead of posting the file twice. A 429 is returned as a
+// *channels.RateLimitError for delivery to wait out (see call); a refusal is Discord's error (channels.ErrUnreachable for a channel
 // the bot cannot post to). The ref names the message.
 func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
@@ -60,7 +55,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if err != nil {
 		return ref, fmt.Errorf("discord: send file: %w", err)
 	}
-	id, err := c.create(ctx, "send file", chID, ct, post)
+	id, err := c.create(ctx, false, "send file", chID, ct, post)
 	if err != nil {
 		return ref, err
 	}

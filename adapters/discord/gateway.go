@@ -25,74 +25,6 @@ import (
 // (4007, 4009, op 9 false), and stops on a fatal one (4004, 4010–4014), which Ready then reports.
 // Events are decoded with discordgo's types.
 
-// Gateway opcodes.
-const (
-	opDispatch       = 0
-	opHeartbeat      = 1
-	opIdentify       = 2
-	opResume         = 6
-	opReconnect      = 7
-	opInvalidSession = 9
-	opHello          = 10
-	opHeartbeatAck   = 11
-)
-
-// gatewayVersion is the API version of the gateway URL (the REST calls use discordgo's v9).
-const gatewayVersion = "9"
-
-// frame is one gateway payload.
-type frame struct {
-	Op int             `json:"op"`
-	D  json.RawMessage `json:"d"`
-	S  int64           `json:"s,omitempty"`
-	T  string          `json:"t,omitempty"`
-}
-
-// decodeFrame reads one gateway message: a dispatch's d is kept raw for the event's own decoder.
-// Its errors are encoding/json's, which say what is wrong.
-func decodeFrame(data []byte) (frame, error) {
-	var f frame
-	err := json.Unmarshal(data, &f)
-	return f, err
-}
-
-// maxHeartbeatInterval bounds the interval HELLO may announce (Discord's is 41.25 s): more would
-// be no heartbeat at all, and milliseconds past it overflow a time.Duration.
-const maxHeartbeatInterval = 24 * time.Hour
-
-// decodeHello reads a connection's first message, op 10 HELLO, and returns its heartbeat
-// interval. It fails on anything else: invalid JSON, another op, an interval that is missing,
-// not a positive number of milliseconds, or over maxHeartbeatInterval.
-func decodeHello(data []byte) (time.Duration, error) {
-	f, err := decodeFrame(data)
-	if err != nil {
-		return 0, fmt.Errorf("discord: gateway did not say hello: %w: %w", errMalformed, err)
-	}
-	if f.Op != opHello {
-		return 0, fmt.Errorf("discord: gateway did not say hello (op %d)", f.Op)
-	}
-	var d struct {
-		Interval *float64 `json:"heartbeat_interval"`
-	}
-	if err := json.Unmarshal(f.D, &d); err != nil || d.Interval == nil {
-		return 0, fmt.Errorf("discord: gateway hello without heartbeat_interval: %w", errMalformed)
-	}
-	ms := *d.Interval
-	if !(ms >= 1) || ms > float64(maxHeartbeatInterval/time.Millisecond) {
-		return 0, fmt.Errorf("discord: gateway hello with heartbeat_interval %v ms: %w", ms, errMalformed)
-	}
-	return time.Duration(ms * float64(time.Millisecond)), nil
-}
-
-// decodeInvalidSession reads op 9's d: whether the session may be resumed. Anything but a JSON
-// boolean is an error (and then false: identifying again is always safe).
-func decodeInvalidSession(d json.RawMessage) (resumable bool, err error) {
-	if err := json.Unmarshal(d, &resumable); err != nil || len(d) == 0 || string(d) == "null" {
-		return false, fmt.Errorf("%w: invalid session d %.40q", errMalformed, d)
-	}
-	return resumable, nil
-}
-
 // errFatal wraps gateway closes that reconnecting cannot cure.
 var errFatal = errors.New("discord: the gateway refused the connection")
 
@@ -146,7 +78,7 @@ type gateway struct {
 
 	connected  atomic.Bool
 	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
-	lastEvent  atomic.Int64 // unix nanos (Channel.liveNow) of the last frame read
+	lastEvent  kit.Liveness // the last frame read (on Channel.liveNow), which Ready reads
 	interval   atomic.Int64 // the heartbeat interval HELLO announced, in nanoseconds
 	identifies atomic.Int64
 	resumes    atomic.Int64
@@ -208,7 +140,7 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 }
 
 // connect makes one connection and serves it until it ends. healthy reports whether it got as
-// far as READY or RESUMED. onReady is called on READY.
+// far as READY or RESUMED. onReady is called on READY (and on a first connection's RESUMED).
 func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, err error) {
 	sid, resumeURL, seq := g.session()
 	// Identifies, unlike resumes, are paced (max_concurrency per IdentifyInterval): one that
@@ -222,6 +154,46 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		}
 		slot = at
 	}
+	ws, err := g.dial(ctx, sid, resumeURL)
+	if err != nil {
+		return false, err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		// 1000 ends the session for good; with a SessionStore it is kept for the next process,
+		// and any other code leaves it resumable.
+		code := websocket.CloseNormalClosure
+		if g.c.cfg.Sessions != nil {
+			code = 4000
+		}
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+		_ = ws.Close()
+	})
+	defer stop()
+	defer ws.Close()
+	cn := &gwConn{g: g, ws: ws, slot: slot, beat: make(chan struct{}, 1)}
+	cn.acked.Store(true)
+	if err := cn.hello(); err != nil {
+		return false, err
+	}
+	if sid != "" {
+		g.resumes.Add(1)
+		err = cn.send(map[string]any{"op": opResume, "d": map[string]any{"token": g.c.cfg.Token, "session_id": sid, "seq": seq}})
+	} else {
+		err = cn.identify(ctx)
+	}
+	if errors.Is(err, errFatal) {
+		return false, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("discord: gateway handshake: %s", g.c.redact.String(err.Error()))
+	}
+	stopBeats := cn.heartbeat()
+	defer stopBeats()
+	return cn.serve(ctx, seq, onReady)
+}
+
+// dial opens the websocket: to resumeURL when resuming session sid, else to the gateway URL.
+func (g *gateway) dial(ctx context.Context, sid, resumeURL string) (*websocket.Conn, error) {
 	target := g.baseURL
 	if sid != "" && resumeURL != "" {
 		target = resumeURL
@@ -238,139 +210,140 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 			// The resume host may be gone: start over on the generic URL.
 			g.forget()
 		}
-		return false, fmt.Errorf("discord: dial gateway: %s", g.c.redact.string(err.Error()))
+		return nil, fmt.Errorf("discord: dial gateway: %s", g.c.redact.String(err.Error()))
 	}
 	ws.SetReadLimit(16 << 20)
 	g.mu.Lock()
 	g.ws = ws
 	g.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
-		// 1000 ends the session for good; with a SessionStore it is kept for the next process,
-		// and any other code leaves it resumable.
-		code := websocket.CloseNormalClosure
-		if g.c.cfg.Sessions != nil {
-			code = 4000
-		}
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
-		_ = ws.Close()
-	})
-	defer stop()
-	defer ws.Close()
+	return ws, nil
+}
 
-	var wmu sync.Mutex
-	send := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		wmu.Lock()
-		defer wmu.Unlock()
-		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		return ws.WriteMessage(websocket.TextMessage, b)
-	}
+// gwConn is one gateway connection while it is served.
+type gwConn struct {
+	g        *gateway
+	ws       *websocket.Conn
+	wmu      sync.Mutex
+	slot     time.Time     // the identify slot taken before dialing; zero once spent
+	interval time.Duration // the heartbeat interval HELLO announced
+	// acked: the last heartbeat was acknowledged; zombie: one was not when the next was due.
+	acked, zombie atomic.Bool
+	beat          chan struct{} // Discord asked for a heartbeat now (op 1)
+}
 
-	_ = ws.SetReadDeadline(time.Now().Add(g.c.cfg.CallTimeout))
-	_, data, err := ws.ReadMessage()
+// send writes one payload, one write at a time.
+func (cn *gwConn) send(v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return false, g.readError(err)
+		return err
+	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	_ = cn.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return cn.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// hello reads the connection's first message, op 10 HELLO, within CallTimeout.
+func (cn *gwConn) hello() error {
+	g := cn.g
+	_ = cn.ws.SetReadDeadline(time.Now().Add(g.c.cfg.CallTimeout))
+	_, data, err := cn.ws.ReadMessage()
+	if err != nil {
+		return g.readError(err)
 	}
 	interval, err := decodeHello(data)
 	if err != nil {
-		return false, err
+		return err
 	}
+	cn.interval = interval
 	g.interval.Store(int64(interval))
-	g.lastEvent.Store(g.c.liveNow().UnixNano())
+	g.lastEvent.Beat(g.c.liveNow())
+	return nil
+}
 
-	identify := func() error {
-		if slot.IsZero() {
-			at, err := g.c.pace.wait(ctx)
-			if err != nil {
-				return err
-			}
-			slot = at
-		}
-		at := slot
-		slot = time.Time{} // one slot, one IDENTIFY
-		if err := g.c.budget.take(g.everReady.Load()); err != nil {
+// identify sends IDENTIFY in a paced slot (the one taken before dialing, or a new one), within
+// the bot's session start budget.
+func (cn *gwConn) identify(ctx context.Context) error {
+	g := cn.g
+	if cn.slot.IsZero() {
+		at, err := g.c.pace.wait(ctx)
+		if err != nil {
 			return err
 		}
-		g.identifies.Add(1)
-		if f := g.c.onIdentify; f != nil {
-			f(g.shardID, at)
-		}
-		d := map[string]any{
-			"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
-			"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
-		}
-		if g.shardCount > 1 {
-			d["shard"] = [2]int{g.shardID, g.shardCount}
-		}
-		return send(map[string]any{"op": opIdentify, "d": d})
+		cn.slot = at
 	}
-	if sid != "" {
-		g.resumes.Add(1)
-		err = send(map[string]any{"op": opResume, "d": map[string]any{"token": g.c.cfg.Token, "session_id": sid, "seq": seq}})
-	} else {
-		err = identify()
+	at := cn.slot
+	cn.slot = time.Time{} // one slot, one IDENTIFY
+	if err := g.c.budget.take(g.everReady.Load()); err != nil {
+		return err
 	}
-	if errors.Is(err, errFatal) {
-		return false, err
+	g.identifies.Add(1)
+	if f := g.c.onIdentify; f != nil {
+		f(g.shardID, at)
 	}
-	if err != nil {
-		return false, fmt.Errorf("discord: gateway handshake: %s", g.c.redact.string(err.Error()))
+	d := map[string]any{
+		"token": g.c.cfg.Token, "intents": g.c.cfg.Intents,
+		"properties": map[string]string{"os": "linux", "browser": "switchboard", "device": "switchboard"},
 	}
+	if g.shardCount > 1 {
+		d["shard"] = [2]int{g.shardID, g.shardCount}
+	}
+	return cn.send(map[string]any{"op": opIdentify, "d": d})
+}
 
-	// Heartbeats: the first after interval×jitter, then every interval; a beat whose predecessor
-	// was not acknowledged means a zombie connection, closed to resume.
-	var acked atomic.Bool
-	acked.Store(true)
-	var zombie atomic.Bool
-	beat := make(chan struct{}, 1)
-	hbDone := make(chan struct{})
-	var hbWG sync.WaitGroup
-	hbWG.Add(1)
-	go func() {
-		defer hbWG.Done()
-		t := time.NewTimer(time.Duration(rand.Float64() * float64(interval)))
+// heartbeat beats on its own goroutine, the first after interval×jitter, then every interval
+// (or at once when Discord asks); a beat whose predecessor was not acknowledged means a zombie
+// connection, closed to resume. The returned func stops it and waits for it.
+func (cn *gwConn) heartbeat() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTimer(time.Duration(rand.Float64() * float64(cn.interval)))
 		defer t.Stop()
 		for {
 			select {
-			case <-hbDone:
+			case <-done:
 				return
 			case <-t.C:
-				t.Reset(interval)
-				if !acked.Swap(false) {
-					zombie.Store(true)
-					_ = ws.Close()
+				t.Reset(cn.interval)
+				if !cn.acked.Swap(false) {
+					cn.zombie.Store(true)
+					_ = cn.ws.Close()
 					return
 				}
-			case <-beat:
+			case <-cn.beat:
 			}
-			g.mu.Lock()
-			s := g.seq
-			g.mu.Unlock()
+			cn.g.mu.Lock()
+			s := cn.g.seq
+			cn.g.mu.Unlock()
 			var d any
 			if s > 0 {
 				d = s
 			}
-			if send(map[string]any{"op": opHeartbeat, "d": d}) != nil {
+			if cn.send(map[string]any{"op": opHeartbeat, "d": d}) != nil {
 				return
 			}
 		}
-	}()
-	defer func() { close(hbDone); hbWG.Wait() }()
+	})
+	return func() { close(done); wg.Wait() }
+}
 
+// serve reads the connection until it ends: dispatches go to the Channel, READY and RESUMED
+// mark it healthy, and Discord's requests (heartbeat, reconnect, invalid session) are honoured.
+// seq is the sequence a RESUME asked from.
+func (cn *gwConn) serve(ctx context.Context, seq int64, onReady func()) (healthy bool, err error) {
+	g := cn.g
 	for {
 		// Discord sends at least heartbeat acks within each interval; a silent socket is dead.
-		_ = ws.SetReadDeadline(time.Now().Add(silenceBound(interval)))
-		_, data, err := ws.ReadMessage()
+		_ = cn.ws.SetReadDeadline(time.Now().Add(silenceBound(cn.interval)))
+		_, data, err := cn.ws.ReadMessage()
 		if err != nil {
-			if zombie.Load() {
+			if cn.zombie.Load() {
 				return healthy, errZombie
 			}
 			return healthy, g.readError(err)
 		}
-		g.lastEvent.Store(g.c.liveNow().UnixNano())
+		g.lastEvent.Beat(g.c.liveNow())
 		f, err := decodeFrame(data)
 		if err != nil {
 			g.c.malformed("gateway frame", err)
@@ -378,69 +351,87 @@ func (g *gateway) connect(ctx context.Context, onReady func()) (healthy bool, er
 		}
 		switch f.Op {
 		case opDispatch:
-			if f.S > 0 {
-				g.mu.Lock()
-				g.seq = f.S
-				g.mu.Unlock()
+			if err := cn.dispatch(f, seq, onReady); err != nil {
+				return healthy, err
 			}
-			switch f.T {
-			case "READY":
-				r, err := decodeReady(f.D)
-				if err != nil {
-					return healthy, err
-				}
-				g.mu.Lock()
-				g.sessionID, g.resumeURL = r.SessionID, r.ResumeURL
-				g.mu.Unlock()
-				g.c.setSelf(r.User.ID, r.Application.ID)
-				healthy = true
-				g.connected.Store(true)
-				g.everReady.Store(true)
-				g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
-				if f := g.c.cfg.OnConnect; f != nil {
-					f(g.shardID, false)
-				}
-				onReady()
-			case "RESUMED":
-				healthy = true
-				g.connected.Store(true)
-				onReady() // a first connection may resume a saved session
-				g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
-				if f := g.c.cfg.OnConnect; f != nil {
-					f(g.shardID, true)
-				}
-			default:
-				g.c.dispatch(g, f.S, f.T, f.D)
-			}
+			healthy = healthy || f.T == "READY" || f.T == "RESUMED"
 		case opHeartbeat:
 			select {
-			case beat <- struct{}{}:
+			case cn.beat <- struct{}{}:
 			default:
 			}
 		case opHeartbeatAck:
-			acked.Store(true)
+			cn.acked.Store(true)
 		case opReconnect:
 			return healthy, errResume
 		case opInvalidSession:
-			resumable, err := decodeInvalidSession(f.D)
-			if err != nil {
-				g.c.malformed("invalid session", err) // and identify again, the safe reading
-			}
-			if resumable {
-				return healthy, errResume
-			}
-			g.forget()
-			// Discord asks for a pause of 1–5 s before identifying again.
-			if err := kit.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+			if err := cn.invalidSession(ctx, f.D); err != nil {
 				return healthy, err
-			}
-			if err := identify(); errors.Is(err, errFatal) {
-				return healthy, err
-			} else if err != nil {
-				return healthy, errReidentify
 			}
 		}
 	}
+}
+
+// dispatch takes one op 0 event: READY and RESUMED (the connection is up), or an event for the
+// Channel.
+func (cn *gwConn) dispatch(f frame, seq int64, onReady func()) error {
+	g := cn.g
+	if f.S > 0 {
+		g.mu.Lock()
+		g.seq = f.S
+		g.mu.Unlock()
+	}
+	switch f.T {
+	case "READY":
+		r, err := decodeReady(f.D)
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.sessionID, g.resumeURL = r.SessionID, r.ResumeURL
+		g.mu.Unlock()
+		g.c.bot.set(r.User.ID, r.Application.ID)
+		g.connected.Store(true)
+		g.everReady.Store(true)
+		g.c.cfg.Logger.Info("discord: gateway ready", "bot", r.User.ID, "shard", g.shardID)
+		if f := g.c.cfg.OnConnect; f != nil {
+			f(g.shardID, false)
+		}
+		onReady()
+	case "RESUMED":
+		g.connected.Store(true)
+		onReady() // a first connection may resume a saved session
+		g.c.cfg.Logger.Info("discord: gateway resumed", "seq", seq, "shard", g.shardID)
+		if f := g.c.cfg.OnConnect; f != nil {
+			f(g.shardID, true)
+		}
+	default:
+		g.c.dispatch(g, f.S, f.T, f.D)
+	}
+	return nil
+}
+
+// invalidSession honours op 9: resume when Discord says the session may be resumed, else
+// identify again after the pause Discord asks for (1–5 s). An error ends the connection.
+func (cn *gwConn) invalidSession(ctx context.Context, d json.RawMessage) error {
+	g := cn.g
+	resumable, err := decodeInvalidSession(d)
+	if err != nil {
+		g.c.malformed("invalid session", err) // and identify again, the safe reading
+	}
+	if resumable {
+		return errResume
+	}
+	g.forget()
+	if err := kit.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+		return err
+	}
+	if err := cn.identify(ctx); errors.Is(err, errFatal) {
+		return err
+	} else if err != nil {
+		return errReidentify
+	}
+	return nil
 }
 
 // silenceBound is how long a connection may go without an inbound frame: Discord acknowledges
@@ -452,11 +443,10 @@ func silenceBound(interval time.Duration) time.Duration { return 2*interval + 10
 // silenceBound of its heartbeat interval.
 func (g *gateway) silence(now time.Time) (quiet, interval time.Duration, dead bool) {
 	interval = time.Duration(g.interval.Load())
-	last := g.lastEvent.Load()
-	if interval <= 0 || last == 0 {
+	quiet, ok := g.lastEvent.Quiet(now)
+	if interval <= 0 || !ok {
 		return 0, interval, false
 	}
-	quiet = now.Sub(time.Unix(0, last))
 	return quiet, interval, quiet > silenceBound(interval)
 }
 
@@ -471,7 +461,7 @@ func (g *gateway) readError(err error) error {
 		}
 		return e
 	}
-	return fmt.Errorf("discord: gateway read: %s", g.c.redact.string(err.Error()))
+	return fmt.Errorf("discord: gateway read: %s", g.c.redact.String(err.Error()))
 }
 
 func (g *gateway) fatalErr() error {

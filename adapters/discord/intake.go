@@ -13,7 +13,7 @@ import (
 // Intake: what the gateway delivers, decoded, ordered per channel and handed to the router.
 
 func (c *Channel) malformed(what string, err error) {
-	c.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", c.redact.string(err.Error()))
+	c.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", c.redact.String(err.Error()))
 	if c.cfg.OnMalformedEvent != nil {
 		c.cfg.OnMalformedEvent()
 	}
@@ -45,7 +45,7 @@ func (c *Channel) dispatch(g *gateway, seq int64, t string, data []byte) {
 			c.malformed("interaction", err)
 			return
 		}
-		c.rememberInteractionChannel(ix)
+		c.places.learnInteraction(ix)
 		c.goInteraction(ix)
 	case "GUILD_CREATE":
 		g, err := decodeGuild(data)
@@ -60,41 +60,54 @@ func (c *Channel) dispatch(g *gateway, seq int64, t string, data []byte) {
 			c.malformed("channel", err)
 			return
 		}
-		c.learnChannel(ch)
+		c.places.learnChannel(ch)
 	}
 }
 
 func (c *Channel) lifeCtx() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.life
+	return c.ctx
 }
 
+// Discord's gateway delivers a channel's messages in order and never again (a resumed session
+// replays only what was missed), so they are handed over in its order, one channel at a time
+// (kit.Lanes), and a channel's backlog is bounded rather than grow memory without end.
+const (
+	// maxRunners bounds the channels handed over at once (as Telegram's maxHandovers does).
+	maxRunners = 64
+	// maxQueued bounds one channel's backlog; past it new messages are dropped (logged).
+	maxQueued = 10000
+)
+
+// goOrdered queues job behind its channel's earlier messages; a job whose turn comes after the
+// intake stopped is skipped.
 func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
 	ctx := c.lifeCtx()
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
-	c.order.add(key, job, func(run func()) {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			run()
-		}()
-	}, ctx)
+	queued := c.lanes.Run(key, func() {
+		if ctx.Err() == nil {
+			job(ctx)
+		}
+	})
+	if !queued {
+		c.cfg.Logger.Warn("discord: a channel's backlog is full; dropping a message", "channel", key, "backlog", maxQueued)
+	}
 }
 
 // handleMessage converts and hands over one message; the router's errors are retried a few
 // times (Discord does not redeliver), keeping the channel's order. It reports false when the
 // message could not be handed over (a saved session then replays it to the next process).
 func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) bool {
-	w, err := c.locate(ctx, m.ChannelID, m.GuildID)
+	w, err := c.places.locate(ctx, m.ChannelID, m.GuildID)
 	if err != nil {
 		c.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
 		return ctx.Err() == nil
 	}
 	opt := inboundOptions{replyInThread: c.cfg.ReplyInThread, mentionOnly: c.cfg.ThreadReplies == ThreadRepliesMention}
-	in, ok := messageInbound(m, c.identity(), w, opt, c.now())
+	in, ok := messageInbound(m, c.bot.identity(), w, opt, c.now())
 	if !ok {
 		return true
 	}

@@ -86,7 +86,7 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 	var w where
 	if ix.GuildID != "" {
 		var err error
-		if w, err = c.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
+		if w, err = c.places.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
 			c.cfg.Logger.Warn("discord: cannot tell where an interaction happened; skipping it", "channel", ix.ChannelID, "err", err)
 			return
 		}
@@ -107,42 +107,7 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 		return
 	}
 	if in.Command != "" {
-		// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
-		// and let Send fill the response. Ephemeral, as Slack's slash command replies are: what
-		// a command says (help, status, an admin's stats, a refusal — "admins only", "not
-		// allowed") is for the one who ran it, and a deferred response keeps the flag it was
-		// deferred with, so it cannot be chosen once the router has answered.
-		if err := c.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
-			c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
-			return
-		}
-		cr := &commandReply{token: ix.Token, at: c.now(), user: in.Identity.ChannelUserID}
-		c.cmds.Store(ix.ID, cr)
-		handed := c.handOver(ctx, in)
-		c.cmds.Delete(ix.ID)
-		cr.mu.Lock()
-		used := cr.used
-		cr.mu.Unlock()
-		if used {
-			return
-		}
-		// Nothing answered: never leave the "thinking…" response spinning. A command the
-		// router could not take says so; one it took without a word is removed.
-		ep := discordgo.EndpointInteractionResponseActions(c.applicationID(), ix.Token)
-		bg := context.WithoutCancel(ctx)
-		if !handed {
-			failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
-				Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
-			_ = c.call(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
-				_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
-				return err
-			})
-			return
-		}
-		_ = c.call(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
-			_, err := c.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
-			return err
-		})
+		c.handleCommand(ctx, ix, in, st)
 		return
 	}
 	c.ixs.Store(ix.ID, st)
@@ -164,6 +129,47 @@ func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEve
 	close(done)
 	timerWG.Wait()
 	c.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
+}
+
+// handleCommand hands a slash command over, acknowledged at once (deferred, "thinking…"), and
+// makes sure its response never stays spinning.
+func (c *Channel) handleCommand(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) {
+	// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
+	// and let Send fill the response. Ephemeral, as Slack's slash command replies are: what
+	// a command says (help, status, an admin's stats, a refusal — "admins only", "not
+	// allowed") is for the one who ran it, and a deferred response keeps the flag it was
+	// deferred with, so it cannot be chosen once the router has answered.
+	if err := c.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
+		c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
+		return
+	}
+	cr := &commandReply{token: ix.Token, at: c.now(), user: in.Identity.ChannelUserID}
+	c.cmds.Store(ix.ID, cr)
+	handed := c.handOver(ctx, in)
+	c.cmds.Delete(ix.ID)
+	cr.mu.Lock()
+	used := cr.used
+	cr.mu.Unlock()
+	if used {
+		return
+	}
+	// Nothing answered: never leave the "thinking…" response spinning. A command the
+	// router could not take says so; one it took without a word is removed.
+	ep := discordgo.EndpointInteractionResponseActions(c.bot.application(), ix.Token)
+	bg := context.WithoutCancel(ctx)
+	if !handed {
+		failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
+			Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
+		_ = c.rest.callWaiting(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
+			_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
+			return err
+		})
+		return
+	}
+	_ = c.rest.callWaiting(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
+		_, err := c.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
+		return err
+	})
 }
 
 // ackQuietly makes the interaction's callback when none was made: a deferred update for clicks
@@ -192,7 +198,7 @@ func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[stri
 		return nil
 	}
 	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
-	err := c.call(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callWaiting(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
 		_, err := c.s.RequestWithBucketID("POST", ep, body, tokenBucket("callback", st.token), opts...)
 		return err
 	})
@@ -232,8 +238,8 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	if notice == "" {
 		return nil
 	}
-	ep := discordgo.EndpointFollowupMessage(c.applicationID(), in.Token) + "?wait=true"
-	return c.call(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+	ep := discordgo.EndpointFollowupMessage(c.bot.application(), in.Token) + "?wait=true"
+	return c.rest.callWaiting(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
 		_, err := c.s.RequestWithBucketID("POST", ep, msg, tokenBucket("webhook", in.Token), opts...)
 		return err
 	})
@@ -274,6 +280,7 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 // known here (the caller then posts in the channel). Once the token is past tokenUsable, or
 // Discord refuses it (401 Invalid Webhook Token, 404 Unknown Webhook: nothing was posted), the
 // pieces not sent yet go to the user privately instead (sendLate), so none is lost or doubled.
+// A 429 of the first piece is returned (delivery sends again); of a later one, waited out.
 func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
 	v, ok := c.cmds.Load(id)
 	if !ok {
@@ -283,7 +290,7 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	ref := channels.MessageRef{Conv: to.Conv}
-	app := c.applicationID()
+	app := c.bot.application()
 	if !cr.expired && c.now().Sub(cr.at) >= tokenUsable {
 		cr.expired = true
 	}
@@ -295,7 +302,7 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 		var err error
 		if !cr.used {
 			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
-			err = c.call(ctx, "edit command response", func(opts ...discordgo.RequestOption) error {
+			err = c.rest.callMaybeWaiting(ctx, i > 0, "edit command response", func(opts ...discordgo.RequestOption) error {
 				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
@@ -304,7 +311,7 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 			// Ephemeral like the deferred response it continues.
 			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}},
 				Flags: flagEphemeral}
-			err = c.call(ctx, "command follow-up", func(opts ...discordgo.RequestOption) error {
+			err = c.rest.callMaybeWaiting(ctx, i > 0, "command follow-up", func(opts ...discordgo.RequestOption) error {
 				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
@@ -340,7 +347,7 @@ func (c *Channel) sendLate(ctx context.Context, cr *commandReply, to channels.Ta
 		if cr.user == "" {
 			return ref, true, errors.New("discord: a command's reply outlived its interaction and its user is unknown")
 		}
-		err := c.call(ctx, "open DM", func(opts ...discordgo.RequestOption) error {
+		err := c.rest.callMaybeWaiting(ctx, from > 0, "open DM", func(opts ...discordgo.RequestOption) error {
 			ch, err := c.s.UserChannelCreate(cr.user, opts...)
 			if err == nil {
 				chID = ch.ID
@@ -355,7 +362,7 @@ func (c *Channel) sendLate(ctx context.Context, cr *commandReply, to channels.Ta
 		"conv", to.Conv.String(), "pieces", len(ps)-from)
 	for i := from; i < len(ps); i++ {
 		p := ps[i]
-		id, err := c.post(ctx, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+		id, err := c.post(ctx, i > 0, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
 			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(key, i), EnforceNonce: true})
 		if err != nil {
 			return ref, true, err

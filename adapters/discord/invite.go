@@ -35,7 +35,7 @@ func (c *Channel) FetchApplicationID(ctx context.Context) (string, error) {
 	}
 	ep := discordgo.EndpointOAuth2 + "applications/@me"
 	var raw []byte
-	err := c.call(ctx, "GET application", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callWaiting(ctx, "GET application", func(opts ...discordgo.RequestOption) error {
 		var err error
 		raw, err = c.s.RequestWithBucketID("GET", ep, nil, ep, opts...)
 		return err

@@ -65,7 +65,7 @@ func TestSilenceBound(t *testing.T) {
 		{time.Hour, true},
 	}
 	for _, tc := range cases {
-		g.lastEvent.Store(now.Add(-tc.quiet).UnixNano())
+		g.lastEvent.Beat(now.Add(-tc.quiet))
 		if quiet, _, dead := g.silence(now); dead != tc.dead || quiet != tc.quiet {
 			t.Errorf("after %v: quiet %v dead %v, want dead %v", tc.quiet, quiet, dead, tc.dead)
 		}

@@ -162,15 +162,23 @@ func TestEditReplacesCardWithTextAndCleansUp(t *testing.T) {
 	}
 }
 
-func TestRateLimitsAreWaitedOutWithoutDoubling(t *testing.T) {
+// TestRateLimitsAreHandedBackWithoutDoubling proves a send's 429s (a route's and the global
+// one) come back to delivery, whose retries (channels.RetryRateLimited) post each message once.
+func TestRateLimitsAreHandedBackWithoutDoubling(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	k := dmConv(h)
+	send := func(text string) error {
+		return channels.RetryRateLimited(context.Background(), time.Second, 5, func(ctx context.Context) error {
+			_, err := h.ch.Send(ctx, channels.Target{Conv: k}, channels.Message{Text: text})
+			return err
+		})
+	}
 	h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 3, 20*time.Millisecond)
-	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "once"}); err != nil {
+	if err := send("once"); err != nil {
 		t.Fatal(err)
 	}
 	h.fk.GlobalRateLimit(2, 20*time.Millisecond)
-	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "twice"}); err != nil {
+	if err := send("twice"); err != nil {
 		t.Fatal(err)
 	}
 	p := h.fk.PostedByBot(k.Chat)
@@ -332,21 +340,27 @@ func TestClientErrorsAreNotRetried(t *testing.T) {
 	}
 }
 
-// TestRateLimitRetriesAreBounded proves a storm of 429s with a tiny retry_after is retried at
-// most maxRateLimitRetries times, each after at least minRateLimitWait, then returned as a
-// *channels.RateLimitError — not a loop of refused requests until MaxRetryWait runs out.
+// TestRateLimitRetriesAreBounded proves a storm of 429s with a tiny retry_after is waited out,
+// where the adapter waits (a later piece of a message), at most maxRateLimitRetries times, each
+// after at least minRateLimitWait, then returned as a *channels.RateLimitError — not a loop of
+// refused requests until MaxRetryWait runs out; a send's first piece makes one request and
+// hands the rate limit (of at least minRateLimitWait) back at once.
 func TestRateLimitRetriesAreBounded(t *testing.T) {
 	h := newHarness(t, nil, func(c *Config) { c.MaxRetryWait = 30 * time.Second })
 	k := dmConv(h)
 	h.fk.RateLimitStorm("POST", discordfake.RouteMessages, 1000, time.Millisecond)
-	began := time.Now()
 	_, err := h.ch.Send(context.Background(), channels.Target{Conv: k}, channels.Message{Text: "hello"})
-	took := time.Since(began)
 	var rl *channels.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter < minRateLimitWait || postsTo(h.fk, k.Chat) != 1 {
+		t.Fatalf("Send: err = %v after %d requests, want a RateLimitError of at least %v after one", err, postsTo(h.fk, k.Chat), minRateLimitWait)
+	}
+	began := time.Now()
+	_, err = h.ch.post(context.Background(), true, k.Chat, createBody{Content: "a later piece", AllowedMentions: allowedMentions{Parse: []string{}}})
+	took := time.Since(began)
 	if !errors.As(err, &rl) || rl.RetryAfter < minRateLimitWait {
 		t.Fatalf("err = %v, want a RateLimitError of at least %v", err, minRateLimitWait)
 	}
-	if n := postsTo(h.fk, k.Chat); n != 1+maxRateLimitRetries {
+	if n := postsTo(h.fk, k.Chat) - 1; n != 1+maxRateLimitRetries {
 		t.Errorf("%d requests, want %d (one and %d retries)", n, 1+maxRateLimitRetries, maxRateLimitRetries)
 	}
 	if floor := maxRateLimitRetries * minRateLimitWait; took < floor {
@@ -358,7 +372,7 @@ func TestRateLimitRetriesAreBounded(t *testing.T) {
 // *url.Error naming the URL, and an interaction's URL holds its token.
 func TestClassifyKeepsTokensOutOfContextErrors(t *testing.T) {
 	const secret = "aW50ZXJhY3Rpb246MTIzNDU2Nzg5OnNlY3JldHRva2Vu"
-	c := &Channel{redact: redactor{token: "bot-token"}}
+	c := &rest{redact: newRedactor("bot-token")}
 	for _, end := range []error{context.Canceled, context.DeadlineExceeded} {
 		err := c.classify("edit the response", &url.Error{Op: "Patch",
 			URL: "https://discord.com/api/v9/webhooks/123456789012345678/" + secret + "/messages/@original", Err: end})

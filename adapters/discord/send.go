@@ -66,15 +66,12 @@ func editOf(p render.DiscordMessage) editBody {
 	return e
 }
 
-// pieces renders m: a card with render.Discord (embeds within 6,000 characters a message,
+// renderPieces renders m: a card with render.Discord (embeds within 6,000 characters a message,
 // components on the last), or markdown text converted to Discord's dialect and split at 2,000
 // characters with code blocks kept whole. An invalid card is ErrCardRefused.
-func (c *Channel) pieces(m channels.Message) ([]render.DiscordMessage, error) {
+func renderPieces(m channels.Message, key render.Key) ([]render.DiscordMessage, error) {
 	if m.Card != nil {
-		if ps, ok := c.rendered.Take(m.Card); ok {
-			return ps, nil
-		}
-		msgs, err := render.Discord(*m.Card, c.cfg.ActionKey)
+		msgs, err := render.Discord(*m.Card, key)
 		if err != nil {
 			return nil, fmt.Errorf("discord: render card: %w: %w", channels.ErrCardRefused, err)
 		}
@@ -197,16 +194,17 @@ func nonceFor(key string, i int) string {
 // in the same channel, split to Discord's limits with components on the last piece. Each piece
 // carries a nonce with enforce_nonce, so a retry after a lost answer returns the message already
 // made instead of posting twice. A reply to a slash command answers its interaction. The ref
-// lists every message sent; on error those sent before it.
+// lists every message sent; on error those sent before it. A 429 of the first piece is returned
+// for delivery to wait out; one of a later piece is waited out here (see call).
 func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if id, ok := strings.CutPrefix(to.ReplyTo, commandReplyPrefix); ok {
 		if out, handled, err := c.sendCommandReply(ctx, id, to, ps, m.Key); handled {
-			return out, c.cardRefused(m, err)
+			return out, cardRefused(m, err)
 		}
 		to.ReplyTo = ""
 	}
@@ -224,9 +222,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 			body.MessageReference = &messageReference{MessageID: to.ReplyTo}
 			body.AllowedMentions.RepliedUser = true
 		}
-		id, err := c.post(ctx, chID, body)
+		id, err := c.post(ctx, i > 0, chID, body)
 		if err != nil {
-			return ref, c.cardRefused(m, err)
+			return ref, cardRefused(m, err)
 		}
 		if i == 0 {
 			c.typing.Sent(to.Conv.String()) // Discord's "typing…" ends with a message
@@ -238,7 +236,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 
 // cardRefused marks Discord's refusal of a card's form body as channels.ErrCardRefused, so
 // delivery falls back to text.
-func (c *Channel) cardRefused(m channels.Message, err error) error {
+func cardRefused(m channels.Message, err error) error {
 	if err != nil && m.Card != nil && apiCode(err) == codeInvalidFormBody && !errors.Is(err, channels.ErrCardRefused) {
 		return fmt.Errorf("%w: %w", channels.ErrCardRefused, err)
 	}
@@ -263,21 +261,23 @@ func sentID(raw []byte) string {
 	return s.ID
 }
 
-func (c *Channel) post(ctx context.Context, chID string, body createBody) (string, error) {
+// post posts a message to channel chID (see create).
+func (c *Channel) post(ctx context.Context, wait bool, chID string, body createBody) (string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "", fmt.Errorf("discord: send message: %w", err)
 	}
-	return c.create(ctx, "send message", chID, "application/json", b)
+	return c.create(ctx, wait, "send message", chID, "application/json", b)
 }
 
 // create posts a new message to channel chID — body is its JSON, or a multipart form with the
 // JSON as payload_json and files — and returns the message's id; what names the call in errors
-// and metrics.
-func (c *Channel) create(ctx context.Context, what, chID, contentType string, body []byte) (string, error) {
+// and metrics. wait says a 429 is waited out here (a later piece of a message) rather than
+// returned.
+func (c *Channel) create(ctx context.Context, wait bool, what, chID, contentType string, body []byte) (string, error) {
 	ep := discordgo.EndpointChannelMessages(chID)
 	var raw []byte
-	err := c.call(ctx, what, func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callMaybeWaiting(ctx, wait, what, func(opts ...discordgo.RequestOption) error {
 		var err error
 		raw, err = c.s.RequestRaw("POST", ep, contentType, body, ep, 0, opts...)
 		return err
@@ -300,7 +300,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	if ref.ID() == "" {
 		return ref, fmt.Errorf("discord: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
@@ -312,20 +312,21 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			ep := discordgo.EndpointChannelMessage(chID, ref.IDs[i])
-			err := c.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+			err := c.rest.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
 				_, err := c.s.RequestWithBucketID("PATCH", ep, editOf(p), discordgo.EndpointChannelMessages(chID), opts...)
 				return err
 			})
 			if err != nil {
-				return ref, c.cardRefused(m, err)
+				return ref, cardRefused(m, err)
 			}
 			out.IDs = append(out.IDs, ref.IDs[i])
 			continue
 		}
-		id, err := c.post(ctx, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+		// Edits are safe to make again; a piece posted anew is not (see Send).
+		id, err := c.post(ctx, len(out.IDs) > len(ref.IDs), chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
 			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(m.Key, i), EnforceNonce: true})
 		if err != nil {
-			return out, c.cardRefused(m, err)
+			return out, cardRefused(m, err)
 		}
 		out.IDs = append(out.IDs, id)
 	}
@@ -352,7 +353,7 @@ func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
 }
 
 func (c *Channel) deleteOne(ctx context.Context, chID, id string) error {
-	err := c.call(ctx, "delete message", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.call(ctx, "delete message", func(opts ...discordgo.RequestOption) error {
 		return c.s.ChannelMessageDelete(chID, id, opts...)
 	})
 	if errors.Is(err, channels.ErrMessageGone) {
@@ -373,9 +374,10 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 		if err != nil {
 			return err
 		}
-		return c.call(ctx, "typing", func(opts ...discordgo.RequestOption) error {
+		// One attempt: a 429 is not waited out (nor handed to a retry).
+		return c.rest.limits.Once("typing", c.rest.request(ctx, "typing", func(opts ...discordgo.RequestOption) error {
 			return c.s.ChannelTyping(chID, opts...)
-		})
+		}))
 	})
 	return nil
 }

@@ -19,9 +19,10 @@ import (
 
 // shardPlan is the shards a process may run: ids out of count, all of them with AutoShard.
 type shardPlan struct {
-	url   string // the gateway URL, from GET /gateway/bot
-	ids   []int
-	count int
+	url       string // the gateway URL, from GET /gateway/bot
+	ids       []int
+	count     int
+	perBucket int // identifies per IdentifyInterval (max_concurrency with AutoShard, else 1)
 }
 
 // leaseName is shard id's lease: per bot, shard and shard count, so a deployment that changes
@@ -164,12 +165,8 @@ func (c *Channel) loadSession(ctx context.Context, g *gateway) bool {
 		return false
 	}
 	g.sessionID, g.resumeURL, g.seq = saved.ID, saved.ResumeURL, saved.Seq
-	c.setSelf(saved.BotID, saved.AppID)
-	c.mu.Lock()
-	for _, r := range saved.BotRoles {
-		c.self.roles[r] = true
-	}
-	c.mu.Unlock()
+	c.bot.set(saved.BotID, saved.AppID)
+	c.bot.addRoles(saved.BotRoles...)
 	return true
 }
 
@@ -183,14 +180,8 @@ func (c *Channel) saveSession(ctx context.Context, g *gateway) error {
 	if id == "" || g.fatalErr() != nil {
 		return nil
 	}
-	c.mu.Lock()
-	self, app := c.self, c.appID
-	var roles []string
-	for r := range self.roles {
-		roles = append(roles, r)
-	}
-	c.mu.Unlock()
-	sess := Session{ID: id, ResumeURL: resumeURL, Seq: g.safeSeq(), BotID: self.id, AppID: app, BotRoles: roles}
+	bot, app, roles := c.bot.saved()
+	sess := Session{ID: id, ResumeURL: resumeURL, Seq: g.safeSeq(), BotID: bot, AppID: app, BotRoles: roles}
 	if err := c.cfg.Sessions.SaveSession(ctx, g.shardID, sess); err != nil {
 		return fmt.Errorf("discord: saving the session of shard %d: %w", g.shardID, err)
 	}
@@ -200,7 +191,7 @@ func (c *Channel) saveSession(ctx context.Context, g *gateway) error {
 // learnSelf asks who the bot is (GET users/@me), for a process that may hold no shard.
 func (c *Channel) learnSelf(ctx context.Context) error {
 	var u *discordgo.User
-	err := c.call(ctx, "GET users/@me", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.callWaiting(ctx, "GET users/@me", func(opts ...discordgo.RequestOption) error {
 		var err error
 		u, err = c.s.User("@me", opts...)
 		return err
@@ -211,7 +202,7 @@ func (c *Channel) learnSelf(ctx context.Context) error {
 	if u == nil || u.ID == "" {
 		return errors.New("discord: users/@me gave no id")
 	}
-	c.setSelf(u.ID, "")
+	c.bot.set(u.ID, "")
 	return nil
 }
 

@@ -14,65 +14,87 @@ import (
 	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
-// locate says where a guild channel sits (a thread, and its parent), from what the gateway
-// told (GUILD_CREATE, THREAD_CREATE, interactions) or else from GET /channels/{id}, remembered.
-func (c *Channel) locate(ctx context.Context, channelID, guildID string) (where, error) {
+// places remembers where each guild channel sits (a thread, and its parent), from what the
+// gateway told (GUILD_CREATE, THREAD_CREATE, interactions) or else from GET /channels/{id}.
+// Safe for concurrent use.
+type places struct {
+	where sync.Map // channel id → where
+	rest  *rest
+	s     *discordgo.Session
+}
+
+// locate says where a guild channel sits, asking Discord once for one it was not told of (the
+// look-up a message's hand-over waits for: its 429s are waited out).
+func (p *places) locate(ctx context.Context, channelID, guildID string) (where, error) {
 	if guildID == "" {
 		return where{}, nil
 	}
-	if v, ok := c.where.Load(channelID); ok {
+	if v, ok := p.where.Load(channelID); ok {
 		return v.(where), nil
 	}
 	var ch *discordgo.Channel
-	err := c.call(ctx, "GET channel", func(opts ...discordgo.RequestOption) error {
+	err := p.rest.callWaiting(ctx, "GET channel", func(opts ...discordgo.RequestOption) error {
 		var err error
-		ch, err = c.s.Channel(channelID, opts...)
+		ch, err = p.s.Channel(channelID, opts...)
 		return err
 	})
 	if err != nil {
 		return where{}, err
 	}
 	w := where{Guild: guildID, Parent: ch.ParentID, Thread: ch.IsThread()}
-	c.where.Store(channelID, w)
+	p.where.Store(channelID, w)
 	return w, nil
 }
 
-func (c *Channel) learnChannel(ch channelInfo) {
-	if isThreadType(ch.Type) {
-		c.where.Store(ch.ID, where{Guild: ch.GuildID, Parent: ch.ParentID, Thread: true})
-		return
-	}
-	c.where.Store(ch.ID, where{Guild: ch.GuildID})
+// isThread reports whether channel id is known to be a thread.
+func (p *places) isThread(id string) bool {
+	v, ok := p.where.Load(id)
+	return ok && v.(where).Thread
 }
 
-func (c *Channel) learnGuild(g guildInfo) {
-	self := c.BotID()
-	c.mu.Lock()
-	for _, r := range g.Roles {
-		if r.Tags != nil && r.Tags.BotID != "" && r.Tags.BotID == self {
-			if c.self.roles == nil {
-				c.self.roles = map[string]bool{}
-			}
-			c.self.roles[r.ID] = true
-		}
+// learnThread records that thread id, of parent in guild, exists.
+func (p *places) learnThread(id, guild, parent string) {
+	p.where.Store(id, where{Guild: guild, Parent: parent, Thread: true})
+}
+
+func (p *places) learnChannel(ch channelInfo) {
+	if isThreadType(ch.Type) {
+		p.learnThread(ch.ID, ch.GuildID, ch.ParentID)
+		return
 	}
-	c.mu.Unlock()
+	p.where.Store(ch.ID, where{Guild: ch.GuildID})
+}
+
+// learnGuild records the channels and threads of a GUILD_CREATE.
+func (p *places) learnGuild(g guildInfo) {
 	for _, ch := range g.Channels {
 		ch.GuildID = g.ID
-		c.learnChannel(ch)
+		p.learnChannel(ch)
 	}
 	for _, th := range g.Threads {
 		th.GuildID = g.ID
 		th.Type = max(th.Type, 11)
-		c.learnChannel(th)
+		p.learnChannel(th)
 	}
 }
 
-func (c *Channel) rememberInteractionChannel(ix *interactionEvent) {
+// learnInteraction records where an interaction happened.
+func (p *places) learnInteraction(ix *interactionEvent) {
 	if ix.Channel == nil || ix.Channel.ID == "" || ix.GuildID == "" {
 		return
 	}
-	c.learnChannel(channelInfo{ID: ix.Channel.ID, Type: ix.Channel.Type, GuildID: ix.GuildID, ParentID: ix.Channel.ParentID})
+	p.learnChannel(channelInfo{ID: ix.Channel.ID, Type: ix.Channel.Type, GuildID: ix.GuildID, ParentID: ix.Channel.ParentID})
+}
+
+// learnGuild takes a GUILD_CREATE: the bot's managed role there, and its channels.
+func (c *Channel) learnGuild(g guildInfo) {
+	self := c.BotID()
+	for _, r := range g.Roles {
+		if r.Tags != nil && r.Tags.BotID != "" && r.Tags.BotID == self {
+			c.bot.addRoles(r.ID)
+		}
+	}
+	c.places.learnGuild(g)
 }
 
 // threadMaker starts the thread a channel mention is answered in, once, on the first outbound
@@ -129,7 +151,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 		return k.Chat, nil
 	}
 	c := t.c
-	if v, ok := c.where.Load(k.Thread); ok && v.(where).Thread {
+	if c.places.isThread(k.Thread) {
 		return k.Thread, nil
 	}
 	t.mu.Lock()
@@ -147,7 +169,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 		delete(t.locks, k.Thread)
 		t.mu.Unlock()
 	}()
-	if v, ok := c.where.Load(k.Thread); ok && v.(where).Thread {
+	if c.places.isThread(k.Thread) {
 		return k.Thread, nil
 	}
 	if name == "" {
@@ -156,7 +178,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	// discordgo's MessageThreadStartComplex keys its rate-limit bucket by message, and keeps
 	// every bucket forever: one bucket per channel instead.
 	ep := discordgo.EndpointChannelMessageThread(k.Chat, k.Thread)
-	err := c.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
+	err := c.rest.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
 		_, err := c.s.RequestWithBucketID("POST", ep, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440},
 			discordgo.EndpointChannel(k.Chat)+"/threads-from-messages", opts...)
 		return err
@@ -165,7 +187,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	case err == nil, apiCode(err) == codeThreadExists, errors.Is(err, channels.ErrMessageGone):
 		// Started now, started before (a restart, a redelivery), or not a message of the
 		// channel at all — a thread someone else started, which is its own channel.
-		c.where.Store(k.Thread, where{Guild: k.Workspace, Parent: k.Chat, Thread: true})
+		c.places.learnThread(k.Thread, k.Workspace, k.Chat)
 		t.mu.Lock()
 		delete(t.names, k.Thread)
 		t.mu.Unlock()

@@ -82,15 +82,15 @@ func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
 	// Checked and counted under the lock Stop takes before it waits, so no handler starts
 	// after Stop began waiting.
 	c.mu.Lock()
-	ctx := c.life
-	if ctx == nil || ctx.Err() != nil || c.stopped || !c.ready.Load() {
+	ctx := c.ctx
+	if ctx == nil || ctx.Err() != nil || !c.life.IsReceiving() {
 		c.mu.Unlock()
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	c.rememberInteractionChannel(ix)
+	c.places.learnInteraction(ix)
 	reply := make(chan map[string]any, 1)
 	st := &ixState{id: ix.ID, token: ix.Token, httpReply: reply,
 		update: ix.Type == 3 || ix.Message != nil}

@@ -9,48 +9,56 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // APIError is an error answer of the Web API ({"ok":false,"error":Code} or an HTTP status).
-// It unwraps to the channels sentinel it means (channels.ErrMessageGone, ErrCardRefused,
-// ErrUnreachable, ErrNotModified) when there is one, so callers classify it with errors.Is. It
-// never holds a token.
+// It unwraps to the channels sentinels it means (channels.ErrMessageGone, ErrCardRefused,
+// ErrUnreachable, ErrNotModified, ErrUnauthorized) when there are any, so callers classify it
+// with errors.Is. It never holds a token.
 type APIError struct {
 	Method string
 	// Code is Slack's error code ("channel_not_found"), or "http_<status>".
-	Code string
-	kind error
+	Code  string
+	kinds []error
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("slack: %s: %s", e.Method, e.Code) }
 
-// Unwrap returns the sentinels the answer means: a channels sentinel, and for a refused token
-// ErrAuth with channels.ErrUnreachable (the bot cannot write there; retrying cannot help).
-func (e *APIError) Unwrap() []error {
-	switch e.kind {
-	case nil:
-		return nil
-	case ErrAuth:
-		return []error{ErrAuth, channels.ErrUnreachable}
-	}
-	return []error{e.kind}
-}
+// Unwrap returns the sentinels the answer means (see classify).
+func (e *APIError) Unwrap() []error { return e.kinds }
 
-// ErrAuth is wrapped by errors that mean the token is not (or no longer) valid.
+// ErrAuth is wrapped by errors that mean the token is not (or no longer) valid, or lacks the
+// permission the call needs.
 var ErrAuth = errors.New("slack: the token was refused")
 
-// classify maps Slack's error codes — documented machine codes, not prose — to sentinels.
-func classify(code string) error {
+// classify maps Slack's error codes — documented machine codes, not prose — to sentinels. A
+// token Slack refuses (wrong, revoked, expired, of a deactivated account or the wrong type) is
+// ErrAuth and channels.ErrUnauthorized — the operator must fix the credentials — and, as a
+// token refused for want of a permission is too, channels.ErrUnreachable: the bot cannot write
+// there, and retrying cannot help.
+func classify(code string) []error {
+	switch code {
+	case "invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive", "not_allowed_token_type":
+		return []error{ErrAuth, channels.ErrUnauthorized, channels.ErrUnreachable}
+	case "no_permission", "missing_scope":
+		return []error{ErrAuth, channels.ErrUnreachable}
+	}
+	if kind := classifyMessage(code); kind != nil {
+		return []error{kind}
+	}
+	return nil
+}
+
+// classifyMessage maps the codes about a message or a conversation.
+func classifyMessage(code string) error {
 	switch code {
 	case "message_not_found", "cant_update_message", "cant_delete_message", "edit_window_closed", "thread_not_found":
 		return channels.ErrMessageGone
@@ -60,8 +68,6 @@ func classify(code string) error {
 	case "channel_not_found", "not_in_channel", "is_archived", "restricted_action", "user_not_in_channel",
 		"cannot_reply_to_message", "team_access_not_granted", "ekm_access_denied", "messages_tab_disabled":
 		return channels.ErrUnreachable
-	case "invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive", "no_permission", "missing_scope", "not_allowed_token_type":
-		return ErrAuth
 	}
 	return nil
 }
@@ -69,130 +75,107 @@ func classify(code string) error {
 // rateLimitCodes are ok:false codes that mean "slow down" without a Retry-After.
 func rateLimited(code string) bool { return code == "ratelimited" || code == "rate_limited" }
 
-// apiError turns a slack-go error into this adapter's: RateLimitedError →
-// *channels.RateLimitError, SlackErrorResponse / StatusCodeError → *APIError; every text
-// redacted.
-func (c *Channel) apiError(method string, err error) error {
+// apiError turns a slack-go error into this adapter's, by slack-go's types:
+// RateLimitedError → *channels.RateLimitError (of at least minRateLimitWait),
+// SlackErrorResponse (every {"ok":false} answer, its code in Err) and StatusCodeError →
+// *APIError; anything else wrapped with its text redacted.
+func (w *webAPI) apiError(method string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if rl, ok := errors.AsType[*slackgo.RateLimitedError](err); ok {
-		return &channels.RateLimitError{RetryAfter: rl.RetryAfter}
+		return &channels.RateLimitError{RetryAfter: max(rl.RetryAfter, minRateLimitWait)}
 	}
 	if se, ok := errors.AsType[slackgo.SlackErrorResponse](err); ok {
 		if rateLimited(se.Err) {
 			return &channels.RateLimitError{RetryAfter: time.Second}
 		}
-		return &APIError{Method: method, Code: se.Err, kind: classify(se.Err)}
+		return &APIError{Method: method, Code: se.Err, kinds: classify(se.Err)}
 	}
 	if sc, ok := errors.AsType[slackgo.StatusCodeError](err); ok {
 		return &APIError{Method: method, Code: fmt.Sprintf("http_%d", sc.Code)}
 	}
-	if err.Error() == "invalid_auth" || err.Error() == "not_authed" || err.Error() == "token_revoked" {
-		return &APIError{Method: method, Code: err.Error(), kind: ErrAuth}
-	}
-	return c.redact.error(fmt.Errorf("slack: %s: %w", method, err))
+	return w.redact.Error(fmt.Errorf("slack: %s: %w", method, err))
 }
 
-// call runs one Web API call for workspace with the call timeout. With Pacing, it first waits
-// for the workspace's budget of the method's tier (tierLimiter); it waits out rate limits
-// (Retry-After, which also pauses that budget) while the total wait stays within MaxRetryWait;
-// past that it returns the *channels.RateLimitError.
-func (c *Channel) call(ctx context.Context, workspace, method string, f func(ctx context.Context) error) error {
-	return c.callUnless(ctx, workspace, method, nil, f)
+// webAPI is the adapter's bridge to the Web API: a call's error (apiError, redacted), its
+// pacing and rate limits (request; kit.RetryAfter: see call), and chat.postMessage, posted as
+// JSON here. Safe for concurrent use.
+type webAPI struct {
+	cfg    *Config
+	redact *kit.Redactor
+	limits *kit.RetryAfter
+	tiers  *tierLimiter
+	// now and sleep are the channel's (tests replace them).
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// minRateLimitWait is the shortest Retry-After a 429 is reported with.
+const minRateLimitWait = 50 * time.Millisecond
+
+// Calls and their rate limits (kit.RetryAfter). call returns a 429 at once as a
+// *channels.RateLimitError: it makes the sends, edits, deletes, files and stream updates that
+// delivery retries after the Retry-After (channels.RetryRateLimited). callWaiting waits 429s
+// out here while the waits stay within MaxRetryWait: the calls nobody above retries — the
+// assistant threads' prompts and titles, answers to clicks, modals, look-ups of sent messages —
+// and the rest of an operation Slack already took part of (a long message's later pieces, a
+// stream's appends after it started), which a retry of the whole would post twice. Every 429
+// is counted (Metrics.RateLimited) and, with Pacing, pauses the method's tier for the
+// workspace.
+
+// call runs one Web API call for workspace whose caller retries its 429s.
+func (w *webAPI) call(ctx context.Context, workspace, method string, f func(ctx context.Context) error) error {
+	return w.limits.Pass(method, w.request(ctx, workspace, method, nil, f))
+}
+
+// callWaiting runs one Web API call for workspace whose 429s are waited out here.
+func (w *webAPI) callWaiting(ctx context.Context, workspace, method string, f func(ctx context.Context) error) error {
+	return w.limits.Wait(ctx, method, func(ctx context.Context) error { return w.request(ctx, workspace, method, nil, f) })
+}
+
+// callMaybeWaiting is callWaiting when wait is set, else call.
+func (w *webAPI) callMaybeWaiting(ctx context.Context, wait bool, workspace, method string, f func(ctx context.Context) error) error {
+	if wait {
+		return w.callWaiting(ctx, workspace, method, f)
+	}
+	return w.call(ctx, workspace, method, f)
 }
 
 // errSuperseded: a newer call made this one pointless while it waited for its turn.
 var errSuperseded = errors.New("slack: superseded by a newer call")
 
-// callUnless is call that gives up with errSuperseded when, after a wait for the tier's budget
-// or a rate limit, superseded reports true (a newer edit of the same message came meanwhile).
-func (c *Channel) callUnless(ctx context.Context, workspace, method string, superseded func() bool, f func(ctx context.Context) error) error {
+// request makes one Web API call for workspace within the call timeout. With Pacing, it first
+// waits for the workspace's budget of the method's tier (tierLimiter), and gives up with
+// errSuperseded when superseded (if set) reports true after that wait (a newer edit of the same
+// message came meanwhile). A 429 is counted, pauses the tier, and is returned.
+func (w *webAPI) request(ctx context.Context, workspace, method string, superseded func() bool, f func(ctx context.Context) error) error {
 	team := teamOf(workspace)
-	waited := time.Duration(0)
-	for {
-		if c.cfg.Pacing {
-			if d := c.tiers.reserve(team, method, c.now()); d > 0 {
-				if err := c.sleep(ctx, d); err != nil {
-					return fmt.Errorf("slack: %s: %w", method, err)
-				}
-				if superseded != nil && superseded() {
-					return errSuperseded
-				}
+	if w.cfg.Pacing {
+		if d := w.tiers.reserve(team, method, w.now()); d > 0 {
+			if err := w.sleep(ctx, d); err != nil {
+				return fmt.Errorf("slack: %s: %w", method, err)
+			}
+			if superseded != nil && superseded() {
+				return errSuperseded
 			}
 		}
-		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-		err := c.apiError(method, f(callCtx))
-		cancel()
-		rl, ok := errors.AsType[*channels.RateLimitError](err)
-		if !ok {
-			return err
-		}
-		c.cfg.Metrics.RateLimited(method)
-		wait := max(rl.RetryAfter, 50*time.Millisecond)
-		if c.cfg.Pacing {
+	}
+	callCtx, cancel := context.WithTimeout(ctx, w.cfg.CallTimeout)
+	err := w.apiError(method, f(callCtx))
+	cancel()
+	if rl, ok := errors.AsType[*channels.RateLimitError](err); ok {
+		w.cfg.Metrics.RateLimited(method)
+		if w.cfg.Pacing {
 			// Calls of this tier booked from now on wait the pause out too.
-			c.tiers.pause(team, method, c.now().Add(wait))
+			w.tiers.pause(team, method, w.now().Add(rl.RetryAfter))
 		}
-		if waited+wait > c.cfg.MaxRetryWait {
-			c.cfg.RateLimits.Limited(method, wait, false)
-			return err
-		}
-		c.cfg.RateLimits.Limited(method, wait, true)
-		c.log.Debug("slack: rate limited; waiting", "method", method, "wait", wait)
-		if serr := c.sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("slack: %s: %w", method, serr)
-		}
-		waited += wait
-		if superseded != nil && superseded() {
-			return errSuperseded
-		}
-	}
-}
-
-// redactor removes secrets from error texts; installed workspaces' tokens join as they come.
-type redactor struct {
-	mu      sync.RWMutex
-	secrets []string
-}
-
-func newRedactor(secrets ...string) *redactor { return &redactor{secrets: secrets} }
-
-func (r *redactor) add(secret string) {
-	if secret == "" {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !slices.Contains(r.secrets, secret) {
-		r.secrets = append(r.secrets, secret)
-	}
-}
-
-func (r *redactor) string(s string) string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, sec := range r.secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
-}
-
-// error returns err, or a redacted copy when its text holds a secret.
-func (r *redactor) error(err error) error {
-	if err == nil {
-		return nil
-	}
-	if s := r.string(err.Error()); s != err.Error() {
-		return errors.New(s)
 	}
 	return err
 }
 
 func (c *Channel) malformed(kind string, err error) {
-	c.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", c.redact.error(err))
+	c.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", c.redact.Error(err))
 	if c.cfg.OnMalformed != nil {
 		c.cfg.OnMalformed()
 	}
@@ -205,7 +188,7 @@ var _ slog.LogValuer = Config{}
 // decodes the whole posted message back, blocks and all, where only the ts is needed. Its
 // errors are slack-go's types (RateLimitedError, SlackErrorResponse, StatusCodeError), so the
 // caller classifies them with apiError as any other call's.
-func (c *Channel) postMessage(ctx context.Context, token, channel, thread string, p piece) (string, error) {
+func (w *webAPI) postMessage(ctx context.Context, token, channel, thread string, p piece) (string, error) {
 	pm := postMessageBody{Channel: channel, Text: p.text, Blocks: p.blocks, ThreadTS: thread}
 	if p.key != "" {
 		pm.Metadata = &slackgo.SlackMetadata{EventType: sentEventType,
@@ -215,13 +198,13 @@ func (c *Channel) postMessage(ctx context.Context, token, channel, thread string
 	if err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"chat.postMessage", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.APIURL+"chat.postMessage", bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.cfg.HTTPClient.Do(req)
+	resp, err := w.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return "", err
 	}

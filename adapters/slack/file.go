@@ -36,19 +36,15 @@ var errPrivateFile = errors.New("slack: send file: the answer is visible to one 
 // Pages reports how many Slack messages Send would post for m: the same split Send makes (a
 // card past 50 blocks continues in a further message; text 12 sections of 3,000 characters a
 // message).
-func (c *Channel) Pages(m channels.Message) (int, error) {
-	ps, err := c.pieces(m)
-	if err == nil && m.Card != nil {
-		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
-	}
-	return len(ps), err
-}
+// A card's rendering is kept for its Send or Edit (kit.Pages).
+func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
 
 // SendFile uploads data as a file named name and shares it in the conversation's channel and
 // thread (Conv.Thread), introduced by caption as plain text (cut to MaxCaption characters):
 // Slack's external upload — files.getUploadURLExternal, the bytes POSTed to the upload URL it
-// returns, files.completeUploadExternal. Each step waits out rate limits as every call does
-// (then *channels.RateLimitError); a refusal is an *APIError naming the step. A target that
+// returns, files.completeUploadExternal. A rate limit of any step is returned as
+// *channels.RateLimitError for delivery to send the file again (nothing shows before the last
+// step); a refusal is an *APIError naming the step. A target that
 // answers one user privately (a slash command's reply) is refused, since a shared file would
 // show the answer to everyone. The ref names the file (its id): the message sharing it is
 // posted by Slack as the upload completes, and is not edited.
@@ -76,7 +72,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 		return ref, err
 	}
 	var up *slackgo.GetUploadURLExternalResponse
-	err = c.call(ctx, to.Conv.Workspace, methodUploadURL, func(ctx context.Context) error {
+	err = c.web.call(ctx, to.Conv.Workspace, methodUploadURL, func(ctx context.Context) error {
 		var err error
 		up, err = api.GetUploadURLExternalContext(ctx, slackgo.GetUploadURLExternalParameters{FileName: name, FileSize: len(data)})
 		return err
@@ -87,14 +83,14 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if up == nil || up.UploadURL == "" || up.FileID == "" {
 		return ref, fmt.Errorf("slack: %s: the answer has no upload URL or file id", methodUploadURL)
 	}
-	err = c.call(ctx, to.Conv.Workspace, methodUpload, func(ctx context.Context) error {
+	err = c.web.call(ctx, to.Conv.Workspace, methodUpload, func(ctx context.Context) error {
 		// A fresh reader each attempt: a rate-limited upload is sent again whole.
 		return api.UploadToURL(ctx, slackgo.UploadToURLParameters{UploadURL: up.UploadURL, Filename: name, Reader: bytes.NewReader(data)})
 	})
 	if err != nil {
 		return ref, hideUploadURL(err, up.UploadURL)
 	}
-	err = c.call(ctx, to.Conv.Workspace, methodComplete, func(ctx context.Context) error {
+	err = c.web.call(ctx, to.Conv.Workspace, methodComplete, func(ctx context.Context) error {
 		_, err := api.CompleteUploadExternalContext(ctx, slackgo.CompleteUploadExternalParameters{
 			Files:           []slackgo.FileSummary{{ID: up.FileID, Title: name}},
 			Channel:         to.Conv.Chat,

@@ -93,9 +93,8 @@ func TestPagesCountsWhatSendPosts(t *testing.T) {
 
 // TestSendFileErrors proves each way an upload fails comes back as a clear error, classified
 // (*APIError naming the step, *channels.RateLimitError) and holding neither the token nor the
-// upload URL, with no file shared: a refusal, a rate limit that outlasts MaxRetryWait, a failed
-// byte upload, a private (ephemeral) target. A short rate limit on the byte upload is waited
-// out and the bytes sent again whole.
+// upload URL, with no file shared: a refusal, a rate limit, a failed byte upload, a private
+// (ephemeral) target. (A rate limit on the byte upload: TestSendFileRateLimitIsHandedBack.)
 func TestSendFileErrors(t *testing.T) {
 	data := []byte("the rest of the answer\n")
 	target := channels.Target{Conv: threadConv("1700000000.000100")}
@@ -162,19 +161,6 @@ func TestSendFileErrors(t *testing.T) {
 		})
 	}
 
-	t.Run("short rate limit on the bytes", func(t *testing.T) {
-		h := start(t, nil)
-		h.fake.RateLimit(slackfake.UploadMethod, 1, 0)
-		if _, err := h.ch.SendFile(context.Background(), target, channels.File{Name: "answer.md", Data: data, Caption: "The rest."}); err != nil {
-			t.Fatalf("SendFile: %v", err)
-		}
-		if ups := h.fake.Uploads(); len(ups) != 1 || !bytes.Equal(ups[0].Data, data) {
-			t.Fatalf("uploads %+v", ups)
-		}
-		if n := h.fake.Count(slackfake.UploadMethod); n != 2 {
-			t.Errorf("%d byte uploads, want the 429 and the retry", n)
-		}
-	})
 	t.Run("empty file", func(t *testing.T) {
 		h := start(t, nil)
 		if _, err := h.ch.SendFile(context.Background(), target, channels.File{Name: "answer.md", Data: nil, Caption: ""}); err == nil {

@@ -61,7 +61,7 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if !c.httpOK.Load() {
+	if !c.life.IsReceiving() {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
@@ -91,7 +91,14 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	// One conversation's deliveries reach the Handler one at a time, as over Socket Mode.
+	c.handOverHTTP(w, r, typ, d)
+}
+
+// handOverHTTP hands a decoded delivery to the Handler in its conversation's lane (one at a
+// time per conversation, as over Socket Mode) and answers: 200 once handed over, or for a click
+// or a command at the ack deadline whatever its handling; 500 when the Handler failed (Slack
+// retries).
+func (c *Channel) handOverHTTP(w http.ResponseWriter, r *http.Request, typ string, d delivery) {
 	done := make(chan error, 1)
 	ctx := r.Context()
 	var deadline <-chan time.Time
@@ -103,15 +110,16 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		defer t.Stop()
 		deadline = t.C
 	}
-	hand := c.lanes.do // an event is handed over on this goroutine when its lane is free
+	hand := c.lanes.Do // an event is handed over on this goroutine when its lane is free
 	if deadline != nil {
-		hand = c.lanes.run // this goroutine must be free to answer by the deadline
+		hand = c.lanes.Run // this goroutine must be free to answer by the deadline
 	}
 	c.work.Add(1)
 	hand(d.in.Conv.String(), func() {
 		defer c.work.Done()
 		done <- c.deliver(ctx, d)
 	})
+	var err error
 	select {
 	case err = <-done:
 	case <-deadline:

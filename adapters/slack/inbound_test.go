@@ -224,20 +224,35 @@ func TestReadyByInboundLife(t *testing.T) {
 	eventually(t, "ready again after an envelope", func() bool { return h.ch.Ready() == nil })
 }
 
+// TestStartFailsClearlyOnBadTokens proves a bot or app token Slack refuses fails Start with an
+// error wrapping channels.ErrUnauthorized (so the operator is told to check the tokens) and
+// ErrAuth, never showing the token.
 func TestStartFailsClearlyOnBadTokens(t *testing.T) {
 	fake := slackfake.New(t)
 	ch, _ := newChannel(t, fake, func(c *Config) { c.BotToken = "xoxb-revoked-SECRET-do-not-show" })
 	err := ch.Start(context.Background(), &recorder{})
-	if err == nil || !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "SECRET") {
+	if err == nil || !errors.Is(err, ErrAuth) || !errors.Is(err, channels.ErrUnauthorized) || strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("Start with a wrong bot token: %v", err)
 	}
 	ch2, _ := newChannel(t, fake, func(c *Config) { c.AppToken = "xapp-wrong-SECRET-do-not-show"; c.CallTimeout = time.Second })
 	err = ch2.Start(context.Background(), &recorder{})
-	if err == nil || strings.Contains(err.Error(), "SECRET") {
+	if err == nil || !errors.Is(err, channels.ErrUnauthorized) || strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("Start with a wrong app token: %v", err)
 	}
 	if err := ch2.Ready(); err == nil {
 		t.Error("a channel that failed to start is ready")
+	}
+	for _, code := range []string{"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"} {
+		fake.FailNext("auth.test", 1, slackfake.Fault{Error: code})
+		ch, _ := newChannel(t, fake, nil)
+		if err := ch.Start(context.Background(), &recorder{}); !errors.Is(err, channels.ErrUnauthorized) {
+			t.Errorf("auth.test answering %s: Start = %v, want channels.ErrUnauthorized", code, err)
+		}
+	}
+	fake.FailNext("auth.test", 1, slackfake.Fault{Error: "missing_scope"})
+	ch3, _ := newChannel(t, fake, nil)
+	if err := ch3.Start(context.Background(), &recorder{}); !errors.Is(err, ErrAuth) || errors.Is(err, channels.ErrUnauthorized) {
+		t.Errorf("auth.test answering missing_scope: Start = %v, want ErrAuth without ErrUnauthorized (the token is valid)", err)
 	}
 }
 
@@ -357,7 +372,11 @@ func TestMetricsOfConnectionsAcksAndRateLimits(t *testing.T) {
 		return m.read(func(m *countingMetrics) bool { return m.acks["refused"] == 1 && m.acks["acked"] == 1 })
 	})
 	fake.RateLimit("chat.postMessage", 2, 0)
-	if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"}); err != nil {
+	err := channels.RetryRateLimited(context.Background(), time.Second, 5, func(ctx context.Context) error {
+		_, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !m.read(func(m *countingMetrics) bool { return m.limited["chat.postMessage"] == 2 }) {

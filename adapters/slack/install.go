@@ -170,7 +170,7 @@ func (tc *teamClient) usable(now time.Time) bool {
 
 // errNotInstalled: a workspace the app has no token for.
 func errNotInstalled(team string) error {
-	return &APIError{Method: "install", Code: "not_installed:" + team, kind: channels.ErrUnreachable}
+	return &APIError{Method: "install", Code: "not_installed:" + team, kinds: []error{channels.ErrUnreachable}}
 }
 
 // client returns the Web API client for a conversation's workspace: the installed workspace's
@@ -304,7 +304,7 @@ func (c *Channel) isRevoked(id string) bool {
 }
 
 func (c *Channel) newAPI(token string) *slackgo.Client {
-	c.redact.add(token)
+	c.redact.Add(token)
 	return slackgo.New(token, slackgo.OptionAPIURL(c.cfg.APIURL), slackgo.OptionHTTPClient(c.cfg.HTTPClient))
 }
 
@@ -313,7 +313,7 @@ func (c *Channel) refresh(ctx context.Context, inst Installation) (Installation,
 	resp, err := slackgo.RefreshOAuthV2TokenContext(ctx, c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret, inst.RefreshToken,
 		slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
 	if err != nil {
-		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, c.apiError("oauth.v2.access", err))
+		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, c.web.apiError("oauth.v2.access", err))
 	}
 	inst.BotToken, inst.RefreshToken = resp.AccessToken, resp.RefreshToken
 	inst.ExpiresAt = expiry(c.now(), resp.ExpiresIn)

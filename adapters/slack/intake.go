@@ -26,6 +26,13 @@ type delivery struct {
 	refused error
 }
 
+// maxHandovers bounds how many conversations are handed to the Handler at once, as the
+// Telegram adapter does: a burst of envelopes over many conversations waits its turn in the
+// lanes (kit.Lanes) instead of holding a goroutine (and its stack) per conversation. A
+// conversation's backlog is not bounded: an envelope is acknowledged only once handed over, so
+// what waits is what Slack would otherwise redeliver, bounded by its retries.
+const maxHandovers = 64
+
 // Envelope types, as Socket Mode names them; HTTP mode maps its three paths onto them.
 const (
 	typeEvents      = "events_api"
@@ -139,7 +146,7 @@ func (c *Channel) assistantStarted(ctx context.Context, k conv.Key, eventID stri
 	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
 		api, err := c.client(ctx, k.Workspace)
 		if err == nil {
-			err = c.call(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+			err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
 				return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
 					ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
 			})
@@ -217,7 +224,7 @@ func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound)
 		if err != nil {
 			return
 		}
-		err = c.call(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
+		err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
 			return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
 				ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
 		})

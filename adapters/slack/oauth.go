@@ -130,7 +130,7 @@ func (c *Channel) OAuthHandler() http.Handler {
 		// slack-go answers a nil response when the call itself failed (network, 5xx, 429):
 		// check the error before reading anything of it.
 		if err != nil || resp == nil {
-			err = c.apiError("oauth.v2.access", err)
+			err = c.web.apiError("oauth.v2.access", err)
 			c.log.Warn("slack: exchanging an install code failed", "err", err, "remote", r.RemoteAddr)
 			if refused(err) {
 				page(w, http.StatusBadRequest, "Slack did not confirm the install. Start the install again.")

@@ -133,27 +133,6 @@ func TestEditUpdatesTrimsAndReportsGone(t *testing.T) {
 	}
 }
 
-func TestRateLimitsWaitedOutThenReported(t *testing.T) {
-	h := start(t, nil)
-	ctx := context.Background()
-	var waits []time.Duration
-	h.ch.sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
-	h.fake.RateLimit("chat.postMessage", 2, 3)
-	h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Error: "ratelimited"})
-	if _, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "hi"}); err != nil {
-		t.Fatalf("Send under a short storm: %v", err)
-	}
-	if len(waits) != 3 || waits[0] != 3*time.Second || waits[2] != time.Second {
-		t.Fatalf("waits %v, want Retry-After honoured (3s, 3s) and 1s for ratelimited", waits)
-	}
-	h.fake.RateLimit("chat.postMessage", 100, 20)
-	_, err := h.ch.Send(ctx, channels.Target{Conv: threadConv("")}, channels.Message{Text: "hi"})
-	var rl *channels.RateLimitError
-	if !errors.As(err, &rl) || rl.RetryAfter != 20*time.Second {
-		t.Fatalf("a long storm: %v, want a RateLimitError of 20s for delivery to wait", err)
-	}
-}
-
 func TestErrorsClassified(t *testing.T) {
 	h := start(t, nil)
 	ctx := context.Background()
@@ -433,61 +412,6 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 	}
 }
 
-// TestTypingNeverWaitsOnRateLimits proves the typing signal, sent before an envelope is acked,
-// makes one attempt and skips a rate limit instead of waiting it out.
-func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
-	h := start(t, nil)
-	var waits int
-	h.ch.sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
-	h.fake.RateLimit("assistant.threads.setStatus", 5, 30)
-	if err := h.ch.Typing(context.Background(), channels.Target{Conv: threadConv(h.fake.NewTS())}); err != nil {
-		t.Fatalf("Typing under a rate limit: %v", err)
-	}
-	if waits != 0 || h.fake.Count("assistant.threads.setStatus") != 1 {
-		t.Fatalf("%d waits, %d calls; want one attempt, no wait", waits, h.fake.Count("assistant.threads.setStatus"))
-	}
-}
-
-// TestRateLimitedEditsCoalesce proves an edit waiting out a 429 gives up when a newer edit of the
-// same message comes meanwhile: the newer content is what the message shows, and the stale edit
-// is never made after it.
-func TestRateLimitedEditsCoalesce(t *testing.T) {
-	fake := slackfake.New(t)
-	ch, _ := newChannel(t, fake, nil)
-	waiting, release := make(chan struct{}), make(chan struct{})
-	ch.sleep = func(ctx context.Context, d time.Duration) error {
-		close(waiting)
-		<-release
-		return ctx.Err()
-	}
-	h := startWith(t, fake, nil, &recorder{})
-	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "v0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// ch (not started) edits the same message through the same fake.
-	fake.RateLimit("chat.update", 1, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v1 stale"})
-		done <- err
-	}()
-	<-waiting
-	if _, err := ch.Edit(context.Background(), ref, channels.Message{Text: "v2 latest"}); err != nil {
-		t.Fatalf("the newer edit: %v", err)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatalf("the superseded edit: %v, want nil", err)
-	}
-	if got := fake.Posted("C1")[0].Text; got != "v2 latest" {
-		t.Fatalf("the message shows %q, want the latest edit", got)
-	}
-	if n := fake.Count("chat.update"); n != 2 {
-		t.Fatalf("chat.update called %d times, want 2 (the 429 and the latest)", n)
-	}
-}
-
 // TestFindSentRecognisesAKeyedMessage proves a message sent with a key (channels.Message.Key)
 // carries it in its metadata and is found again by FindSent — every piece of a long one, in
 // order, at the top level (conversations.history) and in a thread (conversations.replies) — so
@@ -606,7 +530,7 @@ func TestStatusSetAgainAfterAWorkingCardAndAfterItLapses(t *testing.T) {
 		}
 	}
 	scheduled := func() bool {
-		st := ch.threadStatus(to.Conv)
+		st := ch.status.thread(to.Conv)
 		defer st.mu.Unlock()
 		return st.timer != nil
 	}
@@ -615,7 +539,7 @@ func TestStatusSetAgainAfterAWorkingCardAndAfterItLapses(t *testing.T) {
 	waitSet := func(what string, n int) {
 		t.Helper()
 		eventually(t, what, func() bool { return sets() == n })
-		st := ch.threadStatus(to.Conv)
+		st := ch.status.thread(to.Conv)
 		st.mu.Unlock()
 	}
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,16 +52,13 @@ func blocks(bs []render.SlackBlock) []slackgo.Block {
 	return out
 }
 
-// pieces renders m: a card with render.Slack (already split at 50 blocks and 3,000 characters a
-// section), or markdown text converted to mrkdwn and split into sections, textSections to a
-// message, each message's fallback text its full content. Nothing is cut. An invalid card is
-// channels.ErrCardRefused, so delivery falls back to text.
-func (c *Channel) pieces(m channels.Message) ([]piece, error) {
+// renderPieces renders m: a card with render.Slack (already split at 50 blocks and 3,000
+// characters a section), or markdown text converted to mrkdwn and split into sections,
+// textSections to a message, each message's fallback text its full content. Nothing is cut. An
+// invalid card is channels.ErrCardRefused, so delivery falls back to text.
+func renderPieces(m channels.Message, key render.Key) ([]piece, error) {
 	if m.Card != nil {
-		if ps, ok := c.rendered.Take(m.Card); ok {
-			return ps, nil
-		}
-		msgs, err := render.Slack(*m.Card, c.cfg.ActionKey)
+		msgs, err := render.Slack(*m.Card, key)
 		if err != nil {
 			return nil, fmt.Errorf("slack: render card: %w: %w", channels.ErrCardRefused, err)
 		}
@@ -104,19 +100,20 @@ func msgOptions(p piece, thread string) []slackgo.MsgOption {
 // Send posts m to the conversation, in its thread when Conv.Thread is set. A reply to a slash
 // command (to.ReplyTo names its user, see slashInbound) goes to that user only, with
 // chat.postEphemeral. The ref lists every message posted; on error it lists those posted
-// before the error.
+// before the error. A 429 of the first piece is returned for delivery to wait out; one of a
+// later piece is waited out here, as sending again would post the first twice (see call).
 func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	if to.Conv.Chat == "" {
 		return ref, errors.New("slack: send: no channel")
 	}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if user, ok := strings.CutPrefix(to.ReplyTo, ephemeralPrefix); ok && user != "" {
-		for _, p := range ps {
-			if err := c.ephemeral(ctx, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
+		for i, p := range ps {
+			if err := c.ephemeral(ctx, i > 0, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
 				return ref, err
 			}
 		}
@@ -126,19 +123,19 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		if m.Key != "" {
 			p.key, p.index, p.of = m.Key, i, len(ps)
 		}
-		ts, err := c.post(ctx, to.Conv, p)
+		ts, err := c.post(ctx, i > 0, to.Conv, p)
 		if err != nil {
 			if ps[len(ps)-1].final {
-				c.clearStatusAnyway(ctx, to.Conv, to.ReplyTo)
+				c.status.clearAnyway(ctx, to.Conv, to.ReplyTo)
 			}
 			return ref, err
 		}
 		ref.IDs = append(ref.IDs, ts)
 	}
 	if ps[len(ps)-1].final {
-		c.clearStatus(ctx, to.Conv, to.ReplyTo)
+		c.status.clear(ctx, to.Conv, to.ReplyTo)
 	} else {
-		c.notePosted(to.Conv)
+		c.status.posted(to.Conv)
 	}
 	return ref, nil
 }
@@ -165,14 +162,14 @@ func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, 
 	oldest := fmt.Sprintf("%d.%06d", since.Unix(), since.Nanosecond()/1000)
 	var msgs []slackgo.Message
 	if to.Conv.Thread != "" {
-		err = c.call(ctx, to.Conv.Workspace, "conversations.replies", func(ctx context.Context) error {
+		err = c.web.callWaiting(ctx, to.Conv.Workspace, "conversations.replies", func(ctx context.Context) error {
 			var err error
 			msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slackgo.GetConversationRepliesParameters{
 				ChannelID: to.Conv.Chat, Timestamp: to.Conv.Thread, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			return err
 		})
 	} else {
-		err = c.call(ctx, to.Conv.Workspace, "conversations.history", func(ctx context.Context) error {
+		err = c.web.callWaiting(ctx, to.Conv.Workspace, "conversations.history", func(ctx context.Context) error {
 			resp, err := api.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
 				ChannelID: to.Conv.Chat, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			if resp != nil {
@@ -209,7 +206,9 @@ func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, 
 	return ref, true, nil
 }
 
-func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error) {
+// post posts one piece with chat.postMessage; wait says a 429 is waited out here (a later piece
+// of a message) rather than returned.
+func (c *Channel) post(ctx context.Context, wait bool, k conv.Key, p piece) (string, error) {
 	if c.cfg.Pacing {
 		if err := c.sleep(ctx, c.pacer.reserve(k.Chat, c.now())); err != nil {
 			return "", fmt.Errorf("slack: send: %w", err)
@@ -220,20 +219,20 @@ func (c *Channel) post(ctx context.Context, k conv.Key, p piece) (string, error)
 		return "", err
 	}
 	var ts string
-	err = c.call(ctx, k.Workspace, "chat.postMessage", func(ctx context.Context) error {
+	err = c.web.callMaybeWaiting(ctx, wait, k.Workspace, "chat.postMessage", func(ctx context.Context) error {
 		var err error
-		ts, err = c.postMessage(ctx, token, k.Chat, k.Thread, p)
+		ts, err = c.web.postMessage(ctx, token, k.Chat, k.Thread, p)
 		return err
 	})
 	return ts, err
 }
 
-func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, thread string, p piece) error {
+func (c *Channel) ephemeral(ctx context.Context, wait bool, workspace, channel, user, thread string, p piece) error {
 	api, err := c.client(ctx, workspace)
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, workspace, "chat.postEphemeral", func(ctx context.Context) error {
+	return c.web.callMaybeWaiting(ctx, wait, workspace, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
 		return err
 	})
@@ -242,21 +241,22 @@ func (c *Channel) ephemeral(ctx context.Context, workspace, channel, user, threa
 // Edit replaces the message ref names with m (chat.update): the first piece edits ref's first
 // message, further pieces edit ref's further messages or are posted as new ones (in the
 // thread), and messages of ref beyond the pieces are deleted. A message that no longer exists
-// is channels.ErrMessageGone (delivery then posts anew). Rate-limited edits coalesce: an edit
-// waiting out a rate limit when a newer edit of the same message comes gives up, returning ref
-// and no error, so the latest content wins and no stale edit is made after it.
+// is channels.ErrMessageGone (delivery then posts anew). A 429 is returned for delivery to wait
+// out (but for the pieces posted after a new one, see Send). Paced edits coalesce: an edit
+// waiting for its tier's budget when a newer edit of the same message comes gives up,
+// returning ref and no error, so the latest content wins and no stale edit is made after it.
 func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (_ channels.MessageRef, err error) {
 	if ref.ID() == "" || ref.Conv.Chat == "" {
 		return ref, fmt.Errorf("slack: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if ps[len(ps)-1].final {
 		defer func() {
 			if err != nil {
-				c.clearStatusAnyway(ctx, ref.Conv, "")
+				c.status.clearAnyway(ctx, ref.Conv, "")
 			}
 		}()
 	}
@@ -278,10 +278,10 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			id := ref.IDs[i]
-			err := c.callUnless(ctx, ref.Conv.Workspace, "chat.update", superseded, func(ctx context.Context) error {
+			err := c.web.limits.Pass("chat.update", c.web.request(ctx, ref.Conv.Workspace, "chat.update", superseded, func(ctx context.Context) error {
 				_, _, _, err := api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
 				return err
-			})
+			}))
 			if errors.Is(err, errSuperseded) {
 				return ref, nil
 			}
@@ -291,7 +291,8 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 			out.IDs = append(out.IDs, id)
 			continue
 		}
-		ts, err := c.post(ctx, ref.Conv, p)
+		// Edits are safe to make again; a piece posted anew is not (see Send).
+		ts, err := c.post(ctx, len(out.IDs) > len(ref.IDs), ref.Conv, p)
 		if err != nil {
 			return out, err
 		}
@@ -303,7 +304,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 		}
 	}
 	if ps[len(ps)-1].final {
-		c.clearStatus(ctx, ref.Conv, "")
+		c.status.clear(ctx, ref.Conv, "")
 	}
 	return out, nil
 }
@@ -323,7 +324,7 @@ func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) 
 	if err != nil {
 		return err
 	}
-	err = c.call(ctx, workspace, "chat.delete", func(ctx context.Context) error {
+	err = c.web.call(ctx, workspace, "chat.delete", func(ctx context.Context) error {
 		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 		return err
 	})
@@ -331,263 +332,6 @@ func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) 
 		return nil
 	}
 	return err
-}
-
-// statusText is what the thread shows while a run works.
-const statusText = "is thinking…"
-
-// statusTimeout bounds one status call: the router signals typing before the envelope is
-// acknowledged, so it must never hold the ack up.
-const statusTimeout = 2 * time.Second
-
-// Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus
-// (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
-// status is cleared when the run's final message is posted or edited in, or fails to be (the
-// run is over either way), and Slack clears it
-// itself when the bot replies. A conversation without a thread shows nothing. It is best
-// effort: one attempt of at most two seconds, a rate limit skips it. With StatusAfter, the
-// status is set that long after the signal, off the caller's path, and only if the message
-// signalled for (the latest, when several were) has no final answer by then: a run answered
-// sooner costs no status call at all.
-func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
-	k := to.Conv
-	if c.cfg.AssistantStatusOff || k.Thread == "" {
-		return nil
-	}
-	if _, no := c.noStatus.Load(k.Chat); no {
-		return nil
-	}
-	st := c.threadStatus(k)
-	defer st.mu.Unlock()
-	if to.ReplyTo != "" && !tsBefore(st.answered, to.ReplyTo) {
-		// The message is answered already (a fast run overtook the router's signal): a status
-		// set now would stay after the answer.
-		return nil
-	}
-	if c.cfg.StatusAfter > 0 {
-		c.scheduleStatus(k, st, to.ReplyTo)
-		return nil
-	}
-	return c.showStatus(ctx, k, st)
-}
-
-// scheduleStatus sets k's thread's status StatusAfter from now, unless it shows or is due
-// already; st is locked. The latest message signalled is the one whose answer cancels it.
-func (c *Channel) scheduleStatus(k conv.Key, st *threadState, replyTo string) {
-	if replyTo != "" && tsBefore(st.waitFor, replyTo) {
-		st.waitFor = replyTo
-	}
-	if st.showing(c.now()) || st.timer != nil || c.statusStopped.Load() {
-		return
-	}
-	st.due++
-	due := st.due
-	c.statusTimers.Add(1)
-	st.timer = time.AfterFunc(c.cfg.StatusAfter, func() {
-		defer c.statusTimers.Done()
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		if st.timer == nil || st.due != due {
-			return // cancelled by an answer (clearStatus) or by Stop
-		}
-		st.timer = nil
-		if c.statusStopped.Load() || (st.waitFor != "" && !tsBefore(st.answered, st.waitFor)) {
-			return
-		}
-		if _, no := c.noStatus.Load(k.Chat); no {
-			return
-		}
-		if err := c.showStatus(context.Background(), k, st); err != nil {
-			c.log.Debug("slack: setting the thread status failed", "channel", k.Chat, "err", err)
-		}
-	})
-}
-
-// cancelStatus stops k's thread's scheduled status, if any; st is locked.
-func (c *Channel) cancelStatus(st *threadState) {
-	if st.timer != nil {
-		if st.timer.Stop() {
-			c.statusTimers.Done() // it will not run
-		}
-		st.timer = nil
-	}
-}
-
-// stopStatuses stops the scheduled statuses (Stop); those already running finish.
-func (c *Channel) stopStatuses() {
-	c.statusStopped.Store(true)
-	c.statuses.Range(func(_, v any) bool {
-		st := v.(*threadState)
-		st.mu.Lock()
-		c.cancelStatus(st)
-		st.mu.Unlock()
-		return true
-	})
-}
-
-// showStatus sets k's thread's status now; st is locked.
-func (c *Channel) showStatus(ctx context.Context, k conv.Key, st *threadState) error {
-	err := c.setStatus(ctx, k, statusText)
-	var ae *APIError
-	switch {
-	case errors.As(err, &ae):
-		c.noStatus.Store(k.Chat, struct{}{})
-		err = nil
-	case err == nil:
-		st.shown, st.shownAt = true, c.now()
-	}
-	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
-		return nil
-	}
-	return err
-}
-
-// threadState orders one thread's status calls — a clear waits for a set in flight, so the
-// answer never overtakes the "is thinking…" it should remove — and remembers the latest
-// message answered there, so that a signal for it coming after its answer is not shown.
-type threadState struct {
-	mu       sync.Mutex
-	shown    bool        // the last call made in the thread set the status
-	shownAt  time.Time   // when it did
-	posted   time.Time   // when the bot last posted a working message in the thread
-	answered string      // ts of the latest message answered in the thread
-	timer    *time.Timer // the status set scheduled (StatusAfter), until it runs or is cancelled
-	due      uint64      // counts the sets scheduled, so a cancelled one that runs anyway does nothing
-	waitFor  string      // ts of the latest message signalled while one was scheduled
-	used     time.Time   // the last status call or answer
-	gone     bool        // dropped from Channel.statuses: look the thread up again
-}
-
-// answeredMemory is how long a thread's state is kept once it shows nothing: the router signals
-// a run right after queueing it, so an answer that overtakes the signal is seconds old at most.
-const answeredMemory = time.Minute
-
-// threadStatus returns k's thread's state, locked. Every 1,024 lookups, states that show nothing
-// and were unused for answeredMemory are dropped.
-func (c *Channel) threadStatus(k conv.Key) *threadState {
-	if c.statusLookups.Add(1)%1024 == 0 {
-		c.pruneThreadStates()
-	}
-	key := k.Chat + "/" + k.Thread
-	for {
-		v, _ := c.statuses.LoadOrStore(key, &threadState{})
-		st := v.(*threadState)
-		st.mu.Lock()
-		if !st.gone {
-			st.used = c.now()
-			return st
-		}
-		st.mu.Unlock()
-	}
-}
-
-func (c *Channel) pruneThreadStates() {
-	now := c.now()
-	c.statuses.Range(func(key, v any) bool {
-		st := v.(*threadState)
-		if st.mu.TryLock() {
-			if !st.shown && st.timer == nil && now.Sub(st.used) > answeredMemory {
-				st.gone = true
-				c.statuses.CompareAndDelete(key, st)
-			}
-			st.mu.Unlock()
-		}
-		return true
-	})
-}
-
-// tsBefore reports whether Slack timestamp a is earlier than b. "" is earlier than any; when
-// either is not a timestamp it reports true, so an unknown message's signal is shown.
-func tsBefore(a, b string) bool {
-	if a == "" {
-		return true
-	}
-	as, af, ok1 := strings.Cut(a, ".")
-	bs, bf, ok2 := strings.Cut(b, ".")
-	if !ok1 || !ok2 || !digits(as) || !digits(af) || !digits(bs) || !digits(bf) || len(af) != len(bf) {
-		return true
-	}
-	if len(as) != len(bs) {
-		return len(as) < len(bs)
-	}
-	return as+"."+af < bs+"."+bf
-}
-
-func digits(s string) bool {
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-func (c *Channel) setStatus(ctx context.Context, k conv.Key, status string) error {
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	api, err := c.client(ctx, k.Workspace)
-	if err != nil {
-		return err
-	}
-	err = api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
-	if err != nil {
-		err = c.apiError("assistant.threads.setStatus", err)
-		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
-			c.cfg.Metrics.RateLimited("assistant.threads.setStatus")
-		}
-	}
-	return err
-}
-
-// statusLasts is how long a status set is taken to show: Slack removes it after two minutes
-// without a message, so a run working longer has it set again by the next typing refresh.
-const statusLasts = 100 * time.Second
-
-// showing reports whether the status set last still shows: Slack clears it when the bot posts
-// in the thread (a working card) and after two minutes, and the next Typing sets it again.
-func (st *threadState) showing(now time.Time) bool {
-	return st.shown && !st.posted.After(st.shownAt) && now.Sub(st.shownAt) < statusLasts
-}
-
-// notePosted records that the bot posted a working message in k's thread, which cleared the
-// status Slack showed there.
-func (c *Channel) notePosted(k conv.Key) {
-	if c.cfg.AssistantStatusOff || k.Thread == "" {
-		return
-	}
-	st := c.threadStatus(k)
-	st.posted = c.now()
-	st.mu.Unlock()
-}
-
-// clearStatus clears a status Typing set, or is setting, in the conversation's thread, once
-// the message answered (its ts; "" when not known) has its final answer.
-func (c *Channel) clearStatus(ctx context.Context, k conv.Key, answered string) {
-	if c.cfg.AssistantStatusOff || k.Thread == "" {
-		return
-	}
-	st := c.threadStatus(k)
-	defer st.mu.Unlock()
-	if answered != "" && tsBefore(st.answered, answered) {
-		st.answered = answered
-	}
-	if answered == "" || !tsBefore(st.answered, st.waitFor) {
-		c.cancelStatus(st) // the run it was for is answered: no status to show
-	}
-	if st.shown {
-		st.shown = false
-		if err := c.setStatus(ctx, k, ""); err != nil {
-			c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
-		}
-	}
-}
-
-// clearStatusAnyway clears the thread's status after a run's closing message failed to go out
-// (delivery may still post it another way): the run is over either way, and a status left set
-// would say it still works. It clears even when ctx has ended (a shutdown), within setStatus's
-// own bound.
-func (c *Channel) clearStatusAnyway(ctx context.Context, k conv.Key, answered string) {
-	c.clearStatus(context.WithoutCancel(ctx), k, answered)
 }
 
 // maxNotice bounds an ephemeral notice.
@@ -615,7 +359,7 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, r.workspace, "chat.postEphemeral", func(ctx context.Context) error {
+	return c.web.callWaiting(ctx, r.workspace, "chat.postEphemeral", func(ctx context.Context) error {
 		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
 		if r.thread != "" {
 			opts = append(opts, slackgo.MsgOptionTS(r.thread))
@@ -657,7 +401,7 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, in.Message.Conv.Workspace, "views.open", func(ctx context.Context) error {
+	return c.web.callWaiting(ctx, in.Message.Conv.Workspace, "views.open", func(ctx context.Context) error {
 		_, err := api.OpenViewContext(ctx, in.ID, req)
 		return err
 	})

@@ -2,8 +2,12 @@ package slack
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"time"
+
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels/kit"
 )
@@ -13,6 +17,56 @@ import (
 // is held through a lease (Config.Lease, or one in memory when the process shares nothing): the
 // processes of a deployment together open at most Connections sockets, split the slots evenly,
 // and take a dead process's slots over.
+
+// startSockets starts taking the connection slots (runSlots) and returns once the first
+// connection of each slot taken in the first round received its hello, or fails when one never
+// did (a refused app token, an unreachable Slack) within CallTimeout. Until the intake stops,
+// ctx ending stops the channel like Stop.
+func (c *Channel) startSockets(ctx context.Context, at *slackgo.AuthTestResponse) error {
+	readCtx, readCancel := context.WithCancel(context.WithoutCancel(ctx))
+	connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopOnDone := context.AfterFunc(ctx, func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Stop(stopCtx)
+	})
+	c.mu.Lock()
+	c.readCancel, c.connCancel, c.stopOnDone = readCancel, connCancel, stopOnDone
+	c.mu.Unlock()
+	firsts := make([]*connState, c.cfg.Connections)
+	for i := range firsts {
+		firsts[i] = newConnState(i)
+	}
+	round := make(chan []int, 1)
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		c.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
+	}()
+	var taken []int
+	select {
+	case taken = <-round:
+	case <-ctx.Done():
+	}
+	wait, cancelWait := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancelWait()
+	for _, i := range taken {
+		if err := firsts[i].connected(wait); err != nil {
+			c.log.Error("slack: socket mode did not connect in time", "connection", firsts[i].id, "err", err)
+			return fmt.Errorf("slack: start: socket mode connection %d: %w", firsts[i].id, err)
+		}
+	}
+	if ctx.Err() != nil && taken == nil {
+		return fmt.Errorf("slack: start: %w", ctx.Err())
+	}
+	if len(taken) == 0 {
+		c.log.Info("slack: standing by: other processes hold every Socket Mode connection slot; delivering",
+			"team", at.TeamID, "bot_user", at.UserID, "slots", c.cfg.Connections)
+	} else {
+		c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(taken), "slots", c.cfg.Connections)
+	}
+	return nil
+}
 
 // runSlots opens a socket for each slot this process holds, until connCtx ends; envelopes are
 // taken while readCtx lives. firsts[i] is slot i's first connection in this process.

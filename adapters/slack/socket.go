@@ -8,18 +8,18 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // connState is one Socket Mode connection's life.
 type connState struct {
 	id        int
-	lastFrame atomic.Int64 // unix nanos of the last bytes read from its socket
+	lastFrame kit.Liveness // the last bytes read from its socket, which Ready reads
 	hello     chan struct{}
 	helloOnce sync.Once
 	// refused is closed when Slack refuses the app token (Start gives up at once).
@@ -51,6 +51,29 @@ func (cs *connState) lastError() error {
 	return cs.err
 }
 
+// connected waits for the connection's first hello; it is nil then, or when the slot was
+// handed back to another process before it connected (or Start's ctx ended, which Start
+// reports), and otherwise the connection's last error, or wait's when it had none.
+func (cs *connState) connected(wait context.Context) error {
+	select {
+	case <-cs.hello:
+	case <-cs.refused:
+	case <-cs.ended:
+	case <-wait.Done():
+	}
+	select {
+	case <-cs.hello:
+		return nil
+	case <-cs.ended:
+		return nil
+	default:
+	}
+	if err := cs.lastError(); err != nil {
+		return err
+	}
+	return wait.Err()
+}
+
 // liveConn marks every read on a socket as a sign of life: Slack's pings arrive every few
 // seconds, so a socket that has read nothing for a while is dead whatever its state says.
 type liveConn struct {
@@ -62,7 +85,7 @@ type liveConn struct {
 func (l liveConn) Read(p []byte) (int, error) {
 	n, err := l.Conn.Read(p)
 	if n > 0 {
-		l.cs.lastFrame.Store(l.now().UnixNano())
+		l.cs.lastFrame.Beat(l.now())
 	}
 	return n, err
 }
@@ -144,7 +167,7 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			continue
 		}
 		failures++
-		err = c.apiError("apps.connections.open", err)
+		err = c.web.apiError("apps.connections.open", err)
 		cs.setError(err)
 		if errors.Is(err, ErrAuth) {
 			cs.refusedOnce.Do(func() { close(cs.refused) })
@@ -219,7 +242,7 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("slack: socket mode: dial: %w", c.redact.error(err))
+		return fmt.Errorf("slack: socket mode: dial: %w", c.redact.Error(err))
 	}
 	defer conn.Close()
 	// Stop closes the socket (after the acks) to end the read below.
@@ -247,7 +270,7 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 		}
 		switch f.Type {
 		case "hello":
-			cs.lastFrame.Store(c.now().UnixNano())
+			cs.lastFrame.Beat(c.now())
 			cs.setError(nil)
 			cs.helloOnce.Do(func() { close(cs.hello) })
 			if cs.hellos++; cs.hellos > 1 {
@@ -316,7 +339,7 @@ func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 		// can only open in that time: one whose handling runs longer is acknowledged anyway.
 		deadline = time.AfterFunc(c.ackDeadline, ackOnce)
 	}
-	c.lanes.run(d.in.Conv.String(), func() {
+	c.lanes.Run(d.in.Conv.String(), func() {
 		err := c.deliver(ctx, d)
 		inTime := deadline == nil || deadline.Stop()
 		switch {

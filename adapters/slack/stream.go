@@ -52,7 +52,7 @@ func streamError(err error) error {
 	if !ok {
 		return err
 	}
-	if streamRefusal(ae.Code) || ae.kind == nil || errors.Is(ae.kind, channels.ErrCardRefused) {
+	if streamRefusal(ae.Code) || len(ae.kinds) == 0 || errors.Is(ae, channels.ErrCardRefused) {
 		return fmt.Errorf("%w: %w", channels.ErrStreamRefused, err)
 	}
 	return err
@@ -143,7 +143,7 @@ func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channel
 		return ref, err
 	}
 	var ts string
-	err = c.call(ctx, k.Workspace, "chat.startStream", func(ctx context.Context) error {
+	err = c.web.call(ctx, k.Workspace, "chat.startStream", func(ctx context.Context) error {
 		var err error
 		_, ts, err = api.StartStreamContext(ctx, k.Chat, append(opts, streamOptions(pieces[0], u)...)...)
 		return err
@@ -156,19 +156,22 @@ func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channel
 	}
 	ref.IDs = []string{ts}
 	for _, p := range pieces[1:] {
-		if err := c.appendOnce(ctx, api, ref, p, channels.StreamUpdate{}); err != nil {
+		// The stream started: a 429 now is waited out, as a retry would start another.
+		if err := c.appendOnce(ctx, true, api, ref, p, channels.StreamUpdate{}); err != nil {
 			return ref, err
 		}
 	}
 	return ref, nil
 }
 
-func (c *Channel) appendOnce(ctx context.Context, api *slackgo.Client, ref channels.MessageRef, text string, u channels.StreamUpdate) error {
+// appendOnce makes one chat.appendStream call; wait says a 429 is waited out here (part of the
+// operation was taken already) rather than returned (see call).
+func (c *Channel) appendOnce(ctx context.Context, wait bool, api *slackgo.Client, ref channels.MessageRef, text string, u channels.StreamUpdate) error {
 	opts := streamOptions(text, u)
 	if len(opts) == 0 {
 		return nil
 	}
-	err := c.call(ctx, ref.Conv.Workspace, "chat.appendStream", func(ctx context.Context) error {
+	err := c.web.callMaybeWaiting(ctx, wait, ref.Conv.Workspace, "chat.appendStream", func(ctx context.Context) error {
 		_, _, err := api.AppendStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})
@@ -190,7 +193,7 @@ func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u c
 		if i == 0 {
 			part = u
 		}
-		if err := c.appendOnce(ctx, api, ref, p, part); err != nil {
+		if err := c.appendOnce(ctx, i > 0, api, ref, p, part); err != nil {
 			return err
 		}
 	}
@@ -205,7 +208,7 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 	}
 	defer func() {
 		if err != nil {
-			c.clearStatusAnyway(ctx, ref.Conv, "")
+			c.status.clearAnyway(ctx, ref.Conv, "")
 		}
 	}()
 	api, err := c.client(ctx, ref.Conv.Workspace)
@@ -213,19 +216,19 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 		return err
 	}
 	pieces := splitStreamText(u.Text)
-	for _, p := range pieces[:len(pieces)-1] {
-		if err := c.appendOnce(ctx, api, ref, p, channels.StreamUpdate{}); err != nil {
+	for i, p := range pieces[:len(pieces)-1] {
+		if err := c.appendOnce(ctx, i > 0, api, ref, p, channels.StreamUpdate{}); err != nil {
 			return err
 		}
 	}
 	opts := streamOptions(pieces[len(pieces)-1], u)
-	err = c.call(ctx, ref.Conv.Workspace, "chat.stopStream", func(ctx context.Context) error {
+	err = c.web.callMaybeWaiting(ctx, len(pieces) > 1, ref.Conv.Workspace, "chat.stopStream", func(ctx context.Context) error {
 		_, _, err := api.StopStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})
 	if err != nil {
 		return streamError(err)
 	}
-	c.clearStatus(ctx, ref.Conv, "")
+	c.status.clear(ctx, ref.Conv, "")
 	return nil
 }

@@ -164,7 +164,7 @@ func TestStreamErrorClassification(t *testing.T) {
 		{"invalid_auth", false, ErrAuth},
 		{"message_not_found", false, channels.ErrMessageGone},
 	} {
-		err := streamError(&APIError{Method: "chat.appendStream", Code: tc.code, kind: classify(tc.code)})
+		err := streamError(&APIError{Method: "chat.appendStream", Code: tc.code, kinds: classify(tc.code)})
 		if errors.Is(err, channels.ErrStreamRefused) != tc.refused {
 			t.Errorf("%s: refused = %v, want %v", tc.code, !tc.refused, tc.refused)
 		}

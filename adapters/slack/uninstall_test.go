@@ -434,3 +434,151 @@ func TestHTTPUninstallWithTheStoreDownIsRetried(t *testing.T) {
 		t.Fatalf("OnUninstall told %v; want the failed handling and the first retry's", got)
 	}
 }
+
+// orgUninstall is app_uninstalled as Slack sends it for an org-wide install: the enterprise,
+// and an authorization marked is_enterprise_install (with no team).
+func orgUninstall(enterprise, team, eventID string) map[string]any {
+	return map[string]any{"type": "event_callback", "team_id": team, "enterprise_id": enterprise, "event_id": eventID,
+		"authorizations": []map[string]any{{"enterprise_id": enterprise, "team_id": nil, "user_id": slackfake.BotUserID,
+			"is_bot": true, "is_enterprise_install": true}},
+		"event": map[string]any{"type": "app_uninstalled"}}
+}
+
+// TestOrgWideUninstallForgetsEveryTokenOfTheOrg proves app_uninstalled for an org-wide install
+// (enterprise, is_enterprise_install) deletes every install stored under that enterprise — the
+// org's own and its workspaces' — drops the clients cached for its workspaces and the events of
+// every workspace of the org, while another workspace's install is kept and still served; and
+// that installing again serves the org again.
+func TestOrgWideUninstallForgetsEveryTokenOfTheOrg(t *testing.T) {
+	h := startOAuth(t, func(c *Config) { c.BotToken = "" })
+	ctx := context.Background()
+	h.installCode(t, h.fake.IssueOrgCode("E0ORG"))
+	h.installCode(t, h.fake.IssueGridCode("E0ORG", "T0GRID"))
+	if status, _ := h.install(t, "T0ELSE"); status != 200 {
+		t.Fatalf("install: %d", status)
+	}
+	// A workspace served by the org's token, so its client is cached.
+	seven := conv.Key{Platform: "slack", Workspace: "E0ORG/T0SEVEN", Chat: "C7"}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: seven}, channels.Message{Text: "hi org"}); err != nil {
+		t.Fatal(err)
+	}
+
+	env := h.fake.Send("events_api", orgUninstall("E0ORG", "T0SEVEN", "EvOrgGone"))
+	eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	for _, team := range []string{"E0ORG", "T0GRID"} {
+		if _, found, _ := h.store.Installation(ctx, team); found {
+			t.Errorf("the install of %s was kept after the org uninstalled", team)
+		}
+	}
+	if _, found, _ := h.store.Installation(ctx, "T0ELSE"); !found {
+		t.Error("another workspace's install was deleted")
+	}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: seven}, channels.Message{Text: "still there?"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Errorf("Send in a workspace of the uninstalled org: %v, want ErrUnreachable (no cached token)", err)
+	}
+	msg := func(ent, team, text string) map[string]any {
+		cb := h.fake.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D1", "user": "U1",
+			"text": text, "ts": h.fake.NewTS(), "team": team})
+		cb["team_id"], cb["enterprise_id"] = team, ent
+		return cb
+	}
+	dropped := h.fake.Send("events_api", msg("E0ORG", "T0GRID", "from the org"))
+	h.fake.Send("events_api", msg("", "T0ELSE", "from elsewhere"))
+	in := h.waitInbound(t, 1)
+	eventually(t, "the dropped event acked", func() bool { return h.fake.Acked(dropped) })
+	if got := h.rec.got(); len(got) != 1 || got[0].Conv.Workspace != "T0ELSE" {
+		t.Fatalf("inbound %+v, want only the other workspace's", in)
+	}
+
+	h.installCode(t, h.fake.IssueOrgCode("E0ORG"))
+	h.fake.Send("events_api", msg("E0ORG", "T0GRID", "back again"))
+	if got := h.waitInbound(t, 2); got[1].Conv.Workspace != "E0ORG/T0GRID" {
+		t.Fatalf("after reinstalling: %+v", got[1])
+	}
+}
+
+// TestOrgWideEventDecoding proves what marks an event as an org-wide install's: the
+// authorization's is_enterprise_install (naming the enterprise when the callback does not) or
+// the callback's own; a workspace install in a grid is not one. An org event may carry no team.
+func TestOrgWideEventDecoding(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"authorization", `{"type":"event_callback","enterprise_id":"E1","team_id":"T1","event":{"type":"app_uninstalled"},"authorizations":[{"is_enterprise_install":true}]}`, "E1"},
+		{"authorization names it", `{"type":"event_callback","enterprise_id":"","team_id":"T1","event":{"type":"app_uninstalled"},"authorizations":[{"enterprise_id":"E2","is_enterprise_install":true}]}`, "E2"},
+		{"callback", `{"type":"event_callback","enterprise_id":"E3","is_enterprise_install":true,"event":{"type":"app_uninstalled"}}`, "E3"},
+		{"workspace in a grid", `{"type":"event_callback","enterprise_id":"E4","team_id":"T4","event":{"type":"app_uninstalled"},"authorizations":[{"enterprise_id":"E4","is_enterprise_install":false}]}`, ""},
+		{"plain workspace", `{"type":"event_callback","team_id":"T5","event":{"type":"app_uninstalled"}}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cb, _, err := decodeCallback([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cb.orgWide(); got != tc.want {
+				t.Errorf("orgWide = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTokensRevokedForTheBotStopsTheWorkspace proves tokens_revoked naming bot tokens stops
+// work for that workspace as app_uninstalled does — its install deleted, OnUninstall told, its
+// events dropped — while one naming only user tokens leaves it served, and another workspace is
+// served throughout.
+func TestTokensRevokedForTheBotStopsTheWorkspace(t *testing.T) {
+	gone := make(chan string, 4)
+	h := startOAuth(t, func(c *Config) {
+		c.BotToken = "" // every workspace by its own install
+		c.OnUninstall = func(team string) { gone <- team }
+	})
+	ctx := context.Background()
+	for _, team := range []string{"T0REV", "T0OTHER"} {
+		if status, _ := h.install(t, team); status != 200 {
+			t.Fatalf("install %s: %d", team, status)
+		}
+	}
+	// A call made with its token, so its client is cached.
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: conv.Key{Platform: "slack", Workspace: "T0REV", Chat: "D5"}},
+		channels.Message{Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	dm := func(team, text string) string {
+		cb := h.fake.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D5", "user": "U5",
+			"text": text, "ts": h.fake.NewTS(), "team": team})
+		return h.fake.Send("events_api", cb)
+	}
+	revoked := func(tokens map[string]any) {
+		env := h.fake.Send("events_api", h.fake.Callback(map[string]any{"type": "tokens_revoked", "team": "T0REV", "tokens": tokens}))
+		eventually(t, "the ack", func() bool { return h.fake.Acked(env) })
+	}
+
+	revoked(map[string]any{"oauth": []string{"U5"}}) // a user's token: the bot keeps working
+	dm("T0REV", "still served")
+	if in := h.waitInbound(t, 1); in[0].Conv.Workspace != "T0REV" {
+		t.Fatalf("inbound %+v", in[0])
+	}
+	if _, found, _ := h.store.Installation(ctx, "T0REV"); !found || len(gone) != 0 {
+		t.Fatalf("user tokens revoked: install found %v, %d uninstalls; want kept", found, len(gone))
+	}
+
+	revoked(map[string]any{"oauth": []string{}, "bot": []string{slackfake.BotUserID}})
+	if _, found, _ := h.store.Installation(ctx, "T0REV"); found {
+		t.Error("the workspace's install was kept after its bot token was revoked")
+	}
+	if len(gone) != 1 || <-gone != "T0REV" {
+		t.Error("OnUninstall was not told of the workspace")
+	}
+	dropped := dm("T0REV", "anyone?")
+	eventually(t, "the dropped event acked", func() bool { return h.fake.Acked(dropped) })
+	dm("T0OTHER", "the other workspace")
+	got := h.waitInbound(t, 2)
+	if len(got) != 2 || got[1].Conv.Workspace != "T0OTHER" {
+		t.Fatalf("inbound %+v; want the revoked workspace's event dropped, the other's handed over", got)
+	}
+	if _, err := h.ch.Send(ctx, channels.Target{Conv: conv.Key{Platform: "slack", Workspace: "T0REV", Chat: "D5"}},
+		channels.Message{Text: "x"}); !errors.Is(err, channels.ErrUnreachable) {
+		t.Errorf("Send in the revoked workspace: %v, want ErrUnreachable (its cached token dropped)", err)
+	}
+}

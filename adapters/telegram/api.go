@@ -10,17 +10,20 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // APIError is an error answer from the Bot API. It unwraps to the sentinel it means
 // (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused,
 // channels.ErrUnreachable, channels.ErrUnauthorized, ErrConflict) when there is one, so callers
-// classify it with errors.Is. It never holds the bot token.
+// classify it with errors.Is, and a 429 to a *channels.RateLimitError of its retry_after (at
+// least a second) for errors.As. It never holds the bot token.
 type APIError struct {
 	Method      string
 	Code        int
@@ -34,7 +37,7 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("telegram: %s: %d %s", e.Method, e.Code, e.Description)
 }
 
-// Unwrap returns the channels sentinel the answer means, or nil.
+// Unwrap returns the channels sentinel (or rate limit) the answer means, or nil.
 func (e *APIError) Unwrap() error { return e.kind }
 
 // ErrConflict is wrapped by the 409 Conflict answers of getUpdates: another process polls the
@@ -100,68 +103,74 @@ func (d ctxClient) Do(req *http.Request) (*http.Response, error) {
 	return d.c.Do(req.WithContext(d.ctx))
 }
 
-// redactor removes the bot token from errors of the HTTP layer, whose *url.Error carries the
-// request URL (which holds the token).
-type redactor struct{ token string }
+// redacted stands in for the token in Config's text; the adapter's errors and log lines pass
+// through a kit.Redactor of the token (the HTTP layer's *url.Error carries the request URL, which
+// holds it).
+const redacted = kit.Redacted
 
-const redacted = "<redacted>"
-
-func (r redactor) string(s string) string {
-	if r.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, r.token, redacted)
+// botAPI is the adapter's bridge to the Bot API: one call (callOnce, post, result), its error
+// (apiError, redacted), retries of server errors (retrying) and its rate limits (kit.RetryAfter:
+// see call), and whether Telegram refuses the token now. Safe for concurrent use.
+type botAPI struct {
+	cfg    *Config
+	http   *http.Client
+	redact *kit.Redactor
+	limits *kit.RetryAfter
+	// sleep is the channel's (tests replace it).
+	sleep func(ctx context.Context, d time.Duration) error
+	// bot is set by Start (getMe) and read-only afterwards; uploads go through it.
+	bot *tgbotapi.BotAPI
+	// refused: the last answer to a call was 401 — the token was revoked or replaced.
+	refused atomic.Bool
 }
 
-// error returns err with the token removed from its text. A *url.Error is rebuilt with a
-// redacted URL and keeps its cause (context.Canceled, net errors) for errors.Is; anything else
-// holding the token is flattened to its redacted text.
-func (r redactor) error(err error) error {
-	if err == nil || r.token == "" {
-		return err
+// tokenRefused records a 401 answer to method: the token was revoked or replaced while the bot
+// ran (a wrong one is refused at Start). The first of a spell is logged, saying what to do;
+// Ready reports it until a call succeeds again.
+func (a *botAPI) tokenRefused(method string) {
+	if a.refused.Swap(true) {
+		return
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		inner := ue.Err
-		if inner != nil && strings.Contains(inner.Error(), r.token) {
-			inner = errors.New(r.string(inner.Error()))
-		}
-		return &url.Error{Op: ue.Op, URL: r.string(ue.URL), Err: inner}
+	a.cfg.Logger.Error("telegram: Telegram refused the bot token (401 Unauthorized): it was revoked or replaced in @BotFather; "+
+		"set telegram.token (BOT_TELEGRAM__TOKEN) to the bot's current token and restart — until then no message is received or answered",
+		"method", method)
+}
+
+// tokenAccepted ends a spell of refusals: a call succeeded.
+func (a *botAPI) tokenAccepted() {
+	if a.refused.Load() && a.refused.Swap(false) {
+		a.cfg.Logger.Info("telegram: Telegram accepts the bot token again")
 	}
-	if strings.Contains(err.Error(), r.token) {
-		return errors.New(r.string(err.Error()))
-	}
-	return err
 }
 
 // callOnce makes one Bot API call, bound to ctx.
-func (c *Channel) callOnce(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
-	status, body, err := c.post(ctx, method, params)
+func (a *botAPI) callOnce(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
+	status, body, err := a.post(ctx, method, params)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.result(ctx, method, status, body)
+	res, err := a.result(ctx, method, status, body)
 	if err == nil {
-		c.tokenAccepted()
+		a.tokenAccepted()
 	}
 	return res, err
 }
 
 // post sends params to method as a form, as the library does, and reads the answer's body
 // whole (readAnswer).
-func (c *Channel) post(ctx context.Context, method string, params tgbotapi.Params) (status int, body []byte, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.APIURL+"/bot"+c.cfg.Token+"/"+method, strings.NewReader(encodeParams(params)))
+func (a *botAPI) post(ctx context.Context, method string, params tgbotapi.Params) (status int, body []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.APIURL+"/bot"+a.cfg.Token+"/"+method, strings.NewReader(encodeParams(params)))
 	if err != nil {
-		return 0, nil, c.apiError(ctx, method, err)
+		return 0, nil, a.apiError(ctx, method, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.http.Do(req)
+	resp, err := a.http.Do(req)
 	if err != nil {
-		return 0, nil, c.apiError(ctx, method, err)
+		return 0, nil, a.apiError(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if body, err = readAnswer(resp); err != nil {
-		return 0, nil, c.apiError(ctx, method, err)
+		return 0, nil, a.apiError(ctx, method, err)
 	}
 	return resp.StatusCode, body, nil
 }
@@ -169,19 +178,19 @@ func (c *Channel) post(ctx context.Context, method string, params tgbotapi.Param
 // result reads an answer's body with decodeAnswer — one pass, the result not copied (the
 // library's json.Decoder read each answer twice and copied it) — and returns its result, or the
 // *APIError it is.
-func (c *Channel) result(ctx context.Context, method string, status int, body []byte) (json.RawMessage, error) {
-	a, err := decodeAnswer(body)
+func (a *botAPI) result(ctx context.Context, method string, status int, body []byte) (json.RawMessage, error) {
+	ans, err := decodeAnswer(body)
 	if err != nil {
-		return nil, c.apiError(ctx, method, fmt.Errorf("HTTP %d: %w", status, err))
+		return nil, a.apiError(ctx, method, fmt.Errorf("HTTP %d: %w", status, err))
 	}
-	if !a.ok {
-		te := &tgbotapi.Error{Code: a.code, Message: a.description}
-		if a.params != nil {
-			te.ResponseParameters = *a.params
+	if !ans.ok {
+		te := &tgbotapi.Error{Code: ans.code, Message: ans.description}
+		if ans.params != nil {
+			te.ResponseParameters = *ans.params
 		}
-		return nil, c.apiError(ctx, method, te)
+		return nil, a.apiError(ctx, method, te)
 	}
-	return a.result, nil
+	return ans.result, nil
 }
 
 // readAnswer reads an answer's body whole, at most maxAnswerBytes; in one allocation when the
@@ -228,60 +237,83 @@ func encodeParams(params tgbotapi.Params) string {
 
 // apiError turns a failed call's error into an *APIError (an error answer) or a redacted,
 // wrapped transport error.
-func (c *Channel) apiError(ctx context.Context, method string, err error) error {
+func (a *botAPI) apiError(ctx context.Context, method string, err error) error {
 	var te *tgbotapi.Error
 	if errors.As(err, &te) {
-		ae := &APIError{Method: method, Code: te.Code, Description: c.redact.string(te.Message), kind: classify(te.Code, te.Message)}
+		ae := &APIError{Method: method, Code: te.Code, Description: a.redact.String(te.Message), kind: classify(te.Code, te.Message)}
 		if te.RetryAfter > 0 {
 			ae.RetryAfter = time.Duration(te.RetryAfter) * time.Second
 		}
+		if te.Code == http.StatusTooManyRequests {
+			ae.kind = &channels.RateLimitError{RetryAfter: max(ae.RetryAfter, time.Second)}
+		}
 		if te.Code == http.StatusUnauthorized {
-			c.tokenRefused(method)
+			a.tokenRefused(method)
 		}
 		return ae
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("telegram: %s: %w", method, ctx.Err())
 	}
-	return fmt.Errorf("telegram: %s: %w", method, c.redact.error(err))
+	return fmt.Errorf("telegram: %s: %w", method, a.redact.Error(err))
 }
 
-// maxAttempts bounds retries of one call (429s and server errors).
+// maxAttempts bounds the calls one call waiting out 429s makes (RetryAfter.Attempts).
 const maxAttempts = 6
 
-// call makes a Bot API call, honouring 429 retry_after (waiting while the total wait stays within
-// Config.MaxRetryWait, else returning a *channels.RateLimitError) and retrying server errors
-// with backoff. Transport errors are retried only when idempotent is true: a sendMessage whose
-// answer was lost may have been delivered.
-func (c *Channel) call(ctx context.Context, method string, params tgbotapi.Params, idempotent bool) (json.RawMessage, error) {
-	return c.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
-		return c.callOnce(ctx, method, params)
+// Calls and their rate limits (kit.RetryAfter). call and upload return a 429 at once as a
+// *channels.RateLimitError: they make the sends, edits, deletes and files that delivery retries
+// after the retry_after (channels.RetryRateLimited). callWaiting waits 429s out here, while the
+// waits stay within Config.MaxRetryWait: the calls nobody above retries (callback answers,
+// command registration, the webhook at start) and the later pieces of a long message, which a
+// retry of the whole send would post twice. All retry server errors with backoff, and transport
+// errors when idempotent is true (a sendMessage whose answer was lost may have been delivered).
+
+// call makes a Bot API call whose caller retries its 429s.
+func (a *botAPI) call(ctx context.Context, method string, params tgbotapi.Params, idempotent bool) (json.RawMessage, error) {
+	res, err := a.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
+		return a.callOnce(ctx, method, params)
 	})
+	return res, a.limits.Pass(method, err)
 }
 
-// upload makes a Bot API call that uploads files (multipart), retried like call.
-func (c *Channel) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, idempotent bool) (json.RawMessage, error) {
-	return c.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
-		bot := *c.bot // a shallow copy per call, so each call carries its own client
-		bot.Client = ctxClient{ctx: ctx, c: c.http}
+// callWaiting makes a Bot API call whose 429s are waited out here.
+func (a *botAPI) callWaiting(ctx context.Context, method string, params tgbotapi.Params, idempotent bool) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := a.limits.Wait(ctx, method, func(ctx context.Context) error {
+		var err error
+		res, err = a.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
+			return a.callOnce(ctx, method, params)
+		})
+		return err
+	})
+	return res, err
+}
+
+// upload makes a Bot API call that uploads files (multipart), its 429s returned as call's.
+func (a *botAPI) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, idempotent bool) (json.RawMessage, error) {
+	res, err := a.retrying(ctx, method, idempotent, func(ctx context.Context) (json.RawMessage, error) {
+		bot := *a.bot // a shallow copy per call, so each call carries its own client
+		bot.Client = ctxClient{ctx: ctx, c: a.http}
 		resp, err := bot.UploadFiles(method, params, files)
 		if err == nil {
-			c.tokenAccepted()
+			a.tokenAccepted()
 			return resp.Result, nil
 		}
 		// The library's UploadFiles leaves the error's code out (its MakeRequest sets it): put
-		// it back from the answer, so that a 5xx is retried, a 429 waited out, a 401 or 403
-		// read as the refusal it is.
+		// it back from the answer, so that a 5xx is retried, a 429 reported, a 401 or 403 read
+		// as the refusal it is.
 		if te, ok := errors.AsType[*tgbotapi.Error](err); ok && te.Code == 0 && resp != nil {
 			te.Code = resp.ErrorCode
 		}
-		return nil, c.apiError(ctx, method, err)
+		return nil, a.apiError(ctx, method, err)
 	})
+	return res, a.limits.Pass(method, err)
 }
 
-// retrying runs once (one attempt of method) with call's retry rules.
-func (c *Channel) retrying(ctx context.Context, method string, idempotent bool, once func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	var waited time.Duration
+// retrying runs once (one attempt of method), retrying server errors (and transport errors when
+// idempotent) with backoff; any other error, a 429 included, is returned at once.
+func (a *botAPI) retrying(ctx context.Context, method string, idempotent bool, once func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := once(ctx)
 		if err == nil {
@@ -290,27 +322,13 @@ func (c *Channel) retrying(ctx context.Context, method string, idempotent bool, 
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		var ae *APIError
-		var wait time.Duration
-		switch {
-		case errors.As(err, &ae) && ae.Code == http.StatusTooManyRequests:
-			wait = max(ae.RetryAfter, time.Second)
-			if waited+wait > c.cfg.MaxRetryWait || attempt >= maxAttempts {
-				c.cfg.RateLimits.Limited(method, wait, false)
-				return nil, fmt.Errorf("telegram: %s: %w", method, &channels.RateLimitError{RetryAfter: wait})
-			}
-			c.cfg.RateLimits.Limited(method, wait, true)
-			waited += wait
-		case ae != nil && ae.Code >= 500, ae == nil && idempotent:
-			if attempt >= 3 {
-				return nil, err
-			}
-			wait = backoff(attempt)
-		default:
+		ae, isAPI := errors.AsType[*APIError](err)
+		if !(isAPI && ae.Code >= 500 || !isAPI && idempotent) || attempt >= 3 {
 			return nil, err
 		}
-		c.cfg.Logger.Debug("telegram: retrying call", "method", method, "attempt", attempt, "wait", wait, "err", err)
-		if err := c.sleep(ctx, wait); err != nil {
+		wait := backoff(attempt)
+		a.cfg.Logger.Debug("telegram: retrying call", "method", method, "attempt", attempt, "wait", wait, "err", err)
+		if err := a.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("telegram: %s: %w", method, err)
 		}
 	}

@@ -120,8 +120,14 @@ func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) 
 		wg.Wait()
 	}
 
-	// Telegram sends a batch in update order, but the offset must not pass a pending update
-	// whatever the order, so take the smallest.
+	return nextOffset(items, offset)
+}
+
+// nextOffset is the offset to save after a batch's items were handed over from offset: the id
+// of the earliest item not handed over, with the error of the first that failed; or past the
+// batch when all were. Telegram sends a batch in update order, but the offset must not pass a
+// pending update whatever the order, so it takes the smallest.
+func nextOffset(items []batchItem, offset int64) (int64, error) {
 	var held *batchItem
 	var err error
 	last := offset - 1
@@ -148,7 +154,7 @@ func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) 
 // id is reported once however often it is fetched. Neither the update's content nor the token
 // is logged.
 func (c *Channel) skipMalformed(id, floor int64, size int, err error) {
-	attrs := []any{"bytes", size, "err", c.redact.error(err)}
+	attrs := []any{"bytes", size, "err", c.api.redact.Error(err)}
 	switch {
 	case id > 0:
 		if c.seen.has(id) {

@@ -111,7 +111,7 @@ func BenchmarkSendConcurrent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr := ch.http.Transport.(*http.Transport)
+	tr := ch.api.http.Transport.(*http.Transport)
 	var dials atomic.Int64
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -166,12 +166,12 @@ func BenchmarkPagesThenRender(b *testing.B) {
 			for b.Loop() {
 				count := ch.Pages
 				if afresh { // rendered and not kept: the send renders it again
-					count = func(m channels.Message) (int, error) { ps, err := ch.pieces(m); return len(ps), err }
+					count = func(m channels.Message) (int, error) { ps, err := ch.pages.Pieces(m); return len(ps), err }
 				}
 				if _, err := count(channels.Message{Card: &card}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := ch.pieces(channels.Message{Card: &card}); err != nil {
+				if _, err := ch.pages.Pieces(channels.Message{Card: &card}); err != nil {
 					b.Fatal(err)
 				}
 			}

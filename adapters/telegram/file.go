@@ -21,13 +21,8 @@ var (
 const MaxCaption = 1024
 
 // Pages reports how many Telegram messages Send would post for m (4,096 characters shown each).
-func (c *Channel) Pages(m channels.Message) (int, error) {
-	ps, err := c.pieces(m)
-	if err == nil && m.Card != nil {
-		c.rendered.Keep(m.Card, ps) // for the Send or Edit of this card that follows
-	}
-	return len(ps), err
-}
+// A card's rendering is kept for its Send or Edit (kit.Pages).
+func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
 
 // SendFile posts data as a document named name (sendDocument, a multipart upload) to the
 // conversation's chat and forum topic, with caption as its plain-text caption (cut to 1,024
@@ -61,7 +56,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 		params["reply_parameters"] = `{"message_id":` + to.ReplyTo + `,"allow_sending_without_reply":true}`
 	}
 	files := []tgbotapi.RequestFile{{Name: "document", Data: tgbotapi.FileBytes{Name: name, Bytes: data}}}
-	raw, err := c.upload(ctx, "sendDocument", params, files, false)
+	raw, err := c.api.upload(ctx, "sendDocument", params, files, false)
 	if err != nil {
 		return ref, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -54,7 +55,8 @@ func TestSendFileUploadsADocument(t *testing.T) {
 
 // TestSendFileErrorsAreReadAsCalls proves an upload's refusal is read by its status as any
 // other call's is (the library's UploadFiles leaves the code out of its error): server errors
-// are retried, a 429 is waited out, a 403 is the chat the bot can no longer write to.
+// are retried, a 429 is returned at once with its retry_after (delivery waits it out and sends
+// again), a 403 is the chat the bot can no longer write to.
 func TestSendFileErrorsAreReadAsCalls(t *testing.T) {
 	h := start(t, nil)
 	to := channels.Target{Conv: privateConv(42)}
@@ -65,8 +67,11 @@ func TestSendFileErrorsAreReadAsCalls(t *testing.T) {
 		t.Fatalf("two 502s and then success: SendFile = %v, want the third try's document", err)
 	}
 	h.fake.FailChat(42, "sendDocument", 1, telegramfake.Fault{Status: 429, RetryAfter: 1})
+	if _, err := h.ch.SendFile(context.Background(), to, file); !rateLimitOf(err, time.Second) {
+		t.Fatalf("a 429 with retry_after 1: SendFile = %v, want a RateLimitError of 1s", err)
+	}
 	if _, err := h.ch.SendFile(context.Background(), to, file); err != nil {
-		t.Fatalf("a 429 with retry_after 1: SendFile = %v, want it waited out", err)
+		t.Fatalf("SendFile after the 429: %v", err)
 	}
 	if n := len(h.fake.Posted(42)); n != 2 {
 		t.Fatalf("%d documents posted, want 2", n)

@@ -34,11 +34,11 @@ const maxAnswerBytes = 32 << 20
 // whole) is read up to where it breaks (see splitBatch). Errors are the call's, or an answer with
 // no readable array of updates.
 func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
-	status, body, err := c.post(ctx, "getUpdates", params)
+	status, body, err := c.api.post(ctx, "getUpdates", params)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.result(ctx, "getUpdates", status, body)
+	res, err := c.api.result(ctx, "getUpdates", status, body)
 	if err == nil {
 		entries, ok := splitResult(res)
 		if !ok {
@@ -62,7 +62,7 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 		}
 	}
 	c.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
-		"bytes", len(body), "updates_read", read, "err", c.redact.error(err))
+		"bytes", len(body), "updates_read", read, "err", c.api.redact.Error(err))
 	return entries, nil
 }
 

@@ -198,7 +198,7 @@ func TestTokenNeverAppearsInLogsOrErrors(t *testing.T) {
 	fake.FailNext("sendMessage", 1, telegramfake.Fault{Status: 400, Description: "Bad Request: chat not found"})
 	_, err := ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})
 	errs = append(errs, err)
-	ch.http = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	ch.api.http = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("dial failed for " + r.URL.String())
 	})}
 	_, err = ch.Send(context.Background(), channels.Target{Conv: conv.Key{Platform: "telegram", Chat: "42"}}, channels.Message{Text: "x"})

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -130,3 +131,9 @@ func (h *harness) waitInbound(t *testing.T, n int) []channels.Inbound {
 var ann = telegramfake.User{ID: 42, FirstName: "Ann", LastName: "Lee", Username: "ann"}
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// rateLimitOf reports whether err is a *channels.RateLimitError of d.
+func rateLimitOf(err error, d time.Duration) bool {
+	rl, ok := errors.AsType[*channels.RateLimitError](err)
+	return ok && rl.RetryAfter == d
+}

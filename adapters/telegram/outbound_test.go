@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -174,21 +175,28 @@ func TestEditFinalSpreadsLongAnswerOverNewMessages(t *testing.T) {
 	}
 }
 
-func TestRateLimitStormIsWaitedOutWithNothingLost(t *testing.T) {
+// TestRateLimitStormIsHandedBackWithNothingLost proves the adapter never waits out a 429 of a
+// send beneath delivery's own retries: each 429 comes back at once as a *channels.RateLimitError
+// with its retry_after (the adapter sleeps not once), and sent again as delivery sends it, every
+// message is posted once.
+func TestRateLimitStormIsHandedBackWithNothingLost(t *testing.T) {
 	h := start(t, nil)
-	var waits []time.Duration
-	var mu sync.Mutex
-	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
-		mu.Lock()
-		waits = append(waits, d)
-		mu.Unlock()
-		return ctx.Err()
-	}
+	var slept atomic.Int32
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error { slept.Add(1); return ctx.Err() }
 	h.fake.RateLimitStorm("sendMessage", 4, 2)
 	ctx := context.Background()
+	var waits []time.Duration
 	for i := range 10 {
-		if _, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(int64(100 + i%3))}, channels.Message{Text: "msg " + strconv.Itoa(i)}); err != nil {
-			t.Fatalf("Send %d: %v", i, err)
+		for {
+			_, err := h.ch.Send(ctx, channels.Target{Conv: privateConv(int64(100 + i%3))}, channels.Message{Text: "msg " + strconv.Itoa(i)})
+			if rl, ok := errors.AsType[*channels.RateLimitError](err); ok {
+				waits = append(waits, rl.RetryAfter) // delivery would wait this long, then send again
+				continue
+			}
+			if err != nil {
+				t.Fatalf("Send %d: %v", i, err)
+			}
+			break
 		}
 	}
 	total := 0
@@ -198,10 +206,36 @@ func TestRateLimitStormIsWaitedOutWithNothingLost(t *testing.T) {
 	if total != 10 {
 		t.Fatalf("posted %d messages, want 10", total)
 	}
+	if len(waits) != 4 || waits[0] != 2*time.Second || slept.Load() != 0 {
+		t.Fatalf("rate limits %v, %d sleeps in the adapter; want four of 2s handed back, none slept", waits, slept.Load())
+	}
+}
+
+// TestRateLimitOfALaterPieceIsWaitedOut proves a 429 after a long message's first piece was
+// posted is waited out in the adapter (a resend of the whole message would post the first
+// piece twice): Send succeeds with every piece posted once.
+func TestRateLimitOfALaterPieceIsWaitedOut(t *testing.T) {
+	h := start(t, nil)
+	var waits []time.Duration
+	var mu sync.Mutex
+	h.ch.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	h.fake.FailChatAfter(42, "sendMessage", 1, 1, telegramfake.Fault{Status: 429, RetryAfter: 3})
+	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: privateConv(42)}, channels.Message{Text: strings.Repeat("word ", 1500)})
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if got := h.fake.Posted(42); len(got) != 2 || len(ref.IDs) != 2 {
+		t.Fatalf("posted %d pieces, ref %v; want 2 each", len(got), ref.IDs)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(waits) != 4 || waits[0] != 2*time.Second {
-		t.Fatalf("waits = %v, want four of 2s", waits)
+	if len(waits) != 1 || waits[0] != 3*time.Second {
+		t.Fatalf("waits %v, want one of 3s", waits)
 	}
 }
 

@@ -60,38 +60,19 @@ const allowedUpdates = `["message","callback_query"]`
 
 // poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
-// the batch is done. With an Inbox, each batch is instead kept there in one write and confirmed
-// by the next poll at once, while the hand-over follows from memory (see intake). A Handler error holds the offset at the earliest update not handed over and
-// the loop polls again after a backoff (100 ms doubling up to refusalMaxWait, 1 s), so that update
-// and its conversation's later ones are retried. Errors of getUpdates back off from 100 ms to
-// 30 s; a 429 waits retry_after; a 409 Conflict (another process polls the bot, or a webhook is
-// set) backs off from 1 s to 30 s (conflictWait) and is logged once per spell, saying what to
-// do. Other spells of failures are logged once and then every failureLogEvery, not per retry. A batch that ends in an update whose id cannot be read is
-// polled again at once only while that moves the offset on: a batch that moved nothing, or a
-// second such batch in a row, backs off too (see blindWait), so an unreadable update never makes
-// a busy loop.
+// the batch is done. With an Inbox, each batch is instead kept there in one write and confirmed by
+// the next poll at once, while the hand-over follows from memory (see intake). A Handler error
+// holds the offset at the earliest update not handed over and the loop polls again after a backoff
+// (100 ms doubling up to refusalMaxWait, 1 s), so that update and its conversation's later ones
+// are retried. Errors of getUpdates back off from 100 ms to 30 s; a 429 waits retry_after; a 409
+// Conflict (another process polls the bot, or a webhook is set) backs off from 1 s to 30 s
+// (conflictWait) and is logged once per spell, saying what to do. Other spells of failures are
+// logged once and then every failureLogEvery, not per retry. A batch that ends in an update whose
+// id cannot be read is polled again at once only while that moves the offset on: a batch that
+// moved nothing, or a second such batch in a row, backs off too (see blindWait), so an unreadable
+// update never makes a busy loop.
 func (c *Channel) poll(ctx context.Context, offset int64) {
-	failures, blind := 0, 0
-	var logged time.Time
-	fail := func(err error, wait time.Duration) bool {
-		failures++
-		if wait <= 0 {
-			wait = backoff(failures)
-		}
-		// One line per spell of failures and then one per failureLogEvery, not one per retry.
-		if now := c.now(); failures == 1 || now.Sub(logged) >= failureLogEvery {
-			logged = now
-			c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", failures)
-		}
-		return c.sleep(ctx, wait) == nil
-	}
-	conflicted := false // a 409 of this spell was logged
-	recovered := func() {
-		if failures > 1 || conflicted {
-			c.cfg.Logger.Info("telegram: polling recovered", "failures", failures)
-		}
-		failures, conflicted = 0, false
-	}
+	sp := &pollSpell{c: c}
 	var in *intake
 	if c.cfg.Inbox != nil {
 		in = c.startIntake(ctx)
@@ -109,45 +90,13 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 		}
 		batch, err := c.fetchUpdates(ctx, params)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, ErrConflict) {
-				failures++
-				wait := conflictWait(failures)
-				if !conflicted {
-					conflicted = true
-					c.cfg.Logger.Error("telegram: getUpdates answered 409 Conflict: another process polls this bot, or a webhook is set; "+
-						"only one receiver may take a bot's updates — give every process the same redis.url and redis.prefix "+
-						"so they share the polling lease, stop the other poller, or use webhook mode; backing off",
-						"err", err, "wait", wait)
-				}
-				if c.sleep(ctx, wait) != nil {
-					return
-				}
-				continue
-			}
-			var ae *APIError
-			var wait time.Duration
-			if errors.As(err, &ae) && ae.RetryAfter > 0 {
-				wait = ae.RetryAfter
-			}
-			if errors.Is(err, channels.ErrUnauthorized) {
-				// Logged once as the token's refusal (tokenRefused); polling again soon cannot
-				// help, and the slowest retry still notices a token Telegram accepts again.
-				failures++
-				if c.sleep(ctx, refusedWait) != nil {
-					return
-				}
-				continue
-			}
-			if !fail(err, wait) {
+			if ctx.Err() != nil || !sp.fetchFailed(ctx, err) {
 				return
 			}
 			continue
 		}
-		c.lastPoll.Store(c.now().UnixNano())
-		c.tokenAccepted()
+		c.polled.Beat(c.now())
+		c.api.tokenAccepted()
 		var next int64
 		var herr error
 		if in != nil {
@@ -163,29 +112,96 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 			}
 		}
 		if herr != nil {
-			if ctx.Err() != nil {
-				return
-			}
 			// The Handler refused (its store is unreachable, say): poll again soon, so that the
 			// updates held back are handed over within refusalMaxWait of its coming back.
-			if !fail(herr, min(backoff(failures+1), refusalMaxWait)) {
+			if ctx.Err() != nil || !sp.fail(ctx, herr, min(backoff(sp.failures+1), refusalMaxWait)) {
 				return
 			}
 			continue
 		}
-		recovered()
-		if len(batch) == 0 || batch[len(batch)-1].id > 0 {
-			blind = 0
-			continue
-		}
-		if wait, ok := blindWait(&blind, moved); ok {
-			c.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
-				"offset", offset, "wait", wait)
-			if c.sleep(ctx, wait) != nil {
-				return
-			}
+		sp.recovered()
+		if !sp.blindPause(ctx, batch, moved, offset) {
+			return
 		}
 	}
+}
+
+// pollSpell is the poll loop's state across a spell of failures: how many in a row, when one
+// was last logged, whether a 409 was, and how many blind batches came in a row.
+type pollSpell struct {
+	c          *Channel
+	failures   int
+	logged     time.Time
+	conflicted bool // a 409 of this spell was logged
+	blind      int
+}
+
+// fail counts a failure and waits wait (backoff by failures when 0), logging the spell's first
+// and then one each failureLogEvery, not one per retry. It reports false when ctx ended.
+func (sp *pollSpell) fail(ctx context.Context, err error, wait time.Duration) bool {
+	c := sp.c
+	sp.failures++
+	if wait <= 0 {
+		wait = backoff(sp.failures)
+	}
+	if now := c.now(); sp.failures == 1 || now.Sub(sp.logged) >= failureLogEvery {
+		sp.logged = now
+		c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", sp.failures)
+	}
+	return c.sleep(ctx, wait) == nil
+}
+
+// fetchFailed waits after a failed getUpdates as its error asks: a 409 Conflict, a refused
+// token (401), a 429 (retry_after), anything else (backoff). It reports false when ctx ended.
+func (sp *pollSpell) fetchFailed(ctx context.Context, err error) bool {
+	c := sp.c
+	switch {
+	case errors.Is(err, ErrConflict):
+		sp.failures++
+		wait := conflictWait(sp.failures)
+		if !sp.conflicted {
+			sp.conflicted = true
+			c.cfg.Logger.Error("telegram: getUpdates answered 409 Conflict: another process polls this bot, or a webhook is set; "+
+				"only one receiver may take a bot's updates — give every process the same redis.url and redis.prefix "+
+				"so they share the polling lease, stop the other poller, or use webhook mode; backing off",
+				"err", err, "wait", wait)
+		}
+		return c.sleep(ctx, wait) == nil
+	case errors.Is(err, channels.ErrUnauthorized):
+		// Logged once as the token's refusal (tokenRefused); polling again soon cannot help,
+		// and the slowest retry still notices a token Telegram accepts again.
+		sp.failures++
+		return c.sleep(ctx, refusedWait) == nil
+	}
+	var wait time.Duration
+	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
+		wait = ae.RetryAfter
+	}
+	return sp.fail(ctx, err, wait)
+}
+
+// recovered ends a spell of failures, saying so when it was logged as one.
+func (sp *pollSpell) recovered() {
+	if sp.failures > 1 || sp.conflicted {
+		sp.c.cfg.Logger.Info("telegram: polling recovered", "failures", sp.failures)
+	}
+	sp.failures, sp.conflicted = 0, false
+}
+
+// blindPause pauses after a batch that ends in an update whose id cannot be read, when
+// blindWait says so. It reports false when ctx ended.
+func (sp *pollSpell) blindPause(ctx context.Context, batch []entry, moved bool, offset int64) bool {
+	if len(batch) == 0 || batch[len(batch)-1].id > 0 {
+		sp.blind = 0
+		return true
+	}
+	wait, ok := blindWait(&sp.blind, moved)
+	if !ok {
+		return true
+	}
+	sp.c.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
+		"offset", offset, "wait", wait)
+	return sp.c.sleep(ctx, wait) == nil
 }
 
 // conflictWait is the pause after the n-th 409 Conflict in a row (1-based): 1 s doubling,

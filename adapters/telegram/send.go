@@ -27,15 +27,12 @@ type piece struct {
 	kb   *render.TelegramKeyboard
 }
 
-// pieces renders m: a card with render.Telegram (chunked, keyboard on the last piece), or
-// markdown text converted to Telegram HTML and chunked. An invalid card or one that cannot be
+// renderPieces renders m: a card with render.Telegram (chunked, keyboard on the last piece),
+// or markdown text converted to Telegram HTML and chunked. An invalid card or one that cannot be
 // signed is ErrCardRefused, so delivery falls back to text.
-func (c *Channel) pieces(m channels.Message) ([]piece, error) {
+func renderPieces(m channels.Message, key render.Key) ([]piece, error) {
 	if m.Card != nil {
-		if ps, ok := c.rendered.Take(m.Card); ok {
-			return ps, nil
-		}
-		msgs, err := render.Telegram(*m.Card, c.cfg.ActionKey)
+		msgs, err := render.Telegram(*m.Card, key)
 		if err != nil {
 			return nil, fmt.Errorf("telegram: render card: %w: %w", channels.ErrCardRefused, err)
 		}
@@ -95,7 +92,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	if err != nil {
 		return ref, err
 	}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
@@ -104,7 +101,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		if i == 0 {
 			replyTo = to.ReplyTo
 		}
-		id, err := c.sendPiece(ctx, chat, to.Conv.Thread, replyTo, p)
+		// A 429 of the first piece goes back to delivery, which sends again; one of a later
+		// piece is waited out here, as sending again would post the first twice.
+		id, err := c.sendPiece(ctx, chat, to.Conv.Thread, replyTo, p, i > 0)
 		if err != nil {
 			return ref, err
 		}
@@ -116,7 +115,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 	return ref, nil
 }
 
-func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo string, p piece) (string, error) {
+// sendPiece posts one piece; wait says a 429 is waited out here (callWaiting) rather than
+// returned (call).
+func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo string, p piece, wait bool) (string, error) {
 	if c.cfg.Pacing {
 		// The chat's slot first, then the overall one (see pacer).
 		if err := c.sleep(ctx, c.pacer.reserve(chat, c.now())); err != nil {
@@ -143,12 +144,16 @@ func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo str
 	if err := addKeyboard(params, p.kb); err != nil {
 		return "", err
 	}
-	raw, err := c.call(ctx, "sendMessage", params, false)
+	call := c.api.call
+	if wait {
+		call = c.api.callWaiting
+	}
+	raw, err := call(ctx, "sendMessage", params, false)
 	if err != nil && parseEntitiesError(err) {
 		c.cfg.Logger.Warn("telegram: HTML refused; sending as plain text", "err", err)
 		params["text"] = plainText(p.text)
 		delete(params, "parse_mode")
-		raw, err = c.call(ctx, "sendMessage", params, false)
+		raw, err = call(ctx, "sendMessage", params, false)
 	}
 	if err != nil {
 		return "", err
@@ -216,7 +221,7 @@ func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.
 	if ref.ID() == "" {
 		return ref, fmt.Errorf("telegram: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
-	ps, err := c.pieces(m)
+	ps, err := c.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
@@ -236,7 +241,8 @@ func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.
 			out.IDs = append(out.IDs, ref.IDs[i])
 			continue
 		}
-		id, err := c.sendPiece(ctx, chat, ref.Conv.Thread, "", p)
+		// Edits are safe to make again; a piece posted anew is not (see Send).
+		id, err := c.sendPiece(ctx, chat, ref.Conv.Thread, "", p, len(out.IDs) > len(ref.IDs))
 		if err != nil {
 			return out, err
 		}
@@ -261,11 +267,11 @@ func (c *Channel) editPiece(ctx context.Context, chat int64, id string, p piece)
 	if err := addKeyboard(params, p.kb); err != nil {
 		return err
 	}
-	_, err := c.call(ctx, "editMessageText", params, true)
+	_, err := c.api.call(ctx, "editMessageText", params, true)
 	if err != nil && parseEntitiesError(err) {
 		params["text"] = plainText(p.text)
 		delete(params, "parse_mode")
-		_, err = c.call(ctx, "editMessageText", params, true)
+		_, err = c.api.call(ctx, "editMessageText", params, true)
 	}
 	if errors.Is(err, channels.ErrNotModified) {
 		return nil
@@ -289,7 +295,7 @@ func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
 
 func (c *Channel) deleteOne(ctx context.Context, chat int64, id string) error {
 	c.edits.forget(editKey{chat: chat, msg: id})
-	_, err := c.call(ctx, "deleteMessage", tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10), "message_id": id}, true)
+	_, err := c.api.call(ctx, "deleteMessage", tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10), "message_id": id}, true)
 	if errors.Is(err, channels.ErrMessageGone) {
 		return nil
 	}
@@ -311,7 +317,7 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	// hand-over), once while it still shows, in one attempt of at most typingTimeout, never
 	// waiting for a 429's retry_after — so a rate-limit storm never holds the intake up.
 	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
-		_, err := c.callOnce(ctx, "sendChatAction", params)
+		_, err := c.api.callOnce(ctx, "sendChatAction", params)
 		return err
 	})
 	return nil
@@ -346,7 +352,7 @@ func (c *Channel) answer(ctx context.Context, id, text string) error {
 	if text != "" {
 		params["text"] = text
 	}
-	_, err := c.call(ctx, "answerCallbackQuery", params, true)
+	_, err := c.api.callWaiting(ctx, "answerCallbackQuery", params, true)
 	return err
 }
 
@@ -379,10 +385,10 @@ func (c *Channel) RegisterCommands(ctx context.Context, cmds []channels.CommandS
 	defer c.mu.Unlock()
 	// Under c.mu with stopped checked, so the wait group is never added to after StopIntake
 	// set stopped and began to wait.
-	if c.life == nil || c.life.Err() != nil || c.stopped {
+	if c.ctx == nil || c.ctx.Err() != nil || c.life.Stopped() {
 		return err
 	}
-	c.reg.Start(c.life, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
+	c.reg.Start(c.ctx, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
 		return c.registerCommands(ctx, want)
 	})
 	return nil
@@ -409,7 +415,7 @@ var errUnreadableCommands = errors.New("telegram: getMyCommands: unreadable resu
 
 // registerCommands is one registration: getMyCommands, then setMyCommands when they differ.
 func (c *Channel) registerCommands(ctx context.Context, want []tgbotapi.BotCommand) error {
-	raw, err := c.call(ctx, "getMyCommands", nil, true)
+	raw, err := c.api.callWaiting(ctx, "getMyCommands", nil, true)
 	if err != nil {
 		return err
 	}
@@ -424,7 +430,7 @@ func (c *Channel) registerCommands(ctx context.Context, want []tgbotapi.BotComma
 	if err != nil {
 		return fmt.Errorf("telegram: setMyCommands: %w", err)
 	}
-	_, err = c.call(ctx, "setMyCommands", tgbotapi.Params{"commands": string(b)}, true)
+	_, err = c.api.callWaiting(ctx, "setMyCommands", tgbotapi.Params{"commands": string(b)}, true)
 	return err
 }
 

@@ -22,7 +22,7 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 		"secret_token":    c.cfg.WebhookSecret,
 		"allowed_updates": allowedUpdates,
 	}
-	if _, err := c.call(ctx, "setWebhook", params, true); err != nil {
+	if _, err := c.api.callWaiting(ctx, "setWebhook", params, true); err != nil {
 		return fmt.Errorf("telegram: setWebhook: %w", err)
 	}
 	return nil
@@ -54,7 +54,7 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.mu.Lock()
-	ready := c.handler != nil && !c.stopped
+	ready := c.handler != nil && !c.life.Stopped()
 	c.mu.Unlock()
 	if !ready {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)

@@ -51,8 +51,10 @@ func NewRateLimitLog(platform string, log *slog.Logger, now func() time.Time) *R
 	return &RateLimitLog{platform: platform, log: log, now: now, methods: map[string]int{}}
 }
 
-// Limited counts one rate limit of method: the platform asked to wait wait, and the caller
-// waits it out and tries again (retried) or gives up (returning a *RateLimitError).
+// Limited counts one rate limit of method: the platform asked to wait wait, and the call is
+// tried again after it (retried: by the adapter, RetryAfter.Wait, or by its caller,
+// RetryAfter.Pass) or not (a wait past the adapter's bound, a best-effort call: the
+// *RateLimitError is the outcome).
 func (l *RateLimitLog) Limited(method string, wait time.Duration, retried bool) {
 	if l == nil {
 		return

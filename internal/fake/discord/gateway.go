@@ -244,6 +244,10 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 				g.mu.Lock()
 				if c.sess != nil {
 					delete(g.sessions, c.sess.id)
+					// Ended, as op 9 false ends one: what is dispatched now is lost (Undelivered).
+					if g.cur[c.sess.shard] == c.sess {
+						delete(g.cur, c.sess.shard)
+					}
 				}
 				g.mu.Unlock()
 			}

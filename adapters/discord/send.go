@@ -15,7 +15,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -247,15 +246,11 @@ type sent struct {
 	ID string `json:"id"`
 }
 
-var sentKeys = jsonwire.Keys{Names: []string{"id"}}
-
-// sentID reads the id of the message Discord answered with, as json.Unmarshal reads it into a
-// sent, in one pass over the message when it can ("" when there is none or it is unreadable).
+// sentID reads the id of the message Discord answered with ("" when there is none or it is
+// unreadable).
 func sentID(raw []byte) string {
-	s, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, s *sent) {
-		r.Object(&sentKeys, func(int) { s.ID = r.Str() })
-	})
-	if err != nil {
+	var s sent
+	if json.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s.ID

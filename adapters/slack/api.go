@@ -16,7 +16,6 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/kit"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // APIError is an error answer of the Web API ({"ok":false,"error":Code} or an HTTP status).
@@ -239,27 +238,10 @@ type posted struct {
 	TS    string `json:"ts"`
 }
 
-var postedKeys = jsonwire.Keys{Names: []string{"ok", "error", "ts"}}
-
 // readPosted reads chat.postMessage's answer as a json.Decoder reads its first value into a
-// posted, in one pass that skips the message it echoes (blocks and all) when it can.
+// posted.
 func readPosted(raw []byte) (posted, error) {
 	var out posted
-	r := jsonwire.NewReader(raw)
-	r.Object(&postedKeys, func(k int) {
-		switch k {
-		case 0:
-			out.OK = r.Bool()
-		case 1:
-			out.Error = r.Str()
-		case 2:
-			out.TS = r.Str()
-		}
-	})
-	if r.End() {
-		return out, nil
-	}
-	out = posted{}
 	err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out)
 	return out, err
 }

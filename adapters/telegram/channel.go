@@ -287,14 +287,16 @@ var ErrNotReady = errors.New("telegram: not receiving")
 // took it, and a process standing by (another one polls) is ready: it sends and works the
 // queue; in webhook mode the webhook is registered and the channel not stopped.
 func (c *Channel) Ready() error {
+	// A refused token is said first, even while Start has not returned: the poll loop may meet
+	// the refusal before it does.
+	if c.cfg.Mode != ModeWebhook && c.api.refused.Load() && !c.life.Stopped() {
+		return fmt.Errorf("%w: Telegram refuses the bot token (401 Unauthorized); set telegram.token to the bot's current token", ErrNotReady)
+	}
 	if err := c.life.Err(); err != nil {
 		return err
 	}
 	if c.cfg.Mode == ModeWebhook {
 		return nil
-	}
-	if c.api.refused.Load() {
-		return fmt.Errorf("%w: Telegram refuses the bot token (401 Unauthorized); set telegram.token to the bot's current token", ErrNotReady)
 	}
 	if c.cfg.Lease != nil && !c.leading.Load() {
 		return nil

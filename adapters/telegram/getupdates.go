@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 )
 
 // entry is one element of a getUpdates answer, before it is decoded as an update.
@@ -67,38 +66,20 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 }
 
 // splitResult splits the result of a getUpdates answer, which decodeAnswer found to be valid
-// JSON, into its elements, each a slice of it. ok is false when it is not an array.
+// JSON, into its elements. ok is false when it is not an array.
 func splitResult(res []byte) (entries []entry, ok bool) {
-	if string(res) == "null" {
-		return nil, true // as json.Unmarshal reads it: no updates
-	}
-	if len(res) == 0 || res[0] != '[' {
+	var raws []json.RawMessage
+	if json.Unmarshal(res, &raws) != nil {
 		return nil, false
 	}
-	i := jsonwire.SkipWhitespace(res, 1)
-	if i < len(res) && res[i] == ']' {
-		return []entry{}, true
+	if raws == nil {
+		return nil, true // null, as json.Unmarshal reads it: no updates
 	}
-	for i < len(res) {
-		end, ok := jsonwire.SkipValue(res, i, maxAnswerDepth-2)
-		if !ok {
-			return nil, false
-		}
-		entries = append(entries, entry{raw: res[i:end:end]})
-		i = jsonwire.SkipWhitespace(res, end)
-		if i >= len(res) {
-			return nil, false
-		}
-		switch res[i] {
-		case ',':
-			i = jsonwire.SkipWhitespace(res, i+1)
-		case ']':
-			return entries, true
-		default:
-			return nil, false
-		}
+	entries = make([]entry, len(raws))
+	for i, r := range raws {
+		entries[i].raw = r
 	}
-	return nil, false
+	return entries, true
 }
 
 // splitBatch reads a JSON array from dec element by element. complete is false when dec does
@@ -157,22 +138,17 @@ func salvageBatch(body []byte) (entries []entry, ok bool) {
 	return nil, false
 }
 
-// updateHead is the part of an update readUpdateID reads; a null update_id is left to
-// encoding/json (Raw), which keeps it as the bytes null.
+// updateHead is the part of an update readUpdateID reads; a null update_id is kept as the
+// bytes null.
 type updateHead struct {
 	UpdateID json.RawMessage `json:"update_id"`
 }
 
-var updateIDKey = jsonwire.Keys{Names: []string{"update_id"}, Raw: 1}
-
 // readUpdateID reads the update_id of one element: a positive integer, written as a JSON number
-// or a string of digits. It returns 0 when there is none to read. Every update of a batch is
-// read so when it is kept: one pass over it, and encoding/json only for what that pass leaves.
+// or a string of digits. It returns 0 when there is none to read.
 func readUpdateID(raw json.RawMessage) int64 {
-	h, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, h *updateHead) {
-		r.Object(&updateIDKey, func(int) { h.UpdateID = r.Raw() })
-	})
-	if err != nil {
+	var h updateHead
+	if json.Unmarshal(raw, &h) != nil {
 		return 0
 	}
 	return parseUpdateID(h.UpdateID)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
-	"github.com/switchboard-bot/switchboard/internal/jsonwire"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -66,16 +65,11 @@ type sentMessage struct {
 	MessageID int `json:"message_id"`
 }
 
-var sentKeys = jsonwire.Keys{Names: []string{"message_id"}}
-
-// sentMessageID reads the message_id of the message Telegram answered with, as json.Unmarshal
-// reads it into a sentMessage, in one pass over the message when it can (0 when there is none
-// or it is unreadable).
+// sentMessageID reads the message_id of the message Telegram answered with (0 when there is
+// none or it is unreadable).
 func sentMessageID(raw []byte) int {
-	s, err := jsonwire.Decode(raw, func(r *jsonwire.Reader, s *sentMessage) {
-		r.Object(&sentKeys, func(int) { s.MessageID = r.Int() })
-	})
-	if err != nil {
+	var s sentMessage
+	if json.Unmarshal(raw, &s) != nil {
 		return 0
 	}
 	return s.MessageID

@@ -1,7 +1,6 @@
 // Package jsonwire is the syntax of JSON shared by the few hand-written encoders and decoders
 // left beside encoding/json: the model's requests and its streamed chunks (read once per token),
-// the event history's encoder, the fake model's streamed chunks, and the one-pass readers of some
-// platform answers. It quotes a string exactly as json.Marshal does, unquotes one exactly as
+// the event history's encoder, the fake model's streamed chunks. It quotes a string exactly as json.Marshal does, unquotes one exactly as
 // json.Unmarshal does, and reads whitespace, numbers and whole values exactly as encoding/json's
 // grammar (json.Valid) has them. Each function is fuzzed against encoding/json.
 //

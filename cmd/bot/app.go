@@ -105,42 +105,9 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 
 	a.chans = append(a.chans, extra...)
 	if cfg.Telegram.Token != "" {
-		tcfg := telegram.Config{
-			Token:         cfg.Telegram.Token,
-			APIURL:        cfg.Telegram.APIURL,
-			Mode:          telegram.Mode(cfg.Telegram.Mode),
-			WebhookURL:    cfg.Telegram.WebhookURL,
-			WebhookSecret: cfg.Telegram.WebhookSecret,
-			Pacing:        cfg.Telegram.Pacing,
-			Offsets:       intake.NewOffsets(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token)),
-			RateLimits:    a.rateLimitLog("telegram"),
-			TypingAfter:   kit.DefaultTypingAfter,
-			Logger:        log.With("channel", "telegram"),
-			ActionKey:     key,
-			// An update the adapter skipped as malformed is an inbound event that became no run.
-			OnMalformedUpdate: func() { a.metrics.refused.WithLabelValues("telegram", "malformed").Inc() },
-		}
-		if cfg.Telegram.Mode != config.TelegramWebhook {
-			// Telegram serves one poller per bot: the processes sharing this Redis take turns
-			// through a lease; the offset above lets each poller go on where the last stopped.
-			tcfg.Lease = intake.NewLease(a.core.redis, cfg.Redis.Prefix)
-			// Each fetched batch is kept in one XADD and confirmed by the next poll at once; the
-			// hand-over to the router follows (a new poller first hands over what was kept).
-			tcfg.Inbox = telegramInbox{intake.NewInbox(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token), log.With("channel", "telegram"))}
-			tcfg.LeaseOwner = a.core.queue.Options().Consumer
-			tcfg.OnLease = a.onLease("telegram")
-			tcfg.OnTakeover = a.onTakeover("telegram")
-		}
-		tg, err := telegram.New(tcfg)
+		tg, err := a.newTelegram(key)
 		if err != nil {
-			return err // the adapter's errors name it already
-		}
-		if cfg.Telegram.Mode == config.TelegramWebhook {
-			u, err := url.Parse(cfg.Telegram.WebhookURL)
-			if err != nil {
-				return fmt.Errorf("telegram.webhook_url: %w", err)
-			}
-			a.webhooks[webhookPath(u.Path)] = tg.WebhookHandler()
+			return err
 		}
 		a.chans = append(a.chans, tg)
 	}
@@ -170,6 +137,61 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		return errors.New("no channel is configured: set telegram.token, slack.bot_token or discord.token, or use `bot chat`")
 	}
 
+	if err := a.buildRouting(key); err != nil {
+		return err
+	}
+	a.pool, err = a.core.queue.NewPool(a.metrics.instrument(a.core.team), a.delivery)
+	return err
+}
+
+// newTelegram builds the Telegram channel: polling through a lease and an inbox shared by the
+// processes on this Redis, or a webhook served on the listener.
+func (a *app) newTelegram(key render.Key) (*telegram.Channel, error) {
+	cfg, log := a.cfg, a.log
+	tcfg := telegram.Config{
+		Token:         cfg.Telegram.Token,
+		APIURL:        cfg.Telegram.APIURL,
+		Mode:          telegram.Mode(cfg.Telegram.Mode),
+		WebhookURL:    cfg.Telegram.WebhookURL,
+		WebhookSecret: cfg.Telegram.WebhookSecret,
+		Pacing:        cfg.Telegram.Pacing,
+		Offsets:       intake.NewOffsets(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token)),
+		RateLimits:    a.rateLimitLog("telegram"),
+		TypingAfter:   kit.DefaultTypingAfter,
+		Logger:        log.With("channel", "telegram"),
+		ActionKey:     key,
+		// An update the adapter skipped as malformed is an inbound event that became no run.
+		OnMalformedUpdate: func() { a.metrics.refused.WithLabelValues("telegram", "malformed").Inc() },
+	}
+	if cfg.Telegram.Mode != config.TelegramWebhook {
+		// Telegram serves one poller per bot: the processes sharing this Redis take turns
+		// through a lease; the offset above lets each poller go on where the last stopped.
+		tcfg.Lease = intake.NewLease(a.core.redis, cfg.Redis.Prefix)
+		// Each fetched batch is kept in one XADD and confirmed by the next poll at once; the
+		// hand-over to the router follows (a new poller first hands over what was kept).
+		tcfg.Inbox = telegramInbox{intake.NewInbox(a.core.redis, cfg.Redis.Prefix, botID(cfg.Telegram.Token), log.With("channel", "telegram"))}
+		tcfg.LeaseOwner = a.core.queue.Options().Consumer
+		tcfg.OnLease = a.onLease("telegram")
+		tcfg.OnTakeover = a.onTakeover("telegram")
+	}
+	tg, err := telegram.New(tcfg)
+	if err != nil {
+		return nil, err // the adapter's errors name it already
+	}
+	if cfg.Telegram.Mode == config.TelegramWebhook {
+		u, err := url.Parse(cfg.Telegram.WebhookURL)
+		if err != nil {
+			return nil, fmt.Errorf("telegram.webhook_url: %w", err)
+		}
+		a.webhooks[webhookPath(u.Path)] = tg.WebhookHandler()
+	}
+	return tg, nil
+}
+
+// buildRouting builds the router (the channels' inbound messages to runs) and delivery (run
+// events back to the channels).
+func (a *app) buildRouting(key render.Key) error {
+	cfg, log := a.cfg, a.log
 	byName := map[string]channels.Channel{}
 	for _, ch := range a.chans {
 		byName[ch.Name()] = ch
@@ -185,6 +207,7 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	// The person at the terminal owns the console.
 	admins["console"] = append(admins["console"], "local")
 	mx := routerMetrics{a.metrics}
+	var err error
 	a.router, err = router.New(router.Options{
 		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
 		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
@@ -201,10 +224,6 @@ func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 		// answer, the deltas between coalesced.
 		StreamEvery: map[string]time.Duration{"slack": time.Second},
 	})
-	if err != nil {
-		return err
-	}
-	a.pool, err = a.core.queue.NewPool(a.metrics.instrument(a.core.team), a.delivery)
 	return err
 }
 

@@ -105,21 +105,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 	c.redis, c.embedded = client, embedded
 	c.closers = append(c.closers, closeRedis)
 
-	keys := make([][]byte, 0, len(cfg.Auth.SigningKeys))
-	for _, k := range cfg.Auth.SigningKeys {
-		keys = append(keys, []byte(k))
-	}
-	if len(keys) == 0 {
-		if !embedded {
-			return errors.New("auth.signing_keys is required with a shared Redis: every process must verify the others' runs")
-		}
-		k := make([]byte, 32)
-		_, _ = rand.Read(k)
-		keys = append(keys, k)
-		log.Info("signing runs with a key generated for this process (embedded store)")
-	}
-	c.signingKey = keys[0]
-	if c.signer, err = runs.NewSigner(keys); err != nil {
+	if err := c.openSigner(cfg, embedded); err != nil {
 		return err
 	}
 
@@ -157,6 +143,38 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 	if err != nil {
 		return err
 	}
+	if err := c.openTeam(ctx, cfg, hooks); err != nil {
+		return err
+	}
+	return nil
+}
+
+// openSigner makes the run signer from auth.signing_keys, or — with the embedded store, which
+// no other process shares — from a key generated for this process.
+func (c *core) openSigner(cfg *config.Config, embedded bool) error {
+	log := c.log
+	keys := make([][]byte, 0, len(cfg.Auth.SigningKeys))
+	for _, k := range cfg.Auth.SigningKeys {
+		keys = append(keys, []byte(k))
+	}
+	if len(keys) == 0 {
+		if !embedded {
+			return errors.New("auth.signing_keys is required with a shared Redis: every process must verify the others' runs")
+		}
+		k := make([]byte, 32)
+		_, _ = rand.Read(k)
+		keys = append(keys, k)
+		log.Info("signing runs with a key generated for this process (embedded store)")
+	}
+	c.signingKey = keys[0]
+	var err error
+	c.signer, err = runs.NewSigner(keys)
+	return err
+}
+
+// openTeam starts the tool servers, if any, and builds the lead team on the provider.
+func (c *core) openTeam(ctx context.Context, cfg *config.Config, hooks coreHooks) error {
+	log := c.log
 	var toolSet lead.ToolSet
 	if len(cfg.Tools.Servers) > 0 {
 		// Servers connect in the background: one that is down holds nothing back, and its tools
@@ -167,6 +185,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 		toolSet = c.tools
 		log.Info("tools: connecting the tool servers", "servers", len(cfg.Tools.Servers))
 	}
+	var err error
 	c.team, err = lead.NewTeam(c.provider, c.threads, lead.Options{
 		Tools:            toolSet,
 		System:           cfg.LLM.SystemPrompt,

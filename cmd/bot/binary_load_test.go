@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/config"
+	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
+	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	telegramfake "github.com/switchboard-bot/switchboard/internal/fake/telegram"
 )
 
 // BenchmarkBinary measures what an operator runs: the shipped `bot run`, built from this
@@ -37,6 +40,11 @@ import (
 // round trip). The figures of Redis are the whole server's: run it on a quiet machine. Every
 // workload fails unless each message got exactly one reply showing its answer and no
 // placeholder was left.
+//
+// The others are bursts answered by a model that takes 0 ms; the realistic_ workloads (one per
+// platform, and two on Slack: realisticRate a second, the model streaming for realisticStream)
+// are what a bot in use sees, and report besides the latency the bot adds to the model's
+// (reportAddedLatency) and log the platform calls per message.
 func BenchmarkBinary(b *testing.B) {
 	// SB_LOAD_BOT_BIN names a bot binary built beforehand, to compare two builds run after run
 	// on the same machine (its figures swing between runs more than most changes move them).
@@ -66,6 +74,7 @@ func BenchmarkBinary(b *testing.B) {
 		// (minimalbot_test.go) under the first workload, whatever SB_LOAD_BOT_BIN names.
 		{loadSpec: loadSpec{name: "minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true},
 		{loadSpec: loadSpec{name: "warm_minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true, warm: true},
+		{loadSpec: realisticTelegram, procs: 1},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {
@@ -251,7 +260,7 @@ func redisReads(b *testing.B) int64 { return int64(redisInfo(b, "stats", "total_
 
 func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 	b.StopTimer()
-	fakes := startLoadFakesWith(b, w.modelLatency)
+	fakes := startLoadFakesWith(b, w.model())
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
 	env, overrides := telegramEnv(fakes, w.webhook), binaryOverrides
@@ -288,9 +297,14 @@ func runBinaryLoad(b *testing.B, bin string, w binarySpec) {
 			b.Errorf("%d webhook deliveries failed", n)
 		}
 	}
-	lat := verifyLoad(b, fakes.posted(w.firstChat(), w.chats), d.msgs)
+	posted := fakes.posted(w.firstChat(), w.chats)
+	lat := verifyLoad(b, posted, d.msgs)
 	for _, p := range bots {
 		p.stop(b)
+	}
+	if w.stream > 0 {
+		reportAddedLatency(b, telegramAnswerTimes(posted, d.msgs, fakes.lastEdits("telegram")), fakes.modelSpans())
+		fakes.logCalls(b, "telegram", w.messages)
 	}
 
 	b.Logf("%d bot process(es), defaults except: %s", w.procs, overrides)
@@ -377,7 +391,7 @@ const binarySlackOverrides = "slack.pacing=false (the workload measures the bot,
 // Slack, Socket Mode or HTTP.
 func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, loadModel{stream: w.stream})
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
 	bot := startBots(b, bin, 1, fakes, prefix, slackEnv(fakes, w.http))[0]
@@ -404,8 +418,16 @@ func runBinarySlackLoad(b *testing.B, bin string, w slackLoadSpec) {
 	m.stop(b)
 	lat := checkSlackLoad(b, fakes, w, load, acks)
 	bot.stop(b)
+	if w.stream > 0 {
+		posted := fakes.slackPosted(w.first, w.chats, w.mention)
+		reportAddedLatency(b, slackAnswerTimes(posted, load, acks, fakes.lastEdits("slack")), fakes.modelSpans())
+		fakes.logCalls(b, "slack", w.messages)
+	}
 
 	b.Logf("1 bot process, defaults except: %s", binarySlackOverrides)
+	if w.rate > 0 {
+		elapsed = 0 // a paced workload has no throughput
+	}
 	m.report(b, w.messages, elapsed, lat)
 }
 
@@ -418,7 +440,7 @@ const binaryDiscordOverrides = "discord.token, discord.api_url, llm.* (the fakes
 // fake Discord.
 func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, loadModel{stream: w.stream})
 	prefix := uniquePrefix()
 	b.Cleanup(func() { cleanRedis(b, prefix) })
 	bot := startBots(b, bin, 1, fakes, prefix, []string{
@@ -444,9 +466,128 @@ func runBinaryDiscordLoad(b *testing.B, bin string, w discordLoadSpec) {
 	elapsed := time.Since(began)
 	b.StopTimer()
 	m.stop(b)
-	lat := verifyDiscordLoad(b, fakes.discordPosted(w.first, w.chats), load, acks)
+	posted := fakes.discordPosted(w.first, w.chats)
+	lat := verifyDiscordLoad(b, posted, load, acks)
 	bot.stop(b)
+	if w.stream > 0 {
+		reportAddedLatency(b, discordAnswerTimes(posted, load, acks, fakes.lastEdits("discord")), fakes.modelSpans())
+		fakes.logCalls(b, "discord", w.messages)
+	}
 
 	b.Logf("1 bot process, defaults except: %s", binaryDiscordOverrides)
+	if w.rate > 0 {
+		elapsed = 0 // a paced workload has no throughput
+	}
 	m.report(b, w.messages, elapsed, lat)
+}
+
+// answerTime is one message's timeline in a realistic workload: its receipt (when the platform
+// had it), its text (which names the model's request that answered it), and when its answer was
+// complete: its reply's last edit (or last append to its stream, or the stream's stop), or the
+// reply's post when it was never edited.
+type answerTime struct {
+	text     string
+	at, done time.Time
+}
+
+// doneAt is when a reply posted at posted was complete, given when it was last edited (edits,
+// keyed as loadFakesServer.lastEdits keys it).
+func doneAt(posted time.Time, edits map[string]int64, key string) time.Time {
+	if e, ok := edits[key]; ok && time.Unix(0, e).After(posted) {
+		return time.Unix(0, e)
+	}
+	return posted
+}
+
+// telegramAnswerTimes returns the timeline of each of msgs from the chats' posts (checked by
+// verifyLoad: one reply each) and the replies' last edits.
+func telegramAnswerTimes(posted map[int64][]telegramfake.Message, msgs []pushed, edits map[string]int64) []answerTime {
+	reply := map[[2]int64]telegramfake.Message{} // (chat, message replied to) → the reply
+	for chat, ps := range posted {
+		for _, p := range ps {
+			reply[[2]int64{chat, int64(p.ReplyTo)}] = p
+		}
+	}
+	out := make([]answerTime, 0, len(msgs))
+	for _, m := range msgs {
+		p := reply[[2]int64{m.chat, int64(m.id)}]
+		out = append(out, answerTime{text: m.text, at: m.at, done: doneAt(p.At, edits, fmt.Sprintf("%d:%d", m.chat, p.ID))})
+	}
+	return out
+}
+
+// slackAnswerTimes returns the timeline of each of load's messages (acks, as pushed) from the
+// channels' posts (checked by verifySlackLoad: one answer each) and the answers' last edits or
+// stream calls.
+func slackAnswerTimes(posted map[string][]slackfake.Message, load slackLoad, acks []loadPushed, edits map[string]int64) []answerTime {
+	answer := map[string]slackfake.Message{} // channel + answer line → the answer
+	for ch, ps := range posted {
+		for _, p := range ps {
+			for line := range strings.SplitSeq(slackAnswerText(p), "\n") {
+				if strings.HasPrefix(line, "echo: ") {
+					answer[ch+"/"+line] = p
+				}
+			}
+		}
+	}
+	out := make([]answerTime, 0, len(acks))
+	for i, a := range acks {
+		p := answer[load.channels[i]+"/echo: "+load.texts[i]]
+		out = append(out, answerTime{text: load.texts[i], at: time.Unix(0, a.At), done: doneAt(p.At, edits, p.Channel+":"+p.TS)})
+	}
+	return out
+}
+
+// discordAnswerTimes returns the timeline of each of load's messages (acks, as dispatched) from
+// the DMs' posts (checked by verifyDiscordLoad: one reply each) and the replies' last edits.
+func discordAnswerTimes(posted map[int][]discordfake.Message, load discordLoad, acks []loadPushed, edits map[string]int64) []answerTime {
+	reply := map[string]discordfake.Message{} // user message id → the bot's reply
+	for _, ps := range posted {
+		for _, p := range ps {
+			reply[p.ReplyTo] = p
+		}
+	}
+	out := make([]answerTime, 0, len(acks))
+	for i, a := range acks {
+		p := reply[a.MsgID]
+		out = append(out, answerTime{text: load.texts[i], at: time.Unix(0, a.At), done: doneAt(p.CreatedAt, edits, p.ChannelID+":"+p.ID)})
+	}
+	return out
+}
+
+// reportAddedLatency reports the latency the bot adds to the model's, from each message's
+// timeline and the model's span answering it (when the fake model received the request and
+// wrote the answer's last byte): answer-added, receipt → answer complete less the model's span
+// (p50, p99); its two parts, to-model (receipt → the model's request: intake, queue, the run's
+// start) and after-model (the model's last byte → the answer complete: the lead's end, delivery,
+// the platform's call), p50 and p99 each; and model-p50-ms, the model's own span (the workload's
+// stream, and the fake's timer slack). It fails the benchmark when a message's model request is
+// not on record.
+func reportAddedLatency(b *testing.B, answers []answerTime, spans map[string]modelSpan) {
+	b.Helper()
+	var added, before, after, model []time.Duration
+	missing := 0
+	for _, a := range answers {
+		sp, ok := spans[a.text]
+		if !ok {
+			missing++
+			continue
+		}
+		start, end := time.Unix(0, sp.Start), time.Unix(0, sp.End)
+		model = append(model, end.Sub(start))
+		before = append(before, start.Sub(a.at))
+		after = append(after, a.done.Sub(end))
+		added = append(added, a.done.Sub(a.at)-end.Sub(start))
+	}
+	if missing > 0 {
+		b.Fatalf("%d of %d answers have no model request on record", missing, len(answers))
+	}
+	ms := func(d []time.Duration, p int) float64 { return float64(percentile(d, p).Microseconds()) / 1000 }
+	b.ReportMetric(ms(added, 50), "answer-added-p50-ms")
+	b.ReportMetric(ms(added, 99), "answer-added-p99-ms")
+	b.ReportMetric(ms(before, 50), "to-model-p50-ms")
+	b.ReportMetric(ms(before, 99), "to-model-p99-ms")
+	b.ReportMetric(ms(after, 50), "after-model-p50-ms")
+	b.ReportMetric(ms(after, 99), "after-model-p99-ms")
+	b.ReportMetric(ms(model, 50), "model-p50-ms")
 }

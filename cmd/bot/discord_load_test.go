@@ -28,6 +28,11 @@ import (
 // receipt → first visible reply p50/p99, and the bot's allocations per message and GC cycles.
 // Every workload then checks that each message got exactly one reply showing its answer and no
 // placeholder was left behind.
+//
+// The realistic_ workload is paced instead, its answers streamed by the model over 1.5 s (see
+// realisticMessages); it reports the latency the bot adds to the model's (reportAddedLatency)
+// and logs the platform calls per message. SB_LOAD_TRIPS=1 names the callers of its Redis
+// round trips.
 func BenchmarkDiscordEndToEnd(b *testing.B) {
 	for _, w := range discordWorkloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -47,11 +52,20 @@ type discordLoadSpec struct {
 	// load (a warm-up's), so that its waits count this load's only.
 	first, postedBefore int
 	warm                bool // BenchmarkBinary: a burst of the same shape in the DMs after these first
+	// rate, when set, paces the messages at rate a second instead of dispatching them at once;
+	// stream makes the fake model stream the realistic answer over that long
+	// (loadModelStreamEnv).
+	rate   int
+	stream time.Duration
 }
 
 var discordWorkloads = []discordLoadSpec{
 	{name: "dm_2000msgs_200chats", messages: 2000, chats: 200},
 	{name: "dm_2000msgs_2000chats", messages: 2000, chats: 2000},
+	// DMs over the gateway, as shipped: typing, the placeholder after the grace period, edited
+	// into the answer.
+	{name: "realistic_paced50ps_stream1500ms", messages: realisticMessages, chats: 200, rate: realisticRate,
+		stream: realisticStream},
 }
 
 // discordLoadOverrides are the settings the Discord load runs change from the defaults.
@@ -75,7 +89,7 @@ func newDiscordLoad(w discordLoadSpec) discordLoad {
 
 func runDiscordLoad(b *testing.B, w discordLoadSpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, loadModel{stream: w.stream})
 	e := newE2E(b, func(c *config.Config) {
 		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
 		c.Telegram.Token = ""
@@ -102,12 +116,20 @@ func runDiscordLoad(b *testing.B, w discordLoadSpec) {
 	elapsed := time.Since(began)
 	b.StopTimer()
 	m.stop(b)
-	lat := verifyDiscordLoad(b, fakes.discordPosted(w.first, w.chats), load, acks)
+	posted := fakes.discordPosted(w.first, w.chats)
+	lat := verifyDiscordLoad(b, posted, load, acks)
 	reportRunAvg(b, r)
 	r.stop()
+	if w.stream > 0 {
+		reportAddedLatency(b, discordAnswerTimes(posted, load, acks, fakes.lastEdits("discord")), fakes.modelSpans())
+		fakes.logCalls(b, "discord", w.messages)
+	}
 
 	n := float64(w.messages)
 	b.Logf("defaults except: %s", discordLoadOverrides)
+	if w.rate > 0 {
+		elapsed = 0 // a paced workload has no throughput
+	}
 	m.report(b, w.messages, elapsed, lat, trips)
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
@@ -121,10 +143,17 @@ func prepareDiscordLoad(fakes *loadFakes, w discordLoadSpec) {
 	fakes.discordDMs(w.first + w.chats)
 }
 
-// driveDiscordLoad dispatches the workload's messages through the child's gateway and waits
-// until every DM shows all its answers.
+// driveDiscordLoad dispatches the workload's messages through the child's gateway, at once or
+// w.rate a second, and waits until every DM shows all its answers.
 func driveDiscordLoad(fakes *loadFakes, w discordLoadSpec, load discordLoad) []loadPushed {
-	acks := fakes.pushDiscord(load.chats, load.texts)
+	var acks []loadPushed
+	if w.rate > 0 {
+		paced(w.messages, w.rate, func(i int) {
+			acks = append(acks, fakes.pushDiscord(load.chats[i:i+1], load.texts[i:i+1])...)
+		})
+	} else {
+		acks = fakes.pushDiscord(load.chats, load.texts)
+	}
 	fakes.wait("discord-posted", w.postedBefore+w.messages, 0, 0, 5*time.Minute)
 	fakes.wait("discord-answered", w.messages, w.chats, int64(w.first), 30*time.Second)
 	return acks

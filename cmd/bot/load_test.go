@@ -42,6 +42,11 @@ import (
 // period) p50/p99. The paced workload pushes 100 messages a second and reports the same
 // latencies. Every workload then checks that each message got exactly one reply showing its
 // answer: 0 lost, 0 doubled, 0 placeholders left.
+//
+// The realistic_ workload is paced instead, its answers streamed by the model over 1.5 s (see
+// realisticMessages); it reports the latency the bot adds to the model's (reportAddedLatency)
+// and logs the platform calls per message. SB_LOAD_TRIPS=1 names the callers of its Redis
+// round trips.
 func BenchmarkTelegramEndToEnd(b *testing.B) {
 	workloads := []loadSpec{
 		{name: "2000msgs_200chats", messages: 2000, chats: 200},
@@ -57,6 +62,7 @@ func BenchmarkTelegramEndToEnd(b *testing.B) {
 		{name: "history100_500msgs_50chats", messages: 500, chats: 50, history: 100, historyTurns: 1000},
 		{name: "history1000_500msgs_50chats", messages: 500, chats: 50, history: 1000, historyTurns: 1000},
 		{name: "history1000_bound50_500msgs_50chats", messages: 500, chats: 50, history: 1000},
+		realisticTelegram,
 	}
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -78,8 +84,9 @@ type loadSpec struct {
 	// history turns are stored in each chat's thread before the load; historyTurns, when set,
 	// overrides runs.history_turns.
 	history, historyTurns int
-	// modelLatency makes the fake model wait that long before each answer.
-	modelLatency time.Duration
+	// modelLatency makes the fake model wait that long before each answer; stream, when set,
+	// makes it stream the realistic answer over that long (loadModelStreamEnv).
+	modelLatency, stream time.Duration
 	// first is the first chat's id (0: loadFirstChat); postedBefore, the messages the bot had
 	// posted before this load (a warm-up's), so that its waits count this load's only.
 	first        int64
@@ -93,6 +100,27 @@ func (w loadSpec) firstChat() int64 {
 	}
 	return w.first
 }
+
+// The realistic workloads' shape, on every platform: realisticMessages messages over 200 chats
+// (a chat's next message comes 4 s after its last, when its answer is long done), realisticRate
+// a second, each answered by a model that streams about 600 bytes (realisticAnswer) over
+// realisticStream — a run of about half a minute. They report besides the latency the bot adds
+// to the model's (reportAddedLatency) and log the platform calls per message.
+const (
+	realisticMessages = 1000
+	realisticRate     = 50
+	realisticStream   = 1500 * time.Millisecond
+)
+
+// realisticTelegram is the realistic workload over polling, as shipped: typing at receipt, the
+// placeholder once the run outlasts runs.placeholder_after (1 s), edited into the answer when
+// the model is done (Telegram shows no text as it is written: the lead emits no answer deltas
+// for a channel that cannot stream).
+var realisticTelegram = loadSpec{name: "realistic_paced50ps_stream1500ms", messages: realisticMessages, chats: 200,
+	rate: realisticRate, stream: realisticStream}
+
+// model is how the fake model answers w's messages.
+func (w loadSpec) model() loadModel { return loadModel{latency: w.modelLatency, stream: w.stream} }
 
 // webhookConnections is how many deliveries Telegram keeps in flight to a webhook by default
 // (setWebhook max_connections).
@@ -115,7 +143,7 @@ type pushed struct {
 
 func runLoad(b *testing.B, w loadSpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, w.model())
 	e := newE2E(b, func(c *config.Config) {
 		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
 		c.Telegram.Token = fakes.hello.Token
@@ -173,9 +201,14 @@ func runLoad(b *testing.B, w loadSpec) {
 		}
 	}
 
-	lat := verifyLoad(b, fakes.posted(loadFirstChat, w.chats), d.msgs)
+	posted := fakes.posted(loadFirstChat, w.chats)
+	lat := verifyLoad(b, posted, d.msgs)
 	reportRunAvg(b, r)
 	r.stop()
+	if w.stream > 0 {
+		reportAddedLatency(b, telegramAnswerTimes(posted, d.msgs, fakes.lastEdits("telegram")), fakes.modelSpans())
+		fakes.logCalls(b, "telegram", w.messages)
+	}
 
 	n := float64(w.messages)
 	if w.rate == 0 {
@@ -275,14 +308,9 @@ func driveLoad(fakes *loadFakes, w loadSpec, webhook string) driven {
 	}
 	var acks []loadPushed
 	if w.rate > 0 {
-		tick := time.NewTicker(time.Second / time.Duration(w.rate))
-		defer tick.Stop()
-		for i := range w.messages {
-			if i > 0 {
-				<-tick.C // pacing the load generator, not synchronization
-			}
+		paced(w.messages, w.rate, func(i int) {
 			acks = append(acks, fakes.push(users[i:i+1], texts[i:i+1], webhook)...)
-		}
+		})
 	} else {
 		acks = fakes.push(users, texts, webhook)
 	}
@@ -298,6 +326,17 @@ func driveLoad(fakes *loadFakes, w loadSpec, webhook string) driven {
 		d.msgs[i] = pushed{chat: users[i], id: a.ID, text: texts[i], at: time.Unix(0, a.At)}
 	}
 	return d
+}
+
+// paced calls push(i) for each of n messages, rate a second, on a schedule kept from the first
+// call: a push that comes late (the machine was busy) is followed by the next at once, so that the
+// rate holds over the workload. It paces the load generator; it synchronizes nothing.
+func paced(n, rate int, push func(i int)) {
+	began := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(began.Add(time.Duration(i) * time.Second / time.Duration(rate))))
+		push(i)
+	}
 }
 
 // loadFirstChat is the first load chat's id (a private chat with user loadFirstChat).
@@ -399,11 +438,14 @@ func (m *selfMeter) stop(b *testing.B) {
 	m.redisCPU = redisCPU(b)
 }
 
-// report reports msgs/s over elapsed and the figures per message of messages, with the
-// first-reply latencies lat and trips' Redis round trips.
+// report reports msgs/s over elapsed (unless it is zero: a paced workload has no throughput)
+// and the figures per message of messages, with the first-reply latencies lat and trips' Redis
+// round trips.
 func (m *selfMeter) report(b *testing.B, messages int, elapsed time.Duration, lat []time.Duration, trips *roundTrips) {
 	n := float64(messages)
-	b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	if elapsed > 0 {
+		b.ReportMetric(n/elapsed.Seconds(), "msgs/s")
+	}
 	b.ReportMetric(float64((cpuTime(m.ru1)-cpuTime(m.ru0)).Microseconds())/1000/n, "bot-cpu-ms/msg")
 	b.ReportMetric(float64((m.fakes1.CPU-m.fakes0.CPU).Microseconds())/1000/n, "fakes-cpu-ms/msg")
 	b.ReportMetric((m.redisCPU-m.redisCPU0)*1000/n, "redis-cpu-ms/msg")
@@ -484,7 +526,8 @@ func redisMemory(b *testing.B) int64 { return int64(redisInfo(b, "memory", "used
 func redisCPU(b *testing.B) float64 { return redisInfo(b, "cpu", "used_cpu_user", "used_cpu_sys") }
 
 // roundTrips counts the app's Redis round trips (a pipeline is one).
-// With by set, it also counts them by the first switchboard function on the stack.
+// With by set, it also counts them by the first switchboard functions on the stack, those of
+// internal/redisbatch left out: a batch is sent from the stack of the caller that flushes it.
 type roundTrips struct {
 	n  atomic.Int64
 	mu sync.Mutex
@@ -525,7 +568,8 @@ func (h *roundTrips) count() {
 	var chain []string
 	for len(chain) < 3 {
 		f, more := frames.Next()
-		if strings.Contains(f.Function, "switchboard-bot/switchboard/") && !strings.Contains(f.Function, "roundTrips") {
+		if strings.Contains(f.Function, "switchboard-bot/switchboard/") && !strings.Contains(f.Function, "roundTrips") &&
+			!strings.Contains(f.Function, "/redisbatch.") {
 			chain = append(chain, f.Function[strings.LastIndex(f.Function, "/")+1:])
 		}
 		if !more {

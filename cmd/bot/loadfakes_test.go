@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,38 @@ const loadFakesEnv = "SB_LOAD_FAKES_CHILD"
 // loadModelLatencyEnv, set for the child, makes the fake model wait that long (a Go duration)
 // before each answer: the intake workloads, where the model is slow and intake is the work.
 const loadModelLatencyEnv = "SB_LOAD_MODEL_LATENCY"
+
+// loadModelStreamEnv, set for the child, makes the fake model write a realistic answer
+// (realisticAnswer) as a real one does: streamed over that long (a Go duration), in chunks of
+// realisticChunk bytes an even delay apart. The child then also keeps, per message, when the
+// model received its request and wrote its last byte (GET /model/spans), and records the
+// platform fakes' calls, so that the time of each answer's last edit can be read back (GET
+// /last-edits): the realistic workloads' latency added to the model's.
+const loadModelStreamEnv = "SB_LOAD_MODEL_STREAM"
+
+// realisticChunk is the size of a streamed piece of the realistic answer: about two tokens, so
+// that 1.5 s of streaming is 75 chunks, 50 a second, as a model writing 100 tokens a second
+// sends them.
+const realisticChunk = 8
+
+// loadModelChunkEnv, set for the benchmark (the child inherits it), replaces realisticChunk: an
+// experiment's knob, to tell what the bot spends per chunk of a stream from what it spends per
+// message (the figures of notes are taken without it).
+const loadModelChunkEnv = "SB_LOAD_MODEL_CHUNK"
+
+// realisticAnswer is the fake model's answer to text in the realistic workloads: the echo line
+// the checks look for, on a line of its own, and about 600 bytes of prose after it.
+func realisticAnswer(text string) string {
+	return "echo: " + text + "\n\n" + realisticProse
+}
+
+const realisticProse = "Here is a short answer of the length a chat model usually writes for a question like " +
+	"this one. It restates the question, gives two or three points with a sentence of reasoning each, " +
+	"and ends with a suggestion of what to try next. First, check the obvious causes before the " +
+	"unusual ones: most problems of this kind come from a setting that was changed recently. Second, " +
+	"look at the logs around the time it started, since they usually name the component that failed. " +
+	"Third, try the smallest change that could fix it and see whether the symptom goes away. If it " +
+	"does not, tell me what you saw and I will suggest the next step."
 
 func init() {
 	if os.Getenv(loadFakesEnv) == "" {
@@ -128,20 +162,34 @@ func serveLoadFakes() int {
 	tg.SetRecording(false)
 	sl.SetRecording(false)
 	model.SetRecording(false)
-	model.SetFunc(echoModel)
-	if d, err := time.ParseDuration(os.Getenv(loadModelLatencyEnv)); err == nil && d > 0 {
-		model.SetFunc(func(r modelserver.Request) modelserver.Reply {
-			reply := echoModel(r)
-			reply.Latency = d
-			return reply
-		})
+	s := &loadFakesServer{tg: tg, sl: sl, dc: dc, spans: map[string]modelSpan{}}
+	latency, _ := time.ParseDuration(os.Getenv(loadModelLatencyEnv))
+	stream, _ := time.ParseDuration(os.Getenv(loadModelStreamEnv))
+	if stream > 0 {
+		// The answers' last edits are read back from the calls (GET /last-edits).
+		tg.SetRecording(true)
+		sl.SetRecording(true)
 	}
+	chunk := realisticChunk
+	if n, err := strconv.Atoi(os.Getenv(loadModelChunkEnv)); err == nil && n > 0 {
+		chunk = n
+	}
+	model.SetFunc(func(r modelserver.Request) modelserver.Reply {
+		reply := echoModel(r)
+		reply.Latency = max(latency, 0)
+		if stream > 0 {
+			text := r.LastUserText()
+			reply.Content, reply.ChunkSize = realisticAnswer(text), chunk
+			reply.ChunkDelay = stream / time.Duration((len(reply.Content)+chunk-1)/chunk)
+			reply.Done = func() { s.modelDone(text, r.Received, time.Now()) }
+		}
+		return reply
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load fakes: listen:", err)
 		return 1
 	}
-	s := &loadFakesServer{tg: tg, sl: sl, dc: dc}
 	srv := &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	_ = json.NewEncoder(os.Stdout).Encode(loadFakesHello{
@@ -166,6 +214,82 @@ type loadFakesServer struct {
 
 	// tgHook plays Telegram's webhook deliveries, slHook Slack's Events API deliveries.
 	tgHook, slHook deliverers
+
+	// spansMu guards spans: per user text, the model's request that answered it (the last one,
+	// if the bot asked more than once), with loadModelStreamEnv set.
+	spansMu sync.Mutex
+	spans   map[string]modelSpan
+}
+
+// modelSpan is when the fake model received a request and when it wrote the answer's last byte,
+// in Unix ns.
+type modelSpan struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+func (s *loadFakesServer) modelDone(text string, received, end time.Time) {
+	s.spansMu.Lock()
+	s.spans[text] = modelSpan{Start: received.UnixNano(), End: end.UnixNano()}
+	s.spansMu.Unlock()
+}
+
+// platformCalls counts the calls platform's fake recorded, by method (Discord's by method and
+// route; the realtime ones, getUpdates and Socket Mode, are not calls of the Web API). The
+// Telegram and Slack fakes record calls with loadModelStreamEnv set only.
+func (s *loadFakesServer) platformCalls(platform string) map[string]int {
+	out := map[string]int{}
+	switch platform {
+	case "telegram":
+		for _, c := range s.tg.Calls() {
+			out[c.Method]++
+		}
+	case "slack":
+		for _, c := range s.sl.Calls() {
+			out[c.Method]++
+		}
+	case "discord":
+		for _, c := range s.dc.Calls() {
+			out[c.Method+" "+strings.TrimPrefix(c.Route, "/api/v9")]++
+		}
+	}
+	return out
+}
+
+// lastEdits is, per bot message of platform ("chat:message" on Telegram, "channel:ts" on Slack,
+// "channel:message" on Discord), when the last successful call that changed it after it was posted
+// (an edit, a stream's append or stop) was served, in Unix ns. The Telegram and Slack fakes
+// record calls with loadModelStreamEnv set only.
+func (s *loadFakesServer) lastEdits(platform string) map[string]int64 {
+	out := map[string]int64{}
+	note := func(key string, at time.Time) { out[key] = max(out[key], at.UnixNano()) }
+	switch platform {
+	case "telegram":
+		for _, c := range s.tg.Calls() {
+			if strings.HasPrefix(c.Method, "edit") && c.Status == http.StatusOK {
+				note(c.Params["chat_id"]+":"+c.Params["message_id"], c.At)
+			}
+		}
+	case "slack":
+		for _, c := range s.sl.Calls() {
+			switch c.Method {
+			case "chat.update", "chat.appendStream", "chat.stopStream":
+				if c.Status == http.StatusOK && c.Error == "" {
+					note(c.Params["channel"]+":"+c.Params["ts"], c.At)
+				}
+			}
+		}
+	case "discord":
+		for _, c := range s.dc.Calls() {
+			if c.Method == http.MethodPatch && c.Route == discordfake.RouteMessage && c.Status < 300 {
+				// Path is /api/v9/channels/{channel}/messages/{message}.
+				rest, _ := strings.CutPrefix(c.Path, "/api/v9/channels/")
+				channel, msg, _ := strings.Cut(rest, "/messages/")
+				note(channel+":"+msg, c.At)
+			}
+		}
+	}
+	return out
 }
 
 func (s *loadFakesServer) mux() *http.ServeMux {
@@ -347,6 +471,22 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(s.sl.Statuses())
 	})
 	s.discordRoutes(m)
+	// GET /model/spans → map user text → the model's span answering it (loadModelStreamEnv).
+	m.HandleFunc("GET /model/spans", func(w http.ResponseWriter, _ *http.Request) {
+		s.spansMu.Lock()
+		defer s.spansMu.Unlock()
+		_ = json.NewEncoder(w).Encode(s.spans)
+	})
+	// GET /last-edits?platform=telegram|slack|discord → map bot message → its last edit (see
+	// lastEdits).
+	m.HandleFunc("GET /last-edits", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(s.lastEdits(r.URL.Query().Get("platform")))
+	})
+	// GET /calls?platform=telegram|slack|discord → map method → the calls the platform's fake
+	// recorded (see platformCalls).
+	m.HandleFunc("GET /calls", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(s.platformCalls(r.URL.Query().Get("platform")))
+	})
 	m.HandleFunc("GET /usage", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(selfUsage())
 	})
@@ -462,14 +602,14 @@ type loadFakes struct {
 	hc    *http.Client
 }
 
-// startLoadFakes starts the child and waits for its addresses; it is ended when tb ends.
-func startLoadFakes(tb testing.TB) *loadFakes {
-	tb.Helper()
-	return startLoadFakesWith(tb, 0)
+// loadModel is how the child's fake model answers: after latency, and, with stream set, the
+// realistic answer streamed over stream (loadModelStreamEnv). The zero loadModel echoes at once.
+type loadModel struct {
+	latency, stream time.Duration
 }
 
-// startLoadFakesWith starts the fakes with the model answering after modelLatency.
-func startLoadFakesWith(tb testing.TB, modelLatency time.Duration) *loadFakes {
+// startLoadFakesWith starts the fakes with the model answering as m says.
+func startLoadFakesWith(tb testing.TB, m loadModel) *loadFakes {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -477,8 +617,11 @@ func startLoadFakesWith(tb testing.TB, modelLatency time.Duration) *loadFakes {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), loadFakesEnv+"=1")
-	if modelLatency > 0 {
-		cmd.Env = append(cmd.Env, loadModelLatencyEnv+"="+modelLatency.String())
+	if m.latency > 0 {
+		cmd.Env = append(cmd.Env, loadModelLatencyEnv+"="+m.latency.String())
+	}
+	if m.stream > 0 {
+		cmd.Env = append(cmd.Env, loadModelStreamEnv+"="+m.stream.String())
 	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -593,6 +736,36 @@ func (f *loadFakes) slackStatuses() []slackfake.Status {
 	var out []slackfake.Status
 	f.call(http.MethodGet, "/slack/statuses", nil, &out)
 	return out
+}
+
+// modelSpans returns, per user text, when the fake model received the request answering it and
+// when it wrote the answer's last byte (loadModel.stream set).
+func (f *loadFakes) modelSpans() map[string]modelSpan {
+	out := map[string]modelSpan{}
+	f.call(http.MethodGet, "/model/spans", nil, &out)
+	return out
+}
+
+// lastEdits returns when each bot message of platform was last edited (see
+// loadFakesServer.lastEdits; loadModel.stream set for Telegram and Slack).
+func (f *loadFakes) lastEdits(platform string) map[string]int64 {
+	out := map[string]int64{}
+	f.call(http.MethodGet, "/last-edits?platform="+platform, nil, &out)
+	return out
+}
+
+// logCalls logs the calls the bot made to platform's fake, by method, per message of n: since
+// the child started, so the few calls of the bot's start count too.
+func (f *loadFakes) logCalls(b *testing.B, platform string, n int) {
+	b.Helper()
+	calls := map[string]int{}
+	f.call(http.MethodGet, "/calls?platform="+platform, nil, &calls)
+	methods := slices.Sorted(maps.Keys(calls))
+	var sb strings.Builder
+	for _, m := range methods {
+		fmt.Fprintf(&sb, " %s=%.2f", m, float64(calls[m])/float64(n))
+	}
+	b.Logf("%s calls per message:%s", platform, sb.String())
 }
 
 // webhookFailures ends the child's webhook deliveries and returns how many failed.

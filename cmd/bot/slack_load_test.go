@@ -25,6 +25,11 @@ import (
 // count, steadier than CPU time on a busy machine) and GC cycles. Every workload then checks
 // that each message got exactly one reply showing its answer, every envelope was acknowledged,
 // and no placeholder or thread status was left behind.
+//
+// The realistic_ workloads are paced instead, their answers streamed by the model over 1.5 s
+// (see realisticMessages); they report the latency the bot adds to the model's
+// (reportAddedLatency) and log the platform calls per message. SB_LOAD_TRIPS=1 names the
+// callers of their Redis round trips.
 func BenchmarkSlackEndToEnd(b *testing.B) {
 	for _, w := range slackWorkloads {
 		b.Run(w.name, func(b *testing.B) {
@@ -48,6 +53,11 @@ type slackLoadSpec struct {
 	// load (a warm-up's), so that its waits count this load's only.
 	first, postedBefore int
 	warm                bool // BenchmarkBinary: a burst of the same shape in the channels after these first
+	// rate, when set, paces the messages at rate a second instead of pushing them at once;
+	// stream makes the fake model stream the realistic answer over that long
+	// (loadModelStreamEnv).
+	rate   int
+	stream time.Duration
 }
 
 var slackWorkloads = []slackLoadSpec{
@@ -56,6 +66,15 @@ var slackWorkloads = []slackLoadSpec{
 	{name: "http_2000msgs_200chats", messages: 2000, chats: 200, http: true},
 	{name: "http_2000msgs_2000chats", messages: 2000, chats: 2000, http: true},
 	{name: "socket_2000mentions_200channels", messages: 2000, chats: 200, mention: true},
+	// Socket Mode, as shipped (slack.streaming on): a mention in a channel is answered in a thread
+	// rooted at it, streamed there (chat.startStream once the grace period ends,
+	// chat.appendStream at most once a second, chat.stopStream), with the thread's status set and
+	// cleared; a top-level DM is no thread, so it is answered by a placeholder edited into the
+	// answer (chat.postMessage, chat.update).
+	{name: "realistic_mentions_paced50ps_stream1500ms", messages: realisticMessages, chats: 200, mention: true,
+		rate: realisticRate, stream: realisticStream},
+	{name: "realistic_dm_paced50ps_stream1500ms", messages: realisticMessages, chats: 200, rate: realisticRate,
+		stream: realisticStream},
 }
 
 // slackLoadOverrides are the settings the Slack load runs change from the defaults, and why.
@@ -80,7 +99,7 @@ func newSlackLoad(w slackLoadSpec) slackLoad {
 
 func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	b.StopTimer()
-	fakes := startLoadFakes(b)
+	fakes := startLoadFakesWith(b, loadModel{stream: w.stream})
 	e := newE2E(b, func(c *config.Config) {
 		// The child's fakes serve this workload; newE2E's in-process ones stay idle.
 		c.Telegram.Token = ""
@@ -116,9 +135,17 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 	m.stop(b)
 	lat := checkSlackLoad(b, fakes, w, load, acks)
 	r.stop()
+	if w.stream > 0 {
+		posted := fakes.slackPosted(w.first, w.chats, w.mention)
+		reportAddedLatency(b, slackAnswerTimes(posted, load, acks, fakes.lastEdits("slack")), fakes.modelSpans())
+		fakes.logCalls(b, "slack", w.messages)
+	}
 
 	n := float64(w.messages)
 	b.Logf("defaults except: %s", slackLoadOverrides)
+	if w.rate > 0 {
+		elapsed = 0 // a paced workload has no throughput
+	}
 	m.report(b, w.messages, elapsed, lat, trips)
 	if trips.by != nil {
 		fmt.Fprintf(os.Stderr, "%s: Redis round trips by caller:\n%s", b.Name(), trips.top(20, n))
@@ -126,9 +153,17 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 }
 
 // driveSlackLoad pushes the workload's messages through the child — over Socket Mode, or with
-// events set to that Events API URL — and waits until every DM shows all its answers.
+// events set to that Events API URL; at once, or w.rate a second — and waits until every DM
+// shows all its answers.
 func driveSlackLoad(fakes *loadFakes, w slackLoadSpec, load slackLoad, events string) []loadPushed {
-	acks := fakes.pushSlack(load.channels, load.users, load.texts, w.mention, events)
+	var acks []loadPushed
+	if w.rate > 0 {
+		paced(w.messages, w.rate, func(i int) {
+			acks = append(acks, fakes.pushSlack(load.channels[i:i+1], load.users[i:i+1], load.texts[i:i+1], w.mention, events)...)
+		})
+	} else {
+		acks = fakes.pushSlack(load.channels, load.users, load.texts, w.mention, events)
+	}
 	fakes.wait("slack-posted", w.postedBefore+w.messages, 0, 0, 5*time.Minute)
 	answered := "slack-answered"
 	if w.mention {

@@ -50,6 +50,10 @@ type Reply struct {
 	// KeepAlives is how many SSE comment lines (": keep-alive") precede the first chunk, as
 	// DeepSeek sends while a busy server has not started answering.
 	KeepAlives int
+	// Done, when set, is called once the server has written the whole answer (its last byte
+	// flushed) or given up on it (an error status, a fault, the client gone): a load test's
+	// measure of how long the model itself took, to tell it from the client's own latency.
+	Done func()
 
 	// Status, when not zero, answers with this HTTP status and an OpenAI-style error body.
 	Status int

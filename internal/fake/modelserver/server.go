@@ -183,6 +183,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if fn != nil {
 		reply = fn(req.clone())
 	}
+	if reply.Done != nil {
+		defer reply.Done()
+	}
 
 	if !s.wait(r.Context(), latency+reply.Latency) {
 		return

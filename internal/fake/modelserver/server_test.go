@@ -349,6 +349,27 @@ func TestLatencyDelaysTheAnswer(t *testing.T) {
 	}
 }
 
+func TestDoneIsCalledAfterTheLastByte(t *testing.T) {
+	s := New(t)
+	done := make(chan time.Time, 1)
+	s.Enqueue(Reply{Content: "a streamed answer", ChunkSize: 4, ChunkDelay: 5 * time.Millisecond,
+		Done: func() { done <- time.Now() }})
+	resp := post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)
+	body, _ := io.ReadAll(resp.Body)
+	read := time.Now()
+	if !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("body %q", body)
+	}
+	select {
+	case at := <-done:
+		if at.After(read) {
+			t.Errorf("Done was called after the client had read the whole answer")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done was not called")
+	}
+}
+
 func TestGapsAreMeasuredBetweenRequests(t *testing.T) {
 	s := New(t)
 	post(t, context.Background(), s, "/v1/chat/completions", "", streamBody)

@@ -57,13 +57,17 @@ func (b backend) pass(d time.Duration) {
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Helper()
 	t.Run("redis", func(t *testing.T) { fn(t, withPrefix(t, realRedis(t), nil)) })
-	t.Run("miniredis", func(t *testing.T) {
-		mr := miniredis.RunT(t)
-		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		t.Cleanup(func() { c.Close() })
-		fn(t, withPrefix(t, c, mr))
-	})
+	t.Run("miniredis", func(t *testing.T) { fn(t, embedded(t)) })
 	t.Run("cluster", func(t *testing.T) { fn(t, withPrefix(t, redistest.Cluster(t), nil)) })
+}
+
+// embedded is the embedded store's backend (miniredis), whose clock a test can move (pass).
+func embedded(t *testing.T) backend {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return withPrefix(t, c, mr)
 }
 
 func realRedis(t testing.TB) redis.UniversalClient {

@@ -47,10 +47,9 @@ const (
 // ends (cancel, lease lost, shutdown) stops the agents; the run's history is then left as it was.
 func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, error) {
 	env := run.Envelope
-	conv := env.Conv.String()
 	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
 	// thread and loads its history (the turns since the cached history's, see historyCache).
-	st, history, release, err := t.beginRun(ctx, conv, env.RunID)
+	st, history, release, err := t.beginRun(ctx, env.Conv.String(), env.RunID)
 	if err != nil {
 		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
@@ -58,48 +57,73 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	if st.Finished {
 		return t.replayed(ctx, run, st)
 	}
-	th := st.Thread
-
-	in := agent.Input{Content: env.Text}
-	id := identityOf(env)
-	var completed []agent.Event // the pending turn this run completes, answer filled in
-	switch env.Kind {
-	case runs.KindMessage:
-	case runs.KindClarificationAnswer:
-		p, expired, reason, err := t.takeAnswer(ctx, env)
-		if err != nil {
-			return "", err
-		}
-		if reason != "" {
-			return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
-		}
-		if p == nil {
-			// An expiry run whose approval was decided or withdrawn first: nothing to do.
-			return runs.OutcomeCancelled, nil
-		}
-		if p.Call != nil {
-			if t.opts.Tools == nil {
-				return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reasonNoTools}, runs.OutcomeFailed, nil)
-			}
-			// The resumed turn works for whoever asked for the call, not whoever decided.
-			id = p.Call.Identity
-			id.Admin, id.RunID = p.Call.Admin, env.RunID
-			completed = decided(p, t.decision(ctx, env, p, expired))
-			in = agent.Input{Resume: true, Source: "approval"}
-		} else {
-			completed = answered(p, env.Text)
-			in = agent.Input{Resume: true, Source: "clarification"}
-		}
-		history = append(history, completed...)
-	default:
-		return "", runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
+	r, outcome, done, err := t.resumeOf(ctx, run)
+	if done {
+		return outcome, err
 	}
+	history = append(history, r.completed...)
 	for i := range history {
 		if history[i].Seq != i { // numbered already unless a turn was completed onto it (a copy)
 			history[i].Seq = i
 		}
 	}
+	return t.runLead(ctx, run, st.Thread, history, r)
+}
 
+// resume is what a run hands the lead agent: its input, the identity its tools act as, and the
+// pending turn it completes (answer filled in), if it answers one.
+type resume struct {
+	in        agent.Input
+	id        tools.Identity
+	completed []agent.Event
+}
+
+// resumeOf reads what the run starts the lead with: a message, or the answer to a question or
+// an approval's decision, which completes the turn that waited for it. done: the run ends here
+// (with outcome, err) — the answer was refused, or an expiry found nothing left to do.
+func (t *Team) resumeOf(ctx context.Context, run *runs.Run) (r resume, outcome runs.Outcome, done bool, err error) {
+	env := run.Envelope
+	r = resume{in: agent.Input{Content: env.Text}, id: identityOf(env)}
+	switch env.Kind {
+	case runs.KindMessage:
+		return r, "", false, nil
+	case runs.KindClarificationAnswer:
+	default:
+		return r, "", true, runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
+	}
+	p, expired, reason, err := t.takeAnswer(ctx, env)
+	if err != nil {
+		return r, "", true, err
+	}
+	if reason != "" {
+		outcome, err := t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
+		return r, outcome, true, err
+	}
+	if p == nil {
+		// An expiry run whose approval was decided or withdrawn first: nothing to do.
+		return r, runs.OutcomeCancelled, true, nil
+	}
+	if p.Call == nil {
+		r.completed = answered(p, env.Text)
+		r.in = agent.Input{Resume: true, Source: "clarification"}
+		return r, "", false, nil
+	}
+	if t.opts.Tools == nil {
+		outcome, err := t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reasonNoTools}, runs.OutcomeFailed, nil)
+		return r, outcome, true, err
+	}
+	// The resumed turn works for whoever asked for the call, not whoever decided.
+	r.id = p.Call.Identity
+	r.id.Admin, r.id.RunID = p.Call.Admin, env.RunID
+	r.completed = decided(p, t.decision(ctx, env, p, expired))
+	r.in = agent.Input{Resume: true, Source: "approval"}
+	return r, "", false, nil
+}
+
+// runLead runs the lead agent on the thread's history with r's input, then ends the run by
+// what its turn came to.
+func (t *Team) runLead(ctx context.Context, run *runs.Run, th threads.Thread, history []agent.Event, r resume) (runs.Outcome, error) {
+	env := run.Envelope
 	model := t.opts.Model
 	if th.Settings.Model != "" {
 		model = th.Settings.Model
@@ -107,7 +131,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	seeded := len(history)
 	var toolNames []string
 	if t.opts.Tools != nil {
-		toolNames = t.opts.Tools.Names(id, 0)
+		toolNames = t.opts.Tools.Names(r.id, 0)
 	}
 	lead, err := t.newLead(th.SessionID+"."+env.RunID, model, history, toolNames)
 	if err != nil {
@@ -123,8 +147,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	rs.emit(runs.Event{Kind: runs.EventStarted})
 
 	tctx := WithCaller(withAsked(context.Background(), rs.asked), callerOf(env))
-	tctx = tools.WithApprover(tools.WithIdentity(tctx, id), rs.approver)
-	if err := lead.SendInput(tctx, in); err != nil {
+	tctx = tools.WithApprover(tools.WithIdentity(tctx, r.id), rs.approver)
+	if err := lead.SendInput(tctx, r.in); err != nil {
 		return "", fmt.Errorf("lead: starting the turn: %w", err)
 	}
 	if err := lead.WhenIdle(ctx); err != nil {
@@ -134,12 +158,17 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 		return runs.OutcomeCancelled, ctx.Err()
 	}
 	rs.close() // every progress and subagent event is out before the closing one
+	return t.conclude(ctx, run, th, rs, lead.Session(), seeded, r.completed)
+}
 
-	own := lead.Session().Since(seeded)
+// conclude ends the run by how the lead's turn ended: waiting for an answer or an approval,
+// answered, failed for the model, or failed.
+func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, rs *runState, sess *agent.Session, seeded int, completed []agent.Event) (runs.Outcome, error) {
+	own := sess.Since(seeded)
 	form, callID := rs.asked.get()
 	approval, approvalCall := rs.asked.approvalGet()
 	// No turn/end of its own (it cannot happen once idle) reads as a failure: Reason is empty.
-	end, _ := lead.Session().Last(agent.KindTurnEnd, seeded)
+	end, _ := sess.Last(agent.KindTurnEnd, seeded)
 	var modelErr *agent.ModelError // the lead's own model call failed
 	switch {
 	case form != nil && end.Reason == agent.TurnCompleted:
@@ -149,7 +178,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	case end.Reason == agent.TurnCompleted:
 		text := answerText(own, end.Turn)
 		if text == "" {
-			t.log.Warn("lead: the lead finished without an answer", "run", env.RunID)
+			t.log.Warn("lead: the lead finished without an answer", "run", run.Envelope.RunID)
 			text = "_(The assistant finished without writing an answer.)_"
 		}
 		turn := historyTurn(completed, own)
@@ -157,7 +186,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	case end.Reason == agent.TurnError && errors.As(end.Err, &modelErr):
 		return t.modelFailed(ctx, run, modelErr.Err)
 	default:
-		t.log.Warn("lead: the lead's turn did not complete", "run", env.RunID, "reason", end.Reason, "error", end.Error)
+		t.log.Warn("lead: the lead's turn did not complete", "run", run.Envelope.RunID, "reason", end.Reason, "error", end.Error)
 		return t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: failureReason(end.Reason)}, runs.OutcomeFailed, nil)
 	}
 }

@@ -137,19 +137,19 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 	if err == nil && env.RunID != runID {
 		err = fmt.Errorf("runs: mailbox run id %s differs from the envelope's: %w", runID, ErrBadSignature)
 	}
-	conv := ""
+	t := runTry{tag: tag, owner: owner, runID: runID, payload: payload, handedBack: c.HandedBack}
 	if env != nil {
-		conv = env.Conv.String()
+		t.conv = env.Conv.String()
 	}
 	if err != nil {
 		reason := "signature: " + VerifyReason(err)
 		p.log.Warn("runs: envelope failed verification; dead-lettered, not run", "run", runID, "reason", reason)
-		return p.deadLetter(ctx, tag, runID, reason, payload, conv, c.Attempt, true)
+		return p.deadLetter(ctx, tag, runID, reason, payload, t.conv, c.Attempt, true)
 	}
 	// Attempts handed back at a shutdown were not failures: they do not count against the limit.
 	if c.Attempt-c.HandedBack > p.opt.MaxAttempts {
 		p.log.Error("runs: run started too often without finishing; dead-lettered", "run", runID, "attempts", c.Attempt-1)
-		return p.deadLetter(ctx, tag, runID, "attempts exhausted: workers stopped while running it", payload, conv, c.Attempt-1, false)
+		return p.deadLetter(ctx, tag, runID, "attempts exhausted: workers stopped while running it", payload, t.conv, c.Attempt-1, false)
 	}
 
 	runCtx, cancel := context.WithCancelCause(p.runs)
@@ -170,76 +170,104 @@ func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim
 		if r, done := p.interrupted(runCtx, tag, owner, run); done {
 			return r
 		}
-		switch {
-		case herr == nil:
-			p.outage.handler.ok()
-			p.outage.unavailable.ok()
-			if !out.Valid() {
-				p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", runID, "outcome", out)
-				out = OutcomeFailed
-			}
-			return result{step: stepAck, runID: runID, outcome: out}
-		case IsPermanent(herr):
-			p.log.Warn("runs: run failed", "run", runID, "conv", conv, "attempt", attempt, "err", herr)
-			p.tell(run, EventFailed, "Sorry, this request failed.")
-			return result{step: stepAck, runID: runID, outcome: OutcomeFailed}
-		case attempt-c.HandedBack >= p.opt.MaxAttempts:
-			p.log.Error("runs: run failed on every attempt; dead-lettered", "run", runID, "conv", conv, "attempts", attempt, "err", herr)
-			r := p.deadLetter(ctx, tag, runID, "attempts exhausted: "+truncate(herr.Error(), 300), payload, conv, attempt, false)
-			if r.step == stepAck {
-				reason := "Sorry, this request failed after several attempts."
-				if u, ok := errors.AsType[*UnavailableError](herr); ok && u.Reason != "" {
-					reason = u.Reason
-				}
-				p.tell(run, EventFailed, reason)
-			}
+		if r, done := p.ended(ctx, t, run, attempt, out, herr); done {
 			return r
 		}
-		wait := p.backoff(attempt)
-		u, outage := errors.AsType[*UnavailableError](herr)
-		if outage {
-			wait = max(p.unavailableBackoff(attempt), u.RetryAfter)
-		}
-		switch {
-		case outage:
-			// The model is down for every run alike: a few lines for all of them, not one each.
-			p.outage.unavailable.fail(herr, "run", runID, "conv", conv, "attempt", attempt, "wait", wait.Round(time.Millisecond))
-		case unreachable(herr):
-			// Redis is gone (the handler's thread store): one line for all runs, not one each.
-			p.outage.handler.fail(herr, "run", runID, "attempt", attempt)
-		default:
-			p.log.Info("runs: transient failure; retrying", "run", runID, "attempt", attempt, "err", herr)
-		}
-		p.set.add(settleItem{counter: statRetries})
-		p.opt.recovered(RecoveryRetry, 1)
-		if !p.waitRetry(runCtx, wait, outage) {
-			// The drain began while the run waited out an outage (minutes): give the run back
-			// now, for the next worker, rather than hold shutdown up until its deadline.
-			p.release(p.bg, tag, owner)
-			return result{step: stepReleased, runID: runID}
-		}
-		if r, done := p.interrupted(runCtx, tag, owner, run); done {
+		next, r, done := p.again(ctx, runCtx, cancel, t, run, attempt, herr)
+		if done {
 			return r
 		}
-		// Before the next attempt the lease must be ours still; while Redis is unreachable that
-		// cannot be known, so wait for it rather than leave the run to the recoverer.
-		var rn rdb.Renewal
-		err := retryRedis(runCtx, p.outage.renew, func() error {
-			var err error
-			rn, err = p.st.Renew(ctx, rdb.RenewReq{Tag: tag, Owner: owner, RunID: runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
-			return err
-		}, "run", runID)
-		if r, done := p.interrupted(runCtx, tag, owner, run); done {
-			return r
-		}
-		if err != nil || rn.Lost {
-			return result{step: stepLost, runID: runID}
-		}
-		if rn.Cancelled {
-			cancel(errCancelled)
-		}
-		attempt = rn.Attempt
+		attempt = next
 	}
+}
+
+// runTry names the run a worker tries: its queue tag and the worker, the run and its payload,
+// its conversation (for the logs) and how many of its attempts were handed back at a shutdown.
+type runTry struct {
+	tag, owner, runID, conv string
+	payload                 []byte
+	handedBack              int
+}
+
+// ended says how an attempt that returned out, herr ends the run, if it does (done): answered
+// (or whatever outcome), failed for good, or dead-lettered after the last attempt.
+func (p *Pool) ended(ctx context.Context, t runTry, run *Run, attempt int, out Outcome, herr error) (result, bool) {
+	switch {
+	case herr == nil:
+		p.outage.handler.ok()
+		p.outage.unavailable.ok()
+		if !out.Valid() {
+			p.log.Error("runs: handler returned an unknown outcome; counting it failed", "run", t.runID, "outcome", out)
+			out = OutcomeFailed
+		}
+		return result{step: stepAck, runID: t.runID, outcome: out}, true
+	case IsPermanent(herr):
+		p.log.Warn("runs: run failed", "run", t.runID, "conv", t.conv, "attempt", attempt, "err", herr)
+		p.tell(run, EventFailed, "Sorry, this request failed.")
+		return result{step: stepAck, runID: t.runID, outcome: OutcomeFailed}, true
+	case attempt-t.handedBack >= p.opt.MaxAttempts:
+		p.log.Error("runs: run failed on every attempt; dead-lettered", "run", t.runID, "conv", t.conv, "attempts", attempt, "err", herr)
+		r := p.deadLetter(ctx, t.tag, t.runID, "attempts exhausted: "+truncate(herr.Error(), 300), t.payload, t.conv, attempt, false)
+		if r.step == stepAck {
+			reason := "Sorry, this request failed after several attempts."
+			if u, ok := errors.AsType[*UnavailableError](herr); ok && u.Reason != "" {
+				reason = u.Reason
+			}
+			p.tell(run, EventFailed, reason)
+		}
+		return r, true
+	}
+	return result{}, false
+}
+
+// again waits out the backoff after a failed attempt and renews the run's lease for the next
+// one, whose number it returns; done, with r, when the run must not be tried here again (the
+// drain began, the lease was lost, the run was interrupted).
+func (p *Pool) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc, t runTry, run *Run, attempt int, herr error) (next int, r result, done bool) {
+	wait := p.backoff(attempt)
+	u, outage := errors.AsType[*UnavailableError](herr)
+	if outage {
+		wait = max(p.unavailableBackoff(attempt), u.RetryAfter)
+	}
+	switch {
+	case outage:
+		// The model is down for every run alike: a few lines for all of them, not one each.
+		p.outage.unavailable.fail(herr, "run", t.runID, "conv", t.conv, "attempt", attempt, "wait", wait.Round(time.Millisecond))
+	case unreachable(herr):
+		// Redis is gone (the handler's thread store): one line for all runs, not one each.
+		p.outage.handler.fail(herr, "run", t.runID, "attempt", attempt)
+	default:
+		p.log.Info("runs: transient failure; retrying", "run", t.runID, "attempt", attempt, "err", herr)
+	}
+	p.set.add(settleItem{counter: statRetries})
+	p.opt.recovered(RecoveryRetry, 1)
+	if !p.waitRetry(runCtx, wait, outage) {
+		// The drain began while the run waited out an outage (minutes): give the run back
+		// now, for the next worker, rather than hold shutdown up until its deadline.
+		p.release(p.bg, t.tag, t.owner)
+		return 0, result{step: stepReleased, runID: t.runID}, true
+	}
+	if r, done := p.interrupted(runCtx, t.tag, t.owner, run); done {
+		return 0, r, true
+	}
+	// Before the next attempt the lease must be ours still; while Redis is unreachable that
+	// cannot be known, so wait for it rather than leave the run to the recoverer.
+	var rn rdb.Renewal
+	err := retryRedis(runCtx, p.outage.renew, func() error {
+		var err error
+		rn, err = p.st.Renew(ctx, rdb.RenewReq{Tag: t.tag, Owner: t.owner, RunID: t.runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+		return err
+	}, "run", t.runID)
+	if r, done := p.interrupted(runCtx, t.tag, t.owner, run); done {
+		return 0, r, true
+	}
+	if err != nil || rn.Lost {
+		return 0, result{step: stepLost, runID: t.runID}, true
+	}
+	if rn.Cancelled {
+		cancel(errCancelled)
+	}
+	return rn.Attempt, result{}, false
 }
 
 // interrupted reports what to do when the run's context was cancelled from outside.

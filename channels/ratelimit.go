@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// minRateWait is the shortest wait after a rate limit without a usable Retry-After.
-const minRateWait = 50 * time.Millisecond
+// MinRateWait is the shortest wait after a rate limit, so that a Retry-After of nothing never
+// makes a tight loop of refused requests (RetryRateLimited here, kit.RetryAfter in adapters).
+const MinRateWait = 50 * time.Millisecond
 
 // ErrPartlyPosted is matched (errors.Is) by the error of a send of several pieces that failed
 // after posting some of them: sent again as it is, the pieces posted would show twice.
@@ -27,7 +28,7 @@ func RetryRateLimited(ctx context.Context, maxWait time.Duration, attempts int, 
 		if errors.Is(err, ErrPartlyPosted) {
 			return err // sent again, the pieces left would show twice
 		}
-		wait := min(max(rl.RetryAfter, minRateWait), maxWait)
+		wait := min(max(rl.RetryAfter, MinRateWait), maxWait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -13,10 +13,6 @@ import (
 // when MaxWait is not set.
 const DefaultMaxRetryWait = 30 * time.Second
 
-// minRetryAfter is the shortest wait after a rate limit, so that a Retry-After of nothing never
-// makes a tight loop of refused requests (channels.RetryRateLimited keeps the same floor).
-const minRetryAfter = 50 * time.Millisecond
-
 // RetryAfter is where an adapter meets the platform's rate limits (its calls return
 // *channels.RateLimitError for a 429). Waiting happens in one place per call, never stacked:
 //
@@ -66,8 +62,8 @@ func (r *RetryAfter) Once(method string, err error) error {
 }
 
 // Wait calls f, and again after each *channels.RateLimitError it returns, waiting its
-// RetryAfter (at least 50 ms). It returns f's first other outcome; the rate limit itself when
-// the next wait would take the total past MaxWait or the calls are spent; and that rate limit
+// RetryAfter (at least channels.MinRateWait). It returns f's first other outcome; the rate
+// limit itself when the next wait would take the total past MaxWait or the calls are spent; and that rate limit
 // joined with ctx's error when ctx ends while waiting.
 func (r *RetryAfter) Wait(ctx context.Context, method string, f func(ctx context.Context) error) error {
 	maxWait := r.MaxWait
@@ -85,7 +81,7 @@ func (r *RetryAfter) Wait(ctx context.Context, method string, f func(ctx context
 		if !ok {
 			return err
 		}
-		wait := max(rl.RetryAfter, minRetryAfter)
+		wait := max(rl.RetryAfter, channels.MinRateWait)
 		if waited+wait > maxWait || (r.Attempts > 0 && attempt >= r.Attempts) {
 			r.Log.Limited(method, rl.RetryAfter, false)
 			return err

@@ -63,8 +63,8 @@ func (r *RetryAfter) Once(method string, err error) error {
 
 // Wait calls f, and again after each *channels.RateLimitError it returns, waiting its
 // RetryAfter (at least channels.MinRateWait). It returns f's first other outcome; the rate
-// limit itself when the next wait would take the total past MaxWait or the calls are spent; and that rate limit
-// joined with ctx's error when ctx ends while waiting.
+// limit itself when the next wait would take the total past MaxWait or the calls are spent;
+// and that rate limit joined with ctx's error when ctx ends while waiting.
 func (r *RetryAfter) Wait(ctx context.Context, method string, f func(ctx context.Context) error) error {
 	maxWait := r.MaxWait
 	if maxWait <= 0 {

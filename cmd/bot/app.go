@@ -264,9 +264,13 @@ func (a *app) onTakeover(platform string) func() {
 
 // actionSecret derives the key that signs interactive ids from the run-signing key, so every
 // process that verifies runs also verifies clicks, without another secret to configure.
-func actionSecret(c *core) []byte {
-	mac := hmac.New(sha256.New, c.signingKey)
-	mac.Write([]byte("switchboard interactive ids v1"))
+func actionSecret(c *core) []byte { return derive(c.signingKey, "switchboard interactive ids v1") }
+
+// derive is a 32-byte key for one purpose, from the signing key (HMAC-SHA256 of the purpose):
+// the interactive ids' key, the Slack OAuth state key.
+func derive(key []byte, purpose string) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(purpose))
 	return mac.Sum(nil)
 }
 

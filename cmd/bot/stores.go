@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,12 +69,4 @@ func (d discordSessions) LoadSession(ctx context.Context, shard int) (discord.Se
 
 func (d discordSessions) SaveSession(ctx context.Context, shard int, s discord.Session) error {
 	return d.s.SaveSession(ctx, shard, intake.Session(s))
-}
-
-// derive is a 32-byte key for one purpose, from the signing key (HMAC-SHA256 of the purpose):
-// the Slack OAuth state key.
-func derive(key []byte, purpose string) []byte {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(purpose))
-	return mac.Sum(nil)
 }

@@ -7,6 +7,7 @@ package conv
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strings"
 )
 
@@ -104,3 +105,7 @@ type Attachment struct {
 	Size int64  `json:"size,omitempty"`
 	URL  string `json:"url,omitempty"`
 }
+
+// ErrFileTooLarge is the error of a file download refused for its size: the platform said it
+// is larger than the limit, or more bytes than that came.
+var ErrFileTooLarge = errors.New("the file is larger than the limit")

@@ -40,6 +40,16 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID is set on tool messages: the call this message answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Images go with a user message as image parts of its content, for models that take
+	// images. They are never stored: a thread's history keeps text only.
+	Images []Image `json:"-"`
+}
+
+// Image is one picture sent to the model with a user message: its bytes and their type
+// (image/png, image/jpeg, image/gif or image/webp), sniffed from the bytes.
+type Image struct {
+	MIME string
+	Data []byte
 }
 
 // ToolSpec describes one tool offered to the model. Parameters is a JSON Schema object.
@@ -52,6 +62,9 @@ type ToolSpec struct {
 // Request is one model call. System sections are sent, in order, as one system message ahead of
 // Messages.
 type Request struct {
+	// Provider names the endpoint that answers the call, one of those a Providers knows ("":
+	// its default). A single provider ignores it.
+	Provider  string
 	Model     string
 	System    []string
 	Messages  []Message
@@ -67,6 +80,7 @@ func (r Request) Clone() Request {
 		c.Messages = make([]Message, len(r.Messages))
 		for i, m := range r.Messages {
 			m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+			m.Images = append([]Image(nil), m.Images...) // the bytes are shared: nobody writes them
 			c.Messages[i] = m
 		}
 	}

@@ -384,7 +384,7 @@ func (r *Router) envelope(in channels.Inbound, admin bool, kind runs.Kind) *runs
 		id.Platform = in.Conv.Platform
 	}
 	id.Admin = admin
-	return &runs.Envelope{RunID: runs.NewRunID(), Kind: kind, Conv: in.Conv, Identity: id, ReplyTo: in.MessageID, CreatedAt: r.now()}
+	return &runs.Envelope{RunID: runs.NewRunID(), Kind: kind, Conv: in.Conv, Identity: id, Direct: in.Direct, ReplyTo: in.MessageID, CreatedAt: r.now()}
 }
 
 // enqueue signs and queues env. Busy and paused are counted and logged, and come back as the

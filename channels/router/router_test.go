@@ -250,6 +250,26 @@ func TestAdminFlagDecidedByRouter(t *testing.T) {
 	}
 }
 
+// TestDirectCarriedSigned: whether a message came in a private chat travels in the signed
+// envelope (profiles route on it), as the adapter reported it.
+func TestDirectCarriedSigned(t *testing.T) {
+	h := newHarness(t)
+	h.startPool()
+	h.send(channels.Inbound{Conv: dm("d1"), Identity: user("u1"), Text: "hi", Direct: true})
+	h.send(channels.Inbound{Conv: dm("d2"), Identity: user("u2"), Text: "hi", AddressesBot: true})
+	got := map[string]bool{}
+	for range 2 {
+		env := h.nextRun()
+		if err := h.signer.Verify(env); err != nil {
+			t.Errorf("run %s: %v", env.RunID, err)
+		}
+		got[env.Conv.Chat] = env.Direct
+	}
+	if !got["d1"] || got["d2"] {
+		t.Errorf("direct flags %v, want d1 true and d2 false", got)
+	}
+}
+
 // TestOversizedMessageRefusedPolitely proves a message over MaxMessageChars gets a polite reply
 // and queues nothing.
 func TestOversizedMessageRefusedPolitely(t *testing.T) {

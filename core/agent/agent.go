@@ -99,6 +99,9 @@ const (
 // Input is one queued prompt.
 type Input struct {
 	Content string
+	// Images go with the user message to the model (not with a Resume); they are kept in the
+	// session's memory only, never in an encoded event.
+	Images []llm.Image
 	// Source is recorded on the user/message ("user" when empty) and as the turn's trigger.
 	Source string
 	// Resume starts a turn without a user message: the model continues from the history as it

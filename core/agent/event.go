@@ -67,6 +67,11 @@ type Event struct {
 	// when the model call failed. Error is its text. It lives only in the running session: an
 	// event read back from storage has Error alone.
 	Err error `json:"-"`
+	// Images go with a user/message to the model, as image parts of its request. They live in
+	// memory only — AppendEvent and the JSON encoding leave them out — so a stored history
+	// keeps the message's text (which says what was attached), not the bytes. A pointer, so
+	// that events stay comparable.
+	Images *[]llm.Image `json:"-"`
 }
 
 // Header describes where a session comes from.
@@ -289,6 +294,9 @@ func (b *historyBuilder) add(e *Event) {
 	case KindUserMessage:
 		b.closeDangling()
 		b.push(llm.RoleUser, e.Content, "")
+		if e.Images != nil {
+			b.msgs[len(b.msgs)-1].Images = *e.Images
+		}
 	case KindAssistantMessage:
 		b.closeDangling()
 		b.push(llm.RoleAssistant, e.Content, "")

@@ -21,7 +21,11 @@ func (a *Agent) runTurn(ctx context.Context, turn int, in Input) {
 func (a *Agent) writeTurnStart(turn int, in *Input) {
 	a.write(&Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
 	if !in.Resume {
-		a.write(&Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source})
+		e := &Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source}
+		if len(in.Images) > 0 {
+			e.Images = &in.Images
+		}
+		a.write(e)
 	}
 }
 

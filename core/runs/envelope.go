@@ -29,6 +29,8 @@ type Envelope struct {
 	Text     string        `json:"text,omitempty"`
 	// Attachments are file metadata only.
 	Attachments []conv.Attachment `json:"attachments,omitempty"`
+	// Direct: the message came in a private chat with the bot (profiles route on it).
+	Direct bool `json:"direct,omitempty"`
 	// ReplyTo is the platform message id the answer should reply to or thread under.
 	ReplyTo string `json:"reply_to,omitempty"`
 	// Command and Args are set for KindCommand.
@@ -155,6 +157,12 @@ func (e *Envelope) Canonical() []byte {
 	w.str(e.ClarificationID)
 	w.uint(uint64(e.CreatedAt.Unix()))
 	w.uint(uint64(e.CreatedAt.Nanosecond()))
+	// Fields added after v1 follow, each only when set, so that an envelope without them keeps
+	// the canonical form it had (runs queued by an older release still verify) and one with
+	// them cannot share its form with any v1 envelope (v1 forms end at the time).
+	if e.Direct {
+		w.str("direct")
+	}
 	return w.buf
 }
 

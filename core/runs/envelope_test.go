@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -200,4 +202,33 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		_ = s.Verify(env)
 	})
+}
+
+// TestDirectIsSignedAndKeepsTheV1Form: an envelope that is not direct has the canonical form
+// it had before the field existed (pinned), so runs queued by an older release still verify;
+// a direct one is signed with the flag, and turning it on or off breaks the signature.
+func TestDirectIsSignedAndKeepsTheV1Form(t *testing.T) {
+	e := &Envelope{RunID: "01J0000000000000000000000A", Kind: KindMessage,
+		Conv:     conv.Key{Platform: "telegram", Chat: "42"},
+		Identity: conv.Identity{Platform: "telegram", ChannelUserID: "7"}, Text: "hi",
+		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	sum := sha256.Sum256(e.Canonical())
+	if got := hex.EncodeToString(sum[:8]); got != "c96488144d105061" {
+		t.Fatalf("the v1 canonical form changed: sha256 starts %s", got)
+	}
+	s := testSigner(t)
+	e.Direct = true
+	s.Sign(e)
+	b, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := s.Open(b)
+	if err != nil || !opened.Direct {
+		t.Fatalf("a direct envelope does not survive the wire: %+v, %v", opened, err)
+	}
+	opened.Direct = false
+	if err := s.Verify(opened); err == nil {
+		t.Fatal("clearing direct kept the signature valid")
+	}
 }

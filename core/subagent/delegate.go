@@ -39,6 +39,25 @@ type DelegateConfig struct {
 	SpawnProvider, ForkProvider string
 	// ChildOptions are passed to every child (a model override, a system prompt, caps).
 	ChildOptions AgentOptions
+	// Limits, when set, gives the bounds for one calling agent instead of MaxConcurrent and
+	// MaxDepth (the same meanings; ok false keeps them): the bounds of the place a run comes
+	// from. A parent's concurrency bound is read when it first delegates.
+	Limits func(parent *agent.Agent) (maxConcurrent, maxDepth int, ok bool)
+}
+
+// limits returns the bounds for parent.
+func (d *delegateTool) limits(parent *agent.Agent) (maxConcurrent, maxDepth int) {
+	maxConcurrent, maxDepth = d.cfg.MaxConcurrent, d.cfg.MaxDepth
+	if d.cfg.Limits == nil {
+		return maxConcurrent, maxDepth
+	}
+	if c, dp, ok := d.cfg.Limits(parent); ok {
+		if c <= 0 {
+			c = DefaultMaxConcurrent
+		}
+		maxConcurrent, maxDepth = c, max(dp, 0)
+	}
+	return maxConcurrent, maxDepth
 }
 
 type delegateTool struct {
@@ -104,7 +123,8 @@ func (d *delegateTool) sem(parent *agent.Agent) chan struct{} {
 	if s, ok := parent.Value(key).(chan struct{}); ok {
 		return s
 	}
-	s := make(chan struct{}, d.cfg.MaxConcurrent)
+	n, _ := d.limits(parent)
+	s := make(chan struct{}, n)
 	parent.Set(key, s)
 	return s
 }
@@ -133,6 +153,7 @@ func (d *delegateTool) execute(ctx context.Context, call agent.ToolCall) agent.T
 		label = provider
 	}
 
+	_, maxDepth := d.limits(call.Agent)
 	sem := d.sem(call.Agent)
 	select {
 	case sem <- struct{}{}:
@@ -147,7 +168,7 @@ func (d *delegateTool) execute(ctx context.Context, call agent.ToolCall) agent.T
 		Parent:       call.Agent,
 		AgentOptions: d.cfg.ChildOptions,
 		OutputSchema: args.OutputSchema,
-		MaxDepth:     d.cfg.MaxDepth,
+		MaxDepth:     maxDepth,
 		Name:         args.Name,
 		CallID:       call.ID,
 	})

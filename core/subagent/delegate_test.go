@@ -328,3 +328,23 @@ func TestRegisterDelegateToolRejectsNegativeLimits(t *testing.T) {
 		t.Fatal("a second delegate tool was registered")
 	}
 }
+
+// TestDelegateLimitsPerParent: Limits gives a parent's bounds in place of the configured ones
+// (a place's profile), for depth and for concurrency; ok false keeps the configured ones.
+func TestDelegateLimitsPerParent(t *testing.T) {
+	p := llm.ScriptFunc(func(req llm.Request) llm.Reply {
+		if lastIsTool(req) {
+			return llm.Reply{Text: "answered: " + req.Messages[len(req.Messages)-1].Content}
+		}
+		return llm.Reply{ToolCalls: []llm.ToolCall{delegateCall("d", map[string]any{"task": "deeper", "name": "n"})}}
+	})
+	var asked atomic.Int32
+	limits := func(*agent.Agent) (int, int, bool) { asked.Add(1); return 1, 1, true }
+	_, lead, _ := delegateFixture(t, p, DelegateConfig{MaxDepth: 5, Limits: limits})
+	_ = lead.Send("go")
+	idle(t, lead)
+	rs := toolResultsOf(lead.Session().Events())
+	if len(rs) != 1 || !strings.Contains(rs[0].Content, "subagent depth 2 exceeds maxDepth 1") || asked.Load() == 0 {
+		t.Fatalf("result %+v (limits asked %d times), want the child's delegation refused at depth 2", rs, asked.Load())
+	}
+}

@@ -25,7 +25,19 @@ type Identity struct {
 	RunID         string `json:"run_id"`
 	// Admin is whether the user has admin rights here; it decides policy, and is not sent.
 	Admin bool `json:"-"`
+	// Scope, when not nil, narrows the tools to those of the place's profile: only tools it
+	// allows are offered or called, whatever the policy allows. Not sent.
+	Scope *Scope `json:"-"`
 }
+
+// Scope is the tools a place's profile may use (profiles.<name>.tools): offered names matching
+// one of Globs (path.Match, as the policy's). No globs: no tools.
+type Scope struct {
+	Globs []string
+}
+
+// Allows reports whether name is one of the scope's tools; a nil scope allows every tool.
+func (s *Scope) Allows(name string) bool { return s == nil || matchAny(s.Globs, name) }
 
 // MetaKey is the key of the identity object in a tools/call request's _meta.
 const MetaKey = "switchboard/identity"

@@ -496,3 +496,30 @@ func TestCallsOfOneResponseRunInParallel(t *testing.T) {
 		t.Errorf("at most %d calls were in flight at once, want the response's calls made together", fl.max)
 	}
 }
+
+// TestScopeNarrowsThePolicy: an identity scoped to a profile's tools is offered and may call
+// only those, whatever the policy allows; a nil scope changes nothing.
+func TestScopeNarrowsThePolicy(t *testing.T) {
+	m, _, _ := startHTTP(t, Config{}, Server{})
+	all := m.Names(alice, 0)
+	if len(all) < 2 {
+		t.Fatalf("the fake offers %v; the test needs two tools", all)
+	}
+	scoped := alice
+	scoped.Scope = &Scope{Globs: []string{"fake__echo"}}
+	if got := m.Names(scoped, 0); len(got) != 1 || got[0] != "fake__echo" {
+		t.Errorf("scoped names %v, want [fake__echo]", got)
+	}
+	ctx := WithIdentity(context.Background(), scoped)
+	if res := call(m, ctx, "fake__whoami", `{}`); !res.IsError || res.Code != agent.CodeDenied {
+		t.Errorf("a tool outside the scope ran: %+v", res)
+	}
+	if res := call(m, ctx, "fake__echo", `{"message":"hi"}`); res.IsError {
+		t.Errorf("the scope's tool was refused: %+v", res)
+	}
+	none := alice
+	none.Scope = &Scope{}
+	if got := m.Names(none, 0); len(got) != 0 {
+		t.Errorf("an empty scope offers %v", got)
+	}
+}

@@ -73,6 +73,9 @@ func allows(allow []string, id Identity) bool {
 // forAgent is what an agent at depth may use of the tool: the caller's decision, narrowed for
 // subagents by tools.subagents.
 func (p *policy) forAgent(name string, id Identity, known bool, depth int) decision {
+	if !id.Scope.Allows(name) {
+		return decision{} // not a tool of this place's profile
+	}
 	d := p.decide(name, id, known)
 	if !d.Allowed || depth == 0 {
 		return d

@@ -15,6 +15,7 @@ var commandSpecs = []CommandSpec{
 	{Name: "pause", Description: "Stop taking new requests", AdminOnly: true},
 	{Name: "resume", Description: "Take new requests again", AdminOnly: true},
 	{Name: "model", Description: "Show or set this chat's model: model [name]", AdminOnly: true},
+	{Name: "profile", Description: "Show which agent profile this chat gets, and why", AdminOnly: true},
 	{Name: "tools", Description: "List the tool servers and their tools; tools reload reconnects them (admins)"},
 }
 

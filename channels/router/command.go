@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
@@ -18,6 +20,16 @@ type ToolsInfo interface {
 	ToolsReport(admin bool) string
 	// ReloadTools reconnects every server (re-reading their secret files).
 	ReloadTools()
+}
+
+// Places tells which profile (prompt, model, tools) a conversation gets; cmd/bot backs it
+// with the configured profiles and routes.
+type Places interface {
+	// Place says, for an admin, which profile a message from k gets and why: its name, model
+	// and tools, and the route that chose it.
+	Place(k conv.Key, direct bool, user string) string
+	// Models are what /model may choose in k's profile; nil allows any.
+	Models(k conv.Key, direct bool, user string) []string
 }
 
 // greetingCommands are the commands a platform's client sends on its own — Telegram's /start
@@ -104,7 +116,12 @@ func (cmd commands) runCommand(ctx context.Context, in channels.Inbound, name st
 		cmd.r.log.Warn("channels: intake resumed by an admin", "platform", platform, "admin", in.Identity.ChannelUserID)
 		return "Resumed: taking new requests.", nil
 	case "model":
-		return cmd.model(ctx, conv, args)
+		return cmd.model(ctx, in, args)
+	case "profile":
+		if cmd.r.opt.Places == nil {
+			return "No profiles are configured: every chat gets the top-level settings.", nil
+		}
+		return cmd.r.opt.Places.Place(in.Conv, in.Direct, in.Identity.ChannelUserID), nil
 	case "tools":
 		return cmd.toolsCommand(in, args, admin), nil
 	}
@@ -320,7 +337,8 @@ func validModel(s string) bool {
 	return true
 }
 
-func (cmd commands) model(ctx context.Context, conv string, args []string) (string, error) {
+func (cmd commands) model(ctx context.Context, in channels.Inbound, args []string) (string, error) {
+	conv := in.Conv.String()
 	th, _, err := cmd.r.opt.Threads.Ensure(ctx, conv)
 	if err != nil {
 		return "", err
@@ -333,6 +351,14 @@ func (cmd commands) model(ctx context.Context, conv string, args []string) (stri
 	}
 	if len(args) != 1 || !validModel(args[0]) {
 		return "Usage: /model <name> — letters, digits and . _ : / - only.", nil
+	}
+	if cmd.r.opt.Places != nil {
+		if allowed := cmd.r.opt.Places.Models(in.Conv, in.Direct, in.Identity.ChannelUserID); allowed != nil && !slices.Contains(allowed, args[0]) {
+			if len(allowed) == 0 {
+				return "This chat's profile does not let /model choose a model.", nil
+			}
+			return "This chat's profile allows only these models: `" + strings.Join(allowed, "`, `") + "`.", nil
+		}
 	}
 	s := th.Settings
 	s.Model = args[0]

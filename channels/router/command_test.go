@@ -176,7 +176,7 @@ func TestNewCancelsPendingQuestion(t *testing.T) {
 
 // TestCommandsListed proves Commands covers every command once and can be registered.
 func TestCommandsListed(t *testing.T) {
-	want := []string{"help", "new", "cancel", "status", "whoami", "allow", "deny", "admins", "stats", "deadletters", "pause", "resume", "model", "tools"}
+	want := []string{"help", "new", "cancel", "status", "whoami", "allow", "deny", "admins", "stats", "deadletters", "pause", "resume", "model", "profile", "tools"}
 	got := channels.Commands()
 	if len(got) != len(want) {
 		t.Fatalf("%d commands, want %d", len(got), len(want))
@@ -262,5 +262,41 @@ func TestStartGreetsNewUsers(t *testing.T) {
 		if greetingCommands[c.Name] {
 			t.Errorf("/%s is in the command menu; the client sends it on its own", c.Name)
 		}
+	}
+}
+
+// places is a Places for the tests: one profile for every chat, allowing two models.
+type places struct{ models []string }
+
+func (p places) Place(k conv.Key, direct bool, user string) string {
+	return fmt.Sprintf("profile support for %s (direct %v, user %s)", k.Chat, direct, user)
+}
+func (p places) Models(conv.Key, bool, string) []string { return p.models }
+
+// TestProfileCommandAndModelBounds: /profile tells an admin the chat's profile and why; /model
+// chooses only among the profile's models, and /profile without profiles says so.
+func TestProfileCommandAndModelBounds(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *runs.Options) {
+		o.Admins = map[string][]string{"test": {"admin1"}}
+		o.Places = places{models: []string{"small", "large"}}
+	})
+	c := dm("p1")
+	for _, tc := range []struct{ user, text, want string }{
+		{"admin1", "/profile", "profile support for p1 (direct true, user admin1)"},
+		{"u1", "/profile", "admins only"},
+		{"admin1", "/model huge", "allows only these models: `small`, `large`"},
+		{"admin1", "/model large", "now uses the model `large`"},
+	} {
+		before := len(h.ch.Sent())
+		h.send(channels.Inbound{Conv: c, Identity: user(tc.user), Text: tc.text, Direct: true})
+		sent := h.ch.Sent()[before:]
+		if len(sent) != 1 || !strings.Contains(sent[0].Text, tc.want) {
+			t.Errorf("%s by %s: replies %+v, want one containing %q", tc.text, tc.user, sent, tc.want)
+		}
+	}
+	none := newHarness(t, func(o *Options, _ *runs.Options) { o.Admins = map[string][]string{"test": {"admin1"}} })
+	none.send(channels.Inbound{Conv: c, Identity: user("admin1"), Text: "/profile", Direct: true})
+	if s := none.ch.Sent(); len(s) != 1 || !strings.Contains(s[0].Text, "No profiles are configured") {
+		t.Errorf("/profile without profiles: %+v", s)
 	}
 }

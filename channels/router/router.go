@@ -72,7 +72,9 @@ type Options struct {
 	// Workers is shown by `stats` (the pool's worker count in this process).
 	Workers int
 	// Tools answers /tools (nil: no tools are configured).
-	Tools   ToolsInfo
+	Tools ToolsInfo
+	// Places answers /profile and bounds /model (nil: no profiles are configured).
+	Places  Places
 	Logger  *slog.Logger
 	Metrics Metrics
 	// Now is the clock (default time.Now).

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -41,6 +42,9 @@ func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
 	}
 	for _, m := range req.Messages {
 		size += 48 + len(m.Content) + len(m.ToolCallID)
+		for _, img := range m.Images {
+			size += 64 + len(img.MIME) + base64.StdEncoding.EncodedLen(len(img.Data))
+		}
 		for _, tc := range m.ToolCalls {
 			size += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)*11/10
 		}
@@ -93,7 +97,10 @@ func (p *OpenAI) wireBody(req Request, model string) ([]byte, error) {
 	return b, nil
 }
 
-// appendMessage appends m as go-openai encodes an openai.ChatCompletionMessage.
+// appendMessage appends m as go-openai encodes an openai.ChatCompletionMessage: a user message
+// with images as one whose MultiContent holds a text part (none when the content is empty) and
+// then an image_url part per image, each a data: URL; any other message with its content as a
+// string. Images on a message of another role are not sent: the API takes them from users only.
 func appendMessage(b []byte, m Message) []byte {
 	b = append(b, `{"role":`...)
 	b = jsonwire.AppendQuote(b, string(m.Role))
@@ -101,7 +108,9 @@ func appendMessage(b []byte, m Message) []byte {
 	if m.Role == RoleTool && content == "" {
 		content = "(no output)"
 	}
-	if content != "" {
+	if m.Role == RoleUser && len(m.Images) > 0 {
+		b = appendParts(b, content, m.Images)
+	} else if content != "" {
 		b = append(b, `,"content":`...)
 		b = jsonwire.AppendQuote(b, content)
 	}
@@ -138,6 +147,30 @@ func appendMessage(b []byte, m Message) []byte {
 		b = jsonwire.AppendQuote(b, m.ToolCallID)
 	}
 	return append(b, '}')
+}
+
+// appendParts appends the content of a user message with images as go-openai encodes a
+// MultiContent: `,"content":[{"type":"text","text":…},{"type":"image_url","image_url":{"url":…}}]`.
+func appendParts(b []byte, text string, images []Image) []byte {
+	b = append(b, `,"content":[`...)
+	if text != "" {
+		b = append(b, `{"type":"text","text":`...)
+		b = jsonwire.AppendQuote(b, text)
+		b = append(b, '}')
+	}
+	for i, img := range images {
+		if i > 0 || text != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"image_url","image_url":{"url":"data:`...)
+		b = jsonwire.AppendEscaped(b, img.MIME)
+		b = append(b, `;base64,`...)
+		// Base64's alphabet is all bytes JSON writes as they are, so the encoding goes straight
+		// into the body, without a string of it first.
+		b = base64.StdEncoding.AppendEncode(b, img.Data)
+		b = append(b, `"}}`...)
+	}
+	return append(b, ']')
 }
 
 // toolCache bounds: specs of one name beyond maxToolVariants (a tool whose schema changes per

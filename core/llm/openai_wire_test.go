@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,16 @@ func goOpenAIRequest(req Request, model string) openai.ChatCompletionRequest {
 		}
 		if m.Role == RoleTool && om.Content == "" {
 			om.Content = "(no output)"
+		}
+		if m.Role == RoleUser && len(m.Images) > 0 {
+			if om.Content != "" {
+				om.MultiContent = append(om.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: om.Content})
+			}
+			om.Content = ""
+			for _, img := range m.Images {
+				om.MultiContent = append(om.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+					ImageURL: &openai.ChatMessageImageURL{URL: "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data)}})
+			}
 		}
 		msgs = append(msgs, om)
 	}
@@ -116,6 +127,14 @@ func TestWireBodyIsGoOpenAIEncoding(t *testing.T) {
 				{Role: RoleUser, Content: "bad utf8 \xff\xfe \xe2\x82 end \xc3"},
 				{Role: "custom-role", Content: "x"},
 			}}},
+		{"a user message with text and images", Request{Messages: []Message{
+			{Role: RoleUser, Content: "what is <this>?", Images: []Image{{MIME: "image/png", Data: pngPixel}, {MIME: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10}}}},
+			{Role: RoleAssistant, Content: "a pixel"},
+			{Role: RoleUser, Content: "and now?"},
+		}}},
+		{"a user message with an image and no text", Request{Messages: []Message{{Role: RoleUser, Images: []Image{{MIME: "image/gif", Data: []byte("GIF89a")}}}}}},
+		{"images of every base64 padding", Request{Messages: []Message{{Role: RoleUser, Content: "x", Images: []Image{
+			{MIME: "image/webp", Data: []byte{1}}, {MIME: "image/webp", Data: []byte{1, 2}}, {MIME: "image/webp", Data: []byte{1, 2, 3}}, {MIME: "image/webp"}}}}}},
 		{"tools", Request{Messages: []Message{{Role: RoleUser, Content: "x"}}, Tools: []ToolSpec{
 			{Name: "ask", Description: "Ask <the> user & wait.", Parameters: schema},
 			{Name: "no_params"},
@@ -129,6 +148,66 @@ func TestWireBodyIsGoOpenAIEncoding(t *testing.T) {
 			checkWireBody(t, p, tt.req)
 			checkWireBody(t, p, tt.req) // again, with the tools cached
 		})
+	}
+}
+
+// pngPixel is a whole 1×1 PNG.
+var pngPixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89" +
+	"\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+
+func TestWireBodyMessagesWithoutImagesAreUnchanged(t *testing.T) {
+	p := newWireProvider(t)
+	plain := Request{Messages: []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "hello"}}}
+	got, err := p.wireBody(plain, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}],"stream":true,"stream_options":{"include_usage":true}}`
+	if string(got) != want {
+		t.Fatalf("body\n%s\nwant\n%s", got, want)
+	}
+	// Images on a message that is not the user's are not sent: the API refuses them there.
+	withImages := plain.Clone()
+	withImages.Messages[1].Images = []Image{{MIME: "image/png", Data: pngPixel}}
+	if got2, _ := p.wireBody(withImages, "m"); string(got2) != want {
+		t.Fatalf("an assistant message's images were encoded:\n%s", got2)
+	}
+}
+
+func TestWireBodyEncodesImagesAsContentParts(t *testing.T) {
+	p := newWireProvider(t)
+	req := Request{Messages: []Message{{Role: RoleUser, Content: "look", Images: []Image{{MIME: "image/png", Data: []byte{0xfb, 0xff}}}}}}
+	got, err := p.wireBody(req, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,+/8="}}]}`
+	if !strings.Contains(string(got), want) {
+		t.Fatalf("body\n%s\ndoes not hold\n%s", got, want)
+	}
+}
+
+func TestWireBodyEncodesImagesWithoutCopies(t *testing.T) {
+	p := newWireProvider(t)
+	req := Request{System: []string{"s"}, Messages: []Message{{Role: RoleUser, Content: "look",
+		Images: []Image{{MIME: "image/png", Data: make([]byte, 1<<20)}, {MIME: "image/jpeg", Data: pngPixel}}}}}
+	// The body is sized up front and the base64 written into it: one allocation, the body.
+	if n := testing.AllocsPerRun(5, func() { _, _ = p.wireBody(req, "m") }); n != 1 {
+		t.Fatalf("%v allocations per body, want 1", n)
+	}
+}
+
+func TestOpenAISendsImagesTheServerReads(t *testing.T) {
+	s, p := newFake(t, nil)
+	req := userRequest("what is in the picture?")
+	req.Messages[0].Images = []Image{{MIME: "image/png", Data: pngPixel}, {MIME: "image/jpeg", Data: bytes.Repeat([]byte{7}, 1000)}}
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Requests()[0].Messages[1]
+	want := []modelserver.Image{{MIME: "image/png", Size: len(pngPixel)}, {MIME: "image/jpeg", Size: 1000}}
+	if m.Content != "what is in the picture?" || len(m.Images) != 2 || m.Images[0] != want[0] || m.Images[1] != want[1] {
+		t.Fatalf("the server read %+v, want the text and images %+v", m, want)
 	}
 }
 
@@ -330,6 +409,7 @@ func FuzzWireBody(f *testing.F) {
 				{Role: RoleUser, Content: content},
 				{Role: RoleAssistant, Content: content, ToolCalls: []ToolCall{{ID: id, Name: name, Arguments: args}}},
 				{Role: RoleTool, ToolCallID: id, Content: args},
+				{Role: RoleUser, Content: content, Images: []Image{{MIME: name, Data: []byte(args)}, {MIME: "image/png", Data: []byte(system)}}},
 			},
 		}
 		if json.Valid([]byte(params)) {

@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type StreamOptions struct {
 }
 
 // Message is one entry of the request's messages. Content given as an array of parts is
-// flattened: the text of its "text" parts, concatenated.
+// flattened: the text of its "text" parts, concatenated, and its "image_url" parts in Images.
 type Message struct {
 	Role             string         `json:"role"`
 	Content          string         `json:"content"`
@@ -45,6 +46,20 @@ type Message struct {
 	ToolCalls        []WireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string         `json:"tool_call_id,omitempty"`
 	Name             string         `json:"name,omitempty"`
+	// Images are the message's image_url parts, in order (user messages only, as the real API
+	// takes them).
+	Images []Image `json:"-"`
+}
+
+// Image is one image_url part of a message as the server read it. The bytes of a data: URL
+// are decoded to check them and counted, not kept.
+type Image struct {
+	// MIME is the media type a data: URL names (e.g. "image/png"); empty for a remote URL.
+	MIME string
+	// Size is the decoded length of a data: URL's bytes; 0 for a remote URL.
+	Size int
+	// URL is a remote image's URL as sent; empty for a data: URL.
+	URL string
 }
 
 // WireToolCall is a tool call as it appears in an assistant message of a request.
@@ -93,42 +108,89 @@ type wireMessage struct {
 
 type plainMessage Message
 
-// message is w with its content read as text (see contentText).
+// message is w with its content read as text and images (see content).
 func (w *wireMessage) message() (Message, error) {
-	text, err := contentText(w.Content)
+	text, images, err := content(w.Content)
 	m := Message(w.plainMessage)
-	m.Content = text
+	m.Content, m.Images = text, images
+	if err == nil && len(images) > 0 && m.Role != "user" {
+		err = fmt.Errorf("image_url parts are only allowed in messages with role 'user', not %q", m.Role)
+	}
 	return m, err
 }
 
-func contentText(raw json.RawMessage) (string, error) {
+// contentPart is one element of a content array.
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+}
+
+// content reads a message's content: a string, null, or an array of parts whose text parts
+// are concatenated and whose image_url parts are read as images. Parts of other types are
+// skipped.
+func content(raw json.RawMessage) (string, []Image, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
+		return "", nil, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		err := json.Unmarshal(raw, &s)
-		return s, err
+		return s, nil, err
 	case '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var parts []contentPart
 		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		var sb strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" {
+		var images []Image
+		for i, p := range parts {
+			switch p.Type {
+			case "text":
 				sb.WriteString(p.Text)
+			case "image_url":
+				img, err := readImage(p)
+				if err != nil {
+					return "", nil, fmt.Errorf("content[%d]: %v", i, err)
+				}
+				images = append(images, img)
 			}
 		}
-		return sb.String(), nil
+		return sb.String(), images, nil
 	default:
-		return "", fmt.Errorf("content must be a string, null or an array of parts")
+		return "", nil, fmt.Errorf("content must be a string, null or an array of parts")
 	}
+}
+
+// readImage reads an image_url part as the real API checks it: a url that is http(s) or a
+// base64 data: URL of an image type whose bytes decode.
+func readImage(p contentPart) (Image, error) {
+	if p.ImageURL == nil || p.ImageURL.URL == "" {
+		return Image{}, errors.New("missing required parameter image_url.url")
+	}
+	u := p.ImageURL.URL
+	if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+		return Image{URL: u}, nil
+	}
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return Image{}, errors.New("image_url.url must be an http(s) URL or a data: URL")
+	}
+	mime, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || !strings.HasPrefix(mime, "image/") {
+		return Image{}, errors.New("invalid image data URL: want data:image/<type>;base64,<data>")
+	}
+	buf := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
+	n, err := base64.StdEncoding.Decode(buf, []byte(data))
+	if err != nil {
+		return Image{}, fmt.Errorf("invalid base64 image data: %v", err)
+	}
+	return Image{MIME: mime, Size: n}, nil
 }
 
 // errBadRequest is a request the real API would refuse with 400.
@@ -197,6 +259,7 @@ func (r Request) clone() Request {
 		c.Messages = make([]Message, len(r.Messages))
 		for i, m := range r.Messages {
 			m.ToolCalls = append([]WireToolCall(nil), m.ToolCalls...)
+			m.Images = append([]Image(nil), m.Images...)
 			c.Messages[i] = m
 		}
 	}

@@ -1,9 +1,10 @@
 // Package modelserver is a local fake of an OpenAI-compatible chat-completions server, for the
 // tests and benchmarks of every layer that talks to a model. It speaks the real wire protocol
 // (SSE chunks ending in "data: [DONE]", tool calls split across chunks by index, DeepSeek's
-// reasoning_content, a usage chunk, OpenAI-style error bodies), is scripted by the test with a
-// queue of replies and/or a function, injects faults (429 with Retry-After, 5xx, 401, 404, hangs,
-// cut streams), and records what it received.
+// reasoning_content, a usage chunk, OpenAI-style error bodies, content parts with images), is
+// scripted by the test with a queue of replies and/or a function, injects faults (429 with
+// Retry-After, 5xx, 401, 404, hangs, cut streams), checks an API key when given one, and
+// records what it received. It also answers /audio/transcriptions (transcription.go).
 //
 // It uses only the standard library and does no per-request waiting unless asked, so it serves
 // thousands of requests a second for load tests.
@@ -33,12 +34,15 @@ type Server struct {
 	count atomic.Int64
 	seq   atomic.Int64
 
-	mu       sync.Mutex
-	queue    []Reply
-	fn       func(Request) Reply
-	latency  time.Duration
-	record   bool
-	requests []Request
+	mu             sync.Mutex
+	queue          []Reply
+	fn             func(Request) Reply
+	latency        time.Duration
+	record         bool
+	requests       []Request
+	apiKey         string
+	transcribe     func(Transcription) Reply
+	transcriptions []Transcription
 }
 
 // Start starts a server on a loopback port. The caller must Close it.
@@ -99,12 +103,35 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// SetRecording turns recording of decoded requests on (the default) or off; load tests turn
-// it off to keep memory flat. Count is kept either way.
+// SetRecording turns recording of decoded requests (chat and transcription) on (the default)
+// or off; load tests turn it off to keep memory flat. Count is kept either way.
 func (s *Server) SetRecording(on bool) {
 	s.mu.Lock()
 	s.record = on
 	s.mu.Unlock()
+}
+
+// SetAPIKey makes the server require "Authorization: Bearer <key>" on every endpoint and answer
+// any other with 401 and an error body quoting the presented key, as the real API does. An
+// empty key (the default) accepts any request.
+func (s *Server) SetAPIKey(key string) {
+	s.mu.Lock()
+	s.apiKey = key
+	s.mu.Unlock()
+}
+
+// authorized reports whether r presents the configured key, answering 401 when it does not.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	key := s.apiKey
+	s.mu.Unlock()
+	auth := r.Header.Get("Authorization")
+	if key == "" || auth == "Bearer "+key {
+		return true
+	}
+	typ, code, msg := errorShape(http.StatusUnauthorized, strings.TrimPrefix(auth, "Bearer "))
+	writeAPIError(w, http.StatusUnauthorized, typ, code, msg)
+	return false
 }
 
 // Pending reports how many queued replies are left.
@@ -141,6 +168,10 @@ func (s *Server) Gaps() []time.Duration {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if isTranscriptionPath(r.URL.Path) {
+		s.serveTranscription(w, r)
+		return
+	}
 	if !isChatPath(r.URL.Path) {
 		writeAPIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "Unknown request URL: "+r.Method+" "+r.URL.Path)
 		return
@@ -148,6 +179,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.count.Add(1)
 	if r.Method != http.MethodPost {
 		writeAPIError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "Use POST.")
+		return
+	}
+	if !s.authorized(w, r) {
 		return
 	}
 	received := time.Now()
@@ -186,23 +220,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if reply.Done != nil {
 		defer reply.Done()
 	}
-
-	if !s.wait(r.Context(), latency+reply.Latency) {
-		return
-	}
-	if reply.Hang {
-		s.wait(r.Context(), -1)
-		return
-	}
-	if reply.Status != 0 {
-		if reply.RetryAfter != "" {
-			w.Header().Set("Retry-After", reply.RetryAfter)
-		}
-		typ, code, msg := errorShape(reply.Status, strings.TrimPrefix(req.Authorization, "Bearer "))
-		if reply.ErrorMessage != "" {
-			msg = reply.ErrorMessage
-		}
-		writeAPIError(w, reply.Status, typ, code, msg)
+	if s.fault(w, r, reply, latency) {
 		return
 	}
 	id := s.seq.Add(1)
@@ -211,6 +229,30 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCompletion(w, req, reply, id)
+}
+
+// fault waits out latency and the reply's own, then acts out the reply's Hang or Status. It
+// reports whether it answered (or the client went away), so that no answer is to be written.
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, reply Reply, latency time.Duration) bool {
+	if !s.wait(r.Context(), latency+reply.Latency) {
+		return true
+	}
+	if reply.Hang {
+		s.wait(r.Context(), -1)
+		return true
+	}
+	if reply.Status == 0 {
+		return false
+	}
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	typ, code, msg := errorShape(reply.Status, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	if reply.ErrorMessage != "" {
+		msg = reply.ErrorMessage
+	}
+	writeAPIError(w, reply.Status, typ, code, msg)
+	return true
 }
 
 // wait blocks for d (forever when d < 0), the request's end or the server's close, whichever

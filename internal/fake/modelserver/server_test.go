@@ -338,6 +338,74 @@ func TestRecordsDecodedRequestsAndCounts(t *testing.T) {
 	}
 }
 
+func TestRecordsTheImagePartsOfAMessage(t *testing.T) {
+	s := New(t)
+	post(t, context.Background(), s, "/v1/chat/completions", "", `{"model":"m","messages":[
+		{"role":"system","content":"sys"},
+		{"role":"user","content":[
+			{"type":"text","text":"what is "},
+			{"type":"image_url","image_url":{"url":"data:image/png;base64,AAECAwQ="}},
+			{"type":"text","text":"this?"},
+			{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg","detail":"low"}},
+			{"type":"image_url","image_url":{"url":"data:image/webp;base64,"}}]},
+		{"role":"user","content":"plain"}]}`)
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("recorded %d requests, want 1", len(reqs))
+	}
+	m := reqs[0].Messages[1]
+	want := []Image{{MIME: "image/png", Size: 5}, {URL: "https://example.com/cat.jpg"}, {MIME: "image/webp", Size: 0}}
+	if m.Content != "what is this?" || !reflect.DeepEqual(m.Images, want) {
+		t.Fatalf("message = %+v, want the text %q and images %+v", m, "what is this?", want)
+	}
+	if reqs[0].Messages[0].Images != nil || reqs[0].Messages[2].Images != nil {
+		t.Errorf("messages without image parts recorded images: %+v", reqs[0].Messages)
+	}
+	reqs[0].Messages[1].Images[0].MIME = "changed"
+	if s.Requests()[0].Messages[1].Images[0].MIME != "image/png" {
+		t.Error("Requests returned a shared copy of the images")
+	}
+}
+
+func TestAPIKeyIsRequiredOnceSet(t *testing.T) {
+	s := New(t)
+	s.SetAPIKey("sk-right")
+	tests := []struct {
+		name, auth string
+		want       int
+	}{
+		{"no key", "", http.StatusUnauthorized},
+		{"another key", "Bearer sk-wrong", http.StatusUnauthorized},
+		{"the key without Bearer", "sk-right", http.StatusUnauthorized},
+		{"the key", "Bearer sk-right", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := post(t, context.Background(), s, "/v1/chat/completions", tt.auth, streamBody)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.want)
+			}
+			if tt.want != http.StatusUnauthorized {
+				return
+			}
+			var e apiError
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Error.Code != "invalid_api_key" || !strings.Contains(e.Error.Message, strings.TrimPrefix(tt.auth, "Bearer ")) {
+				t.Errorf("error body %+v does not quote the presented key", e.Error)
+			}
+		})
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("recorded %d requests, want only the authorized one", n)
+	}
+	s.SetAPIKey("")
+	if resp := post(t, context.Background(), s, "/v1/chat/completions", "", streamBody); resp.StatusCode != http.StatusOK {
+		t.Errorf("status = %d once the key was removed", resp.StatusCode)
+	}
+}
+
 func TestLatencyDelaysTheAnswer(t *testing.T) {
 	s := New(t)
 	s.SetLatency(30 * time.Millisecond)
@@ -392,6 +460,12 @@ func TestDecodeRequestRejectsMalformedInput(t *testing.T) {
 		{"content is a number", `{"model":"m","messages":[{"role":"user","content":5}]}`},
 		{"content parts malformed", `{"model":"m","messages":[{"role":"user","content":[{"type":1}]}]}`},
 		{"stream is a string", `{"model":"m","stream":"yes","messages":[{"role":"user","content":"x"}]}`},
+		{"image part without image_url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`},
+		{"image url neither http nor data", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`},
+		{"image data not base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!"}}]}]}`},
+		{"image data URL without base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`},
+		{"data URL of a non-image", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/plain;base64,YQ=="}}]}]}`},
+		{"image in an assistant message", `{"model":"m","messages":[{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,YQ=="}}]}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,6 +480,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(streamBody))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":null}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}]}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeRequest(body)

@@ -30,6 +30,12 @@ type Config struct {
 	Subagents Subagents `koanf:"subagents"`
 	Tools     Tools     `koanf:"tools"`
 	Log       Log       `koanf:"log"`
+
+	// Profiles are the named agent profiles (profiles.<name>); Routes pick one by where a run
+	// comes from, first match wins. Both are set in the YAML file; a run no route claims gets
+	// the top-level settings, the "default" profile.
+	Profiles map[string]Profile `koanf:"profiles"`
+	Routes   []Route            `koanf:"routes"`
 }
 
 // Redis says where the shared store lives. An empty URL with mode single and no addrs means the
@@ -73,6 +79,15 @@ type LLM struct {
 	MaxRetries int `koanf:"max_retries"`
 	// SystemPrompt, when set, replaces the built-in system prompt of the lead agent.
 	SystemPrompt string `koanf:"system_prompt"`
+	// Vision says whether Model takes images (the default profile's; a profile may say
+	// otherwise of its own model).
+	Vision bool `koanf:"vision"`
+	// Providers are named OpenAI-compatible endpoints besides the top-level one, which profiles
+	// and transcription name; set in the YAML file. Load fills a provider's unset timeout and
+	// max_retries from llm.timeout and llm.max_retries.
+	Providers map[string]LLMProvider `koanf:"providers"`
+	// Transcription turns voice notes into text.
+	Transcription Transcription `koanf:"transcription"`
 }
 
 // Auth holds the keys that sign run envelopes.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/config"
@@ -11,7 +12,7 @@ import (
 
 // FuzzLoadYAML: whatever the file holds, Load does not panic and returns either a config or an
 // error; a config it returns validates without panicking and prints as YAML that loads again;
-// every problem it reports names a key.
+// every problem it reports names a key; profiles and routes print back as they were.
 //
 //	go test ./config -run '^$' -fuzz FuzzLoadYAML -fuzztime 60s
 func FuzzLoadYAML(f *testing.F) {
@@ -36,6 +37,12 @@ func FuzzLoadYAML(f *testing.F) {
 		"redis: {url: 'redis://:p@h:1', addrs: a}\n",
 		"- 1\n- 2\n",
 		"\t",
+		"llm: {vision: true, providers: {local: {base_url: 'http://h/v1', api_key: k, model: m, timeout: 1m, max_retries: 0}}, transcription: {provider: local, model: w}}\n",
+		"llm: {providers: {a: {base_url: 'http://u:p@h', api_key_file: key, timeout: 30}, b: ~, c: [x]}}\n",
+		"profiles: {support: {system_prompt: s, model: m, provider: p, models: [m], tools: ['t__*'], vision: false, history_turns: 2, subagents: {max_depth: 0, max_concurrent: 1}}, none: {tools: []}, nil: ~}\n",
+		"profiles: {a: {tools: '', subagents: {}, vision: ~}, default: {}, 'a.b': {model: x}}\n",
+		"routes: [{match: {platform: slack, team: T1, enterprise: E1, channel: C1, dm: true, user: 'T1:U1'}, profile: a}, {match: {}, profile: default}]\n",
+		"routes: [{match: {guild: 112233445566778899, channel: 1.5e3, user: true}, profile: 7}, {match: ~}, ~, x]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -66,8 +73,13 @@ func FuzzLoadYAML(f *testing.F) {
 		if err := os.WriteFile(printed, []byte(cfg.Redacted()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := config.Load(printed, nil); err != nil {
+		again, err := config.Load(printed, nil)
+		if err != nil {
 			t.Fatalf("Redacted() output does not load: %v\n%s", err, cfg.Redacted())
+		}
+		// Nothing in profiles and routes is secret: they print exactly.
+		if !reflect.DeepEqual(again.Profiles, cfg.Profiles) || !reflect.DeepEqual(again.Routes, cfg.Routes) {
+			t.Fatalf("profiles or routes changed through Redacted():\n%#v %#v\nvs\n%#v %#v", cfg.Profiles, cfg.Routes, again.Profiles, again.Routes)
 		}
 	})
 }

@@ -45,6 +45,11 @@ const maxSecretFileSize = 64 << 10
 // trimmed, are the value; for auth.signing_keys, one key per line. Setting both forms in one
 // layer is an error.
 //
+// The structured keys (llm.providers, profiles, routes, tools.servers, tools.policy) come from the
+// file only; the environment setting one, or a key inside one, is an error. A provider's api_key
+// may be given as api_key_file, read like the other _file keys; a provider's unset timeout and
+// max_retries are llm.timeout and llm.max_retries.
+//
 // After the layers, an unset llm.api_key is taken from DEEPSEEK_API_KEY in environ when
 // llm.base_url is DeepSeek's (a DeepSeek key is never sent to another server), and an unset
 // llm.provider becomes openai when a key or a non-default base URL is configured, demo otherwise.
@@ -74,6 +79,7 @@ func Load(path string, environ []string) (*Config, error) {
 		src := func(string) string { return path }
 		problems = append(problems, checkTree(fk.Raw(), "", src)...)
 		problems = append(problems, resolveFiles(fk, filepath.Dir(path), src)...)
+		problems = append(problems, resolveProviderKeys(fk, filepath.Dir(path), src)...)
 		layers = append(layers, fk)
 	}
 
@@ -104,6 +110,16 @@ func Load(path string, environ []string) (*Config, error) {
 	if len(cfg.Tools.Policy) == 0 {
 		cfg.Tools.Policy = nil
 	}
+	if len(cfg.LLM.Providers) == 0 {
+		cfg.LLM.Providers = nil
+	}
+	if len(cfg.Profiles) == 0 {
+		cfg.Profiles = nil
+	}
+	if len(cfg.Routes) == 0 {
+		cfg.Routes = nil
+	}
+	cfg.LLM.fillProviderDefaults(base)
 	if path != "" {
 		cfg.Tools.resolveToolPaths(filepath.Dir(path))
 	}
@@ -199,6 +215,13 @@ func loadEnv(vars environment, environ []string) (*koanf.Koanf, []Problem) {
 		key, val := envKey(name), vars.value[name]
 		src := "environment variable " + name
 		switch {
+		case structuredKey(key) != "":
+			if val == "" {
+				continue
+			}
+			problems = append(problems, Problem{Key: displayKey(key), Source: src,
+				Message: "is part of " + structuredKey(key) + ", which is structured and set in the YAML file only"})
+			continue
 		case schema.leaves[key] != nil:
 			if val == "" {
 				continue
@@ -255,6 +278,27 @@ func loadEnv(vars environment, environ []string) (*koanf.Koanf, []Problem) {
 	return ko, problems
 }
 
+// structuredKeys are the keys holding mappings of mappings or lists of them, set in the YAML
+// file only, each checked by its own tree check before it is decoded.
+var structuredKeys = map[string]func(key string, v any) []Problem{
+	"llm.providers": checkProfilesTree,
+	"profiles":      checkProfilesTree,
+	"routes":        checkProfilesTree,
+	"tools.servers": checkToolsTree,
+	"tools.policy":  checkToolsTree,
+}
+
+// structuredKey returns the structured key that key is or lies under ("profiles" for
+// "profiles.support.model"), or "".
+func structuredKey(key string) string {
+	for k := range structuredKeys {
+		if key == k || strings.HasPrefix(key, k+".") {
+			return k
+		}
+	}
+	return ""
+}
+
 // checkTree checks one layer's nested map against the schema: every key known, sections are
 // mappings, and every value decodes into its key's type.
 func checkTree(tree map[string]any, prefix string, source func(key string) string) []Problem {
@@ -267,8 +311,8 @@ func checkTree(tree map[string]any, prefix string, source func(key string) strin
 	for _, k := range keys {
 		key, v := joinKey(prefix, k), tree[k]
 		switch {
-		case key == "tools.servers" || key == "tools.policy":
-			for _, p := range checkToolsTree(key, v) {
+		case structuredKeys[key] != nil:
+			for _, p := range structuredKeys[key](key, v) {
 				p.Source = source(key)
 				problems = append(problems, p)
 			}
@@ -499,6 +543,8 @@ func shortValue(v any) string {
 
 func kindOf(v any) string {
 	switch v.(type) {
+	case nil:
+		return "null"
 	case map[string]any:
 		return "a mapping"
 	case []any:

@@ -62,7 +62,13 @@ func fullConfig() *config.Config {
 		LLM: config.LLM{
 			Provider: "openai", BaseURL: "http://127.0.0.1:11434/v1", APIKey: "sk-from-file",
 			Model: "local-model", Timeout: 45 * time.Second, MaxRetries: 5,
-			SystemPrompt: "You are a test bot.\n",
+			SystemPrompt: "You are a test bot.\n", Vision: true,
+			Providers: map[string]config.LLMProvider{
+				// Unset timeout and max_retries are llm.timeout's and llm.max_retries'.
+				"local":  {BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", Timeout: 45 * time.Second, MaxRetries: 5},
+				"hosted": {BaseURL: "https://llm.example.com/v1", APIKey: "sk-hosted-from-file", Model: "big-model", Timeout: time.Minute, MaxRetries: 0},
+			},
+			Transcription: config.Transcription{Provider: "hosted", Model: "whisper-1"},
 		},
 		Auth: config.Auth{SigningKeys: []string{"newest-signing-key-0123456789", "older-signing-key-0123456789"}},
 		Telegram: config.Telegram{
@@ -116,8 +122,22 @@ func fullConfig() *config.Config {
 			MaxResultBytes: 8192, IdentityKey: "tools-identity-key-0123456789",
 		},
 		Log: config.Log{Level: "debug", Format: "json"},
+		Profiles: map[string]config.Profile{
+			"support": {SystemPrompt: "You answer questions about our product.", Model: "big-model", Provider: "hosted",
+				Models: []string{"big-model", "big-model-reasoner"}, Tools: []string{"tickets__*"}, Vision: ptr(false),
+				HistoryTurns: 20, Subagents: &config.ProfileSubagents{MaxDepth: ptr(1), MaxConcurrent: ptr(2)}},
+			"community": {Provider: "local", Tools: []string{}},
+		},
+		Routes: []config.Route{
+			{Match: config.RouteMatch{Platform: "slack", Team: "T0123", Channel: "C0456"}, Profile: "support"},
+			{Match: config.RouteMatch{Platform: "discord", Guild: "112233445566778899", DM: ptr(false)}, Profile: "community"},
+			{Match: config.RouteMatch{Enterprise: "E1", User: "E1:U1", DM: ptr(true)}, Profile: "default"},
+			{Match: config.RouteMatch{Platform: "console"}, Profile: "support"},
+		},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestKeysAreTheDesignContract pins the key names of DESIGN.md "Configuration keys" and the
 // set of secrets: renaming one of them must fail here.

@@ -79,6 +79,12 @@ func valueNode(l *leaf, v reflect.Value) *yaml.Node {
 		out = redactedTools(v.Interface().(map[string]ToolServer))
 	case l.key == "tools.policy":
 		out = policyNode(v.Interface().([]ToolRule))
+	case l.key == "llm.providers":
+		out = redactedProviders(v.Interface().(map[string]LLMProvider))
+	case l.key == "profiles":
+		out = profilesNode(v.Interface().(map[string]Profile))
+	case l.key == "routes":
+		out = routesNode(v.Interface().([]Route))
 	case l.secret == secretFull && v.Kind() == reflect.String:
 		out = ""
 		if v.String() != "" {

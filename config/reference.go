@@ -21,7 +21,8 @@ type Section struct {
 type KeyInfo struct {
 	// Key is the key path, like "telegram.api_url".
 	Key string
-	// Env is the environment variable that sets it, like "BOT_TELEGRAM__API_URL".
+	// Env is the environment variable that sets it, like "BOT_TELEGRAM__API_URL"; empty for a
+	// Structured key.
 	Env string
 	// Type names the value's type: string, boolean, integer, duration or list.
 	Type string
@@ -33,13 +34,17 @@ type KeyInfo struct {
 	// FileKey and FileEnv are the "<key>_file" form of a secret and its variable; empty for a
 	// key that is not a secret.
 	FileKey, FileEnv string
+	// Structured says the key holds mappings (or a list of them), like profiles: it is set in
+	// the YAML file only, and no environment variable sets it.
+	Structured bool
 	// Description says what the key means (Markdown, one paragraph).
 	Description string
 }
 
-// Reference describes every configuration key, by section, in struct order. It is the source of
-// docs/configuration.md; a key without a description has an empty Description (a test in this
-// package refuses that).
+// Reference describes every configuration key, by section, in struct order; a top-level key
+// that is not a section (profiles, routes) is a section of its own, holding that one key. It is
+// the source of docs/configuration.md; a key without a description has an empty Description (a
+// test in this package refuses that).
 func Reference() []Section {
 	def := reflect.ValueOf(Default()).Elem()
 	var out []Section
@@ -59,6 +64,9 @@ func Reference() []Section {
 		if k.Secret {
 			k.FileKey = l.key + fileSuffix
 			k.FileEnv = envName(k.FileKey)
+		}
+		if structuredKeys[l.key] != nil {
+			k.Structured, k.Env = true, ""
 		}
 		out[len(out)-1].Keys = append(out[len(out)-1].Keys, k)
 	}
@@ -142,7 +150,7 @@ var sectionDescriptions = map[string]string{
 	"redis": "The store of the run queue and the thread state. Without `redis.url` and `redis.addrs` it is " +
 		"embedded in the process (fine for one process, lost on restart); several processes share one Redis, " +
 		"Sentinel or Cluster: Redis 7.0 or later (or a compatible server such as Valkey); the bot refuses an older one at start.",
-	"llm":  "The model provider.",
+	"llm":  "The model provider: the top-level endpoint and model (the default profile's), named endpoints for profiles, voice transcription.",
 	"auth": "The keys that sign run envelopes (and, derived from the newest, the ids of buttons and menus).",
 	"telegram": "The Telegram adapter, enabled when `telegram.token` is set; step by step in " +
 		"[telegram.md](telegram.md).",
@@ -160,6 +168,10 @@ var sectionDescriptions = map[string]string{
 		"may use what and which calls wait for approval in the chat ([tools.md](tools.md)). `servers` and `policy` " +
 		"are structured and set in the YAML file.",
 	"log": "The process log, written to standard error.",
+
+	"profiles": "Agent profiles: a system prompt, model, endpoint, tools and limits of their own, for the " +
+		"conversations `routes` send them. Set in the YAML file.",
+	"routes": "Which conversations get which profile, by platform, workspace, chat, DM and sender. Set in the YAML file.",
 }
 
 var keyDescriptions = map[string]string{
@@ -185,6 +197,29 @@ var keyDescriptions = map[string]string{
 	"llm.timeout":       "Bounds one model call, streaming included.",
 	"llm.max_retries":   "How often a model call answered 429 or 5xx is retried; 0 disables retries.",
 	"llm.system_prompt": "Replaces the lead agent's built-in system prompt when set.",
+	"llm.vision":        "Whether `llm.model` takes images: `true` sends the pictures of a message to the model with its text.",
+	"llm.providers": "Named OpenAI-compatible endpoints besides the top-level one, for `profiles` and " +
+		"`llm.transcription` to name (letters, digits, `-`): `base_url` (required), `api_key` (a secret, never " +
+		"printed; or `api_key_file`, a path relative to the config file's folder; none for a local server), " +
+		"`model` (what a profile naming the provider but no model uses), `timeout` and `max_retries` (default: " +
+		"`llm.timeout`, `llm.max_retries`). Set in the YAML file, e.g. " +
+		"`{local: {base_url: \"http://localhost:11434/v1\", model: llama3.1}}`.",
+	"llm.transcription.provider": "The endpoint that transcribes voice notes (`POST <base_url>/audio/transcriptions`): " +
+		"empty for the top-level one, else a name in `llm.providers`.",
+	"llm.transcription.model": "The transcription model, e.g. `whisper-1`; empty turns transcription off.",
+
+	"profiles": "Agent profiles by name (1–64 letters, digits, `_`, `-`; `default` is the top-level settings): " +
+		"`system_prompt`, `model`, `provider` (a name in `llm.providers`), `models` (what `/model` may choose; " +
+		"unset: any), `tools` (globs over offered names like `tickets__*`, as `tools.policy`'s; unset: every tool " +
+		"the policy allows; `[]`: none), `vision`, `history_turns`, `subagents: {max_depth, max_concurrent}`. " +
+		"What a profile leaves unset is the top-level setting (`llm.*`, `runs.history_turns`, `subagents.*`); " +
+		"a profile naming a provider but no model takes the provider's.",
+	"routes": "Which profile a conversation gets, first match wins; none matching: `default`. Each route is " +
+		"`{match: {…}, profile: <name>}`; every selector set must hold, an empty `match` matches everything: " +
+		"`platform` (`telegram`, `slack`, `discord`, `console`), `team` and `enterprise` (Slack ids; slack " +
+		"only), `guild` (a Discord guild id, quoted; discord only), `channel` (the chat's id), `dm` (`true`: " +
+		"private chats with the bot; `false`: the others), `user` (the sender's `channel_user_id`). " +
+		"`bot check-config --route \"slack:T0123:C0456: dm user=U1\"` says which profile a conversation gets and why.",
 
 	"auth.signing_keys": "HMAC keys that sign run envelopes, newest first: the first signs, all verify (rotate " +
 		"by putting a new key in front, drop the old one later). Each at least 16 bytes, e.g. " +

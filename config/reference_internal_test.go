@@ -16,7 +16,8 @@ func TestDescriptionsHaveNoStaleEntries(t *testing.T) {
 		}
 	}
 	for s := range sectionDescriptions {
-		if !schema.sections[s] {
+		// A top-level key that is not a section (profiles) is a section of the reference.
+		if !schema.sections[s] && schema.leaves[s] == nil {
 			t.Errorf("sectionDescriptions[%q] describes no section", s)
 		}
 	}

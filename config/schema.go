@@ -167,6 +167,9 @@ func editDistance(a, b string) int {
 
 // describe names a key's type for an error message.
 func describe(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch {
 	case t == durationType:
 		return "a duration with a unit, like 30s or 1h"

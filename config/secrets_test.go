@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/config"
 )
@@ -23,6 +24,10 @@ redis:
   password: S3CRET-redis-password
 llm:
   api_key: S3CRET-llm-api-key
+  providers:
+    hosted:
+      base_url: https://user:S3CRET-provider-url-pw@llm.example.com/v1?key=S3CRET-provider-query
+      api_key: S3CRET-provider-api-key
 auth:
   signing_keys: [S3CRET-signing-key-newest, S3CRET-signing-key-older]
 telegram:
@@ -168,6 +173,16 @@ llm: {api_key: [[S3CRET-nested]]}
 		{"a huge secret file", "", []string{"BOT_DISCORD__TOKEN_FILE=" + bigSecret}},
 		{"a secret file and its value in one layer", "telegram: {token: S3CRET-inline, token_file: " + plain + "}\n", nil},
 		{"a secret as a _file path", "", []string{"BOT_LLM__API_KEY_FILE=/nonexistent/S3CRET-path-is-not-secret"}},
+		{"provider secrets of the wrong type", `
+llm:
+  providers:
+    a: {base_url: http://h, api_key: [S3CRET-in-a-list]}
+    b: {base_url: http://h, api_key: {k: S3CRET-in-a-map}}
+    c: S3CRET-as-a-provider
+    d: {base_url: http://h, api_kee: S3CRET-misspelt, api_key_file: [S3CRET-file]}
+`, nil},
+		{"a provider secret and its file in one layer", "llm:\n  providers:\n    a: {base_url: http://h, api_key: S3CRET-inline, api_key_file: " + plain + "}\n", nil},
+		{"a provider secret in the environment", "", []string{"BOT_LLM__PROVIDERS__A__API_KEY=S3CRET-env-provider"}},
 	}
 	for _, tt := range loadCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +216,15 @@ llm: {api_key: [[S3CRET-nested]]}
 		{"credentials in a bad base url", func(c *config.Config) { c.LLM.BaseURL = "ftp://u:S3CRET@h" }},
 		{"lone slack app token", func(c *config.Config) { c.Slack.AppToken = "S3CRET-app" }},
 		{"socket mode without app token", func(c *config.Config) { c.Slack.BotToken = "S3CRET-bot" }},
+		{"provider key with a space", func(c *config.Config) {
+			c.LLM.Providers = map[string]config.LLMProvider{"p": {BaseURL: "http://h", APIKey: " S3CRET-provider", Timeout: time.Second}}
+		}},
+		{"credentials in a bad provider url", func(c *config.Config) {
+			c.LLM.Providers = map[string]config.LLMProvider{"p": {BaseURL: "ftp://u:S3CRET@h", APIKey: "S3CRET-provider", Timeout: time.Second}}
+		}},
+		{"provider url that does not parse", func(c *config.Config) {
+			c.LLM.Providers = map[string]config.LLMProvider{"p": {BaseURL: "http://u:S3CRET pw@h:x%zz", APIKey: "S3CRET-provider"}}
+		}},
 	}
 	for _, tt := range validateCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,4 +263,38 @@ outer:
 		t.Fatalf("no field for %s", key)
 	}
 	return v
+}
+
+// TestProviderAPIKeyIsNeverShown: a provider's api_key, from the file or its api_key_file, is
+// hidden by Redacted and every way of printing a *Config, and quoted by no error of Load,
+// Validate or a round trip through the printed configuration.
+func TestProviderAPIKeyIsNeverShown(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "key", "S3CRET-provider-key-from-a-file\n")
+	path := writeFile(t, dir, "c.yaml", `
+llm:
+  providers:
+    inline: {base_url: "http://localhost:11434/v1", api_key: S3CRET-provider-inline, model: m, max_retries: -1}
+    filed: {base_url: "https://llm.example.com/v1", api_key_file: key, timeout: 0s}
+profiles:
+  p: {provider: filed}
+`)
+	cfg := mustLoad(t, path, nil)
+	if cfg.LLM.Providers["filed"].APIKey != "S3CRET-provider-key-from-a-file" || cfg.LLM.Providers["inline"].APIKey != "S3CRET-provider-inline" {
+		t.Fatalf("test setup: providers %+v", cfg.LLM.Providers)
+	}
+	out := cfg.Redacted()
+	assertNoSecret(t, "Redacted()", out)
+	assertNoSecret(t, "fmt %v", fmt.Sprintf("%v", cfg))
+	assertNoSecret(t, "fmt %+v", fmt.Sprintf("%+v", cfg))
+	if strings.Count(out, "api_key: '[redacted]'") != 2 {
+		t.Errorf("Redacted() does not show both provider keys as set:\n%s", out)
+	}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("Validate() accepted negative retries, a zero timeout and a provider without a model")
+	}
+	assertNoSecret(t, "Validate error", err.Error())
+	again := mustLoad(t, writeFile(t, dir, "printed.yaml", out), nil)
+	assertNoSecret(t, "Redacted() of the printed configuration", again.Redacted())
 }

@@ -96,27 +96,56 @@ func checkToolsTree(key string, v any) []Problem {
 	return nil
 }
 
+// field is one key a structured mapping may hold, and its type.
+type field struct {
+	name string
+	typ  reflect.Type
+}
+
+// fieldsOf lists a struct's koanf keys, in struct order.
+func fieldsOf(t reflect.Type) []field {
+	out := make([]field, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		out = append(out, field{f.Tag.Get("koanf"), f.Type})
+	}
+	return out
+}
+
 // checkFields checks one mapping against a struct's koanf fields.
 func checkFields(at string, v any, t reflect.Type) []Problem {
+	return checkMapping(at, v, fieldsOf(t))
+}
+
+// checkMapping checks one mapping against the keys it may hold, a key whose type is a struct (or
+// a pointer to one) as a mapping of that struct's keys. No message quotes a value.
+func checkMapping(at string, v any, fields []field) []Problem {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return []Problem{{Key: at, Message: "expected a mapping, got " + kindOf(v)}}
 	}
-	fields := map[string]reflect.Type{}
+	types := map[string]reflect.Type{}
 	var names []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		fields[f.Tag.Get("koanf")] = f.Type
-		names = append(names, f.Tag.Get("koanf"))
+	for _, f := range fields {
+		types[f.name] = f.typ
+		names = append(names, f.name)
 	}
 	var out []Problem
 	for _, k := range sortedKeys(m) {
-		ft, known := fields[k]
+		ft, known := types[k]
 		if !known {
 			out = append(out, Problem{Key: at + "." + k, Message: "unknown key; known: " + strings.Join(names, ", ")})
 			continue
 		}
 		if m[k] == nil {
+			continue
+		}
+		st := ft
+		if st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		if st.Kind() == reflect.Struct {
+			out = append(out, checkFields(at+"."+k, m[k], st)...)
 			continue
 		}
 		if p, bad := decodeProblem(at+"."+k, m[k], &leaf{key: at + "." + k, typ: ft, secret: secretFull}); bad {

@@ -133,6 +133,7 @@ func (c *Config) Validate() error {
 	}
 	v.positiveDuration("llm.timeout", c.LLM.Timeout)
 	v.atLeast("llm.max_retries", c.LLM.MaxRetries, 0)
+	v.validateProfiles(c)
 
 	// auth
 	if c.SharedStore() && len(c.Auth.SigningKeys) == 0 {

@@ -94,11 +94,17 @@ Exit status: 2 when the configuration is wrong, 1 when Redis, a platform or the 
 		},
 	},
 	{
-		name: "check-config", synopsis: "[-c FILE]", config: true,
+		name: "check-config", synopsis: checkConfigSynopsis, config: true, ownFlags: true,
 		summary: "print the effective configuration with secrets redacted, and every problem",
 		detail: `Loads the configuration as ` + "`bot run`" + ` would, prints it with every secret redacted, and lists
-every problem ` + "`bot run`" + ` would refuse, each with its key. Exit status 0 when there is none,
-2 otherwise.`,
+every problem ` + "`bot run`" + ` would refuse, each with its key, then the agent profiles. Exit status 0
+when there is no problem, 2 otherwise.
+
+With --route it prints instead which profile one conversation gets and why: the conversation's
+key as the bot logs it (platform:workspace:chat:thread), then "dm" for a private chat with the
+bot and "user=<channel_user_id>" for its sender, e.g.
+  bot check-config --route "slack:T0123:C0456: dm user=T0123:U0456"
+Exit status 0, or 2 when the key is malformed or the configuration does not load.`,
 		run: func(_ context.Context, inv invocation) int { return checkConfig(inv) },
 	},
 	{
@@ -268,8 +274,34 @@ func loadConfig(inv invocation, validate func(*config.Config) error) (*config.Co
 	return cfg, exitOK
 }
 
-// checkConfig prints the effective configuration and every problem `bot run` would refuse.
+// checkConfigSynopsis is the arguments of `bot check-config`, which parses them itself.
+const checkConfigSynopsis = `[-c FILE] [--route "KEY [dm] [user=ID]"]`
+
+// checkConfig prints the effective configuration, every problem `bot run` would refuse and the
+// agent profiles; with --route, which profile one conversation gets and why.
 func checkConfig(inv invocation) int {
+	// `bot help check-config` has the whole story; commands cannot be read from here (it would
+	// make an initialization cycle), so a bad flag gets the synopsis.
+	const usage = "usage: bot check-config " + checkConfigSynopsis + "\n\n`bot help check-config` tells more.\n"
+	fs := flag.NewFlagSet("bot check-config", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&inv.cfgPath, "c", "", "configuration file (YAML); BOT_CONFIG when empty")
+	route := fs.String("route", "", "a conversation key, then dm and user=<id> if they apply")
+	if err := fs.Parse(inv.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(inv.stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(inv.stderr, "bot check-config: %v\n\n%s", err, usage)
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(inv.stderr, "bot check-config: unexpected argument %q\n\n%s", fs.Arg(0), usage)
+		return exitConfig
+	}
+	routed := false
+	fs.Visit(func(f *flag.Flag) { routed = routed || f.Name == "route" })
+
 	cfg, err := config.Load(inv.cfgPath, inv.environ)
 	if err != nil {
 		var ve *config.ValidationError
@@ -278,13 +310,22 @@ func checkConfig(inv invocation) int {
 			return exitConfig
 		}
 	}
+	if routed {
+		return checkRoute(inv, cfg, *route)
+	}
 	fmt.Fprint(inv.stdout, cfg.Redacted())
 	verr := cfg.ValidateRun()
-	if err == nil && verr == nil {
+	set, perr := profileSet(cfg)
+	if perr == nil {
+		writeProfiles(inv.stdout, set)
+	} else if verr != nil {
+		perr = nil // Validate names every problem profileSet finds, by its key
+	}
+	if err == nil && verr == nil && perr == nil {
 		fmt.Fprintln(inv.stderr, "configuration OK")
 		return exitOK
 	}
-	for _, e := range []error{err, verr} {
+	for _, e := range []error{err, verr, perr} {
 		if e != nil {
 			fmt.Fprintln(inv.stderr, "bot:", e)
 		}

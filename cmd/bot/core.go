@@ -11,8 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/attach"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/lead"
 	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/profile"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/core/tools"
@@ -34,8 +37,10 @@ type core struct {
 	threads    *threads.Store
 	team       *lead.Team
 	// tools are the MCP servers' tools; nil when none is configured.
-	tools   *tools.Manager
-	closers []func() error
+	tools *tools.Manager
+	// profiles pick each run's profile; nil when none is configured.
+	profiles *profile.Set
+	closers  []func() error
 }
 
 func (c *core) Close() error {
@@ -47,23 +52,50 @@ func (c *core) Close() error {
 	return errors.Join(errs...)
 }
 
-// newProvider picks the model provider the configuration names.
+// newProvider picks the model provider the configuration names, with the named endpoints of
+// llm.providers beside it (a profile's provider) when there are any.
 func newProvider(cfg *config.Config, log *slog.Logger) (p llm.Provider, demo bool, err error) {
 	switch cfg.LLM.Provider {
 	case config.ProviderDemo, "":
-		return llm.NewDemo(), true, nil
+		p, demo = llm.NewDemo(), true
 	case config.ProviderOpenAI:
-		p, err := llm.NewOpenAI(llm.OpenAIOptions{
-			BaseURL:    cfg.LLM.BaseURL,
-			APIKey:     cfg.LLM.APIKey,
-			Model:      cfg.LLM.Model,
-			Timeout:    cfg.LLM.Timeout,
-			MaxRetries: cfg.LLM.MaxRetries,
-			Logger:     log,
-		})
-		return p, false, err
+		top, _ := cfg.LLM.Endpoint("")
+		if p, err = openAI(top, log); err != nil {
+			return nil, false, err
+		}
+	default:
+		return nil, false, fmt.Errorf("unknown llm.provider %q", cfg.LLM.Provider)
 	}
-	return nil, false, fmt.Errorf("unknown llm.provider %q", cfg.LLM.Provider)
+	if len(cfg.LLM.Providers) == 0 {
+		return p, demo, nil
+	}
+	named := make(map[string]llm.Provider, len(cfg.LLM.Providers))
+	for name, e := range cfg.LLM.Providers {
+		if named[name], err = openAI(e, log); err != nil {
+			return nil, false, fmt.Errorf("llm.providers.%s: %w", name, err)
+		}
+	}
+	return llm.NewProviders(p, named), demo, nil
+}
+
+// openAI is the client of one OpenAI-compatible endpoint.
+func openAI(e config.LLMProvider, log *slog.Logger) (llm.Provider, error) {
+	return llm.NewOpenAI(llm.OpenAIOptions{BaseURL: e.BaseURL, APIKey: e.APIKey, Model: e.Model,
+		Timeout: e.Timeout, MaxRetries: e.MaxRetries, Logger: log})
+}
+
+// newTranscriber is the client of llm.transcription's endpoint; nil when it is off (no model,
+// or the top-level endpoint is the offline demo).
+func newTranscriber(cfg *config.Config) (*llm.Transcriber, error) {
+	tc := cfg.LLM.Transcription
+	if tc.Model == "" || (tc.Provider == "" && cfg.LLM.Provider != config.ProviderOpenAI) {
+		return nil, nil
+	}
+	e, ok := cfg.LLM.Endpoint(tc.Provider)
+	if !ok {
+		return nil, fmt.Errorf("llm.transcription.provider %q is not in llm.providers", tc.Provider)
+	}
+	return llm.NewTranscriber(llm.TranscriberOptions{BaseURL: e.BaseURL, APIKey: e.APIKey, Model: tc.Model, Timeout: e.Timeout})
 }
 
 // newCore opens the store and builds the queue and the team. wrap, when set, wraps the model
@@ -85,6 +117,9 @@ type coreHooks struct {
 	wrap        func(llm.Provider) llm.Provider
 	onRecovery  func(runs.Recovery, int)
 	toolMetrics tools.Metrics
+	// fetch downloads a file users sent, through the channel of its platform (see
+	// lead.FileOptions); nil: files are named to the model, not read.
+	fetch func(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error)
 }
 
 func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (err error) {
@@ -123,7 +158,7 @@ func (c *core) open(ctx context.Context, cfg *config.Config, hooks coreHooks) (e
 
 	c.threads = threads.New(client, threads.Options{
 		Prefix:           cfg.Redis.Prefix,
-		HistoryTurns:     cfg.Runs.HistoryTurns,
+		HistoryTurns:     keptTurns(cfg),
 		ClarificationTTL: cfg.Runs.ClarificationTTL,
 		OutcomeTTL:       recordTTL(cfg.Runs.MaxAttempts),
 	})
@@ -185,8 +220,11 @@ func (c *core) openTeam(ctx context.Context, cfg *config.Config, hooks coreHooks
 		toolSet = c.tools
 		log.Info("tools: connecting the tool servers", "servers", len(cfg.Tools.Servers))
 	}
-	var err error
-	c.team, err = lead.NewTeam(c.provider, c.threads, lead.Options{
+	files, err := c.fileOptions(cfg, hooks)
+	if err != nil {
+		return err
+	}
+	opts := lead.Options{
 		Tools:            toolSet,
 		System:           cfg.LLM.SystemPrompt,
 		Model:            cfg.LLM.Model,
@@ -195,13 +233,52 @@ func (c *core) openTeam(ctx context.Context, cfg *config.Config, hooks coreHooks
 		MaxConcurrent:    cfg.Subagents.MaxConcurrent,
 		NudgeRetries:     cfg.Subagents.StructuredNudgeRetries,
 		ClarificationTTL: cfg.Runs.ClarificationTTL,
+		Files:            files,
 		Logger:           log,
-	})
+	}
+	if len(cfg.Profiles) > 0 || len(cfg.Routes) > 0 {
+		if opts.Profiles, err = profileSet(cfg); err != nil {
+			return err
+		}
+		// The delegate tool is there when any profile has subagents; a run whose profile has
+		// none is not offered it.
+		opts.NoSubagents = true
+		for _, name := range opts.Profiles.Names() {
+			if p, _ := opts.Profiles.Profile(name); p.Subagents.MaxDepth > 0 {
+				opts.NoSubagents = false
+			}
+		}
+	}
+	c.profiles = opts.Profiles
+	c.team, err = lead.NewTeam(c.provider, c.threads, opts)
 	if err != nil {
 		return err
 	}
 	c.closers = append(c.closers, func() error { c.team.Close(); return nil })
 	return nil
+}
+
+// keptTurns is how many turns a thread keeps: the most any profile sends the model (each
+// profile's run reads its own number of them).
+func keptTurns(cfg *config.Config) int {
+	n := cfg.Runs.HistoryTurns
+	for _, p := range cfg.Profiles {
+		n = max(n, p.HistoryTurns)
+	}
+	return n
+}
+
+// fileOptions are the bounds of what is read of the files users send, and how it is read.
+func (c *core) fileOptions(cfg *config.Config, hooks coreHooks) (lead.FileOptions, error) {
+	f := lead.FileOptions{Fetch: hooks.fetch, MaxBytes: attach.DefaultMaxBytes, MaxTextChars: attach.DefaultMaxTextChars, MaxFiles: attach.DefaultMaxFiles}
+	tr, err := newTranscriber(cfg)
+	if err != nil {
+		return f, err
+	}
+	if tr != nil {
+		f.Transcriber = tr
+	}
+	return f, nil
 }
 
 // recordTTL is how long a run's records (its outcome and result, the messages it sent) are

@@ -57,7 +57,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	if st.Finished {
 		return t.replayed(ctx, run, st)
 	}
-	r, outcome, done, err := t.resumeOf(ctx, run)
+	p := t.placeOf(env)
+	r, outcome, done, err := t.resumeOf(ctx, run, p)
 	if done {
 		return outcome, err
 	}
@@ -67,7 +68,8 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 			history[i].Seq = i
 		}
 	}
-	return t.runLead(ctx, run, st.Thread, history, r)
+	history = lastTurns(history, p.prof.HistoryTurns)
+	return t.runLead(ctx, run, st.Thread, history, r, p)
 }
 
 // resume is what a run hands the lead agent: its input, the identity its tools act as, and the
@@ -76,22 +78,26 @@ type resume struct {
 	in        agent.Input
 	id        tools.Identity
 	completed []agent.Event
+	// notices tell the user about files of the message that could not be read; they lead the
+	// answer.
+	notices []string
 }
 
 // resumeOf reads what the run starts the lead with: a message, or the answer to a question or
 // an approval's decision, which completes the turn that waited for it. done: the run ends here
 // (with outcome, err) — the answer was refused, or an expiry found nothing left to do.
-func (t *Team) resumeOf(ctx context.Context, run *runs.Run) (r resume, outcome runs.Outcome, done bool, err error) {
+func (t *Team) resumeOf(ctx context.Context, run *runs.Run, p place) (r resume, outcome runs.Outcome, done bool, err error) {
 	env := run.Envelope
-	r = resume{in: agent.Input{Content: env.Text}, id: identityOf(env)}
+	r = resume{in: agent.Input{Content: env.Text}, id: scoped(identityOf(env), p)}
 	switch env.Kind {
 	case runs.KindMessage:
+		r.notices = t.withFiles(ctx, env, p, &r.in)
 		return r, "", false, nil
 	case runs.KindClarificationAnswer:
 	default:
 		return r, "", true, runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
 	}
-	p, expired, reason, err := t.takeAnswer(ctx, env)
+	pc, expired, reason, err := t.takeAnswer(ctx, env)
 	if err != nil {
 		return r, "", true, err
 	}
@@ -99,12 +105,12 @@ func (t *Team) resumeOf(ctx context.Context, run *runs.Run) (r resume, outcome r
 		outcome, err := t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reason}, runs.OutcomeFailed, nil)
 		return r, outcome, true, err
 	}
-	if p == nil {
+	if pc == nil {
 		// An expiry run whose approval was decided or withdrawn first: nothing to do.
 		return r, runs.OutcomeCancelled, true, nil
 	}
-	if p.Call == nil {
-		r.completed = answered(p, env.Text)
+	if pc.Call == nil {
+		r.completed = answered(pc, env.Text)
 		r.in = agent.Input{Resume: true, Source: "clarification"}
 		return r, "", false, nil
 	}
@@ -112,32 +118,29 @@ func (t *Team) resumeOf(ctx context.Context, run *runs.Run) (r resume, outcome r
 		outcome, err := t.finish(ctx, run, runs.Event{Kind: runs.EventFailed, Reason: reasonNoTools}, runs.OutcomeFailed, nil)
 		return r, outcome, true, err
 	}
-	// The resumed turn works for whoever asked for the call, not whoever decided.
-	r.id = p.Call.Identity
-	r.id.Admin, r.id.RunID = p.Call.Admin, env.RunID
-	r.completed = decided(p, t.decision(ctx, env, p, expired))
+	// The resumed turn works for whoever asked for the call, not whoever decided, in the
+	// place's profile as it stands now.
+	r.id = scoped(pc.Call.Identity, p)
+	r.id.Admin, r.id.RunID = pc.Call.Admin, env.RunID
+	r.completed = decided(pc, t.decision(ctx, env, pc, expired))
 	r.in = agent.Input{Resume: true, Source: "approval"}
 	return r, "", false, nil
 }
 
 // runLead runs the lead agent on the thread's history with r's input, then ends the run by
 // what its turn came to.
-func (t *Team) runLead(ctx context.Context, run *runs.Run, th threads.Thread, history []agent.Event, r resume) (runs.Outcome, error) {
+func (t *Team) runLead(ctx context.Context, run *runs.Run, th threads.Thread, history []agent.Event, r resume, p place) (runs.Outcome, error) {
 	env := run.Envelope
-	model := t.opts.Model
-	if th.Settings.Model != "" {
-		model = th.Settings.Model
-	}
 	seeded := len(history)
 	var toolNames []string
 	if t.opts.Tools != nil {
 		toolNames = t.opts.Tools.Names(r.id, 0)
 	}
-	lead, err := t.newLead(th.SessionID+"."+env.RunID, model, history, toolNames)
+	lead, err := t.newLead(th.SessionID+"."+env.RunID, p, modelIn(p, th.Settings.Model), history, toolNames)
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: creating the lead agent: %w", err))
 	}
-	rs := newRunState(t, run, lead)
+	rs := newRunState(t, run, lead, p)
 	t.runs.Store(lead.ID(), rs)
 	defer func() {
 		_ = lead.Dispose(context.Background())
@@ -158,12 +161,13 @@ func (t *Team) runLead(ctx context.Context, run *runs.Run, th threads.Thread, hi
 		return runs.OutcomeCancelled, ctx.Err()
 	}
 	rs.close() // every progress and subagent event is out before the closing one
-	return t.conclude(ctx, run, th, rs, lead.Session(), seeded, r.completed)
+	return t.conclude(ctx, run, th, rs, lead.Session(), seeded, r)
 }
 
 // conclude ends the run by how the lead's turn ended: waiting for an answer or an approval,
 // answered, failed for the model, or failed.
-func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, rs *runState, sess *agent.Session, seeded int, completed []agent.Event) (runs.Outcome, error) {
+func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, rs *runState, sess *agent.Session, seeded int, r resume) (runs.Outcome, error) {
+	completed := r.completed
 	own := sess.Since(seeded)
 	form, callID := rs.asked.get()
 	approval, approvalCall := rs.asked.approvalGet()
@@ -182,7 +186,7 @@ func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, r
 			text = "_(The assistant finished without writing an answer.)_"
 		}
 		turn := historyTurn(completed, own)
-		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: text}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
+		return t.finish(ctx, run, runs.Event{Kind: runs.EventFinal, Text: withNotices(r.notices, text)}, runs.OutcomeAnswered, &savedTurn{threadID: th.ID, events: turn})
 	case end.Reason == agent.TurnError && errors.As(end.Err, &modelErr):
 		return t.modelFailed(ctx, run, modelErr.Err)
 	default:
@@ -193,17 +197,30 @@ func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, r
 
 // newLead creates a run's lead agent on its history, which the agent reads in place rather than
 // copying it (it may be the history cache's, see beginRun): nobody changes it afterwards.
-func (t *Team) newLead(sessionID, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
-	names := t.tools
+func (t *Team) newLead(sessionID string, p place, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
+	names := t.builtins(p)
 	if len(extra) > 0 {
-		names = append(append(make([]string, 0, len(t.tools)+len(extra)), t.tools...), extra...)
+		names = append(append(make([]string, 0, len(names)+len(extra)), names...), extra...)
 	}
 	return t.rt.Create(agent.CreateOptions{
 		SessionID: sessionID,
 		Seed:      history,
 		ShareSeed: true,
-		Options:   agent.Options{Model: model, System: []string{t.opts.System}, Tools: names, MaxSteps: t.opts.MaxSteps},
+		Options:   agent.Options{Model: model, System: []string{t.system(p)}, Tools: names, MaxSteps: t.opts.MaxSteps},
 	})
+}
+
+// withNotices puts the notices about a message's files that could not be read ahead of the
+// answer, in italics, one a line.
+func withNotices(notices []string, text string) string {
+	if len(notices) == 0 {
+		return text
+	}
+	var b strings.Builder
+	for _, n := range notices {
+		b.WriteString("_" + n + "_\n")
+	}
+	return b.String() + "\n" + text
 }
 
 // replayed re-emits the closing event of a run that already finished (a redelivery after a
@@ -438,6 +455,7 @@ type runState struct {
 	t     *Team
 	run   *runs.Run
 	lead  *agent.Agent
+	place place // the run's profile
 	asked *asked
 
 	mu       sync.Mutex
@@ -457,8 +475,8 @@ type runState struct {
 	done   chan struct{}
 }
 
-func newRunState(t *Team, run *runs.Run, lead *agent.Agent) *runState {
-	rs := &runState{t: t, run: run, lead: lead, asked: &asked{lead: lead}, order: map[string]int{}, deltas: run.WantsAnswerDeltas(),
+func newRunState(t *Team, run *runs.Run, lead *agent.Agent, p place) *runState {
+	rs := &runState{t: t, run: run, lead: lead, place: p, asked: &asked{lead: lead}, order: map[string]int{}, deltas: run.WantsAnswerDeltas(),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go rs.loop()
 	return rs

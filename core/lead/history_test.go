@@ -179,7 +179,7 @@ func BenchmarkDecodeHistory50Turns(b *testing.B) {
 		if len(history) != len(raw) {
 			b.Fatal("events lost")
 		}
-		a, err := team.newLead("", "", history, nil)
+		a, err := team.newLead("", place{}, "", history, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

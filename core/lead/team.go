@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/llm"
+	"github.com/switchboard-bot/switchboard/core/profile"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/subagent"
 	"github.com/switchboard-bot/switchboard/core/threads"
@@ -55,6 +56,12 @@ type Options struct {
 	// Tools are the tools from MCP servers (nil: none): offered to the lead and its subagents as
 	// the run's caller may use them, and called as that caller.
 	Tools ToolSet
+	// Profiles picks each run's profile by where it comes from: its prompt, model and
+	// provider, tools, subagent bounds, history and vision. Nil: every run gets the options
+	// above, as before profiles existed.
+	Profiles *profile.Set
+	// Files say how the files a message brings reach the model.
+	Files FileOptions
 	// HistoryCacheEvents bounds the decoded histories kept between runs, in events
 	// (DefaultHistoryCacheEvents when 0; below 0 none are kept and every run reads its whole log).
 	HistoryCacheEvents int
@@ -119,7 +126,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		}
 	}
 	if !opts.NoSubagents {
-		reg, err := subagent.RegisterDelegateTool(t.rt, t.svc, subagent.DelegateConfig{MaxConcurrent: opts.MaxConcurrent, MaxDepth: opts.MaxDepth})
+		reg, err := subagent.RegisterDelegateTool(t.rt, t.svc, subagent.DelegateConfig{MaxConcurrent: opts.MaxConcurrent, MaxDepth: opts.MaxDepth, Limits: t.subagentLimits})
 		if err != nil {
 			return nil, fmt.Errorf("lead: %w", err)
 		}
@@ -141,6 +148,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		t.rt.UseContinuationHook(stopAfterAsking, true).Remove,
 		t.rt.UsePreToolHook(denyAfterAsking, false).Remove,
 		t.rt.Listen(t.onAgentEvent).Remove,
+		t.rt.UseRequestHook(t.routeProvider, true).Remove,
 		t.svc.Listen(t.onSubagentEvent),
 	)
 	return t, nil

@@ -71,6 +71,15 @@ type File struct {
 	Key     string
 }
 
+// FileFetcher is a Channel that can download the files users send it, with the platform's
+// own authentication (Slack: the bot token of the conversation's workspace; Telegram:
+// getFile; Discord: the attachment's CDN URL). A file larger than limit is refused with an
+// error wrapping conv.ErrFileTooLarge — before the download when the platform states the
+// size, else as soon as more than limit bytes arrive. Errors never contain the URL or a token.
+type FileFetcher interface {
+	FetchFile(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error)
+}
+
 // Pager reports how many platform messages Send would post for m (a long card or text is split
 // to the platform's limit). Delivery keeps an answer within DeliveryOptions.MaxAnswerMessages
 // with it; a channel without it is never asked to.

@@ -20,6 +20,8 @@
 // REST requests keep Discord's global limit (Config.GlobalRate); a 429 of a send, an edit, a
 // delete or a file is returned as *channels.RateLimitError for delivery to wait out, and the
 // calls nobody above retries wait theirs out a few times, up to Config.MaxRetryWait (see call).
+// Files users attach are listed on their Inbound (name, type, size, CDN URL) and downloaded
+// when asked (FetchFile, fetch.go) from Discord's CDN, which takes no token.
 // The token never appears in logs or errors (kit.Redactor).
 package discord
 

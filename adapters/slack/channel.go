@@ -28,6 +28,9 @@
 // thread ts}; a top-level mention starts a thread rooted at it (ReplyInThread), a DM's top level
 // is one conversation. Identity: channel_user_id is UserID (org:user).
 //
+// Files users share are listed on their Inbound (url_private_download) and downloaded when
+// asked (FetchFile, fetch.go) with the bot token of the conversation's workspace.
+//
 // Tokens and the signing secret never appear in logs or errors.
 package slack
 

@@ -90,12 +90,15 @@ type innerEvent struct {
 	} `json:"tokens"`
 }
 
+// eventFile is a file object of a message event, as attachments reads it.
 type eventFile struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`
 	MIME       string `json:"mimetype"`
 	Size       int64  `json:"size"`
 	URLPrivate string `json:"url_private"`
+	// URLPrivateDownload serves the file as a download (Content-Disposition: attachment).
+	URLPrivateDownload string `json:"url_private_download"`
 }
 
 // decodeCallback parses an Events API payload. It fails on invalid JSON, on an event_callback
@@ -333,6 +336,9 @@ func stripMention(text, botUser string) (string, bool) {
 	return strings.TrimLeft(strings.TrimSpace(b.String()), ",: "), true
 }
 
+// attachments lists a message's files, each with what FetchFile needs: its
+// url_private_download (url_private when Slack gives no download URL; none for a file Slack
+// hides, such as one past a free workspace's history) and its size.
 func attachments(fs []eventFile) []conv.Attachment {
 	var out []conv.Attachment
 	for _, f := range fs {
@@ -343,8 +349,12 @@ func attachments(fs []eventFile) []conv.Attachment {
 		if name == "" {
 			name = f.ID
 		}
-		// url_private holds no secret: fetching it needs the bot token in a header.
-		out = append(out, conv.Attachment{Name: name, MIME: f.MIME, Size: f.Size, URL: f.URLPrivate})
+		// The URLs hold no secret: fetching them needs the bot token in a header.
+		u := f.URLPrivateDownload
+		if u == "" {
+			u = f.URLPrivate
+		}
+		out = append(out, conv.Attachment{Name: name, MIME: f.MIME, Size: f.Size, URL: u})
 	}
 	return out
 }

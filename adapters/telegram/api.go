@@ -17,13 +17,14 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/kit"
+	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // APIError is an error answer from the Bot API. It unwraps to the sentinel it means
 // (channels.ErrNotModified, channels.ErrMessageGone, channels.ErrCardRefused,
-// channels.ErrUnreachable, channels.ErrUnauthorized, ErrConflict) when there is one, so callers
-// classify it with errors.Is, and a 429 to a *channels.RateLimitError of its retry_after (at
-// least a second) for errors.As. It never holds the bot token.
+// channels.ErrUnreachable, channels.ErrUnauthorized, ErrConflict, conv.ErrFileTooLarge) when
+// there is one, so callers classify it with errors.Is, and a 429 to a *channels.RateLimitError
+// of its retry_after (at least a second) for errors.As. It never holds the bot token.
 type APIError struct {
 	Method      string
 	Code        int
@@ -80,6 +81,9 @@ func classify(code int, desc string) error {
 	case strings.Contains(d, "can't parse entities"), strings.Contains(d, "button_data_invalid"),
 		strings.Contains(d, "message is too long"), strings.Contains(d, "reply markup"):
 		return channels.ErrCardRefused
+	case strings.Contains(d, "file is too big"):
+		// getFile of a file over the 20 MB a bot may download.
+		return conv.ErrFileTooLarge
 	}
 	return nil
 }

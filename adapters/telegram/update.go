@@ -24,12 +24,20 @@ type update struct {
 }
 
 // message extends tgbotapi.Message with message_thread_id and is_topic_message; the outer
-// reply_to_message shadows the embedded one so replies carry them too.
+// reply_to_message shadows the embedded one so replies carry them too, and the outer sticker
+// the library's, which lacks is_video.
 type message struct {
 	tgbotapi.Message
 	MessageThreadID int      `json:"message_thread_id,omitempty"`
 	IsTopicMessage  bool     `json:"is_topic_message,omitempty"`
 	ReplyToMessage  *message `json:"reply_to_message,omitempty"`
+	Sticker         *sticker `json:"sticker,omitempty"`
+}
+
+// sticker extends tgbotapi.Sticker with is_video (a WEBM video sticker, Bot API 5.5).
+type sticker struct {
+	tgbotapi.Sticker
+	IsVideo bool `json:"is_video,omitempty"`
 }
 
 // callback extends tgbotapi.CallbackQuery so its message carries the topic fields.
@@ -202,21 +210,88 @@ func removeRanges(u16 []uint16, cut [][2]int) string {
 	return s
 }
 
+// attachments lists the files of a message, each named by fileRef: a document, the largest
+// size of a photo, a voice note, an audio file, a video, a video note and a sticker. A file
+// without a name of its own is named after its kind, with the extension of its type.
 func attachments(m *message) []conv.Attachment {
 	var out []conv.Attachment
+	add := func(id, name, mimeType string, size int) {
+		if id != "" {
+			out = append(out, conv.Attachment{Name: name, MIME: mimeType, Size: int64(size), URL: fileRef(id)})
+		}
+	}
 	if d := m.Document; d != nil {
-		out = append(out, conv.Attachment{Name: d.FileName, MIME: d.MimeType, Size: int64(d.FileSize), URL: fileRef(d.FileID)})
+		add(d.FileID, orDefault(d.FileName, "document"), d.MimeType, d.FileSize)
 	}
 	if n := len(m.Photo); n > 0 {
 		p := m.Photo[n-1] // the largest size comes last
-		out = append(out, conv.Attachment{Name: "photo.jpg", MIME: "image/jpeg", Size: int64(p.FileSize), URL: fileRef(p.FileID)})
+		add(p.FileID, "photo.jpg", "image/jpeg", p.FileSize)
+	}
+	if v := m.Voice; v != nil {
+		mimeType := orDefault(v.MimeType, "audio/ogg") // voice notes are OGG/Opus
+		add(v.FileID, "voice"+extension(mimeType), mimeType, v.FileSize)
+	}
+	if a := m.Audio; a != nil {
+		mimeType := orDefault(a.MimeType, "audio/mpeg")
+		add(a.FileID, orDefault(a.FileName, "audio"+extension(mimeType)), mimeType, a.FileSize)
+	}
+	if v := m.Video; v != nil {
+		mimeType := orDefault(v.MimeType, "video/mp4")
+		add(v.FileID, orDefault(v.FileName, "video"+extension(mimeType)), mimeType, v.FileSize)
+	}
+	if v := m.VideoNote; v != nil {
+		add(v.FileID, "video_note.mp4", "video/mp4", v.FileSize) // video notes are MPEG4
+	}
+	if st := m.Sticker; st != nil {
+		// A sticker is a WEBP image, an animated one a TGS (gzipped Lottie), a video one WEBM.
+		name, mimeType := "sticker.webp", "image/webp"
+		switch {
+		case st.IsVideo:
+			name, mimeType = "sticker.webm", "video/webm"
+		case st.IsAnimated:
+			name, mimeType = "sticker.tgs", "application/x-tgsticker"
+		}
+		add(st.FileID, name, mimeType, st.FileSize)
 	}
 	return out
 }
 
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// extension is the usual file extension of the media types Telegram sends, "" for others.
+func extension(mimeType string) string {
+	switch mimeType {
+	case "audio/ogg":
+		return ".ogg"
+	case "audio/mpeg":
+		return ".mp3"
+	case "audio/mp4", "audio/x-m4a", "audio/m4a":
+		return ".m4a"
+	case "audio/flac", "audio/x-flac":
+		return ".flac"
+	case "audio/wav", "audio/x-wav":
+		return ".wav"
+	case "video/mp4":
+		return ".mp4"
+	case "video/webm":
+		return ".webm"
+	case "video/quicktime":
+		return ".mov"
+	}
+	return ""
+}
+
+// fileRefPrefix starts a fileRef.
+const fileRefPrefix = "telegram-file:"
+
 // fileRef names a Telegram file without its download URL, which holds the bot token: the URL
-// is made with getFile when the bytes are needed.
-func fileRef(id string) string { return "telegram-file:" + id }
+// is made with getFile when the bytes are needed (FetchFile).
+func fileRef(id string) string { return fileRefPrefix + id }
 
 func callbackInbound(u update, now time.Time) (channels.Inbound, bool) {
 	cq := u.CallbackQuery

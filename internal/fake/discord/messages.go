@@ -360,12 +360,16 @@ func (s *Server) Message(id string) (Message, bool) {
 	return *m, true
 }
 
-// Attachment is a file on a user message.
+// Attachment is a file on a user message. AddFile makes one the fake serves.
 type Attachment struct {
+	// ID is the attachment's id; default one derived from the message's.
+	ID          string
 	Filename    string
 	ContentType string
 	Size        int64
 	URL         string
+	// ProxyURL is the attachment's proxy_url; default URL.
+	ProxyURL string
 }
 
 // UserMessage is a message a user posts.
@@ -412,8 +416,15 @@ func (s *Server) Post(um UserMessage) string {
 	w["mention_roles"] = orEmpty(roles)
 	var atts []any
 	for i, a := range um.Attachments {
-		atts = append(atts, map[string]any{"id": m.ID + "0" + string(rune('0'+i%10)), "filename": a.Filename,
-			"content_type": a.ContentType, "size": a.Size, "url": a.URL, "proxy_url": a.URL})
+		id, proxy := a.ID, a.ProxyURL
+		if id == "" {
+			id = m.ID + "0" + string(rune('0'+i%10))
+		}
+		if proxy == "" {
+			proxy = a.URL
+		}
+		atts = append(atts, map[string]any{"id": id, "filename": a.Filename,
+			"content_type": a.ContentType, "size": a.Size, "url": a.URL, "proxy_url": proxy})
 	}
 	w["attachments"] = orEmpty(atts)
 	if guild != "" {

@@ -7,6 +7,8 @@
 //     idempotency, messages with files (multipart/form-data: payload_json and files[n], the
 //     files kept, 10 at most and 10 MiB in all), threads from a message, typing, interaction callbacks, webhook follow-ups and
 //     @original edits, and application commands (GET, bulk-overwrite PUT; global and per guild).
+//   - The CDN: the files users attach (AddFile) at their signed url and proxy_url, served
+//     without a token while the signature is intact.
 //     Every call is recorded; 429s (per route or global, with retry_after and X-RateLimit headers)
 //     and other errors can be injected.
 //   - The gateway: op 10 HELLO, op 2 IDENTIFY (token and intents checked; 4004 and 4014 closes),
@@ -85,6 +87,8 @@ type Server struct {
 	recShards  int
 	maxConc    int
 	startsLeft *int
+	files      map[string]*userFile // attachment id → a file users attached (AddFile)
+	downloads  []Download
 
 	gw gateway
 }
@@ -225,6 +229,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("GET "+routeGatewaySocket, s.serveGateway)
 	mux.HandleFunc("GET "+routeResumeSocket, s.serveGateway)
+	mux.HandleFunc("GET "+cdnPath, s.serveAttachment)
+	mux.HandleFunc("GET "+mediaPath, s.serveAttachment)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	})

@@ -25,10 +25,14 @@ type Msg struct {
 	Files []File
 }
 
-// File is a file shared with a message.
+// File is a file shared with a message. AddFile makes one the fake serves; without its URLs,
+// the file object points at a host that serves nothing.
 type File struct {
 	ID, Name, MIME string
 	Size           int64
+	// URLPrivate and URLPrivateDownload are the file object's url_private and
+	// url_private_download.
+	URLPrivate, URLPrivateDownload string
 }
 
 func (s *Server) fill(m *Msg) {
@@ -61,8 +65,7 @@ func (m Msg) event(typ string) map[string]any {
 	if len(m.Files) > 0 {
 		var fs []map[string]any
 		for _, f := range m.Files {
-			fs = append(fs, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.MIME, "size": f.Size,
-				"url_private": "https://files.slack.test/files-pri/" + f.ID + "/" + url.PathEscape(f.Name)})
+			fs = append(fs, f.object(m.Team))
 		}
 		ev["files"] = fs
 	}
@@ -283,4 +286,19 @@ func (s *Server) PushSlash(c Slash) string {
 		m[k] = v[0]
 	}
 	return s.Send("slash_commands", m)
+}
+
+// object is f as a message event's file object.
+func (f File) object(team string) map[string]any {
+	private, download := f.URLPrivate, f.URLPrivateDownload
+	if private == "" {
+		base := "https://files.slack.test/files-pri/" + team + "-" + f.ID + "/"
+		private, download = base+url.PathEscape(f.Name), base+"download/"+url.PathEscape(f.Name)
+	}
+	o := map[string]any{"id": f.ID, "name": f.Name, "title": f.Name, "mimetype": f.MIME, "size": f.Size,
+		"mode": "hosted", "is_external": false, "url_private": private}
+	if download != "" {
+		o["url_private_download"] = download
+	}
+	return o
 }

@@ -12,6 +12,8 @@
 //     section text, 40,000 of message text); file uploads as Slack's external flow does them
 //     (files.getUploadURLExternal, the bytes POSTed to the upload_url it returns, then
 //     files.completeUploadExternal sharing the file in a channel or thread), the files kept;
+//     the files users share (AddFile) at their url_private and url_private_download, served to
+//     a bot token of their workspace and answered with Slack's login page otherwise;
 //   - Socket Mode (GET /socket, a websocket): hello, envelopes (events_api, interactive,
 //     slash_commands) with envelope ids and retry_attempt/retry_reason, the client's acks,
 //     disconnect (refresh_requested, link_disabled, …), dropped sockets, server pings, and
@@ -111,6 +113,8 @@ type Server struct {
 	rotateIn  int // > 0: tokens issued by OAuth expire after this many seconds
 	tokenSeq  int
 	lastToken map[string]string // team → its latest bot token
+
+	files map[string]*sharedFile // file id → a file users shared (AddFile)
 }
 
 // Option adjusts a server before it starts.
@@ -146,6 +150,7 @@ func Start(opts ...Option) *Server {
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/socket", s.serveSocket)
 	mux.HandleFunc(uploadPath, s.serveUpload)
+	mux.HandleFunc(filesPath, s.serveFile)
 	s.srv = httptest.NewServer(mux)
 	return s
 }

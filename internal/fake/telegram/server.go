@@ -11,7 +11,7 @@
 //
 // Tests push updates (private, group, forum topic, callback query), read what the bot posted per
 // chat with edits and deletions applied, count calls by method, and inject faults (429 storms
-// with retry_after, 5xx) per method or per chat. It uses only the standard library and one mutex,
+// with retry_after, 5xx) per method or per chat, and per file download (FailFile). It uses only the standard library and one mutex,
 // and serves thousands of calls a second.
 package telegramfake
 
@@ -73,6 +73,9 @@ type Server struct {
 	// Telegram does; conflicts counts those terminations.
 	poller    *pollCall
 	conflicts int
+	// files are the files users sent (AddFile), by file id.
+	files   map[string]*storedFile
+	fileSeq int
 }
 
 type queued struct {
@@ -159,6 +162,10 @@ type apiError struct {
 func badRequest(desc string) *apiError { return &apiError{code: 400, desc: "Bad Request: " + desc} }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.serveFile(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {
@@ -231,6 +238,7 @@ func init() {
 		"setWebhook":          (*Server).setWebhook,
 		"deleteWebhook":       (*Server).deleteWebhook,
 		"getWebhookInfo":      (*Server).getWebhookInfo,
+		"getFile":             (*Server).getFile,
 	}
 }
 

@@ -49,8 +49,15 @@ type WireMessage struct {
 	CaptionEntities []Entity     `json:"caption_entities,omitempty"`
 	ReplyToMessage  *WireMessage `json:"reply_to_message,omitempty"`
 	ReplyMarkup     *Keyboard    `json:"reply_markup,omitempty"`
-	// Document is set on messages the bot sent with sendDocument.
+	// Document is set on messages the bot sent with sendDocument, and on users' documents.
 	Document *WireDocument `json:"document,omitempty"`
+	// The files of users' messages other than documents (In.Files).
+	Photo     []WireMedia `json:"photo,omitempty"`
+	Voice     *WireMedia  `json:"voice,omitempty"`
+	Audio     *WireMedia  `json:"audio,omitempty"`
+	Video     *WireMedia  `json:"video,omitempty"`
+	VideoNote *WireMedia  `json:"video_note,omitempty"`
+	Sticker   *WireMedia  `json:"sticker,omitempty"`
 }
 
 // In describes a message a user sends, for PushMessage. Entities are derived from Text (bot
@@ -66,6 +73,9 @@ type In struct {
 	// ReplyTo is the id of a message in the same chat this one replies to.
 	ReplyTo  int
 	Entities []Entity
+	// Files are files registered with AddFile that the message carries (Telegram sends one
+	// file a message, with Text as its caption when Caption is set).
+	Files []UserFile
 }
 
 // Private is a private chat with u.
@@ -110,6 +120,9 @@ func (s *Server) PushMessage(in In) (updateID int64, messageID int) {
 	} else if in.ThreadID != 0 {
 		// In a forum topic an unreplied message replies to the topic's creation message.
 		m.ReplyToMessage = &WireMessage{MessageID: in.ThreadID, Chat: in.Chat, MessageThreadID: in.ThreadID, IsTopicMessage: true}
+	}
+	for _, f := range in.Files {
+		m.addFile(f)
 	}
 	c.msgs[m.MessageID] = &Message{ID: m.MessageID, ChatID: in.Chat.ID, ThreadID: in.ThreadID, Text: in.Text, FromUser: in.From.ID, ReplyTo: in.ReplyTo, At: time.Now()}
 	c.order = append(c.order, m.MessageID)

@@ -1,0 +1,173 @@
+package discordfake
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The paths the fake serves attachments at, as Discord's CDN (cdn.discordapp.com, an
+// attachment's url) and media proxy (media.discordapp.net, its proxy_url) do:
+// /attachments/<channel>/<attachment>/<filename>?ex=…&is=…&hm=….
+const (
+	cdnPath   = "/attachments/"
+	mediaPath = "/media/attachments/"
+)
+
+// NoLongerAvailable is what Discord's CDN answers, with 404, to an attachment URL whose
+// signature is missing, wrong or expired.
+const NoLongerAvailable = "This content is no longer available."
+
+// NewFile describes a file a user attaches to a message, for AddFile.
+type NewFile struct {
+	Filename    string
+	ContentType string
+	Data        []byte
+	// Size, when > 0, is the size the attachment object states instead of len(Data).
+	Size int64
+	// Unsized serves the bytes without a Content-Length (chunked).
+	Unsized bool
+}
+
+// FileFault is a failure of an attachment's download: Status answers that HTTP status; Cut
+// sends the headers (with the whole Content-Length) and half the bytes, then drops the
+// connection.
+type FileFault struct {
+	Status int
+	Cut    bool
+}
+
+// Download is one GET of an attachment's bytes, in arrival order.
+type Download struct {
+	// ID is the attachment's id ("" when the path names none).
+	ID     string
+	Status int
+	// Authorization: the request carried an Authorization header (a bot sends none to the CDN).
+	Authorization bool
+}
+
+// userFile is an attachment AddFile registered, as the fake keeps it.
+type userFile struct {
+	contentType string
+	data        []byte
+	unsized     bool
+	sig         string // the hm of its signed URL
+	faults      []FileFault
+}
+
+// AddFile registers a file a user attaches to a message in channelID and returns the
+// Attachment to put in UserMessage.Attachments: an id, the filename, content type and size,
+// and a signed url (and proxy_url) on the fake. The fake serves the bytes at both, to anyone
+// with the signature (ex, is, hm) intact — no token needed — and answers 404
+// NoLongerAvailable to a URL without it.
+func (s *Server) AddFile(channelID string, f NewFile) Attachment {
+	size := f.Size
+	if size <= 0 {
+		size = int64(len(f.Data))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.newIDLocked()
+	now := time.Now()
+	ex, is := strconv.FormatInt(now.Add(24*time.Hour).Unix(), 16), strconv.FormatInt(now.Unix(), 16)
+	sum := sha256.Sum256([]byte(id + ":" + ex + ":" + is))
+	sig := hex.EncodeToString(sum[:])
+	if s.files == nil {
+		s.files = map[string]*userFile{}
+	}
+	s.files[id] = &userFile{contentType: f.ContentType, data: append([]byte(nil), f.Data...), unsized: f.Unsized, sig: sig}
+	// Discord's signed URLs end with a '&'.
+	rest := channelID + "/" + id + "/" + url.PathEscape(f.Filename) + "?ex=" + ex + "&is=" + is + "&hm=" + sig + "&"
+	return Attachment{ID: id, Filename: f.Filename, ContentType: f.ContentType, Size: size,
+		URL: s.srv.URL + cdnPath + rest, ProxyURL: s.srv.URL + mediaPath + rest}
+}
+
+// FailFile makes the next n downloads of attachment id fail with f.
+func (s *Server) FailFile(id string, n int, f FileFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if uf := s.files[id]; uf != nil {
+		for range n {
+			uf.faults = append(uf.faults, f)
+		}
+	}
+}
+
+// Downloads returns the attachment downloads so far.
+func (s *Server) Downloads() []Download {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Download(nil), s.downloads...)
+}
+
+// serveAttachment serves an attachment's bytes at its url or proxy_url: 404 NoLongerAvailable
+// for an unknown attachment or a signature that is not the one issued, the file's faults first.
+func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/media"), cdnPath)
+	parts := strings.Split(rest, "/")
+	id := ""
+	if len(parts) == 3 {
+		id = parts[1]
+	}
+	s.mu.Lock()
+	f := s.files[id]
+	var fault *FileFault
+	if f != nil && r.URL.Query().Get("hm") == f.sig && len(f.faults) > 0 {
+		fault = &f.faults[0]
+		f.faults = f.faults[1:]
+	}
+	s.mu.Unlock()
+	status := http.StatusOK
+	defer func() {
+		s.mu.Lock()
+		s.downloads = append(s.downloads, Download{ID: id, Status: status, Authorization: r.Header.Get("Authorization") != ""})
+		s.mu.Unlock()
+	}()
+	switch {
+	case f == nil || r.URL.Query().Get("hm") != f.sig:
+		status = http.StatusNotFound
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, NoLongerAvailable)
+	default:
+		status = serveBytes(w, f.data, f.contentType, f.unsized, fault)
+	}
+}
+
+// serveBytes answers a file's download — its fault when there is one (a status; or a cut:
+// the headers with the whole Content-Length and half the bytes, then the connection dropped),
+// else data as contentType (application/octet-stream when empty), chunked when unsized — and
+// returns the status answered.
+func serveBytes(w http.ResponseWriter, data []byte, contentType string, unsized bool, fault *FileFault) int {
+	if fault != nil && !fault.Cut {
+		w.WriteHeader(fault.Status)
+		return fault.Status
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	if fault != nil {
+		if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
+			defer conn.Close()
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\nContent-Length: " + strconv.Itoa(max(len(data), 1)) + "\r\n\r\n")
+			_, _ = buf.Write(data[:len(data)/2])
+			_ = buf.Flush()
+		}
+		return http.StatusOK
+	}
+	w.Header().Set("Content-Type", contentType)
+	if unsized {
+		// Flushing before the first byte makes the answer chunked: no Content-Length.
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+	} else {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	}
+	_, _ = w.Write(data)
+	return http.StatusOK
+}

@@ -1,0 +1,176 @@
+package slackfake
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DownloadMethod names the downloads of shared files' bytes (GET of a url_private or
+// url_private_download) for Count and CallsOf: not a Web API method, but logged as one.
+const DownloadMethod = "files-pri"
+
+// filesPath is where the fake serves the files users share, as files.slack.com does:
+// /files-pri/<team>-<file id>/<name>, and /files-pri/<team>-<file id>/download/<name>.
+const filesPath = "/files-pri/"
+
+// LoginPage is what Slack answers, with status 200 and Content-Type text/html, to a file URL
+// fetched without a token it accepts for that file.
+const LoginPage = `<!DOCTYPE html><html lang="en"><head><title>Slack</title></head>` +
+	`<body><h1>Sign in to your workspace</h1><form action="/signin" method="post"></form></body></html>`
+
+// NewFile describes a file a user shares, for AddFile.
+type NewFile struct {
+	// Team is the workspace the file belongs to; default TeamID. Only a bot token of that
+	// workspace may fetch it.
+	Team string
+	Name string
+	MIME string
+	Data []byte
+	// Size, when > 0, is the size the file object states instead of len(Data).
+	Size int64
+	// Unsized serves the bytes without a Content-Length (chunked).
+	Unsized bool
+}
+
+// FileFault is a failure of a file's download: Status answers that HTTP status; Cut sends the
+// headers (with the whole Content-Length) and half the bytes, then drops the connection.
+type FileFault struct {
+	Status int
+	Cut    bool
+}
+
+// sharedFile is a file AddFile registered, as the fake keeps it.
+type sharedFile struct {
+	team    string
+	mime    string
+	data    []byte
+	unsized bool
+	faults  []FileFault
+}
+
+// AddFile registers a file a user shares and returns the File to put in Msg.Files: its event
+// file object carries url_private and url_private_download on the fake, which serve the bytes
+// to a bot token of the file's workspace (an Authorization: Bearer header) and Slack's login
+// page, with status 200, to any other token or none.
+func (s *Server) AddFile(f NewFile) File {
+	if f.Team == "" {
+		f.Team = TeamID
+	}
+	size := f.Size
+	if size <= 0 {
+		size = int64(len(f.Data))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	id := fmt.Sprintf("F%09d", s.seq)
+	if s.files == nil {
+		s.files = map[string]*sharedFile{}
+	}
+	s.files[id] = &sharedFile{team: f.Team, mime: f.MIME, data: append([]byte(nil), f.Data...), unsized: f.Unsized}
+	base := s.srv.URL + filesPath + f.Team + "-" + id + "/"
+	return File{ID: id, Name: f.Name, MIME: f.MIME, Size: size,
+		URLPrivate: base + url.PathEscape(f.Name), URLPrivateDownload: base + "download/" + url.PathEscape(f.Name)}
+}
+
+// FailFile makes the next n downloads of file id fail with f.
+func (s *Server) FailFile(id string, n int, f FileFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sf := s.files[id]; sf != nil {
+		for range n {
+			sf.faults = append(sf.faults, f)
+		}
+	}
+}
+
+// serveFile serves a shared file's bytes: Slack's login page (200, text/html) without a bot
+// token of the file's workspace, 404 for an unknown file, the file's faults first.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.counts[DownloadMethod]++
+	s.mu.Unlock()
+	ref, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, filesPath), "/")
+	_, id, _ := strings.Cut(ref, "-")
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	f := s.files[id]
+	team, authed := s.teams[token]
+	var fault *FileFault
+	if f != nil && authed && team == f.team && len(f.faults) > 0 {
+		fault = &f.faults[0]
+		f.faults = f.faults[1:]
+	}
+	s.mu.Unlock()
+	status := http.StatusOK
+	defer func() {
+		s.mu.Lock()
+		if s.record {
+			s.calls = append(s.calls, Call{Method: DownloadMethod, Params: map[string]string{"file_id": id}, Auth: authOf(token), Team: team,
+				Status: status, At: time.Now()})
+		}
+		s.mu.Unlock()
+	}()
+	switch {
+	case r.Method != http.MethodGet:
+		status = http.StatusMethodNotAllowed
+		w.WriteHeader(status)
+	case !authed || f != nil && team != f.team:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, LoginPage)
+	case f == nil:
+		status = http.StatusNotFound
+		http.Error(w, "file not found", status)
+	case fault != nil && !fault.Cut:
+		status = fault.Status
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, "<html>error</html>")
+	default:
+		status = serveBytes(w, f.data, f.mime, f.unsized, fault)
+	}
+}
+
+func authOf(token string) string {
+	if token == "" {
+		return ""
+	}
+	return "bearer"
+}
+
+// serveBytes answers a file's download — its fault when there is one (a status; or a cut:
+// the headers with the whole Content-Length and half the bytes, then the connection dropped),
+// else data as contentType (application/octet-stream when empty), chunked when unsized — and
+// returns the status answered.
+func serveBytes(w http.ResponseWriter, data []byte, contentType string, unsized bool, fault *FileFault) int {
+	if fault != nil && !fault.Cut {
+		w.WriteHeader(fault.Status)
+		return fault.Status
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	if fault != nil {
+		if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
+			defer conn.Close()
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\nContent-Length: " + strconv.Itoa(max(len(data), 1)) + "\r\n\r\n")
+			_, _ = buf.Write(data[:len(data)/2])
+			_ = buf.Flush()
+		}
+		return http.StatusOK
+	}
+	w.Header().Set("Content-Type", contentType)
+	if unsized {
+		// Flushing before the first byte makes the answer chunked: no Content-Length.
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+	} else {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	}
+	_, _ = w.Write(data)
+	return http.StatusOK
+}

@@ -12,7 +12,7 @@
 // Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
 // type, typing, inline keyboards, callback answers, command menu, pacing (per chat and overall);
 // a 429 of a send, an edit or a file goes back to delivery as *channels.RateLimitError (see
-// call). Files users send (documents, photos, voice notes, audio, videos, video notes,
+// call). Files users send (documents, photos, voice notes, audio, videos, video notes; not
 // stickers) are listed on their Inbound by file id and downloaded when asked (FetchFile,
 // fetch.go: getFile, then the file URL, which holds the token).
 package telegram

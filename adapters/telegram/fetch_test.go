@@ -195,12 +195,6 @@ func TestAttachmentsListEveryKindOfFile(t *testing.T) {
 			conv.Attachment{Name: "video.mp4", MIME: "video/mp4", Size: 4, URL: "telegram-file:W"}},
 		{"video note", `"video_note":{"file_id":"N","file_unique_id":"n","length":240,"duration":3,"file_size":3}`,
 			conv.Attachment{Name: "video_note.mp4", MIME: "video/mp4", Size: 3, URL: "telegram-file:N"}},
-		{"sticker", `"sticker":{"file_id":"S","file_unique_id":"s","type":"regular","width":512,"height":512,"is_animated":false,"is_video":false,"file_size":2}`,
-			conv.Attachment{Name: "sticker.webp", MIME: "image/webp", Size: 2, URL: "telegram-file:S"}},
-		{"animated sticker", `"sticker":{"file_id":"S","file_unique_id":"s","width":512,"height":512,"is_animated":true}`,
-			conv.Attachment{Name: "sticker.tgs", MIME: "application/x-tgsticker", URL: "telegram-file:S"}},
-		{"video sticker", `"sticker":{"file_id":"S","file_unique_id":"s","width":512,"height":512,"is_video":true}`,
-			conv.Attachment{Name: "sticker.webm", MIME: "video/webm", URL: "telegram-file:S"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,6 +208,15 @@ func TestAttachmentsListEveryKindOfFile(t *testing.T) {
 				t.Fatalf("files %+v (ok %v), want %+v", in.Files, ok, tc.want)
 			}
 		})
+	}
+	// A sticker is a reaction, not something to read: no file, so a sticker alone asks nothing.
+	raw := `{"update_id":1,"message":{"message_id":2,"from":{"id":9,"first_name":"A"},"chat":{"id":9,"type":"private"},"date":1,"sticker":{"file_id":"S","file_unique_id":"s","type":"regular","width":512,"height":512,"is_animated":false,"is_video":false,"file_size":2}}}`
+	u, err := decodeUpdate([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := toInbound(u, botIdentity{id: 1, username: "me_bot"}, time.Time{}); len(in.Files) != 0 {
+		t.Errorf("a sticker listed as files %+v", in.Files)
 	}
 }
 

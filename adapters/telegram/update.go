@@ -24,20 +24,12 @@ type update struct {
 }
 
 // message extends tgbotapi.Message with message_thread_id and is_topic_message; the outer
-// reply_to_message shadows the embedded one so replies carry them too, and the outer sticker
-// the library's, which lacks is_video.
+// reply_to_message shadows the embedded one so replies carry them too.
 type message struct {
 	tgbotapi.Message
 	MessageThreadID int      `json:"message_thread_id,omitempty"`
 	IsTopicMessage  bool     `json:"is_topic_message,omitempty"`
 	ReplyToMessage  *message `json:"reply_to_message,omitempty"`
-	Sticker         *sticker `json:"sticker,omitempty"`
-}
-
-// sticker extends tgbotapi.Sticker with is_video (a WEBM video sticker, Bot API 5.5).
-type sticker struct {
-	tgbotapi.Sticker
-	IsVideo bool `json:"is_video,omitempty"`
 }
 
 // callback extends tgbotapi.CallbackQuery so its message carries the topic fields.
@@ -211,8 +203,9 @@ func removeRanges(u16 []uint16, cut [][2]int) string {
 }
 
 // attachments lists the files of a message, each named by fileRef: a document, the largest
-// size of a photo, a voice note, an audio file, a video, a video note and a sticker. A file
-// without a name of its own is named after its kind, with the extension of its type.
+// size of a photo, a voice note, an audio file, a video and a video note. A sticker is a
+// reaction, not something to read: it is left out. A file without a name of its own is named
+// after its kind, with the extension of its type.
 func attachments(m *message) []conv.Attachment {
 	var out []conv.Attachment
 	add := func(id, name, mimeType string, size int) {
@@ -241,17 +234,6 @@ func attachments(m *message) []conv.Attachment {
 	}
 	if v := m.VideoNote; v != nil {
 		add(v.FileID, "video_note.mp4", "video/mp4", v.FileSize) // video notes are MPEG4
-	}
-	if st := m.Sticker; st != nil {
-		// A sticker is a WEBP image, an animated one a TGS (gzipped Lottie), a video one WEBM.
-		name, mimeType := "sticker.webp", "image/webp"
-		switch {
-		case st.IsVideo:
-			name, mimeType = "sticker.webm", "video/webm"
-		case st.IsAnimated:
-			name, mimeType = "sticker.tgs", "application/x-tgsticker"
-		}
-		add(st.FileID, name, mimeType, st.FileSize)
 	}
 	return out
 }

@@ -44,6 +44,9 @@ type app struct {
 	delivery *delivery.Delivery
 	pool     *runs.Pool
 	chans    []channels.Channel
+	// files are the channels that download what users send, by platform; filled by
+	// buildRouting before the workers start (the team reads it from then on).
+	files    fileFetchers
 	webhooks map[string]http.Handler // path (or "GET path") → handler, mounted on the HTTP listener
 
 	intake   atomic.Bool // false once shutdown begins: inbound is refused for redelivery
@@ -88,7 +91,9 @@ func newApp(ctx context.Context, cfg *config.Config, log *slog.Logger, extra ...
 // build is newApp's work; on error the caller closes what it opened.
 func (a *app) build(ctx context.Context, extra []channels.Channel) (err error) {
 	cfg, log := a.cfg, a.log
+	a.files = fileFetchers{}
 	a.core, err = newCore(ctx, cfg, log, coreHooks{
+		fetch:       a.files.fetch,
 		wrap:        func(p llm.Provider) llm.Provider { return countingProvider{p, a.metrics} },
 		onRecovery:  func(kind runs.Recovery, n int) { a.metrics.recoveries.WithLabelValues(string(kind)).Add(float64(n)) },
 		toolMetrics: newToolMetrics(a.metrics.reg),
@@ -195,6 +200,9 @@ func (a *app) buildRouting(key render.Key) error {
 	byName := map[string]channels.Channel{}
 	for _, ch := range a.chans {
 		byName[ch.Name()] = ch
+		if f, ok := ch.(channels.FileFetcher); ok {
+			a.files[ch.Name()] = f
+		}
 	}
 	access := map[string]router.AccessPolicy{}
 	admins := map[string][]string{}
@@ -211,7 +219,7 @@ func (a *app) buildRouting(key render.Key) error {
 	a.router, err = router.New(router.Options{
 		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
 		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
-		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx, Tools: a.core.toolsInfo(),
+		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx, Tools: a.core.toolsInfo(), Places: placesOf(a.core.profiles),
 	})
 	if err != nil {
 		return err

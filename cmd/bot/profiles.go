@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/router"
 	"github.com/switchboard-bot/switchboard/config"
+	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/profile"
 )
 
@@ -151,4 +155,53 @@ func checkRoute(inv invocation, cfg *config.Config, route string) int {
 		fmt.Fprintln(inv.stderr, "bot: the configuration has problems too (`bot check-config` lists them):", err)
 	}
 	return exitOK
+}
+
+// places answers the router's /profile and bounds /model with the configured profiles.
+type places struct{ set *profile.Set }
+
+// placesOf is the router's view of set; nil when no profiles are configured.
+func placesOf(set *profile.Set) router.Places {
+	if set == nil {
+		return nil
+	}
+	return places{set}
+}
+
+func (p places) resolve(k conv.Key, direct bool, user string) profile.Resolution {
+	return p.set.Resolve(profile.Facts{Key: k, Direct: direct, User: user})
+}
+
+func (p places) Place(k conv.Key, direct bool, user string) string {
+	res := p.resolve(k, direct, user)
+	pr := res.Profile
+	model := pr.Model
+	if pr.Provider != "" {
+		model += " @ " + pr.Provider
+	}
+	tools := "every tool the policy allows"
+	if pr.Tools != nil {
+		tools = "none"
+		if len(pr.Tools) > 0 {
+			tools = "`" + strings.Join(pr.Tools, "`, `") + "`"
+		}
+	}
+	return fmt.Sprintf("This chat gets the profile `%s`: model `%s`, tools %s, images %s, %d turns of history, subagents to depth %d.\nWhy: %s",
+		pr.Name, model, tools, map[bool]string{true: "seen", false: "not seen"}[pr.Vision], pr.HistoryTurns, pr.Subagents.MaxDepth, res.Why)
+}
+
+func (p places) Models(k conv.Key, direct bool, user string) []string {
+	return p.resolve(k, direct, user).Profile.Models
+}
+
+// fileFetchers downloads the files users send through the channel of their platform. It is
+// filled once the channels are built, before any run starts.
+type fileFetchers map[string]channels.FileFetcher
+
+func (f fileFetchers) fetch(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
+	ch, ok := f[k.Platform]
+	if !ok {
+		return nil, fmt.Errorf("%s does not download files", k.Platform)
+	}
+	return ch.FetchFile(ctx, k, a, limit)
 }

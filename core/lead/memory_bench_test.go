@@ -45,7 +45,9 @@ func BenchmarkConversationRedisBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 			files := map[string][]byte{"photo.png": photo, "notes.txt": notes, "voice.ogg": voice}
-			fetch := func(_ context.Context, _ conv.Key, a conv.Attachment, _ int64) ([]byte, error) { return files[a.Name], nil }
+			fetch := func(_ context.Context, _ conv.Key, a conv.Attachment, _ int64) ([]byte, error) {
+				return files[a.Name], nil
+			}
 			p := llm.ScriptFunc(func(llm.Request) llm.Reply { return llm.Reply{Text: answerProse} })
 			team, err := lead.NewTeam(p, store, lead.Options{Model: "m", Profiles: set, NoSubagents: true,
 				Files: lead.FileOptions{Fetch: fetch, MaxBytes: 1 << 20, MaxTextChars: 20000, MaxFiles: 10, Transcriber: transcript{}}})

@@ -3,10 +3,10 @@ package lead_test
 import (
 	"bytes"
 	"context"
-	"image"
-	"image/png"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"strings"
 	"testing"
 

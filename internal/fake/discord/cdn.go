@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
 
 // The paths the fake serves attachments at, as Discord's CDN (cdn.discordapp.com, an
@@ -37,10 +39,7 @@ type NewFile struct {
 // FileFault is a failure of an attachment's download: Status answers that HTTP status; Cut
 // sends the headers (with the whole Content-Length) and half the bytes, then drops the
 // connection.
-type FileFault struct {
-	Status int
-	Cut    bool
-}
+type FileFault = filehost.Fault
 
 // Download is one GET of an attachment's bytes, in arrival order.
 type Download struct {
@@ -53,11 +52,9 @@ type Download struct {
 
 // userFile is an attachment AddFile registered, as the fake keeps it.
 type userFile struct {
-	contentType string
-	data        []byte
-	unsized     bool
-	sig         string // the hm of its signed URL
-	faults      []FileFault
+	body   filehost.File
+	sig    string // the hm of its signed URL
+	faults filehost.Faults
 }
 
 // AddFile registers a file a user attaches to a message in channelID and returns the
@@ -80,7 +77,7 @@ func (s *Server) AddFile(channelID string, f NewFile) Attachment {
 	if s.files == nil {
 		s.files = map[string]*userFile{}
 	}
-	s.files[id] = &userFile{contentType: f.ContentType, data: append([]byte(nil), f.Data...), unsized: f.Unsized, sig: sig}
+	s.files[id] = &userFile{body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.ContentType, Unsized: f.Unsized}, sig: sig}
 	// Discord's signed URLs end with a '&'.
 	rest := channelID + "/" + id + "/" + url.PathEscape(f.Filename) + "?ex=" + ex + "&is=" + is + "&hm=" + sig + "&"
 	return Attachment{ID: id, Filename: f.Filename, ContentType: f.ContentType, Size: size,
@@ -92,9 +89,7 @@ func (s *Server) FailFile(id string, n int, f FileFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if uf := s.files[id]; uf != nil {
-		for range n {
-			uf.faults = append(uf.faults, f)
-		}
+		uf.faults.Fail(n, f)
 	}
 }
 
@@ -116,58 +111,22 @@ func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	f := s.files[id]
+	signed := f != nil && r.URL.Query().Get("hm") == f.sig
 	var fault *FileFault
-	if f != nil && r.URL.Query().Get("hm") == f.sig && len(f.faults) > 0 {
-		fault = &f.faults[0]
-		f.faults = f.faults[1:]
+	status := http.StatusNotFound
+	if signed {
+		fault = f.faults.Take()
+		status = filehost.Status(fault)
 	}
+	// Recorded before the answer: a client that sees the connection cut, or stops reading
+	// early, must find its download in Downloads.
+	s.downloads = append(s.downloads, Download{ID: id, Status: status, Authorization: r.Header.Get("Authorization") != ""})
 	s.mu.Unlock()
-	status := http.StatusOK
-	defer func() {
-		s.mu.Lock()
-		s.downloads = append(s.downloads, Download{ID: id, Status: status, Authorization: r.Header.Get("Authorization") != ""})
-		s.mu.Unlock()
-	}()
-	switch {
-	case f == nil || r.URL.Query().Get("hm") != f.sig:
-		status = http.StatusNotFound
+	if !signed {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, NoLongerAvailable)
-	default:
-		status = serveBytes(w, f.data, f.contentType, f.unsized, fault)
+		return
 	}
-}
-
-// serveBytes answers a file's download — its fault when there is one (a status; or a cut:
-// the headers with the whole Content-Length and half the bytes, then the connection dropped),
-// else data as contentType (application/octet-stream when empty), chunked when unsized — and
-// returns the status answered.
-func serveBytes(w http.ResponseWriter, data []byte, contentType string, unsized bool, fault *FileFault) int {
-	if fault != nil && !fault.Cut {
-		w.WriteHeader(fault.Status)
-		return fault.Status
-	}
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	if fault != nil {
-		if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
-			defer conn.Close()
-			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\nContent-Length: " + strconv.Itoa(max(len(data), 1)) + "\r\n\r\n")
-			_, _ = buf.Write(data[:len(data)/2])
-			_ = buf.Flush()
-		}
-		return http.StatusOK
-	}
-	w.Header().Set("Content-Type", contentType)
-	if unsized {
-		// Flushing before the first byte makes the answer chunked: no Content-Length.
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-	} else {
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	}
-	_, _ = w.Write(data)
-	return http.StatusOK
+	filehost.Serve(w, f.body, fault)
 }

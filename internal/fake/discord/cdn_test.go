@@ -1,26 +1,19 @@
 package discordfake
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
 
 // fetch GETs u and returns the status, the Content-Length and the body (or the read error's
 // text).
 func fetch(t *testing.T, u string) (status int, length int64, body string) {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, resp.ContentLength, "read error: " + err.Error()
-	}
-	return resp.StatusCode, resp.ContentLength, string(b)
+	g := filehost.Get(t, u, "")
+	return g.Status, g.Length, g.Body
 }
 
 // TestAttachmentsAreServedAtTheirSignedURLs proves an attachment AddFile registered is served

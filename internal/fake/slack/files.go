@@ -5,9 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
 
 // DownloadMethod names the downloads of shared files' bytes (GET of a url_private or
@@ -37,20 +38,16 @@ type NewFile struct {
 	Unsized bool
 }
 
-// FileFault is a failure of a file's download: Status answers that HTTP status; Cut sends the
-// headers (with the whole Content-Length) and half the bytes, then drops the connection.
-type FileFault struct {
-	Status int
-	Cut    bool
-}
+// FileFault is a failure of a file's download: Status answers that HTTP status (with an error
+// page); Cut sends the headers (with the whole Content-Length) and half the bytes, then drops
+// the connection.
+type FileFault = filehost.Fault
 
 // sharedFile is a file AddFile registered, as the fake keeps it.
 type sharedFile struct {
-	team    string
-	mime    string
-	data    []byte
-	unsized bool
-	faults  []FileFault
+	team   string
+	body   filehost.File
+	faults filehost.Faults
 }
 
 // AddFile registers a file a user shares and returns the File to put in Msg.Files: its event
@@ -72,7 +69,7 @@ func (s *Server) AddFile(f NewFile) File {
 	if s.files == nil {
 		s.files = map[string]*sharedFile{}
 	}
-	s.files[id] = &sharedFile{team: f.Team, mime: f.MIME, data: append([]byte(nil), f.Data...), unsized: f.Unsized}
+	s.files[id] = &sharedFile{team: f.Team, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MIME, Unsized: f.Unsized}}
 	base := s.srv.URL + filesPath + f.Team + "-" + id + "/"
 	return File{ID: id, Name: f.Name, MIME: f.MIME, Size: size,
 		URLPrivate: base + url.PathEscape(f.Name), URLPrivateDownload: base + "download/" + url.PathEscape(f.Name)}
@@ -83,9 +80,7 @@ func (s *Server) FailFile(id string, n int, f FileFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sf := s.files[id]; sf != nil {
-		for range n {
-			sf.faults = append(sf.faults, f)
-		}
+		sf.faults.Fail(n, f)
 	}
 }
 
@@ -102,9 +97,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	f := s.files[id]
 	team, authed := s.teams[token]
 	var fault *FileFault
-	if f != nil && authed && team == f.team && len(f.faults) > 0 {
-		fault = &f.faults[0]
-		f.faults = f.faults[1:]
+	if f != nil && authed && team == f.team {
+		fault = f.faults.Take()
 	}
 	s.mu.Unlock()
 	status := http.StatusOK
@@ -131,7 +125,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, "<html>error</html>")
 	default:
-		status = serveBytes(w, f.data, f.mime, f.unsized, fault)
+		status = filehost.Serve(w, f.body, fault)
 	}
 }
 
@@ -140,37 +134,4 @@ func authOf(token string) string {
 		return ""
 	}
 	return "bearer"
-}
-
-// serveBytes answers a file's download — its fault when there is one (a status; or a cut:
-// the headers with the whole Content-Length and half the bytes, then the connection dropped),
-// else data as contentType (application/octet-stream when empty), chunked when unsized — and
-// returns the status answered.
-func serveBytes(w http.ResponseWriter, data []byte, contentType string, unsized bool, fault *FileFault) int {
-	if fault != nil && !fault.Cut {
-		w.WriteHeader(fault.Status)
-		return fault.Status
-	}
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	if fault != nil {
-		if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
-			defer conn.Close()
-			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\nContent-Length: " + strconv.Itoa(max(len(data), 1)) + "\r\n\r\n")
-			_, _ = buf.Write(data[:len(data)/2])
-			_ = buf.Flush()
-		}
-		return http.StatusOK
-	}
-	w.Header().Set("Content-Type", contentType)
-	if unsized {
-		// Flushing before the first byte makes the answer chunked: no Content-Length.
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-	} else {
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	}
-	_, _ = w.Write(data)
-	return http.StatusOK
 }

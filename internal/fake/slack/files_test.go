@@ -1,11 +1,11 @@
 package slackfake_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
 
@@ -13,23 +13,12 @@ import (
 // Content-Type, the Content-Length and the body (or the read error's text).
 func get(t *testing.T, url, token string) (status int, contentType string, length int64, body string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	auth := ""
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		auth = "Bearer " + token
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength, "read error: " + err.Error()
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), resp.ContentLength, string(b)
+	g := filehost.Get(t, url, auth)
+	return g.Status, g.ContentType, g.Length, g.Body
 }
 
 // TestSharedFilesNeedTheirWorkspacesToken proves a shared file's url_private and

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
 
 // MaxDownloadSize is the largest file a bot may download: getFile refuses a larger one with
@@ -65,19 +67,16 @@ type UserFile struct {
 	animated, video bool
 }
 
-// FileFault is a failure of a file's download: Status answers that HTTP status; Cut sends the
-// headers (with the whole Content-Length) and half the bytes, then drops the connection.
-type FileFault struct {
-	Status int
-	Cut    bool
-}
+// FileFault is a failure of a file's download: Status answers that HTTP status (with a Bot
+// API error body); Cut sends the headers (with the whole Content-Length) and half the bytes,
+// then drops the connection.
+type FileFault = filehost.Fault
 
 // storedFile is a registered file as the fake keeps it.
 type storedFile struct {
 	UserFile
-	data    []byte
-	unsized bool
-	faults  []FileFault // pending, in order
+	body   filehost.File
+	faults filehost.Faults
 }
 
 // folders are the folders of the file_paths Telegram gives, by kind.
@@ -122,7 +121,7 @@ func (s *Server) AddFile(f NewFile) UserFile {
 	if s.files == nil {
 		s.files = map[string]*storedFile{}
 	}
-	s.files[uf.FileID] = &storedFile{UserFile: uf, data: append([]byte(nil), f.Data...), unsized: f.Unsized}
+	s.files[uf.FileID] = &storedFile{UserFile: uf, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MimeType, Unsized: f.Unsized}}
 	return uf
 }
 
@@ -131,9 +130,7 @@ func (s *Server) FailFile(fileID string, n int, f FileFault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sf := s.files[fileID]; sf != nil {
-		for range n {
-			sf.faults = append(sf.faults, f)
-		}
+		sf.faults.Fail(n, f)
 	}
 }
 
@@ -226,14 +223,8 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var fault *FileFault
-	var data []byte
-	var unsized bool
 	if f != nil {
-		if len(f.faults) > 0 {
-			fault = &f.faults[0]
-			f.faults = f.faults[1:]
-		}
-		data, unsized = f.data, f.unsized
+		fault = f.faults.Take()
 	}
 	s.mu.Unlock()
 	switch {
@@ -244,7 +235,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		status = fault.Status
 		writeError(w, &apiError{code: status, desc: http.StatusText(status)})
 	default:
-		status = serveBytes(w, data, f.MimeType, unsized, fault)
+		status = filehost.Serve(w, f.body, fault)
 	}
 }
 
@@ -271,37 +262,4 @@ func (m *WireMessage) addFile(f UserFile) {
 			}
 		}
 	}
-}
-
-// serveBytes answers a file's download — its fault when there is one (a status; or a cut:
-// the headers with the whole Content-Length and half the bytes, then the connection dropped),
-// else data as contentType (application/octet-stream when empty), chunked when unsized — and
-// returns the status answered.
-func serveBytes(w http.ResponseWriter, data []byte, contentType string, unsized bool, fault *FileFault) int {
-	if fault != nil && !fault.Cut {
-		w.WriteHeader(fault.Status)
-		return fault.Status
-	}
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	if fault != nil {
-		if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
-			defer conn.Close()
-			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: " + contentType + "\r\nContent-Length: " + strconv.Itoa(max(len(data), 1)) + "\r\n\r\n")
-			_, _ = buf.Write(data[:len(data)/2])
-			_ = buf.Flush()
-		}
-		return http.StatusOK
-	}
-	w.Header().Set("Content-Type", contentType)
-	if unsized {
-		// Flushing before the first byte makes the answer chunked: no Content-Length.
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-	} else {
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	}
-	_, _ = w.Write(data)
-	return http.StatusOK
 }

@@ -2,27 +2,20 @@ package telegramfake
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
 
 // download GETs path on s and returns the status, the Content-Length and the body (or the
 // read error's text).
 func download(t *testing.T, s *Server, path string) (status int, length int64, body string) {
 	t.Helper()
-	resp, err := http.Get(s.URL() + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, resp.ContentLength, "read error: " + err.Error()
-	}
-	return resp.StatusCode, resp.ContentLength, string(b)
+	g := filehost.Get(t, s.URL()+path, "")
+	return g.Status, g.Length, g.Body
 }
 
 // TestFilesAreServedAsTheBotAPIServesThem proves the fake's file flow: a registered file rides

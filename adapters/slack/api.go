@@ -98,8 +98,9 @@ func (w *webAPI) apiError(method string, err error) error {
 }
 
 // webAPI is the adapter's bridge to the Web API: a call's error (apiError, redacted), its
-// pacing and rate limits (request; kit.RetryAfter: see call), and chat.postMessage, posted as
-// JSON here. Safe for concurrent use.
+// pacing and rate limits (request; kit.RetryAfter: see call), and the calls made as JSON here
+// rather than through slack-go (postJSON: chat.postMessage, assistant.threads.setStatus).
+// Safe for concurrent use.
 type webAPI struct {
 	cfg    *Config
 	redact *kit.Redactor
@@ -182,71 +183,79 @@ func (c *Channel) malformed(kind string, err error) {
 
 var _ slog.LogValuer = Config{}
 
-// postMessage posts p with chat.postMessage and returns its ts. It is the one Web API call made
-// without slack-go: every answer makes it, and slack-go form-encodes the blocks' JSON and then
-// decodes the whole posted message back, blocks and all, where only the ts is needed. Its
-// errors are slack-go's types (RateLimitedError, SlackErrorResponse, StatusCodeError), so the
-// caller classifies them with apiError as any other call's.
+// postMessage posts p with chat.postMessage and returns its ts. It is made without slack-go:
+// every answer makes it, and slack-go form-encodes the blocks' JSON and then decodes the whole
+// posted message back, blocks and all, where only the ts is needed.
 func (w *webAPI) postMessage(ctx context.Context, token, channel, thread string, p piece) (string, error) {
 	pm := postMessageBody{Channel: channel, Text: p.text, Blocks: p.blocks, ThreadTS: thread}
 	if p.key != "" {
 		pm.Metadata = &slackgo.SlackMetadata{EventType: sentEventType,
 			EventPayload: map[string]any{"key": p.key, "piece": p.index, "of": p.of}}
 	}
-	body, err := json.Marshal(pm)
+	out, err := w.postJSON(ctx, token, "chat.postMessage", pm)
+	return out.TS, err
+}
+
+// postJSON makes one Web API call of method with body as its JSON arguments (every method the
+// adapter calls this way takes application/json) and token in the Authorization header, and
+// reads the answer. Its errors are slack-go's types (RateLimitedError, SlackErrorResponse,
+// StatusCodeError), so the caller classifies them with apiError as any other call's.
+func (w *webAPI) postJSON(ctx context.Context, token, method string, body any) (posted, error) {
+	raw, err := json.Marshal(body)
 	if err != nil {
-		return "", err
+		return posted{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.APIURL+"chat.postMessage", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.APIURL+method, bytes.NewReader(raw))
 	if err != nil {
-		return "", err
+		return posted{}, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := w.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return "", err
+		return posted{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusTooManyRequests {
 		retry, _ := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return "", &slackgo.RateLimitedError{RetryAfter: time.Duration(retry) * time.Second}
+		return posted{}, &slackgo.RateLimitedError{RetryAfter: time.Duration(retry) * time.Second}
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return "", slackgo.StatusCodeError{Code: resp.StatusCode, Status: resp.Status}
+		return posted{}, slackgo.StatusCodeError{Code: resp.StatusCode, Status: resp.Status}
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPayloadBytes))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxPayloadBytes))
 	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
+		return posted{}, fmt.Errorf("reading the answer: %w", err)
 	}
-	out, err := readPosted(raw)
+	out, err := readPosted(answer)
 	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
+		return posted{}, fmt.Errorf("reading the answer: %w", err)
 	}
 	if !out.OK {
-		return "", slackgo.SlackErrorResponse{Err: out.Error}
+		return posted{}, slackgo.SlackErrorResponse{Err: out.Error}
 	}
-	return out.TS, nil
+	return out, nil
 }
 
-// posted is what the adapter reads of chat.postMessage's answer.
+// posted is what the adapter reads of an answer to postJSON: ok, the error, and
+// chat.postMessage's ts.
 type posted struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error"`
 	TS    string `json:"ts"`
 }
 
-// readPosted reads chat.postMessage's answer as a json.Decoder reads its first value into a
-// posted.
+// readPosted reads an answer as a json.Decoder reads its first value into a posted.
 func readPosted(raw []byte) (posted, error) {
 	var out posted
 	err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out)
 	return out, err
 }
 
-// postMessageBody is chat.postMessage's JSON body: link and media unfurls off.
+// postMessageBody is chat.postMessage's JSON body: link and media unfurls off (arguments only
+// chat.postMessage takes). https://docs.slack.dev/reference/methods/chat.postMessage
 type postMessageBody struct {
 	Channel     string          `json:"channel"`
 	Text        string          `json:"text"`

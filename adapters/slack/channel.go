@@ -10,7 +10,8 @@
 // returned: an error leaves the envelope unacknowledged so Slack redelivers it, and the
 // router's dedupe (Inbound.EventID is the message's channel and ts, shared by Slack's
 // app_mention + message pair and by every retry) makes the redelivery harmless. The events the
-// adapter handles itself (assistant_thread_started) are deduplicated here on their event_id.
+// adapter handles itself (assistant_thread_started, app_home_opened: the AI surfaces opened,
+// surface.go) are deduplicated here on their event_id.
 //
 // Outbound: Block Kit from render with a text fallback, split to Slack's limits (3,000
 // characters a section, 50 blocks a message, 40,000 characters of text) and never truncated;
@@ -198,7 +199,8 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 		}
 	}
 	c.mu.Lock()
-	c.me = self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread}
+	c.me = self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread,
+		agentView: c.cfg.AgentView}
 	if c.cfg.BotToken != "" {
 		c.me.team, c.me.enterprise = at.TeamID, at.EnterpriseID
 	}

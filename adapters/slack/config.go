@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,13 @@ const (
 
 // MaxConnections is Slack's limit of Socket Mode connections per app.
 const MaxConnections = 10
+
+// MaxLoadingMessages is how many loading messages assistant.threads.setStatus takes.
+const MaxLoadingMessages = 10
+
+// DefaultLoadingMessages rotate in a thread's status while a run works, unless
+// Config.LoadingMessages says otherwise.
+var DefaultLoadingMessages = []string{"Thinking…", "Working on it…", "Putting the answer together…"}
 
 // Config configures a Channel. BotToken is required unless Installations holds the workspaces'
 // tokens, AppToken in socket mode, SigningSecret in HTTP mode; everything else has a default.
@@ -94,6 +102,10 @@ type Config struct {
 	// AssistantStatus shows the "is thinking…" status (assistant.threads.setStatus) while a run
 	// works, in threads where Slack allows it; default on (set AssistantStatusOff to turn off).
 	AssistantStatusOff bool
+	// LoadingMessages rotate in the thread's status while a run works (setStatus's
+	// loading_messages): nil is DefaultLoadingMessages, an empty slice none; at most
+	// MaxLoadingMessages are sent.
+	LoadingMessages []string
 	// StatusAfter is how long a run works before its status is set: one answered sooner sets
 	// none and so costs no status calls (the set and the clear). Zero sets it at once. cmd/bot
 	// passes kit.DefaultTypingAfter.
@@ -102,9 +114,19 @@ type Config struct {
 	// edited as on every platform. By default an answer in a thread streams
 	// (chat.startStream / appendStream / stopStream) with the run's subagents as a plan's tasks.
 	StreamingOff bool
-	// SuggestedPrompts are offered when a user opens an assistant thread with the app
-	// (assistant_thread_started); none when empty.
+	// SuggestedPrompts are offered when a user opens the app's AI surface: an assistant thread
+	// (assistant_thread_started, apps on features.assistant_view) or the agent's conversation
+	// (app_home_opened on the Messages tab, apps on features.agent_view); none when empty. Slack
+	// shows the first MaxSuggestedPrompts.
 	SuggestedPrompts []string
+	// AgentView says the app uses Slack's agent messaging experience (features.agent_view, what
+	// `bot slack-manifest` prints): its conversations are the DM of its Messages tab, each
+	// top-level message a thread the agent answers in. A top-level DM message is then answered
+	// in a thread rooted at it — its own conversation, titled after the message, where the
+	// answer can stream and the status show —, as a channel mention is. Off (apps still on
+	// assistant_view), a DM's top level is one conversation answered at the top level. The
+	// events of both surfaces are handled either way.
+	AgentView bool
 	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
 	// short burst), and every other Web API call to its workspace's budget of the method's tier
 	// (Tier 2: 20 a minute, Tier 3: 50, Tier 4: 100, after a burst of a fifth of that), instead
@@ -235,6 +257,10 @@ func (c Config) withDefaults() (Config, error) {
 	if !c.ReplyInThreadSet {
 		c.ReplyInThread = true
 	}
+	if c.LoadingMessages == nil {
+		c.LoadingMessages = DefaultLoadingMessages
+	}
+	c.LoadingMessages = slices.Clone(c.LoadingMessages[:min(len(c.LoadingMessages), MaxLoadingMessages)])
 	if c.Command == "" {
 		c.Command = "/bot"
 	}

@@ -64,7 +64,8 @@ func (cb callback) orgWide() string {
 	return ent
 }
 
-// innerEvent is the event of a callback: message, app_mention, app_uninstalled, tokens_revoked.
+// innerEvent is the event of a callback: message, app_mention, app_uninstalled, tokens_revoked,
+// and the AI surfaces' assistant_thread_started and app_home_opened.
 type innerEvent struct {
 	Type        string      `json:"type"`
 	Subtype     string      `json:"subtype"`
@@ -78,6 +79,9 @@ type innerEvent struct {
 	ThreadTS    string      `json:"thread_ts"`
 	BotID       string      `json:"bot_id"`
 	Files       []eventFile `json:"files"`
+	// Tab is app_home_opened's: the App Home tab opened, "home" or "messages".
+	Tab     string `json:"tab"`
+	EventTS string `json:"event_ts"`
 	// AssistantThread is assistant_thread_started's thread.
 	AssistantThread struct {
 		UserID    string `json:"user_id"`
@@ -156,6 +160,8 @@ type self struct {
 	team, enterprise string
 	threads          ThreadReplies
 	replyInThread    bool
+	// agentView roots a thread at each top-level DM message (Config.AgentView).
+	agentView bool
 }
 
 // workspace is the conversation key's workspace part: the team, prefixed by the Enterprise Grid
@@ -200,18 +206,28 @@ func callbackEventID(cb callback, fallback string) string {
 type eventKind int
 
 const (
-	kindIgnore    eventKind = iota
-	kindMessage             // an Inbound for the router
-	kindUninstall           // app_uninstalled / tokens_revoked: stop work for the workspace
-	kindAssistant           // assistant_thread_started: offer the suggested prompts
+	kindIgnore      eventKind = iota
+	kindMessage               // an Inbound for the router
+	kindUninstall             // app_uninstalled / tokens_revoked: stop work for the workspace
+	kindAssistant             // assistant_thread_started: offer the suggested prompts in the new thread
+	kindAgentOpened           // app_home_opened on the Messages tab: offer them at the top of the DM
 )
 
 // eventInbound converts one decoded event. It reports kindIgnore for what the bot deliberately
 // does not read: edits and deletions (message_changed, message_deleted), other subtypes
 // (joins, topics, bot_message), messages without text or files, and — with RepliesMention —
 // unmentioned thread replies; top-level channel messages without a mention come only in their
-// app_mention form — and the bot's own posts. Messages from other bots are handed over with
-// FromBot set: the router refuses and counts them.
+// app_mention form — and the bot's own posts; what the user views while the AI surface is
+// open (assistant_thread_context_changed, app_context_changed), which no run reads; the App
+// Home's Home tab. Messages from other bots are handed over with FromBot set: the router
+// refuses and counts them.
+//
+// The AI surfaces: an app on features.assistant_view learns of a new assistant thread from
+// assistant_thread_started (kindAssistant, its Conv the thread), whose messages then come as
+// message.im replies in it; an app on features.agent_view learns that a user opened its
+// conversation from app_home_opened on the Messages tab (kindAgentOpened, its Conv the DM),
+// and each top-level message there is a thread of its own (self.agentView).
+// https://docs.slack.dev/ai/migrating-to-agent-messaging/
 func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.Inbound, eventKind) {
 	switch ev.Type {
 	case "app_uninstalled":
@@ -224,6 +240,15 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: at.ChannelID, Thread: at.ThreadTS}
 		id := callbackEventID(cb, "assistant:"+at.ChannelID+":"+at.ThreadTS)
 		return channels.Inbound{EventID: id, Conv: k, ReceivedAt: now}, kindAssistant
+	case "app_home_opened":
+		if ev.Tab != "messages" || ev.Channel == "" {
+			return channels.Inbound{}, kindIgnore
+		}
+		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel}
+		id := callbackEventID(cb, "home:"+ev.Channel+":"+ev.EventTS)
+		return channels.Inbound{EventID: id, Conv: k, ReceivedAt: now}, kindAgentOpened
+	case "assistant_thread_context_changed", "app_context_changed":
+		return channels.Inbound{}, kindIgnore
 	case "tokens_revoked":
 		if len(ev.Tokens.Bot) > 0 { // user tokens revoked leave the bot working
 			return channels.Inbound{}, kindUninstall
@@ -268,8 +293,12 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 		}
 	}
 	k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel, Thread: ev.ThreadTS}
-	if k.Thread == "" && !direct && me.replyInThread {
+	switch {
+	case k.Thread != "":
+	case !direct && me.replyInThread:
 		k.Thread = ev.TS // a top-level mention is answered in a thread rooted at it
+	case direct && me.agentView:
+		k.Thread = ev.TS // so is a top-level message in an agent's DM: Slack shows it as a thread
 	}
 	userTeam := ev.UserTeam
 	if userTeam == "" {

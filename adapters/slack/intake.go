@@ -3,13 +3,9 @@ package slack
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
-	slackgo "github.com/slack-go/slack"
-
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
 // delivery is one decoded Socket Mode envelope or HTTP request.
@@ -19,8 +15,9 @@ type delivery struct {
 	skip bool       // nothing for the router: acknowledge and forget
 	// challenge is a url_verification's (HTTP mode answers it).
 	challenge string
-	// assistant marks an assistant_thread_started: in.Conv is the new thread.
-	assistant bool
+	// opened marks an AI surface opened (assistant_thread_started, app_home_opened on the
+	// Messages tab): in.Conv is the new assistant thread, or the agent's DM.
+	opened bool
 	// refused, with skip, is why an envelope handled here is not acknowledged, so that Slack
 	// delivers it again (an uninstall whose install store could not be changed).
 	refused error
@@ -63,8 +60,8 @@ func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
 			return delivery{skip: true, refused: c.uninstall(cb, ev.Type)}, nil
 		case kindIgnore:
 			return delivery{skip: true}, nil
-		case kindAssistant:
-			return delivery{in: in, assistant: true}, nil
+		case kindAssistant, kindAgentOpened:
+			return delivery{in: in, opened: true}, nil
 		}
 		return delivery{in: in}, nil
 	case typeInteractive:
@@ -102,14 +99,14 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 		c.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
 		return nil
 	}
-	if d.assistant {
+	if d.opened {
 		// Not the router's: it sees messages only. A redelivered envelope (an ack lost or
 		// late) offers the prompts once; a failed offer is given back for the redelivery.
 		if !c.recent.claim(d.in.EventID) {
-			c.log.Debug("slack: duplicate assistant_thread_started ignored", "event", d.in.EventID)
+			c.log.Debug("slack: duplicate AI surface event ignored", "event", d.in.EventID)
 			return nil
 		}
-		c.assistantStarted(ctx, d.in.Conv, d.in.EventID)
+		c.surfaceOpened(ctx, d.in.Conv, d.in.EventID)
 		return nil
 	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
@@ -120,42 +117,9 @@ func (c *Channel) deliver(ctx context.Context, d delivery) error {
 		return err
 	}
 	if d.in.Interaction == nil && d.in.Command == "" && d.in.Conv.Thread != "" {
-		c.titleAssistantThread(ctx, d.in)
+		c.titleThread(ctx, d.in)
 	}
 	return nil
-}
-
-func threadKey(k conv.Key) string { return k.Chat + "/" + k.Thread }
-
-// maxTitle bounds an assistant thread's title.
-const maxTitle = 60
-
-// assistantStarted remembers a new assistant thread, so that its first message gives it a
-// title, and offers the suggested prompts there off the ack's path: a call that may wait out
-// rate limits for 30 s is no work the ack waits for. The thread's title follows its prompts.
-// A failed offer gives the event's id back (recent.release), so Slack's redelivery tries again.
-func (c *Channel) assistantStarted(ctx context.Context, k conv.Key, eventID string) {
-	c.untitled.claim(threadKey(k))
-	if len(c.cfg.SuggestedPrompts) == 0 {
-		return
-	}
-	prompts := make([]slackgo.AssistantThreadsPrompt, 0, len(c.cfg.SuggestedPrompts))
-	for _, p := range c.cfg.SuggestedPrompts {
-		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: truncateRunes(p, maxTitle), Message: p})
-	}
-	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
-		api, err := c.client(ctx, k.Workspace)
-		if err == nil {
-			err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
-				return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
-					ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
-			})
-		}
-		if err != nil {
-			c.recent.release(eventID)
-			c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
-		}
-	})
 }
 
 // maxRecentEvents bounds recentEvents: Slack redelivers within minutes (three retries), so the
@@ -206,39 +170,6 @@ func (r *recentEvents) take(id string) bool {
 	}
 	delete(r.slot, id)
 	return true
-}
-
-// titleAssistantThread names an assistant thread after its first message, once the message is
-// handed over, off the ack's path.
-func (c *Channel) titleAssistantThread(ctx context.Context, in channels.Inbound) {
-	k := in.Conv
-	if !c.untitled.take(threadKey(k)) {
-		return
-	}
-	title := strings.TrimSpace(strings.Join(strings.Fields(in.Text), " "))
-	if title == "" {
-		return
-	}
-	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
-		api, err := c.client(ctx, k.Workspace)
-		if err != nil {
-			return
-		}
-		err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
-			return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
-				ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
-		})
-		if err != nil {
-			c.log.Debug("slack: titling the assistant thread failed", "channel", k.Chat, "err", err)
-		}
-	})
-}
-
-func truncateRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // uninstall handles app_uninstalled or tokens_revoked (why) once per event: a redelivered

@@ -84,6 +84,11 @@ func newChannel(t testing.TB, fake *slackfake.Server, mutate func(*Config)) (*Ch
 	// 429 waits are honoured but not slept in tests: Retry-After is whole seconds.
 	ch.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	t.Cleanup(func() {
+		// Every test's Web API calls carry only their methods' documented arguments (see
+		// TestWebAPICallsCarryOnlyDocumentedArguments).
+		for _, c := range fake.Undocumented() {
+			t.Errorf("%s was sent %v, which its reference does not list", c.Method, c.Undocumented)
+		}
 		for _, sec := range []string{fake.BotToken(), fake.AppToken(), fake.SigningSecret()} {
 			if strings.Contains(logs.String(), sec) {
 				t.Errorf("a secret appears in the logs:\n%s", logs.String())

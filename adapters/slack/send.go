@@ -84,12 +84,15 @@ func renderPieces(m channels.Message, key render.Key) ([]piece, error) {
 	return out, nil
 }
 
+// msgOptions are a piece's content for chat.update and chat.postEphemeral (in thread, when
+// set): its text and blocks. Neither method takes unfurl_links or unfurl_media — those are
+// chat.postMessage's (postMessageBody): an edited message keeps its unfurls, an ephemeral one
+// is never unfurled. https://docs.slack.dev/reference/methods/chat.update,
+// https://docs.slack.dev/reference/methods/chat.postEphemeral
 func msgOptions(p piece, thread string) []slackgo.MsgOption {
 	opts := []slackgo.MsgOption{
 		slackgo.MsgOptionText(p.text, false),
 		slackgo.MsgOptionBlocks(p.blocks...),
-		slackgo.MsgOptionDisableLinkUnfurl(),
-		slackgo.MsgOptionDisableMediaUnfurl(),
 	}
 	if thread != "" {
 		opts = append(opts, slackgo.MsgOptionTS(thread))

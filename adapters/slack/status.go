@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	slackgo "github.com/slack-go/slack"
-
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
 )
@@ -21,8 +19,9 @@ const statusText = "is thinking…"
 // acknowledged, so it must never hold the ack up.
 const statusTimeout = 2 * time.Second
 
-// Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus
-// (Slack allows it in assistant threads; a channel that refuses it is not asked again). The
+// Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus,
+// rotating through Config.LoadingMessages (Slack allows it in the threads of AI apps and,
+// with chat:write, of channels; a channel that refuses it is not asked again). The
 // status is cleared when the run's final message is posted or edited in, or fails to be (the
 // run is over either way), and Slack clears it
 // itself when the bot replies. A conversation without a thread shows nothing. It is best
@@ -224,17 +223,32 @@ func digits(s string) bool {
 	return s != ""
 }
 
-// set makes one assistant.threads.setStatus call, within statusTimeout; a 429 is counted and
-// returned, never waited out.
+// setStatusBody is assistant.threads.setStatus's JSON body: loading_messages is an array,
+// which slack-go would send as one comma-joined string.
+// https://docs.slack.dev/reference/methods/assistant.threads.setStatus
+type setStatusBody struct {
+	ChannelID       string   `json:"channel_id"`
+	ThreadTS        string   `json:"thread_ts"`
+	Status          string   `json:"status"`
+	LoadingMessages []string `json:"loading_messages,omitempty"`
+}
+
+// set makes one assistant.threads.setStatus call, within statusTimeout: status with the
+// configured loading messages, or "" (and none) to clear it. A 429 is counted and returned,
+// never waited out.
 func (s *threadStatuses) set(ctx context.Context, k conv.Key, status string) error {
 	c := s.c
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	api, err := c.client(ctx, k.Workspace)
+	token, err := c.token(ctx, k.Workspace)
 	if err != nil {
 		return err
 	}
-	err = api.SetAssistantThreadsStatusContext(ctx, slackgo.AssistantThreadsSetStatusParameters{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status})
+	body := setStatusBody{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status}
+	if status != "" {
+		body.LoadingMessages = c.cfg.LoadingMessages
+	}
+	_, err = c.web.postJSON(ctx, token, "assistant.threads.setStatus", body)
 	if err != nil {
 		err = c.web.apiError("assistant.threads.setStatus", err)
 		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {

@@ -19,7 +19,9 @@ func init() {
 		name: "slack-manifest", synopsis: "[-c FILE] [-url https://PUBLIC-HOST]", ownFlags: true,
 		summary: "print the Slack app manifest for this configuration (paste it at api.slack.com/apps)",
 		detail: `Prints an app manifest (YAML) that creates a Slack app matching the configuration: the bot
-scopes and events Switchboard reads, interactivity, and slack.command. In socket mode (the
+scopes and events Switchboard reads, Slack's agent messaging experience (features.agent_view,
+the AI app surface of new apps, with slack.suggested_prompts), interactivity, and
+slack.command. In socket mode (the
 default) Socket Mode is enabled and no URL is needed; in http mode -url is the public base URL
 in front of http.addr, and the request URLs are it plus slack.events_path,
 slack.interactions_path and slack.commands_path.
@@ -58,7 +60,18 @@ func slackManifestCommand(args, environ []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// slackManifest is the app manifest for s; public is the https base URL of http mode.
+// slackAgentDescription is the manifest's agent_view.agent_description (Slack takes 300
+// characters at most).
+const slackAgentDescription = "An agent team that can delegate, ask you questions and answer in cards"
+
+// slackManifest is the app manifest for s; public is the https base URL of http mode. It
+// follows Slack's app manifest reference (https://docs.slack.dev/reference/app-manifest) for
+// an app on the agent messaging experience (features.agent_view: the app's conversations are
+// the DM of its Messages tab, each top-level message a thread it answers in), which is all
+// Slack lets a new app use; assistant_view, its predecessor, is kept for existing apps only.
+// Its events: app_home_opened, the user opening that DM (the prompts are offered there), and
+// message.im, what is said in it — assistant_thread_started is not sent to agent_view apps.
+// https://docs.slack.dev/ai/migrating-to-agent-messaging/
 func slackManifest(s config.Slack, public string) (string, error) {
 	httpMode := s.Mode == config.SlackHTTP
 	if httpMode {
@@ -77,9 +90,16 @@ features:
   bot_user:
     display_name: Switchboard
     always_online: true
-  assistant_view:
-    assistant_description: An agent team that can delegate, ask you questions and answer in cards
-  app_home:
+  agent_view:
+    agent_description: ` + q(slackAgentDescription) + `
+`)
+	if prompts := slackadapter.SuggestedPrompts(s.SuggestedPrompts); len(prompts) > 0 {
+		b.WriteString("    suggested_prompts:\n")
+		for _, p := range prompts {
+			b.WriteString("      - title: " + q(p.Title) + "\n        message: " + q(p.Message) + "\n")
+		}
+	}
+	b.WriteString(`  app_home:
     messages_tab_enabled: true
     messages_tab_read_only_enabled: false
   slash_commands:
@@ -112,7 +132,7 @@ features:
       - message.groups
       - message.im
       - message.mpim
-      - assistant_thread_started
+      - app_home_opened
       - app_uninstalled
       - tokens_revoked
   interactivity:

@@ -15,9 +15,15 @@ import (
 
 type manifest struct {
 	Features struct {
-		AssistantView struct {
-			Description string `yaml:"assistant_description"`
-		} `yaml:"assistant_view"`
+		AgentView *struct {
+			Description string `yaml:"agent_description"`
+			Prompts     []struct {
+				Title   string `yaml:"title"`
+				Message string `yaml:"message"`
+			} `yaml:"suggested_prompts"`
+		} `yaml:"agent_view"`
+		// AssistantView is the surface of apps made before agent_view; a new app cannot use it.
+		AssistantView map[string]any `yaml:"assistant_view"`
 		SlashCommands []struct {
 			Command string `yaml:"command"`
 			URL     string `yaml:"url"`
@@ -75,11 +81,7 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 	if !slices.Equal(m.OAuth.Scopes.Bot, slackadapter.DefaultScopes) {
 		t.Errorf("manifest bot scopes %v, the adapter's install asks %v", m.OAuth.Scopes.Bot, slackadapter.DefaultScopes)
 	}
-	// The assistant view: the bot opens in Slack's AI app pane (assistant_thread_started).
-	if m.Features.AssistantView.Description == "" {
-		t.Errorf("no assistant_view in the manifest:\n%s", out.String())
-	}
-	for _, e := range []string{"app_mention", "message.im", "message.channels", "app_uninstalled", "assistant_thread_started"} {
+	for _, e := range []string{"app_mention", "message.im", "message.channels", "app_uninstalled"} {
 		if !slices.Contains(m.Settings.Events.BotEvents, e) {
 			t.Errorf("event %s missing", e)
 		}
@@ -104,5 +106,55 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 		m.Features.SlashCommands[0].URL != "https://bot.example.com/slack/commands" ||
 		len(m.OAuth.RedirectURLs) != 1 || m.OAuth.RedirectURLs[0] != cfg.Slack.RedirectURL {
 		t.Errorf("http mode manifest:\n%s", s)
+	}
+}
+
+// TestSlackManifestDeclaresTheAgentView proves the manifest makes an app of Slack's agent
+// messaging experience, as Slack's app manifest reference has it: features.agent_view with an
+// agent_description within Slack's 300 characters and slack.suggested_prompts as its
+// suggested_prompts (four at most, titled as the adapter offers them), no assistant_view, the
+// app_home_opened event that tells the adapter a user opened the agent's DM and message.im for
+// what is said there, no assistant_thread_started (Slack sends it to assistant_view apps
+// only), and assistant:write, which the prompts and titles need.
+func TestSlackManifestDeclaresTheAgentView(t *testing.T) {
+	cfg := config.Default()
+	cfg.Slack.SuggestedPrompts = []string{"What can you do?", `Plan "my" week: ` + strings.Repeat("x", 80), "Three", "Four", "Five"}
+	s, err := slackManifest(cfg.Slack, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := parseManifest(t, s)
+	av := m.Features.AgentView
+	if av == nil || av.Description == "" || len([]rune(av.Description)) > 300 {
+		t.Fatalf("agent_view %+v, want one with an agent_description of at most 300 characters:\n%s", av, s)
+	}
+	if m.Features.AssistantView != nil {
+		t.Errorf("the manifest still declares assistant_view: %v", m.Features.AssistantView)
+	}
+	want := slackadapter.SuggestedPrompts(cfg.Slack.SuggestedPrompts)
+	if len(av.Prompts) != slackadapter.MaxSuggestedPrompts || len(want) != len(av.Prompts) {
+		t.Fatalf("suggested prompts %+v, want the first %d of the configured", av.Prompts, slackadapter.MaxSuggestedPrompts)
+	}
+	for i, p := range av.Prompts {
+		if p.Title != want[i].Title || p.Message != want[i].Message || p.Message != cfg.Slack.SuggestedPrompts[i] {
+			t.Errorf("prompt %d is %+v, want %+v", i, p, want[i])
+		}
+	}
+	if !slices.Contains(m.Settings.Events.BotEvents, "app_home_opened") || !slices.Contains(m.Settings.Events.BotEvents, "message.im") {
+		t.Errorf("events %v: the agent's DM needs app_home_opened and message.im", m.Settings.Events.BotEvents)
+	}
+	if slices.Contains(m.Settings.Events.BotEvents, "assistant_thread_started") {
+		t.Errorf("events %v: assistant_thread_started is for assistant_view apps", m.Settings.Events.BotEvents)
+	}
+	if !slices.Contains(m.OAuth.Scopes.Bot, "assistant:write") {
+		t.Errorf("scopes %v: the prompts and titles need assistant:write", m.OAuth.Scopes.Bot)
+	}
+
+	cfg.Slack.SuggestedPrompts = nil
+	if s, err = slackManifest(cfg.Slack, ""); err != nil {
+		t.Fatal(err)
+	}
+	if m = parseManifest(t, s); m.Features.AgentView == nil || len(m.Features.AgentView.Prompts) != 0 {
+		t.Errorf("without prompts: agent_view %+v", m.Features.AgentView)
 	}
 }

@@ -139,6 +139,42 @@ func (s *Server) MentionPairCallbacks(m Msg) (callbacks [2]map[string]any, ts st
 	return [2]map[string]any{s.Callback(m.event("app_mention")), s.Callback(m.event("message"))}, m.TS
 }
 
+// AssistantThreadStarted is the event_callback of an assistant_thread_started: user opened
+// the app's assistant pane (apps on features.assistant_view), which started the thread
+// threadTS in the DM channel. https://docs.slack.dev/reference/events/assistant_thread_started
+func (s *Server) AssistantThreadStarted(user, channel, threadTS string) map[string]any {
+	return s.Callback(map[string]any{"type": "assistant_thread_started", "event_ts": s.NewTS(),
+		"assistant_thread": map[string]any{"user_id": user, "channel_id": channel, "thread_ts": threadTS,
+			"context": map[string]any{}}})
+}
+
+// AssistantThreadContextChanged is the event_callback of an assistant_thread_context_changed:
+// user, with the assistant thread threadTS open, moved to the channel viewed.
+// https://docs.slack.dev/reference/events/assistant_thread_context_changed
+func (s *Server) AssistantThreadContextChanged(user, channel, threadTS, viewed string) map[string]any {
+	return s.Callback(map[string]any{"type": "assistant_thread_context_changed", "event_ts": s.NewTS(),
+		"assistant_thread": map[string]any{"user_id": user, "channel_id": channel, "thread_ts": threadTS,
+			"context": map[string]any{"channel_id": viewed, "team_id": TeamID}}})
+}
+
+// AppHomeOpened is the event_callback of an app_home_opened: user opened the tab ("home" or
+// "messages") of the app's App Home, whose DM is channel. For an app on features.agent_view,
+// "messages" is the user opening the agent's conversation.
+// https://docs.slack.dev/reference/events/app_home_opened
+func (s *Server) AppHomeOpened(user, channel, tab string) map[string]any {
+	return s.Callback(map[string]any{"type": "app_home_opened", "user": user, "channel": channel, "tab": tab,
+		"event_ts": s.NewTS()})
+}
+
+// AppContextChanged is the event_callback of an app_context_changed (apps on
+// features.agent_view): user, with the app visible, now views the channel viewed.
+// https://docs.slack.dev/reference/events/app_context_changed
+func (s *Server) AppContextChanged(user, channel, viewed string) map[string]any {
+	return s.Callback(map[string]any{"type": "app_context_changed", "user": user, "channel": channel,
+		"event_ts": s.NewTS(), "context": map[string]any{"entities": []map[string]any{
+			{"type": "slack#/types/channel_id", "value": viewed, "team_id": TeamID}}}})
+}
+
 // Mention is the mrkdwn that mentions the bot.
 func Mention() string { return "<@" + BotUserID + ">" }
 

@@ -54,9 +54,11 @@ type View struct {
 	View      string // the view's JSON
 }
 
-// Status is an assistant.threads.setStatus call ("" clears the status).
+// Status is an assistant.threads.setStatus call ("" clears the status), with the loading
+// messages it rotates through.
 type Status struct {
 	Channel, ThreadTS, Status string
+	LoadingMessages           []string
 }
 
 // Posted returns copies of the bot's messages in channel that are not deleted, in post order.
@@ -365,10 +367,22 @@ func tsBefore(a, b string) bool {
 	return af < bf
 }
 
+// MaxLoadingMessages is how many loading_messages assistant.threads.setStatus takes.
+const MaxLoadingMessages = 10
+
+// setStatus is assistant.threads.setStatus: channel_id and thread_ts are required, and
+// loading_messages, when sent, is an array (a JSON array in a form body) of at most
+// MaxLoadingMessages strings. https://docs.slack.dev/reference/methods/assistant.threads.setStatus
 func setStatus(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	if p["channel_id"] == "" || p["thread_ts"] == "" {
 		return nil, slackErr("invalid_arguments")
 	}
-	s.statuses = append(s.statuses, Status{Channel: p["channel_id"], ThreadTS: p["thread_ts"], Status: p["status"]})
+	var loading []string
+	if raw, ok := p["loading_messages"]; ok {
+		if err := json.Unmarshal([]byte(raw), &loading); err != nil || len(loading) > MaxLoadingMessages {
+			return nil, slackErr("invalid_arguments")
+		}
+	}
+	s.statuses = append(s.statuses, Status{Channel: p["channel_id"], ThreadTS: p["thread_ts"], Status: p["status"], LoadingMessages: loading})
 	return nil, nil
 }

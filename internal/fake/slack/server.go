@@ -23,6 +23,8 @@
 //
 // Every Web API call, ack and delivery is recorded for assertions, and failures can be injected
 // per method (429 with Retry-After, ok:false errors such as ratelimited or invalid_auth, 5xx).
+// A parameter a method's reference does not list is recorded with its call (Call.Undocumented,
+// DocumentedArgs): Slack ignores such a parameter silently, and so does the fake.
 package slackfake
 
 import (
@@ -73,7 +75,11 @@ type Call struct {
 	// Status is the HTTP status answered; Error the ok:false error, if any.
 	Status int
 	Error  string
-	At     time.Time
+	// Undocumented are the parameters the method's reference does not list (DocumentedArgs),
+	// sorted: Slack ignores them without a word, so the fake answers as if they were not
+	// there, and tests assert there are none.
+	Undocumented []string
+	At           time.Time
 }
 
 // Server is a running fake Slack. All methods are safe for concurrent use.
@@ -216,6 +222,20 @@ func (s *Server) CallsOf(method string) []Call {
 	return out
 }
 
+// Undocumented returns the logged calls that carried a parameter their method's reference
+// does not list (Call.Undocumented), in arrival order.
+func (s *Server) Undocumented() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if len(c.Undocumented) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Count returns how many calls of method arrived (refused and failed ones included).
 func (s *Server) Count(method string) int {
 	s.mu.Lock()
@@ -323,7 +343,8 @@ func (s *Server) answerTeam(w http.ResponseWriter, method string, params map[str
 	}
 	s.mu.Lock()
 	if s.record {
-		s.calls = append(s.calls, Call{Method: method, Params: params, Auth: auth, Team: team, Status: status, Error: errText, At: time.Now()})
+		s.calls = append(s.calls, Call{Method: method, Params: params, Auth: auth, Team: team, Status: status, Error: errText,
+			Undocumented: undocumented(method, params), At: time.Now()})
 	}
 	s.mu.Unlock()
 	if e != nil && e.status == http.StatusTooManyRequests {

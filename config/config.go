@@ -17,19 +17,20 @@ import (
 // Config is the whole configuration of one Switchboard process. Load fills it; Validate checks
 // it; Redacted prints it. A zero Config is not useful: start from Default or Load.
 type Config struct {
-	Redis     Redis     `koanf:"redis"`
-	LLM       LLM       `koanf:"llm"`
-	Auth      Auth      `koanf:"auth"`
-	Telegram  Telegram  `koanf:"telegram"`
-	Slack     Slack     `koanf:"slack"`
-	Discord   Discord   `koanf:"discord"`
-	Access    Access    `koanf:"access"`
-	Admins    Admins    `koanf:"admins"`
-	HTTP      HTTP      `koanf:"http"`
-	Runs      Runs      `koanf:"runs"`
-	Subagents Subagents `koanf:"subagents"`
-	Tools     Tools     `koanf:"tools"`
-	Log       Log       `koanf:"log"`
+	Redis       Redis       `koanf:"redis"`
+	LLM         LLM         `koanf:"llm"`
+	Auth        Auth        `koanf:"auth"`
+	Telegram    Telegram    `koanf:"telegram"`
+	Slack       Slack       `koanf:"slack"`
+	Discord     Discord     `koanf:"discord"`
+	Access      Access      `koanf:"access"`
+	Admins      Admins      `koanf:"admins"`
+	HTTP        HTTP        `koanf:"http"`
+	Runs        Runs        `koanf:"runs"`
+	Attachments Attachments `koanf:"attachments"`
+	Subagents   Subagents   `koanf:"subagents"`
+	Tools       Tools       `koanf:"tools"`
+	Log         Log         `koanf:"log"`
 
 	// Profiles are the named agent profiles (profiles.<name>); Routes pick one by where a run
 	// comes from, first match wins. Both are set in the YAML file; a run no route claims gets
@@ -278,6 +279,40 @@ type Runs struct {
 	MaxAnswerMessages int `koanf:"max_answer_messages"`
 }
 
+// Attachments bounds what is read of the files users send with a message (core/attach): their
+// text, images for a model that sees, transcripts of voice notes.
+type Attachments struct {
+	// Download says whether files are downloaded and read; false names each file to the model
+	// (its name and size) without downloading it.
+	Download bool `koanf:"download"`
+	// MaxBytes is the largest file downloaded, in bytes: a larger one is not read, and the user
+	// is told. At most maxAttachmentBytes.
+	MaxBytes int `koanf:"max_bytes"`
+	// MaxTextChars is how many characters of one text file (or one transcript) the model reads;
+	// the rest is cut, and the model is told so. At most maxAttachmentTextChars.
+	MaxTextChars int `koanf:"max_text_chars"`
+	// MaxFiles is how many files of one message are read; the rest are named only. At most
+	// maxAttachmentFiles.
+	MaxFiles int `koanf:"max_files"`
+}
+
+// Defaults of attachments.*. They are core/attach's DefaultMaxBytes, DefaultMaxTextChars and
+// DefaultMaxFiles, written again here because config imports no core package; a test in
+// cmd/bot (attachments_config_test.go) keeps the two equal.
+const (
+	DefaultAttachmentMaxBytes     = 20 << 20 // 20 MiB
+	DefaultAttachmentMaxTextChars = 20_000
+	DefaultAttachmentMaxFiles     = 10
+)
+
+// The largest values attachments.* accept: a file is held in memory whole while it is read, and
+// a text file's characters go to the model in every later turn of the thread.
+const (
+	maxAttachmentBytes     = 100 << 20 // 100 MiB
+	maxAttachmentTextChars = 1_000_000
+	maxAttachmentFiles     = 100
+)
+
 // Subagents bounds the subagents a lead agent may start.
 type Subagents struct {
 	// MaxDepth is how deep subagents may nest; 0 disables subagents.
@@ -385,6 +420,8 @@ func Default() *Config {
 			PlaceholderAfter:   time.Second,
 			MaxAnswerMessages:  3,
 		},
+		Attachments: Attachments{Download: true, MaxBytes: DefaultAttachmentMaxBytes,
+			MaxTextChars: DefaultAttachmentMaxTextChars, MaxFiles: DefaultAttachmentMaxFiles},
 		Subagents: Subagents{MaxDepth: 2, MaxConcurrent: 4, StructuredNudgeRetries: 1},
 		Tools: Tools{Subagents: []string{ToolsInherit}, ApprovalTTL: 10 * time.Minute, CallTimeout: time.Minute,
 			ConnectTimeout: 20 * time.Second, MaxResultBytes: 16 << 10},

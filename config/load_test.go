@@ -105,7 +105,8 @@ func fullConfig() *config.Config {
 			MaxPending: 500, HistoryTurns: 10, ClarificationTTL: 2 * time.Hour, MaxMessageChars: 4000, PlaceholderAfter: 2 * time.Second,
 			OutageRetryBase: 3 * time.Second, MaxAnswerMessages: 4,
 		},
-		Subagents: config.Subagents{MaxDepth: 3, MaxConcurrent: 2, StructuredNudgeRetries: 2},
+		Attachments: config.Attachments{Download: false, MaxBytes: 5 << 20, MaxTextChars: 4000, MaxFiles: 3},
+		Subagents:   config.Subagents{MaxDepth: 3, MaxConcurrent: 2, StructuredNudgeRetries: 2},
 		Tools: config.Tools{
 			Servers: map[string]config.ToolServer{
 				"everything": {Command: []string{"npx", "-y", "@modelcontextprotocol/server-everything"},
@@ -216,6 +217,10 @@ func TestLoadWithNothingGivesValidDefaults(t *testing.T) {
 		"subagents.max_depth":        {cfg.Subagents.MaxDepth, 2},
 		"subagents.max_concurrent":   {cfg.Subagents.MaxConcurrent, 4},
 		"subagents.structured_nudge": {cfg.Subagents.StructuredNudgeRetries, 1},
+		"attachments.download":       {cfg.Attachments.Download, true},
+		"attachments.max_bytes":      {cfg.Attachments.MaxBytes, 20 << 20},
+		"attachments.max_text_chars": {cfg.Attachments.MaxTextChars, 20_000},
+		"attachments.max_files":      {cfg.Attachments.MaxFiles, 10},
 	}
 	for k, c := range checks {
 		if c[0] != c[1] {

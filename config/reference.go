@@ -161,8 +161,12 @@ var sectionDescriptions = map[string]string{
 	"admins": "Who may use the admin commands (`/stats`, `/pause`, `/resume`, `/allow`, `/deny`, `/deadletters`, " +
 		"`/model`, …), per platform, by `channel_user_id`. Admin rights are checked on the identity the platform " +
 		"reported, never on what a message says.",
-	"http":      "The one HTTP listener of the process.",
-	"runs":      "The run queue and the workers that execute runs.",
+	"http": "The one HTTP listener of the process.",
+	"runs": "The run queue and the workers that execute runs.",
+	"attachments": "The files users send with a message: whether they are downloaded, and how much of them is " +
+		"read — the text of text files, images for a model that sees (`llm.vision`, a profile's `vision`), voice " +
+		"notes as transcripts (`llm.transcription`). What becomes of each kind of file: " +
+		"[profiles.md](profiles.md#files-users-send).",
 	"subagents": "Limits on the subagents a lead agent may start.",
 	"tools": "Tools the agents use from MCP servers, called as the verified user who asked, with a policy of who " +
 		"may use what and which calls wait for approval in the chat ([tools.md](tools.md)). `servers` and `policy` " +
@@ -170,8 +174,10 @@ var sectionDescriptions = map[string]string{
 	"log": "The process log, written to standard error.",
 
 	"profiles": "Agent profiles: a system prompt, model, endpoint, tools and limits of their own, for the " +
-		"conversations `routes` send them. Set in the YAML file.",
-	"routes": "Which conversations get which profile, by platform, workspace, chat, DM and sender. Set in the YAML file.",
+		"conversations `routes` send them. Set in the YAML file; a guide with an example for each platform: " +
+		"[profiles.md](profiles.md).",
+	"routes": "Which conversations get which profile, by platform, workspace, chat, DM and sender. Set in the YAML " +
+		"file; how each selector matches: [profiles.md](profiles.md#routes).",
 }
 
 var keyDescriptions = map[string]string{
@@ -324,6 +330,18 @@ var keyDescriptions = map[string]string{
 		"Markdown file (`answer.md`): a Telegram document, a Slack file upload, a Discord attachment — and as more " +
 		"messages when the file is refused. A Slack message holds far more than the others (50 sections of 3,000 " +
 		"characters), so there a file starts only past about 140,000 characters a message.",
+
+	"attachments.download": "`true`: the files of a message are downloaded from the platform, with its own " +
+		"authentication, and read; `false`: each file is named to the model (with its size, where the platform " +
+		"states it) and never downloaded.",
+	"attachments.max_bytes": "The largest file downloaded, in bytes, from 1 to 104857600 (100 MiB): a larger one " +
+		"is not read, and the answer starts with a line saying so. Telegram lets a bot download files of up to " +
+		"20 MB only, whatever this says.",
+	"attachments.max_text_chars": "How many characters of one text file, or of one voice note's transcript, the " +
+		"model reads, from 1 to 1000000; the rest is cut, and the model is told so. What is read stays in the " +
+		"thread's history, so it is sent again with every later message (up to `runs.history_turns`).",
+	"attachments.max_files": "How many files of one message are read, from 1 to 100; the others are named to the " +
+		"model, and the user is told they were not read.",
 
 	"subagents.max_depth":      "How deep subagents may nest; 0 disables subagents.",
 	"subagents.max_concurrent": "The most subagents running at once under one lead agent.",

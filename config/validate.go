@@ -307,6 +307,11 @@ func (c *Config) Validate() error {
 		v.add("runs.placeholder_after", "must not be negative")
 	}
 
+	// attachments
+	v.inRange("attachments.max_bytes", c.Attachments.MaxBytes, 1, maxAttachmentBytes, " bytes (100 MiB)")
+	v.inRange("attachments.max_text_chars", c.Attachments.MaxTextChars, 1, maxAttachmentTextChars, " characters")
+	v.inRange("attachments.max_files", c.Attachments.MaxFiles, 1, maxAttachmentFiles, " files")
+
 	// subagents
 	v.atLeast("subagents.max_depth", c.Subagents.MaxDepth, 0)
 	v.atLeast("subagents.max_concurrent", c.Subagents.MaxConcurrent, 1)
@@ -431,6 +436,13 @@ func (v *validator) oneOf(key, val string, allowed ...string) {
 func (v *validator) atLeast(key string, n, lowest int) {
 	if n < lowest {
 		v.add(key, fmt.Sprintf("must be at least %d, got %d", lowest, n))
+	}
+}
+
+// inRange requires lowest ≤ n ≤ highest; unit follows highest in the message (" bytes").
+func (v *validator) inRange(key string, n, lowest, highest int, unit string) {
+	if n < lowest || n > highest {
+		v.add(key, fmt.Sprintf("must be from %d to %d%s, got %d", lowest, highest, unit, n))
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-bot/switchboard/config"
-	"github.com/switchboard-bot/switchboard/core/attach"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/lead"
 	"github.com/switchboard-bot/switchboard/core/llm"
@@ -268,9 +267,15 @@ func keptTurns(cfg *config.Config) int {
 	return n
 }
 
-// fileOptions are the bounds of what is read of the files users send, and how it is read.
+// fileOptions are the bounds of what is read of the files users send, and how it is read
+// (attachments.*): with attachments.download off there is no Fetch, and files are named to the
+// model without being downloaded.
 func (c *core) fileOptions(cfg *config.Config, hooks coreHooks) (lead.FileOptions, error) {
-	f := lead.FileOptions{Fetch: hooks.fetch, MaxBytes: attach.DefaultMaxBytes, MaxTextChars: attach.DefaultMaxTextChars, MaxFiles: attach.DefaultMaxFiles}
+	a := cfg.Attachments
+	f := lead.FileOptions{MaxBytes: int64(a.MaxBytes), MaxTextChars: a.MaxTextChars, MaxFiles: a.MaxFiles}
+	if a.Download {
+		f.Fetch = hooks.fetch
+	}
 	tr, err := newTranscriber(cfg)
 	if err != nil {
 		return f, err

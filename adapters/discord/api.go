@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -20,7 +21,11 @@ import (
 // discordgo has no base-URL option, and its package Endpoint variables are computed at init and
 // shared by every session, so the host is rewritten per request instead. Every request but an
 // interaction endpoint's first waits for a slot of global (nil: no global limit), so that the
-// bot keeps Discord's global limit, discordgo's own retries included.
+// bot keeps Discord's global limit, discordgo's own retries included. That wait is bounded by
+// the request's context — the caller's, a run's for a send — and not by the attempt's timeout
+// (rest.request hands it over with withAttemptTimeout), which starts only once the slot is
+// granted: a request queued behind the bot's own pacer waits its turn however long the queue,
+// and only Discord's answer is timed.
 type rewrite struct {
 	base   *url.URL
 	next   http.RoundTripper
@@ -33,18 +38,53 @@ func (rw rewrite) RoundTrip(r *http.Request) (*http.Response, error) {
 			if r.Body != nil {
 				_ = r.Body.Close() // a RoundTripper closes the body, even on error
 			}
+			// The caller's context ended while the request waited for its slot: its error, as
+			// is (classify keeps it), never a sign that Discord is down.
 			return nil, err
 		}
 	}
-	if rw.base.Host == "discord.com" && rw.base.Scheme == "https" {
-		return rw.next.RoundTrip(r)
+	cancel := context.CancelFunc(func() {})
+	if d, ok := r.Context().Value(attemptTimeoutKey{}).(time.Duration); ok && d > 0 {
+		ctx, c := context.WithTimeout(r.Context(), d)
+		r, cancel = r.WithContext(ctx), c
 	}
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = rw.base.Scheme, rw.base.Host, rw.base.Host
-	if p := strings.TrimRight(rw.base.Path, "/"); p != "" {
-		r.URL.Path = p + r.URL.Path
+	if rw.base.Host != "discord.com" || rw.base.Scheme != "https" {
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host, r.Host = rw.base.Scheme, rw.base.Host, rw.base.Host
+		if p := strings.TrimRight(rw.base.Path, "/"); p != "" {
+			r.URL.Path = p + r.URL.Path
+		}
 	}
-	return rw.next.RoundTrip(r)
+	resp, err := rw.next.RoundTrip(r)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The attempt lasts until its answer is read: discordgo reads the body, then closes it.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends an attempt's timeout when its answer's body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// attemptTimeoutKey carries the timeout of one REST attempt (Config.CallTimeout) in a request's
+// context to rewrite, which starts it when the request leaves for Discord.
+type attemptTimeoutKey struct{}
+
+// withAttemptTimeout returns ctx carrying d as the timeout of each attempt made with it: the time
+// from the moment a request is sent — after its wait for a global slot — to its answer read.
+func withAttemptTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, attemptTimeoutKey{}, d)
 }
 
 // Discord's JSON error codes this adapter tells apart.
@@ -205,13 +245,15 @@ func (r *rest) callMaybeWaiting(ctx context.Context, wait bool, op string, fn fu
 	return r.call(ctx, op, fn)
 }
 
-// request runs one REST call with ctx (each attempt within CallTimeout), retrying 500/503/504
-// twice; any other error, a 429 included, is returned after the one request.
+// request runs one REST call with ctx, retrying 500/503/504 twice; any other error, a 429
+// included, is returned after the one request. Each attempt is timed from when it is sent
+// (CallTimeout, see rewrite): its wait for a slot of the global limit is bounded by ctx alone,
+// and a wait cut by ctx's end returns ctx's error (context.Canceled or DeadlineExceeded, as
+// classify keeps them).
 func (r *rest) request(ctx context.Context, op string, fn func(opts ...discordgo.RequestOption) error) error {
+	callCtx := withAttemptTimeout(ctx, r.timeout)
 	for fivexx := 0; ; fivexx++ {
-		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 		err := r.classify(op, fn(discordgo.WithContext(callCtx)))
-		cancel()
 		if err == nil || apiStatus(err) < 500 || fivexx >= 2 {
 			return err
 		}

@@ -90,7 +90,10 @@ type Config struct {
 	// interaction answers) waits on 429 retry_after before returning a
 	// *channels.RateLimitError; default 30 s.
 	MaxRetryWait time.Duration
-	// CallTimeout bounds each REST call and the gateway handshake; default 30 s.
+	// CallTimeout bounds each REST attempt — from when it is sent to its answer read — and the
+	// gateway handshake; default 30 s. A request's wait for its slot of the global limit
+	// (GlobalRate) comes before and is not counted: the caller's context bounds it (a run's,
+	// for its answers), so a burst beyond the limit waits its turn instead of timing out.
 	CallTimeout time.Duration
 	// DeferAfter is how long a click may go unanswered before the adapter acknowledges it
 	// (deferred), within Discord's 3 s; default 2 s.

@@ -57,6 +57,9 @@ type discordLoadSpec struct {
 	// (loadModelStreamEnv).
 	rate   int
 	stream time.Duration
+	// pacing keeps discord.pacing as shipped (on: Discord's global limit of 50 requests a
+	// second); the other workloads turn it off to measure the bot (BenchmarkBinary only).
+	pacing bool
 }
 
 var discordWorkloads = []discordLoadSpec{

@@ -68,8 +68,10 @@
 // admitted if it was not. Every five leases it also sweeps:
 //
 //   - Rescue scan, at the first sweep and hourly: a scan of every conversation for one whose hint
-//     was asked for two leases ago and never claimed — the backstop of the index, for runs queued
-//     by a version without it.
+//     was asked for two leases ago and never claimed, and is no longer in the ready stream — the
+//     backstop of the index, for runs queued by a version without it. A conversation a worker
+//     holds (running, waiting on a platform, waiting out a retry) or whose hint still waits for a
+//     free worker is not rescued.
 //   - Reconciliation: a process killed between an ack and its settler's flush, or between
 //     admitting a run and appending it, leaves a member in the admitted set whose run is in no
 //     mailbox; over many crashes the queue would refuse every message as busy. The sweep scans
@@ -85,6 +87,9 @@
 //     script as the XINFO CONSUMERS that found them, so none takes a hint in between). A dead
 //     consumer's hints are reclaimed by XAUTOCLAIM first; one holding a hint is never deleted.
 //     A live consumer deleted in a quiet spell loses nothing: Redis recreates it at its next read.
+//
+// Rescues are logged per incident, not per conversation (rescuelog.go): one Warn with the count
+// when a spell of rescues begins, a Debug line per conversation.
 //
 // Round trips per run. Every script call goes through a group commit (internal/redisbatch):
 // calls made while a pipeline is in flight queue and leave together in the next one, so under

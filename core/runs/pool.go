@@ -30,6 +30,8 @@ type Pool struct {
 	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
 	// for all workers together.
 	outage struct{ claim, ack, renew, handler, unavailable *failureLog }
+	// rescues log the recoverer's rescues per incident: of the unhinted index, and of the scan.
+	rescues struct{ index, scan *rescueLog }
 
 	work   workQueue          // hints fetched, waiting for a worker
 	slots  chan struct{}      // one token per hint this process may hold (fetched or in work)
@@ -77,6 +79,8 @@ func (q *Queue) NewPool(h Handler, sink Sink) (*Pool, error) {
 	p.outage.ack = newFailureLog(p.log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
 	p.outage.renew = newFailureLog(p.log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
 	p.outage.handler = newFailureLog(p.log, "handler", "runs: transient failure, Redis unreachable; retrying")
+	p.rescues.index = newRescueLog(p.log, "runs: rescued conversations queued but never scheduled (their enqueuer stopped between two steps)")
+	p.rescues.scan = newRescueLog(p.log, "runs: rescued conversations that were queued but never scheduled")
 	p.outage.unavailable = newFailureLog(p.log, "runs waiting on an unavailable service", "runs: a service runs need (the model, or the platform for their answers) is unavailable; retrying them later")
 	return p, nil
 }

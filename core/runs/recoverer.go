@@ -103,7 +103,9 @@ func (p *Pool) recover(ctx context.Context) {
 // rescue hints the conversations of runs indexed as unhinted more than rescueAge ago — their
 // enqueuer died between its two steps — and counts those runs, which it may not have admitted.
 // It costs one range query on the global slot when there is nothing to rescue, whatever the
-// number of conversations.
+// number of conversations. A conversation a worker holds is never hinted again (its run is
+// running, waiting on a platform, or waiting out a retry): the entry is dropped. The rescues are
+// logged per incident (rescueLog).
 func (p *Pool) rescue(ctx context.Context) {
 	now := time.Now()
 	items, err := p.st.Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
@@ -113,72 +115,111 @@ func (p *Pool) rescue(ctx context.Context) {
 		}
 		return
 	}
+	var rescued []string
+	defer func() { p.rescues.index.pass(rescued) }()
 	for _, it := range items {
-		if err := p.rescueRun(ctx, it, now); err != nil {
+		again, err := p.rescueRun(ctx, it, now)
+		if err != nil {
 			if ctx.Err() == nil {
 				p.log.Warn("runs: rescuing an unhinted run failed; trying again next tick", "member", it.Member, "err", err)
 			}
 			return
 		}
+		if again != "" {
+			rescued = append(rescued, again)
+		}
 	}
 }
 
-func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) error {
+// rescueRun rescues the run of one index entry if it needs it, and returns its conversation's
+// tag when it hinted it.
+func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (string, error) {
 	tag, runID, ok := rdb.SplitMember(it.Member)
 	if !ok {
-		return p.st.Unindex(ctx, it.Member) // not written by this package
+		return "", p.st.Unindex(ctx, it.Member) // not written by this package
 	}
 	status, queued, err := p.st.Rescue(ctx, tag, runID, now.UnixMilli())
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch status {
 	case rdb.RescueAgain:
-		p.log.Warn("runs: rescuing a conversation queued but never scheduled (its enqueuer stopped between two steps)",
+		p.log.Debug("runs: rescuing a conversation queued but never scheduled (its enqueuer stopped between two steps)",
 			"tag", tag, "run", runID, "waited", now.Sub(time.UnixMilli(it.At)).Round(time.Millisecond))
 		r := rdb.ReadyReq{Member: it.Member, Hint: tag, Unindex: true}
 		if queued {
 			r.Admit = rdb.AdmitForce
 		}
-		if _, _, err = p.st.Ready(ctx, r); err == nil {
-			p.opt.recovered(RecoveryRescue, 1)
+		if _, _, err = p.st.Ready(ctx, r); err != nil {
+			return "", err
 		}
-		return err
+		p.opt.recovered(RecoveryRescue, 1)
+		return tag, nil
 	case rdb.RescueHeld:
-		return p.st.Unindex(ctx, it.Member)
+		return "", p.st.Unindex(ctx, it.Member)
 	default: // absent: not scheduled — ran, refused or retracted, or its push is still on its way
 		if now.Sub(time.UnixMilli(it.At)) >= rescueForget {
-			return p.st.Unindex(ctx, it.Member)
+			return "", p.st.Unindex(ctx, it.Member)
 		}
-		return nil
+		return "", nil
 	}
 }
 
 // rescueScan is the unhinted index's backstop, at a pool's first sweep and hourly: a scan of
 // every scheduled conversation (SCAN, so it costs a pass over the keyspace) for one whose hint
 // was asked for two leases ago and never claimed, left by a version that did not index its
-// runs. It re-hints those and counts their head run.
-func (p *Pool) rescueScan(ctx context.Context) {
+// runs. It re-hints those and counts their head run, and logs them as one incident (rescueLog).
+//
+// It leaves alone what is merely waiting: a conversation a worker holds (its run running,
+// waiting on a platform's pacer, or waiting out a retry), and one whose hint is still in the
+// ready stream — under a backlog (every worker busy through a burst, say) a hint waits for a
+// free worker longer than two leases, and is served all the same. It returns how many stale
+// conversations it left waiting so.
+func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 	now := time.Now()
 	stale := now.Add(-2 * p.opt.Lease).UnixMilli()
-	err := p.st.ScanConvs(ctx, func(tag string) error {
-		again, head, err := p.st.RescueStale(ctx, tag, now.UnixMilli(), stale)
-		if err != nil || !again {
-			return err
+	// Read before the scan: a hint added since is a conversation's whose request for it is
+	// fresh (hs), which the scan leaves alone anyway.
+	queued, err := p.st.QueuedHints(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("runs: rescue scan failed", "err", err)
 		}
-		p.log.Warn("runs: rescuing a conversation that was queued but never scheduled", "tag", tag)
+		return 0
+	}
+	var rescued []string
+	err = p.st.ScanConvs(ctx, func(tag string) error {
+		_, hinted := queued[tag]
+		status, head, err := p.st.RescueStale(ctx, tag, now.UnixMilli(), stale, hinted)
+		switch {
+		case err != nil:
+			return err
+		case status == rdb.RescueWaiting:
+			waiting++
+			return nil
+		case status != rdb.RescueAgain:
+			return nil
+		}
+		p.log.Debug("runs: rescuing a conversation that was queued but never scheduled", "tag", tag)
 		r := rdb.ReadyReq{Hint: tag}
 		if head != "" {
 			r.Admit, r.Member = rdb.AdmitForce, rdb.Member(tag, head)
 		}
-		if _, _, err = p.st.Ready(ctx, r); err == nil {
-			p.opt.recovered(RecoveryRescue, 1)
+		if _, _, err = p.st.Ready(ctx, r); err != nil {
+			return err
 		}
-		return err
+		p.opt.recovered(RecoveryRescue, 1)
+		rescued = append(rescued, tag)
+		return nil
 	})
+	p.rescues.scan.pass(rescued)
 	if err != nil && ctx.Err() == nil {
 		p.log.Warn("runs: rescue scan failed", "err", err)
 	}
+	if waiting > 0 {
+		p.log.Debug("runs: conversations wait long for a free worker; their hints are queued, so none is rescued", "conversations", waiting)
+	}
+	return waiting
 }
 
 // reconcile forgets admitted runs that are no longer in their mailboxes and were admitted more

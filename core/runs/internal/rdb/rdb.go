@@ -449,6 +449,12 @@ const (
 	RescueAgain  = "again"
 	RescueHeld   = "held"
 	RescueAbsent = "absent"
+	// RescueWaiting (RescueStale): the conversation's hint was asked for long ago and never
+	// claimed, but is still in the ready stream, waiting for a free worker.
+	RescueWaiting = "waiting"
+	// RescueNone (RescueStale): nothing to rescue — the conversation is not stale, or a worker
+	// holds it.
+	RescueNone = "none"
 )
 
 // Rescue checks, on the conversation's slot, a run found in the unhinted index (see the rescue
@@ -468,21 +474,51 @@ func (s *Store) Rescue(ctx context.Context, tag, runID string, now int64) (statu
 	return status, n == 1, nil
 }
 
-// RescueStale re-arms tag when its hint was asked for before staleBefore and never claimed (the
-// backstop scan): again reports that the caller must hint the conversation again, and head is
-// its mailbox head's run id ("" when the mailbox is empty), which the caller makes sure is
-// counted (AdmitForce).
-func (s *Store) RescueStale(ctx context.Context, tag string, now, staleBefore int64) (again bool, head string, err error) {
-	v, err := s.eval(ctx, scriptRescueStale, []string{s.stKey(tag), s.qKey(tag)}, now, staleBefore).Slice()
+// RescueStale re-arms tag when its hint was asked for before staleBefore and never claimed, no
+// worker holds it and, as the caller found (QueuedHints), no hint of it is queued (the backstop
+// scan; see the script): RescueAgain when the caller must hint the conversation again — head is
+// then its mailbox head's run id ("" when the mailbox is empty), which the caller makes sure is
+// counted (AdmitForce) —, RescueWaiting when it is stale but its hint is queued, RescueNone
+// otherwise.
+func (s *Store) RescueStale(ctx context.Context, tag string, now, staleBefore int64, queued bool) (status, head string, err error) {
+	q := 0
+	if queued {
+		q = 1
+	}
+	v, err := s.eval(ctx, scriptRescueStale, []string{s.stKey(tag), s.qKey(tag)}, now, staleBefore, q).StringSlice()
 	if err != nil {
-		return false, "", fmt.Errorf("rdb: rescue %s: %w", tag, err)
+		return "", "", fmt.Errorf("rdb: rescue %s: %w", tag, err)
 	}
 	if len(v) < 2 {
-		return false, "", fmt.Errorf("rdb: rescue %s: short reply %v", tag, v)
+		return "", "", fmt.Errorf("rdb: rescue %s: short reply %v", tag, v)
 	}
-	n, _ := v[0].(int64)
-	head, _ = v[1].(string)
-	return n == 1, head, nil
+	return v[0], v[1], nil
+}
+
+// hintsPage is how many ready-stream entries one read of QueuedHints takes.
+const hintsPage = 1000
+
+// QueuedHints returns the conversation tags of every hint in the ready stream. Spent hints are
+// acknowledged and deleted together, so these are the hints not yet read, or read and not yet
+// spent: each conversation named is scheduled to be served, however long it waits for a worker.
+// It reads the whole stream (in pages), which holds about one hint per scheduled conversation:
+// for the backstop scan, which visits every conversation anyway.
+func (s *Store) QueuedHints(ctx context.Context) (map[string]struct{}, error) {
+	tags := map[string]struct{}{}
+	start := "-"
+	for {
+		msgs, err := s.c.XRangeN(ctx, s.ReadyKey(), start, "+", hintsPage).Result()
+		if err != nil {
+			return nil, fmt.Errorf("rdb: read the queued hints: %w", err)
+		}
+		for _, h := range toHints(msgs) {
+			tags[h.Tag] = struct{}{}
+		}
+		if len(msgs) < hintsPage {
+			return tags, nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
 }
 
 // Settlement is a batch of finished work to flush in one call.

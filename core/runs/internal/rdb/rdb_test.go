@@ -200,26 +200,84 @@ func TestScriptCancel(t *testing.T) {
 	}
 }
 
+// TestScriptRescueStale: the backstop scan re-arms a conversation whose hint was asked for long
+// ago and never claimed; it leaves alone a fresh one, one a worker holds (running, waiting on a
+// platform, or waiting out a retry) and one whose hint is still queued (waiting).
 func TestScriptRescueStale(t *testing.T) {
 	s := newStore(t)
 	mustEnqueue(t, s, true, "a", 0, false) // enqueued, never hinted
-	if again, _, _ := s.RescueStale(ctx, tag, ms(0), ms(-time.Minute)); again {
-		t.Error("rescued a fresh conversation")
+	rescue := func(tg string, staleBefore int64, queued bool) (string, string) {
+		t.Helper()
+		st, head, err := s.RescueStale(ctx, tg, ms(0), staleBefore, queued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, head
 	}
-	if again, head, err := s.RescueStale(ctx, tag, ms(0), ms(time.Minute)); err != nil || !again || head != "a" {
-		t.Errorf("Rescue of a stale one = %v, %q, %v; want again with its head a", again, head, err)
+	if st, _ := rescue(tag, ms(-time.Minute), false); st != RescueNone {
+		t.Errorf("rescue of a fresh conversation = %q, want none", st)
+	}
+	// Stale by the clock, but its hint is in the stream: it waits for a worker.
+	if st, _ := rescue(tag, ms(time.Minute), true); st != RescueWaiting {
+		t.Errorf("rescue of one whose hint is queued = %q, want waiting", st)
+	}
+	if st, head := rescue(tag, ms(time.Minute), false); st != RescueAgain || head != "a" {
+		t.Errorf("rescue of a stale one = %q, %q; want again with its head a", st, head)
 	}
 	_, _ = s.Claim(ctx, tag, "w", ms(0), ms(time.Minute))
-	if again, _, _ := s.RescueStale(ctx, tag, ms(0), ms(time.Hour)); again {
-		t.Error("rescued a claimed conversation")
+	// A held conversation is never rescued, however old its request for a hint.
+	if err := s.Client().HSet(ctx, s.stKey(tag), "hs", ms(-time.Hour)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rescue(tag, ms(time.Hour), false); st != RescueNone {
+		t.Errorf("rescue of a claimed conversation = %q, want none", st)
 	}
 	// A state left without a mailbox is hinted all the same, so that a claim drops it.
 	other := "{conv:eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee}"
 	if err := s.Client().HSet(ctx, s.stKey(other), "k", "k", "hs", ms(-time.Hour)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if again, head, err := s.RescueStale(ctx, other, ms(0), ms(-time.Minute)); err != nil || !again || head != "" {
-		t.Errorf("Rescue of an empty stale one = %v, %q, %v; want again without a head", again, head, err)
+	if st, head := rescue(other, ms(-time.Minute), false); st != RescueAgain || head != "" {
+		t.Errorf("rescue of an empty stale one = %q, %q; want again without a head", st, head)
+	}
+}
+
+// TestQueuedHints: the tags of every hint in the ready stream, read or not, over several pages;
+// none once they are spent.
+func TestQueuedHints(t *testing.T) {
+	s := newStore(t)
+	if tags, err := s.QueuedHints(ctx); err != nil || len(tags) != 0 {
+		t.Fatalf("QueuedHints of an empty stream = %v, %v; want none", tags, err)
+	}
+	if err := s.EnsureGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = hintsPage + 5
+	var hints []string
+	for i := range n {
+		if _, _, err := s.Ready(ctx, ReadyReq{Hint: fmt.Sprintf("{conv:%032x}", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, err := s.ReadHints(ctx, "w", 3, 0) // read, not spent: still queued
+	if err != nil || len(read) != 3 {
+		t.Fatalf("ReadHints = %v, %v", read, err)
+	}
+	tags, err := s.QueuedHints(ctx)
+	if err != nil || len(tags) != n {
+		t.Fatalf("QueuedHints = %d tags, %v; want %d", len(tags), err, n)
+	}
+	for _, h := range read {
+		hints = append(hints, h.ID)
+		if _, ok := tags[h.Tag]; !ok {
+			t.Errorf("a hint read and not spent (%s) is missing", h.Tag)
+		}
+	}
+	if err := s.Settle(ctx, Settlement{Acks: hints}); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := s.QueuedHints(ctx); err != nil || len(tags) != n-len(read) {
+		t.Errorf("after spending %d: %d tags, %v; want %d", len(read), len(tags), err, n-len(read))
 	}
 }
 

@@ -236,19 +236,23 @@ redis.call('HSET', KEYS[1], 'hs', ARGV[2])
 return {'again', found}
 `)
 
-// rescueStale: KEYS st, q. ARGV now, stale-before. The backstop of the unhinted index (the
-// start-up and hourly scan): re-arms a conversation whose hint was asked for before
-// stale-before and never claimed — one queued by a version without the index. Returns {1, the
-// head's run id, empty when the mailbox is} when the caller must hint it again (and count the
-// head), else {0, empty}.
+// rescueStale: KEYS st, q. ARGV now, stale-before, queued(1|0). The backstop of the unhinted
+// index (the start-up and hourly scan): re-arms a conversation whose hint was asked for before
+// stale-before and never claimed — one queued by a version without the index. A conversation a
+// worker holds is left alone (its run is running, waiting — on a platform's pacer, say — or
+// waiting out a retry), and so is one whose hint is still in the ready stream (queued is 1: the
+// caller read the stream), only waiting for a free worker. Returns {'again', the head's run id,
+// empty when the mailbox is} when the caller must hint it again (and count the head), {'waiting',
+// empty} for a stale one whose hint is queued, {'none', empty} otherwise.
 var scriptRescueStale = redis.NewScript(luaRunID + `
 local hs = redis.call('HGET', KEYS[1], 'hs')
-if not hs or tonumber(hs) > tonumber(ARGV[2]) then return {0, ''} end
-if redis.call('HGET', KEYS[1], 'o') then return {0, ''} end
+if not hs or tonumber(hs) > tonumber(ARGV[2]) then return {'none', ''} end
+if redis.call('HGET', KEYS[1], 'o') then return {'none', ''} end
+if ARGV[3] == '1' then return {'waiting', ''} end
 redis.call('HSET', KEYS[1], 'hs', ARGV[1])
 local head = redis.call('LINDEX', KEYS[2], 0)
-if not head then return {1, ''} end
-return {1, rid(head)}
+if not head then return {'again', ''} end
+return {'again', rid(head)}
 `)
 
 // absent: KEYS q. ARGV run ids. Returns {now (ms, Redis clock), ids not in the mailbox...}: the

@@ -17,7 +17,7 @@ const (
 	DiscordMaxFieldName     = 256  // field name
 	DiscordMaxFieldValue    = 1024 // field value
 	DiscordMaxFooter        = 2048 // embed footer text
-	DiscordMaxRows          = 5    // action rows per message or modal
+	DiscordMaxRows          = 5    // action rows of a message (legacy messages: 5; V2 cards keep to it)
 	DiscordMaxButtons       = 5    // buttons per action row
 	DiscordMaxButtonLabel   = 80   // button label
 	DiscordMaxSelectOptions = 25   // options of a string select
@@ -25,18 +25,25 @@ const (
 	DiscordMaxPlaceholder   = 100  // select and text input placeholder (select allows 150)
 	DiscordMaxCustomID      = 100  // custom_id
 	DiscordMaxModalTitle    = 45   // modal title
-	DiscordMaxInputLabel    = 45   // text input label
+	DiscordMaxInputLabel    = 45   // a modal label's label (Component Reference, Label: "max 45 characters")
 	DiscordMaxInputValue    = 4000 // text input value
 	// embedBudget leaves room in an embed for the footer added last.
 	embedBudget = DiscordMaxEmbedTotal - 500
 )
 
-// Discord component types and styles (the API's numbers).
+// Discord component types and styles (the API's numbers, Component Reference: "Component
+// Types"). Section, text display, separator and container need the message flag
+// DiscordFlagComponentsV2; a label wraps one input of a modal.
 const (
 	DiscordActionRow    = 1
 	DiscordButton       = 2
 	DiscordStringSelect = 3
 	DiscordTextInput    = 4
+	DiscordSection      = 9
+	DiscordTextDisplay  = 10
+	DiscordSeparator    = 14
+	DiscordContainer    = 17
+	DiscordLabel        = 18
 
 	DiscordStylePrimary   = 1
 	DiscordStyleSecondary = 2
@@ -68,15 +75,19 @@ type DiscordEmbed struct {
 	Footer      *DiscordEmbedFooter `json:"footer,omitempty"`
 }
 
-// DiscordSelectOption is an option of a string select.
+// DiscordSelectOption is an option of a string select. Default shows it chosen already.
 type DiscordSelectOption struct {
-	Label string `json:"label"`
-	Value string `json:"value"`
+	Label   string `json:"label"`
+	Value   string `json:"value"`
+	Default bool   `json:"default,omitempty"`
 }
 
 // DiscordComponent is a message or modal component: an action row (type 1)
-// holding buttons (2), one string select (3) or, in a modal, one text input
-// (4). Required is a pointer because Discord defaults it to true when absent.
+// holding buttons (2) or one string select (3); in a Components V2 message
+// also a container (17) of text displays (10, Content) and separators (14);
+// in a modal a label (18: Label, Description) wrapping one text input (4) or
+// string select (3) as its Component. Only the fields of its type are set.
+// Required is a pointer because Discord defaults it to true when absent.
 type DiscordComponent struct {
 	Type        int                   `json:"type"`
 	Components  []DiscordComponent    `json:"components,omitempty"`
@@ -89,6 +100,12 @@ type DiscordComponent struct {
 	MaxValues   *int                  `json:"max_values,omitempty"`
 	Required    *bool                 `json:"required,omitempty"`
 	MaxLength   int                   `json:"max_length,omitempty"`
+	Content     string                `json:"content,omitempty"`
+	AccentColor *int                  `json:"accent_color,omitempty"`
+	Divider     *bool                 `json:"divider,omitempty"`
+	Spacing     int                   `json:"spacing,omitempty"`
+	Description string                `json:"description,omitempty"`
+	Component   *DiscordComponent     `json:"component,omitempty"`
 }
 
 // DiscordAllowedMentions controls pings; the renderer always sends an empty
@@ -97,17 +114,24 @@ type DiscordAllowedMentions struct {
 	Parse []string `json:"parse"`
 }
 
-// DiscordMessage is the body of a create/edit message request.
+// DiscordMessage is the body of a create/edit message request. Flags is
+// DiscordFlagComponentsV2 on a Components V2 message, which then has neither
+// content nor embeds (see DiscordV2); 0 on a message of content or embeds.
 type DiscordMessage struct {
 	Content         string                 `json:"content,omitempty"`
 	Embeds          []DiscordEmbed         `json:"embeds,omitempty"`
 	Components      []DiscordComponent     `json:"components,omitempty"`
 	AllowedMentions DiscordAllowedMentions `json:"allowed_mentions"`
+	Flags           int                    `json:"flags,omitempty"`
 }
 
-// DiscordModal is the data of a modal interaction response (type 9): up to
-// five text inputs. CustomID is the signed ActionSubmit id of the form; each
-// input's custom_id is a signed ActionText (or ActionFreeText) id.
+// V2 reports whether the message is a Components V2 message.
+func (m DiscordMessage) V2() bool { return m.Flags&DiscordFlagComponentsV2 != 0 }
+
+// DiscordModal is the data of a modal interaction response (type 9): one to
+// five labels, each wrapping a text input or a string select. CustomID is the
+// signed ActionSubmit id of the form; each input's custom_id is a signed
+// ActionText, ActionSelect or ActionFreeText id.
 type DiscordModal struct {
 	Title      string             `json:"title"`
 	CustomID   string             `json:"custom_id"`
@@ -229,25 +253,12 @@ func Discord(c Card, k Key) ([]DiscordMessage, error) {
 	for _, f := range c.Fields {
 		b.fields(NeutralizeMentions(orDash(f.Label)), discordEsc(orDash(f.Value)), f.Inline)
 	}
-	var rows []DiscordComponent
 	if c.Form != nil {
 		b.text(discordFormText(c.Form))
-		rows = discordFormRows(c.Form, s)
 	}
-	var buttons []DiscordComponent
-	for _, a := range c.Actions {
-		buttons = append(buttons, DiscordComponent{Type: DiscordButton, Style: discordStyle(a.Style),
-			Label: truncate(a.Label, DiscordMaxButtonLabel), CustomID: s.sign(a.ID)})
-	}
-	for start := 0; start < len(buttons); start += DiscordMaxButtons {
-		rows = append(rows, DiscordComponent{Type: DiscordActionRow,
-			Components: buttons[start:min(len(buttons), start+DiscordMaxButtons)]})
-	}
-	if len(rows) > DiscordMaxRows {
-		return nil, fmt.Errorf("%w: %d action rows for Discord, max %d", ErrInvalidCard, len(rows), DiscordMaxRows)
-	}
-	if s.err != nil {
-		return nil, s.err
+	rows, err := discordRows(c, s)
+	if err != nil {
+		return nil, err
 	}
 	status, run, elapsed := footerParts(c)
 	b.last().Footer = &DiscordEmbedFooter{Text: truncate(joinNonEmpty(" · ", status, run, elapsed), DiscordMaxFooter)}
@@ -265,6 +276,31 @@ func Discord(c Card, k Key) ([]DiscordMessage, error) {
 	}
 	msgs[len(msgs)-1].Components = rows
 	return msgs, nil
+}
+
+// discordRows are the action rows of a card: its form's, then its actions' buttons five to a
+// row. More than DiscordMaxRows rows is ErrInvalidCard, as is a failure to sign an id.
+func discordRows(c Card, s *signer) ([]DiscordComponent, error) {
+	var rows []DiscordComponent
+	if c.Form != nil {
+		rows = discordFormRows(c.Form, s)
+	}
+	var buttons []DiscordComponent
+	for _, a := range c.Actions {
+		buttons = append(buttons, DiscordComponent{Type: DiscordButton, Style: discordStyle(a.Style),
+			Label: truncate(a.Label, DiscordMaxButtonLabel), CustomID: s.sign(a.ID)})
+	}
+	for start := 0; start < len(buttons); start += DiscordMaxButtons {
+		rows = append(rows, DiscordComponent{Type: DiscordActionRow,
+			Components: buttons[start:min(len(buttons), start+DiscordMaxButtons)]})
+	}
+	if len(rows) > DiscordMaxRows {
+		return nil, fmt.Errorf("%w: %d action rows for Discord, max %d", ErrInvalidCard, len(rows), DiscordMaxRows)
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return rows, nil
 }
 
 func orDash(s string) string {
@@ -398,11 +434,14 @@ func discordFormRows(f *Form, s *signer) []DiscordComponent {
 	return append(rows, row(buttons...))
 }
 
-// DiscordFormModal renders a card's form as a modal of text inputs, one per field
-// (a short input listing the options for choice fields, a paragraph for text),
-// plus an optional free-text input when the form allows it and room is left.
-// With free set, it renders only the free-text input (the "Answer in my own
-// words…" button). The card must have a form.
+// DiscordFormModal renders a card's form as a modal of labels (Component Reference: "Label";
+// Using Modal Components), one per field: a label wraps a string select of the field's options
+// for choice, multi_choice and confirm fields (its option values are signed ActionChoose ids,
+// already chosen options ticked) and a paragraph text input for text fields. When the form
+// allows free text and a modal's five components leave room, a last label asks for the answer in
+// the user's own words. With free set, it renders only that free-text label (the "Answer in my
+// own words…" button). A field label longer than a label's 45 characters is cut there and shown
+// whole (up to 100) as the label's description. The card must have a form.
 func DiscordFormModal(c Card, k Key, free bool) (DiscordModal, error) {
 	if err := c.Validate(); err != nil {
 		return DiscordModal{}, err
@@ -415,29 +454,24 @@ func DiscordFormModal(c Card, k Key, free bool) (DiscordModal, error) {
 	m := DiscordModal{Title: truncate(c.Title, DiscordMaxModalTitle),
 		CustomID: s.sign(ActionID{Kind: ActionSubmit, Token: f.Token})}
 	freeInput := DiscordComponent{Type: DiscordTextInput, Style: DiscordInputParagraph,
-		CustomID: s.sign(ActionID{Kind: ActionFreeText, Token: f.Token}),
-		Label:    "Your answer, in your own words", Required: boolp(free), MaxLength: DiscordMaxInputValue}
+		CustomID: s.sign(ActionID{Kind: ActionFreeText, Token: f.Token}), Required: boolp(free), MaxLength: DiscordMaxInputValue}
+	freeLabel := DiscordLabelOf(DiscordFreeTextLabel, freeInput)
 	if free {
-		m.Components = []DiscordComponent{row(freeInput)}
+		m.Components = []DiscordComponent{freeLabel}
 	} else {
 		for i, fld := range f.Fields {
-			in := DiscordComponent{Type: DiscordTextInput, Style: DiscordInputShort,
-				CustomID: s.sign(ActionID{Kind: ActionText, Token: f.Token, Field: i}),
-				Label:    truncate(fld.Label, DiscordMaxInputLabel), Required: boolp(fld.Required), MaxLength: 200}
-			switch fld.Kind {
-			case KindText:
-				in.Style, in.MaxLength = DiscordInputParagraph, DiscordMaxInputValue
-			case KindConfirm:
-				in.Placeholder = "yes or no"
-			case KindMultiChoice:
-				in.Placeholder = truncate("numbers, e.g. 1,3: "+numbered(fld.choices()), DiscordMaxPlaceholder)
-			default:
-				in.Placeholder = truncate("number or text: "+numbered(fld.choices()), DiscordMaxPlaceholder)
+			var in DiscordComponent
+			if fld.Kind == KindText {
+				in = DiscordComponent{Type: DiscordTextInput, Style: DiscordInputParagraph,
+					CustomID: s.sign(ActionID{Kind: ActionText, Token: f.Token, Field: i}),
+					Required: boolp(fld.Required), MaxLength: DiscordMaxInputValue}
+			} else {
+				in = discordModalSelect(f, i, s)
 			}
-			m.Components = append(m.Components, row(in))
+			m.Components = append(m.Components, DiscordLabelOf(fld.Label, in))
 		}
-		if f.AllowFreeText && len(m.Components) < DiscordMaxRows {
-			m.Components = append(m.Components, row(freeInput))
+		if f.AllowFreeText && len(m.Components) < DiscordMaxModalComponents {
+			m.Components = append(m.Components, freeLabel)
 		}
 	}
 	if s.err != nil {
@@ -446,11 +480,38 @@ func DiscordFormModal(c Card, k Key, free bool) (DiscordModal, error) {
 	return m, nil
 }
 
-// numbered lists options as "1) a, 2) b".
-func numbered(opts []string) string {
-	parts := make([]string, len(opts))
-	for i, o := range opts {
-		parts[i] = strconv.Itoa(i+1) + ") " + o
+// DiscordFreeTextLabel is the label of the input a free-text answer is typed in.
+const DiscordFreeTextLabel = "Your answer, in your own words"
+
+// DiscordLabelOf wraps a modal input in a label reading label: cut to the label's 45
+// characters, and then shown whole (to 100) as its description.
+func DiscordLabelOf(label string, in DiscordComponent) DiscordComponent {
+	l := DiscordComponent{Type: DiscordLabel, Label: truncate(orDash(label), DiscordMaxInputLabel), Component: &in}
+	if Width(label) > DiscordMaxInputLabel {
+		l.Description = truncate(label, DiscordMaxLabelDescription)
 	}
-	return strings.Join(parts, ", ")
+	return l
+}
+
+// discordModalSelect is the string select answering field i in a modal: its options (Yes and
+// No for a confirm field) with signed ActionChoose values, those already selected ticked; any
+// number of them for a multi_choice field, else one; none needed when the field is optional.
+// In a modal a select is required unless it says otherwise, and then needs at least one value
+// (Component Reference: String Select, min_values and required).
+func discordModalSelect(f *Form, i int, s *signer) DiscordComponent {
+	fld := f.Fields[i]
+	sel := DiscordComponent{Type: DiscordStringSelect, CustomID: s.sign(ActionID{Kind: ActionSelect, Token: f.Token, Field: i}),
+		Placeholder: "Choose one", Required: boolp(fld.Required)}
+	for j, o := range fld.choices() {
+		sel.Options = append(sel.Options, DiscordSelectOption{Label: truncate(o, DiscordMaxOptionLabel),
+			Value: s.sign(ActionID{Kind: ActionChoose, Token: f.Token, Field: i, Option: j}), Default: fld.isSelected(j)})
+	}
+	if !fld.Required {
+		sel.MinValues = intp(0)
+	}
+	if fld.Kind == KindMultiChoice {
+		sel.Placeholder = "Choose any"
+		sel.MaxValues = intp(len(sel.Options))
+	}
+	return sel
 }

@@ -157,12 +157,14 @@ func TestDiscordFreeTextModalAndFormModal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Components) != 1 || m.Components[0].Components[0].Type != DiscordTextInput {
+	if len(m.Components) != 1 || m.Components[0].Type != DiscordLabel || m.Components[0].Component == nil ||
+		m.Components[0].Component.Type != DiscordTextInput {
 		t.Fatalf("free-text modal: %+v", m)
 	}
+	report(t, validateDiscordModal(m))
 	m, _ = DiscordFormModal(goldenCards[3].card, testKey, false)
 	if len(m.Components) != 5 { // 4 fields + free text
-		t.Fatalf("form modal rows: %d", len(m.Components))
+		t.Fatalf("form modal labels: %d", len(m.Components))
 	}
 	report(t, validateDiscordModal(m))
 }

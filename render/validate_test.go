@@ -152,49 +152,94 @@ func validateDiscord(msgs []DiscordMessage) violations {
 			total += embedSize(e)
 		}
 		v.check(total <= DiscordMaxEmbedTotal, "%s: %d embed characters", w, total)
-		validateDiscordRows(&v, w, m.Components, false)
+		v.check(m.Flags&DiscordFlagComponentsV2 == 0, "%s: a message of embeds is not a V2 message", w)
+		validateDiscordRows(&v, w, m.Components)
 	}
 	return v
 }
 
-func validateDiscordRows(v *violations, w string, rows []DiscordComponent, modal bool) {
+func validateDiscordRows(v *violations, w string, rows []DiscordComponent) {
 	v.check(len(rows) <= DiscordMaxRows, "%s: %d rows", w, len(rows))
 	for ri, r := range rows {
-		rw := fmt.Sprintf("%s row %d", w, ri)
-		v.check(r.Type == DiscordActionRow, "%s: type %d", rw, r.Type)
-		v.check(len(r.Components) > 0 && len(r.Components) <= DiscordMaxButtons, "%s: %d components", rw, len(r.Components))
-		for _, c := range r.Components {
-			v.check(len(c.CustomID) > 0 && len(c.CustomID) <= DiscordMaxCustomID, "%s: custom_id length %d", rw, len(c.CustomID))
-			switch c.Type {
-			case DiscordButton:
-				v.check(!modal, "%s: button in a modal", rw)
-				v.text(rw+" label", c.Label, DiscordMaxButtonLabel)
-			case DiscordStringSelect:
-				v.check(!modal && len(r.Components) == 1, "%s: a select must be alone in its row", rw)
-				v.check(len(c.Options) > 0 && len(c.Options) <= DiscordMaxSelectOptions, "%s: %d options", rw, len(c.Options))
-				for _, o := range c.Options {
-					v.text(rw+" option", o.Label, DiscordMaxOptionLabel)
-					v.check(len(o.Value) <= 100, "%s: option value %d", rw, len(o.Value))
-				}
-				v.text(rw+" placeholder", c.Placeholder, 150)
-			case DiscordTextInput:
-				v.check(modal, "%s: text input outside a modal", rw)
-				v.text(rw+" label", c.Label, DiscordMaxInputLabel)
-				v.text(rw+" placeholder", c.Placeholder, DiscordMaxPlaceholder)
-				v.check(c.Required != nil, "%s: text input must set required", rw)
-			default:
-				v.check(false, "%s: component type %d", rw, c.Type)
-			}
+		validateDiscordRow(v, fmt.Sprintf("%s row %d", w, ri), r)
+	}
+}
+
+// validateDiscordRow checks one action row of a message: up to five buttons, or one string select.
+func validateDiscordRow(v *violations, rw string, r DiscordComponent) {
+	v.check(r.Type == DiscordActionRow, "%s: type %d", rw, r.Type)
+	v.check(len(r.Components) > 0 && len(r.Components) <= DiscordMaxButtons, "%s: %d components", rw, len(r.Components))
+	for _, c := range r.Components {
+		v.check(len(c.CustomID) > 0 && len(c.CustomID) <= DiscordMaxCustomID, "%s: custom_id length %d", rw, len(c.CustomID))
+		switch c.Type {
+		case DiscordButton:
+			v.text(rw+" label", c.Label, DiscordMaxButtonLabel)
+		case DiscordStringSelect:
+			v.check(len(r.Components) == 1, "%s: a select must be alone in its row", rw)
+			validateDiscordSelect(v, rw, c)
+		default:
+			v.check(false, "%s: component type %d", rw, c.Type)
 		}
 	}
 }
 
+// validateDiscordSelect checks a string select: 1–25 options of labels and values up to 100
+// characters, a placeholder up to 150, min_values and max_values up to 25.
+func validateDiscordSelect(v *violations, w string, c DiscordComponent) {
+	v.check(len(c.Options) > 0 && len(c.Options) <= DiscordMaxSelectOptions, "%s: %d options", w, len(c.Options))
+	for _, o := range c.Options {
+		v.text(w+" option", o.Label, DiscordMaxOptionLabel)
+		v.check(len(o.Value) > 0 && len(o.Value) <= 100, "%s: option value %d", w, len(o.Value))
+	}
+	v.text(w+" placeholder", c.Placeholder, 150)
+	if c.MinValues != nil {
+		v.check(*c.MinValues >= 0 && *c.MinValues <= 25, "%s: min_values %d", w, *c.MinValues)
+	}
+	if c.MaxValues != nil {
+		v.check(*c.MaxValues >= 1 && *c.MaxValues <= 25 && *c.MaxValues <= len(c.Options), "%s: max_values %d", w, *c.MaxValues)
+	}
+}
+
+// validateDiscordModal checks a modal as the Component Reference has it: a title up to 45
+// characters, 1–5 labels (label up to 45, description up to 100), each wrapping one text input
+// (style, custom_id, placeholder up to 100, max_length up to 4,000, required set, no label of its
+// own) or one string select (which may not be disabled in a modal; min_values at least 1 unless
+// required is false); custom_ids unique.
 func validateDiscordModal(m DiscordModal) violations {
 	var v violations
 	v.text("title", m.Title, DiscordMaxModalTitle)
-	v.check(len(m.CustomID) <= DiscordMaxCustomID, "custom_id too long")
-	v.check(len(m.Components) > 0, "no inputs")
-	validateDiscordRows(&v, "modal", m.Components, true)
+	v.check(len(m.CustomID) > 0 && len(m.CustomID) <= DiscordMaxCustomID, "custom_id length %d", len(m.CustomID))
+	v.check(len(m.Components) > 0 && len(m.Components) <= 5, "%d components, want 1–5", len(m.Components))
+	ids := map[string]bool{}
+	for i, l := range m.Components {
+		w := fmt.Sprintf("modal label %d", i)
+		v.check(l.Type == DiscordLabel, "%s: type %d, want a label", w, l.Type)
+		v.check(strings.TrimSpace(l.Label) != "", "%s: empty label", w)
+		v.text(w+" label", l.Label, 45)
+		v.text(w+" description", l.Description, 100)
+		if l.Component == nil {
+			v.check(false, "%s: no component", w)
+			continue
+		}
+		c := *l.Component
+		v.check(len(c.CustomID) > 0 && len(c.CustomID) <= DiscordMaxCustomID, "%s: custom_id length %d", w, len(c.CustomID))
+		v.check(!ids[c.CustomID], "%s: custom_id %q used twice", w, c.CustomID)
+		ids[c.CustomID] = true
+		switch c.Type {
+		case DiscordTextInput:
+			v.check(c.Style == DiscordInputShort || c.Style == DiscordInputParagraph, "%s: style %d", w, c.Style)
+			v.check(c.Label == "", "%s: a text input in a label has no label of its own", w)
+			v.text(w+" placeholder", c.Placeholder, DiscordMaxPlaceholder)
+			v.check(c.MaxLength >= 0 && c.MaxLength <= 4000, "%s: max_length %d", w, c.MaxLength)
+			v.check(c.Required != nil, "%s: text input must set required", w)
+		case DiscordStringSelect:
+			validateDiscordSelect(&v, w, c)
+			required := c.Required == nil || *c.Required
+			v.check(!required || c.MinValues == nil || *c.MinValues >= 1, "%s: a required select needs min_values of at least 1", w)
+		default:
+			v.check(false, "%s: component type %d in a label", w, c.Type)
+		}
+	}
 	return v
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,14 +26,41 @@ const (
 	argsOption       = "args"
 )
 
+// command is an application command as the bot registers it, the body of the bulk overwrite
+// ("Bulk Overwrite Global/Guild Application Commands", JSON params): the documented fields it
+// uses and nothing else, none null. discordgo's ApplicationCommand would send "options": null
+// and, on every option, "channel_types": null, "choices": null, "options": null, "required":
+// false on subcommands (which take no required) and "autocomplete": false on subcommands (only
+// STRING, INTEGER and NUMBER options take it): the bot sends its own body.
+type command struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Type        int    `json:"type"`
+	// DefaultMemberPermissions is a permission bit set as a decimal string; absent: everyone.
+	DefaultMemberPermissions *string         `json:"default_member_permissions,omitempty"`
+	Options                  []commandOption `json:"options,omitempty"`
+}
+
+// commandOption is an option of a command ("Application Command Option Structure") with the
+// fields valid for its type only: type, name and description for every type; options for a
+// SUB_COMMAND (or SUB_COMMAND_GROUP); required for the other types, sent when true (false is its
+// default).
+type commandOption struct {
+	Type        int             `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Required    bool            `json:"required,omitempty"`
+	Options     []commandOption `json:"options,omitempty"`
+}
+
 // commandSet is the commands to register, from the router's list. /botadmin's
 // default_member_permissions is adminPerm (Config.AdminPermission), or "0" (administrators
 // only) when it is zero.
-func commandSet(specs []channels.CommandSpec, adminPerm uint64) []*discordgo.ApplicationCommand {
-	perms := int64(adminPerm & (1<<63 - 1)) // one permission bit, far below bit 63
-	user := &discordgo.ApplicationCommand{Name: commandName, Description: "Talk to the bot: help, new conversation, cancel, status", Type: discordgo.ChatApplicationCommand}
-	admin := &discordgo.ApplicationCommand{Name: adminCommandName, Description: "Bot administration", Type: discordgo.ChatApplicationCommand,
-		DefaultMemberPermissions: &perms}
+func commandSet(specs []channels.CommandSpec, adminPerm uint64) []command {
+	perms := strconv.FormatUint(adminPerm&(1<<63-1), 10) // one permission bit, far below bit 63
+	chat := int(discordgo.ChatApplicationCommand)
+	user := command{Name: commandName, Description: "Talk to the bot: help, new conversation, cancel, status", Type: chat}
+	admin := command{Name: adminCommandName, Description: "Bot administration", Type: chat, DefaultMemberPermissions: &perms}
 	for _, s := range specs {
 		name := strings.ToLower(strings.TrimPrefix(s.Name, "/"))
 		if name == "" || len(name) > 32 {
@@ -45,17 +73,17 @@ func commandSet(specs []channels.CommandSpec, adminPerm uint64) []*discordgo.App
 		if r := []rune(desc); len(r) > 100 {
 			desc = string(r[:99]) + "…"
 		}
-		opt := &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc}
+		opt := commandOption{Type: int(discordgo.ApplicationCommandOptionSubCommand), Name: name, Description: desc}
 		if s.AdminOnly {
-			opt.Options = []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString,
+			opt.Options = []commandOption{{Type: int(discordgo.ApplicationCommandOptionString),
 				Name: argsOption, Description: "Arguments, as you would type them after the command"}}
 			admin.Options = append(admin.Options, opt)
 			continue
 		}
 		user.Options = append(user.Options, opt)
 	}
-	var out []*discordgo.ApplicationCommand
-	for _, c := range []*discordgo.ApplicationCommand{user, admin} {
+	out := []command{} // an empty list, never null: the overwrite then removes every command
+	for _, c := range []command{user, admin} {
 		if len(c.Options) > 0 {
 			out = append(out, c)
 		}
@@ -63,43 +91,43 @@ func commandSet(specs []channels.CommandSpec, adminPerm uint64) []*discordgo.App
 	return out
 }
 
-// normalized is what comparison looks at: the fields this adapter sets.
-type normalized struct {
-	Name        string      `json:"name"`
-	Description string      `json:"description"`
-	Perms       *int64      `json:"perms"`
-	Options     []normalOpt `json:"options"`
-}
-
-type normalOpt struct {
-	Type        int         `json:"type"`
-	Name        string      `json:"name"`
-	Description string      `json:"description"`
-	Required    bool        `json:"required"`
-	Options     []normalOpt `json:"options"`
-}
-
-func normalOpts(os []*discordgo.ApplicationCommandOption) []normalOpt {
-	var out []normalOpt
-	for _, o := range os {
-		if o == nil {
-			continue
-		}
-		out = append(out, normalOpt{Type: int(o.Type), Name: o.Name, Description: o.Description, Required: o.Required, Options: normalOpts(o.Options)})
-	}
-	return out
-}
-
-func normalize(cs []*discordgo.ApplicationCommand) string {
-	var out []normalized
+// registered is the registered commands as the bot would have sent them, for comparison.
+func registered(cs []*discordgo.ApplicationCommand) []command {
+	var out []command
 	for _, c := range cs {
 		if c == nil {
 			continue
 		}
-		out = append(out, normalized{Name: c.Name, Description: c.Description, Perms: c.DefaultMemberPermissions, Options: normalOpts(c.Options)})
+		rc := command{Name: c.Name, Description: c.Description, Type: int(c.Type), Options: registeredOpts(c.Options)}
+		if c.DefaultMemberPermissions != nil {
+			p := strconv.FormatInt(*c.DefaultMemberPermissions, 10)
+			rc.DefaultMemberPermissions = &p
+		}
+		out = append(out, rc)
 	}
-	slices.SortFunc(out, func(a, b normalized) int { return strings.Compare(a.Name, b.Name) })
-	b, _ := json.Marshal(out)
+	return out
+}
+
+func registeredOpts(os []*discordgo.ApplicationCommandOption) []commandOption {
+	var out []commandOption
+	for _, o := range os {
+		if o == nil {
+			continue
+		}
+		out = append(out, commandOption{Type: int(o.Type), Name: o.Name, Description: o.Description, Required: o.Required,
+			Options: registeredOpts(o.Options)})
+	}
+	return out
+}
+
+// normalize is what comparison looks at: the fields this adapter sets, commands in name order.
+func normalize(cs []command) string {
+	cs = slices.Clone(cs)
+	for i := range cs {
+		cs[i].Type = 0 // 1 whether sent or defaulted
+	}
+	slices.SortFunc(cs, func(a, b command) int { return strings.Compare(a.Name, b.Name) })
+	b, _ := json.Marshal(cs)
 	return string(b)
 }
 
@@ -170,12 +198,17 @@ func (c *Channel) registerCommands(ctx context.Context, specs []channels.Command
 	if err != nil {
 		return err
 	}
-	if normalize(have) == normalize(want) {
+	if normalize(registered(have)) == normalize(want) {
 		c.cfg.Logger.Debug("discord: commands unchanged", "guild", c.cfg.DevGuild)
 		return nil
 	}
+	ep := discordgo.EndpointApplicationGlobalCommands(app)
+	if c.cfg.DevGuild != "" {
+		ep = discordgo.EndpointApplicationGuildCommands(app, c.cfg.DevGuild)
+	}
 	err = c.rest.callWaiting(ctx, "overwrite commands", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.ApplicationCommandBulkOverwrite(app, c.cfg.DevGuild, want, opts...)
+		// The route's bucket, as discordgo's ApplicationCommandBulkOverwrite keys it.
+		_, err := c.s.RequestWithBucketID("PUT", ep, want, ep, opts...)
 		return err
 	})
 	if err == nil {

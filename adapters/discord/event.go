@@ -242,6 +242,8 @@ type interactionEvent struct {
 	// Permissions is member.permissions as sent (a guild interaction's member's permissions in
 	// the channel, a decimal string), "" when absent; parsePermissions reads it.
 	Permissions string
+	// modal is a modal submit's data, decoded by takeModalSubmit; nil for other interactions.
+	modal *modalSubmit
 }
 
 // decodeInteraction parses an INTERACTION_CREATE. It fails on invalid JSON and on an
@@ -249,6 +251,10 @@ type interactionEvent struct {
 func decodeInteraction(data []byte) (*interactionEvent, error) {
 	if len(data) > maxEventBytes {
 		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(data))
+	}
+	data, modal, err := takeModalSubmit(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	var ix discordgo.Interaction
 	if err := json.Unmarshal(data, &ix); err != nil {
@@ -268,7 +274,7 @@ func decodeInteraction(data []byte) (*interactionEvent, error) {
 	if ix.ID == "" || ix.Token == "" || ix.ChannelID == "" || user(&ix) == nil {
 		return nil, fmt.Errorf("%w: interaction without id, token, channel or user", errMalformed)
 	}
-	ev := &interactionEvent{Interaction: &ix, Channel: extra.Channel}
+	ev := &interactionEvent{Interaction: &ix, Channel: extra.Channel, modal: modal}
 	if extra.Member != nil && len(extra.Member.Permissions) > 0 {
 		// Kept as sent: discordgo reads it into an int64, where "-1" would be every bit.
 		_ = json.Unmarshal(extra.Member.Permissions, &ev.Permissions)
@@ -341,13 +347,10 @@ func interactionInbound(ix *interactionEvent, w where, now time.Time, adminPerm 
 		}
 		in.Interaction = it
 	case discordgo.InteractionModalSubmit:
-		d, ok := ix.Data.(discordgo.ModalSubmitInteractionData)
-		if !ok || d.CustomID == "" {
+		if ix.modal == nil || ix.modal.CustomID == "" {
 			return channels.Inbound{}, false
 		}
-		values := map[string][]string{}
-		collectInputs(d.Components, values)
-		in.Interaction = &channels.Interaction{ID: ix.ID, Token: ix.Token, Data: d.CustomID, Values: values, Message: msgRef}
+		in.Interaction = &channels.Interaction{ID: ix.ID, Token: ix.Token, Data: ix.modal.CustomID, Values: ix.modal.inputs(), Message: msgRef}
 	case discordgo.InteractionApplicationCommand:
 		d, ok := ix.Data.(discordgo.ApplicationCommandInteractionData)
 		if !ok || (d.Name != commandName && d.Name != adminCommandName) || len(d.Options) == 0 || d.Options[0] == nil {
@@ -374,20 +377,6 @@ func interactionInbound(ix *interactionEvent, w where, now time.Time, adminPerm 
 		return channels.Inbound{}, false
 	}
 	return in, true
-}
-
-// collectInputs gathers the text inputs of a submitted modal by custom_id.
-func collectInputs(cs []discordgo.MessageComponent, out map[string][]string) {
-	for _, c := range cs {
-		switch v := c.(type) {
-		case *discordgo.ActionsRow:
-			collectInputs(v.Components, out)
-		case *discordgo.TextInput:
-			if v.CustomID != "" && v.Value != "" {
-				out[v.CustomID] = append(out[v.CustomID], v.Value)
-			}
-		}
-	}
 }
 
 // guildInfo is the part of a GUILD_CREATE this adapter keeps: the bot's managed role and the

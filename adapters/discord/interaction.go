@@ -158,8 +158,7 @@ func (c *Channel) handleCommand(ctx context.Context, ix *interactionEvent, in ch
 	ep := discordgo.EndpointInteractionResponseActions(c.bot.application(), ix.Token)
 	bg := context.WithoutCancel(ctx)
 	if !handed {
-		failed := editBody{Content: "Sorry, that failed. Please try again.", Embeds: []render.DiscordEmbed{},
-			Components: []render.DiscordComponent{}, AllowedMentions: allowedMentions{Parse: []string{}}}
+		failed := editOf(render.DiscordMessage{Content: "Sorry, that failed. Please try again."})
 		_ = c.rest.callWaiting(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
 			_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
 			return err
@@ -245,10 +244,11 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 	})
 }
 
-// OpenForm answers a click with a modal of text inputs for form (render.DiscordFormModal), each
-// input named by its field's id so the submitted values come back by field id. It must be the
-// interaction's first answer; after a deferral it fails and the router asks for a typed answer
-// instead.
+// OpenForm answers a click with a modal for form (render.DiscordFormModal: a label per field
+// wrapping a string select of its options or a text input), each input named by its field's id
+// so the submitted values come back by field id — a select's as the signed choices picked, a
+// text input's as typed. It must be the interaction's first answer; after a deferral it fails
+// and the router asks for a typed answer instead.
 func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
 	if in == nil || in.ID == "" || in.Token == "" {
 		return errors.New("discord: open form: no interaction id or token")
@@ -259,11 +259,11 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 		return fmt.Errorf("discord: open form: %w", err)
 	}
 	// The router reads a submitted modal's inputs by field id (channels.Interaction.Values):
-	// the inputs come one row per field, in field order, then the free-text input, which keeps
+	// the labels come one per field, in field order, then the free-text one, whose input keeps
 	// its signed id.
 	for i, f := range form.Fields {
-		if i < len(modal.Components) && len(modal.Components[i].Components) == 1 && f.ID != "" && len(f.ID) <= render.DiscordMaxCustomID {
-			modal.Components[i].Components[0].CustomID = f.ID
+		if i < len(modal.Components) && modal.Components[i].Component != nil && f.ID != "" && len(f.ID) <= render.DiscordMaxCustomID {
+			modal.Components[i].Component.CustomID = f.ID
 		}
 	}
 	st := c.state(in)
@@ -302,15 +302,21 @@ func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.T
 		var err error
 		if !cr.used {
 			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
+			body := editOf(p)
+			if p.V2() {
+				// The deferred response was ephemeral; a V2 piece sets the flag on it (a deferral
+				// cannot: Receiving and Responding), and an edit that sets flags names all it keeps.
+				body.Flags |= flagEphemeral
+			}
 			err = c.rest.callMaybeWaiting(ctx, i > 0, "edit command response", func(opts ...discordgo.RequestOption) error {
-				raw, err = c.s.RequestWithBucketID("PATCH", ep, editOf(p), tokenBucket("webhook", cr.token), opts...)
+				raw, err = c.s.RequestWithBucketID("PATCH", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err
 			})
 		} else {
 			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
 			// Ephemeral like the deferred response it continues.
-			body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}},
-				Flags: flagEphemeral}
+			body := createOf(p, "")
+			body.Flags |= flagEphemeral
 			err = c.rest.callMaybeWaiting(ctx, i > 0, "command follow-up", func(opts ...discordgo.RequestOption) error {
 				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
 				return err
@@ -362,8 +368,7 @@ func (c *Channel) sendLate(ctx context.Context, cr *commandReply, to channels.Ta
 		"conv", to.Conv.String(), "pieces", len(ps)-from)
 	for i := from; i < len(ps); i++ {
 		p := ps[i]
-		id, err := c.post(ctx, i > 0, chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
-			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(key, i), EnforceNonce: true})
+		id, err := c.post(ctx, i > 0, chID, createOf(p, nonceFor(key, i)))
 		if err != nil {
 			return ref, true, err
 		}
@@ -386,15 +391,95 @@ func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in cha
 		return false
 	}
 	required := true
-	modal := render.DiscordModal{Title: "Your answer", CustomID: it.Data, Components: []render.DiscordComponent{{
-		Type: render.DiscordActionRow, Components: []render.DiscordComponent{{Type: render.DiscordTextInput,
-			Style: render.DiscordInputParagraph, CustomID: "answer", Label: "Your answer, in your own words",
-			Required: &required, MaxLength: render.DiscordMaxInputValue}}}}}
+	modal := render.DiscordModal{Title: "Your answer", CustomID: it.Data, Components: []render.DiscordComponent{
+		render.DiscordLabelOf(render.DiscordFreeTextLabel, render.DiscordComponent{Type: render.DiscordTextInput,
+			Style: render.DiscordInputParagraph, CustomID: "answer", Required: &required, MaxLength: render.DiscordMaxInputValue})}}
 	if err := c.callback(ctx, st, map[string]any{"type": cbModal, "data": modal}); err != nil {
 		c.cfg.Logger.Warn("discord: opening the free-text answer failed", "err", err)
 		return false // the router then asks for a typed reply
 	}
 	return true
+}
+
+// modalSubmit is a submitted modal's data (Receiving and Responding: "Modal Submit Data
+// Structure"): the modal's custom_id and, per component, what was typed or picked. Each input
+// comes back wrapped as the modal had it: in a label (type 18; the input is its "component",
+// Component Reference: "Label Interaction Response Structure"), or in an action row
+// ("components") from a modal of the older kind.
+type modalSubmit struct {
+	CustomID   string           `json:"custom_id"`
+	Components []submittedInput `json:"components"`
+}
+
+// submittedInput is a component of a modal submit: a text input's value, a select's values, or
+// a label or row around them.
+type submittedInput struct {
+	Type       int              `json:"type"`
+	CustomID   string           `json:"custom_id"`
+	Value      json.RawMessage  `json:"value"` // a text input's string (a checkbox's would be a bool)
+	Values     []string         `json:"values"`
+	Component  *submittedInput  `json:"component"`
+	Components []submittedInput `json:"components"`
+}
+
+// inputs are the submitted values by custom_id: a text input's text when not empty, a select's
+// values (the options picked) when any.
+func (m *modalSubmit) inputs() map[string][]string {
+	out := map[string][]string{}
+	var walk func(cs []submittedInput)
+	walk = func(cs []submittedInput) {
+		for _, c := range cs {
+			switch {
+			case c.Component != nil:
+				walk([]submittedInput{*c.Component})
+			case len(c.Components) > 0:
+				walk(c.Components)
+			case c.CustomID == "":
+			case c.Type == int(discordgo.TextInputComponent):
+				var v string
+				if json.Unmarshal(c.Value, &v) == nil && v != "" {
+					out[c.CustomID] = append(out[c.CustomID], v)
+				}
+			case len(c.Values) > 0:
+				out[c.CustomID] = append(out[c.CustomID], c.Values...)
+			}
+		}
+	}
+	walk(m.Components)
+	return out
+}
+
+// takeModalSubmit takes a modal submit's data out of an INTERACTION_CREATE before discordgo
+// decodes it: discordgo v0.29.0 knows no label (type 18), and fails on the data of every modal
+// of labels. It returns the event with its data reduced to the custom_id, and the data decoded
+// here; any other interaction comes back as it was, with no modalSubmit.
+func takeModalSubmit(event []byte) ([]byte, *modalSubmit, error) {
+	var probe struct {
+		Type discordgo.InteractionType `json:"type"`
+	}
+	if err := json.Unmarshal(event, &probe); err != nil || probe.Type != discordgo.InteractionModalSubmit {
+		return event, nil, nil // discordgo says what is wrong with it
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(event, &fields); err != nil {
+		return nil, nil, err
+	}
+	var m modalSubmit
+	if raw, ok := fields["data"]; ok {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, nil, fmt.Errorf("modal submit data: %w", err)
+		}
+	}
+	data, err := json.Marshal(map[string]string{"custom_id": m.CustomID})
+	if err != nil {
+		return nil, nil, err
+	}
+	fields["data"] = data
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, &m, nil
 }
 
 // tokenBuckets is how many rate-limit buckets interaction calls are spread over. discordgo keeps

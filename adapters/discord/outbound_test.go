@@ -90,7 +90,10 @@ func formCard() render.Card {
 	}}
 }
 
-func TestSendCardHasEmbedsAndSignedComponents(t *testing.T) {
+// TestSendCardIsComponentsV2WithSignedComponents proves a clarification card goes out as one
+// Components V2 message (the flag, no content, no embeds) showing the question, its buttons
+// signed choices.
+func TestSendCardIsComponentsV2WithSignedComponents(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	k := dmConv(h)
 	card := formCard()
@@ -98,7 +101,7 @@ func TestSendCardHasEmbedsAndSignedComponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.fk.PostedByBot(k.Chat)
-	if len(p) != 1 || len(p[0].Embeds) == 0 || !strings.Contains(p[0].Text(), "Pick a colour") {
+	if len(p) != 1 || !p[0].V2() || p[0].Content != "" || len(p[0].Embeds) != 0 || !strings.Contains(p[0].Text(), "Pick a colour") {
 		t.Fatalf("posted = %+v", p)
 	}
 	ids := discordfake.CustomIDs(p[0].Components)
@@ -146,8 +149,11 @@ func TestEditReplacesCardWithTextAndCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The card went out as Components V2, which a message keeps: the text shows in a text
+	// display, and the card's container and buttons are gone.
 	p := h.fk.PostedByBot(k.Chat)
-	if len(p) != 1 || p[0].Content != "done" || len(p[0].Embeds) != 0 || len(p[0].Components) != 0 || out.ID() != ref.ID() {
+	if len(p) != 1 || !p[0].V2() || strings.Join(discordfake.TextDisplays(p[0].Components), "|") != "done" ||
+		len(discordfake.CustomIDs(p[0].Components)) != 0 || len(p[0].Embeds) != 0 || out.ID() != ref.ID() {
 		t.Errorf("after edit: %+v", p)
 	}
 	if err := h.ch.Delete(context.Background(), ref); err != nil {

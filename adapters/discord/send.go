@@ -33,7 +33,9 @@ type messageReference struct {
 	FailIfNotExists bool   `json:"fail_if_not_exists"`
 }
 
-// createBody is POST /channels/{id}/messages (and interaction follow-ups).
+// createBody is POST /channels/{id}/messages (and interaction follow-ups). A Components V2
+// piece sets Flags to render.DiscordFlagComponentsV2 and has no content or embeds, which Discord
+// refuses beside that flag.
 type createBody struct {
 	Content          string                    `json:"content,omitempty"`
 	Embeds           []render.DiscordEmbed     `json:"embeds,omitempty"`
@@ -46,16 +48,22 @@ type createBody struct {
 }
 
 // editBody is PATCH of a message: every part is sent, so an edit from a card to text clears
-// the embeds and components.
+// the embeds and components. A Components V2 piece sends content null, embeds [] and the flag:
+// Edit Message takes IS_COMPONENTS_V2 on a message of content or embeds only with content reset
+// to null and embeds to [], and a message that has the flag keeps it (see Edit).
 type editBody struct {
-	Content         string                    `json:"content"`
+	Content         *string                   `json:"content"`
 	Embeds          []render.DiscordEmbed     `json:"embeds"`
 	Components      []render.DiscordComponent `json:"components"`
 	AllowedMentions allowedMentions           `json:"allowed_mentions"`
+	Flags           int                       `json:"flags,omitempty"`
 }
 
 func editOf(p render.DiscordMessage) editBody {
-	e := editBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}}
+	e := editBody{Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}}, Flags: p.Flags}
+	if !p.V2() {
+		e.Content = &p.Content
+	}
 	if e.Embeds == nil {
 		e.Embeds = []render.DiscordEmbed{}
 	}
@@ -65,11 +73,39 @@ func editOf(p render.DiscordMessage) editBody {
 	return e
 }
 
-// renderPieces renders m: a card with render.Discord (embeds within 6,000 characters a message,
-// components on the last), or markdown text converted to Discord's dialect and split at 2,000
-// characters with code blocks kept whole. An invalid card is ErrCardRefused.
+// createOf is the body that posts piece p.
+func createOf(p render.DiscordMessage, nonce string) createBody {
+	b := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components, AllowedMentions: allowedMentions{Parse: []string{}},
+		Flags: p.Flags}
+	if nonce != "" {
+		b.Nonce, b.EnforceNonce = nonce, true
+	}
+	return b
+}
+
+// renderPieces renders m for a new message (or an edit of one that is not a Components V2
+// message):
+//
+//   - A card that fits one Components V2 message (render.DiscordV2: 4,000 characters of text, 40
+//     components) is that message: the answer, subagent results, failures, clarification and
+//     approval forms.
+//   - A longer card keeps embeds (render.Discord: 6,000 characters a message, 10 embeds, rows on
+//     the last), so a long answer splits as before and in fewer messages than V2's 4,000
+//     characters a message would need (delivery bounds an answer's messages, channels.Pager).
+//   - A working card — the placeholder — keeps embeds too: the closing message is edited into
+//     it, and Discord turns a message of embeds into a V2 one by an edit but never a V2 one back
+//     (render.DiscordFlagComponentsV2), while the closing card may be a long answer of embeds.
+//   - Text is content, split at 2,000 characters with code blocks kept whole (an edit of a V2
+//     message shows it in text displays instead: see Edit).
+//
+// An invalid card is ErrCardRefused.
 func renderPieces(m channels.Message, key render.Key) ([]render.DiscordMessage, error) {
 	if m.Card != nil {
+		if m.Card.Status != render.StatusWorking && !tooLongForV2(*m.Card) {
+			if msgs, err := render.DiscordV2(*m.Card, key); err == nil && len(msgs) == 1 {
+				return msgs, nil
+			}
+		}
 		msgs, err := render.Discord(*m.Card, key)
 		if err != nil {
 			return nil, fmt.Errorf("discord: render card: %w: %w", channels.ErrCardRefused, err)
@@ -85,6 +121,40 @@ func renderPieces(m channels.Message, key render.Key) ([]render.DiscordMessage, 
 		out[i] = render.DiscordMessage{Content: ch, AllowedMentions: render.DiscordAllowedMentions{Parse: []string{}}}
 	}
 	return out, nil
+}
+
+// tooLongForV2 reports, without rendering, a card whose text is far past what one Components V2
+// message shows (twice render.DiscordMaxV2Text): it is rendered as embeds at once.
+func tooLongForV2(c render.Card) bool {
+	n := render.Width(c.Body)
+	for _, sa := range c.Subagents {
+		n += render.Width(sa.Summary)
+		for _, f := range sa.Structured {
+			n += render.Width(f.Value)
+		}
+	}
+	for _, f := range c.Fields {
+		n += render.Width(f.Value)
+	}
+	return n > 2*render.DiscordMaxV2Text
+}
+
+// renderV2Pieces renders m as Components V2 messages only — a card with render.DiscordV2, split
+// as it needs, text with render.DiscordV2Text — for an edit of a message that already is a V2
+// one. An invalid card is ErrCardRefused.
+func renderV2Pieces(m channels.Message, key render.Key) ([]render.DiscordMessage, error) {
+	if m.Card != nil {
+		msgs, err := render.DiscordV2(*m.Card, key)
+		if err != nil {
+			return nil, fmt.Errorf("discord: render card: %w: %w", channels.ErrCardRefused, err)
+		}
+		return msgs, nil
+	}
+	msgs := render.DiscordV2Text(m.Text)
+	if len(msgs) == 0 {
+		return nil, errors.New("discord: empty message")
+	}
+	return msgs, nil
 }
 
 // splitContent cuts text into pieces of at most limit characters at segment boundaries: a
@@ -212,8 +282,7 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		return ref, err
 	}
 	for i, p := range ps {
-		body := createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
-			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(m.Key, i), EnforceNonce: true}
+		body := createOf(p, nonceFor(m.Key, i))
 		// The message a thread starts from is in the parent channel: a reply from inside the
 		// thread cannot reference it (the thread shows it anyway).
 		inItsThread := to.ReplyTo == to.Conv.Thread && chID == to.Conv.Thread
@@ -291,6 +360,14 @@ func (c *Channel) create(ctx context.Context, wait bool, what, chID, contentType
 // further pieces edit ref's further messages or are sent as new ones; messages of ref beyond the
 // pieces are deleted. A message that no longer exists is channels.ErrMessageGone (delivery then
 // sends anew).
+//
+// A Components V2 message stays one (Discord: the flag "can't be removed from that message"),
+// and never again takes content or embeds. m is rendered as for a new message (renderPieces);
+// when Discord refuses the edit of a piece of content or embeds as an invalid form body, the
+// message is taken to be a V2 one — a card of embeds, or text, edited into a card that went out
+// as V2 — and m is edited in again rendered as V2 only (renderV2Pieces: a card split as it
+// needs, text in text displays). A refusal of that is returned. Edits are safe to make again,
+// and a refusal comes before any piece is posted anew.
 func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
 	if ref.ID() == "" {
 		return ref, fmt.Errorf("discord: edit: %w: empty message ref", channels.ErrMessageGone)
@@ -303,6 +380,24 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	if err != nil {
 		return ref, err
 	}
+	out, refused, err := c.editPieces(ctx, chID, ref, ps, m.Key)
+	if refused {
+		vs, verr := renderV2Pieces(m, c.cfg.ActionKey)
+		if verr != nil {
+			return ref, cardRefused(m, err)
+		}
+		c.cfg.Logger.Debug("discord: the message is a Components V2 one; editing it in again as V2", "message", ref.ID(), "err", err)
+		out, _, err = c.editPieces(ctx, chID, ref, vs, m.Key)
+	}
+	if err != nil {
+		return out, cardRefused(m, err)
+	}
+	return out, nil
+}
+
+// editPieces edits ref's messages in channel chID into ps (see Edit). refused reports that the
+// edit of a piece of content or embeds was refused as an invalid form body: nothing was posted.
+func (c *Channel) editPieces(ctx context.Context, chID string, ref channels.MessageRef, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
 	out := channels.MessageRef{Conv: ref.Conv}
 	for i, p := range ps {
 		if i < len(ref.IDs) {
@@ -312,25 +407,24 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 				return err
 			})
 			if err != nil {
-				return ref, cardRefused(m, err)
+				return ref, !p.V2() && apiCode(err) == codeInvalidFormBody, err
 			}
 			out.IDs = append(out.IDs, ref.IDs[i])
 			continue
 		}
 		// Edits are safe to make again; a piece posted anew is not (see Send).
-		id, err := c.post(ctx, len(out.IDs) > len(ref.IDs), chID, createBody{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
-			AllowedMentions: allowedMentions{Parse: []string{}}, Nonce: nonceFor(m.Key, i), EnforceNonce: true})
+		id, err := c.post(ctx, len(out.IDs) > len(ref.IDs), chID, createOf(p, nonceFor(key, i)))
 		if err != nil {
-			return out, cardRefused(m, err)
+			return out, false, err
 		}
 		out.IDs = append(out.IDs, id)
 	}
 	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
 		if err := c.deleteOne(ctx, chID, id); err != nil {
-			return out, err
+			return out, false, err
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // Delete deletes every message of ref. A message already gone counts as deleted.

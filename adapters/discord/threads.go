@@ -141,6 +141,23 @@ func threadName(text string) string {
 	return line
 }
 
+// threadFromMessage is the body of POST /channels/{channel.id}/messages/{message.id}/threads
+// ("Start Thread from Message"), whose JSON params are name, auto_archive_duration and
+// rate_limit_per_user only. discordgo's ThreadStart always sends "invitable" (a param of
+// threads started without a message, without omitempty there) and carries "type" besides: the
+// bot sends its own body, so that the route gets only what it takes.
+type threadFromMessage struct {
+	// Name is 1–100 characters (threadName keeps to 80).
+	Name string `json:"name"`
+	// AutoArchiveDuration is in minutes: 60, 1440, 4320 or 10080.
+	AutoArchiveDuration int `json:"auto_archive_duration,omitempty"`
+	// RateLimitPerUser is the slow mode in seconds (0–21600); nil leaves the default.
+	RateLimitPerUser *int `json:"rate_limit_per_user,omitempty"`
+}
+
+// threadArchiveMinutes is how long a quiet thread stays in the channel list: a day.
+const threadArchiveMinutes = 1440
+
 // channelFor is the channel id outbound calls to k go to: the DM or channel, or the thread,
 // which is started from the message k.Thread names when it does not exist yet.
 func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error) {
@@ -179,7 +196,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	// every bucket forever: one bucket per channel instead.
 	ep := discordgo.EndpointChannelMessageThread(k.Chat, k.Thread)
 	err := c.rest.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 1440},
+		_, err := c.s.RequestWithBucketID("POST", ep, threadFromMessage{Name: name, AutoArchiveDuration: threadArchiveMinutes},
 			discordgo.EndpointChannel(k.Chat)+"/threads-from-messages", opts...)
 		return err
 	})

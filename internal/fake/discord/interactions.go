@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"strconv"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,6 +45,9 @@ type Interaction struct {
 	ChannelID string
 	User      User
 	CreatedAt time.Time
+	// Data is the interaction's data as dispatched: a click's custom_id, a select's values, a
+	// modal submit's components.
+	Data      json.RawMessage
 	Responses []Response
 	// Original is the response message (type 4, or 5 once edited); Followups the later ones.
 	Original  *Message
@@ -58,23 +62,43 @@ func (ix Interaction) Acked() (time.Duration, bool) {
 	return ix.Responses[0].At.Sub(ix.CreatedAt), true
 }
 
-// Modal decodes the modal the bot opened (callback type 9), if any.
+// modalData is the data of a modal callback (type 9).
+type modalData struct {
+	Title      string      `json:"title"`
+	CustomID   string      `json:"custom_id"`
+	Components []Component `json:"components"`
+}
+
+// Modal decodes the modal the bot opened (callback type 9), if any: its custom_id and its inputs
+// in order — each label's component, each action row's text input.
 func (ix Interaction) Modal() (customID string, inputs []Component, ok bool) {
+	d, labels, ok := ix.ModalLabels()
+	if !ok {
+		return "", nil, false
+	}
+	for _, c := range labels {
+		switch {
+		case c.Component != nil:
+			inputs = append(inputs, *c.Component)
+		case c.Type == TypeActionRow:
+			inputs = append(inputs, c.Components...)
+		}
+	}
+	return d, inputs, true
+}
+
+// ModalLabels decodes the modal the bot opened (callback type 9), if any: its custom_id and its
+// top-level components as sent (labels, text displays, or rows of the older kind).
+func (ix Interaction) ModalLabels() (customID string, components []Component, ok bool) {
 	for _, r := range ix.Responses {
 		if r.Type != CallbackModal {
 			continue
 		}
-		var d struct {
-			CustomID   string      `json:"custom_id"`
-			Components []Component `json:"components"`
-		}
+		var d modalData
 		if json.Unmarshal(r.Data, &d) != nil {
 			return "", nil, false
 		}
-		for _, row := range d.Components {
-			inputs = append(inputs, row.Components...)
-		}
-		return d.CustomID, inputs, true
+		return d.CustomID, d.Components, true
 	}
 	return "", nil, false
 }
@@ -100,7 +124,8 @@ func randomToken() string {
 
 func (s *Server) newInteraction(typ int, channelID string, user User, data map[string]any, msgID string) *Interaction {
 	s.mu.Lock()
-	ix := &Interaction{ID: s.newIDLocked(), Token: randomToken(), Type: typ, ChannelID: channelID, User: user, CreatedAt: time.Now()}
+	raw, _ := json.Marshal(data)
+	ix := &Interaction{ID: s.newIDLocked(), Token: randomToken(), Type: typ, ChannelID: channelID, User: user, CreatedAt: time.Now(), Data: raw}
 	s.ixs[ix.ID] = ix
 	s.ixByToken[ix.Token] = ix
 	ch := s.channels[channelID]
@@ -156,15 +181,127 @@ func (s *Server) Select(channelID, msgID string, user User, customID string, val
 		map[string]any{"custom_id": customID, "component_type": 3, "values": orEmpty(values)}, msgID).ID
 }
 
-// Submit dispatches a modal submit: inputs maps each text input's custom_id to its value.
+// Submit dispatches a modal submit: inputs maps each input's custom_id to what the user typed
+// or, for a select, the value of the option picked (see SubmitValues).
 func (s *Server) Submit(channelID, msgID string, user User, customID string, inputs map[string]string) string {
-	var rows []any
+	values := map[string][]string{}
 	for id, v := range inputs {
-		rows = append(rows, map[string]any{"type": 1, "components": []any{
-			map[string]any{"type": 4, "custom_id": id, "value": v}}})
+		values[id] = []string{v}
+	}
+	return s.SubmitValues(channelID, msgID, user, customID, values)
+}
+
+// SubmitValues dispatches a modal submit: values maps each input's custom_id to what was typed
+// (one value) or the values of the options picked in a select. The submit has the shape of the
+// modal the bot last opened with customID, as Discord sends it (Component Reference: each
+// input's "Interaction Response Structure"): an input in a label comes back in a label (type 18,
+// its input as "component"), a text input with its "value", a select with its "values", a text
+// display as its type and id, and every component with the id Discord numbers it by. As a user's
+// client lets them, it dispatches nothing and returns "" when a required input is left empty or
+// a select is given a value that is not one of its options. Without such a modal, each input is
+// sent as a text input in an action row (a modal of the older kind).
+func (s *Server) SubmitValues(channelID, msgID string, user User, customID string, values map[string][]string) string {
+	modal := s.openedModal(customID)
+	if modal == nil {
+		ids := make([]string, 0, len(values))
+		for id := range values {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		var rows []any
+		for _, id := range ids {
+			rows = append(rows, map[string]any{"type": TypeActionRow, "components": []any{
+				map[string]any{"type": TypeTextInput, "custom_id": id, "value": strings.Join(values[id], "\n")}}})
+		}
+		return s.newInteraction(InteractionModalSubmit, channelID, user,
+			map[string]any{"custom_id": customID, "components": orEmpty(rows)}, msgID).ID
+	}
+	n := 0
+	next := func() int { n++; return n }
+	var comps []any
+	for _, c := range modal {
+		var in *Component
+		out := map[string]any{"type": c.Type, "id": next()}
+		switch {
+		case c.Type == TypeLabel && c.Component != nil:
+			in = c.Component
+		case c.Type == TypeActionRow && len(c.Components) == 1:
+			in = &c.Components[0]
+		}
+		if in != nil {
+			sub, ok := submitted(*in, values[in.CustomID], next())
+			if !ok {
+				return ""
+			}
+			if c.Type == TypeLabel {
+				out["component"] = sub
+			} else {
+				out["components"] = []any{sub}
+			}
+		}
+		comps = append(comps, out)
 	}
 	return s.newInteraction(InteractionModalSubmit, channelID, user,
-		map[string]any{"custom_id": customID, "components": orEmpty(rows)}, msgID).ID
+		map[string]any{"custom_id": customID, "components": orEmpty(comps)}, msgID).ID
+}
+
+// submitted is input in a modal submit, given vals; ok is false when the user's client would
+// not submit them: a required input empty, a select value that is none of its options, more or
+// fewer values than it takes.
+func submitted(in Component, vals []string, id int) (map[string]any, bool) {
+	required := in.Required == nil || *in.Required
+	out := map[string]any{"type": in.Type, "id": id, "custom_id": in.CustomID}
+	switch in.Type {
+	case TypeTextInput:
+		v := strings.Join(vals, "\n")
+		if required && v == "" {
+			return nil, false
+		}
+		out["value"] = v
+	case TypeStringSelect:
+		lo, hi := 1, 1
+		if in.MinValues != nil {
+			lo = *in.MinValues
+		}
+		if in.MaxValues != nil {
+			hi = *in.MaxValues
+		}
+		if !required && len(vals) == 0 {
+			lo = 0
+		}
+		if len(vals) < lo || len(vals) > hi {
+			return nil, false
+		}
+		for _, v := range vals {
+			if !slices.ContainsFunc(in.Options, func(o SelectOption) bool { return o.Value == v }) {
+				return nil, false
+			}
+		}
+		out["values"] = orEmpty(vals)
+	default:
+		out["values"] = orEmpty(vals)
+	}
+	return out, true
+}
+
+// openedModal is the top-level components of the modal the bot last opened with customID, or nil.
+func (s *Server) openedModal(customID string) []Component {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found []Component
+	var at time.Time
+	for _, ix := range s.ixs {
+		for _, r := range ix.Responses {
+			if r.Type != CallbackModal || r.At.Before(at) {
+				continue
+			}
+			var d modalData
+			if json.Unmarshal(r.Data, &d) == nil && d.CustomID == customID {
+				found, at = d.Components, r.At
+			}
+		}
+	}
+	return found
 }
 
 // Slash dispatches a chat-input command /name sub [text] (a subcommand with an optional string
@@ -235,10 +372,17 @@ func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byt
 	case CallbackMessage, CallbackDeferred:
 		var mb messageBody
 		if len(b.Data) > 0 {
-			if err := json.Unmarshal(b.Data, &mb); err != nil {
+			var ok bool
+			if mb, ok = decodeMessageBody(b.Data); !ok {
 				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body")
 			}
-			if st, resp := mb.check(b.Type == CallbackMessage); st != 0 {
+			if b.Type == CallbackDeferred && mb.Flags&^FlagEphemeral != 0 {
+				// "the only valid message flag you may use is EPHEMERAL": a V2 response is made
+				// by editing the deferred one (Receiving and Responding).
+				return invalidForm([]string{"data", "flags"}, "INTERACTION_RESPONSE_FLAGS_INVALID",
+					"A deferred response takes the EPHEMERAL flag only")
+			}
+			if st, resp := mb.check(nil, b.Type == CallbackMessage); st != 0 {
 				return st, resp
 			}
 		} else if b.Type == CallbackMessage {
@@ -255,21 +399,12 @@ func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byt
 		if ix.Type == InteractionModalSubmit {
 			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: a modal cannot answer a modal")
 		}
-		var d struct {
-			Title      string      `json:"title"`
-			CustomID   string      `json:"custom_id"`
-			Components []Component `json:"components"`
+		var d modalData
+		if err := json.Unmarshal(b.Data, &d); err != nil {
+			return invalidForm([]string{"data"}, "MODEL_TYPE_CONVERT", "Only dictionaries may be used in a ModelType")
 		}
-		if err := json.Unmarshal(b.Data, &d); err != nil || d.Title == "" || d.CustomID == "" ||
-			len(d.Components) == 0 || len(d.Components) > MaxRows {
-			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: modal")
-		}
-		for _, row := range d.Components {
-			for _, c := range row.Components {
-				if c.Type != 4 || len(c.CustomID) > MaxCustomID || len(c.Label) > 45 || c.Label == "" {
-					return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: modal text input")
-				}
-			}
+		if err := checkModal(d.Title, d.CustomID, d.Components); err != nil {
+			return formErr(err)
 		}
 	default:
 		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: type: unknown interaction response type")
@@ -306,11 +441,11 @@ func (s *Server) tokenLocked(r *http.Request) (*Interaction, int, any) {
 }
 
 func (s *Server) postFollowup(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	var mb messageBody
-	if err := json.Unmarshal(body, &mb); err != nil {
+	mb, ok := decodeMessageBody(body)
+	if !ok {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 	}
-	if st, resp := mb.check(true); st != 0 {
+	if st, resp := mb.check(nil, true); st != 0 {
 		return st, resp
 	}
 	s.mu.Lock()
@@ -340,12 +475,9 @@ func (s *Server) followupTargetLocked(ix *Interaction, id string) *Message {
 }
 
 func (s *Server) patchFollowup(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	var mb messageBody
-	if err := json.Unmarshal(body, &mb); err != nil {
+	mb, ok := decodeMessageBody(body)
+	if !ok {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-	}
-	if st, resp := mb.check(false); st != 0 {
-		return st, resp
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -356,6 +488,9 @@ func (s *Server) patchFollowup(_ http.ResponseWriter, r *http.Request, body []by
 	m := s.followupTargetLocked(ix, r.PathValue("message"))
 	if m == nil || m.Deleted {
 		return errorResp(http.StatusNotFound, 10008, "Unknown Message")
+	}
+	if st, resp := mb.check(m, false); st != 0 {
+		return st, resp
 	}
 	mb.apply(m)
 	m.Pending = false
@@ -376,81 +511,4 @@ func (s *Server) deleteFollowup(_ http.ResponseWriter, r *http.Request, _ []byte
 	}
 	m.Deleted = true
 	return http.StatusNoContent, nil
-}
-
-// Command is a registered application command as the fake stores it.
-type Command struct {
-	ID                       string          `json:"id"`
-	ApplicationID            string          `json:"application_id"`
-	GuildID                  string          `json:"guild_id,omitempty"`
-	Name                     string          `json:"name"`
-	Description              string          `json:"description"`
-	Type                     int             `json:"type,omitempty"`
-	Options                  json.RawMessage `json:"options,omitempty"`
-	DefaultMemberPermissions *string         `json:"default_member_permissions"`
-	Version                  string          `json:"version"`
-}
-
-// Commands returns the commands registered globally (guild "") or for a guild.
-func (s *Server) Commands(guild string) []Command {
-	s.mu.Lock()
-	raw := s.commands[guild]
-	s.mu.Unlock()
-	var out []Command
-	_ = json.Unmarshal(raw, &out)
-	return out
-}
-
-// CommandOverwrites counts successful bulk-overwrite PUTs (global and guild).
-func (s *Server) CommandOverwrites() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.commandPUT
-}
-
-func (s *Server) getCommands(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
-	if r.PathValue("app") != ApplicationID {
-		return errorResp(http.StatusNotFound, 10002, "Unknown Application")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	raw := s.commands[r.PathValue("guild")]
-	if raw == nil {
-		raw = json.RawMessage("[]")
-	}
-	return http.StatusOK, raw
-}
-
-func (s *Server) putCommands(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	if r.PathValue("app") != ApplicationID {
-		return errorResp(http.StatusNotFound, 10002, "Unknown Application")
-	}
-	var cmds []Command
-	if err := json.Unmarshal(body, &cmds); err != nil {
-		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-	}
-	if len(cmds) > 100 {
-		return errorResp(http.StatusBadRequest, 30032, "Maximum number of application commands reached (100)")
-	}
-	guild := r.PathValue("guild")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range cmds {
-		c := &cmds[i]
-		if c.Name == "" || len(c.Name) > 32 || c.Description == "" || len(c.Description) > 100 {
-			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: name or description")
-		}
-		if c.ID == "" {
-			c.ID = s.newIDLocked()
-		}
-		c.ApplicationID, c.GuildID = ApplicationID, guild
-		if c.Type == 0 {
-			c.Type = 1
-		}
-		c.Version = strconv.FormatUint(s.nextID, 10)
-	}
-	raw, _ := json.Marshal(cmds)
-	s.commands[guild] = raw
-	s.commandPUT++
-	return http.StatusOK, json.RawMessage(raw)
 }

@@ -2,6 +2,7 @@ package discordfake
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -35,6 +36,10 @@ type Channel struct {
 	Name     string
 	// Recipient is the user of a DM.
 	Recipient string
+	// AutoArchiveDuration (minutes; 0: not given, the channel's default) and RateLimitPerUser
+	// (seconds) are a thread's, as started.
+	AutoArchiveDuration int
+	RateLimitPerUser    int
 }
 
 func (c *Channel) wire() map[string]any {
@@ -107,32 +112,6 @@ type AllowedMentions struct {
 	RepliedUser bool     `json:"replied_user,omitempty"`
 }
 
-// Component is a message or modal component as sent.
-type Component struct {
-	Type       int         `json:"type"`
-	Components []Component `json:"components,omitempty"`
-	CustomID   string      `json:"custom_id,omitempty"`
-	Label      string      `json:"label,omitempty"`
-	Style      int         `json:"style,omitempty"`
-	Options    []struct {
-		Label string `json:"label"`
-		Value string `json:"value"`
-	} `json:"options,omitempty"`
-	Required *bool `json:"required,omitempty"`
-}
-
-// CustomIDs lists the custom_ids of cs and their children, depth first.
-func CustomIDs(cs []Component) []string {
-	var out []string
-	for _, c := range cs {
-		if c.CustomID != "" {
-			out = append(out, c.CustomID)
-		}
-		out = append(out, CustomIDs(c.Components)...)
-	}
-	return out
-}
-
 // Message is a message as the fake holds it, edits and deletion applied.
 type Message struct {
 	ID        string
@@ -141,7 +120,8 @@ type Message struct {
 	Author    User
 	Content   string
 	Embeds    []Embed
-	// Components are the message's action rows.
+	// Components are the message's action rows, or, with FlagComponentsV2 in Flags, every
+	// component it is made of.
 	Components []Component
 	// AllowedMentions is nil when the request had none.
 	AllowedMentions *AllowedMentions
@@ -163,14 +143,18 @@ type Message struct {
 	CreatedAt time.Time
 }
 
-// Text is the content and every embed's text, joined by newlines.
+// Text is the content, every embed's text and every text display's, joined by newlines.
 func (m Message) Text() string {
 	parts := []string{m.Content}
 	for _, e := range m.Embeds {
 		parts = append(parts, e.Text())
 	}
+	parts = append(parts, TextDisplays(m.Components)...)
 	return strings.Join(parts, "\n")
 }
+
+// V2 reports whether the message is a Components V2 one (FlagComponentsV2).
+func (m Message) V2() bool { return m.Flags&FlagComponentsV2 != 0 }
 
 func (m *Message) wire() map[string]any {
 	w := map[string]any{
@@ -203,8 +187,9 @@ var (
 	roleMention = regexp.MustCompile(`<@&(\d+)>`)
 )
 
-// Pings lists whom a message notifies, as Discord decides from its content and
-// allowed_mentions: "everyone" (for @everyone and @here), "user:<id>" and "role:<id>".
+// Pings lists whom a message notifies, as Discord decides from its content (and a V2 message's
+// text displays, which ping as content does) and allowed_mentions: "everyone" (for @everyone and
+// @here), "user:<id>" and "role:<id>".
 func Pings(m Message) []string {
 	var out []string
 	parse := []string{"everyone", "users", "roles"}
@@ -212,15 +197,16 @@ func Pings(m Message) []string {
 	if am := m.AllowedMentions; am != nil {
 		parse, users, roles = am.Parse, am.Users, am.Roles
 	}
-	if slices.Contains(parse, "everyone") && (strings.Contains(m.Content, "@everyone") || strings.Contains(m.Content, "@here")) {
+	text := strings.Join(append([]string{m.Content}, TextDisplays(m.Components)...), "\n")
+	if slices.Contains(parse, "everyone") && (strings.Contains(text, "@everyone") || strings.Contains(text, "@here")) {
 		out = append(out, "everyone")
 	}
-	for _, sm := range userMention.FindAllStringSubmatch(m.Content, -1) {
+	for _, sm := range userMention.FindAllStringSubmatch(text, -1) {
 		if slices.Contains(parse, "users") || slices.Contains(users, sm[1]) {
 			out = append(out, "user:"+sm[1])
 		}
 	}
-	for _, sm := range roleMention.FindAllStringSubmatch(m.Content, -1) {
+	for _, sm := range roleMention.FindAllStringSubmatch(text, -1) {
 		if slices.Contains(parse, "roles") || slices.Contains(roles, sm[1]) {
 			out = append(out, "role:"+sm[1])
 		}
@@ -467,11 +453,72 @@ type messageBody struct {
 	MessageReference *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
+
+	// sent are the fields of the request as sent (a field sent as null is there, as "null").
+	sent map[string]json.RawMessage
 }
 
-// check applies Discord's limits; it returns a 400 answer or nil. A message with files may
-// have nothing else.
-func (b *messageBody) check(create bool, files ...File) (int, any) {
+// decodeMessageBody reads a create or edit request; false when it is not a JSON object.
+func decodeMessageBody(data []byte) (messageBody, bool) {
+	var b messageBody
+	if json.Unmarshal(data, &b) != nil || json.Unmarshal(data, &b.sent) != nil {
+		return messageBody{}, false
+	}
+	return b, true
+}
+
+// given reports whether the request sets field to a value other than null.
+func (b *messageBody) given(field string) bool {
+	raw, ok := b.sent[field]
+	return ok && strings.TrimSpace(string(raw)) != "null"
+}
+
+func (b *messageBody) v2() bool { return b.Flags&FlagComponentsV2 != 0 }
+
+// check applies Discord's rules to a new message (was nil; create when it must show something:
+// a deferred response need not) or to an edit of was; it returns a 400 answer or 0. A message
+// with files may have nothing else.
+//
+// A Components V2 message (the flag IS_COMPONENTS_V2, 1<<15) is made of components only: a new
+// one sent with content, embeds, stickers or a poll is refused (Create Message), and so is an
+// edit giving a V2 message content or embeds. The flag cannot be removed by an edit (it stays);
+// an edit may set it on a message of content or embeds if it resets content to null and embeds
+// to [] (Edit Message). Components with V2 kinds need the flag; the V2 limits apply
+// (checkComponents).
+func (b *messageBody) check(was *Message, create bool, files ...File) (int, any) {
+	v2 := b.v2() || (was != nil && was.V2())
+	if v2 {
+		for _, f := range []string{"content", "sticker_ids", "poll", "shared_client_theme"} {
+			if b.given(f) {
+				return invalidForm([]string{f}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+					"The '"+f+"' field cannot be used when using MessageFlags.IS_COMPONENTS_V2")
+			}
+		}
+		if b.Embeds != nil && len(*b.Embeds) > 0 {
+			return invalidForm([]string{"embeds"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+				"The 'embeds' field cannot be used when using MessageFlags.IS_COMPONENTS_V2")
+		}
+		if was != nil && !was.V2() {
+			// Setting the flag: what the message shows of content and embeds must be reset.
+			if was.Content != "" && !b.reset("content") {
+				return invalidForm([]string{"content"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+					"Setting MessageFlags.IS_COMPONENTS_V2 needs content reset to null")
+			}
+			if len(was.Embeds) > 0 && b.Embeds == nil {
+				return invalidForm([]string{"embeds"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
+					"Setting MessageFlags.IS_COMPONENTS_V2 needs embeds reset to []")
+			}
+		}
+		if (create || (was != nil && !was.V2())) && (b.Components == nil || len(*b.Components) == 0) && len(files) == 0 {
+			return invalidForm([]string{"components"}, "BASE_TYPE_REQUIRED", "A Components V2 message needs components")
+		}
+		if b.Components != nil {
+			if err := checkComponents(*b.Components, true); err != nil {
+				return formErr(err)
+			}
+		}
+		return 0, nil
+	}
 	if b.Content != nil && utf8.RuneCountInString(*b.Content) > MaxContent {
 		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
 	}
@@ -500,13 +547,8 @@ func (b *messageBody) check(create bool, files ...File) (int, any) {
 		}
 	}
 	if b.Components != nil {
-		if len(*b.Components) > MaxRows {
-			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: components: Must be 5 or fewer in length.")
-		}
-		for _, id := range CustomIDs(*b.Components) {
-			if len(id) > MaxCustomID {
-				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: custom_id: Must be 100 or fewer in length.")
-			}
+		if err := checkComponents(*b.Components, false); err != nil {
+			return formErr(err)
 		}
 	}
 	if create && len(files) == 0 && (b.Content == nil || *b.Content == "") && (b.Embeds == nil || len(*b.Embeds) == 0) &&
@@ -514,6 +556,12 @@ func (b *messageBody) check(create bool, files ...File) (int, any) {
 		return errorResp(http.StatusBadRequest, 50006, "Cannot send an empty message")
 	}
 	return 0, nil
+}
+
+// reset reports whether the request sends field as null.
+func (b *messageBody) reset(field string) bool {
+	raw, ok := b.sent[field]
+	return ok && strings.TrimSpace(string(raw)) == "null"
 }
 
 func nonceString(raw json.RawMessage) string {
@@ -524,7 +572,13 @@ func nonceString(raw json.RawMessage) string {
 	return strings.TrimSpace(string(raw))
 }
 
+// apply makes the (checked) request's changes to m; setting IS_COMPONENTS_V2 clears its content
+// and embeds, and the flag stays once set.
 func (b *messageBody) apply(m *Message) {
+	if b.v2() && !m.V2() {
+		m.Flags |= FlagComponentsV2
+		m.Content, m.Embeds = "", nil
+	}
 	if b.Content != nil {
 		m.Content = *b.Content
 	}
@@ -544,11 +598,11 @@ func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte
 	if st != 0 {
 		return st, resp
 	}
-	var b messageBody
-	if err := json.Unmarshal(payload, &b); err != nil {
+	b, ok := decodeMessageBody(payload)
+	if !ok {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 	}
-	if st, resp := b.check(true, files...); st != 0 {
+	if st, resp := b.check(nil, true, files...); st != 0 {
 		return st, resp
 	}
 	chID := r.PathValue("channel")
@@ -567,8 +621,10 @@ func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte
 			return http.StatusOK, m.wire()
 		}
 	}
+	// Only these flags can be set on a new message (Create Message: flags).
+	flags := b.Flags & (1<<2 | 1<<12 | 1<<13 | FlagComponentsV2)
 	m := &Message{ID: s.newIDLocked(), ChannelID: chID, GuildID: ch.GuildID, Author: User{ID: BotID, Username: BotUsername, Bot: true},
-		Nonce: nonce, Flags: b.Flags, CreatedAt: time.Now()}
+		Nonce: nonce, Flags: flags, CreatedAt: time.Now()}
 	if b.MessageReference != nil {
 		m.ReplyTo = b.MessageReference.MessageID
 	}
@@ -595,12 +651,9 @@ func (s *Server) ownMessageLocked(chID, msgID string) (*Message, int, any) {
 }
 
 func (s *Server) patchMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	var b messageBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	b, ok := decodeMessageBody(body)
+	if !ok {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-	}
-	if st, resp := b.check(false); st != 0 {
-		return st, resp
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -610,6 +663,9 @@ func (s *Server) patchMessage(_ http.ResponseWriter, r *http.Request, body []byt
 	}
 	if m.Author.ID != BotID {
 		return errorResp(http.StatusForbidden, 50005, "Cannot edit a message authored by another user")
+	}
+	if st, resp := b.check(m, false); st != 0 {
+		return st, resp
 	}
 	b.apply(m)
 	m.Edits++
@@ -627,12 +683,58 @@ func (s *Server) deleteMessage(_ http.ResponseWriter, r *http.Request, _ []byte)
 	return http.StatusNoContent, nil
 }
 
-func (s *Server) postThread(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	var b struct {
-		Name string `json:"name"`
+// threadBody is the body of Start Thread from Message, whose JSON params are name,
+// auto_archive_duration and rate_limit_per_user (nullable) only.
+type threadBody struct {
+	Name                string `json:"name"`
+	AutoArchiveDuration *int   `json:"auto_archive_duration"`
+	RateLimitPerUser    *int   `json:"rate_limit_per_user"`
+}
+
+// checkThreadBody applies Start Thread from Message's params: a name of 1–100 characters, an
+// auto_archive_duration of 60, 1440, 4320 or 10080 minutes, a rate_limit_per_user of 0–21600
+// seconds or null, and no other field (invitable and type are params of Start Thread without
+// Message). It returns the body, or a 400 Invalid Form Body answer.
+func checkThreadBody(body []byte) (threadBody, int, any) {
+	var fields map[string]json.RawMessage
+	var b threadBody
+	if json.Unmarshal(body, &fields) != nil || json.Unmarshal(body, &b) != nil {
+		st, resp := errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
+		return b, st, resp
 	}
-	if err := json.Unmarshal(body, &b); err != nil || b.Name == "" || utf8.RuneCountInString(b.Name) > 100 {
-		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: name: Must be between 1 and 100 in length.")
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[f]
+		switch f {
+		case "name", "auto_archive_duration":
+			if isNull(raw) {
+				st, resp := invalidForm([]string{f}, "BASE_TYPE_BAD_TYPE", "This field cannot be null")
+				return b, st, resp
+			}
+		case "rate_limit_per_user":
+		default:
+			st, resp := invalidForm([]string{f}, "UNKNOWN_FIELD", "This field is not one the route takes")
+			return b, st, resp
+		}
+	}
+	if n := utf8.RuneCountInString(b.Name); n == 0 || n > 100 {
+		st, resp := invalidForm([]string{"name"}, "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+		return b, st, resp
+	}
+	if d := b.AutoArchiveDuration; d != nil && !slices.Contains([]int{60, 1440, 4320, 10080}, *d) {
+		st, resp := invalidForm([]string{"auto_archive_duration"}, "BASE_TYPE_CHOICES", "Value must be one of (60, 1440, 4320, 10080).")
+		return b, st, resp
+	}
+	if r := b.RateLimitPerUser; r != nil && (*r < 0 || *r > 21600) {
+		st, resp := invalidForm([]string{"rate_limit_per_user"}, "NUMBER_TYPE_MAX", "Must be between 0 and 21600.")
+		return b, st, resp
+	}
+	return b, 0, nil
+}
+
+func (s *Server) postThread(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+	b, st, resp := checkThreadBody(body)
+	if st != 0 {
+		return st, resp
 	}
 	chID, msgID := r.PathValue("channel"), r.PathValue("message")
 	s.mu.Lock()
@@ -650,6 +752,12 @@ func (s *Server) postThread(_ http.ResponseWriter, r *http.Request, body []byte)
 		return errorResp(http.StatusBadRequest, 160004, "A thread has already been created for this message")
 	}
 	th := &Channel{ID: msgID, Type: ChannelPublicThread, GuildID: parent.GuildID, ParentID: chID, Name: b.Name}
+	if b.AutoArchiveDuration != nil {
+		th.AutoArchiveDuration = *b.AutoArchiveDuration
+	}
+	if b.RateLimitPerUser != nil {
+		th.RateLimitPerUser = *b.RateLimitPerUser
+	}
 	s.channels[msgID] = th
 	w := th.wire()
 	s.mu.Unlock()

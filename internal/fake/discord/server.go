@@ -4,9 +4,15 @@
 //
 //   - REST under /api/v9: gateway discovery (/gateway, /gateway/bot), users/@me, channels,
 //     channel messages (POST, PATCH, DELETE) with Discord's size checks and nonce+enforce_nonce
-//     idempotency, messages with files (multipart/form-data: payload_json and files[n], the
-//     files kept, 10 at most and 10 MiB in all), threads from a message, typing, interaction callbacks, webhook follow-ups and
-//     @original edits, and application commands (GET, bulk-overwrite PUT; global and per guild).
+//     idempotency, Components V2 messages (the IS_COMPONENTS_V2 flag, no content or embeds
+//     beside it, 40 components and 4,000 characters of text displays, the flag kept through
+//     edits: components.go), messages with files (multipart/form-data: payload_json and
+//     files[n], the files kept, 10 at most and 10 MiB in all), threads from a message (the
+//     route's documented params only), typing, interaction callbacks (modals of labels checked
+//     and submitted as Discord shapes them), webhook follow-ups and @original edits, and
+//     application commands (GET, bulk-overwrite PUT of the documented fields only; global and
+//     per guild). A body the documentation does not have is refused with Discord's 400 Invalid
+//     Form Body (50035) naming the field.
 //   - The CDN: the files users attach (AddFile) at their signed url and proxy_url, served
 //     without a token while the signature is intact.
 //     Every call is recorded; 429s (per route or global, with retry_after and X-RateLimit headers)
@@ -83,6 +89,7 @@ type Server struct {
 	ixByToken  map[string]*Interaction
 	perms      map[string]string          // user id → member.permissions sent with guild interactions
 	commands   map[string]json.RawMessage // "" (global) or guild id → JSON array
+	cmdSent    map[string]json.RawMessage // "" or guild id → the last accepted bulk overwrite as sent
 	commandPUT int
 	recShards  int
 	maxConc    int
@@ -109,6 +116,7 @@ func StartWithToken(token string) *Server {
 		ixByToken: map[string]*Interaction{},
 		perms:     map[string]string{},
 		commands:  map[string]json.RawMessage{},
+		cmdSent:   map[string]json.RawMessage{},
 	}
 	s.gw.init()
 	mux := http.NewServeMux()

@@ -190,17 +190,35 @@ func TestFakeThreadFromMessage(t *testing.T) {
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	mid := s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
-	th, err := dg.MessageThreadStartComplex(ch, mid, &discordgo.ThreadStart{Name: "q", AutoArchiveDuration: 1440})
+	ep := discordgo.EndpointChannelMessageThread(ch, mid)
+	// discordgo's ThreadStart sends "invitable", which this route does not take.
+	_, err := dg.MessageThreadStartComplex(ch, mid, &discordgo.ThreadStart{Name: "q", AutoArchiveDuration: 1440})
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Message == nil || re.Message.Code != 50035 || !strings.Contains(string(re.ResponseBody), `"invitable"`) {
+		t.Fatalf("discordgo's body: %v, want 400 Invalid Form Body naming invitable", err)
+	}
+	raw, err := dg.RequestWithBucketID("POST", ep, map[string]any{"name": "q", "auto_archive_duration": 1440, "rate_limit_per_user": nil}, ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.ID != mid || th.ParentID != ch || th.Type != discordgo.ChannelTypeGuildPublicThread {
-		t.Errorf("thread = %+v", th)
+	var th discordgo.Channel
+	if err := json.Unmarshal(raw, &th); err != nil || th.ID != mid || th.ParentID != ch || th.Type != discordgo.ChannelTypeGuildPublicThread {
+		t.Errorf("thread = %+v %v", th, err)
 	}
-	_, err = dg.MessageThreadStartComplex(ch, mid, &discordgo.ThreadStart{Name: "q"})
-	var re *discordgo.RESTError
+	if c, _ := s.ChannelInfo(mid); c.AutoArchiveDuration != 1440 {
+		t.Errorf("auto_archive_duration %d, want 1440", c.AutoArchiveDuration)
+	}
+	_, err = dg.RequestWithBucketID("POST", ep, map[string]any{"name": "q"}, ep)
 	if !errors.As(err, &re) || re.Message == nil || re.Message.Code != 160004 {
 		t.Errorf("second thread: %v", err)
+	}
+	for _, bad := range []map[string]any{{"name": ""}, {"name": "q", "auto_archive_duration": 30}, {"name": "q", "type": 11},
+		{"name": "q", "rate_limit_per_user": 30000}} {
+		mid := s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
+		ep := discordgo.EndpointChannelMessageThread(ch, mid)
+		if _, err := dg.RequestWithBucketID("POST", ep, bad, ep); !errors.As(err, &re) || re.Message == nil || re.Message.Code != 50035 {
+			t.Errorf("body %v: %v, want 400 Invalid Form Body", bad, err)
+		}
 	}
 	got, err := dg.Channel(mid)
 	if err != nil || got.ParentID != ch {
@@ -255,17 +273,49 @@ func TestFakeInteractionCallbacks(t *testing.T) {
 func TestFakeCommandsBulkOverwrite(t *testing.T) {
 	s := New(t)
 	dg := dgSession(t, s, s.Token())
-	perm := int64(discordgo.PermissionAdministrator)
-	cmds := []*discordgo.ApplicationCommand{{Name: "bot", Description: "talk", DefaultMemberPermissions: &perm}}
-	if _, err := dg.ApplicationCommandBulkOverwrite(ApplicationID, "", cmds); err != nil {
+	ep := discordgo.EndpointApplicationGlobalCommands(ApplicationID)
+	body := `[{"name":"bot","description":"talk","type":1,"default_member_permissions":"8","options":[` +
+		`{"type":1,"name":"ask","description":"ask","options":[{"type":3,"name":"text","description":"what","required":true,"autocomplete":false}]}]}]`
+	if _, err := dg.RequestWithBucketID("PUT", ep, json.RawMessage(body), ep); err != nil {
 		t.Fatal(err)
 	}
 	have, err := dg.ApplicationCommands(ApplicationID, "")
-	if err != nil || len(have) != 1 || have[0].Name != "bot" || have[0].ID == "" {
+	if err != nil || len(have) != 1 || have[0].Name != "bot" || have[0].ID == "" || *have[0].DefaultMemberPermissions != 8 {
 		t.Fatalf("commands = %+v %v", have, err)
 	}
-	if s.CommandOverwrites() != 1 || len(s.Commands("")) != 1 || len(s.Commands("500")) != 0 {
+	if s.CommandOverwrites() != 1 || len(s.Commands("")) != 1 || len(s.Commands("500")) != 0 || string(s.CommandsSent("")) != body {
 		t.Error("overwrite not recorded")
+	}
+	// discordgo's ApplicationCommand sends "options": null, and on a subcommand "required" and
+	// "autocomplete", which it does not take.
+	perm := int64(discordgo.PermissionAdministrator)
+	cmds := []*discordgo.ApplicationCommand{{Name: "bot", Description: "talk", DefaultMemberPermissions: &perm}}
+	refused := func(what string, err error, field string) {
+		t.Helper()
+		var re *discordgo.RESTError
+		if !errors.As(err, &re) || re.Response.StatusCode != http.StatusBadRequest || re.Message == nil || re.Message.Code != 50035 ||
+			!strings.Contains(string(re.ResponseBody), `"`+field+`":{"_errors"`) {
+			t.Errorf("%s: %v, want 400 Invalid Form Body naming %s", what, err, field)
+		}
+	}
+	_, err = dg.ApplicationCommandBulkOverwrite(ApplicationID, "", cmds)
+	refused("discordgo's command", err, "options")
+	cmds[0].Options = []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionSubCommand, Name: "ask", Description: "ask",
+		Options: []*discordgo.ApplicationCommandOption{}}}
+	_, err = dg.ApplicationCommandBulkOverwrite(ApplicationID, "", cmds)
+	refused("discordgo's subcommand", err, "autocomplete")
+	for _, tc := range []struct{ body, field string }{
+		{`[{"name":"bot","description":"talk","options":[{"type":1,"name":"a","description":"a","autocomplete":false}]}]`, "autocomplete"},
+		{`[{"name":"bot","description":"talk","options":[{"type":1,"name":"a","description":"a","required":false}]}]`, "required"},
+		{`[{"name":"bot","description":"talk","invitable":true}]`, "invitable"},
+		{`[{"name":"bot","description":"talk","options":[{"type":3,"name":"a","description":"a","choices":null}]}]`, "choices"},
+		{`[{"name":"Bot","description":"talk"}]`, "name"},
+	} {
+		_, err := dg.RequestWithBucketID("PUT", ep, json.RawMessage(tc.body), ep)
+		refused(tc.body, err, tc.field)
+	}
+	if s.CommandOverwrites() != 1 {
+		t.Errorf("%d overwrites, want the one accepted", s.CommandOverwrites())
 	}
 }
 

@@ -157,8 +157,13 @@ type Slack struct {
 	// Pacing spaces chat.postMessage per channel to Slack's pace (about one a second after a
 	// short burst).
 	Pacing bool `koanf:"pacing"`
-	// SuggestedPrompts are offered when a user opens an assistant thread with the app.
+	// SuggestedPrompts are offered when a user opens the app's agent chat (or an assistant
+	// thread, for apps still on assistant_view).
 	SuggestedPrompts []string `koanf:"suggested_prompts"`
+	// AgentView says the app uses Slack's agent view (features.agent_view, what `bot
+	// slack-manifest` prints): a top-level message in the agent chat is answered in a thread
+	// rooted at it, titled from the message. False for apps still on assistant_view.
+	AgentView bool `koanf:"agent_view"`
 	// EventsPath, InteractionsPath and CommandsPath are where HTTP mode serves the Events API,
 	// interactivity and the slash command on http.addr.
 	EventsPath       string `koanf:"events_path"`
@@ -400,7 +405,7 @@ func Default() *Config {
 		},
 		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
-			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"},
+			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"}, AgentView: true,
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",
 			InstallPath: "/slack/install", OAuthPath: "/slack/oauth/callback"},
 		Discord: Discord{APIURL: DefaultDiscordAPIURL, ReplyInThread: true, ThreadReplies: DiscordThreadAll, MessageContent: true, Pacing: true},

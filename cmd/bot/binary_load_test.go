@@ -150,8 +150,10 @@ func telegramEnv(fakes *loadFakes, webhook bool) []string {
 
 // slackEnv configures `bot run` for the child's fake Slack, over Socket Mode or HTTP.
 func slackEnv(fakes *loadFakes, httpMode bool) []string {
+	// The workloads' DMs are answered at their top level (as before agent view became the
+	// default), so that the figures stay comparable across builds and with the other platforms.
 	env := []string{"BOT_SLACK__BOT_TOKEN=" + fakes.hello.SlackBotToken, "BOT_SLACK__API_URL=" + fakes.hello.SlackAPIURL,
-		"BOT_SLACK__PACING=false"}
+		"BOT_SLACK__PACING=false", "BOT_SLACK__AGENT_VIEW=false"}
 	if httpMode {
 		return append(env, "BOT_SLACK__MODE=http", "BOT_SLACK__SIGNING_SECRET="+fakes.hello.SlackSigningSecret)
 	}

@@ -50,6 +50,7 @@ func (a *app) newSlack(key render.Key) (*slackadapter.Channel, error) {
 		StatusAfter:        kit.DefaultTypingAfter,
 		StreamingOff:       !s.Streaming,
 		SuggestedPrompts:   s.SuggestedPrompts,
+		AgentView:          s.AgentView,
 		Pacing:             s.Pacing,
 		ReadyWindow:        s.ReadyWindow,
 		ActionKey:          key,

@@ -39,6 +39,9 @@ func newSlackE2E(t testing.TB, mutate func(*config.Config)) *slackE2E {
 		c.Slack.BotToken, c.Slack.AppToken, c.Slack.SigningSecret = sl.BotToken(), sl.AppToken(), sl.SigningSecret()
 		c.Slack.APIURL = sl.APIURL()
 		c.Slack.Pacing = false // tests post bursts into one channel; the adapter's tests cover pacing
+		// A DM's top level is one conversation, as for apps still on assistant_view; agent
+		// view (the default) is TestSlackAgentViewAnswersInAThread's.
+		c.Slack.AgentView = false
 		if mutate != nil {
 			mutate(c)
 		}
@@ -120,6 +123,33 @@ func (e *slackE2E) waitSlackAnswers(channel, thread string, n int) []slackfake.M
 
 func dm(text string) slackfake.Msg {
 	return slackfake.Msg{Channel: "D0ANN", ChannelType: "im", User: slackAnn, Text: text}
+}
+
+// TestSlackAgentViewAnswersInAThread: with agent view on (the default, what the manifest
+// prints), a top-level message in the agent's DM is answered in a thread rooted at it, titled
+// from the message; each such message is a conversation of its own.
+func TestSlackAgentViewAnswersInAThread(t *testing.T) {
+	e := newSlackE2E(t, func(c *config.Config) { c.Slack.AgentView = config.Default().Slack.AgentView })
+	if !e.cfg.Slack.AgentView {
+		t.Fatal("agent view is not the default")
+	}
+	e.start()
+	ts, _ := e.sl.PushMessage(dm("plan the offsite"))
+	got := e.waitSlackAnswers("D0ANN", ts, 1)
+	if v := slackVisible(got[0]); !strings.Contains(v, "echo: plan the offsite") {
+		t.Fatalf("the thread's answer shows %q", v)
+	}
+	if top := e.inThread("D0ANN", ""); len(top) != 0 {
+		t.Errorf("%d bot messages at the DM's top level, want none", len(top))
+	}
+	waitFor(t, "the thread's title", 5*time.Second, func() bool {
+		for _, c := range e.sl.CallsOf("assistant.threads.setTitle") {
+			if c.Params["thread_ts"] == ts && strings.Contains(c.Params["title"], "plan the offsite") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestSlackDirectMessage proves the whole path for a DM over Socket Mode: the envelope is acked

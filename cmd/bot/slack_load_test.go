@@ -106,6 +106,7 @@ func runSlackLoad(b *testing.B, w slackLoadSpec) {
 		c.Slack.BotToken, c.Slack.AppToken = fakes.hello.SlackBotToken, fakes.hello.SlackAppToken
 		c.Slack.SigningSecret, c.Slack.APIURL = fakes.hello.SlackSigningSecret, fakes.hello.SlackAPIURL
 		c.Slack.Pacing = false
+		c.Slack.AgentView = false // DMs answered at their top level, as slackEnv's
 		c.LLM.BaseURL = fakes.hello.ModelURL
 		// newE2E's test settings (short lease, debug logs) give way to the defaults.
 		d := config.Default()

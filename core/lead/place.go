@@ -2,6 +2,7 @@ package lead
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -161,14 +162,54 @@ func (t *Team) withFiles(ctx context.Context, env *runs.Envelope, p place, in *a
 	var fetch attach.Fetcher
 	if f.Fetch != nil {
 		fetch = func(ctx context.Context, a conv.Attachment, limit int64) ([]byte, error) {
-			return f.Fetch(ctx, env.Conv, a, limit)
+			data, err := f.Fetch(ctx, env.Conv, a, limit)
+			if err != nil && ctx.Err() == nil {
+				t.fileFailed(env, "download", a, err)
+			}
+			return data, err
 		}
 	}
+	var tr attach.Transcriber
+	if f.Transcriber != nil {
+		tr = loggedTranscriber{t: t, env: env, tr: f.Transcriber}
+	}
 	res := attach.Prepare(ctx, env.Attachments, fetch, attach.Options{MaxBytes: f.MaxBytes, MaxTextChars: f.MaxTextChars,
-		MaxFiles: f.MaxFiles, Vision: p.prof.Vision, Transcriber: f.Transcriber})
+		MaxFiles: f.MaxFiles, Vision: p.prof.Vision, Transcriber: tr})
 	if res.Text != "" {
 		in.Content = strings.TrimSpace(in.Content + "\n\n" + res.Text)
 	}
 	in.Images = res.Images
 	return res.Notices
+}
+
+// fileFailed logs a file of env that could not be downloaded or transcribed, for an operator
+// (a missing scope, an expired link, a transcription endpoint down): its type, size and the
+// error — with the file's URL cut out, should an error quote it (the adapters' do not; a
+// Telegram file URL holds the bot token). A file over the size limit is expected: Info.
+func (t *Team) fileFailed(env *runs.Envelope, what string, a conv.Attachment, err error) {
+	msg := err.Error()
+	if a.URL != "" {
+		msg = strings.ReplaceAll(msg, a.URL, "<file url>")
+	}
+	log := t.log.Warn
+	if errors.Is(err, conv.ErrFileTooLarge) {
+		log = t.log.Info
+	}
+	log("lead: a file the user sent could not be read", "run", env.RunID, "platform", env.Conv.Platform,
+		"step", what, "type", a.MIME, "size", a.Size, "err", msg)
+}
+
+// loggedTranscriber logs the transcriptions that fail.
+type loggedTranscriber struct {
+	t   *Team
+	env *runs.Envelope
+	tr  attach.Transcriber
+}
+
+func (l loggedTranscriber) Transcribe(ctx context.Context, name, mime string, data []byte) (string, error) {
+	text, err := l.tr.Transcribe(ctx, name, mime, data)
+	if err != nil && ctx.Err() == nil {
+		l.t.fileFailed(l.env, "transcription", conv.Attachment{MIME: mime, Size: int64(len(data))}, err)
+	}
+	return text, err
 }

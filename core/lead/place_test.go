@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -20,7 +22,7 @@ import (
 // placeTeam is a Team whose runs from Slack channel C1 get the "support" profile (its own
 // prompt, model and provider, no subagents, one turn of history, images seen) and the rest
 // the default.
-func placeTeam(t *testing.T, p llm.Provider, files lead.FileOptions) *lead.Team {
+func placeTeam(t *testing.T, p llm.Provider, files lead.FileOptions, log ...*slog.Logger) *lead.Team {
 	t.Helper()
 	vision := true
 	set, err := profile.New(profile.Profile{Name: profile.Default, Model: "default-model", Subagents: profile.Subagents{MaxDepth: 2, MaxConcurrent: 4}},
@@ -30,7 +32,11 @@ func placeTeam(t *testing.T, p llm.Provider, files lead.FileOptions) *lead.Team 
 	if err != nil {
 		t.Fatal(err)
 	}
-	team, err := lead.NewTeam(p, newStore(t), lead.Options{Model: "default-model", MaxDepth: 2, MaxConcurrent: 4, Profiles: set, Files: files})
+	opts := lead.Options{Model: "default-model", MaxDepth: 2, MaxConcurrent: 4, Profiles: set, Files: files}
+	if len(log) > 0 {
+		opts.Logger = log[0]
+	}
+	team, err := lead.NewTeam(p, newStore(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +104,8 @@ func TestFilesReachTheModel(t *testing.T) {
 		return nil, fmt.Errorf("GET %s: connection reset", a.URL)
 	}
 	p := llm.ScriptFunc(func(req llm.Request) llm.Reply { return llm.Reply{Text: "seen"} })
-	team := placeTeam(t, p, lead.FileOptions{Fetch: fetch, MaxBytes: 1 << 20, MaxTextChars: 1000, MaxFiles: 5})
+	var logs syncBuffer
+	team := placeTeam(t, p, lead.FileOptions{Fetch: fetch, MaxBytes: 1 << 20, MaxTextChars: 1000, MaxFiles: 5}, slog.New(slog.NewTextHandler(&logs, nil)))
 	env := slackEnvelope("C1", "look")
 	env.Attachments = []conv.Attachment{
 		{Name: "cat.png", MIME: "image/png", Size: int64(len(pngBytes)), URL: "https://files.example/cat.png?t=SECRET"},
@@ -120,8 +127,29 @@ func TestFilesReachTheModel(t *testing.T) {
 	if !strings.Contains(msg.Content, "remember the milk") || !strings.Contains(msg.Content, "lost.pdf") || strings.Contains(msg.Content, "SECRET") {
 		t.Errorf("the model read %q; want the text file, the failed file named, no URL", msg.Content)
 	}
+	if l := logs.String(); !strings.Contains(l, "could not be read") || !strings.Contains(l, "application/pdf") || strings.Contains(l, "SECRET") {
+		t.Errorf("logs %q; want the failed download, its type, no URL", l)
+	}
 	final := sink.last()
 	if final.Kind != runs.EventFinal || !strings.Contains(final.Text, "lost.pdf") || !strings.HasSuffix(final.Text, "seen") || strings.Contains(final.Text, "SECRET") {
 		t.Errorf("final %+v; want a notice about lost.pdf ahead of the answer, no URL", final)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -466,3 +466,43 @@ func TestTelegramToolsCommand(t *testing.T) {
 		return strings.Count(e.logs.String(), "tools: server connected") >= 2
 	})
 }
+
+// TestTelegramProfileNarrowsTheTools proves a profile's tools globs decide what a routed chat's
+// model is offered and may call, within the policy: Bob's chat, routed to a profile with
+// fake__echo only, is offered just that, and a call of fake__whoami there is refused as a tool
+// that does not exist for it; Ann's chat, on the top-level settings, is offered every tool the
+// policy gives her.
+func TestTelegramProfileNarrowsTheTools(t *testing.T) {
+	f := startMCPFake(t)
+	e := newE2E(t, func(c *config.Config) {
+		withTools(f, "never")(c)
+		c.Profiles = map[string]config.Profile{"narrow": {Tools: []string{"fake__echo"}}}
+		c.Routes = []config.Route{{Match: config.RouteMatch{Platform: "telegram", Channel: strconv.FormatInt(bob.ID, 10)}, Profile: "narrow"}}
+	})
+	e.model.SetFunc(toolModel("fake__whoami", `{}`))
+	r := e.start()
+	waitTools(t, r)
+	e.tg.PushPrivate(bob, "who am I in the narrow chat?")
+	e.tg.PushPrivate(ann, "who am I in the wide chat?")
+	bobAnswer := visible(e.waitAnswers(bob.ID, 1)[0])
+	annAnswer := visible(e.waitAnswers(ann.ID, 1)[0])
+	offered := map[string][]string{}
+	for _, req := range e.model.Requests() {
+		if u := req.LastUserText(); u != "" {
+			offered[u] = toolNames(req)
+		}
+	}
+	narrow, wide := offered["who am I in the narrow chat?"], offered["who am I in the wide chat?"]
+	if !slices.Contains(narrow, "fake__echo") || slices.Contains(narrow, "fake__whoami") || slices.Contains(narrow, "fake__add") {
+		t.Errorf("the narrow chat's model was offered %v, want fake__echo and no other server tool", narrow)
+	}
+	if !slices.Contains(wide, "fake__whoami") || !slices.Contains(wide, "fake__echo") {
+		t.Errorf("the wide chat's model was offered %v, want every tool the policy allows", wide)
+	}
+	if !strings.Contains(bobAnswer, "unknown tool") && !strings.Contains(bobAnswer, "may not use") {
+		t.Errorf("the narrow chat's call of fake__whoami answered %q, want it refused", bobAnswer)
+	}
+	if !strings.Contains(annAnswer, strconv.FormatInt(ann.ID, 10)) {
+		t.Errorf("the wide chat's call answered %q, want the tool's view of Ann", annAnswer)
+	}
+}

@@ -10,7 +10,8 @@
 // the one holding it polls and another takes over when it stops or dies (Config.Lease); a 409
 // Conflict from a poller outside the lease is logged once and backed off.
 // Outbound: HTML messages from render, chunked to 4,096 characters, edits throttled per chat
-// type, typing, inline keyboards, callback answers, command menu, pacing (per chat and overall);
+// type, answers streamed by drafts in private chats (stream.go, Config.Drafts), typing, inline
+// keyboards, callback answers, command menu, pacing (per chat and overall);
 // a 429 of a send, an edit or a file goes back to delivery as *channels.RateLimitError (see
 // call). Files users send (documents, photos, voice notes, audio, videos, video notes; not
 // stickers) are listed on their Inbound by file id and downloaded when asked (FetchFile,
@@ -61,6 +62,7 @@ type Channel struct {
 	answered   sync.Map // callback query id → struct{}, while its update is being handled
 	pacer      *pacer
 	edits      *editThrottle
+	drafts     *draftBook
 	typing     *kit.TypingSignals
 	sleep      func(ctx context.Context, d time.Duration) error
 	now        func() time.Time
@@ -76,6 +78,7 @@ var (
 	_ channels.InteractionResponder = (*Channel)(nil)
 	_ channels.Readiness            = (*Channel)(nil)
 	_ channels.IntakeStopper        = (*Channel)(nil)
+	_ channels.FinalEditor          = (*Channel)(nil)
 )
 
 // New validates cfg and returns a Channel. It does no I/O: Start calls getMe.
@@ -96,6 +99,7 @@ func New(cfg Config) (*Channel, error) {
 		gate:       newConvGate(),
 		pacer:      newPacer(),
 		edits:      newEditThrottle(time.Second, 3*time.Second),
+		drafts:     newDraftBook(),
 		sleep:      kit.Sleep,
 		now:        time.Now,
 		pollTimout: cfg.PollTimeout,

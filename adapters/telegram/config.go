@@ -47,6 +47,14 @@ type Config struct {
 	// Configuration turns it on by default (telegram.pacing); false turns both off for local Bot
 	// API servers and load tests.
 	Pacing bool
+	// Drafts streams answers in private chats (topics included) as they are written, with
+	// Telegram's drafts (sendMessageDraft, Bot API 9.3), finalised by one sendMessage: no
+	// placeholder and no edits there (channels.Streamer, stream.go). Groups and channels, where
+	// Telegram has no drafts, and chats where a draft is refused keep the placeholder edited in
+	// place. Off (the zero value), every chat posts and edits. Delivery should space a stream's
+	// appends about a second apart (delivery.Options.StreamEvery["telegram"]); the adapter
+	// sends at most one draft a second per answer either way.
+	Drafts bool
 	// BotUsername is the bot's @username without '@'. Start learns it from getMe; a value set
 	// here is replaced by what getMe says.
 	BotUsername string

@@ -193,7 +193,8 @@ func plainText(s string) string {
 
 // Edit replaces the message ref names with m, throttled per message (at most once a second in
 // private chats, every 3 s in groups; the latest edit wins and superseded edits return ref with
-// no error). Use EditFinal for the final answer. See EditFinal for how pieces map to messages.
+// no error). Use EditFinal for the final answer. See EditFinal for how pieces map to messages,
+// and stream.go for the ref of a draft (its first edit posts m in the draft's place).
 func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
 	return c.edit(ctx, ref, m, false)
 }
@@ -214,6 +215,9 @@ func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.
 	}
 	if ref.ID() == "" {
 		return ref, fmt.Errorf("telegram: edit: %w: empty message ref", channels.ErrMessageGone)
+	}
+	if isDraftRef(ref.ID()) {
+		return c.editDraft(ctx, chat, ref, m, final)
 	}
 	ps, err := c.pages.Pieces(m)
 	if err != nil {
@@ -273,11 +277,15 @@ func (c *Channel) editPiece(ctx context.Context, chat int64, id string, p piece)
 	return err
 }
 
-// Delete deletes every message of ref. A message already gone counts as deleted.
+// Delete deletes every message of ref (for a draft's ref, the messages it posted, see
+// stream.go). A message already gone counts as deleted.
 func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return err
+	}
+	if isDraftRef(ref.ID()) {
+		return c.deleteDraft(ctx, chat, ref)
 	}
 	for _, id := range ref.IDs {
 		if err := c.deleteOne(ctx, chat, id); err != nil {
@@ -297,7 +305,8 @@ func (c *Channel) deleteOne(ctx context.Context, chat int64, id string) error {
 }
 
 // Typing sends the "typing" chat action (shown for about 5 s) to the conversation's chat and
-// topic.
+// topic; where an answer streams by drafts there, it also shows the draft again once the last
+// one is about to lapse (refreshDraft).
 func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	chat, err := chatID(to.Conv)
 	if err != nil {
@@ -307,10 +316,14 @@ func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
 	if to.Conv.Thread != "" {
 		params["message_thread_id"] = to.Conv.Thread
 	}
+	draft := c.drafts.openIn(to.Conv)
 	// A signal, not a message: sent off the caller's path (the router signals inside an update's
 	// hand-over), once while it still shows, in one attempt of at most typingTimeout, never
 	// waiting for a 429's retry_after — so a rate-limit storm never holds the intake up.
 	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
+		if draft != nil {
+			c.refreshDraft(ctx, draft)
+		}
 		_, err := c.api.callOnce(ctx, "sendChatAction", params)
 		return err
 	})

@@ -90,9 +90,10 @@ func toInbound(u update, bot botIdentity, now time.Time) (in channels.Inbound, o
 
 func convKey(chat *tgbotapi.Chat, m *message) conv.Key {
 	k := conv.Key{Platform: platform, Chat: strconv.FormatInt(chat.ID, 10)}
-	// message_thread_id is also set on reply threads of ordinary supergroups; only a forum topic
-	// is its own conversation.
-	if m != nil && m.IsTopicMessage && m.MessageThreadID != 0 {
+	// message_thread_id is also set on reply threads of ordinary supergroups; only a topic is
+	// its own conversation: of a forum (is_topic_message), or of a private chat, which has no
+	// reply threads, so that any message_thread_id there names a topic (Bot API 9.3).
+	if m != nil && m.MessageThreadID != 0 && (m.IsTopicMessage || chat.Type == "private") {
 		k.Thread = strconv.Itoa(m.MessageThreadID)
 	}
 	return k

@@ -166,3 +166,29 @@ func BenchmarkDecodeUpdate(b *testing.B) {
 		}
 	}
 }
+
+// TestWhichThreadIsAConversation: a forum topic and a private chat's topic (Bot API 9.3; with
+// is_topic_message or without) are conversations of their own; a reply thread of an ordinary
+// supergroup is not.
+func TestWhichThreadIsAConversation(t *testing.T) {
+	for _, tt := range []struct {
+		name, body, thread string
+	}{
+		{"forum topic", `{"update_id":1,"message":{"message_id":5,"from":{"id":9,"first_name":"A"},"chat":{"id":-9,"type":"supergroup","is_forum":true},"message_thread_id":7,"is_topic_message":true,"text":"t"}}`, "7"},
+		{"private topic", `{"update_id":1,"message":{"message_id":5,"from":{"id":9,"first_name":"A"},"chat":{"id":9,"type":"private"},"message_thread_id":7,"is_topic_message":true,"text":"t"}}`, "7"},
+		{"private topic without is_topic_message", `{"update_id":1,"message":{"message_id":5,"from":{"id":9,"first_name":"A"},"chat":{"id":9,"type":"private"},"message_thread_id":7,"text":"t"}}`, "7"},
+		{"private chat", `{"update_id":1,"message":{"message_id":5,"from":{"id":9,"first_name":"A"},"chat":{"id":9,"type":"private"},"text":"t"}}`, ""},
+		{"supergroup reply thread", `{"update_id":1,"message":{"message_id":5,"from":{"id":9,"first_name":"A"},"chat":{"id":-9,"type":"supergroup"},"message_thread_id":7,"text":"/new"}}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := decodeUpdate([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, ok := toInbound(u, botIdentity{id: 1, username: "me_bot"}, time.Time{})
+			if !ok || in.Conv.Thread != tt.thread {
+				t.Fatalf("conv %+v (ok %v), want thread %q", in.Conv, ok, tt.thread)
+			}
+		})
+	}
+}

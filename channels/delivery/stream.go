@@ -285,14 +285,38 @@ func (c *runCard) closeOpenTasks(u *channels.StreamUpdate, done bool) {
 	c.stream.open = nil
 }
 
+// streamDropper is a channels.Streamer whose stream shows nothing lasting until it is stopped:
+// Telegram's drafts, which StopStream posts as the answer's message. Where delivery hands a
+// stream over to post-and-edit — a notice, a new attempt, a final card that replaces the
+// streamed text — it drops such a stream instead of stopping it, so that text about to be edited
+// away is never posted; the next Edit of the stream's ref posts its message in the stream's
+// place. (A capability like those of package channels, declared here until channels has it.)
+type streamDropper interface {
+	// DropStream ends the stream without posting what it showed; ref stays the name of the
+	// stream's place for Edit and Delete.
+	DropStream(ctx context.Context, ref channels.MessageRef) error
+}
+
+// dropStream drops c's stream (best effort): nothing it showed lasts, so none of the answer
+// counts as shown.
+func (sm streams) dropStream(ctx context.Context, dr streamDropper, c *runCard) {
+	if err := dr.DropStream(ctx, c.stream.ref); err != nil {
+		sm.d.log.Debug("channels: dropping the stream", "run", c.runID, "err", err)
+	}
+	c.stream.sent, c.stream.tasks, c.stream.open = 0, nil, nil
+}
+
 // leaveStream ends c's stream where it stands (what is pending added, best effort) and hands
 // its message over to post-and-edit: the working card, edited in, replaces the streamed text.
+// A stream that shows nothing lasting is dropped instead (streamDropper).
 func (sm streams) leaveStream(ctx context.Context, ch channels.Channel, c *runCard) {
 	if !c.streaming() {
 		return
 	}
 	sm.d.stopTimer(c)
-	if s, ok := ch.(channels.Streamer); ok {
+	if dr, ok := ch.(streamDropper); ok {
+		sm.dropStream(ctx, dr, c)
+	} else if s, ok := ch.(channels.Streamer); ok {
 		u := c.pendingUpdate()
 		c.closeOpenTasks(&u, false)
 		if err := s.StopStream(ctx, c.stream.ref, u); err != nil {
@@ -339,6 +363,11 @@ func (sm streams) finishStream(ctx context.Context, ch channels.Channel, c *runC
 	if continues {
 		u.Text += ev.Text[len(cur):]
 	}
+	if dr, ok := ch.(streamDropper); ok && !continues && ev.Kind == runs.EventFinal {
+		sm.dropStream(ctx, dr, c) // the final card takes the stream's place
+		c.ref, c.stream = c.stream.ref, nil
+		return false
+	}
 	err := channels.RetryRateLimited(ctx, sm.d.opt.MaxRetryWait, sm.d.opt.RateLimitAttempts, func(ctx context.Context) error {
 		return s.StopStream(ctx, c.stream.ref, u)
 	})
@@ -382,6 +411,12 @@ func (c *runCard) unseen(text string) string {
 // staleStream ends the stream an earlier attempt of the run started (best effort: it may have
 // ended already); the message is the run's card from now on.
 func (sm streams) staleStream(ctx context.Context, ch channels.Channel, c *runCard, ref channels.MessageRef) {
+	if dr, ok := ch.(streamDropper); ok {
+		if err := dr.DropStream(ctx, ref); err != nil {
+			sm.d.log.Debug("channels: dropping an earlier attempt's stream", "run", c.runID, "err", err)
+		}
+		return
+	}
 	if s, ok := ch.(channels.Streamer); ok {
 		if err := s.StopStream(ctx, ref, channels.StreamUpdate{}); err != nil {
 			sm.d.log.Debug("channels: ending an earlier attempt's stream", "run", c.runID, "err", err)

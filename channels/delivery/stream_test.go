@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +378,166 @@ func TestStreamStoppedUnderAWorkingSubagent(t *testing.T) {
 	}
 	if vis := ch.Visible(); len(vis) != 2 || !strings.Contains(vis[1], "Sorry.") {
 		t.Fatalf("visible %q", vis)
+	}
+}
+
+// fakeDrafts is a platform whose stream is a preview that shows nothing lasting until it is
+// stopped (Telegram's drafts): StopStream posts the text as a message, DropStream ends the
+// preview without posting, and an edit of a stream's ref posts its message in the stream's
+// place, then edits that message.
+type fakeDrafts struct {
+	*fakeChannel
+
+	dmu     sync.Mutex
+	seq     int
+	preview map[string]*draftPreview // by ref id
+	stops   int
+	drops   int
+}
+
+type draftPreview struct {
+	text   string
+	done   bool
+	posted channels.MessageRef
+}
+
+func newFakeDrafts() *fakeDrafts {
+	return &fakeDrafts{fakeChannel: newFakeChannel("test"), preview: map[string]*draftPreview{}}
+}
+
+var (
+	_ channels.Streamer = (*fakeDrafts)(nil)
+	_ streamDropper     = (*fakeDrafts)(nil)
+)
+
+func (f *fakeDrafts) CanStream(channels.Target) bool { return true }
+
+func (f *fakeDrafts) StartStream(_ context.Context, to channels.Target, u channels.StreamUpdate) (channels.MessageRef, error) {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	f.seq++
+	id := "draft:" + strconv.Itoa(f.seq)
+	f.preview[id] = &draftPreview{text: u.Text}
+	return channels.MessageRef{Conv: to.Conv, IDs: []string{id}}, nil
+}
+
+func (f *fakeDrafts) AppendStream(_ context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	p := f.preview[ref.ID()]
+	if p == nil || p.done {
+		return channels.ErrStreamRefused
+	}
+	p.text += u.Text
+	return nil
+}
+
+func (f *fakeDrafts) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	f.stops++
+	p := f.preview[ref.ID()]
+	if p == nil || p.done {
+		return nil
+	}
+	p.text += u.Text
+	p.done = true
+	if strings.TrimSpace(p.text) == "" {
+		return nil
+	}
+	posted, err := f.fakeChannel.Send(ctx, channels.Target{Conv: ref.Conv}, channels.Message{Text: p.text})
+	p.posted = posted
+	return err
+}
+
+func (f *fakeDrafts) DropStream(_ context.Context, ref channels.MessageRef) error {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	f.drops++
+	if p := f.preview[ref.ID()]; p != nil {
+		p.done = true
+	}
+	return nil
+}
+
+func (f *fakeDrafts) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+	f.dmu.Lock()
+	p := f.preview[ref.ID()]
+	f.dmu.Unlock()
+	if p == nil {
+		return f.fakeChannel.Edit(ctx, ref, m)
+	}
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	p.done = true
+	if p.posted.ID() == "" {
+		out, err := f.fakeChannel.Send(ctx, channels.Target{Conv: ref.Conv}, m)
+		if err == nil {
+			p.posted = out
+		}
+		return out, err
+	}
+	return f.fakeChannel.Edit(ctx, p.posted, m)
+}
+
+// TestDraftStreamEndsAsOneMessage proves a stream that shows nothing lasting until it is stopped
+// ends as the one message its stop posts, with the whole answer: no card, no edit, no drop.
+func TestDraftStreamEndsAsOneMessage(t *testing.T) {
+	h := newDeliveryHarness(t)
+	ch := newFakeDrafts()
+	d := h.delivery(ch)
+	run := runs.NewRunID()
+	h.deliver(d, teamRun(run)...)
+	sends := ch.Sent()
+	if len(sends) != 1 || sends[0].Text != "Let me ask two helpers.\n\nBook the 9:00 flight and the hotel." || ch.EditCount() != 0 {
+		t.Fatalf("sends %+v, %d edits: want the answer as the one message", sends, ch.EditCount())
+	}
+	if ch.stops != 1 || ch.drops != 0 {
+		t.Fatalf("%d stops, %d drops", ch.stops, ch.drops)
+	}
+}
+
+// TestDraftStreamHandedOverIsDroppedNotPosted proves a stream that shows nothing lasting is
+// dropped where delivery hands it over to its card — a notice and the run's next attempt, a
+// final that does not continue the streamed text — so that its text is never posted as a
+// message of its own only to be edited away: the card is posted in the stream's place, and the
+// answer shows once.
+func TestDraftStreamHandedOverIsDroppedNotPosted(t *testing.T) {
+	notice := runs.Event{Kind: runs.EventProgress, Text: "The model is unavailable; the answer will follow."}
+	tests := []struct {
+		name   string
+		events func(run string) []runs.Event
+		want   string
+	}{
+		{"a notice and a new attempt", func(run string) []runs.Event {
+			n := notice
+			n.RunID = run
+			evs := attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "Hello wor"), n)
+			return append(evs, attempt(2, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "Hello "), delta(run, 1, "world."), final(run, "Hello world."))...)
+		}, "Hello world."},
+		{"a final that does not continue the stream", func(run string) []runs.Event {
+			return attempt(1, "55", runs.Event{RunID: run, Kind: runs.EventStarted}, delta(run, 1, "Thinking aloud"), final(run, "The answer."))
+		}, "The answer."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newDeliveryHarness(t)
+			ch := newFakeDrafts()
+			d := h.delivery(ch)
+			run := runs.NewRunID()
+			h.deliver(d, tt.events(run)...)
+			for _, s := range ch.Sent() {
+				if !strings.Contains(s.Text, "Working on it") && !strings.Contains(s.Text, "Answer") {
+					t.Fatalf("the streamed text was posted as a message of its own: %q", s.Text)
+				}
+			}
+			vis := ch.Visible()
+			if len(vis) != 1 || strings.Count(vis[0], tt.want) != 1 {
+				t.Fatalf("visible %q, want the one message with %q once", vis, tt.want)
+			}
+			if ch.stops != 0 || ch.drops != 1 {
+				t.Fatalf("%d stops, %d drops: want the stream dropped once", ch.stops, ch.drops)
+			}
+		})
 	}
 }

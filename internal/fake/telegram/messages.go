@@ -46,6 +46,8 @@ type chat struct {
 	order  []int
 	// actions counts sendChatAction calls per action.
 	actions map[string]int
+	// drafts are the sendMessageDraft calls accepted, in order.
+	drafts []Draft
 }
 
 type callback struct {

@@ -5,14 +5,16 @@
 // driven against it: getMe, getUpdates long polling with offset confirmation (a getUpdates
 // arriving while another is in flight ends the earlier one with 409 Conflict, as Telegram does
 // when two processes poll one bot), sendMessage with Telegram's HTML checks and inline
-// keyboards, sendDocument (multipart upload, caption), editMessageText, deleteMessage,
-// sendChatAction,
+// keyboards, sendMessageDraft (drafts streamed in private chats, drafts.go), sendDocument
+// (multipart upload, caption), editMessageText, deleteMessage, sendChatAction,
 // answerCallbackQuery, setMyCommands/getMyCommands and the webhook methods.
 //
-// Tests push updates (private, group, forum topic, callback query), read what the bot posted per
-// chat with edits and deletions applied, count calls by method, and inject faults (429 storms
-// with retry_after, 5xx) per method or per chat, and per file download (FailFile). It uses only the standard library and one mutex,
-// and serves thousands of calls a second.
+// Tests push updates (private, private-chat topic, group, forum topic, callback query), read what
+// the bot posted per chat with edits and deletions applied and the drafts it streamed (and which
+// one shows), count calls by method, make a method unknown as an older server would, and inject
+// faults (429 storms with retry_after, 5xx) per method or per chat, and per file download
+// (FailFile). It uses only the standard library and one mutex, and serves thousands of calls a
+// second.
 package telegramfake
 
 import (
@@ -76,6 +78,8 @@ type Server struct {
 	// files are the files users sent (AddFile), by file id.
 	files   map[string]*storedFile
 	fileSeq int
+	// unknown are the methods answered 404 as a server that predates them does (Unsupported).
+	unknown map[string]bool
 }
 
 type queued struct {
@@ -97,6 +101,7 @@ func StartWithToken(token string) *Server {
 		callbacks:  map[string]*callback{},
 		delays:     map[string]time.Duration{},
 		commands:   json.RawMessage("[]"),
+		unknown:    map[string]bool{},
 		record:     true,
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
@@ -202,8 +207,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		result, aerr = s.sendDocument(r, params)
 		s.mu.Unlock()
 	default:
+		s.mu.Lock()
+		gone := s.unknown[method]
+		s.mu.Unlock()
 		h, known := handlers[method]
-		if !known {
+		if !known || gone {
 			aerr = &apiError{code: 404, desc: "Not Found: method not found"}
 			break
 		}
@@ -229,6 +237,7 @@ func init() {
 	handlers = map[string]func(*Server, map[string]string) (any, *apiError){
 		"getMe":               (*Server).getMe,
 		"sendMessage":         (*Server).sendMessage,
+		"sendMessageDraft":    (*Server).sendMessageDraft,
 		"editMessageText":     (*Server).editMessageText,
 		"deleteMessage":       (*Server).deleteMessage,
 		"sendChatAction":      (*Server).sendChatAction,

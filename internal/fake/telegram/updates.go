@@ -68,7 +68,8 @@ type In struct {
 	Text string
 	// Caption sends Text as a photo caption instead.
 	Caption bool
-	// ThreadID puts the message in a forum topic (the chat should be a forum supergroup).
+	// ThreadID puts the message in a topic: of a forum supergroup, or of a private chat with the
+	// bot (Bot API 9.3: such messages carry message_thread_id and is_topic_message too).
 	ThreadID int
 	// ReplyTo is the id of a message in the same chat this one replies to.
 	ReplyTo  int
@@ -145,6 +146,11 @@ func (s *Server) PushTopic(chatID int64, threadID int, u User, text string) (upd
 	return s.PushMessage(In{Chat: Forum(chatID), From: u, Text: text, ThreadID: threadID})
 }
 
+// PushPrivateTopic queues a message from u in topic threadID of u's private chat with the bot.
+func (s *Server) PushPrivateTopic(u User, threadID int, text string) (updateID int64, messageID int) {
+	return s.PushMessage(In{Chat: Private(u), From: u, Text: text, ThreadID: threadID})
+}
+
 // PushCallback queues a click by u on a button with callbackData of message messageID in
 // chatID (which should be a message the bot posted), and returns the update id and the callback
 // query id.
@@ -157,8 +163,8 @@ func (s *Server) PushCallback(chatID int64, messageID int, u User, callbackData 
 		chat.Type = "private"
 	}
 	msg := c.wire(messageID, chat)
-	if m := c.msgs[messageID]; m != nil && m.ThreadID != 0 {
-		chat.IsForum = true
+	if m := c.msgs[messageID]; m != nil && m.ThreadID != 0 && chatID < 0 {
+		chat.IsForum = true // a private chat's topics make no forum of it
 		msg.Chat = chat
 	}
 	queryID = strconv.FormatInt(s.nextUpdate+1, 10) + "cb"

@@ -113,6 +113,9 @@ type Telegram struct {
 	WebhookSecret string `koanf:"webhook_secret" secret:"true"`
 	// Pacing keeps sends within Telegram's rate limits (per chat and global).
 	Pacing bool `koanf:"pacing"`
+	// Drafts streams answers in private chats as native drafts (sendMessageDraft, Bot API 9.3)
+	// ending in one message; groups keep the placeholder and its edits.
+	Drafts bool `koanf:"drafts"`
 }
 
 // Slack configures the Slack adapter; it is enabled when BotToken or ClientID is set.
@@ -403,7 +406,7 @@ func Default() *Config {
 			Timeout:    2 * time.Minute,
 			MaxRetries: 3,
 		},
-		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true},
+		Telegram: Telegram{APIURL: DefaultTelegramAPIURL, Mode: TelegramPolling, Pacing: true, Drafts: true},
 		Slack: Slack{APIURL: DefaultSlackAPIURL, Mode: SlackSocket, Connections: 1, ThreadReplies: SlackRepliesAll,
 			ReplyInThread: true, Command: "/bot", AssistantStatus: true, Streaming: true, Pacing: true, ReadyWindow: 45 * time.Second, SuggestedPrompts: []string{"What can you do?"}, AgentView: true,
 			EventsPath: "/slack/events", InteractionsPath: "/slack/interactions", CommandsPath: "/slack/commands",

@@ -243,6 +243,9 @@ var keyDescriptions = map[string]string{
 		"`A-Z a-z 0-9 _ -`. Required in `webhook` mode.",
 	"telegram.pacing": "Keeps sends within Telegram's rate limits, per chat and overall; `false` for a local Bot " +
 		"API server and load tests.",
+	"telegram.drafts": "In private chats, streams the answer as it is written as a native draft " +
+		"(`sendMessageDraft`, Bot API 9.3) and ends it with one message — no placeholder, no edits; groups keep " +
+		"the placeholder and its edits. A server or chat that refuses drafts gets the placeholder instead.",
 
 	"slack.bot_token":         "The bot token (`xoxb-…`); setting it enables Slack.",
 	"slack.app_token":         "The app-level token (`xapp-…`) that opens Socket Mode connections; required in `socket` mode.",

@@ -119,7 +119,8 @@ func TestTelegramAnswerFailingPartWayShowsOnce(t *testing.T) {
 
 func testAnswerFailingPartWay(t *testing.T, latency time.Duration, pass int) {
 	answer, paras := longAnswer(9_000) // three messages of Telegram's 4,096 characters
-	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
+	// The placeholder path (drafts off): a private chat would stream drafts instead.
+	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase, c.Telegram.Drafts = 50*time.Millisecond, false })
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
 		return modelserver.Reply{Content: answer, ChunkSize: 4096, Latency: latency}
 	})

@@ -123,8 +123,41 @@ func TestTelegramBlockedUserEndsTheRun(t *testing.T) {
 // TestTelegramSlowAnswerEditsThePlaceholder proves a run slower than the placeholder's grace
 // period gets a "working" placeholder in reply to the message, and that the answer is edited
 // into that same placeholder: one sendMessage, nothing else left in the chat.
-func TestTelegramSlowAnswerEditsThePlaceholder(t *testing.T) {
+// TestTelegramPrivateAnswerStreamsAsDrafts: with the defaults, an answer the model streams
+// for seconds shows in a private chat as native drafts while it is written and ends as one
+// message — no placeholder, no edits — and no draft is left showing.
+func TestTelegramPrivateAnswerStreamsAsDrafts(t *testing.T) {
 	e := newE2E(t, nil)
+	if !e.cfg.Telegram.Drafts {
+		t.Fatal("drafts are not the default")
+	}
+	answer := strings.Repeat("A sentence the model writes slowly. ", 40)
+	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
+		return modelserver.Reply{Content: answer, ChunkSize: 64, Latency: 3 * time.Second}
+	})
+	e.start()
+	e.tg.PushPrivate(ann, "write slowly")
+	got := e.waitAnswers(ann.ID, 1)
+	if v := visible(got[0]); !strings.Contains(v, strings.TrimSpace(answer[:200])) {
+		t.Fatalf("the answer shows %q", v)
+	}
+	if n := len(e.tg.Drafts(ann.ID)); n == 0 {
+		t.Error("no draft was shown while the answer was written")
+	}
+	if n := e.tg.Count("editMessageText"); n != 0 {
+		t.Errorf("%d edits, want none: the answer is one message", n)
+	}
+	if posted := e.tg.Posted(ann.ID); len(posted) != 1 || isPlaceholder(posted[0]) {
+		t.Errorf("%d messages posted, want the answer alone", len(posted))
+	}
+	if d, shown := e.tg.ShownDraft(ann.ID, 0); shown {
+		t.Errorf("a draft is still showing: %q", d.Visible)
+	}
+}
+
+func TestTelegramSlowAnswerEditsThePlaceholder(t *testing.T) {
+	// The placeholder path: a private chat streams drafts instead (TestTelegramPrivateAnswerStreamsAsDrafts).
+	e := newE2E(t, func(c *config.Config) { c.Telegram.Drafts = false })
 	e.model.SetLatency(delivery.DefaultPlaceholderAfter + 500*time.Millisecond)
 	e.start()
 	_, msgID := e.tg.PushPrivate(ann, "take your time")

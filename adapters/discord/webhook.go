@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // The HTTP interactions endpoint: Discord can post interactions to a URL (Developer Portal →
@@ -20,15 +21,22 @@ import (
 // later (Discord's signature alone does not expire).
 const maxSkew = 5 * time.Minute
 
-// maxInteractionBytes bounds a request body.
+// maxInteractionBytes bounds a request body. Discord states no limit for what it posts; an
+// interaction is bounded by what it can carry — a message of 2,000 characters (4,000 from a
+// Nitro user) with 10 embeds of 6,000 in all, 40 components of 4,000 characters, a modal's
+// inputs of 4,000 each, the users, members, roles and channels resolved for a select of 25 —
+// a few hundred KiB at the very most, JSON-escaped: 1 MiB leaves a margin of several times.
 const maxInteractionBytes = 1 << 20
 
 // InteractionsHandler serves Discord's HTTP interactions at the path the caller mounts it on.
 // It needs Config.PublicKey. It answers 401 to a missing or wrong signature and to a timestamp
-// more than five minutes off, 400 to an unreadable body, PONG to PING, 503 before Start and
-// after Stop, and otherwise hands the interaction to the router like one from the gateway,
-// answering with the router's first response (a notice, a modal, a deferral) or, after
-// Config.DeferAfter, with a deferral of its own.
+// more than five minutes off (logged at Debug only: the listener counts the 401s), 413 to a
+// body over 1 MiB (announced by Content-Length: refused unread), 408 to a body that does not
+// arrive before the connection's read deadline (set by the listener), 400 to one it cannot read
+// otherwise or cannot decode, PONG to PING, 503 before Start and after Stop, and otherwise
+// hands the interaction to the router like one from the gateway, answering with the router's
+// first response (a notice, a modal, a deferral) or, after Config.DeferAfter, with a deferral
+// of its own.
 func (c *Channel) InteractionsHandler() http.Handler {
 	return http.HandlerFunc(c.serveInteraction)
 }
@@ -53,13 +61,19 @@ func (c *Channel) verify(r *http.Request, body []byte) bool {
 }
 
 func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxInteractionBytes+1))
-	if err != nil || len(body) > maxInteractionBytes {
-		http.Error(w, "unreadable body", http.StatusBadRequest)
+	// The whole body is read before anyone is authenticated (the signature covers it): at most
+	// maxInteractionBytes, none when Content-Length announces more, within the read deadline the
+	// listener set.
+	body, err := kit.ReadBody(w, r, maxInteractionBytes)
+	if err != nil {
+		c.cfg.Logger.Debug("discord: refused an interaction request body", "remote", r.RemoteAddr, "err", err)
+		kit.RefuseBody(w, err)
 		return
 	}
 	if !c.verify(r, body) {
-		c.cfg.Logger.Warn("discord: refusing an interaction request with a bad signature or timestamp", "remote", r.RemoteAddr)
+		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
+		// The listener counts the 401s and logs them at a bounded rate.
+		c.cfg.Logger.Debug("discord: refusing an interaction request with a bad signature or timestamp", "remote", r.RemoteAddr)
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
 		return
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Default paths of HTTP mode's handlers.
@@ -23,11 +24,14 @@ const (
 // request URL; CommandsHandler the slash command request URL. Mount them on the shared
 // listener (HTTP mode). Each answers 405 to anything but POST, 401 to a request whose v0
 // signature is missing, wrong, or older than 5 minutes (checked in constant time by
-// slack.SecretsVerifier), 503 before Start or after Stop, 400 to a body it cannot read (a
-// malformed payload is counted and answered 200, so Slack does not resend what can never be
-// read), 500 when the Handler fails (Slack retries; the retry, marked X-Slack-Retry-Num, is
-// deduplicated by the router on the event's channel and ts), and 200 once the payload is handed
-// over, ignored, or — url_verification — with the challenge.
+// slack.SecretsVerifier; logged at Debug only, the listener counts the 401s), 413 to a body
+// over 1 MiB (announced by Content-Length: refused unread), 408 to a body that does not arrive
+// before the connection's read deadline (set by the listener), 503 before Start or after Stop,
+// 400 to a body it cannot read otherwise (a malformed payload is counted and answered 200, so
+// Slack does not resend what can never be read), 500 when the Handler fails (Slack retries;
+// the retry, marked X-Slack-Retry-Num, is deduplicated by the router on the event's channel
+// and ts), and 200 once the payload is handed over, ignored, or — url_verification — with the
+// challenge.
 func (c *Channel) EventsHandler() http.Handler { return c.handlerFor(typeEvents) }
 
 // InteractionsHandler serves block_actions and view_submission payloads; see EventsHandler.
@@ -46,9 +50,13 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayloadBytes+1))
-	if err != nil || len(body) > maxPayloadBytes {
-		http.Error(w, "bad request", http.StatusBadRequest)
+	// The whole body is read before anyone is authenticated (the signature covers it): at most
+	// maxPayloadBytes, none when Content-Length announces more, within the read deadline the
+	// listener set.
+	body, err := kit.ReadBody(w, r, maxPayloadBytes)
+	if err != nil {
+		c.log.Debug("slack: refused a request body", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+		kit.RefuseBody(w, err)
 		return
 	}
 	if typ == typeSlash && sslCheck(body) {
@@ -57,7 +65,9 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		return
 	}
 	if !c.verify(r.Header, body) {
-		c.log.Warn("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
+		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
+		// The listener counts the 401s and logs them at a bounded rate.
+		c.log.Debug("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}

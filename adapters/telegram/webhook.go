@@ -5,10 +5,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // SecretHeader is the header Telegram puts the webhook secret_token in.
@@ -30,13 +31,15 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 
 // WebhookHandler is the http.Handler for webhook deliveries; mount it at the path of
 // Config.WebhookURL on the shared listener. It answers 405 to anything but POST, 401 unless the
-// X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time), 503
-// before Start or after Stop, 400 when the body cannot be read, 500 when the Handler fails or when
-// an earlier update of the same conversation failed and was not redelivered yet (Telegram then
-// redelivers), and 200 once the update is handed over (or was already, or is ignored, or is
-// malformed: logged, counted and skipped, so it never holds up the updates behind it).
-// Concurrent deliveries are handed over concurrently across conversations and one at a time, in
-// update order, within one.
+// X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time; logged
+// at Debug only, the listener counts the 401s), 503 before Start or after Stop, 408 when the
+// body does not arrive before the connection's read deadline (set by the listener), 400 when it
+// cannot be read otherwise, 500 when the Handler fails or when an earlier update of the same
+// conversation failed and was not redelivered yet (Telegram then redelivers), and 200 once the
+// update is handed over (or was already, or is ignored, or is malformed — a body over 1 MiB
+// among them, not read past that — logged, counted and skipped, so it never holds up the
+// updates behind it). Concurrent deliveries are handed over concurrently across conversations
+// and one at a time, in update order, within one.
 func (c *Channel) WebhookHandler() http.Handler {
 	return http.HandlerFunc(c.serveWebhook)
 }
@@ -49,7 +52,9 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	got := []byte(r.Header.Get(SecretHeader))
 	if c.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare(got, []byte(c.cfg.WebhookSecret)) != 1 {
-		c.cfg.Logger.Warn("telegram: webhook delivery with a wrong secret refused", "remote", r.RemoteAddr)
+		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
+		// The listener counts the 401s and logs them at a bounded rate.
+		c.cfg.Logger.Debug("telegram: webhook delivery with a wrong secret refused", "remote", r.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -60,9 +65,18 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxUpdateBytes+1))
+	body, err := kit.ReadBody(w, r, maxUpdateBytes)
+	if errors.Is(err, kit.ErrBodyTooLarge) {
+		// Telegram sent it (the secret matched), and would redeliver it for as long as it keeps
+		// trying: acknowledged unread and skipped as malformed, like any update past the bound.
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		c.skipMalformed(0, 0, int(max(r.ContentLength, maxUpdateBytes+1)), fmt.Errorf("%w: %w", errMalformedUpdate, err))
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if err != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
+		c.cfg.Logger.Debug("telegram: refused a webhook body", "remote", r.RemoteAddr, "err", err)
+		kit.RefuseBody(w, err)
 		return
 	}
 	u, err := decodeUpdate(body)

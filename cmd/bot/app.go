@@ -344,25 +344,36 @@ func (a *app) start(ctx context.Context) error {
 	return a.pool.Start(ctx)
 }
 
+// listen serves health, metrics and the webhooks on cfg.HTTP.Addr, within the listener's
+// limits (listener.go): what anyone can hold there is bounded, and webhook traffic cannot
+// starve the health endpoints.
 func (a *app) listen() error {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", a.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
-	for path, h := range a.webhooks {
-		if !strings.Contains(path, " ") { // "GET /path" names its method
-			path = "POST " + path
-		}
-		mux.Handle(path, h)
-	}
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {
 		return explainListen(a.cfg.HTTP.Addr, err)
 	}
-	a.listener = ln
-	a.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	l, err := newHTTPListener(ln, listenerOptions{}, a.log, a.metrics.reg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	// /healthz waits on nothing: it is in no budget, so nothing but the connection limit
+	// stands between a probe and its answer.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("GET /readyz", l.health("/readyz", http.HandlerFunc(a.readyz)))
+	mux.Handle("GET /metrics", l.health("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})))
+	for path, h := range a.webhooks {
+		if _, p, ok := strings.Cut(path, " "); ok { // "GET /path": a page browsers follow
+			mux.Handle(path, l.page(p, h))
+			continue
+		}
+		mux.Handle("POST "+path, l.webhook(path, h))
+	}
+	a.listener = l.conns
+	a.server = l.serve(mux)
 	go func() {
-		if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := a.server.Serve(l.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http listener stopped", "err", err)
 		}
 	}()
@@ -380,7 +391,9 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	if !a.intake.Load() {
 		problems = append(problems, "shutting down")
 	}
-	if err := a.core.redis.Ping(ctx).Err(); err != nil {
+	// Not Ping(ctx) here: go-redis does not end a PING on a stalled connection at ctx's
+	// deadline; readinessPings answers by it whatever the PING does.
+	if err := readinessPings.ping(ctx, a.core.redis); err != nil {
 		problems = append(problems, "redis: unreachable")
 	}
 	for _, ch := range a.chans {

@@ -1,0 +1,691 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// listenerOptions are the HTTP listener's limits; a zero field takes its default (see
+// withDefaults, which says why each is what it is). Tests shorten them.
+//
+// The webhook bodies' size caps are the adapters' (each platform's bound, read through
+// kit.ReadBody): 1 MiB each. Slack publishes no maximum for what it posts; what it can put in
+// one request is bounded by its message and view limits (text truncated past 40,000
+// characters, 50 blocks a message and 100 a view, 3,000 characters a section), a few hundred
+// KiB at most, and Slack's own Bolt for JavaScript refuses bodies past 4 MB by default since
+// v5.1.0 (slackapi/bolt-js#3057: "legitimate requests from Slack should be well under this").
+// Telegram publishes none either; an update carries at most a message of 4,096 characters (a
+// caption of 1,024) with its entities, the message it replies to, and a keyboard of 100
+// buttons: tens of KiB. Discord publishes none; an interaction carries at most a message of
+// 2,000 characters (4,000 from Nitro users) with 10 embeds of 6,000 in all, 40 components of
+// 4,000 characters, a modal's inputs and the objects a select of 25 resolves: a few hundred KiB
+// at the very most. 1 MiB leaves each a margin of several times, and bounds what
+// WebhookCapacity requests can hold at once.
+type listenerOptions struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	MaxConns          int
+
+	WebhookBodyTimeout time.Duration
+	WebhookTimeout     time.Duration
+	WebhookCapacity    int
+	HealthTimeout      time.Duration
+	HealthCapacity     int
+	AnswerGrace        time.Duration
+
+	RefusalLogEvery time.Duration
+}
+
+// withDefaults fills the zero fields with the production defaults.
+func (o listenerOptions) withDefaults() listenerOptions {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	// The request line and headers: platforms send them at once; 5 s allows a slow network
+	// and still drops a client that drips its headers.
+	set(&o.ReadHeaderTimeout, 5*time.Second)
+	// The whole request, body included, on every route: the backstop behind WebhookBodyTimeout,
+	// and the bound on draining a body sent to a route that reads none.
+	set(&o.ReadTimeout, 10*time.Second)
+	// From the end of the headers to the end of the answer: above every handler's own bound (an
+	// install callback exchanging its code with Slack is the longest), so it only drops a client
+	// that does not read its answer.
+	set(&o.WriteTimeout, 15*time.Second)
+	// A keep-alive connection between requests: longer than a load balancer's (AWS ALB: 60 s),
+	// so that the balancer closes idle connections, not the bot (a balancer sending on a
+	// connection the bot just closed answers its client 502). At MaxConns the idlest go first.
+	set(&o.IdleTimeout, 75*time.Second)
+	// Platforms send under a KiB of headers (signature, timestamp, retry count) plus what a
+	// proxy adds; Go's default would let every connection hold 1 MiB of them.
+	setInt(&o.MaxHeaderBytes, 32<<10)
+	// Open connections: below the smallest file limit in common use (1,024, the soft limit of
+	// systemd services and many containers), leaving room for Redis's pool (10 per CPU), the
+	// platforms' API connections and files. Platforms need few: Telegram opens at most 40 per
+	// bot by default (setWebhook max_connections, 1-100).
+	setInt(&o.MaxConns, 512)
+	// From a webhook's headers to the end of its body: platforms send it with the headers, and
+	// after 2 s the answer Slack and Discord wait 3 s for is late anyway.
+	set(&o.WebhookBodyTimeout, 2*time.Second)
+	// A webhook handler's context, which the router's enqueue runs under: the hand-over must be
+	// done by then, or answered 5xx. Slack wants an answer within 3 s and retries a 5xx or a
+	// timeout 3 times (at once, after a minute, after five); Discord fails an interaction not
+	// answered within 3 s (the adapter defers it after 2 s); Telegram retries an unsuccessful
+	// delivery. 500 ms is left for AnswerGrace and the network.
+	set(&o.WebhookTimeout, 2500*time.Millisecond)
+	// Webhook requests in handlers at once, all platforms together; beyond, 503 with
+	// Retry-After at once. Telegram holds at most 40 connections by default, Slack and Discord
+	// post an event at a time; each request may hold a 1 MiB body, so bodies in memory stay
+	// under 64 MiB whatever the senders do.
+	setInt(&o.WebhookCapacity, 64)
+	// /readyz and /metrics: their context (/readyz has its own 2 s too); a stalled Redis must
+	// not hold a probe past a kubelet's or Prometheus's patience.
+	set(&o.HealthTimeout, 2*time.Second)
+	// /readyz and /metrics at once: probes and scrapes come a few a period. A budget of their
+	// own, so webhook floods cannot take it; /healthz is in no budget, it waits on nothing.
+	setInt(&o.HealthCapacity, 16)
+	// How long after a handler's context ended the listener waits for its answer before
+	// answering 503 itself: a handler whose calls honour the context answers its own 5xx in
+	// that time; one whose calls do not (go-redis on a stalled connection: the client is made
+	// without ContextTimeoutEnabled) finishes in the background, keeping its slot.
+	set(&o.AnswerGrace, 250*time.Millisecond)
+	// At most one WARN line per kind of refusal in this time, with the count since the last.
+	set(&o.RefusalLogEvery, time.Minute)
+	return o
+}
+
+// The kinds of refusal the listener counts and logs (switchboard_http_refused_total's kind).
+const (
+	refusedBadSignature    = "bad_signature"    // the handler answered 401
+	refusedTooLarge        = "too_large"        // 413: announced or read past the platform's cap
+	refusedTooSlow         = "too_slow"         // 408: the body missed its deadline
+	refusedOverCapacity    = "over_capacity"    // 503: the route's budget was full
+	refusedHandoverTimeout = "handover_timeout" // 503: the handler did not answer in time
+	refusedConnectionLimit = "connection_limit" // a connection closed to make room at MaxConns
+)
+
+// refusalHints say what a kind of refusal means to the operator.
+var refusalHints = map[string]string{
+	refusedBadSignature:    "requests whose signature or secret did not check: probes, or a signing secret, public key or webhook secret that differs from the platform's",
+	refusedTooLarge:        "bodies over the platform's size cap, refused with 413 without being read",
+	refusedTooSlow:         "bodies that did not arrive within the read deadline, refused with 408",
+	refusedOverCapacity:    "requests refused with 503 and Retry-After because their budget of concurrent requests was full",
+	refusedHandoverTimeout: "requests answered 503 because their handler had not answered in time (is Redis slow or unreachable?); Slack and Telegram retry their deliveries",
+	refusedConnectionLimit: "connections closed to make room at the connection limit: the longest idle, or the newcomer when all were busy",
+}
+
+// httpListener is the process's one HTTP listener: health, metrics and the platforms' webhooks
+// on one port, open to anyone. It bounds what any client can hold: every connection by the
+// server's timeouts and MaxHeaderBytes; all of them by MaxConns (the longest idle goes first);
+// webhook requests, which are unauthenticated until their body is read and checked, by a body
+// deadline, the platform's size cap (the adapters', through kit.ReadBody) and a budget of their
+// own, so they cannot starve /healthz, /readyz and /metrics; and the time a handler may take
+// before the listener answers for it. Its refusals are counted and logged at a bounded rate.
+type httpListener struct {
+	opts     listenerOptions
+	conns    *connLimit
+	server   *http.Server
+	refusals *refusalLog
+
+	webhookBudget, healthBudget budget
+}
+
+// budget is a kind of route's share of the listener: at most cap(slots) requests in its
+// handlers at once, each with a context ending after timeout, answered by the listener if the
+// handler has not answered AnswerGrace later; bodyTimeout, when set, is the body's deadline.
+type budget struct {
+	slots       chan struct{}
+	timeout     time.Duration
+	bodyTimeout time.Duration
+}
+
+// newHTTPListener wraps ln (which it then owns) and registers the refusal counter on reg.
+// Mount the routes with webhook, page and health, then serve the mux with serve.
+func newHTTPListener(ln net.Listener, o listenerOptions, log *slog.Logger, reg prometheus.Registerer) (*httpListener, error) {
+	o = o.withDefaults()
+	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_http_refused_total",
+		Help: "Requests and connections the HTTP listener refused, by kind (bad_signature, too_large, too_slow, over_capacity, handover_timeout, connection_limit) and path.",
+	}, []string{"kind", "path"})
+	if err := reg.Register(counter); err != nil {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+			counter = are.ExistingCollector.(*prometheus.CounterVec)
+		} else {
+			return nil, fmt.Errorf("http: registering switchboard_http_refused_total: %w", err)
+		}
+	}
+	l := &httpListener{
+		opts:          o,
+		refusals:      newRefusalLog(log, o.RefusalLogEvery, counter),
+		webhookBudget: budget{slots: make(chan struct{}, o.WebhookCapacity), timeout: o.WebhookTimeout, bodyTimeout: o.WebhookBodyTimeout},
+		healthBudget:  budget{slots: make(chan struct{}, o.HealthCapacity), timeout: o.HealthTimeout},
+	}
+	l.conns = &connLimit{Listener: ln, max: o.MaxConns, conns: map[*trackedConn]struct{}{},
+		onRefuse: func(remote string) { l.refusals.refuse(refusedConnectionLimit, "", remote) }}
+	return l, nil
+}
+
+// serve makes the server for h, with the listener's timeouts; Serve it on l.conns. Its Shutdown
+// writes the refusals counted since the last line.
+func (l *httpListener) serve(h http.Handler) *http.Server {
+	srv := &http.Server{
+		Handler:           l.track(h),
+		ReadHeaderTimeout: l.opts.ReadHeaderTimeout,
+		ReadTimeout:       l.opts.ReadTimeout,
+		WriteTimeout:      l.opts.WriteTimeout,
+		IdleTimeout:       l.opts.IdleTimeout,
+		MaxHeaderBytes:    l.opts.MaxHeaderBytes,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*trackedConn); ok {
+				return context.WithValue(ctx, trackedConnKey{}, tc)
+			}
+			return ctx
+		},
+	}
+	srv.RegisterOnShutdown(l.refusals.close)
+	l.server = srv
+	return srv
+}
+
+// webhook guards a platform's webhook handler mounted at path: the webhook budget (503 and
+// Retry-After at once when it is full), the body's deadline (kit.ReadBody then refuses a late
+// body with 408), the handler's context (WebhookTimeout: the router's enqueue runs under it),
+// and a 503 from the listener when the handler has not answered AnswerGrace later — Slack and
+// Telegram retry it, and Discord's interactions are deferred by the adapter before. The
+// handler's refusals (401, 408, 413) are counted and logged at a bounded rate.
+func (l *httpListener) webhook(path string, h http.Handler) http.Handler {
+	return l.guard(path, &l.webhookBudget, h)
+}
+
+// health guards /readyz or /metrics: the health budget, HealthTimeout, and the listener's 503
+// AnswerGrace after it.
+func (l *httpListener) health(path string, h http.Handler) http.Handler {
+	return l.guard(path, &l.healthBudget, h)
+}
+
+// page guards a page browsers follow (the Slack install and its callback): it takes a slot of
+// the webhook budget (it is as open to anyone) but no deadline of its own; the server's bound
+// it.
+func (l *httpListener) page(path string, h http.Handler) http.Handler {
+	path = routeLabel(path)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !l.take(w, r, path, &l.webhookBudget) {
+			return
+		}
+		defer func() { <-l.webhookBudget.slots }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// routeLabel is how a route's path is named in the refusals' metric and log lines: as it is,
+// but for a segment that may be a secret (a bot token in a webhook's path, as Telegram once
+// advised: anything past 32 characters or outside letters, digits, '.', '_' and '-'), shown
+// as "…".
+func routeLabel(path string) string {
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		if len(seg) > 32 || strings.ContainsFunc(seg, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+		}) {
+			segs[i] = "…"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// take takes a slot of b, or refuses the request (503, Retry-After) and says so.
+func (l *httpListener) take(w http.ResponseWriter, r *http.Request, path string, b *budget) bool {
+	select {
+	case b.slots <- struct{}{}:
+		return true
+	default:
+		l.refusals.refuse(refusedOverCapacity, path, r.RemoteAddr)
+		refuseBusy(w, "busy")
+		return false
+	}
+}
+
+// refuseBusy answers 503 with Retry-After and closes the connection, so whatever is left of
+// the request's body is not read. The length is stated, so that the answer is whole once
+// flushed even while the handler it answers for goes on.
+func refuseBusy(w http.ResponseWriter, text string) {
+	body := text + "\n"
+	h := w.Header()
+	h.Set("Retry-After", "1")
+	h.Set("Connection", "close")
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, body)
+}
+
+func (l *httpListener) guard(path string, b *budget, h http.Handler) http.Handler {
+	path = routeLabel(path)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !l.take(w, r, path, b) {
+			return
+		}
+		defer func() { <-b.slots }() // when the handler returns, answered in time or not
+		if b.bodyTimeout > 0 {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(b.bodyTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), b.timeout)
+		defer cancel()
+		// The handler writes into a, which is sent once it returns, unless the listener has
+		// answered for it by then: only one of the two ever writes to w. The handler runs on
+		// this goroutine, so the server's Shutdown waits for it as for any handler.
+		a := &answer{header: http.Header{}}
+		answered := make(chan struct{})
+		t := time.AfterFunc(b.timeout+l.opts.AnswerGrace, func() {
+			if !a.abandon() {
+				return
+			}
+			defer close(answered)
+			l.refusals.refuse(refusedHandoverTimeout, path, r.RemoteAddr)
+			refuseBusy(w, "try again")
+			_ = http.NewResponseController(w).Flush()
+		})
+		defer t.Stop()
+		defer func() {
+			// On a panic too: w is not given back while the listener's answer is being written.
+			if !a.finish() {
+				<-answered
+			}
+		}()
+		h.ServeHTTP(a, r.WithContext(ctx))
+		if !a.finish() {
+			return // answered by the listener
+		}
+		switch code := a.sendTo(w); code {
+		case http.StatusUnauthorized:
+			l.refusals.refuse(refusedBadSignature, path, r.RemoteAddr)
+		case http.StatusRequestEntityTooLarge:
+			l.refusals.refuse(refusedTooLarge, path, r.RemoteAddr)
+		case http.StatusRequestTimeout:
+			l.refusals.refuse(refusedTooSlow, path, r.RemoteAddr)
+		}
+	})
+}
+
+// deadlineBody lifts the body's read deadline once the body is read: the server reads on in
+// the background from then on, to notice a client that goes away, and would end the request's
+// context when that read meets the deadline, long before WebhookTimeout.
+type deadlineBody struct {
+	io.ReadCloser
+	rc *http.ResponseController
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// answer is a handler's response, kept until the handler returns so that the listener can send
+// it, or drop it for its own 503 when the handler takes too long.
+type answer struct {
+	header http.Header
+	mu     sync.Mutex
+	code   int
+	body   bytes.Buffer
+	// finished: the handler returned first and the answer is sent; abandoned: the listener
+	// answered first and the handler's writes are dropped.
+	finished, abandoned bool
+}
+
+func (a *answer) Header() http.Header { return a.header }
+
+func (a *answer) WriteHeader(code int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *answer) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.abandoned {
+		return 0, http.ErrHandlerTimeout
+	}
+	if a.code == 0 {
+		a.code = http.StatusOK
+	}
+	return a.body.Write(p)
+}
+
+// finish marks the handler returned; false when the listener answered already.
+func (a *answer) finish() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.finished = !a.abandoned
+	return a.finished
+}
+
+// abandon marks the listener answering; false when the handler returned already.
+func (a *answer) abandon() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.abandoned = !a.finished
+	return a.abandoned
+}
+
+// sendTo writes the answer to w and returns its status.
+func (a *answer) sendTo(w http.ResponseWriter) int {
+	maps.Copy(w.Header(), a.header)
+	code := a.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(a.body.Bytes())
+	return code
+}
+
+// track marks each request's connection busy while its handler runs, so that connLimit closes
+// only connections no handler is serving.
+func (l *httpListener) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tc, ok := r.Context().Value(trackedConnKey{}).(*trackedConn); ok {
+			tc.enter()
+			defer tc.leave()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type trackedConnKey struct{}
+
+// connLimit is a net.Listener that keeps at most max connections open. At the limit it makes
+// room for a new connection by closing the one that has gone longest without a request in a
+// handler — a client that connected and sends nothing, or drips its headers, or an idle
+// keep-alive — so that a client sending its request at once (a health probe, a platform's
+// delivery) is served however many others hold connections; when a handler serves every one,
+// the newcomer is closed instead. Either is counted as a connection_limit refusal.
+type connLimit struct {
+	net.Listener
+	max      int
+	onRefuse func(remote string)
+
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+// trackedConn is a connection connLimit holds.
+type trackedConn struct {
+	net.Conn
+	l *connLimit
+	// Guarded by l.mu: busy counts the requests in a handler; since is when the connection
+	// was accepted or its last handler returned.
+	busy  int
+	since time.Time
+}
+
+// Accept returns the next connection, closing the longest idle one (or the newcomer) at the
+// limit.
+func (l *connLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, l: l, since: time.Now()}
+		l.mu.Lock()
+		var victim *trackedConn
+		if len(l.conns) >= l.max {
+			victim = l.idlestLocked()
+			if victim == nil {
+				l.mu.Unlock()
+				_ = c.Close()
+				l.onRefuse(c.RemoteAddr().String())
+				continue
+			}
+			delete(l.conns, victim)
+		}
+		l.conns[tc] = struct{}{}
+		l.mu.Unlock()
+		if victim != nil {
+			_ = victim.Conn.Close() // its server goroutine sees the error and closes it again
+			l.onRefuse(victim.RemoteAddr().String())
+		}
+		return tc, nil
+	}
+}
+
+// idlestLocked is the connection longest without a handler, nil when all are in one.
+func (l *connLimit) idlestLocked() *trackedConn {
+	var idlest *trackedConn
+	for c := range l.conns {
+		if c.busy == 0 && (idlest == nil || c.since.Before(idlest.since)) {
+			idlest = c
+		}
+	}
+	return idlest
+}
+
+// open is how many connections are open.
+func (l *connLimit) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+func (c *trackedConn) enter() {
+	c.l.mu.Lock()
+	c.busy++
+	c.l.mu.Unlock()
+}
+
+func (c *trackedConn) leave() {
+	c.l.mu.Lock()
+	c.busy--
+	c.since = time.Now()
+	c.l.mu.Unlock()
+}
+
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// refusalLog counts the listener's refusals into switchboard_http_refused_total and logs them
+// at most once per kind per interval: the first refusal of a kind after a quiet interval is
+// logged at once; those after it are counted and logged, with how many and on which paths, by
+// the next line of their kind, written when the interval has passed (at the next refusal, or
+// by a timer). A storm of forged requests writes one line a minute, not one a request. close
+// (at the server's Shutdown) writes what is left.
+type refusalLog struct {
+	log     *slog.Logger
+	every   time.Duration
+	counter *prometheus.CounterVec
+	now     func() time.Time
+	// after runs f after d and returns its cancel (time.AfterFunc; tests drive it).
+	after func(d time.Duration, f func()) (cancel func() bool)
+
+	mu     sync.Mutex
+	kinds  map[string]*refusalTally
+	closed bool
+}
+
+// refusalTally is what one kind of refusal counted since its last line.
+type refusalTally struct {
+	last    time.Time // when the last line was written; zero: never
+	first   time.Time // the first refusal counted since
+	n       int
+	paths   map[string]int
+	remote  string      // of the latest refusal
+	pending func() bool // cancels the timer that writes the next line; nil: none
+}
+
+func newRefusalLog(log *slog.Logger, every time.Duration, counter *prometheus.CounterVec) *refusalLog {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &refusalLog{log: log, every: every, counter: counter, now: time.Now, kinds: map[string]*refusalTally{},
+		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
+}
+
+// refuse counts one refusal of kind on path (empty for a connection), from remote.
+func (l *refusalLog) refuse(kind, path, remote string) {
+	l.counter.WithLabelValues(kind, path).Inc()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.kinds[kind]
+	if t == nil {
+		t = &refusalTally{paths: map[string]int{}}
+		l.kinds[kind] = t
+	}
+	now := l.now()
+	if t.n == 0 {
+		t.first = now
+	}
+	t.n++
+	t.paths[path]++
+	t.remote = remote
+	if t.last.IsZero() || now.Sub(t.last) >= l.every {
+		l.lineLocked(kind, t, now)
+		return
+	}
+	if t.pending == nil && !l.closed {
+		t.pending = l.after(t.last.Add(l.every).Sub(now), func() { l.flush(kind) })
+	}
+}
+
+// flush writes kind's line if anything was counted since the last (its timer's work).
+func (l *refusalLog) flush(kind string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.kinds[kind]
+	t.pending = nil
+	if t.n > 0 {
+		l.lineLocked(kind, t, l.now())
+	}
+}
+
+// close writes every kind's count not written yet and stops the timers.
+func (l *refusalLog) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, kind := range slices.Sorted(maps.Keys(l.kinds)) {
+		t := l.kinds[kind]
+		if t.pending != nil {
+			t.pending()
+			t.pending = nil
+		}
+		if t.n > 0 {
+			l.lineLocked(kind, t, l.now())
+		}
+	}
+}
+
+func (l *refusalLog) lineLocked(kind string, t *refusalTally, now time.Time) {
+	var paths []string
+	for _, p := range slices.Sorted(maps.Keys(t.paths)) {
+		name := p
+		if name == "" {
+			name = "(connection)"
+		}
+		paths = append(paths, fmt.Sprintf("%s=%d", name, t.paths[p]))
+	}
+	attrs := []any{"kind", kind, "refused", t.n, "over", now.Sub(t.first).Round(time.Second),
+		"paths", strings.Join(paths, " "), "meaning", refusalHints[kind]}
+	if t.remote != "" {
+		attrs = append(attrs, "last_remote", t.remote)
+	}
+	l.log.Warn("http: refused (one line per kind a minute at most while it lasts)", attrs...)
+	t.last, t.n = now, 0
+	clear(t.paths)
+}
+
+// readinessPings are /readyz's PINGs: go-redis does not end a PING on a stalled connection at
+// its context's deadline (the clients are made without ContextTimeoutEnabled, so its own
+// ReadTimeout and retries bound it, for seconds), so the PING runs off the request, which
+// answers at its own deadline whatever the PING does; one PING per client at a time, however
+// many probes wait for it.
+var readinessPings = &pingFlights{}
+
+// pingFlights runs one PING per client at a time.
+type pingFlights struct {
+	mu     sync.Mutex
+	flying map[redis.UniversalClient]*pingFlight
+}
+
+// pingFlight is one PING: done is closed once err is set.
+type pingFlight struct {
+	done chan struct{}
+	err  error
+}
+
+// pingFlightTimeout bounds a readiness PING where go-redis honours contexts.
+const pingFlightTimeout = 10 * time.Second
+
+// ping is client's PING, or ctx's error if ctx ends first. It joins the PING in flight, if
+// any; the PING's goroutine ends when go-redis gives up (its ReadTimeout per try) or answers.
+func (p *pingFlights) ping(ctx context.Context, client redis.UniversalClient) error {
+	p.mu.Lock()
+	f := p.flying[client]
+	if f == nil {
+		f = &pingFlight{done: make(chan struct{})}
+		if p.flying == nil {
+			p.flying = map[redis.UniversalClient]*pingFlight{}
+		}
+		p.flying[client] = f
+		go func() {
+			// Not ctx: the PING serves every request that joins it.
+			pctx, cancel := context.WithTimeout(context.Background(), pingFlightTimeout)
+			err := client.Ping(pctx).Err()
+			cancel()
+			p.mu.Lock()
+			delete(p.flying, client)
+			p.mu.Unlock()
+			f.err = err
+			close(f.done)
+		}()
+	}
+	p.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// inFlight says whether a PING of client is in flight.
+func (p *pingFlights) inFlight(client redis.UniversalClient) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flying[client] != nil
+}

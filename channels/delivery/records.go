@@ -48,7 +48,10 @@ func (rs *records) load(ctx context.Context, c *runCard) {
 		c.finalIntent = intentTime(b, rs.now())
 	}
 	if b, found := rec.Outbound[StepCard]; found {
+		// An earlier attempt posted the card: this one edits it, rather than streaming the
+		// answer in a message of its own beside it (a Telegram draft would never replace it).
 		c.ref = decodeRef(b, c.conv)
+		c.noStream = true
 	}
 	if b, found := rec.Outbound[StepStream]; found {
 		// An earlier attempt streamed: this one ends that stream and edits its message, which

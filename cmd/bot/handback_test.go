@@ -20,7 +20,7 @@ import (
 // first process posted.
 func TestBotRunSIGTERMHandsRunsBackAndExitsZero(t *testing.T) {
 	const lease = 30 * time.Second
-	e := newE2E(t, func(c *config.Config) { c.Runs.Lease = lease })
+	e := newE2E(t, func(c *config.Config) { c.Runs.Lease, c.Telegram.Drafts = lease, false })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var calls atomic.Int32
@@ -33,7 +33,7 @@ func TestBotRunSIGTERMHandsRunsBackAndExitsZero(t *testing.T) {
 
 	environ := []string{
 		"BOT_TELEGRAM__TOKEN=" + e.cfg.Telegram.Token, "BOT_TELEGRAM__API_URL=" + e.cfg.Telegram.APIURL,
-		"BOT_TELEGRAM__PACING=false",
+		"BOT_TELEGRAM__PACING=false", "BOT_TELEGRAM__DRAFTS=false", // the placeholder path: drafts post nothing to hand back
 		"BOT_LLM__PROVIDER=openai", "BOT_LLM__BASE_URL=" + e.cfg.LLM.BaseURL, "BOT_LLM__API_KEY=sk-e2e-test",
 		"BOT_LLM__MODEL=fake-model",
 		"BOT_REDIS__URL=" + testRedisURL, "BOT_REDIS__PREFIX=" + e.cfg.Redis.Prefix, "BOT_AUTH__SIGNING_KEYS=" + testSigningKey,

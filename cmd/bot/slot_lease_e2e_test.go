@@ -43,7 +43,7 @@ func TestSlackSocketSlotsTakenOverAfterAKill(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	child := e.startChild(t, "BOT_SLACK__BOT_TOKEN="+e.sl.BotToken(), "BOT_SLACK__APP_TOKEN="+e.sl.AppToken(),
-		"BOT_SLACK__API_URL="+e.sl.APIURL(), "BOT_SLACK__PACING=false", "BOT_SLACK__CONNECTIONS=2", "BOT_RUNS__PLACEHOLDER_AFTER=1m")
+		"BOT_SLACK__API_URL="+e.sl.APIURL(), "BOT_SLACK__PACING=false", "BOT_SLACK__AGENT_VIEW=false", "BOT_SLACK__CONNECTIONS=2", "BOT_RUNS__PLACEHOLDER_AFTER=1m")
 	waitFor(t, "the child to open both sockets", 30*time.Second, func() bool {
 		h := e.slotHolders(rdb, 2)
 		return h[0] != "" && h[0] == h[1] && e.sl.Connections() == 2

@@ -16,7 +16,9 @@ import (
 // for them (not the order they finished in: the reverse here), before the answer itself, under
 // labels that never name a backend ("spawn").
 func TestSubagentResultsShownBeforeTheAnswerInOrder(t *testing.T) {
-	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = 10 * time.Millisecond })
+	// The placeholder's card shows the subagents (drafts off: a private chat would stream them
+	// in drafts instead).
+	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter, c.Telegram.Drafts = 10*time.Millisecond, false })
 	// shown waits (on a model request's goroutine) until the chat shows text.
 	shown := func(text string) {
 		tick := time.NewTicker(2 * time.Millisecond)

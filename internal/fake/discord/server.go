@@ -24,7 +24,9 @@
 //
 // Tests push user messages and interactions, read what the bot posted per channel with edits and
 // deletions applied, and inspect interaction responses. The zero configuration needs nothing
-// but New(tb).
+// but New(tb). Every REST body is also run through internal/conformance (message, embed,
+// component, modal, thread and command rules); New fails the test on what it reports
+// (Violations, AllowViolations).
 package discordfake
 
 import (
@@ -39,6 +41,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-bot/switchboard/internal/conformance"
 )
 
 // DefaultToken is the bot token the server accepts (without the "Bot " prefix).
@@ -98,6 +102,10 @@ type Server struct {
 	downloads  []Download
 
 	gw gateway
+
+	// violations are the conformance rules the REST requests broke (conformance.go).
+	violations      []conformance.Violation
+	allowViolations bool
 }
 
 // Start starts a server accepting DefaultToken. The caller must Close it.
@@ -125,10 +133,12 @@ func StartWithToken(token string) *Server {
 	return s
 }
 
-// New starts a server and closes it when tb's test ends.
+// New starts a server and closes it when tb's test ends; the test then fails if a REST request
+// broke Discord's published rules (Violations, AllowViolations).
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := Start()
+	s.failOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -280,6 +290,9 @@ func (s *Server) wrap(pattern string, h handler) http.HandlerFunc {
 		if err != nil {
 			writeError(w, http.StatusBadRequest, 0, "unreadable body")
 			return
+		}
+		if len(body) < maxBody { // a body cut at the limit is refused as too large, not checked
+			s.conform(method+" "+strings.TrimPrefix(route, "/api/v9"), r.Header.Get("Content-Type"), body)
 		}
 		status, resp := s.serve(w, r, route, body, h)
 		s.mu.Lock()

@@ -129,6 +129,7 @@ func TestFakeGatewayRefusals(t *testing.T) {
 
 func TestFakeRESTMessagesThroughDiscordgo(t *testing.T) {
 	s := New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	m, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "one",
@@ -187,6 +188,7 @@ func TestFakeNonceEnforcedReturnsTheFirstMessage(t *testing.T) {
 
 func TestFakeThreadFromMessage(t *testing.T) {
 	s := New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	mid := s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
@@ -272,6 +274,7 @@ func TestFakeInteractionCallbacks(t *testing.T) {
 
 func TestFakeCommandsBulkOverwrite(t *testing.T) {
 	s := New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	dg := dgSession(t, s, s.Token())
 	ep := discordgo.EndpointApplicationGlobalCommands(ApplicationID)
 	body := `[{"name":"bot","description":"talk","type":1,"default_member_permissions":"8","options":[` +
@@ -472,6 +475,7 @@ func TestFakeGatewayMalformedPayloadsClose(t *testing.T) {
 // files, more than 10 MiB, a body that is not multipart as it claims.
 func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
 	s := New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	data := strings.Repeat("the rest of the answer\n", 2000)
@@ -534,6 +538,7 @@ func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
 // and a value of 1–1,024, and a footer takes up to 2,048.
 func TestFakeRefusesEmbedFieldsOutOfBounds(t *testing.T) {
 	s := New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	field := func(name, value string) *discordgo.MessageEmbed {

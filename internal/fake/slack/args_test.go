@@ -17,6 +17,7 @@ import (
 // call with documented arguments only records none.
 func TestUndocumentedArgumentsAreRecorded(t *testing.T) {
 	s := slackfake.New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("hello", false), slack.MsgOptionDisableLinkUnfurl())

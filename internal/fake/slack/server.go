@@ -24,10 +24,13 @@
 // Every Web API call, ack and delivery is recorded for assertions, and failures can be injected
 // per method (429 with Retry-After, ok:false errors such as ratelimited or invalid_auth, 5xx).
 // A parameter a method's reference does not list is recorded with its call (Call.Undocumented,
-// DocumentedArgs): Slack ignores such a parameter silently, and so does the fake.
+// DocumentedArgs): Slack ignores such a parameter silently, and so does the fake. Every Web API
+// body is also run through internal/conformance (Block Kit structure, lengths, types, enums,
+// unknown fields); New fails the test on what it reports (Violations, AllowViolations).
 package slackfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"mime"
@@ -39,6 +42,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/conformance"
 )
 
 // Identities and secrets the fake uses unless told otherwise.
@@ -121,6 +126,10 @@ type Server struct {
 	lastToken map[string]string // team → its latest bot token
 
 	files map[string]*sharedFile // file id → a file users shared (AddFile)
+
+	// violations are the conformance rules the Web API requests broke (conformance.go).
+	violations      []conformance.Violation
+	allowViolations bool
 }
 
 // Option adjusts a server before it starts.
@@ -161,10 +170,12 @@ func Start(opts ...Option) *Server {
 	return s
 }
 
-// New starts a server and closes it when tb's test ends.
+// New starts a server and closes it when tb's test ends; the test then fails if a Web API
+// request broke Slack's published rules (Violations, AllowViolations).
 func New(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	s := Start(opts...)
+	s.failOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -275,6 +286,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		s.answer(w, method, nil, "", nil, slackErr("invalid_form_data"))
+		return
+	}
+	s.conform(method, r.Header.Get("Content-Type"), body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	params, token, auth, err := readParams(r)
 	if err != nil {
 		s.answer(w, method, params, auth, nil, slackErr("invalid_form_data"))

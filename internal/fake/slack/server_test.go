@@ -153,6 +153,7 @@ func TestStreaming(t *testing.T) {
 
 func TestLimitsAndFaults(t *testing.T) {
 	s := slackfake.New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	var blocks []slack.Block
@@ -476,6 +477,7 @@ func TestOAuthInstallAndRotation(t *testing.T) {
 // a bad length, a failed byte upload, a file completed twice or never uploaded, a 429.
 func TestFileUploadThroughSlackGo(t *testing.T) {
 	s := slackfake.New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	data := strings.Repeat("the rest of the answer\n", 3000)

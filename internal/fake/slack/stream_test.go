@@ -51,6 +51,7 @@ func TestStreamingChunks(t *testing.T) {
 // ended as Slack does.
 func TestStreamingRefusals(t *testing.T) {
 	s := slackfake.New(t)
+	expectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	root := s.NewTS()

@@ -14,10 +14,13 @@
 // one shows), count calls by method, make a method unknown as an older server would, and inject
 // faults (429 storms with retry_after, 5xx) per method or per chat, and per file download
 // (FailFile). It uses only the standard library and one mutex, and serves thousands of calls a
-// second.
+// second. Every request body is also run through internal/conformance (the Bot API's required
+// parameters, types, lengths, enums, unknown parameters, keyboards); New fails the test on what
+// it reports (Violations, AllowViolations).
 package telegramfake
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"mime"
@@ -27,6 +30,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/conformance"
 )
 
 // DefaultToken is the bot token a server started by Start or New accepts.
@@ -80,6 +85,10 @@ type Server struct {
 	fileSeq int
 	// unknown are the methods answered 404 as a server that predates them does (Unsupported).
 	unknown map[string]bool
+
+	// violations are the conformance rules the requests broke (conformance.go).
+	violations      []conformance.Violation
+	allowViolations bool
 }
 
 type queued struct {
@@ -108,10 +117,12 @@ func StartWithToken(token string) *Server {
 	return s
 }
 
-// New starts a server and closes it when tb's test ends.
+// New starts a server and closes it when tb's test ends; the test then fails if a request broke
+// the Bot API's published rules (Violations, AllowViolations).
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := Start()
+	s.failOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -187,6 +198,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.wait(r.Context(), method) {
 		return
 	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
+	if err != nil {
+		writeError(w, badRequest("invalid request parameters"))
+		return
+	}
+	s.conform(method, r.Header.Get("Content-Type"), body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	params, err := readParams(r)
 	if err != nil {
 		writeError(w, badRequest("invalid request parameters"))
@@ -230,6 +248,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writeResult(w, result)
 }
+
+// maxRequest bounds a request body (a document upload included).
+const maxRequest = 64 << 20
 
 var handlers map[string]func(*Server, map[string]string) (any, *apiError)
 

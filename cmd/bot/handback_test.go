@@ -20,7 +20,7 @@ import (
 // first process posted.
 func TestBotRunSIGTERMHandsRunsBackAndExitsZero(t *testing.T) {
 	const lease = 30 * time.Second
-	e := newE2E(t, func(c *config.Config) { c.Runs.Lease, c.Telegram.Drafts = lease, false })
+	e := newE2E(t, func(c *config.Config) { c.Runs.Lease = lease }) // drafts on: the next process edits the placeholder, it does not stream beside it
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var calls atomic.Int32

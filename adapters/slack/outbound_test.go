@@ -435,7 +435,9 @@ func TestFindSentRecognisesAKeyedMessage(t *testing.T) {
 			if tc.conv.Thread != "" {
 				_, to.Conv.Thread = h.fake.MessageCallback(slackfake.Msg{Channel: "C1", User: "U1", Text: "the question"})
 			}
-			before := time.Now().Add(-time.Second)
+			// The fake's ts is its second and a sequence number: a "since" a second back from a
+			// whole second lets no message of this test fall before it, however slow the run.
+			before := time.Now().Truncate(time.Second).Add(-time.Second)
 			if _, err := h.ch.Send(ctx, to, channels.Message{Text: "unkeyed"}); err != nil {
 				t.Fatal(err)
 			}

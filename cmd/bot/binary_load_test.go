@@ -95,7 +95,10 @@ func BenchmarkBinary(b *testing.B) {
 		// The burst beyond Discord's global limit, as shipped: pacing on, so the 2,000 answers
 		// go out at 50 requests a second (about a minute) and each must still be posted once,
 		// its send waiting in the bot's pacer rather than failing as an outage (issue 38).
-		discordLoadSpec{name: "paced_dm_2000msgs_200chats", messages: 2000, chats: 200, pacing: true}) {
+		discordLoadSpec{name: "paced_dm_2000msgs_200chats", messages: 2000, chats: 200, pacing: true},
+		// The same burst as mentions in guild channels, answered as shipped in a thread started
+		// from each message: a send that starts the thread waits in the pacer too.
+		discordLoadSpec{name: "paced_mentions_2000msgs_200chats", messages: 2000, chats: 200, pacing: true, mention: true}) {
 		b.Run("discord_"+w.name, func(b *testing.B) {
 			for range b.N {
 				runBinaryDiscordLoad(b, bin, w)

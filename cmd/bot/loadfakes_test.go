@@ -53,6 +53,14 @@ const loadModelLatencyEnv = "SB_LOAD_MODEL_LATENCY"
 // /last-edits): the realistic workloads' latency added to the model's.
 const loadModelStreamEnv = "SB_LOAD_MODEL_STREAM"
 
+// loadDiscordThreadFieldsEnv, set for the benchmark (the child inherits it), names the fields
+// (comma-separated) the fake Discord's Start Thread from Message ignores instead of refusing
+// (discordfake's IgnoreThreadFields): to run a build from before the bot sent its own thread
+// body (SB_LOAD_BOT_BIN; before 1748d20, discordgo's ThreadStart added invitable) on the path it
+// took then, answering in threads, not in the channel after a refusal. The figures of notes are
+// taken without it.
+const loadDiscordThreadFieldsEnv = "SB_LOAD_DISCORD_THREAD_FIELDS"
+
 // realisticChunk is the size of a streamed piece of the realistic answer: about two tokens, so
 // that 1.5 s of streaming is 75 chunks, 50 a second, as a model writing 100 tokens a second
 // sends them.
@@ -157,6 +165,9 @@ func serveLoadFakes() int {
 	defer sl.Close()
 	dc := discordfake.Start()
 	defer dc.Close()
+	if fields := os.Getenv(loadDiscordThreadFieldsEnv); fields != "" {
+		dc.IgnoreThreadFields(strings.Split(fields, ",")...)
+	}
 	model := modelserver.Start()
 	defer model.Close()
 	tg.SetRecording(false)
@@ -208,9 +219,12 @@ type loadFakesServer struct {
 	tg *telegramfake.Server
 	sl *slackfake.Server
 	dc *discordfake.Server
-	// dcMu guards dcDMs, the Discord load's DM channels by index (discordLoadChannels).
-	dcMu  sync.Mutex
-	dcDMs []string
+	// dcMu guards dcDMs and dcChannels, the Discord load's DMs and guild text channels by
+	// index (discordDMs, discordChannels), and dcGuilds, the guilds made for the channels.
+	dcMu       sync.Mutex
+	dcDMs      []string
+	dcChannels []string
+	dcGuilds   int
 
 	// tgHook plays Telegram's webhook deliveries, slHook Slack's Events API deliveries.
 	tgHook, slHook deliverers
@@ -373,7 +387,8 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	// GET /wait?what=intake|posted|answered&n=messages&chats=chats&first=chat id (the load
-	// channel's or DM's index for the slack- and discord- conditions): blocks until the condition
+	// channel's or DM's index for the slack- and discord- conditions; discord-answered-mention
+	// for the load channels' mentions, answered in their threads): blocks until the condition
 	// holds (204) or the timeout parameter (ns) passes (504).
 	m.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -415,6 +430,8 @@ func (s *loadFakesServer) mux() *http.ServeMux {
 			cond = s.dc.Connected
 		case "discord-posted":
 			cond = func() bool { return s.dc.Count(http.MethodPost, discordfake.RouteMessages) >= n }
+		case "discord-answered-mention":
+			cond = func() bool { return s.discordMentionsAnswered(n, chats, int(first)) }
 		case "discord-answered":
 			dms := s.discordDMs(int(first) + chats)[first:]
 			cond = func() bool {

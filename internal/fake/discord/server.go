@@ -100,6 +100,8 @@ type Server struct {
 	startsLeft *int
 	files      map[string]*userFile // attachment id → a file users attached (AddFile)
 	downloads  []Download
+	// threadFieldsIgnored are the fields Start Thread from Message ignores (IgnoreThreadFields).
+	threadFieldsIgnored map[string]bool
 
 	gw gateway
 

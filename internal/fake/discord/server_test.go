@@ -228,6 +228,27 @@ func TestFakeThreadFromMessage(t *testing.T) {
 	}
 }
 
+// TestFakeThreadFromMessageIgnoresChosenFields proves IgnoreThreadFields lets discordgo's
+// ThreadStart body (with invitable) start a thread, while a field not chosen is still refused.
+func TestFakeThreadFromMessageIgnoresChosenFields(t *testing.T) {
+	s := New(t)
+	expectViolations(t, s) // invitable is still no param of the route
+	s.IgnoreThreadFields("invitable")
+	ch := s.Guild("501")
+	dg := dgSession(t, s, s.Token())
+	mid := s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
+	th, err := dg.MessageThreadStartComplex(ch, mid, &discordgo.ThreadStart{Name: "q", AutoArchiveDuration: 1440})
+	if err != nil || th.ID != mid || th.ParentID != ch {
+		t.Fatalf("discordgo's body with invitable ignored: %+v %v", th, err)
+	}
+	mid = s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
+	ep := discordgo.EndpointChannelMessageThread(ch, mid)
+	var re *discordgo.RESTError
+	if _, err := dg.RequestWithBucketID("POST", ep, map[string]any{"name": "q", "type": 11}, ep); !errors.As(err, &re) || re.Message == nil || re.Message.Code != 50035 {
+		t.Errorf("type: %v, want 400 Invalid Form Body", err)
+	}
+}
+
 func TestFakeInteractionCallbacks(t *testing.T) {
 	s := New(t)
 	ch := s.Guild("500")

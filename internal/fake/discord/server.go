@@ -105,9 +105,8 @@ type Server struct {
 
 	gw gateway
 
-	// violations are the conformance rules the REST requests broke (conformance.go).
-	violations      []conformance.Violation
-	allowViolations bool
+	// conf checks every request's conformance to the platform's published rules.
+	conf *conformance.Recorder
 }
 
 // Start starts a server accepting DefaultToken. The caller must Close it.
@@ -116,6 +115,7 @@ func Start() *Server { return StartWithToken(DefaultToken) }
 // StartWithToken starts a server accepting token.
 func StartWithToken(token string) *Server {
 	s := &Server{
+		conf:      conformance.NewRecorder(conformance.Discord, "discordfake"),
 		token:     token,
 		nextID:    1200000000000000000,
 		channels:  map[string]*Channel{},
@@ -140,7 +140,7 @@ func StartWithToken(token string) *Server {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := Start()
-	s.failOnViolations(tb)
+	s.conf.FailOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -294,7 +294,7 @@ func (s *Server) wrap(pattern string, h handler) http.HandlerFunc {
 			return
 		}
 		if len(body) < maxBody { // a body cut at the limit is refused as too large, not checked
-			s.conform(method+" "+strings.TrimPrefix(route, "/api/v9"), r.Header.Get("Content-Type"), body)
+			s.conf.Check(method+" "+strings.TrimPrefix(route, "/api/v9"), r.Header.Get("Content-Type"), body)
 		}
 		status, resp := s.serve(w, r, route, body, h)
 		s.mu.Lock()

@@ -127,9 +127,8 @@ type Server struct {
 
 	files map[string]*sharedFile // file id → a file users shared (AddFile)
 
-	// violations are the conformance rules the Web API requests broke (conformance.go).
-	violations      []conformance.Violation
-	allowViolations bool
+	// conf checks every request's conformance to the platform's published rules.
+	conf *conformance.Recorder
 }
 
 // Option adjusts a server before it starts.
@@ -143,6 +142,7 @@ func WithTokens(bot, app string) Option {
 // Start starts a server on a loopback port. The caller must Close it.
 func Start(opts ...Option) *Server {
 	s := &Server{
+		conf:     conformance.NewRecorder(conformance.Slack, "slackfake"),
 		botToken: DefaultBotToken, appToken: DefaultAppToken, secret: DefaultSigningSecret,
 		counts:   map[string]int{},
 		done:     make(chan struct{}),
@@ -175,7 +175,7 @@ func Start(opts ...Option) *Server {
 func New(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	s := Start(opts...)
-	s.failOnViolations(tb)
+	s.conf.FailOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -291,7 +291,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, method, nil, "", nil, slackErr("invalid_form_data"))
 		return
 	}
-	s.conform(method, r.Header.Get("Content-Type"), body)
+	s.conf.Check(method, r.Header.Get("Content-Type"), body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	params, token, auth, err := readParams(r)
 	if err != nil {

@@ -86,9 +86,8 @@ type Server struct {
 	// unknown are the methods answered 404 as a server that predates them does (Unsupported).
 	unknown map[string]bool
 
-	// violations are the conformance rules the requests broke (conformance.go).
-	violations      []conformance.Violation
-	allowViolations bool
+	// conf checks every request's conformance to the platform's published rules.
+	conf *conformance.Recorder
 }
 
 type queued struct {
@@ -102,6 +101,7 @@ func Start() *Server { return StartWithToken(DefaultToken) }
 // StartWithToken starts a server accepting token. The caller must Close it.
 func StartWithToken(token string) *Server {
 	s := &Server{
+		conf:       conformance.NewRecorder(conformance.Telegram, "telegramfake"),
 		token:      token,
 		nextUpdate: 100000,
 		wake:       make(chan struct{}),
@@ -122,7 +122,7 @@ func StartWithToken(token string) *Server {
 func New(tb testing.TB) *Server {
 	tb.Helper()
 	s := Start()
-	s.failOnViolations(tb)
+	s.conf.FailOnViolations(tb)
 	tb.Cleanup(s.Close)
 	return s
 }
@@ -203,7 +203,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid request parameters"))
 		return
 	}
-	s.conform(method, r.Header.Get("Content-Type"), body)
+	s.conf.Check(method, r.Header.Get("Content-Type"), body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	params, err := readParams(r)
 	if err != nil {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -63,4 +64,43 @@ func (r *Recorder) FailOnViolations(tb testing.TB) {
 			tb.Errorf("%s: requests broke %s's published rules:%s", r.name, r.platform, Report(vs))
 		}
 	})
+}
+
+// Checked is a fake that keeps the violations of the requests it receives.
+type Checked interface {
+	Violations() []Violation
+	AllowViolations()
+}
+
+// ExpectViolations tells fake that the test sends bodies that break the platform's rules on
+// purpose (to see the fake refuse them), and fails the test if none was recorded.
+func ExpectViolations(t testing.TB, fake Checked) {
+	t.Helper()
+	fake.AllowViolations()
+	t.Cleanup(func() {
+		if len(fake.Violations()) == 0 {
+			t.Error("no conformance violation recorded, want the refused bodies reported")
+		}
+	})
+}
+
+// RecordingTB is a testing.TB whose failures and cleanups are kept instead of acted on: a test
+// of a fake's constructor watches with it what the fake's cleanup would do to a test.
+type RecordingTB struct {
+	testing.TB
+	Errs     []string
+	cleanups []func()
+}
+
+func (r *RecordingTB) Helper()          {}
+func (r *RecordingTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *RecordingTB) Errorf(format string, a ...any) {
+	r.Errs = append(r.Errs, fmt.Sprintf(format, a...))
+}
+
+// RunCleanups runs the cleanups registered, last first, as a test's end would.
+func (r *RecordingTB) RunCleanups() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
 }

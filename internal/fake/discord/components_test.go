@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"github.com/bwmarrin/discordgo"
 )
 
@@ -42,7 +44,7 @@ const v2Card = `{"flags":32768,"allowed_mentions":{"parse":[]},"components":[{"t
 // text displays; and V2 components without the flag are refused.
 func TestFakeComponentsV2Messages(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	ep := discordgo.EndpointChannelMessages(ch)
@@ -94,7 +96,7 @@ func TestFakeComponentsV2Messages(t *testing.T) {
 // a V2 one by an edit that sets the flag with content null and embeds [], and not otherwise.
 func TestFakeComponentsV2Edits(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	raw, _ := call(t, dg, "POST", discordgo.EndpointChannelMessages(ch), v2Card)
@@ -162,7 +164,7 @@ func TestFakeInteractionResponsesAndComponentsV2(t *testing.T) {
 // label, a select's picks as values — and nothing a user's client would not let them submit.
 func TestFakeModalOfLabelsRoundTrip(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	modal := func(components string) string {

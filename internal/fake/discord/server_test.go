@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
@@ -129,7 +131,7 @@ func TestFakeGatewayRefusals(t *testing.T) {
 
 func TestFakeRESTMessagesThroughDiscordgo(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	m, err := dg.ChannelMessageSendComplex(ch, &discordgo.MessageSend{Content: "one",
@@ -188,7 +190,7 @@ func TestFakeNonceEnforcedReturnsTheFirstMessage(t *testing.T) {
 
 func TestFakeThreadFromMessage(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	mid := s.Post(UserMessage{Channel: ch, Author: User{ID: "42"}, Content: "q"})
@@ -232,7 +234,7 @@ func TestFakeThreadFromMessage(t *testing.T) {
 // ThreadStart body (with invitable) start a thread, while a field not chosen is still refused.
 func TestFakeThreadFromMessageIgnoresChosenFields(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // invitable is still no param of the route
+	conformance.ExpectViolations(t, s) // invitable is still no param of the route
 	s.IgnoreThreadFields("invitable")
 	ch := s.Guild("501")
 	dg := dgSession(t, s, s.Token())
@@ -295,7 +297,7 @@ func TestFakeInteractionCallbacks(t *testing.T) {
 
 func TestFakeCommandsBulkOverwrite(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	dg := dgSession(t, s, s.Token())
 	ep := discordgo.EndpointApplicationGlobalCommands(ApplicationID)
 	body := `[{"name":"bot","description":"talk","type":1,"default_member_permissions":"8","options":[` +
@@ -496,7 +498,7 @@ func TestFakeGatewayMalformedPayloadsClose(t *testing.T) {
 // files, more than 10 MiB, a body that is not multipart as it claims.
 func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	data := strings.Repeat("the rest of the answer\n", 2000)
@@ -559,7 +561,7 @@ func TestMessagesWithFilesThroughDiscordgo(t *testing.T) {
 // and a value of 1–1,024, and a footer takes up to 2,048.
 func TestFakeRefusesEmbedFieldsOutOfBounds(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	ch := s.Guild("500")
 	dg := dgSession(t, s, s.Token())
 	field := func(name, value string) *discordgo.MessageEmbed {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"github.com/slack-go/slack"
 
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
@@ -17,7 +19,7 @@ import (
 // call with documented arguments only records none.
 func TestUndocumentedArgumentsAreRecorded(t *testing.T) {
 	s := slackfake.New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("hello", false), slack.MsgOptionDisableLinkUnfurl())

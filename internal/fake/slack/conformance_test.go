@@ -2,7 +2,6 @@ package slackfake_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -12,42 +11,12 @@ import (
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 )
 
-// expectViolations tells s that the test sends bodies that break Slack's rules on purpose (to
-// see the fake refuse them), and fails the test if none was recorded.
-func expectViolations(t *testing.T, s *slackfake.Server) {
-	t.Helper()
-	s.AllowViolations()
-	t.Cleanup(func() {
-		if len(s.Violations()) == 0 {
-			t.Error("no conformance violation recorded, want the refused bodies reported")
-		}
-	})
-}
-
-// recorderTB is a testing.TB whose failures and cleanups are kept, to watch New's cleanup.
-type recorderTB struct {
-	testing.TB
-	errs     []string
-	cleanups []func()
-}
-
-func (r *recorderTB) Helper()          {}
-func (r *recorderTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
-func (r *recorderTB) Errorf(format string, a ...any) {
-	r.errs = append(r.errs, fmt.Sprintf(format, a...))
-}
-func (r *recorderTB) runCleanups() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
-
 // TestNewFailsTheTestOnViolations proves every Web API request is checked: a conforming one
 // leaves nothing, a non-conforming one is recorded with its method, rule, path and
 // documentation, and New's cleanup fails the test listing it — unless the test allowed them.
 func TestNewFailsTheTestOnViolations(t *testing.T) {
 	for _, allow := range []bool{false, true} {
-		rec := &recorderTB{TB: t}
+		rec := &conformance.RecordingTB{TB: t}
 		s := slackfake.New(rec)
 		if allow {
 			s.AllowViolations()
@@ -69,9 +38,9 @@ func TestNewFailsTheTestOnViolations(t *testing.T) {
 			vs[0].Path != "blocks[0].elements[0].text.text" || !strings.Contains(vs[0].Doc, "button-element") {
 			t.Fatalf("violations %v, want the button text's length", vs)
 		}
-		rec.runCleanups()
-		if failed := len(rec.errs) == 1 && strings.Contains(rec.errs[0], "blocks[0].elements[0].text.text"); failed == allow {
-			t.Errorf("allow=%v: cleanup errors %q", allow, rec.errs)
+		rec.RunCleanups()
+		if failed := len(rec.Errs) == 1 && strings.Contains(rec.Errs[0], "blocks[0].elements[0].text.text"); failed == allow {
+			t.Errorf("allow=%v: cleanup errors %q", allow, rec.Errs)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -153,7 +155,7 @@ func TestStreaming(t *testing.T) {
 
 func TestLimitsAndFaults(t *testing.T) {
 	s := slackfake.New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	var blocks []slack.Block
@@ -477,7 +479,7 @@ func TestOAuthInstallAndRotation(t *testing.T) {
 // a bad length, a failed byte upload, a file completed twice or never uploaded, a 429.
 func TestFileUploadThroughSlackGo(t *testing.T) {
 	s := slackfake.New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	data := strings.Repeat("the rest of the answer\n", 3000)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"github.com/slack-go/slack"
 
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
@@ -51,7 +53,7 @@ func TestStreamingChunks(t *testing.T) {
 // ended as Slack does.
 func TestStreamingRefusals(t *testing.T) {
 	s := slackfake.New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	api := client(s)
 	ctx := context.Background()
 	root := s.NewTS()

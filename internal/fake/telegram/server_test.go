@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/conformance"
+
 	"go.uber.org/goleak"
 )
 
@@ -89,7 +91,7 @@ func FuzzParseHTML(f *testing.F) {
 
 func TestSendMessageValidatesLikeTheBotAPI(t *testing.T) {
 	s := New(t)
-	expectViolations(t, s) // refused bodies, sent on purpose
+	conformance.ExpectViolations(t, s) // refused bodies, sent on purpose
 	tests := []struct {
 		name   string
 		params url.Values

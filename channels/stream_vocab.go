@@ -56,3 +56,15 @@ type StreamTask struct {
 // method is unknown, the recipient is not found, the message left its streaming state, or the
 // conversation is not one the platform streams in. Delivery continues by post-and-edit.
 var ErrStreamRefused = errors.New("channels: the platform refused to stream here")
+
+// StreamDropper is a Streamer whose stream shows nothing lasting until it is stopped —
+// Telegram's drafts, which StopStream posts as the answer's message. Where delivery hands a
+// stream over to post-and-edit (a notice, a new attempt, a final card that replaces the
+// streamed text) it drops such a stream instead of stopping it, so that text about to be edited
+// away is never posted; the next Edit of the stream's ref posts its message in the stream's
+// place.
+type StreamDropper interface {
+	// DropStream ends the stream without posting what it showed; ref stays the name of the
+	// stream's place for Edit and Delete.
+	DropStream(ctx context.Context, ref MessageRef) error
+}

@@ -35,7 +35,10 @@ import (
 // hands a stream over to its card, it drops the stream (DropStream) rather than stop it, so
 // that text about to be edited away is not posted first.
 
-var _ channels.Streamer = (*Channel)(nil)
+var (
+	_ channels.Streamer      = (*Channel)(nil)
+	_ channels.StreamDropper = (*Channel)(nil)
+)
 
 const (
 	// draftRefPrefix starts the id of a ref that names a draft stream rather than a message.

@@ -285,21 +285,9 @@ func (c *runCard) closeOpenTasks(u *channels.StreamUpdate, done bool) {
 	c.stream.open = nil
 }
 
-// streamDropper is a channels.Streamer whose stream shows nothing lasting until it is stopped:
-// Telegram's drafts, which StopStream posts as the answer's message. Where delivery hands a
-// stream over to post-and-edit — a notice, a new attempt, a final card that replaces the
-// streamed text — it drops such a stream instead of stopping it, so that text about to be edited
-// away is never posted; the next Edit of the stream's ref posts its message in the stream's
-// place. (A capability like those of package channels, declared here until channels has it.)
-type streamDropper interface {
-	// DropStream ends the stream without posting what it showed; ref stays the name of the
-	// stream's place for Edit and Delete.
-	DropStream(ctx context.Context, ref channels.MessageRef) error
-}
-
 // dropStream drops c's stream (best effort): nothing it showed lasts, so none of the answer
 // counts as shown.
-func (sm streams) dropStream(ctx context.Context, dr streamDropper, c *runCard) {
+func (sm streams) dropStream(ctx context.Context, dr channels.StreamDropper, c *runCard) {
 	if err := dr.DropStream(ctx, c.stream.ref); err != nil {
 		sm.d.log.Debug("channels: dropping the stream", "run", c.runID, "err", err)
 	}
@@ -308,13 +296,13 @@ func (sm streams) dropStream(ctx context.Context, dr streamDropper, c *runCard) 
 
 // leaveStream ends c's stream where it stands (what is pending added, best effort) and hands
 // its message over to post-and-edit: the working card, edited in, replaces the streamed text.
-// A stream that shows nothing lasting is dropped instead (streamDropper).
+// A stream that shows nothing lasting is dropped instead (channels.StreamDropper).
 func (sm streams) leaveStream(ctx context.Context, ch channels.Channel, c *runCard) {
 	if !c.streaming() {
 		return
 	}
 	sm.d.stopTimer(c)
-	if dr, ok := ch.(streamDropper); ok {
+	if dr, ok := ch.(channels.StreamDropper); ok {
 		sm.dropStream(ctx, dr, c)
 	} else if s, ok := ch.(channels.Streamer); ok {
 		u := c.pendingUpdate()
@@ -363,7 +351,7 @@ func (sm streams) finishStream(ctx context.Context, ch channels.Channel, c *runC
 	if continues {
 		u.Text += ev.Text[len(cur):]
 	}
-	if dr, ok := ch.(streamDropper); ok && !continues && ev.Kind == runs.EventFinal {
+	if dr, ok := ch.(channels.StreamDropper); ok && !continues && ev.Kind == runs.EventFinal {
 		sm.dropStream(ctx, dr, c) // the final card takes the stream's place
 		c.ref, c.stream = c.stream.ref, nil
 		return false
@@ -411,7 +399,7 @@ func (c *runCard) unseen(text string) string {
 // staleStream ends the stream an earlier attempt of the run started (best effort: it may have
 // ended already); the message is the run's card from now on.
 func (sm streams) staleStream(ctx context.Context, ch channels.Channel, c *runCard, ref channels.MessageRef) {
-	if dr, ok := ch.(streamDropper); ok {
+	if dr, ok := ch.(channels.StreamDropper); ok {
 		if err := dr.DropStream(ctx, ref); err != nil {
 			sm.d.log.Debug("channels: dropping an earlier attempt's stream", "run", c.runID, "err", err)
 		}

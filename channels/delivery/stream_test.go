@@ -406,8 +406,8 @@ func newFakeDrafts() *fakeDrafts {
 }
 
 var (
-	_ channels.Streamer = (*fakeDrafts)(nil)
-	_ streamDropper     = (*fakeDrafts)(nil)
+	_ channels.Streamer      = (*fakeDrafts)(nil)
+	_ channels.StreamDropper = (*fakeDrafts)(nil)
 )
 
 func (f *fakeDrafts) CanStream(channels.Target) bool { return true }

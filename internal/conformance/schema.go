@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -273,79 +272,20 @@ func measure(s string, u Unit, parent map[string]any) (int, string) {
 	case Bytes:
 		return len(s), "bytes"
 	case UTF16:
-		return len(utf16.Encode([]rune(s))), "UTF-16 units"
+		return UTF16Len(s), "UTF-16 units"
 	case Visible:
 		if mode, _ := parent["parse_mode"].(string); mode == "HTML" {
-			s = visibleHTML(s)
+			// HTML the Bot API refuses is measured as it is; the fake refuses it itself.
+			if v, err := TelegramHTML(s); err == nil {
+				s = v
+			}
 		}
-		return len(utf16.Encode([]rune(s))), "UTF-16 units after entities parsing"
+		return UTF16Len(s), "UTF-16 units after entities parsing"
 	default:
 		return utf8.RuneCountInString(s), "characters"
 	}
 }
 
-// visibleHTML is the text Telegram shows for HTML-formatted s: tags dropped, the four named
-// character references and numeric ones decoded (Formatting options, HTML style). It measures;
-// it does not validate (the Telegram fake refuses bad HTML itself).
-func visibleHTML(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '<':
-			end := strings.IndexByte(s[i:], '>')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			i += end + 1
-		case '&':
-			end := strings.IndexByte(s[i:], ';')
-			if end < 0 || end > 10 {
-				b.WriteByte('&')
-				i++
-				continue
-			}
-			ref := s[i+1 : i+end]
-			if r, ok := charRef(ref); ok {
-				b.WriteRune(r)
-			} else {
-				b.WriteString(s[i : i+end+1])
-			}
-			i += end + 1
-		default:
-			b.WriteByte(s[i])
-			i++
-		}
-	}
-	return b.String()
-}
-
-func charRef(ref string) (rune, bool) {
-	switch ref {
-	case "lt":
-		return '<', true
-	case "gt":
-		return '>', true
-	case "amp":
-		return '&', true
-	case "quot":
-		return '"', true
-	}
-	if num, ok := strings.CutPrefix(ref, "#"); ok {
-		base := 10
-		if h, ok := strings.CutPrefix(num, "x"); ok {
-			num, base = h, 16
-		}
-		n, err := strconv.ParseInt(num, base, 32)
-		if err == nil && n >= 0 && utf8.ValidRune(rune(n)) {
-			return rune(n), true
-		}
-	}
-	return 0, false
-}
-
-// decoded returns v, or what its JSON text decodes to when v is a string holding an object or
-// an array (a form field carrying JSON).
 func decoded(v any) any {
 	s, ok := v.(string)
 	if !ok {

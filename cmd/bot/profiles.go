@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/router"
 	"github.com/switchboard-bot/switchboard/config"
 	"github.com/switchboard-bot/switchboard/core/conv"
@@ -192,16 +190,4 @@ func (p places) Place(k conv.Key, direct bool, user string) string {
 
 func (p places) Models(k conv.Key, direct bool, user string) []string {
 	return p.resolve(k, direct, user).Profile.Models
-}
-
-// fileFetchers downloads the files users send through the channel of their platform. It is
-// filled once the channels are built, before any run starts.
-type fileFetchers map[string]channels.FileFetcher
-
-func (f fileFetchers) fetch(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
-	ch, ok := f[k.Platform]
-	if !ok {
-		return nil, fmt.Errorf("%s does not download files", k.Platform)
-	}
-	return ch.FetchFile(ctx, k, a, limit)
 }

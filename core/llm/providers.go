@@ -42,13 +42,6 @@ func NewProviders(def Provider, named map[string]Provider) *Providers {
 // Name reports the default provider's name.
 func (p *Providers) Name() string { return p.def.Name() }
 
-// Has reports whether a request may name provider name ("" always may), so that configuration
-// can be checked before any call.
-func (p *Providers) Has(name string) bool {
-	_, ok := p.named[name]
-	return ok || name == ""
-}
-
 // Names returns the named providers' names, sorted.
 func (p *Providers) Names() []string { return slices.Sorted(maps.Keys(p.named)) }
 

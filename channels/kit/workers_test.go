@@ -1,0 +1,82 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkersRunOnlyWhileTheIntakeLives proves the lifetime: nothing runs before Begin or after
+// Stop, the work runs with the intake's context, and Stop ends that context and waits for it.
+func TestWorkersRunOnlyWhileTheIntakeLives(t *testing.T) {
+	life := NewLifecycle("test", errTestNotReady)
+	w := NewWorkers(life)
+	if w.Go(func(context.Context) { t.Error("ran before Begin") }) {
+		t.Fatal("Go before Begin reported a start")
+	}
+	ctx := w.Begin(context.Background())
+	if w.Context() != ctx {
+		t.Fatal("Context is not Begin's")
+	}
+	running := make(chan struct{})
+	var ended bool
+	if !w.Go(func(jobCtx context.Context) {
+		close(running)
+		<-jobCtx.Done()
+		time.Sleep(10 * time.Millisecond) // Stop waits for it past its context's end
+		ended = true
+	}) {
+		t.Fatal("Go while alive reported no start")
+	}
+	<-running
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if !ended {
+		t.Fatal("Stop returned before the work ended")
+	}
+	if !life.Stopped() || ctx.Err() == nil {
+		t.Fatal("Stop left the lifecycle or the context alive")
+	}
+	if w.Under(func(context.Context, *sync.WaitGroup) { t.Error("ran after Stop") }) {
+		t.Fatal("Under after Stop reported a start")
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// TestWorkersStopGivesUpWhenItsContextEnds proves Stop's bound: work that does not end is left
+// running once Stop's own ctx ends, and Stop says so with ctx's error.
+func TestWorkersStopGivesUpWhenItsContextEnds(t *testing.T) {
+	w := NewWorkers(NewLifecycle("test", errTestNotReady))
+	w.Begin(context.Background())
+	release := make(chan struct{})
+	w.Go(func(context.Context) { <-release })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := w.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop = %v, want the deadline", err)
+	}
+	close(release)
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after the work ended: %v", err)
+	}
+}
+
+// TestWorkersCancelEndsTheContextOnly proves Cancel: the context ends, so no more work starts,
+// while the lifecycle keeps its phase.
+func TestWorkersCancelEndsTheContextOnly(t *testing.T) {
+	life := NewLifecycle("test", errTestNotReady)
+	w := NewWorkers(life)
+	ctx := w.Begin(context.Background())
+	w.Cancel()
+	if ctx.Err() == nil || life.Stopped() {
+		t.Fatal("Cancel did not end the context, or stopped the lifecycle")
+	}
+	if w.Go(func(context.Context) { t.Error("ran after Cancel") }) {
+		t.Fatal("Go after Cancel reported a start")
+	}
+}

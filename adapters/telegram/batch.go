@@ -57,7 +57,7 @@ type batchItem struct {
 // handed over, or past the batch when all were; and the error of that earliest update. Updates
 // at or above the returned offset that were handed over anyway come back on the next poll and
 // are skipped as already seen (the router dedupes them too).
-func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) (int64, error) {
+func (d *dispatcher) handleBatch(ctx context.Context, batch []entry, offset int64) (int64, error) {
 	items := make([]batchItem, len(batch))
 	malformed := make([]error, len(batch))
 	for i := range batch {
@@ -74,7 +74,7 @@ func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) 
 	var order []convOrder
 	for i, e := range batch {
 		if malformed[i] != nil {
-			c.skipMalformed(e.id, e.floor, len(e.raw), malformed[i])
+			d.skipMalformed(e.id, e.floor, len(e.raw), malformed[i])
 			items[i] = batchItem{id: max(e.id, e.floor), ok: true}
 			continue
 		}
@@ -97,7 +97,7 @@ func (c *Channel) handleBatch(ctx context.Context, batch []entry, offset int64) 
 				it.err = err
 				return
 			}
-			if it.err = c.dispatch(ctx, it.u); it.err != nil {
+			if it.err = d.dispatch(ctx, it.u); it.err != nil {
 				return
 			}
 			it.ok = true
@@ -153,20 +153,20 @@ func nextOffset(items []batchItem, offset int64) (int64, error) {
 // 0 when unreadable (then floor, when known, is the least it can be). An update with a readable
 // id is reported once however often it is fetched. Neither the update's content nor the token
 // is logged.
-func (c *Channel) skipMalformed(id, floor int64, size int, err error) {
-	attrs := []any{"bytes", size, "err", c.api.redact.Error(err)}
+func (d *dispatcher) skipMalformed(id, floor int64, size int, err error) {
+	attrs := []any{"bytes", size, "err", d.redact.Error(err)}
 	switch {
 	case id > 0:
-		if c.seen.has(id) {
+		if d.seen.has(id) {
 			return
 		}
-		c.seen.add(id)
+		d.seen.add(id)
 		attrs = append(attrs, "update_id", id)
 	case floor > 0:
 		attrs = append(attrs, "update_id_at_least", floor)
 	}
-	c.cfg.Logger.Warn("telegram: skipping a malformed update", attrs...)
-	if c.cfg.OnMalformedUpdate != nil {
-		c.cfg.OnMalformedUpdate()
+	d.cfg.Logger.Warn("telegram: skipping a malformed update", attrs...)
+	if d.cfg.OnMalformedUpdate != nil {
+		d.cfg.OnMalformedUpdate()
 	}
 }

@@ -23,9 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -37,36 +34,35 @@ import (
 const platform = "telegram"
 
 // Channel is the Telegram channel. Create it with New; all methods are safe for concurrent use.
+//
+// It is made of one component per concern, each in the file named after it: the outbound
+// sender (send.go, file.go), the draft streams (stream.go), the typing signals (typing.go), the
+// command menu (commands.go), the answers to clicks (interaction.go), the file downloads
+// (fetch.go), the two intakes — the poller (poll.go) and the webhook (webhook.go) — and the
+// dispatcher both hand updates to (dispatch.go). The components that provide a capability are
+// embedded; Channel itself starts, stops and reports readiness.
 type Channel struct {
-	cfg   Config
-	api   *botAPI          // the Bot API: calls, their errors, retries and rate limits
-	life  *kit.Lifecycle   // the start guard and Ready's phase
-	pages kit.Pages[piece] // what Pages rendered, for the Send or Edit that follows
+	*sender       // Send, Edit, EditFinal, Delete, Pages, SendFile
+	*streamer     // CanStream, StartStream, AppendStream, StopStream, DropStream
+	*typer        // Typing
+	*commands     // RegisterCommands
+	*interactions // RespondInteraction
+	*fetcher      // FetchFile
+	*webhook      // WebhookHandler
 
-	// self is set by Start (getMe) and read-only afterwards.
-	self botIdentity
+	cfg        Config
+	clock      *clock
+	api        *botAPI        // the Bot API: calls, their errors, retries and rate limits
+	life       *kit.Lifecycle // the start guard and Ready's phase
+	workers    *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
+	dispatcher *dispatcher    // the Handler, who the bot is, and the hand-over of each update
+	poller     *poller
+}
 
-	mu      sync.Mutex
-	handler channels.Handler
-	cancel  context.CancelFunc
-	ctx     context.Context // from Start until Stop
-	wg      sync.WaitGroup
-	// reg retries a command registration refused at start (tests set its Wait to record the
-	// waits instead of sleeping them).
-	reg *kit.LaterRetry
-
-	polled     kit.Liveness // the last successful getUpdates, or when this process took the lease
-	leading    atomic.Bool  // this process holds the polling lease (Config.Lease set)
-	seen       *recentIDs
-	gate       *convGate
-	answered   sync.Map // callback query id → struct{}, while its update is being handled
-	pacer      *pacer
-	edits      *editThrottle
-	drafts     *draftBook
-	typing     *kit.TypingSignals
-	sleep      func(ctx context.Context, d time.Duration) error
-	now        func() time.Time
-	pollTimout time.Duration
+// clock is the channel's time, shared by its components (tests replace now and sleep).
+type clock struct {
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -92,29 +88,31 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
-	c := &Channel{
-		cfg:        cfg,
-		life:       kit.NewLifecycle(platform, ErrNotReady),
-		seen:       newRecentIDs(4096),
-		gate:       newConvGate(),
-		pacer:      newPacer(),
-		edits:      newEditThrottle(time.Second, 3*time.Second),
-		drafts:     newDraftBook(),
-		sleep:      kit.Sleep,
-		now:        time.Now,
-		pollTimout: cfg.PollTimeout,
-		reg: &kit.LaterRetry{
-			Failed: "telegram: registering commands failed", Done: "telegram: commands registered after retrying",
-			GaveUp: "the command menu stays as Telegram has it until the next start",
-			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger,
-		},
-	}
-	sleep := func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) }
+	c := &Channel{cfg: cfg, clock: &clock{now: time.Now, sleep: kit.Sleep}, life: kit.NewLifecycle(platform, ErrNotReady)}
+	c.workers = kit.NewWorkers(c.life)
+	clk := c.clock
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
 	c.api = &botAPI{cfg: &c.cfg, http: cfg.HTTPClient, redact: redact, sleep: sleep,
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Attempts: maxAttempts, Logger: cfg.Logger, Sleep: sleep}}
-	c.pages.Render = func(m channels.Message) ([]piece, error) { return renderPieces(m, cfg.ActionKey) }
-	c.typing = kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return c.now() }})
+	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
+		Now: func() time.Time { return clk.now() }})
+	pace := newPacer()
+	c.sender = &sender{cfg: &c.cfg, api: c.api, clock: clk, pacer: pace, signals: signals,
+		edits: newEditThrottle(time.Second, 3*time.Second)}
+	c.sender.pages.Render = func(m channels.Message) ([]piece, error) { return renderPieces(m, cfg.ActionKey) }
+	c.streamer = &streamer{cfg: &c.cfg, api: c.api, clock: clk, pacer: pace, book: newDraftBook(), out: c.sender}
+	c.sender.streams = c.streamer
+	c.typer = &typer{api: c.api, signals: signals, streams: c.streamer}
+	c.commands = &commands{api: c.api, workers: c.workers, reg: &kit.LaterRetry{
+		Failed: "telegram: registering commands failed", Done: "telegram: commands registered after retrying",
+		GaveUp: "the command menu stays as Telegram has it until the next start",
+		Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger,
+	}}
+	c.interactions = &interactions{api: c.api, log: cfg.Logger}
+	c.fetcher = &fetcher{cfg: &c.cfg, api: c.api}
+	c.dispatcher = &dispatcher{cfg: &c.cfg, redact: redact, clock: clk, ch: c, answers: c.interactions, seen: newRecentIDs(4096)}
+	c.webhook = &webhook{cfg: &c.cfg, api: c.api, clock: clk, life: c.life, dispatcher: c.dispatcher, gate: newConvGate()}
+	c.poller = &poller{cfg: &c.cfg, api: c.api, clock: clk, dispatcher: c.dispatcher, timeout: cfg.PollTimeout}
 	return c, nil
 }
 
@@ -123,9 +121,8 @@ func (c *Channel) Name() string { return platform }
 
 // BotUsername is the bot's @username (without '@') as getMe reported it; "" before Start.
 func (c *Channel) BotUsername() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.self.username
+	_, self := c.dispatcher.state()
+	return self.username
 }
 
 // Start calls getMe, then in polling mode deletes any webhook and starts the poll loop (with a
@@ -150,6 +147,23 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 
 // start is Start after its guard: getMe, then the webhook or the poll loop.
 func (c *Channel) start(ctx context.Context, h channels.Handler) error {
+	bot, err := c.getMe(ctx)
+	if err != nil {
+		return err
+	}
+	c.api.bot = bot
+	self := botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
+	c.dispatcher.begin(h, self)
+	life := c.workers.Begin(ctx)
+	if err := c.startIntake(ctx, life, self); err != nil {
+		c.workers.Cancel()
+		return err
+	}
+	return nil
+}
+
+// getMe learns who the bot is, and makes the library's client with it.
+func (c *Channel) getMe(ctx context.Context) (*tgbotapi.BotAPI, error) {
 	endpoint := c.cfg.APIURL + "/bot%s/%s"
 	callCtx, cancelCall := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	bot, err := tgbotapi.NewBotAPIWithClient(c.cfg.Token, endpoint, ctxClient{ctx: callCtx, c: c.api.http})
@@ -158,99 +172,37 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 		var te *tgbotapi.Error
 		// Telegram answers 401 for a wrong or revoked token and 404 for one of the wrong shape.
 		if errors.As(err, &te) && (te.Code == http.StatusUnauthorized || te.Code == http.StatusNotFound) {
-			return fmt.Errorf("telegram: getMe: %w (%d %s)", channels.ErrUnauthorized, te.Code, c.api.redact.String(te.Message))
+			return nil, fmt.Errorf("telegram: getMe: %w (%d %s)", channels.ErrUnauthorized, te.Code, c.api.redact.String(te.Message))
 		}
-		return fmt.Errorf("telegram: getMe: %w", c.api.redact.Error(err))
+		return nil, fmt.Errorf("telegram: getMe: %w", c.api.redact.Error(err))
 	}
-	life, cancel := context.WithCancel(ctx)
-	c.mu.Lock()
-	c.api.bot = bot
-	c.self = botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
-	c.handler = h
-	c.cancel = cancel
-	c.ctx = life
-	c.mu.Unlock()
+	return bot, nil
+}
 
+// startIntake registers the webhook, or deletes any webhook and starts the poll loop under life
+// (with a Lease, the loop that polls while this process holds it).
+func (c *Channel) startIntake(ctx, life context.Context, self botIdentity) error {
 	if c.cfg.Mode == ModeWebhook {
-		if err := c.setWebhook(ctx); err != nil {
-			cancel()
+		if err := c.webhook.register(ctx); err != nil {
 			return err
 		}
-		c.cfg.Logger.Info("telegram: webhook registered", "bot", c.self.username)
+		c.cfg.Logger.Info("telegram: webhook registered", "bot", self.username)
 		return nil
 	}
 	if _, err := c.api.callWaiting(ctx, "deleteWebhook", nil, true); err != nil {
-		cancel()
 		return fmt.Errorf("telegram: deleteWebhook: %w", err)
 	}
 	if c.cfg.Lease != nil {
-		c.wg.Add(1)
-		go c.pollLeased(life)
+		c.workers.Go(func(ctx context.Context) { c.poller.leased(ctx, self) })
 		return nil
 	}
 	offset, err := c.cfg.Offsets.LoadOffset(ctx)
 	if err != nil {
-		cancel()
 		return fmt.Errorf("telegram: load offset: %w", err)
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.poll(life, offset)
-	}()
-	c.cfg.Logger.Info("telegram: polling", "bot", c.self.username, "offset", offset)
+	c.workers.Go(func(ctx context.Context) { c.poller.run(ctx, offset) })
+	c.cfg.Logger.Info("telegram: polling", "bot", self.username, "offset", offset)
 	return nil
-}
-
-// pollLeased polls while this process holds the lease, each time from the offset saved in
-// Offsets: another process may have moved it on since.
-func (c *Channel) pollLeased(ctx context.Context) {
-	defer c.wg.Done()
-	kit.RunLeased(ctx, kit.LeaseOptions{
-		Lease:      c.cfg.Lease,
-		Name:       platform + ":" + strconv.FormatInt(c.self.id, 10),
-		Owner:      c.cfg.LeaseOwner,
-		TTL:        c.cfg.LeaseTTL,
-		Logger:     c.cfg.Logger,
-		OnChange:   c.onLease,
-		OnTakeover: c.cfg.OnTakeover,
-	}, func(ctx context.Context) {
-		offset, ok := c.loadOffset(ctx)
-		if !ok {
-			return
-		}
-		c.cfg.Logger.Info("telegram: polling", "bot", c.self.username, "offset", offset)
-		c.poll(ctx, offset)
-	})
-}
-
-func (c *Channel) onLease(held bool) {
-	if held {
-		c.polled.Beat(c.now()) // Ready counts from when this process took the lease
-	}
-	c.leading.Store(held)
-	if c.cfg.OnLease != nil {
-		c.cfg.OnLease(held)
-	}
-}
-
-// loadOffset reads the saved offset, retrying with backoff until ctx ends (ok false then).
-func (c *Channel) loadOffset(ctx context.Context) (offset int64, ok bool) {
-	for n := 1; ; n++ {
-		offset, err := c.cfg.Offsets.LoadOffset(ctx)
-		if err == nil {
-			return offset, true
-		}
-		if ctx.Err() != nil {
-			return 0, false
-		}
-		if n == 1 {
-			c.cfg.Logger.Warn("telegram: loading the update offset failed; retrying before polling", "err", err)
-		}
-		if c.sleep(ctx, backoff(n)) != nil {
-			return 0, false
-		}
-	}
 }
 
 // StopIntake stops taking updates in: it aborts the long poll in flight and waits (until ctx
@@ -259,21 +211,10 @@ func (c *Channel) loadOffset(ctx context.Context) (offset int64, ok bool) {
 // registered (other processes behind the same URL may still serve it); deliveries after it get
 // 503 so Telegram retries them. Sending keeps working. Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
-	c.mu.Lock()
-	c.life.Stop() // under c.mu: RegisterCommands adds to c.wg only before it
-	cancel := c.cancel
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if err := c.workers.Stop(ctx); err != nil {
+		return fmt.Errorf("telegram: stop: %w", err)
 	}
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("telegram: stop: %w", ctx.Err())
-	}
+	return nil
 }
 
 // Stop stops intake as StopIntake does and the typing signals still being sent; the channel
@@ -281,7 +222,7 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 func (c *Channel) Stop(ctx context.Context) error {
 	defer c.cfg.RateLimits.Flush(true)
 	err := c.StopIntake(ctx)
-	c.typing.Close()
+	c.typer.signals.Close()
 	return err
 }
 
@@ -304,15 +245,5 @@ func (c *Channel) Ready() error {
 	if c.cfg.Mode == ModeWebhook {
 		return nil
 	}
-	if c.cfg.Lease != nil && !c.leading.Load() {
-		return nil
-	}
-	quiet, ok := c.polled.Quiet(c.now())
-	if !ok {
-		return fmt.Errorf("%w: no successful getUpdates yet", ErrNotReady)
-	}
-	if quiet > 2*c.pollTimout+10*time.Second {
-		return fmt.Errorf("%w: last successful getUpdates %s ago", ErrNotReady, quiet.Round(time.Second))
-	}
-	return nil
+	return c.poller.ready()
 }

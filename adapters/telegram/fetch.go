@@ -20,6 +20,12 @@ var _ channels.FileFetcher = (*Channel)(nil)
 // larger one ("file is too big").
 const MaxDownloadBytes = 20 << 20
 
+// fetcher downloads the files users send (FetchFile).
+type fetcher struct {
+	cfg *Config
+	api *botAPI
+}
+
 // FetchFile downloads a file a user sent, named by the telegram-file:<file_id> reference its
 // Inbound carries in a.URL (see attachments): getFile, a Bot API call with its error mapping
 // and retries, gives the file's path, and the bytes come from
@@ -29,7 +35,7 @@ const MaxDownloadBytes = 20 << 20
 // limit bytes came; so does one Telegram refuses to serve a bot (over MaxDownloadBytes). The
 // download URL holds the token: no error or log line does. k is not needed, a file id serves
 // the whole bot.
-func (c *Channel) FetchFile(ctx context.Context, _ conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
+func (f *fetcher) FetchFile(ctx context.Context, _ conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
 	id, ok := strings.CutPrefix(a.URL, fileRefPrefix)
 	if !ok || id == "" {
 		return nil, errors.New("telegram: fetch file: the attachment is not a Telegram file")
@@ -37,18 +43,18 @@ func (c *Channel) FetchFile(ctx context.Context, _ conv.Key, a conv.Attachment, 
 	if err := kit.CheckSize(a.Size, limit); err != nil {
 		return nil, fmt.Errorf("telegram: %w", err) // before getFile
 	}
-	raw, err := c.api.callWaiting(ctx, "getFile", tgbotapi.Params{"file_id": id}, true)
+	raw, err := f.api.callWaiting(ctx, "getFile", tgbotapi.Params{"file_id": id}, true)
 	if err != nil {
 		return nil, err
 	}
-	f, err := decodeFile(raw)
+	file, err := decodeFile(raw)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: getFile: %w", err)
 	}
-	dl := kit.FileDownload{Client: c.cfg.HTTPClient, Origins: []string{c.cfg.APIURL}}
-	got, err := dl.Get(ctx, c.cfg.APIURL+"/file/bot"+c.cfg.Token+"/"+f.path, f.size, limit)
+	dl := kit.FileDownload{Client: f.cfg.HTTPClient, Origins: []string{f.cfg.APIURL}}
+	got, err := dl.Get(ctx, f.cfg.APIURL+"/file/bot"+f.cfg.Token+"/"+file.path, file.size, limit)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: %w", c.api.redact.Error(err))
+		return nil, fmt.Errorf("telegram: %w", f.api.redact.Error(err))
 	}
 	return got.Data, nil
 }

@@ -22,12 +22,12 @@ const MaxCaption = 1024
 
 // Pages reports how many Telegram messages Send would post for m (4,096 characters shown each).
 // A card's rendering is kept for its Send or Edit (kit.Pages).
-func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
+func (s *sender) Pages(m channels.Message) (int, error) { return s.pages.Count(m) }
 
 // SendFile posts data as a document named name (sendDocument, a multipart upload) to the
 // conversation's chat and forum topic, with caption as its plain-text caption (cut to 1,024
 // characters), paced like messages. The ref names the one message sent.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
+func (s *sender) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
 	name, data, caption := f.Name, f.Data, f.Caption
 	ref := channels.MessageRef{Conv: to.Conv}
 	chat, err := chatID(to.Conv)
@@ -37,13 +37,8 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if len(data) == 0 {
 		return ref, errors.New("telegram: send file: empty file")
 	}
-	if c.cfg.Pacing {
-		if err := c.sleep(ctx, c.pacer.reserve(chat, c.now())); err != nil {
-			return ref, fmt.Errorf("telegram: send file: %w", err)
-		}
-		if err := c.sleep(ctx, c.pacer.reserveGlobal(c.now())); err != nil {
-			return ref, fmt.Errorf("telegram: send file: %w", err)
-		}
+	if err := s.pace(ctx, chat); err != nil {
+		return ref, fmt.Errorf("telegram: send file: %w", err)
 	}
 	params := tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10)}
 	if caption != "" {
@@ -56,7 +51,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 		params["reply_parameters"] = `{"message_id":` + to.ReplyTo + `,"allow_sending_without_reply":true}`
 	}
 	files := []tgbotapi.RequestFile{{Name: "document", Data: tgbotapi.FileBytes{Name: name, Bytes: data}}}
-	raw, err := c.api.upload(ctx, "sendDocument", params, files, false)
+	raw, err := s.api.upload(ctx, "sendDocument", params, files, false)
 	if err != nil {
 		return ref, err
 	}

@@ -32,12 +32,12 @@ const maxAnswerBytes = 32 << 20
 // bad element costs only itself: a 200 answer that is not valid JSON (which decodeAnswer refuses
 // whole) is read up to where it breaks (see splitBatch). Errors are the call's, or an answer with
 // no readable array of updates.
-func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
-	status, body, err := c.api.post(ctx, "getUpdates", params)
+func (p *poller) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]entry, error) {
+	status, body, err := p.api.post(ctx, "getUpdates", params)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.api.result(ctx, "getUpdates", status, body)
+	res, err := p.api.result(ctx, "getUpdates", status, body)
 	if err == nil {
 		entries, ok := splitResult(res)
 		if !ok {
@@ -60,8 +60,8 @@ func (c *Channel) fetchUpdates(ctx context.Context, params tgbotapi.Params) ([]e
 			read++
 		}
 	}
-	c.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
-		"bytes", len(body), "updates_read", read, "err", c.api.redact.Error(err))
+	p.cfg.Logger.Warn("telegram: getUpdates answered invalid JSON; reading the updates before the break",
+		"bytes", len(body), "updates_read", read, "err", p.api.redact.Error(err))
 	return entries, nil
 }
 

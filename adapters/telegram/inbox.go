@@ -41,13 +41,13 @@ const inboxQueue = 64
 // goroutine hands the queued batches over in order, each like handleBatch does without an
 // Inbox, retrying what the Handler refused until it is taken or the poll loop ends.
 type intake struct {
-	c     *Channel
+	p     *poller
 	queue chan InboxBatch
 	done  chan struct{}
 }
 
-func (c *Channel) startIntake(ctx context.Context) *intake {
-	in := &intake{c: c, queue: make(chan InboxBatch, inboxQueue), done: make(chan struct{})}
+func (p *poller) startIntake(ctx context.Context) *intake {
+	in := &intake{p: p, queue: make(chan InboxBatch, inboxQueue), done: make(chan struct{})}
 	go in.handOver(ctx)
 	return in
 }
@@ -62,12 +62,12 @@ func (in *intake) stop() {
 // resume queues what the Inbox kept from earlier pollers, and returns the offset to poll from:
 // past the last kept batch. ok is false when ctx ended first.
 func (in *intake) resume(ctx context.Context, offset int64) (int64, bool) {
-	c := in.c
+	p := in.p
 	for n := 1; ; n++ {
-		kept, err := c.cfg.Inbox.Pending(ctx)
+		kept, err := p.cfg.Inbox.Pending(ctx)
 		if err == nil {
 			if len(kept) > 0 {
-				c.cfg.Logger.Info("telegram: handing over the updates an earlier poller kept", "batches", len(kept))
+				p.cfg.Logger.Info("telegram: handing over the updates an earlier poller kept", "batches", len(kept))
 			}
 			for _, b := range kept {
 				if !in.enqueue(ctx, b) {
@@ -81,9 +81,9 @@ func (in *intake) resume(ctx context.Context, offset int64) (int64, bool) {
 			return 0, false
 		}
 		if n == 1 {
-			c.cfg.Logger.Warn("telegram: reading the kept updates failed; retrying before polling", "err", err)
+			p.cfg.Logger.Warn("telegram: reading the kept updates failed; retrying before polling", "err", err)
 		}
-		if c.sleep(ctx, backoff(n)) != nil {
+		if p.clock.sleep(ctx, backoff(n)) != nil {
 			return 0, false
 		}
 	}
@@ -110,7 +110,7 @@ func (in *intake) take(ctx context.Context, batch []entry, offset int64) (int64,
 	for i, e := range batch {
 		raws[i] = e.raw
 	}
-	id, err := in.c.cfg.Inbox.Append(ctx, offset, next, raws)
+	id, err := in.p.cfg.Inbox.Append(ctx, offset, next, raws)
 	if err != nil {
 		return offset, fmt.Errorf("telegram: keeping the updates: %w", err)
 	}
@@ -140,7 +140,7 @@ func batchEnd(batch []entry, offset int64) int64 {
 // doubling up to refusalMaxWait), while the poll loop's ctx lasts; once taken it is Done.
 func (in *intake) handOver(ctx context.Context) {
 	defer close(in.done)
-	c := in.c
+	p := in.p
 	for b := range in.queue {
 		if ctx.Err() != nil {
 			continue // kept: the next poller hands it over
@@ -151,16 +151,16 @@ func (in *intake) handOver(ctx context.Context) {
 		}
 		offset, taken := b.From, false
 		for n := 1; ctx.Err() == nil; n++ {
-			next, err := c.handleBatch(ctx, entries, offset)
+			next, err := p.dispatcher.handleBatch(ctx, entries, offset)
 			if err == nil {
 				taken = true
 				break
 			}
 			offset = next
 			if n == 1 || n%10 == 0 {
-				c.cfg.Logger.Warn("telegram: handing kept updates over failed; retrying", "err", err, "attempts", n)
+				p.cfg.Logger.Warn("telegram: handing kept updates over failed; retrying", "err", err, "attempts", n)
 			}
-			if c.sleep(ctx, min(backoff(n), refusalMaxWait)) != nil {
+			if p.clock.sleep(ctx, min(backoff(n), refusalMaxWait)) != nil {
 				break
 			}
 		}
@@ -168,10 +168,10 @@ func (in *intake) handOver(ctx context.Context) {
 			continue
 		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := c.cfg.Inbox.Done(dctx, b.ID, b.Next); err != nil {
+		if err := p.cfg.Inbox.Done(dctx, b.ID, b.Next); err != nil {
 			// The batch stays kept: a later poller hands it over again, and the router's dedupe
 			// ignores what was taken.
-			c.cfg.Logger.Warn("telegram: forgetting a handed-over batch failed; a later poller may hand it over again", "err", err)
+			p.cfg.Logger.Warn("telegram: forgetting a handed-over batch failed; a later poller may hand it over again", "err", err)
 		}
 		cancel()
 	}

@@ -38,7 +38,7 @@ func TestLeasedPollingOneChannelPollsAndTheOtherTakesOver(t *testing.T) {
 		return ch, rec
 	}
 	a, recA := mk("a")
-	eventually(t, "a to poll", func() bool { return a.leading.Load() })
+	eventually(t, "a to poll", func() bool { return a.poller.leading.Load() })
 	b, recB := mk("b")
 	seen := map[string]int{}
 	count := func() {
@@ -57,8 +57,8 @@ func TestLeasedPollingOneChannelPollsAndTheOtherTakesOver(t *testing.T) {
 	}
 	push(5)
 	eventually(t, "a to take the first five", func() bool { return len(recA.got()) == 5 })
-	if b.leading.Load() || len(recB.got()) != 0 {
-		t.Fatalf("the standby polls (leading %v, handed %d updates)", b.leading.Load(), len(recB.got()))
+	if b.poller.leading.Load() || len(recB.got()) != 0 {
+		t.Fatalf("the standby polls (leading %v, handed %d updates)", b.poller.leading.Load(), len(recB.got()))
 	}
 	if err := b.Ready(); err != nil {
 		t.Fatalf("the standby is not ready: %v", err)
@@ -101,7 +101,7 @@ func TestConflictIsLoggedOnceAndBackedOff(t *testing.T) {
 	ch, logs := newChannel(t, fake, nil)
 	var mu sync.Mutex
 	var waits []time.Duration
-	ch.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()

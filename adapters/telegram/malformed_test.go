@@ -186,7 +186,7 @@ func batchChannel(t *testing.T, malformed *atomic.Int32) (*Channel, *recorder) {
 	t.Helper()
 	ch, _ := newChannel(t, telegramfake.New(t), func(c *Config) { c.OnMalformedUpdate = func() { malformed.Add(1) } })
 	rec := &recorder{}
-	ch.handler = rec
+	ch.dispatcher.handler = rec
 	return ch, rec
 }
 
@@ -219,7 +219,7 @@ func TestMalformedUpdatesAreSkippedAndTheOffsetPassesThem(t *testing.T) {
 			if !ok {
 				t.Fatal("nothing read")
 			}
-			next, err := ch.handleBatch(context.Background(), entries, tt.offset)
+			next, err := ch.dispatcher.handleBatch(context.Background(), entries, tt.offset)
 			if err != nil {
 				t.Fatalf("handleBatch: %v", err)
 			}
@@ -245,7 +245,7 @@ func TestMalformedUpdateWithReadableIDIsCountedOnce(t *testing.T) {
 	ch, _ := batchChannel(t, &malformed)
 	entries, _ := salvageBatch([]byte(`{"ok":true,"result":[{"update_id":100,"message":{}}]}`))
 	for range 3 { // fetched again, as when an earlier update's failure holds the offset
-		ch.handleBatch(context.Background(), slices.Clone(entries), 100)
+		ch.dispatcher.handleBatch(context.Background(), slices.Clone(entries), 100)
 	}
 	if n := malformed.Load(); n != 1 {
 		t.Fatalf("counted %d times, want once", n)
@@ -336,7 +336,7 @@ func TestMalformedUpdateNeverStopsPolling(t *testing.T) {
 				c.OnMalformedUpdate = func() { malformed.Add(1) }
 			})
 			sl := &sleepLog{}
-			ch.sleep = sl.sleep
+			ch.clock.sleep = sl.sleep
 			rec := &recorder{}
 			if err := ch.Start(context.Background(), rec); err != nil {
 				t.Fatal(err)
@@ -414,7 +414,7 @@ func TestUnboundedUnreadableUpdateBacksOffUntilAReadableOnePassesIt(t *testing.T
 	store := &MemoryOffsets{}
 	ch, _ := newChannel(t, fake, func(c *Config) { c.Offsets = store })
 	sl := &sleepLog{hold: make(chan struct{}), holdAfter: 4}
-	ch.sleep = sl.sleep
+	ch.clock.sleep = sl.sleep
 	rec := &recorder{}
 	// The very first update has no readable id, and nothing bounds it: no offset saved yet.
 	fake.PushVerbatim([]byte(`{"message":{}}`))

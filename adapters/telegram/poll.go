@@ -3,13 +3,16 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // OffsetStore keeps the polling offset — the id of the next update to receive — across restarts,
@@ -46,6 +49,85 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 	return nil
 }
 
+// poller is polling mode's intake: the poll loop (run), under a polling lease when one is
+// configured (leased), and what Ready reads of it.
+type poller struct {
+	cfg        *Config
+	api        *botAPI
+	clock      *clock
+	dispatcher *dispatcher
+	timeout    time.Duration // the long poll's (Config.PollTimeout)
+	polled     kit.Liveness  // the last successful getUpdates, or when this process took the lease
+	leading    atomic.Bool   // this process holds the polling lease (Config.Lease set)
+}
+
+// leased polls while this process holds the lease, each time from the offset saved in
+// Offsets: another process may have moved it on since.
+func (p *poller) leased(ctx context.Context, self botIdentity) {
+	kit.RunLeased(ctx, kit.LeaseOptions{
+		Lease:      p.cfg.Lease,
+		Name:       platform + ":" + strconv.FormatInt(self.id, 10),
+		Owner:      p.cfg.LeaseOwner,
+		TTL:        p.cfg.LeaseTTL,
+		Logger:     p.cfg.Logger,
+		OnChange:   p.onLease,
+		OnTakeover: p.cfg.OnTakeover,
+	}, func(ctx context.Context) {
+		offset, ok := p.loadOffset(ctx)
+		if !ok {
+			return
+		}
+		p.cfg.Logger.Info("telegram: polling", "bot", self.username, "offset", offset)
+		p.run(ctx, offset)
+	})
+}
+
+func (p *poller) onLease(held bool) {
+	if held {
+		p.polled.Beat(p.clock.now()) // Ready counts from when this process took the lease
+	}
+	p.leading.Store(held)
+	if p.cfg.OnLease != nil {
+		p.cfg.OnLease(held)
+	}
+}
+
+// loadOffset reads the saved offset, retrying with backoff until ctx ends (ok false then).
+func (p *poller) loadOffset(ctx context.Context) (offset int64, ok bool) {
+	for n := 1; ; n++ {
+		offset, err := p.cfg.Offsets.LoadOffset(ctx)
+		if err == nil {
+			return offset, true
+		}
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		if n == 1 {
+			p.cfg.Logger.Warn("telegram: loading the update offset failed; retrying before polling", "err", err)
+		}
+		if p.clock.sleep(ctx, backoff(n)) != nil {
+			return 0, false
+		}
+	}
+}
+
+// ready is Ready's word on polling: a getUpdates succeeded within the last two poll timeouts
+// (plus 10 s), counted with a Lease from when this process took it; a process standing by
+// (another one polls) is ready.
+func (p *poller) ready() error {
+	if p.cfg.Lease != nil && !p.leading.Load() {
+		return nil
+	}
+	quiet, ok := p.polled.Quiet(p.clock.now())
+	if !ok {
+		return fmt.Errorf("%w: no successful getUpdates yet", ErrNotReady)
+	}
+	if quiet > 2*p.timeout+10*time.Second {
+		return fmt.Errorf("%w: last successful getUpdates %s ago", ErrNotReady, quiet.Round(time.Second))
+	}
+	return nil
+}
+
 // refusalMaxWait caps the backoff after a batch the Handler refused; failureLogEvery is the
 // least time between two lines about one spell of polling failures.
 const (
@@ -58,7 +140,7 @@ const (
 // allowedUpdates are the update kinds the bot asks for.
 const allowedUpdates = `["message","callback_query"]`
 
-// poll is the inbound loop of polling mode: long polls from offset, hands each batch to the
+// run is the inbound loop of polling mode: long polls from offset, hands each batch to the
 // Handler with handleBatch (conversations concurrently, each in order), and saves the offset once
 // the batch is done. With an Inbox, each batch is instead kept there in one write and confirmed by
 // the next poll at once, while the hand-over follows from memory (see intake). A Handler error
@@ -71,44 +153,44 @@ const allowedUpdates = `["message","callback_query"]`
 // id cannot be read is polled again at once only while that moves the offset on: a batch that
 // moved nothing, or a second such batch in a row, backs off too (see blindWait), so an unreadable
 // update never makes a busy loop.
-func (c *Channel) poll(ctx context.Context, offset int64) {
-	sp := &pollSpell{c: c}
+func (p *poller) run(ctx context.Context, offset int64) {
+	sp := &pollSpell{p: p}
 	var in *intake
-	if c.cfg.Inbox != nil {
-		in = c.startIntake(ctx)
+	if p.cfg.Inbox != nil {
+		in = p.startIntake(ctx)
 		defer in.stop()
 		var ok bool
 		if offset, ok = in.resume(ctx, offset); !ok {
 			return
 		}
 	}
-	timeout := strconv.Itoa(max(1, int(c.pollTimout/time.Second)))
+	timeout := strconv.Itoa(max(1, int(p.timeout/time.Second)))
 	for ctx.Err() == nil {
 		params := tgbotapi.Params{"timeout": timeout, "limit": "100", "allowed_updates": allowedUpdates}
 		if offset > 0 {
 			params["offset"] = strconv.FormatInt(offset, 10)
 		}
-		batch, err := c.fetchUpdates(ctx, params)
+		batch, err := p.fetchUpdates(ctx, params)
 		if err != nil {
 			if ctx.Err() != nil || !sp.fetchFailed(ctx, err) {
 				return
 			}
 			continue
 		}
-		c.polled.Beat(c.now())
-		c.api.tokenAccepted()
+		p.polled.Beat(p.clock.now())
+		p.api.tokenAccepted()
 		var next int64
 		var herr error
 		if in != nil {
 			next, herr = in.take(ctx, batch, offset)
 		} else {
-			next, herr = c.handleBatch(ctx, batch, offset)
+			next, herr = p.dispatcher.handleBatch(ctx, batch, offset)
 		}
 		moved := next != offset
 		if moved {
 			offset = next
 			if in == nil {
-				c.saveOffset(offset)
+				p.saveOffset(offset)
 			}
 		}
 		if herr != nil {
@@ -129,7 +211,7 @@ func (c *Channel) poll(ctx context.Context, offset int64) {
 // pollSpell is the poll loop's state across a spell of failures: how many in a row, when one
 // was last logged, whether a 409 was, and how many blind batches came in a row.
 type pollSpell struct {
-	c          *Channel
+	p          *poller
 	failures   int
 	logged     time.Time
 	conflicted bool // a 409 of this spell was logged
@@ -139,39 +221,39 @@ type pollSpell struct {
 // fail counts a failure and waits wait (backoff by failures when 0), logging the spell's first
 // and then one each failureLogEvery, not one per retry. It reports false when ctx ended.
 func (sp *pollSpell) fail(ctx context.Context, err error, wait time.Duration) bool {
-	c := sp.c
+	p := sp.p
 	sp.failures++
 	if wait <= 0 {
 		wait = backoff(sp.failures)
 	}
-	if now := c.now(); sp.failures == 1 || now.Sub(sp.logged) >= failureLogEvery {
+	if now := p.clock.now(); sp.failures == 1 || now.Sub(sp.logged) >= failureLogEvery {
 		sp.logged = now
-		c.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", sp.failures)
+		p.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", sp.failures)
 	}
-	return c.sleep(ctx, wait) == nil
+	return p.clock.sleep(ctx, wait) == nil
 }
 
 // fetchFailed waits after a failed getUpdates as its error asks: a 409 Conflict, a refused
 // token (401), a 429 (retry_after), anything else (backoff). It reports false when ctx ended.
 func (sp *pollSpell) fetchFailed(ctx context.Context, err error) bool {
-	c := sp.c
+	p := sp.p
 	switch {
 	case errors.Is(err, ErrConflict):
 		sp.failures++
 		wait := conflictWait(sp.failures)
 		if !sp.conflicted {
 			sp.conflicted = true
-			c.cfg.Logger.Error("telegram: getUpdates answered 409 Conflict: another process polls this bot, or a webhook is set; "+
+			p.cfg.Logger.Error("telegram: getUpdates answered 409 Conflict: another process polls this bot, or a webhook is set; "+
 				"only one receiver may take a bot's updates — give every process the same redis.url and redis.prefix "+
 				"so they share the polling lease, stop the other poller, or use webhook mode; backing off",
 				"err", err, "wait", wait)
 		}
-		return c.sleep(ctx, wait) == nil
+		return p.clock.sleep(ctx, wait) == nil
 	case errors.Is(err, channels.ErrUnauthorized):
 		// Logged once as the token's refusal (tokenRefused); polling again soon cannot help,
 		// and the slowest retry still notices a token Telegram accepts again.
 		sp.failures++
-		return c.sleep(ctx, refusedWait) == nil
+		return p.clock.sleep(ctx, refusedWait) == nil
 	}
 	var wait time.Duration
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
@@ -183,7 +265,7 @@ func (sp *pollSpell) fetchFailed(ctx context.Context, err error) bool {
 // recovered ends a spell of failures, saying so when it was logged as one.
 func (sp *pollSpell) recovered() {
 	if sp.failures > 1 || sp.conflicted {
-		sp.c.cfg.Logger.Info("telegram: polling recovered", "failures", sp.failures)
+		sp.p.cfg.Logger.Info("telegram: polling recovered", "failures", sp.failures)
 	}
 	sp.failures, sp.conflicted = 0, false
 }
@@ -199,9 +281,9 @@ func (sp *pollSpell) blindPause(ctx context.Context, batch []entry, moved bool, 
 	if !ok {
 		return true
 	}
-	sp.c.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
+	sp.p.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
 		"offset", offset, "wait", wait)
-	return sp.c.sleep(ctx, wait) == nil
+	return sp.p.clock.sleep(ctx, wait) == nil
 }
 
 // conflictWait is the pause after the n-th 409 Conflict in a row (1-based): 1 s doubling,
@@ -226,83 +308,10 @@ func blindWait(blind *int, moved bool) (time.Duration, bool) {
 }
 
 // saveOffset saves even while stopping: the batch it covers was handed over.
-func (c *Channel) saveOffset(offset int64) {
+func (p *poller) saveOffset(offset int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.cfg.Offsets.SaveOffset(ctx, offset); err != nil {
-		c.cfg.Logger.Error("telegram: saving the update offset failed; a restart may replay updates", "offset", offset, "err", err)
+	if err := p.cfg.Offsets.SaveOffset(ctx, offset); err != nil {
+		p.cfg.Logger.Error("telegram: saving the update offset failed; a restart may replay updates", "offset", offset, "err", err)
 	}
-}
-
-// dispatch converts one update and hands it to the Handler, once per update id in this process.
-// A callback query is answered (with no notice) after the Handler returns if nothing answered it,
-// so the user's spinner always stops.
-func (c *Channel) dispatch(ctx context.Context, u update) error {
-	if c.seen.has(u.UpdateID) {
-		return nil
-	}
-	c.mu.Lock()
-	h, self := c.handler, c.self
-	c.mu.Unlock()
-	in, ok := toInbound(u, self, c.now())
-	if !ok {
-		c.seen.add(u.UpdateID)
-		if cq := u.CallbackQuery; cq != nil {
-			c.answerQuietly(ctx, cq.ID)
-		}
-		return nil
-	}
-	if in.Interaction != nil {
-		c.answered.Store(in.Interaction.ID, false)
-		defer func() {
-			if v, _ := c.answered.LoadAndDelete(in.Interaction.ID); v == false {
-				c.answerQuietly(ctx, in.Interaction.ID)
-			}
-		}()
-	}
-	if err := h.HandleInbound(ctx, c, in); err != nil {
-		return err
-	}
-	c.seen.add(u.UpdateID)
-	return nil
-}
-
-func (c *Channel) answerQuietly(ctx context.Context, queryID string) {
-	ctx = context.WithoutCancel(ctx)
-	if err := c.answer(ctx, queryID, ""); err != nil {
-		c.cfg.Logger.Debug("telegram: answering a callback query failed", "err", err)
-	}
-}
-
-// recentIDs remembers the last n update ids handed over, for dedupe in this process.
-type recentIDs struct {
-	mu   sync.Mutex
-	set  map[int64]struct{}
-	ring []int64
-	next int
-}
-
-func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{set: make(map[int64]struct{}, n), ring: make([]int64, n)}
-}
-
-func (r *recentIDs) has(id int64) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.set[id]
-	return ok
-}
-
-func (r *recentIDs) add(id int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.set[id]; ok {
-		return
-	}
-	if old := r.ring[r.next]; old != 0 {
-		delete(r.set, old)
-	}
-	r.ring[r.next] = id
-	r.set[id] = struct{}{}
-	r.next = (r.next + 1) % len(r.ring)
 }

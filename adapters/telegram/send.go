@@ -8,17 +8,31 @@ import (
 	"html"
 	"strconv"
 	"strings"
-	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
 // MaxText is the longest message text Telegram accepts; Send splits longer messages.
 const MaxText = render.TelegramMaxText
+
+// sender posts, edits and deletes messages (Send, Edit, EditFinal, Delete) and files (SendFile,
+// file.go), paced per chat and overall (Config.Pacing); a ref that names a draft stream goes to
+// the streamer (stream.go).
+type sender struct {
+	cfg     *Config
+	api     *botAPI
+	clock   *clock
+	pages   kit.Pages[piece] // what Pages rendered, for the Send or Edit that follows
+	pacer   *pacer
+	edits   *editThrottle
+	signals *kit.TypingSignals // a message sent ends the chat's "typing…"
+	streams *streamer
+}
 
 // piece is one Telegram message of a rendered channels.Message.
 type piece struct {
@@ -80,13 +94,13 @@ func sentMessageID(raw []byte) int {
 // characters with the keyboard on the last piece, paced per chat and overall when Config.Pacing
 // is on. HTML Telegram refuses to parse is resent as plain text. The ref lists every message
 // sent; on error it lists those sent before the error.
-func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
+func (s *sender) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	chat, err := chatID(to.Conv)
 	if err != nil {
 		return ref, err
 	}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
@@ -97,12 +111,12 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		}
 		// A 429 of the first piece goes back to delivery, which sends again; one of a later
 		// piece is waited out here, as sending again would post the first twice.
-		id, err := c.sendPiece(ctx, chat, to.Conv.Thread, replyTo, p, i > 0)
+		id, err := s.sendPiece(ctx, chat, to.Conv.Thread, replyTo, p, i > 0)
 		if err != nil {
 			return ref, err
 		}
 		if i == 0 {
-			c.typing.Sent(to.Conv.String()) // Telegram's "typing…" ends with a message
+			s.signals.Sent(to.Conv.String()) // Telegram's "typing…" ends with a message
 		}
 		ref.IDs = append(ref.IDs, id)
 	}
@@ -111,15 +125,9 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 
 // sendPiece posts one piece; wait says a 429 is waited out here (callWaiting) rather than
 // returned (call).
-func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo string, p piece, wait bool) (string, error) {
-	if c.cfg.Pacing {
-		// The chat's slot first, then the overall one (see pacer).
-		if err := c.sleep(ctx, c.pacer.reserve(chat, c.now())); err != nil {
-			return "", fmt.Errorf("telegram: send: %w", err)
-		}
-		if err := c.sleep(ctx, c.pacer.reserveGlobal(c.now())); err != nil {
-			return "", fmt.Errorf("telegram: send: %w", err)
-		}
+func (s *sender) sendPiece(ctx context.Context, chat int64, thread, replyTo string, p piece, wait bool) (string, error) {
+	if err := s.pace(ctx, chat); err != nil {
+		return "", fmt.Errorf("telegram: send: %w", err)
 	}
 	params := tgbotapi.Params{
 		"chat_id":              strconv.FormatInt(chat, 10),
@@ -138,13 +146,13 @@ func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo str
 	if err := addKeyboard(params, p.kb); err != nil {
 		return "", err
 	}
-	call := c.api.call
+	call := s.api.call
 	if wait {
-		call = c.api.callWaiting
+		call = s.api.callWaiting
 	}
 	raw, err := call(ctx, "sendMessage", params, false)
 	if err != nil && parseEntitiesError(err) {
-		c.cfg.Logger.Warn("telegram: HTML refused; sending as plain text", "err", err)
+		s.cfg.Logger.Warn("telegram: HTML refused; sending as plain text", "err", err)
 		params["text"] = plainText(p.text)
 		delete(params, "parse_mode")
 		raw, err = call(ctx, "sendMessage", params, false)
@@ -157,6 +165,18 @@ func (c *Channel) sendPiece(ctx context.Context, chat int64, thread, replyTo str
 		return "", fmt.Errorf("telegram: sendMessage: unreadable result")
 	}
 	return strconv.Itoa(id), nil
+}
+
+// pace waits, with Config.Pacing on, for chat's send slot first and then the overall one (see
+// pacer).
+func (s *sender) pace(ctx context.Context, chat int64) error {
+	if !s.cfg.Pacing {
+		return nil
+	}
+	if err := s.clock.sleep(ctx, s.pacer.reserve(chat, s.clock.now())); err != nil {
+		return err
+	}
+	return s.clock.sleep(ctx, s.pacer.reserveGlobal(s.clock.now()))
 }
 
 func addKeyboard(params tgbotapi.Params, kb *render.TelegramKeyboard) error {
@@ -195,8 +215,8 @@ func plainText(s string) string {
 // private chats, every 3 s in groups; the latest edit wins and superseded edits return ref with
 // no error). Use EditFinal for the final answer. See EditFinal for how pieces map to messages,
 // and stream.go for the ref of a draft (its first edit posts m in the draft's place).
-func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
-	return c.edit(ctx, ref, m, false)
+func (s *sender) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+	return s.edit(ctx, ref, m, false)
 }
 
 // EditFinal is Edit without the throttle wait: it edits at once and supersedes any progress edit
@@ -204,11 +224,11 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 // ref's first message; further pieces edit ref's further messages or are sent as new ones;
 // messages of ref beyond the pieces are deleted. "Message is not modified" counts as success;
 // a message that no longer exists is channels.ErrMessageGone (delivery then sends anew).
-func (c *Channel) EditFinal(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
-	return c.edit(ctx, ref, m, true)
+func (s *sender) EditFinal(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+	return s.edit(ctx, ref, m, true)
 }
 
-func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.Message, final bool) (channels.MessageRef, error) {
+func (s *sender) edit(ctx context.Context, ref channels.MessageRef, m channels.Message, final bool) (channels.MessageRef, error) {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return ref, err
@@ -217,13 +237,13 @@ func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.
 		return ref, fmt.Errorf("telegram: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
 	if isDraftRef(ref.ID()) {
-		return c.editDraft(ctx, chat, ref, m, final)
+		return s.streams.editDraft(ctx, chat, ref, m, final)
 	}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
-	ok, err := c.edits.acquire(ctx, editKey{chat: chat, msg: ref.ID()}, final, c.now)
+	ok, err := s.edits.acquire(ctx, editKey{chat: chat, msg: ref.ID()}, final, s.clock.now)
 	if err != nil {
 		return ref, fmt.Errorf("telegram: edit: %w", err)
 	}
@@ -233,28 +253,28 @@ func (c *Channel) edit(ctx context.Context, ref channels.MessageRef, m channels.
 	out := channels.MessageRef{Conv: ref.Conv}
 	for i, p := range ps {
 		if i < len(ref.IDs) {
-			if err := c.editPiece(ctx, chat, ref.IDs[i], p); err != nil {
+			if err := s.editPiece(ctx, chat, ref.IDs[i], p); err != nil {
 				return ref, err
 			}
 			out.IDs = append(out.IDs, ref.IDs[i])
 			continue
 		}
 		// Edits are safe to make again; a piece posted anew is not (see Send).
-		id, err := c.sendPiece(ctx, chat, ref.Conv.Thread, "", p, len(out.IDs) > len(ref.IDs))
+		id, err := s.sendPiece(ctx, chat, ref.Conv.Thread, "", p, len(out.IDs) > len(ref.IDs))
 		if err != nil {
 			return out, err
 		}
 		out.IDs = append(out.IDs, id)
 	}
 	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
-		if err := c.deleteOne(ctx, chat, id); err != nil {
+		if err := s.deleteOne(ctx, chat, id); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-func (c *Channel) editPiece(ctx context.Context, chat int64, id string, p piece) error {
+func (s *sender) editPiece(ctx context.Context, chat int64, id string, p piece) error {
 	params := tgbotapi.Params{
 		"chat_id":              strconv.FormatInt(chat, 10),
 		"message_id":           id,
@@ -265,11 +285,11 @@ func (c *Channel) editPiece(ctx context.Context, chat int64, id string, p piece)
 	if err := addKeyboard(params, p.kb); err != nil {
 		return err
 	}
-	_, err := c.api.call(ctx, "editMessageText", params, true)
+	_, err := s.api.call(ctx, "editMessageText", params, true)
 	if err != nil && parseEntitiesError(err) {
 		params["text"] = plainText(p.text)
 		delete(params, "parse_mode")
-		_, err = c.api.call(ctx, "editMessageText", params, true)
+		_, err = s.api.call(ctx, "editMessageText", params, true)
 	}
 	if errors.Is(err, channels.ErrNotModified) {
 		return nil
@@ -279,191 +299,27 @@ func (c *Channel) editPiece(ctx context.Context, chat int64, id string, p piece)
 
 // Delete deletes every message of ref (for a draft's ref, the messages it posted, see
 // stream.go). A message already gone counts as deleted.
-func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
+func (s *sender) Delete(ctx context.Context, ref channels.MessageRef) error {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return err
 	}
 	if isDraftRef(ref.ID()) {
-		return c.deleteDraft(ctx, chat, ref)
+		return s.streams.deleteDraft(ctx, chat, ref)
 	}
 	for _, id := range ref.IDs {
-		if err := c.deleteOne(ctx, chat, id); err != nil {
+		if err := s.deleteOne(ctx, chat, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Channel) deleteOne(ctx context.Context, chat int64, id string) error {
-	c.edits.forget(editKey{chat: chat, msg: id})
-	_, err := c.api.call(ctx, "deleteMessage", tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10), "message_id": id}, true)
+func (s *sender) deleteOne(ctx context.Context, chat int64, id string) error {
+	s.edits.forget(editKey{chat: chat, msg: id})
+	_, err := s.api.call(ctx, "deleteMessage", tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10), "message_id": id}, true)
 	if errors.Is(err, channels.ErrMessageGone) {
 		return nil
 	}
 	return err
-}
-
-// Typing sends the "typing" chat action (shown for about 5 s) to the conversation's chat and
-// topic; where an answer streams by drafts there, it also shows the draft again once the last
-// one is about to lapse (refreshDraft).
-func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
-	chat, err := chatID(to.Conv)
-	if err != nil {
-		return err
-	}
-	params := tgbotapi.Params{"chat_id": strconv.FormatInt(chat, 10), "action": "typing"}
-	if to.Conv.Thread != "" {
-		params["message_thread_id"] = to.Conv.Thread
-	}
-	draft := c.drafts.openIn(to.Conv)
-	// A signal, not a message: sent off the caller's path (the router signals inside an update's
-	// hand-over), once while it still shows, in one attempt of at most typingTimeout, never
-	// waiting for a 429's retry_after — so a rate-limit storm never holds the intake up.
-	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
-		if draft != nil {
-			c.refreshDraft(ctx, draft)
-		}
-		_, err := c.api.callOnce(ctx, "sendChatAction", params)
-		return err
-	})
-	return nil
-}
-
-// typingTimeout bounds one typing signal; typingLasts is a little less than the 5 s Telegram
-// shows one.
-const (
-	typingTimeout = 2 * time.Second
-	typingLasts   = 4 * time.Second
-)
-
-// maxNotice is the longest callback answer text Telegram shows.
-const maxNotice = 200
-
-// RespondInteraction answers the callback query in.ID with notice (shown to the clicker only,
-// cut to 200 characters; empty just stops the spinner). Queries the Handler leaves unanswered are
-// answered empty by the adapter when the Handler returns, so every click is answered.
-func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
-	if in == nil || in.ID == "" {
-		return errors.New("telegram: respond: no callback query id")
-	}
-	if r := []rune(notice); len(r) > maxNotice {
-		notice = string(r[:maxNotice-1]) + "…"
-	}
-	c.answered.CompareAndSwap(in.ID, false, true) // only for a query being dispatched now
-	return c.answer(ctx, in.ID, notice)
-}
-
-func (c *Channel) answer(ctx context.Context, id, text string) error {
-	params := tgbotapi.Params{"callback_query_id": id}
-	if text != "" {
-		params["text"] = text
-	}
-	_, err := c.api.callWaiting(ctx, "answerCallbackQuery", params, true)
-	return err
-}
-
-// Bounds on retrying a command registration in the background: the first retry waits
-// regRetryMin (or a 429's retry_after, when longer), each later one twice the one before, up
-// to regRetryMax. A retry is one getMyCommands and at most one setMyCommands.
-const (
-	regRetryMin = 2 * time.Second
-	regRetryMax = 5 * time.Minute
-)
-
-// RegisterCommands sets the bot's command menu to cmds (admin-only commands are left out of the
-// menu everyone sees), calling setMyCommands only when the list differs from getMyCommands.
-// Names are lowercased and lose a leading '/'.
-//
-// A registration refused for now — rate limited past the call's own waits, a 5xx, a network
-// error — is retried in the background (kit.LaterRetry) until it succeeds or the channel
-// stops: RegisterCommands then logs a warning and returns nil. It returns an error when
-// retrying cannot help: the channel is not started or has stopped, ctx ended, Telegram refused
-// the token or the list itself (another 4xx), or its answer was unreadable. A later call
-// replaces a retry still pending.
-func (c *Channel) RegisterCommands(ctx context.Context, cmds []channels.CommandSpec) error {
-	c.reg.Cancel()
-	want := menuCommands(cmds)
-	err := c.registerCommands(ctx, want)
-	if err == nil || !registrationRetryable(ctx, err) {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Under c.mu with stopped checked, so the wait group is never added to after StopIntake
-	// set stopped and began to wait.
-	if c.ctx == nil || c.ctx.Err() != nil || c.life.Stopped() {
-		return err
-	}
-	c.reg.Start(c.ctx, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
-		return c.registerCommands(ctx, want)
-	})
-	return nil
-}
-
-// menuCommands is the menu everyone sees for cmds.
-func menuCommands(cmds []channels.CommandSpec) []tgbotapi.BotCommand {
-	want := make([]tgbotapi.BotCommand, 0, len(cmds))
-	for _, s := range cmds {
-		if s.AdminOnly {
-			continue
-		}
-		desc := s.Description
-		if desc == "" {
-			desc = s.Name
-		}
-		want = append(want, tgbotapi.BotCommand{Command: strings.ToLower(strings.TrimPrefix(s.Name, "/")), Description: desc})
-	}
-	return want
-}
-
-// errUnreadableCommands: getMyCommands answered with something that is not a command list.
-var errUnreadableCommands = errors.New("telegram: getMyCommands: unreadable result")
-
-// registerCommands is one registration: getMyCommands, then setMyCommands when they differ.
-func (c *Channel) registerCommands(ctx context.Context, want []tgbotapi.BotCommand) error {
-	raw, err := c.api.callWaiting(ctx, "getMyCommands", nil, true)
-	if err != nil {
-		return err
-	}
-	var have []tgbotapi.BotCommand
-	if err := json.Unmarshal(raw, &have); err != nil {
-		return fmt.Errorf("%w: %w", errUnreadableCommands, err)
-	}
-	if equalCommands(have, want) {
-		return nil
-	}
-	b, err := json.Marshal(want)
-	if err != nil {
-		return fmt.Errorf("telegram: setMyCommands: %w", err)
-	}
-	_, err = c.api.callWaiting(ctx, "setMyCommands", tgbotapi.Params{"commands": string(b)}, true)
-	return err
-}
-
-// registrationRetryable tells a registration refused for now (a rate limit past the call's own
-// waits, a 5xx, a network error) from one retrying cannot help.
-func registrationRetryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, channels.ErrUnauthorized) || errors.Is(err, errUnreadableCommands) {
-		return false
-	}
-	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
-		return true
-	}
-	if ae, ok := errors.AsType[*APIError](err); ok {
-		return ae.Code >= 500
-	}
-	return true
-}
-
-func equalCommands(a, b []tgbotapi.BotCommand) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -273,52 +273,64 @@ func (b *draftBook) isRefused(chat int64) bool {
 	return ok
 }
 
+// streamer streams answers by drafts (channels.Streamer, channels.StreamDropper): the
+// streams it started are kept in book; posting what they show, and editing or deleting it after,
+// is the sender's (out).
+type streamer struct {
+	cfg   *Config
+	api   *botAPI
+	clock *clock
+	pacer *pacer
+	book  *draftBook
+	out   *sender
+}
+
 // CanStream reports whether an answer may stream by drafts in the conversation: drafts are on
 // (Config.Drafts), the chat is private (users' ids are positive; groups', supergroups' and
 // channels' negative), and neither this chat nor the server refused a draft before.
-func (c *Channel) CanStream(to channels.Target) bool {
-	if !c.cfg.Drafts || c.drafts.unsupported.Load() {
+func (sm *streamer) CanStream(to channels.Target) bool {
+	if !sm.cfg.Drafts || sm.book.unsupported.Load() {
 		return false
 	}
 	chat, err := chatID(to.Conv)
-	return err == nil && chat > 0 && !c.drafts.isRefused(chat)
+	return err == nil && chat > 0 && !sm.book.isRefused(chat)
 }
 
 // StartStream shows the first draft of the answer (u) in the conversation's chat and topic. A
 // refusal — the server does not know sendMessageDraft, or refuses drafts in this chat — wraps
 // channels.ErrStreamRefused and is remembered (CanStream); nothing was shown then.
-func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channels.StreamUpdate) (channels.MessageRef, error) {
+func (sm *streamer) StartStream(ctx context.Context, to channels.Target, u channels.StreamUpdate) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
-	if !c.CanStream(to) {
+	if !sm.CanStream(to) {
 		return ref, fmt.Errorf("telegram: sendMessageDraft: %w: drafts are off, or not for this chat", channels.ErrStreamRefused)
 	}
 	chat, _ := chatID(to.Conv)
-	st := &draftStream{conv: to.Conv, chat: chat, replyTo: to.ReplyTo, id: c.drafts.nextID()}
+	st := &draftStream{conv: to.Conv, chat: chat, replyTo: to.ReplyTo, id: sm.book.nextID()}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := c.sendDraft(ctx, st, st.content.with(u)); err != nil {
+	if err := sm.sendDraft(ctx, st, st.content.with(u)); err != nil {
 		return ref, err
 	}
 	ref.IDs = []string{draftRef(st.id)}
-	c.drafts.add(ref.ID(), st, c.now())
+	sm.book.add(ref.ID(), st, sm.clock.now())
 	return ref, nil
 }
 
 // AppendStream adds u to the answer and shows the new draft — unless the last one is less than
 // draftEvery old: u then goes with the next draft or the final message. A stream this process
 // does not know, or one already posted, wraps channels.ErrStreamRefused.
-func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
-	st, err := c.openStream(ref, "sendMessageDraft")
+func (sm *streamer) AppendStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+	st, err := sm.openStream(ref, "sendMessageDraft")
 	if err != nil {
 		return err
 	}
 	defer st.mu.Unlock()
 	next := st.content.with(u)
-	if c.now().Sub(st.last) < draftEvery {
+	if sm.clock.now().Sub(st.last) < draftEvery {
 		st.content = next
 		return nil
 	}
-	return c.sendDraft(ctx, st, next)
+	return sm.sendDraft(ctx, st, next)
 }
 
 // StopStream adds u and posts the answer with sendMessage — as a reply to the message answered,
@@ -327,12 +339,12 @@ func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u c
 // this process does not know is too when u adds nothing (an earlier attempt's), else refused
 // (channels.ErrStreamRefused). When a later piece fails, the pieces posted are the stream's:
 // edits of its ref edit them.
-func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+func (sm *streamer) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return err
 	}
-	st := c.drafts.find(ref, chat)
+	st := sm.book.find(ref, chat)
 	if st == nil {
 		if u.Text == "" {
 			return nil
@@ -341,7 +353,7 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.used = c.now()
+	st.used = sm.clock.now()
 	if st.done {
 		return nil
 	}
@@ -350,7 +362,7 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 		st.finish()
 		return nil
 	}
-	out, err := c.Send(ctx, channels.Target{Conv: st.conv, ReplyTo: st.replyTo}, channels.Message{Text: next.text})
+	out, err := sm.out.Send(ctx, channels.Target{Conv: st.conv, ReplyTo: st.replyTo}, channels.Message{Text: next.text})
 	if len(out.IDs) > 0 {
 		st.posted = out.IDs
 		st.finish()
@@ -363,32 +375,32 @@ func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u cha
 // Edit of ref posts there — the draft goes when that message arrives, or lapses. Text of an
 // answer about to be replaced is so never posted. A stream already posted, or unknown, is left
 // as it is.
-func (c *Channel) DropStream(ctx context.Context, ref channels.MessageRef) error {
+func (sm *streamer) DropStream(ctx context.Context, ref channels.MessageRef) error {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return err
 	}
-	if st := c.drafts.find(ref, chat); st != nil {
+	if st := sm.book.find(ref, chat); st != nil {
 		st.mu.Lock()
 		st.finish()
-		st.used = c.now()
+		st.used = sm.clock.now()
 		st.mu.Unlock()
 	}
 	return nil
 }
 
 // openStream returns ref's stream locked, for a call named method, while drafts still go to it.
-func (c *Channel) openStream(ref channels.MessageRef, method string) (*draftStream, error) {
+func (sm *streamer) openStream(ref channels.MessageRef, method string) (*draftStream, error) {
 	chat, err := chatID(ref.Conv)
 	if err != nil {
 		return nil, err
 	}
-	st := c.drafts.find(ref, chat)
+	st := sm.book.find(ref, chat)
 	if st == nil {
 		return nil, fmt.Errorf("telegram: %s: %w: no such draft", method, channels.ErrStreamRefused)
 	}
 	st.mu.Lock()
-	st.used = c.now()
+	st.used = sm.clock.now()
 	if st.done {
 		st.mu.Unlock()
 		return nil, fmt.Errorf("telegram: %s: %w: the answer was posted", method, channels.ErrStreamRefused)
@@ -399,29 +411,29 @@ func (c *Channel) openStream(ref channels.MessageRef, method string) (*draftStre
 // sendDraft shows next as st's draft (st.mu held) and makes it st's content. With pacing on, a
 // draft takes a slot of the bot's overall rate, as a message does. HTML Telegram refuses to
 // parse is sent as plain text.
-func (c *Channel) sendDraft(ctx context.Context, st *draftStream, next draftContent) error {
+func (sm *streamer) sendDraft(ctx context.Context, st *draftStream, next draftContent) error {
 	text := next.html()
 	if text == "" {
 		st.content = next
 		return nil
 	}
-	if c.cfg.Pacing {
-		if err := c.sleep(ctx, c.pacer.reserveGlobal(c.now())); err != nil {
+	if sm.cfg.Pacing {
+		if err := sm.clock.sleep(ctx, sm.pacer.reserveGlobal(sm.clock.now())); err != nil {
 			return fmt.Errorf("telegram: sendMessageDraft: %w", err)
 		}
 	}
 	params := draftParams(st, text)
 	// A draft replaces the one before: sending it again is harmless (idempotent).
-	_, err := c.api.call(ctx, "sendMessageDraft", params, true)
+	_, err := sm.api.call(ctx, "sendMessageDraft", params, true)
 	if err != nil && parseEntitiesError(err) {
 		params["text"] = plainText(text)
 		delete(params, "parse_mode")
-		_, err = c.api.call(ctx, "sendMessageDraft", params, true)
+		_, err = sm.api.call(ctx, "sendMessageDraft", params, true)
 	}
 	if err != nil {
-		return c.draftError(st.chat, err)
+		return sm.draftError(st.chat, err)
 	}
-	st.content, st.last = next, c.now()
+	st.content, st.last = next, sm.clock.now()
 	return nil
 }
 
@@ -441,12 +453,12 @@ func draftParams(st *draftStream, text string) tgbotapi.Params {
 
 // refreshDraft shows st's draft again when the last one is draftRefresh old and the stream is
 // still open: one try, best effort, skipped while another call holds the stream.
-func (c *Channel) refreshDraft(ctx context.Context, st *draftStream) {
+func (sm *streamer) refreshDraft(ctx context.Context, st *draftStream) {
 	if !st.mu.TryLock() {
 		return
 	}
 	defer st.mu.Unlock()
-	if st.done || st.last.IsZero() || c.now().Sub(st.last) < draftRefresh {
+	if st.done || st.last.IsZero() || sm.clock.now().Sub(st.last) < draftRefresh {
 		return
 	}
 	text := st.content.html()
@@ -454,36 +466,36 @@ func (c *Channel) refreshDraft(ctx context.Context, st *draftStream) {
 		return
 	}
 	params := draftParams(st, text)
-	_, err := c.api.callOnce(ctx, "sendMessageDraft", params)
+	_, err := sm.api.callOnce(ctx, "sendMessageDraft", params)
 	if err != nil && parseEntitiesError(err) {
 		params["text"] = plainText(text)
 		delete(params, "parse_mode")
-		_, err = c.api.callOnce(ctx, "sendMessageDraft", params)
+		_, err = sm.api.callOnce(ctx, "sendMessageDraft", params)
 	}
 	if err != nil {
-		c.cfg.Logger.Debug("telegram: showing the draft again failed", "err", err)
+		sm.cfg.Logger.Debug("telegram: showing the draft again failed", "err", err)
 		return
 	}
-	st.last = c.now()
+	st.last = sm.clock.now()
 }
 
 // draftError classifies a refused draft: 404 (a server older than Bot API 9.3) turns drafts
 // off for the channel, another 400 for the chat (a chat type or bot drafts are not allowed for);
 // both wrap channels.ErrStreamRefused. Rate limits, unreachable chats and server errors pass
 // as they are.
-func (c *Channel) draftError(chat int64, err error) error {
+func (sm *streamer) draftError(chat int64, err error) error {
 	ae, ok := errors.AsType[*APIError](err)
 	if !ok {
 		return err
 	}
 	switch {
 	case ae.Code == http.StatusNotFound:
-		if !c.drafts.unsupported.Swap(true) {
-			c.cfg.Logger.Warn("telegram: the Bot API server does not know sendMessageDraft (Bot API 9.3); answers are posted and edited instead", "err", err)
+		if !sm.book.unsupported.Swap(true) {
+			sm.cfg.Logger.Warn("telegram: the Bot API server does not know sendMessageDraft (Bot API 9.3); answers are posted and edited instead", "err", err)
 		}
 	case ae.Code == http.StatusBadRequest && !errors.Is(ae, channels.ErrUnreachable):
-		c.drafts.refuse(chat)
-		c.cfg.Logger.Info("telegram: Telegram refused a draft; answers in this chat are posted and edited instead", "chat", chat, "err", err)
+		sm.book.refuse(chat)
+		sm.cfg.Logger.Info("telegram: Telegram refused a draft; answers in this chat are posted and edited instead", "chat", chat, "err", err)
 	default:
 		return err
 	}
@@ -494,20 +506,20 @@ func (c *Channel) draftError(chat int64, err error) error {
 // message answered, in its topic) — the draft disappears when it arrives — and later ones edit
 // what was posted. No draft goes to the stream after it. A draft this process does not know
 // (an earlier attempt's) is taken over with nothing posted.
-func (c *Channel) editDraft(ctx context.Context, chat int64, ref channels.MessageRef, m channels.Message, final bool) (channels.MessageRef, error) {
-	st := c.drafts.adopt(ref, chat, c.now())
+func (sm *streamer) editDraft(ctx context.Context, chat int64, ref channels.MessageRef, m channels.Message, final bool) (channels.MessageRef, error) {
+	st := sm.book.adopt(ref, chat, sm.clock.now())
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.finish()
-	st.used = c.now()
+	st.used = sm.clock.now()
 	if len(st.posted) == 0 {
-		out, err := c.Send(ctx, channels.Target{Conv: st.conv, ReplyTo: st.replyTo}, m)
+		out, err := sm.out.Send(ctx, channels.Target{Conv: st.conv, ReplyTo: st.replyTo}, m)
 		if err == nil {
 			st.posted = out.IDs
 		}
 		return out, err
 	}
-	out, err := c.edit(ctx, channels.MessageRef{Conv: ref.Conv, IDs: st.posted}, m, final)
+	out, err := sm.out.edit(ctx, channels.MessageRef{Conv: ref.Conv, IDs: st.posted}, m, final)
 	if err == nil && len(out.IDs) > 0 {
 		st.posted = out.IDs
 	}
@@ -516,8 +528,8 @@ func (c *Channel) editDraft(ctx context.Context, chat int64, ref channels.Messag
 
 // deleteDraft is Delete of a draft's ref: the messages it posted are deleted; a draft never
 // posted needs nothing (it lapses).
-func (c *Channel) deleteDraft(ctx context.Context, chat int64, ref channels.MessageRef) error {
-	st := c.drafts.find(ref, chat)
+func (sm *streamer) deleteDraft(ctx context.Context, chat int64, ref channels.MessageRef) error {
+	st := sm.book.find(ref, chat)
 	if st == nil {
 		return nil
 	}
@@ -525,11 +537,11 @@ func (c *Channel) deleteDraft(ctx context.Context, chat int64, ref channels.Mess
 	defer st.mu.Unlock()
 	st.finish()
 	for _, id := range st.posted {
-		if err := c.deleteOne(ctx, chat, id); err != nil {
+		if err := sm.out.deleteOne(ctx, chat, id); err != nil {
 			return err
 		}
 	}
 	st.posted = nil
-	c.drafts.forget(ref.ID())
+	sm.book.forget(ref.ID())
 	return nil
 }

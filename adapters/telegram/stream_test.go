@@ -39,7 +39,7 @@ func draftChannel(t *testing.T) (*Channel, *telegramfake.Server, *testClock) {
 	fake := telegramfake.New(t)
 	ch, _ := newChannel(t, fake, func(c *Config) { c.Drafts = true })
 	clock := newTestClock()
-	ch.now = clock.now
+	ch.clock.now = clock.now
 	return ch, fake, clock
 }
 
@@ -541,7 +541,7 @@ func TestDraftsOffByDefault(t *testing.T) {
 // answer posted ends that.
 func TestDraftShownAgainWhileTheRunWorks(t *testing.T) {
 	ch, fake, clock := draftChannel(t)
-	t.Cleanup(ch.typing.Close)
+	t.Cleanup(ch.typer.signals.Close)
 	ctx := context.Background()
 	to := channels.Target{Conv: privateConv(ann.ID)}
 	ref, err := ch.StartStream(ctx, to, channels.StreamUpdate{Text: "Looking it up"})

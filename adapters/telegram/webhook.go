@@ -15,15 +15,26 @@ import (
 // SecretHeader is the header Telegram puts the webhook secret_token in.
 const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
-// setWebhook registers the webhook with its secret; the library's WebhookConfig has no
-// secret_token, so the parameters are built here.
-func (c *Channel) setWebhook(ctx context.Context) error {
+// webhook is webhook mode's intake: the webhook's registration at Start, and the handler of its
+// deliveries, which hands each update over in its conversation's turn (gate).
+type webhook struct {
+	cfg        *Config
+	api        *botAPI
+	clock      *clock
+	life       *kit.Lifecycle
+	dispatcher *dispatcher
+	gate       *convGate
+}
+
+// register registers the webhook with its secret (setWebhook); the library's WebhookConfig has
+// no secret_token, so the parameters are built here.
+func (wh *webhook) register(ctx context.Context) error {
 	params := tgbotapi.Params{
-		"url":             c.cfg.WebhookURL,
-		"secret_token":    c.cfg.WebhookSecret,
+		"url":             wh.cfg.WebhookURL,
+		"secret_token":    wh.cfg.WebhookSecret,
 		"allowed_updates": allowedUpdates,
 	}
-	if _, err := c.api.callWaiting(ctx, "setWebhook", params, true); err != nil {
+	if _, err := wh.api.callWaiting(ctx, "setWebhook", params, true); err != nil {
 		return fmt.Errorf("telegram: setWebhook: %w", err)
 	}
 	return nil
@@ -40,28 +51,25 @@ func (c *Channel) setWebhook(ctx context.Context) error {
 // among them, not read past that — logged, counted and skipped, so it never holds up the
 // updates behind it). Concurrent deliveries are handed over concurrently across conversations
 // and one at a time, in update order, within one.
-func (c *Channel) WebhookHandler() http.Handler {
-	return http.HandlerFunc(c.serveWebhook)
+func (wh *webhook) WebhookHandler() http.Handler {
+	return http.HandlerFunc(wh.serve)
 }
 
-func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
+func (wh *webhook) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	got := []byte(r.Header.Get(SecretHeader))
-	if c.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare(got, []byte(c.cfg.WebhookSecret)) != 1 {
+	if wh.cfg.WebhookSecret == "" || subtle.ConstantTimeCompare(got, []byte(wh.cfg.WebhookSecret)) != 1 {
 		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
 		// The listener counts the 401s and logs them at a bounded rate.
-		c.cfg.Logger.Debug("telegram: webhook delivery with a wrong secret refused", "remote", r.RemoteAddr)
+		wh.cfg.Logger.Debug("telegram: webhook delivery with a wrong secret refused", "remote", r.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	c.mu.Lock()
-	ready := c.handler != nil && !c.life.Stopped()
-	c.mu.Unlock()
-	if !ready {
+	if h, _ := wh.dispatcher.state(); h == nil || wh.life.Stopped() {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
@@ -70,12 +78,12 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		// Telegram sent it (the secret matched), and would redeliver it for as long as it keeps
 		// trying: acknowledged unread and skipped as malformed, like any update past the bound.
 		w.Header().Set("Connection", "close") // the rest of the body is not read
-		c.skipMalformed(0, 0, int(max(r.ContentLength, maxUpdateBytes+1)), fmt.Errorf("%w: %w", errMalformedUpdate, err))
+		wh.dispatcher.skipMalformed(0, 0, int(max(r.ContentLength, maxUpdateBytes+1)), fmt.Errorf("%w: %w", errMalformedUpdate, err))
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if err != nil {
-		c.cfg.Logger.Debug("telegram: refused a webhook body", "remote", r.RemoteAddr, "err", err)
+		wh.cfg.Logger.Debug("telegram: refused a webhook body", "remote", r.RemoteAddr, "err", err)
 		kit.RefuseBody(w, err)
 		return
 	}
@@ -83,19 +91,19 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Acknowledged, not refused: Telegram would redeliver it for as long as it keeps trying,
 		// holding up the updates behind it, and it would be as malformed every time.
-		c.skipMalformed(readUpdateID(body), 0, len(body), err)
+		wh.dispatcher.skipMalformed(readUpdateID(body), 0, len(body), err)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if c.seen.has(u.UpdateID) {
+	if wh.dispatcher.seen.has(u.UpdateID) {
 		w.WriteHeader(http.StatusOK) // a redelivery of an update already handed over
 		return
 	}
-	if err := c.dispatchInOrder(r.Context(), u); err != nil {
+	if err := wh.dispatchInOrder(r.Context(), u); err != nil {
 		if errors.Is(err, errHeldBack) {
-			c.cfg.Logger.Debug("telegram: webhook update held back behind a failed one; Telegram will redeliver", "update_id", u.UpdateID)
+			wh.cfg.Logger.Debug("telegram: webhook update held back behind a failed one; Telegram will redeliver", "update_id", u.UpdateID)
 		} else {
-			c.cfg.Logger.Warn("telegram: handler refused a webhook update; Telegram will redeliver", "update_id", u.UpdateID, "err", err)
+			wh.cfg.Logger.Warn("telegram: handler refused a webhook update; Telegram will redeliver", "update_id", u.UpdateID, "err", err)
 		}
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
@@ -105,15 +113,15 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 
 // dispatchInOrder dispatches a webhook update in its conversation's turn (see convGate), so
 // concurrent deliveries reach the Handler one at a time per conversation, in update order.
-func (c *Channel) dispatchInOrder(ctx context.Context, u update) error {
+func (wh *webhook) dispatchInOrder(ctx context.Context, u update) error {
 	k := orderOf(u)
 	if k.solo != 0 {
-		return c.dispatch(ctx, u)
+		return wh.dispatcher.dispatch(ctx, u)
 	}
-	if err := c.gate.enter(ctx, k, u.UpdateID, c.now); err != nil {
+	if err := wh.gate.enter(ctx, k, u.UpdateID, wh.clock.now); err != nil {
 		return err
 	}
-	err := c.dispatch(ctx, u)
-	c.gate.leave(k, u.UpdateID, err == nil, c.now)
+	err := wh.dispatcher.dispatch(ctx, u)
+	wh.gate.leave(k, u.UpdateID, err == nil, wh.clock.now)
 	return err
 }

@@ -32,7 +32,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -45,41 +44,41 @@ import (
 const platform = "discord"
 
 // Channel is the Discord channel. Create it with New; all methods are safe for concurrent use.
+//
+// It is made of one component per concern, each in the file named after it, as the Telegram
+// adapter is: the outbound sender (send.go, file.go), the typing signals (typing.go), the slash
+// commands (commands.go), the interactions — answers, modals, slash command replies
+// (interaction.go, reply.go) —, the file downloads (fetch.go), the HTTP interactions endpoint
+// (webhook.go), the shards this process runs (shard.go, gateway.go) and the intake their events
+// go through (intake.go). The components that provide a capability are embedded; Channel itself
+// starts, stops and reports readiness.
 type Channel struct {
-	typing *kit.TypingSignals // typing signals, sent off the caller's path
-	cfg    Config
-	s      *discordgo.Session
-	redact *kit.Redactor
-	rest   *rest          // REST calls: their errors, retries and rate limits
-	life   *kit.Lifecycle // the start guard and Ready's phase
-	lanes  *kit.Lanes     // messages handed to the router in order per channel
-	pages  kit.Pages[render.DiscordMessage]
-	gws    []*gateway // per shard of the plan, the gateway while this process holds it
-	pace   *pacer     // identifies, per max_concurrency
-	global *pacer     // REST requests, this process's share of Config.GlobalRate; nil: no bound
+	*sender       // Send, Edit, Delete, Pages, SendFile, KeyWindow
+	*typer        // Typing
+	*commands     // RegisterCommands
+	*interactions // RespondInteraction, OpenForm
+	*fetcher      // FetchFile
+	*webhook      // InteractionsHandler
+
+	cfg     Config
+	s       *discordgo.Session
+	redact  *kit.Redactor
+	rest    *rest          // REST calls: their errors, retries and rate limits
+	life    *kit.Lifecycle // the start guard and Ready's phase
+	workers *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
+	intake  *intake        // gateway events, decoded, ordered per channel and handed over
+	shards  *shards        // the gateways of the shards this process holds
+	bot     *botSelf       // who the bot is (READY, users/@me, a saved session)
+	places  *places        // where the guild channels sit
+	pace    *pacer         // identifies, per max_concurrency
+	global  *pacer         // REST requests, this process's share of Config.GlobalRate; nil: no bound
+	budget  identifyBudget
 	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)
 	onIdentify func(shard int, slot time.Time)
 	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
 	liveNow func() time.Time
-	// reg retries a command registration refused at start (tests set its Wait to record the
-	// waits instead of sleeping them).
-	reg *kit.LaterRetry
-
-	bot botSelf // who the bot is (READY, users/@me, a saved session)
-
-	mu      sync.Mutex
-	handler channels.Handler
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	ctx     context.Context // from Start until the intake stops
-
-	places  *places // where the guild channels sit
-	threads *threadMaker
-	budget  identifyBudget
-	ixs     sync.Map // interaction id → *ixState
-	cmds    sync.Map // interaction id → *commandReply
 	now     func() time.Time
 }
 
@@ -102,12 +101,45 @@ func New(cfg Config) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, _ := url.Parse(strings.TrimRight(cfg.APIURL, "/")) // checked by withDefaults
 	redact := newRedactor(cfg.Token)
 	cfg.Logger = redact.Logger(cfg.Logger)
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
+	var global *pacer
+	if cfg.GlobalRate > 0 {
+		global = newPacer(cfg.GlobalRate, time.Second)
+	}
+	s, err := newSession(cfg, global)
+	if err != nil {
+		return nil, err
+	}
+	c := &Channel{
+		global: global,
+		cfg:    cfg,
+		s:      s,
+		redact: redact,
+		rest: &rest{timeout: cfg.CallTimeout, redact: redact, limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait,
+			Attempts: 1 + maxRateLimitRetries, Logger: cfg.Logger}},
+		life:    kit.NewLifecycle(platform, ErrNotReady),
+		bot:     &botSelf{appID: cfg.ApplicationID},
+		now:     cfg.Now,
+		liveNow: time.Now,
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.workers = kit.NewWorkers(c.life)
+	c.places = &places{rest: c.rest, s: s}
+	c.assemble()
+	return c, nil
+}
+
+// newSession is the discordgo session REST calls go through: its requests sent to
+// Config.APIURL (rewrite), within this process's share of the global rate, its own retries and
+// logs off (call waits out rate limits, with the context; the adapter logs what matters).
+func newSession(cfg Config, global *pacer) (*discordgo.Session, error) {
+	base, _ := url.Parse(strings.TrimRight(cfg.APIURL, "/")) // checked by withDefaults
 	s, err := discordgo.New("Bot " + cfg.Token)
 	if err != nil {
 		return nil, errors.New("discord: cannot make a session")
@@ -115,10 +147,6 @@ func New(cfg Config) (*Channel, error) {
 	next := cfg.HTTPClient.Transport
 	if next == nil {
 		next = http.DefaultTransport
-	}
-	var global *pacer
-	if cfg.GlobalRate > 0 {
-		global = newPacer(cfg.GlobalRate, time.Second)
 	}
 	client := *cfg.HTTPClient
 	client.Transport = rewrite{base: base, next: next, global: global}
@@ -128,33 +156,34 @@ func New(cfg Config) (*Channel, error) {
 	s.LogLevel = -1 // discordgo's log lines go to the standard logger; ours say what matters
 	s.StateEnabled = false
 	s.State = nil
-	c := &Channel{
-		global: global,
-		cfg:    cfg,
-		s:      s,
-		redact: redact,
-		rest: &rest{timeout: cfg.CallTimeout, redact: redact, limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait,
-			Attempts: 1 + maxRateLimitRetries, Logger: cfg.Logger}},
-		life:    kit.NewLifecycle(platform, ErrNotReady),
-		lanes:   kit.NewLanes(maxRunners, maxQueued),
-		now:     cfg.Now,
-		liveNow: time.Now,
-		reg: &kit.LaterRetry{
-			Failed: "discord: registering commands failed", Done: "discord: commands registered after retrying",
-			GaveUp: "the slash commands stay as Discord has them until the next start",
-			Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
-		},
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	c.bot.appID = cfg.ApplicationID
-	c.places = &places{rest: c.rest, s: s}
-	c.threads = newThreadMaker(c)
-	c.pages.Render = func(m channels.Message) ([]render.DiscordMessage, error) { return renderPieces(m, cfg.ActionKey) }
-	c.typing = kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
+	return s, nil
+}
+
+// assemble makes the components, which share the session, the REST bridge, who the bot is and
+// where the channels sit.
+func (c *Channel) assemble() {
+	cfg := c.cfg
+	threads := newThreadMaker(c.rest, c.s, c.places, cfg.Logger)
+	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
 		Now: func() time.Time { return c.now() }})
-	return c, nil
+	c.sender = &sender{cfg: &c.cfg, rest: c.rest, s: c.s, threads: threads, signals: signals}
+	c.sender.pages.Render = func(m channels.Message) ([]render.DiscordMessage, error) { return renderPieces(m, cfg.ActionKey) }
+	replies := &commandReplies{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, out: c.sender, now: c.now}
+	c.sender.replies = replies
+	c.typer = &typer{rest: c.rest, s: c.s, threads: threads, signals: signals}
+	c.commands = &commands{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, workers: c.workers, reg: &kit.LaterRetry{
+		Failed: "discord: registering commands failed", Done: "discord: commands registered after retrying",
+		GaveUp: "the slash commands stay as Discord has them until the next start",
+		Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
+	}}
+	c.intake = &intake{cfg: &c.cfg, redact: c.redact, ch: c, bot: c.bot, places: c.places, threads: threads, workers: c.workers,
+		lanes: kit.NewLanes(maxRunners, maxQueued), now: c.now}
+	c.interactions = &interactions{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, places: c.places, replies: replies,
+		intake: c.intake, workers: c.workers, now: c.now}
+	c.intake.interactions = c.interactions
+	c.fetcher = &fetcher{cfg: &c.cfg, redact: c.redact}
+	c.webhook = &webhook{cfg: &c.cfg, life: c.life, workers: c.workers, intake: c.intake, interactions: c.interactions, now: c.now}
+	c.shards = &shards{c: c}
 }
 
 // Name is "discord".
@@ -227,6 +256,24 @@ func (c *Channel) plan(ctx context.Context) (shardPlan, error) {
 	return p, nil
 }
 
+// learnSelf asks who the bot is (GET users/@me), for a process that may hold no shard.
+func (c *Channel) learnSelf(ctx context.Context) error {
+	var u *discordgo.User
+	err := c.rest.callWaiting(ctx, "GET users/@me", func(opts ...discordgo.RequestOption) error {
+		var err error
+		u, err = c.s.User("@me", opts...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("discord: users/@me: %w", err)
+	}
+	if u == nil || u.ID == "" {
+		return errors.New("discord: users/@me gave no id")
+	}
+	c.bot.set(u.ID, "")
+	return nil
+}
+
 // connect runs the plan's shards from now until the intake stops, and waits for the first
 // connection of each shard taken in the first round: it fails when one never worked (a refused
 // token or intent); later ones reconnect on their own.
@@ -235,26 +282,39 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 	if c.paceClock != nil {
 		c.paceClock(c.pace)
 	}
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.mu.Lock()
-	c.gws = make([]*gateway, len(plan.ids))
-	c.handler = h
-	c.cancel = cancel
-	c.ctx = life
-	c.mu.Unlock()
-	stopOnCtx := context.AfterFunc(ctx, cancel)
+	c.shards.plan(len(plan.ids))
+	c.intake.begin(h)
+	life := c.workers.Begin(context.WithoutCancel(ctx))
+	stopOnCtx := context.AfterFunc(ctx, c.workers.Cancel)
 
 	firsts := make([]chan error, len(plan.ids))
 	for i := range firsts {
 		firsts[i] = make(chan error, 1)
 	}
 	round := make(chan []int, 1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	if !c.workers.Go(func(life context.Context) {
 		defer stopOnCtx()
-		c.runShards(life, plan, firsts, func(taken []int) { round <- taken })
-	}()
+		c.shards.run(life, plan, firsts, func(taken []int) { round <- taken })
+	}) {
+		stopOnCtx()
+	}
+	taken, err := firstConnections(ctx, life, round, firsts)
+	if err != nil {
+		_ = c.workers.Stop(context.Background())
+		return fmt.Errorf("discord: connect: %w", err)
+	}
+	if len(taken) == 0 {
+		c.cfg.Logger.Info("discord: standing by: other processes hold every shard; delivering", "bot", c.BotID(), "shards", len(plan.ids))
+	} else {
+		c.cfg.Logger.Info("discord: receiving", "bot", c.BotID(), "shards", len(taken), "of", len(plan.ids))
+	}
+	return nil
+}
+
+// firstConnections waits for the first round of shards taken, then for the first connection of
+// each; it returns the shards taken. A shard handed back to another process before it connected
+// is no failure.
+func firstConnections(ctx, life context.Context, round <-chan []int, firsts []chan error) ([]int, error) {
 	var taken []int
 	var err error
 	select {
@@ -275,17 +335,7 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 			err = ctx.Err()
 		}
 	}
-	if err != nil {
-		cancel()
-		c.wg.Wait()
-		return fmt.Errorf("discord: connect: %w", err)
-	}
-	if len(taken) == 0 {
-		c.cfg.Logger.Info("discord: standing by: other processes hold every shard; delivering", "bot", c.BotID(), "shards", len(plan.ids))
-	} else {
-		c.cfg.Logger.Info("discord: receiving", "bot", c.BotID(), "shards", len(taken), "of", len(plan.ids))
-	}
-	return nil
+	return taken, err
 }
 
 // StopIntake stops taking events in while sends keep working: it closes the gateway
@@ -293,21 +343,10 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 // the shards over at once), refuses HTTP interactions from then on (503), and waits (until ctx
 // ends) for the handlers of the events already received to finish. Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
-	c.mu.Lock()
-	c.life.Stop() // under c.mu: the HTTP interactions and RegisterCommands add to c.wg only before it
-	cancel := c.cancel
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if err := c.workers.Stop(ctx); err != nil {
+		return fmt.Errorf("discord: stop: %w", err)
 	}
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("discord: stop: %w", ctx.Err())
-	}
-	if !c.lanes.Wait(ctx) {
+	if !c.intake.lanes.Wait(ctx) {
 		return fmt.Errorf("discord: stop: messages still being handed over: %w", ctx.Err())
 	}
 	return nil
@@ -318,7 +357,7 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 func (c *Channel) Stop(ctx context.Context) error {
 	defer c.cfg.RateLimits.Flush(true)
 	err := c.StopIntake(ctx)
-	c.typing.Close()
+	c.typer.signals.Close()
 	return err
 }
 
@@ -332,23 +371,5 @@ func (c *Channel) Ready() error {
 	if err := c.life.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	gws := c.gws
-	c.mu.Unlock()
-	for _, g := range gws {
-		if g == nil {
-			continue // held by another process
-		}
-		if err := g.fatalErr(); err != nil {
-			return fmt.Errorf("%w: shard %d: %w", ErrNotReady, g.shardID, err)
-		}
-		if !g.connected.Load() {
-			return fmt.Errorf("%w: shard %d reconnecting", ErrNotReady, g.shardID)
-		}
-		if quiet, interval, dead := g.silence(c.liveNow()); dead {
-			return fmt.Errorf("%w: shard %d: nothing received from the gateway for %s (heartbeat interval %s)",
-				ErrNotReady, g.shardID, quiet.Round(time.Second), interval)
-		}
-	}
-	return nil
+	return c.shards.ready(c.liveNow())
 }

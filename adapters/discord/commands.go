@@ -8,11 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // The slash commands: /bot <subcommand> for everyone's commands and /botadmin <subcommand> for
@@ -131,6 +133,19 @@ func normalize(cs []command) string {
 	return string(b)
 }
 
+// commands keeps the slash commands registered (RegisterCommands), retrying a registration
+// refused for now in the background while the intake lives.
+type commands struct {
+	cfg     *Config
+	rest    *rest
+	s       *discordgo.Session
+	bot     *botSelf
+	workers *kit.Workers
+	// reg retries a registration refused at start (tests set its Wait to record the waits
+	// instead of sleeping them).
+	reg *kit.LaterRetry
+}
+
 // Bounds on retrying a registration in the background: the first retry waits regRetryMin (or
 // the 429's retry_after, when longer), each later one twice the one before, up to regRetryMax.
 // A retry is one GET and at most one PUT (each waiting out a few 429s, as every call does), so
@@ -151,23 +166,22 @@ const (
 // returns nil, and the retry logs each failure and the success. It returns an error when
 // retrying cannot help: the channel is not started or has stopped, ctx ended, or Discord refused
 // the registration itself (401, another 4xx). A later call replaces a retry still pending.
-func (c *Channel) RegisterCommands(ctx context.Context, specs []channels.CommandSpec) error {
-	c.reg.Cancel()
-	err := c.registerCommands(ctx, specs)
+func (cm *commands) RegisterCommands(ctx context.Context, specs []channels.CommandSpec) error {
+	cm.reg.Cancel()
+	err := cm.register(ctx, specs)
 	if err == nil || !registrationRetryable(ctx, err) {
 		return err
 	}
 	specs = slices.Clone(specs)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Under c.mu with stopped checked, so the wait group is never added to after Stop set
-	// stopped and began to wait.
-	if c.ctx == nil || c.ctx.Err() != nil || c.life.Stopped() {
+	// Started under the intake's lifetime, or not at all once StopIntake began: the retry
+	// ends with the intake, and StopIntake waits for it.
+	if !cm.workers.Under(func(life context.Context, wg *sync.WaitGroup) {
+		cm.reg.Start(life, wg, err, registrationRetryable, func(ctx context.Context) error {
+			return cm.register(ctx, specs)
+		})
+	}) {
 		return err
 	}
-	c.reg.Start(c.ctx, &c.wg, err, registrationRetryable, func(ctx context.Context) error {
-		return c.registerCommands(ctx, specs)
-	})
 	return nil
 }
 
@@ -182,37 +196,37 @@ func registrationRetryable(ctx context.Context, err error) bool {
 
 var errNoApplication = errors.New("discord: register commands: no application id (start the channel first)")
 
-// registerCommands is one registration: GET the registered commands, PUT them when they differ.
-func (c *Channel) registerCommands(ctx context.Context, specs []channels.CommandSpec) error {
-	app := c.bot.application()
+// register is one registration: GET the registered commands, PUT them when they differ.
+func (cm *commands) register(ctx context.Context, specs []channels.CommandSpec) error {
+	app := cm.bot.application()
 	if app == "" {
 		return errNoApplication
 	}
-	want := commandSet(specs, c.cfg.AdminPermission)
+	want := commandSet(specs, cm.cfg.AdminPermission)
 	var have []*discordgo.ApplicationCommand
-	err := c.rest.callWaiting(ctx, "get commands", func(opts ...discordgo.RequestOption) error {
+	err := cm.rest.callWaiting(ctx, "get commands", func(opts ...discordgo.RequestOption) error {
 		var err error
-		have, err = c.s.ApplicationCommands(app, c.cfg.DevGuild, opts...)
+		have, err = cm.s.ApplicationCommands(app, cm.cfg.DevGuild, opts...)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if normalize(registered(have)) == normalize(want) {
-		c.cfg.Logger.Debug("discord: commands unchanged", "guild", c.cfg.DevGuild)
+		cm.cfg.Logger.Debug("discord: commands unchanged", "guild", cm.cfg.DevGuild)
 		return nil
 	}
 	ep := discordgo.EndpointApplicationGlobalCommands(app)
-	if c.cfg.DevGuild != "" {
-		ep = discordgo.EndpointApplicationGuildCommands(app, c.cfg.DevGuild)
+	if cm.cfg.DevGuild != "" {
+		ep = discordgo.EndpointApplicationGuildCommands(app, cm.cfg.DevGuild)
 	}
-	err = c.rest.callWaiting(ctx, "overwrite commands", func(opts ...discordgo.RequestOption) error {
+	err = cm.rest.callWaiting(ctx, "overwrite commands", func(opts ...discordgo.RequestOption) error {
 		// The route's bucket, as discordgo's ApplicationCommandBulkOverwrite keys it.
-		_, err := c.s.RequestWithBucketID("PUT", ep, want, ep, opts...)
+		_, err := cm.s.RequestWithBucketID("PUT", ep, want, ep, opts...)
 		return err
 	})
 	if err == nil {
-		c.cfg.Logger.Info("discord: commands registered", "guild", c.cfg.DevGuild, "commands", len(want))
+		cm.cfg.Logger.Info("discord: commands registered", "guild", cm.cfg.DevGuild, "commands", len(want))
 	}
 	return err
 }

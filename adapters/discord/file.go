@@ -24,7 +24,7 @@ const MaxFileBytes = 10 << 20
 // Pages reports how many Discord messages Send would post for m: the same split Send makes
 // (2,000 characters of content, 6,000 of embeds a message).
 // A card's rendering is kept for its Send or Edit (kit.Pages).
-func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
+func (s *sender) Pages(m channels.Message) (int, error) { return s.pages.Count(m) }
 
 // SendFile posts a message carrying f.Data as the file f.Name (a multipart/form-data post:
 // payload_json with f.Caption as its content — shown as plain text, cut to 2,000 characters — and
@@ -34,7 +34,7 @@ func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(
 // already made instead of posting the file twice. A 429 is returned as a
 // *channels.RateLimitError for delivery to wait out (see call); a refusal is Discord's error (channels.ErrUnreachable for a channel
 // the bot cannot post to). The ref names the message.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
+func (s *sender) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	switch {
 	case len(f.Data) == 0:
@@ -44,7 +44,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	case strings.TrimSpace(f.Name) == "":
 		return ref, errors.New("discord: send file: no file name")
 	}
-	chID, err := c.threads.channelFor(ctx, to.Conv)
+	chID, err := s.threads.channelFor(ctx, to.Conv)
 	if err != nil {
 		return ref, err
 	}
@@ -55,7 +55,7 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if err != nil {
 		return ref, fmt.Errorf("discord: send file: %w", err)
 	}
-	id, err := c.create(ctx, false, "send file", chID, ct, post)
+	id, err := s.create(ctx, false, "send file", chID, ct, post)
 	if err != nil {
 		return ref, err
 	}

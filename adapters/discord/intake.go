@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -10,64 +11,93 @@ import (
 	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
-// Intake: what the gateway delivers, decoded, ordered per channel and handed to the router.
+// intake is what the gateway delivers, decoded, ordered per channel and handed to the Handler;
+// the interactions among it are answered by interactions (interaction.go). It holds the Handler
+// from Start on.
+type intake struct {
+	cfg          *Config
+	redact       *kit.Redactor
+	ch           channels.Channel // what the Handler is told the events came through
+	bot          *botSelf
+	places       *places
+	threads      *threadMaker
+	workers      *kit.Workers
+	lanes        *kit.Lanes // messages handed to the router in order per channel
+	interactions *interactions
+	now          func() time.Time
 
-func (c *Channel) malformed(what string, err error) {
-	c.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", c.redact.String(err.Error()))
-	if c.cfg.OnMalformedEvent != nil {
-		c.cfg.OnMalformedEvent()
+	mu      sync.Mutex
+	handler channels.Handler
+}
+
+// begin takes h as the Handler (Start).
+func (in *intake) begin(h channels.Handler) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.handler = h
+}
+
+func (in *intake) malformed(what string, err error) {
+	in.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", in.redact.String(err.Error()))
+	if in.cfg.OnMalformedEvent != nil {
+		in.cfg.OnMalformedEvent()
 	}
 }
 
 // dispatch takes one gateway event, on the gateway's read loop: it must not block. Messages go
 // to their channel's queue, in gateway order; interactions are answered at once, each on its
 // own goroutine (a click needs an answer within 3 s, whatever the channel is busy with).
-func (c *Channel) dispatch(g *gateway, seq int64, t string, data []byte) {
+func (in *intake) dispatch(g *gateway, seq int64, t string, data []byte) {
 	switch t {
 	case "MESSAGE_CREATE":
 		m, err := decodeMessage(data)
 		if err != nil {
-			c.malformed("message", err)
+			in.malformed("message", err)
 			return
 		}
-		if m.Author.ID == c.BotID() {
+		if m.Author.ID == in.bot.userID() {
 			return // our own posts come back on the gateway
 		}
 		g.hold(seq)
-		c.goOrdered(m.ChannelID, func(ctx context.Context) {
-			if c.handleMessage(ctx, m) {
+		in.goOrdered(m.ChannelID, func(ctx context.Context) {
+			if in.handleMessage(ctx, m) {
 				g.done(seq)
 			}
 		})
 	case "INTERACTION_CREATE":
 		ix, err := decodeInteraction(data)
 		if err != nil {
-			c.malformed("interaction", err)
+			in.malformed("interaction", err)
 			return
 		}
-		c.places.learnInteraction(ix)
-		c.goInteraction(ix)
+		in.places.learnInteraction(ix)
+		in.interactions.goHandle(ix)
 	case "GUILD_CREATE":
 		g, err := decodeGuild(data)
 		if err != nil {
-			c.malformed("guild", err)
+			in.malformed("guild", err)
 			return
 		}
-		c.learnGuild(g)
+		in.learnGuild(g)
 	case "THREAD_CREATE", "THREAD_UPDATE", "CHANNEL_CREATE":
 		ch, err := decodeChannel(data)
 		if err != nil {
-			c.malformed("channel", err)
+			in.malformed("channel", err)
 			return
 		}
-		c.places.learnChannel(ch)
+		in.places.learnChannel(ch)
 	}
 }
 
-func (c *Channel) lifeCtx() context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ctx
+// learnGuild takes a GUILD_CREATE: the bot's managed role there, and its channels.
+func (in *intake) learnGuild(g guildInfo) {
+	self := in.bot.userID()
+	for _, r := range g.Roles {
+		if r.Tags != nil && r.Tags.BotID != "" && r.Tags.BotID == self {
+			in.bot.addRoles(r.ID)
+		}
+	}
+	in.places.learnGuild(g)
 }
 
 // Discord's gateway delivers a channel's messages in order and never again (a resumed session
@@ -82,55 +112,55 @@ const (
 
 // goOrdered queues job behind its channel's earlier messages; a job whose turn comes after the
 // intake stopped is skipped.
-func (c *Channel) goOrdered(key string, job func(ctx context.Context)) {
-	ctx := c.lifeCtx()
+func (in *intake) goOrdered(key string, job func(ctx context.Context)) {
+	ctx := in.workers.Context()
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
-	queued := c.lanes.Run(key, func() {
+	queued := in.lanes.Run(key, func() {
 		if ctx.Err() == nil {
 			job(ctx)
 		}
 	})
 	if !queued {
-		c.cfg.Logger.Warn("discord: a channel's backlog is full; dropping a message", "channel", key, "backlog", maxQueued)
+		in.cfg.Logger.Warn("discord: a channel's backlog is full; dropping a message", "channel", key, "backlog", maxQueued)
 	}
 }
 
 // handleMessage converts and hands over one message; the router's errors are retried a few
 // times (Discord does not redeliver), keeping the channel's order. It reports false when the
 // message could not be handed over (a saved session then replays it to the next process).
-func (c *Channel) handleMessage(ctx context.Context, m *discordgo.Message) bool {
-	w, err := c.places.locate(ctx, m.ChannelID, m.GuildID)
+func (in *intake) handleMessage(ctx context.Context, m *discordgo.Message) bool {
+	w, err := in.places.locate(ctx, m.ChannelID, m.GuildID)
 	if err != nil {
-		c.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
+		in.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
 		return ctx.Err() == nil
 	}
-	opt := inboundOptions{replyInThread: c.cfg.ReplyInThread, mentionOnly: c.cfg.ThreadReplies == ThreadRepliesMention}
-	in, ok := messageInbound(m, c.bot.identity(), w, opt, c.now())
+	opt := inboundOptions{replyInThread: in.cfg.ReplyInThread, mentionOnly: in.cfg.ThreadReplies == ThreadRepliesMention}
+	msg, ok := messageInbound(m, in.bot.identity(), w, opt, in.now())
 	if !ok {
 		return true
 	}
-	if in.Conv.Thread != "" && in.Conv.Thread == in.MessageID {
-		c.threads.remember(in.MessageID, threadName(in.Text))
+	if msg.Conv.Thread != "" && msg.Conv.Thread == msg.MessageID {
+		in.threads.remember(msg.MessageID, threadName(msg.Text))
 	}
-	return c.handOver(ctx, in)
+	return in.handOver(ctx, msg)
 }
 
 // handOver reports whether the router took the event.
-func (c *Channel) handOver(ctx context.Context, in channels.Inbound) bool {
-	c.mu.Lock()
-	h := c.handler
-	c.mu.Unlock()
+func (in *intake) handOver(ctx context.Context, ev channels.Inbound) bool {
+	in.mu.Lock()
+	h := in.handler
+	in.mu.Unlock()
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := h.HandleInbound(ctx, c, in)
+		err := h.HandleInbound(ctx, in.ch, ev)
 		if err == nil {
 			return true
 		}
 		if attempt == 4 || ctx.Err() != nil {
-			c.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", in.EventID,
-				"conv", in.Conv.String(), "err", err)
+			in.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", ev.EventID,
+				"conv", ev.Conv.String(), "err", err)
 			return false
 		}
 		if kit.Sleep(ctx, wait) != nil {

@@ -19,23 +19,23 @@ func TestChannelBacklogIsBoundedAtMaxQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch.ctx = context.Background()
+	ch.workers.Begin(context.Background())
 	release, started := make(chan struct{}), make(chan struct{})
-	ch.goOrdered("busy", func(context.Context) { close(started); <-release })
+	ch.intake.goOrdered("busy", func(context.Context) { close(started); <-release })
 	<-started
 	ran := 0
 	for range maxQueued {
-		ch.goOrdered("busy", func(context.Context) { ran++ }) // one at a time: no race on ran
+		ch.intake.goOrdered("busy", func(context.Context) { ran++ }) // one at a time: no race on ran
 	}
-	ch.goOrdered("busy", func(context.Context) { t.Error("a message past the backlog was handed over") })
+	ch.intake.goOrdered("busy", func(context.Context) { t.Error("a message past the backlog was handed over") })
 	if !strings.Contains(logs.String(), "backlog is full") {
 		t.Fatalf("the dropped message was not logged:\n%s", logs.String())
 	}
 	other := make(chan struct{})
-	ch.goOrdered("other", func(context.Context) { close(other) })
+	ch.intake.goOrdered("other", func(context.Context) { close(other) })
 	<-other
 	close(release)
-	ch.lanes.Wait(context.Background())
+	ch.intake.lanes.Wait(context.Background())
 	if ran != maxQueued {
 		t.Fatalf("%d queued messages handed over, want %d", ran, maxQueued)
 	}

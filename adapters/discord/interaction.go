@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -50,103 +50,100 @@ func quietAck(st *ixState) map[string]any {
 	return map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}
 }
 
-// tokenUsable is how long after an interaction its token is used for follow-ups and @original
-// edits: Discord takes them for 15 minutes; the minute short of that covers the time the
-// interaction took to arrive and the call's own.
-const tokenUsable = 14 * time.Minute
-
-// commandReply is a slash command's deferred response, which replies to it fill.
-type commandReply struct {
-	mu      sync.Mutex
-	token   string
-	used    bool      // @original edited
-	at      time.Time // when the interaction arrived (Config.Now)
-	user    string    // who ran the command
-	expired bool      // the token is past tokenUsable, or Discord refused it
+// interactions answers what users do on the bot's messages and commands — clicks, selects,
+// modal submits, slash commands — from the gateway (intake) or the HTTP endpoint (webhook.go):
+// each handed to the Handler and always answered, by the Handler (RespondInteraction, OpenForm)
+// or quietly here; a slash command's reply goes through replies (reply.go).
+type interactions struct {
+	cfg     *Config
+	rest    *rest
+	s       *discordgo.Session
+	bot     *botSelf
+	places  *places
+	replies *commandReplies
+	intake  *intake // the hand-over to the Handler
+	workers *kit.Workers
+	now     func() time.Time
+	ixs     sync.Map // interaction id → *ixState
 }
 
-func (c *Channel) goInteraction(ix *interactionEvent) {
-	ctx := c.lifeCtx()
-	if ctx == nil || ctx.Err() != nil {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		c.handleInteraction(ctx, ix)
-	}()
+// goHandle handles an interaction from the gateway on its own goroutine, while the intake lives
+// (a click needs an answer within 3 s, whatever its channel is busy with).
+func (x *interactions) goHandle(ix *interactionEvent) {
+	x.workers.Go(func(ctx context.Context) {
+		st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
+		x.handle(ctx, ix, st)
+	})
 }
 
-func (c *Channel) handleInteraction(ctx context.Context, ix *interactionEvent) {
-	st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
-	c.handleInteractionState(ctx, ix, st)
-}
-
-func (c *Channel) handleInteractionState(ctx context.Context, ix *interactionEvent, st *ixState) {
+// handle hands an interaction over and makes sure it is answered: a command by its reply
+// (handleCommand), a click with "Answer in my own words…" by a modal (openFreeText), anything
+// else by the Handler or, once Config.DeferAfter passed or the Handler returned, quietly.
+func (x *interactions) handle(ctx context.Context, ix *interactionEvent, st *ixState) {
 	var w where
 	if ix.GuildID != "" {
 		var err error
-		if w, err = c.places.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
-			c.cfg.Logger.Warn("discord: cannot tell where an interaction happened; skipping it", "channel", ix.ChannelID, "err", err)
+		if w, err = x.places.locate(ctx, ix.ChannelID, ix.GuildID); err != nil {
+			x.cfg.Logger.Warn("discord: cannot tell where an interaction happened; skipping it", "channel", ix.ChannelID, "err", err)
 			return
 		}
 	}
-	in, ok := interactionInbound(ix, w, c.now(), c.cfg.AdminPermission)
+	in, ok := interactionInbound(ix, w, x.now(), x.cfg.AdminPermission)
 	if !ok {
 		// Not something this bot handles (another application's command, autocomplete): say so
 		// rather than leave Discord's "interaction failed".
 		if st.update {
-			c.ackQuietly(ctx, st)
+			x.ackQuietly(ctx, st)
 		} else if ix.Type != discordgo.InteractionPing && ix.Type != discordgo.InteractionApplicationCommandAutocomplete {
-			_ = c.callback(ctx, st, map[string]any{"type": cbMessage, "data": map[string]any{
+			_ = x.callback(ctx, st, map[string]any{"type": cbMessage, "data": map[string]any{
 				"content": "Sorry, I can't do that here.", "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}})
 		}
 		return
 	}
-	if c.openFreeText(ctx, ix, in, st) {
+	if x.openFreeText(ctx, ix, in, st) {
 		return
 	}
 	if in.Command != "" {
-		c.handleCommand(ctx, ix, in, st)
+		x.handleCommand(ctx, ix, in, st)
 		return
 	}
-	c.ixs.Store(ix.ID, st)
-	defer c.ixs.Delete(ix.ID)
+	x.ixs.Store(ix.ID, st)
+	defer x.ixs.Delete(ix.ID)
 	done := make(chan struct{})
 	var timerWG sync.WaitGroup
 	timerWG.Add(1)
 	go func() {
 		defer timerWG.Done()
-		t := time.NewTimer(c.cfg.DeferAfter)
+		t := time.NewTimer(x.cfg.DeferAfter)
 		defer t.Stop()
 		select {
 		case <-t.C:
-			c.ackQuietly(ctx, st)
+			x.ackQuietly(ctx, st)
 		case <-done:
 		}
 	}()
-	c.handOver(ctx, in)
+	x.intake.handOver(ctx, in)
 	close(done)
 	timerWG.Wait()
-	c.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
+	x.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
 }
 
 // handleCommand hands a slash command over, acknowledged at once (deferred, "thinking…"), and
 // makes sure its response never stays spinning.
-func (c *Channel) handleCommand(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) {
+func (x *interactions) handleCommand(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) {
 	// A command is answered by the router's reply: acknowledge at once (deferred, "thinking…")
 	// and let Send fill the response. Ephemeral, as Slack's slash command replies are: what
 	// a command says (help, status, an admin's stats, a refusal — "admins only", "not
 	// allowed") is for the one who ran it, and a deferred response keeps the flag it was
 	// deferred with, so it cannot be chosen once the router has answered.
-	if err := c.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
-		c.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
+	if err := x.callback(ctx, st, map[string]any{"type": cbDeferred, "data": map[string]any{"flags": flagEphemeral}}); err != nil {
+		x.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
 		return
 	}
-	cr := &commandReply{token: ix.Token, at: c.now(), user: in.Identity.ChannelUserID}
-	c.cmds.Store(ix.ID, cr)
-	handed := c.handOver(ctx, in)
-	c.cmds.Delete(ix.ID)
+	cr := &commandReply{token: ix.Token, at: x.now(), user: in.Identity.ChannelUserID}
+	x.replies.pending.Store(ix.ID, cr)
+	handed := x.intake.handOver(ctx, in)
+	x.replies.pending.Delete(ix.ID)
 	cr.mu.Lock()
 	used := cr.used
 	cr.mu.Unlock()
@@ -155,50 +152,50 @@ func (c *Channel) handleCommand(ctx context.Context, ix *interactionEvent, in ch
 	}
 	// Nothing answered: never leave the "thinking…" response spinning. A command the
 	// router could not take says so; one it took without a word is removed.
-	ep := discordgo.EndpointInteractionResponseActions(c.bot.application(), ix.Token)
+	ep := discordgo.EndpointInteractionResponseActions(x.bot.application(), ix.Token)
 	bg := context.WithoutCancel(ctx)
 	if !handed {
 		failed := editOf(render.DiscordMessage{Content: "Sorry, that failed. Please try again."})
-		_ = c.rest.callWaiting(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
-			_, err := c.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
+		_ = x.rest.callWaiting(bg, "edit command response", func(opts ...discordgo.RequestOption) error {
+			_, err := x.s.RequestWithBucketID("PATCH", ep, failed, tokenBucket("webhook", ix.Token), opts...)
 			return err
 		})
 		return
 	}
-	_ = c.rest.callWaiting(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
+	_ = x.rest.callWaiting(bg, "delete command response", func(opts ...discordgo.RequestOption) error {
+		_, err := x.s.RequestWithBucketID("DELETE", ep, nil, tokenBucket("webhook", ix.Token), opts...)
 		return err
 	})
 }
 
 // ackQuietly makes the interaction's callback when none was made: a deferred update for clicks
 // (nothing visible changes), else a deferred response.
-func (c *Channel) ackQuietly(ctx context.Context, st *ixState) {
+func (x *interactions) ackQuietly(ctx context.Context, st *ixState) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.acked {
 		return
 	}
-	if err := c.callbackLocked(ctx, st, quietAck(st)); err != nil && apiCode(err) != codeAlreadyAcked {
-		c.cfg.Logger.Debug("discord: acknowledging an interaction failed", "err", err)
+	if err := x.callbackLocked(ctx, st, quietAck(st)); err != nil && apiCode(err) != codeAlreadyAcked {
+		x.cfg.Logger.Debug("discord: acknowledging an interaction failed", "err", err)
 	}
 }
 
-func (c *Channel) callback(ctx context.Context, st *ixState, body map[string]any) error {
+func (x *interactions) callback(ctx context.Context, st *ixState, body map[string]any) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return c.callbackLocked(ctx, st, body)
+	return x.callbackLocked(ctx, st, body)
 }
 
-func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[string]any) error {
+func (x *interactions) callbackLocked(ctx context.Context, st *ixState, body map[string]any) error {
 	if st.httpReply != nil {
 		st.httpReply <- body // buffered: the HTTP handler writes it as its response
 		st.httpReply, st.acked = nil, true
 		return nil
 	}
 	ep := discordgo.EndpointInteractionResponse(st.id, st.token)
-	err := c.rest.callWaiting(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, body, tokenBucket("callback", st.token), opts...)
+	err := x.rest.callWaiting(ctx, "interaction callback", func(opts ...discordgo.RequestOption) error {
+		_, err := x.s.RequestWithBucketID("POST", ep, body, tokenBucket("callback", st.token), opts...)
 		return err
 	})
 	if err == nil || apiCode(err) == codeAlreadyAcked || apiCode(err) == codeUnknownInteraction {
@@ -207,8 +204,8 @@ func (c *Channel) callbackLocked(ctx context.Context, st *ixState, body map[stri
 	return err
 }
 
-func (c *Channel) state(in *channels.Interaction) *ixState {
-	if v, ok := c.ixs.Load(in.ID); ok {
+func (x *interactions) state(in *channels.Interaction) *ixState {
+	if v, ok := x.ixs.Load(in.ID); ok {
 		return v.(*ixState)
 	}
 	return &ixState{id: in.ID, token: in.Token, update: in.Message.ID() != ""}
@@ -217,29 +214,29 @@ func (c *Channel) state(in *channels.Interaction) *ixState {
 // RespondInteraction answers a click privately: an ephemeral message with notice (cut to one
 // message), or, with an empty notice, a silent acknowledgement. When the interaction was already
 // acknowledged (deferred after Config.DeferAfter), the notice goes as an ephemeral follow-up.
-func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
+func (x *interactions) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
 	if in == nil || in.ID == "" || in.Token == "" {
 		return errors.New("discord: respond: no interaction id or token")
 	}
 	if utf8.RuneCountInString(notice) > maxNotice {
 		notice = string([]rune(notice)[:maxNotice-1]) + "…"
 	}
-	st := c.state(in)
+	st := x.state(in)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	msg := map[string]any{"content": notice, "flags": flagEphemeral, "allowed_mentions": allowedMentions{Parse: []string{}}}
 	if !st.acked {
 		if notice == "" {
-			return c.callbackLocked(ctx, st, quietAck(st))
+			return x.callbackLocked(ctx, st, quietAck(st))
 		}
-		return c.callbackLocked(ctx, st, map[string]any{"type": cbMessage, "data": msg})
+		return x.callbackLocked(ctx, st, map[string]any{"type": cbMessage, "data": msg})
 	}
 	if notice == "" {
 		return nil
 	}
-	ep := discordgo.EndpointFollowupMessage(c.bot.application(), in.Token) + "?wait=true"
-	return c.rest.callWaiting(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, msg, tokenBucket("webhook", in.Token), opts...)
+	ep := discordgo.EndpointFollowupMessage(x.bot.application(), in.Token) + "?wait=true"
+	return x.rest.callWaiting(ctx, "interaction follow-up", func(opts ...discordgo.RequestOption) error {
+		_, err := x.s.RequestWithBucketID("POST", ep, msg, tokenBucket("webhook", in.Token), opts...)
 		return err
 	})
 }
@@ -249,12 +246,12 @@ func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interacti
 // so the submitted values come back by field id — a select's as the signed choices picked, a
 // text input's as typed. It must be the interaction's first answer; after a deferral it fails
 // and the router asks for a typed answer instead.
-func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
+func (x *interactions) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
 	if in == nil || in.ID == "" || in.Token == "" {
 		return errors.New("discord: open form: no interaction id or token")
 	}
 	card := render.Card{Title: "Your answer", Status: render.StatusWaiting, Form: &form}
-	modal, err := render.DiscordFormModal(card, c.cfg.ActionKey, false)
+	modal, err := render.DiscordFormModal(card, x.cfg.ActionKey, false)
 	if err != nil {
 		return fmt.Errorf("discord: open form: %w", err)
 	}
@@ -266,127 +263,25 @@ func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form r
 			modal.Components[i].Component.CustomID = f.ID
 		}
 	}
-	st := c.state(in)
+	st := x.state(in)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.acked {
 		return errors.New("discord: open form: the interaction was already answered")
 	}
-	return c.callbackLocked(ctx, st, map[string]any{"type": cbModal, "data": modal})
-}
-
-// sendCommandReply answers slash command id with ps: the first piece fills the deferred
-// response, the rest are follow-ups. handled is false when the command's token is no longer
-// known here (the caller then posts in the channel). Once the token is past tokenUsable, or
-// Discord refuses it (401 Invalid Webhook Token, 404 Unknown Webhook: nothing was posted), the
-// pieces not sent yet go to the user privately instead (sendLate), so none is lost or doubled.
-// A 429 of the first piece is returned (delivery sends again); of a later one, waited out.
-func (c *Channel) sendCommandReply(ctx context.Context, id string, to channels.Target, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
-	v, ok := c.cmds.Load(id)
-	if !ok {
-		return channels.MessageRef{}, false, nil
-	}
-	cr := v.(*commandReply)
-	cr.mu.Lock()
-	defer cr.mu.Unlock()
-	ref := channels.MessageRef{Conv: to.Conv}
-	app := c.bot.application()
-	if !cr.expired && c.now().Sub(cr.at) >= tokenUsable {
-		cr.expired = true
-	}
-	for i, p := range ps {
-		if cr.expired {
-			return c.sendLate(ctx, cr, to, ps, i, key, ref)
-		}
-		var raw []byte
-		var err error
-		if !cr.used {
-			ep := discordgo.EndpointInteractionResponseActions(app, cr.token)
-			body := editOf(p)
-			if p.V2() {
-				// The deferred response was ephemeral; a V2 piece sets the flag on it (a deferral
-				// cannot: Receiving and Responding), and an edit that sets flags names all it keeps.
-				body.Flags |= flagEphemeral
-			}
-			err = c.rest.callMaybeWaiting(ctx, i > 0, "edit command response", func(opts ...discordgo.RequestOption) error {
-				raw, err = c.s.RequestWithBucketID("PATCH", ep, body, tokenBucket("webhook", cr.token), opts...)
-				return err
-			})
-		} else {
-			ep := discordgo.EndpointFollowupMessage(app, cr.token) + "?wait=true"
-			// Ephemeral like the deferred response it continues.
-			body := createOf(p, "")
-			body.Flags |= flagEphemeral
-			err = c.rest.callMaybeWaiting(ctx, i > 0, "command follow-up", func(opts ...discordgo.RequestOption) error {
-				raw, err = c.s.RequestWithBucketID("POST", ep, body, tokenBucket("webhook", cr.token), opts...)
-				return err
-			})
-		}
-		if tokenGone(err) {
-			cr.expired = true
-			return c.sendLate(ctx, cr, to, ps, i, key, ref)
-		}
-		if err != nil {
-			return ref, true, err
-		}
-		cr.used = true
-		var s sent
-		if json.Unmarshal(raw, &s) == nil && s.ID != "" {
-			ref.IDs = append(ref.IDs, s.ID)
-		}
-	}
-	return ref, true, nil
-}
-
-// tokenGone reports whether Discord refused an interaction token: 401 (Invalid Webhook Token,
-// past its 15 minutes) or 404 Unknown Webhook.
-func tokenGone(err error) bool {
-	return err != nil && (apiStatus(err) == http.StatusUnauthorized || apiCode(err) == codeUnknownWebhook)
-}
-
-// sendLate posts ps[from:] — a command's reply its interaction token can no longer carry — to
-// the user who ran the command, privately as the response would have been: in the DM the
-// command came from, else in a DM the bot opens with them. ref gains the messages posted.
-func (c *Channel) sendLate(ctx context.Context, cr *commandReply, to channels.Target, ps []render.DiscordMessage, from int, key string, ref channels.MessageRef) (channels.MessageRef, bool, error) {
-	chID := to.Conv.Chat
-	if to.Conv.Workspace != "" {
-		if cr.user == "" {
-			return ref, true, errors.New("discord: a command's reply outlived its interaction and its user is unknown")
-		}
-		err := c.rest.callMaybeWaiting(ctx, from > 0, "open DM", func(opts ...discordgo.RequestOption) error {
-			ch, err := c.s.UserChannelCreate(cr.user, opts...)
-			if err == nil {
-				chID = ch.ID
-			}
-			return err
-		})
-		if err != nil {
-			return ref, true, err
-		}
-	}
-	c.cfg.Logger.Info("discord: a slash command's reply outlived its interaction token; sending it to the user's DM",
-		"conv", to.Conv.String(), "pieces", len(ps)-from)
-	for i := from; i < len(ps); i++ {
-		p := ps[i]
-		id, err := c.post(ctx, i > 0, chID, createOf(p, nonceFor(key, i)))
-		if err != nil {
-			return ref, true, err
-		}
-		ref.IDs = append(ref.IDs, id)
-	}
-	return ref, true, nil
+	return x.callbackLocked(ctx, st, map[string]any{"type": cbModal, "data": modal})
 }
 
 // openFreeText answers a click on "Answer in my own words…" with a modal to type the answer
 // in: on Discord a button cannot take text. The modal's submit carries the button's own signed
 // id and the typed text, which the router takes as the free-text answer (and checks then: who
 // may answer, whether the question is still open). It reports whether it answered the click.
-func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) bool {
+func (x *interactions) openFreeText(ctx context.Context, ix *interactionEvent, in channels.Inbound, st *ixState) bool {
 	it := in.Interaction
 	if it == nil || ix.Type != discordgo.InteractionMessageComponent || len(it.Values) > 0 {
 		return false
 	}
-	id, err := render.DecodeAction(c.cfg.ActionKey, it.Data)
+	id, err := render.DecodeAction(x.cfg.ActionKey, it.Data)
 	if err != nil || id.Kind != render.ActionFreeText {
 		return false
 	}
@@ -394,8 +289,8 @@ func (c *Channel) openFreeText(ctx context.Context, ix *interactionEvent, in cha
 	modal := render.DiscordModal{Title: "Your answer", CustomID: it.Data, Components: []render.DiscordComponent{
 		render.DiscordLabelOf(render.DiscordFreeTextLabel, render.DiscordComponent{Type: render.DiscordTextInput,
 			Style: render.DiscordInputParagraph, CustomID: "answer", Required: &required, MaxLength: render.DiscordMaxInputValue})}}
-	if err := c.callback(ctx, st, map[string]any{"type": cbModal, "data": modal}); err != nil {
-		c.cfg.Logger.Warn("discord: opening the free-text answer failed", "err", err)
+	if err := x.callback(ctx, st, map[string]any{"type": cbModal, "data": modal}); err != nil {
+		x.cfg.Logger.Warn("discord: opening the free-text answer failed", "err", err)
 		return false // the router then asks for a typed reply
 	}
 	return true

@@ -15,11 +15,25 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
 // MaxContent is the longest message content Discord accepts; Send splits longer text.
 const MaxContent = render.DiscordMaxContent
+
+// sender posts, edits and deletes messages (Send, Edit, Delete) and files (SendFile, file.go)
+// in the conversation's channel or thread (threads); a reply to a slash command goes through
+// replies (reply.go).
+type sender struct {
+	cfg     *Config
+	rest    *rest
+	s       *discordgo.Session
+	pages   kit.Pages[render.DiscordMessage]
+	threads *threadMaker
+	signals *kit.TypingSignals // a message sent ends the channel's "typing…"
+	replies *commandReplies
+}
 
 // allowedMentions parses nothing, so no text the model writes (@everyone, <@id>, <@&role>)
 // pings anyone; RepliedUser pings the asker of a reply.
@@ -244,7 +258,7 @@ const nonceWindow = 2 * time.Minute
 
 // KeyWindow says Send is idempotent per channels.Message.Key (through the nonce) for
 // nonceWindow. A reply to a slash command answers its interaction instead and carries no nonce.
-func (c *Channel) KeyWindow() time.Duration { return nonceWindow }
+func (s *sender) KeyWindow() time.Duration { return nonceWindow }
 
 // nonceFor is piece i's nonce: derived from the message's key (channels.Message.Key: its run and
 // step) when it has one, so the same piece sent again by a later attempt of the run — after a
@@ -265,19 +279,19 @@ func nonceFor(key string, i int) string {
 // made instead of posting twice. A reply to a slash command answers its interaction. The ref
 // lists every message sent; on error those sent before it. A 429 of the first piece is returned
 // for delivery to wait out; one of a later piece is waited out here (see call).
-func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
+func (s *sender) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if id, ok := strings.CutPrefix(to.ReplyTo, commandReplyPrefix); ok {
-		if out, handled, err := c.sendCommandReply(ctx, id, to, ps, m.Key); handled {
+		if out, handled, err := s.replies.send(ctx, id, to, ps, m.Key); handled {
 			return out, cardRefused(m, err)
 		}
 		to.ReplyTo = ""
 	}
-	chID, err := c.threads.channelFor(ctx, to.Conv)
+	chID, err := s.threads.channelFor(ctx, to.Conv)
 	if err != nil {
 		return ref, err
 	}
@@ -290,12 +304,12 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 			body.MessageReference = &messageReference{MessageID: to.ReplyTo}
 			body.AllowedMentions.RepliedUser = true
 		}
-		id, err := c.post(ctx, i > 0, chID, body)
+		id, err := s.post(ctx, i > 0, chID, body)
 		if err != nil {
 			return ref, cardRefused(m, err)
 		}
 		if i == 0 {
-			c.typing.Sent(to.Conv.String()) // Discord's "typing…" ends with a message
+			s.signals.Sent(to.Conv.String()) // Discord's "typing…" ends with a message
 		}
 		ref.IDs = append(ref.IDs, id)
 	}
@@ -326,24 +340,24 @@ func sentID(raw []byte) string {
 }
 
 // post posts a message to channel chID (see create).
-func (c *Channel) post(ctx context.Context, wait bool, chID string, body createBody) (string, error) {
+func (s *sender) post(ctx context.Context, wait bool, chID string, body createBody) (string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "", fmt.Errorf("discord: send message: %w", err)
 	}
-	return c.create(ctx, wait, "send message", chID, "application/json", b)
+	return s.create(ctx, wait, "send message", chID, "application/json", b)
 }
 
 // create posts a new message to channel chID — body is its JSON, or a multipart form with the
 // JSON as payload_json and files — and returns the message's id; what names the call in errors
 // and metrics. wait says a 429 is waited out here (a later piece of a message) rather than
 // returned.
-func (c *Channel) create(ctx context.Context, wait bool, what, chID, contentType string, body []byte) (string, error) {
+func (s *sender) create(ctx context.Context, wait bool, what, chID, contentType string, body []byte) (string, error) {
 	ep := discordgo.EndpointChannelMessages(chID)
 	var raw []byte
-	err := c.rest.callMaybeWaiting(ctx, wait, what, func(opts ...discordgo.RequestOption) error {
+	err := s.rest.callMaybeWaiting(ctx, wait, what, func(opts ...discordgo.RequestOption) error {
 		var err error
-		raw, err = c.s.RequestRaw("POST", ep, contentType, body, ep, 0, opts...)
+		raw, err = s.s.RequestRaw("POST", ep, contentType, body, ep, 0, opts...)
 		return err
 	})
 	if err != nil {
@@ -368,26 +382,26 @@ func (c *Channel) create(ctx context.Context, wait bool, what, chID, contentType
 // as V2 — and m is edited in again rendered as V2 only (renderV2Pieces: a card split as it
 // needs, text in text displays). A refusal of that is returned. Edits are safe to make again,
 // and a refusal comes before any piece is posted anew.
-func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
+func (s *sender) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (channels.MessageRef, error) {
 	if ref.ID() == "" {
 		return ref, fmt.Errorf("discord: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
-	chID, err := c.threads.channelFor(ctx, ref.Conv)
+	chID, err := s.threads.channelFor(ctx, ref.Conv)
 	if err != nil {
 		return ref, err
 	}
-	out, refused, err := c.editPieces(ctx, chID, ref, ps, m.Key)
+	out, refused, err := s.editPieces(ctx, chID, ref, ps, m.Key)
 	if refused {
-		vs, verr := renderV2Pieces(m, c.cfg.ActionKey)
+		vs, verr := renderV2Pieces(m, s.cfg.ActionKey)
 		if verr != nil {
 			return ref, cardRefused(m, err)
 		}
-		c.cfg.Logger.Debug("discord: the message is a Components V2 one; editing it in again as V2", "message", ref.ID(), "err", err)
-		out, _, err = c.editPieces(ctx, chID, ref, vs, m.Key)
+		s.cfg.Logger.Debug("discord: the message is a Components V2 one; editing it in again as V2", "message", ref.ID(), "err", err)
+		out, _, err = s.editPieces(ctx, chID, ref, vs, m.Key)
 	}
 	if err != nil {
 		return out, cardRefused(m, err)
@@ -397,13 +411,13 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 
 // editPieces edits ref's messages in channel chID into ps (see Edit). refused reports that the
 // edit of a piece of content or embeds was refused as an invalid form body: nothing was posted.
-func (c *Channel) editPieces(ctx context.Context, chID string, ref channels.MessageRef, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
+func (s *sender) editPieces(ctx context.Context, chID string, ref channels.MessageRef, ps []render.DiscordMessage, key string) (channels.MessageRef, bool, error) {
 	out := channels.MessageRef{Conv: ref.Conv}
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			ep := discordgo.EndpointChannelMessage(chID, ref.IDs[i])
-			err := c.rest.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
-				_, err := c.s.RequestWithBucketID("PATCH", ep, editOf(p), discordgo.EndpointChannelMessages(chID), opts...)
+			err := s.rest.call(ctx, "edit message", func(opts ...discordgo.RequestOption) error {
+				_, err := s.s.RequestWithBucketID("PATCH", ep, editOf(p), discordgo.EndpointChannelMessages(chID), opts...)
 				return err
 			})
 			if err != nil {
@@ -413,14 +427,14 @@ func (c *Channel) editPieces(ctx context.Context, chID string, ref channels.Mess
 			continue
 		}
 		// Edits are safe to make again; a piece posted anew is not (see Send).
-		id, err := c.post(ctx, len(out.IDs) > len(ref.IDs), chID, createOf(p, nonceFor(key, i)))
+		id, err := s.post(ctx, len(out.IDs) > len(ref.IDs), chID, createOf(p, nonceFor(key, i)))
 		if err != nil {
 			return out, false, err
 		}
 		out.IDs = append(out.IDs, id)
 	}
 	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
-		if err := c.deleteOne(ctx, chID, id); err != nil {
+		if err := s.deleteOne(ctx, chID, id); err != nil {
 			return out, false, err
 		}
 	}
@@ -428,52 +442,25 @@ func (c *Channel) editPieces(ctx context.Context, chID string, ref channels.Mess
 }
 
 // Delete deletes every message of ref. A message already gone counts as deleted.
-func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
-	chID, err := c.threads.channelFor(ctx, ref.Conv)
+func (s *sender) Delete(ctx context.Context, ref channels.MessageRef) error {
+	chID, err := s.threads.channelFor(ctx, ref.Conv)
 	if err != nil {
 		return err
 	}
 	for _, id := range ref.IDs {
-		if err := c.deleteOne(ctx, chID, id); err != nil {
+		if err := s.deleteOne(ctx, chID, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Channel) deleteOne(ctx context.Context, chID, id string) error {
-	err := c.rest.call(ctx, "delete message", func(opts ...discordgo.RequestOption) error {
-		return c.s.ChannelMessageDelete(chID, id, opts...)
+func (s *sender) deleteOne(ctx context.Context, chID, id string) error {
+	err := s.rest.call(ctx, "delete message", func(opts ...discordgo.RequestOption) error {
+		return s.s.ChannelMessageDelete(chID, id, opts...)
 	})
 	if errors.Is(err, channels.ErrMessageGone) {
 		return nil
 	}
 	return err
 }
-
-// Typing shows "typing…" in the conversation's channel or thread (about 10 s).
-func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
-	if to.Conv.Chat == "" {
-		return errors.New("discord: conversation without a channel")
-	}
-	// A signal, not a message: sent off the caller's path (the router signals inside the
-	// hand-over of a message), once while it still shows (a message ends it), within typingTimeout.
-	c.typing.Signal(to.Conv.String(), func(ctx context.Context) error {
-		chID, err := c.threads.channelFor(ctx, to.Conv)
-		if err != nil {
-			return err
-		}
-		// One attempt: a 429 is not waited out (nor handed to a retry).
-		return c.rest.limits.Once("typing", c.rest.request(ctx, "typing", func(opts ...discordgo.RequestOption) error {
-			return c.s.ChannelTyping(chID, opts...)
-		}))
-	})
-	return nil
-}
-
-// typingTimeout bounds one typing signal; typingLasts is a little less than the 10 s Discord
-// shows one.
-const (
-	typingTimeout = 5 * time.Second
-	typingLasts   = 8 * time.Second
-)

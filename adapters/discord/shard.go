@@ -2,13 +2,11 @@ package discord
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
 	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
@@ -16,6 +14,23 @@ import (
 // a lease (Config.Lease, or one in memory when the process shares nothing), so that the
 // processes of a deployment split the shards, a dead one's are taken over, and two processes
 // never run one shard together.
+
+// shards runs the shards of the plan this process holds, each a gateway (gateway.go) whose
+// events go to the intake; it reaches the channel's configuration, identify pacing and clocks
+// through c, as its gateways do.
+type shards struct {
+	c *Channel
+
+	mu  sync.Mutex
+	gws []*gateway // per shard of the plan, the gateway while this process holds it
+}
+
+// plan makes room for the n shards of the plan (Start).
+func (sh *shards) plan(n int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.gws = make([]*gateway, n)
+}
 
 // shardPlan is the shards a process may run: ids out of count, all of them with AutoShard.
 type shardPlan struct {
@@ -27,25 +42,26 @@ type shardPlan struct {
 
 // leaseName is shard id's lease: per bot, shard and shard count, so a deployment that changes
 // its shard count does not mistake the old shards for the new ones.
-func (c *Channel) leaseName(id, count int) string {
-	return c.cfg.LeaseName + ":" + strconv.Itoa(id) + "/" + strconv.Itoa(max(count, 1))
+func (sh *shards) leaseName(id, count int) string {
+	return sh.c.cfg.LeaseName + ":" + strconv.Itoa(id) + "/" + strconv.Itoa(max(count, 1))
 }
 
-// runShards runs the plan's shards this process holds until ctx ends. firsts[i] receives the
+// run runs the plan's shards this process holds until ctx ends. firsts[i] receives the
 // outcome of shard i's first connection in this process.
-func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan error, onFirstRound func([]int)) {
+func (sh *shards) run(ctx context.Context, p shardPlan, firsts []chan error, onFirstRound func([]int)) {
+	c := sh.c
 	lease := c.cfg.Lease
 	if lease == nil {
 		lease = &kit.MemoryLease{}
 	}
 	names := make([]string, len(p.ids))
 	for i, id := range p.ids {
-		names[i] = c.leaseName(id, p.count)
+		names[i] = sh.leaseName(id, p.count)
 	}
 	reported := make([]bool, len(p.ids)) // touched by the lead of shard i only, one at a time
 	var census kit.Census                // nil: RunLeasedSet's default, the lease's own
 	if cs, ok := lease.(kit.Census); ok && c.global != nil {
-		census = sharingCensus{Census: cs, share: c.shareGlobal}
+		census = sharingCensus{Census: cs, share: sh.shareGlobal}
 	}
 	kit.RunLeasedSet(ctx, kit.LeaseSetOptions{
 		Lease:  lease,
@@ -72,7 +88,7 @@ func (c *Channel) runShards(ctx context.Context, p shardPlan, firsts []chan erro
 			reported[i] = true
 			first = firsts[i]
 		}
-		c.runShard(ctx, i, p, first)
+		sh.runShard(ctx, i, p, first)
 	})
 }
 
@@ -93,7 +109,8 @@ func (s sharingCensus) Attend(ctx context.Context, group, owner string, ttl time
 
 // shareGlobal gives this process its share of the bot's global rate among the processes alive:
 // ⌊GlobalRate / processes⌋ a second, at least 1, so that together they keep Discord's limit.
-func (c *Channel) shareGlobal(processes int) {
+func (sh *shards) shareGlobal(processes int) {
+	c := sh.c
 	per := max(c.cfg.GlobalRate/max(processes, 1), 1)
 	if was := c.global.setPer(per); was != per {
 		c.cfg.Logger.Info("discord: the global rate limit is shared among the processes of the bot",
@@ -105,16 +122,17 @@ func (c *Channel) shareGlobal(processes int) {
 // resumes it and Discord replays what the last holder missed), connects, saves the session every
 // SessionSaveEvery (a holder that dies leaves one to resume) and once more when it stops. ready
 // receives the first connection's outcome.
-func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<- error) {
+func (sh *shards) runShard(ctx context.Context, i int, p shardPlan, ready chan<- error) {
+	c := sh.c
 	g := &gateway{c: c, dialer: c.cfg.Dialer, baseURL: p.url, shardID: p.ids[i], shardCount: p.count}
-	c.loadSession(ctx, g) // without a session, the connection identifies (paced there)
-	c.mu.Lock()
-	c.gws[i] = g
-	c.mu.Unlock()
+	sh.loadSession(ctx, g) // without a session, the connection identifies (paced there)
+	sh.mu.Lock()
+	sh.gws[i] = g
+	sh.mu.Unlock()
 	defer func() {
-		c.mu.Lock()
-		c.gws[i] = nil
-		c.mu.Unlock()
+		sh.mu.Lock()
+		sh.gws[i] = nil
+		sh.mu.Unlock()
 	}()
 
 	var saver sync.WaitGroup
@@ -129,7 +147,7 @@ func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<-
 			case <-saveCtx.Done():
 				return
 			case <-t.C:
-				if err := c.saveSession(saveCtx, g); err != nil && saveCtx.Err() == nil {
+				if err := sh.saveSession(saveCtx, g); err != nil && saveCtx.Err() == nil {
 					c.cfg.Logger.Warn("discord: saving the gateway session failed; a takeover would identify afresh", "shard", g.shardID, "err", err)
 				}
 			}
@@ -145,14 +163,15 @@ func (c *Channel) runShard(ctx context.Context, i int, p shardPlan, ready chan<-
 	saver.Wait()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := c.saveSession(sctx, g); err != nil {
+	if err := sh.saveSession(sctx, g); err != nil {
 		c.cfg.Logger.Warn("discord: saving the gateway session failed; the next holder identifies afresh", "shard", g.shardID, "err", err)
 	}
 }
 
 // loadSession takes shard g's saved session, if any, into g; it reports whether there was one
 // to resume.
-func (c *Channel) loadSession(ctx context.Context, g *gateway) bool {
+func (sh *shards) loadSession(ctx context.Context, g *gateway) bool {
+	c := sh.c
 	if c.cfg.Sessions == nil {
 		return false
 	}
@@ -172,7 +191,8 @@ func (c *Channel) loadSession(ctx context.Context, g *gateway) bool {
 
 // saveSession keeps shard g's session for the next holder: the sequence number is that of the
 // last event handed over with every earlier one, so what was not handed over is replayed.
-func (c *Channel) saveSession(ctx context.Context, g *gateway) error {
+func (sh *shards) saveSession(ctx context.Context, g *gateway) error {
+	c := sh.c
 	if c.cfg.Sessions == nil {
 		return nil
 	}
@@ -188,33 +208,41 @@ func (c *Channel) saveSession(ctx context.Context, g *gateway) error {
 	return nil
 }
 
-// learnSelf asks who the bot is (GET users/@me), for a process that may hold no shard.
-func (c *Channel) learnSelf(ctx context.Context) error {
-	var u *discordgo.User
-	err := c.rest.callWaiting(ctx, "GET users/@me", func(opts ...discordgo.RequestOption) error {
-		var err error
-		u, err = c.s.User("@me", opts...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("discord: users/@me: %w", err)
-	}
-	if u == nil || u.ID == "" {
-		return errors.New("discord: users/@me gave no id")
-	}
-	c.bot.set(u.ID, "")
-	return nil
-}
-
-// heldShards is the ids of the shards this process runs now.
-func (c *Channel) heldShards() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// held is the ids of the shards this process runs now.
+func (sh *shards) held() []int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	var ids []int
-	for _, g := range c.gws {
+	for _, g := range sh.gws {
 		if g != nil {
 			ids = append(ids, g.shardID)
 		}
 	}
 	return ids
+}
+
+// ready is Ready's word on the shards: the gateway connection of every shard this process
+// holds is up (identified or resumed) and alive — its last inbound frame (a dispatch or a
+// heartbeat ack) at most two heartbeat intervals and 10 s before now. A process holding none is
+// ready: it delivers.
+func (sh *shards) ready(now time.Time) error {
+	sh.mu.Lock()
+	gws := sh.gws
+	sh.mu.Unlock()
+	for _, g := range gws {
+		if g == nil {
+			continue // held by another process
+		}
+		if err := g.fatalErr(); err != nil {
+			return fmt.Errorf("%w: shard %d: %w", ErrNotReady, g.shardID, err)
+		}
+		if !g.connected.Load() {
+			return fmt.Errorf("%w: shard %d reconnecting", ErrNotReady, g.shardID)
+		}
+		if quiet, interval, dead := g.silence(now); dead {
+			return fmt.Errorf("%w: shard %d: nothing received from the gateway for %s (heartbeat interval %s)",
+				ErrNotReady, g.shardID, quiet.Round(time.Second), interval)
+		}
+	}
+	return nil
 }

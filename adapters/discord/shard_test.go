@@ -44,18 +44,18 @@ func TestTwoProcessesSplitTheShards(t *testing.T) {
 	guilds := shardGuilds(2)
 	mem, store := &kit.MemoryLease{}, &MemorySessions{}
 	a := newHarness(t, fk, sharedShards(mem, store, "a"))
-	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.heldShards()) == 2 })
+	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.shards.held()) == 2 })
 	b := newHarness(t, fk, sharedShards(mem, store, "b"))
-	poll.Until(t, "one shard each", func() bool { return len(a.ch.heldShards()) == 1 && len(b.ch.heldShards()) == 1 })
+	poll.Until(t, "one shard each", func() bool { return len(a.ch.shards.held()) == 1 && len(b.ch.shards.held()) == 1 })
 	poll.Until(t, "both connected", func() bool { return a.ch.Ready() == nil && b.ch.Ready() == nil })
 	for shard := range 2 {
 		fk.Post(discordfake.UserMessage{Channel: fk.Guild(guilds[shard]), Author: alice, Content: "on shard " + strconv.Itoa(shard), MentionBot: true})
 	}
 	poll.Until(t, "both messages", func() bool { return a.rec.count()+b.rec.count() == 2 })
 	for _, h := range []*harness{a, b} {
-		want := "on shard " + strconv.Itoa(h.ch.heldShards()[0])
+		want := "on shard " + strconv.Itoa(h.ch.shards.held()[0])
 		if got := h.rec.all(); len(got) != 1 || got[0].Text != want {
-			t.Errorf("the process of shard %v got %+v, want only %q", h.ch.heldShards(), got, want)
+			t.Errorf("the process of shard %v got %+v, want only %q", h.ch.shards.held(), got, want)
 		}
 	}
 	// The hand-over resumed the session a saved rather than identifying again.
@@ -75,16 +75,16 @@ func TestDeadProcessShardTakenOverAndResumed(t *testing.T) {
 	mem, store := &kit.MemoryLease{}, &MemorySessions{}
 	dying := &leasetest.Severable{M: mem}
 	a := newHarness(t, fk, sharedShards(dying, store, "a"))
-	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.heldShards()) == 2 })
+	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.shards.held()) == 2 })
 	b := newHarness(t, fk, sharedShards(mem, store, "b"))
-	poll.Until(t, "one shard each", func() bool { return len(a.ch.heldShards()) == 1 && len(b.ch.heldShards()) == 1 })
-	lost := a.ch.heldShards()[0]
+	poll.Until(t, "one shard each", func() bool { return len(a.ch.shards.held()) == 1 && len(b.ch.shards.held()) == 1 })
+	lost := a.ch.shards.held()[0]
 
 	cut := time.Now()
 	dying.Sever()
-	poll.Until(t, "a to stop its shard (its renewal failed)", func() bool { return len(a.ch.heldShards()) == 0 })
+	poll.Until(t, "a to stop its shard (its renewal failed)", func() bool { return len(a.ch.shards.held()) == 0 })
 	fk.Post(discordfake.UserMessage{Channel: fk.Guild(guilds[lost]), Author: alice, Content: "while nobody runs it", MentionBot: true})
-	poll.Until(t, "b to run both shards", func() bool { return len(b.ch.heldShards()) == 2 })
+	poll.Until(t, "b to run both shards", func() bool { return len(b.ch.shards.held()) == 2 })
 	took := time.Since(cut)
 	poll.Until(t, "the missed message replayed to b", func() bool { return b.rec.count() == 1 })
 	t.Logf("shard %d taken over %v after the cut (lease %v)", lost, took.Round(time.Millisecond), 600*time.Millisecond)
@@ -112,8 +112,8 @@ func TestStandbyProcessIsReady(t *testing.T) {
 	mem := &kit.MemoryLease{}
 	a := newHarness(t, fk, func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, "a", 600*time.Millisecond })
 	b := newHarness(t, fk, func(c *Config) { c.Lease, c.LeaseOwner, c.LeaseTTL = mem, "b", 600*time.Millisecond })
-	if len(a.ch.heldShards()) != 1 || len(b.ch.heldShards()) != 0 {
-		t.Fatalf("a runs %v, b runs %v; want a the one shard", a.ch.heldShards(), b.ch.heldShards())
+	if len(a.ch.shards.held()) != 1 || len(b.ch.shards.held()) != 0 {
+		t.Fatalf("a runs %v, b runs %v; want a the one shard", a.ch.shards.held(), b.ch.shards.held())
 	}
 	if err := b.ch.Ready(); err != nil {
 		t.Errorf("the standby is not ready: %v", err)

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -86,29 +87,22 @@ func (p *places) learnInteraction(ix *interactionEvent) {
 	p.learnChannel(channelInfo{ID: ix.Channel.ID, Type: ix.Channel.Type, GuildID: ix.GuildID, ParentID: ix.Channel.ParentID})
 }
 
-// learnGuild takes a GUILD_CREATE: the bot's managed role there, and its channels.
-func (c *Channel) learnGuild(g guildInfo) {
-	self := c.BotID()
-	for _, r := range g.Roles {
-		if r.Tags != nil && r.Tags.BotID != "" && r.Tags.BotID == self {
-			c.bot.addRoles(r.ID)
-		}
-	}
-	c.places.learnGuild(g)
-}
-
 // threadMaker starts the thread a channel mention is answered in, once, on the first outbound
 // call to the conversation (typing or a message): a message the router refuses silently gets
 // no thread.
 type threadMaker struct {
-	c     *Channel
+	rest   *rest
+	s      *discordgo.Session
+	places *places
+	log    *slog.Logger
+
 	mu    sync.Mutex
 	names map[string]string // message id → thread name
 	locks map[string]*sync.Mutex
 }
 
-func newThreadMaker(c *Channel) *threadMaker {
-	return &threadMaker{c: c, names: map[string]string{}, locks: map[string]*sync.Mutex{}}
+func newThreadMaker(r *rest, s *discordgo.Session, p *places, log *slog.Logger) *threadMaker {
+	return &threadMaker{rest: r, s: s, places: p, log: log, names: map[string]string{}, locks: map[string]*sync.Mutex{}}
 }
 
 // maxNames bounds the remembered thread names (of mentions not answered yet).
@@ -167,8 +161,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 		}
 		return k.Chat, nil
 	}
-	c := t.c
-	if c.places.isThread(k.Thread) {
+	if t.places.isThread(k.Thread) {
 		return k.Thread, nil
 	}
 	t.mu.Lock()
@@ -186,7 +179,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 		delete(t.locks, k.Thread)
 		t.mu.Unlock()
 	}()
-	if c.places.isThread(k.Thread) {
+	if t.places.isThread(k.Thread) {
 		return k.Thread, nil
 	}
 	if name == "" {
@@ -195,8 +188,8 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	// discordgo's MessageThreadStartComplex keys its rate-limit bucket by message, and keeps
 	// every bucket forever: one bucket per channel instead.
 	ep := discordgo.EndpointChannelMessageThread(k.Chat, k.Thread)
-	err := c.rest.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
-		_, err := c.s.RequestWithBucketID("POST", ep, threadFromMessage{Name: name, AutoArchiveDuration: threadArchiveMinutes},
+	err := t.rest.call(ctx, "start thread", func(opts ...discordgo.RequestOption) error {
+		_, err := t.s.RequestWithBucketID("POST", ep, threadFromMessage{Name: name, AutoArchiveDuration: threadArchiveMinutes},
 			discordgo.EndpointChannel(k.Chat)+"/threads-from-messages", opts...)
 		return err
 	})
@@ -204,7 +197,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	case err == nil, apiCode(err) == codeThreadExists, errors.Is(err, channels.ErrMessageGone):
 		// Started now, started before (a restart, a redelivery), or not a message of the
 		// channel at all — a thread someone else started, which is its own channel.
-		c.places.learnThread(k.Thread, k.Workspace, k.Chat)
+		t.places.learnThread(k.Thread, k.Workspace, k.Chat)
 		t.mu.Lock()
 		delete(t.names, k.Thread)
 		t.mu.Unlock()
@@ -212,7 +205,7 @@ func (t *threadMaker) channelFor(ctx context.Context, k conv.Key) (string, error
 	case errors.Is(err, channels.ErrUnreachable), apiStatus(err) == http.StatusBadRequest:
 		// No thread here (no Create Public Threads permission, a channel type without threads):
 		// answer in the channel rather than not at all.
-		c.cfg.Logger.Warn("discord: cannot start a thread; answering in the channel", "channel", k.Chat, "err", err)
+		t.log.Warn("discord: cannot start a thread; answering in the channel", "channel", k.Chat, "err", err)
 		return k.Chat, nil
 	}
 	return "", err

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,17 @@ import (
 // General Information → Interactions Endpoint URL) instead of sending them on the gateway. Each
 // request is signed with Ed25519 (X-Signature-Ed25519 over X-Signature-Timestamp + body, the
 // application's public key); the first answer is the HTTP response, within 3 s.
+
+// webhook is the HTTP interactions endpoint (InteractionsHandler): each request checked, then
+// handled as interactions handles one from the gateway, its first answer the HTTP response.
+type webhook struct {
+	cfg          *Config
+	life         *kit.Lifecycle
+	workers      *kit.Workers
+	intake       *intake // malformed requests are counted as malformed events
+	interactions *interactions
+	now          func() time.Time
+}
 
 // maxSkew bounds the age of a request's timestamp, so a captured request cannot be replayed
 // later (Discord's signature alone does not expire).
@@ -37,12 +49,12 @@ const maxInteractionBytes = 1 << 20
 // hands the interaction to the router like one from the gateway, answering with the router's
 // first response (a notice, a modal, a deferral) or, after Config.DeferAfter, with a deferral
 // of its own.
-func (c *Channel) InteractionsHandler() http.Handler {
-	return http.HandlerFunc(c.serveInteraction)
+func (wh *webhook) InteractionsHandler() http.Handler {
+	return http.HandlerFunc(wh.serve)
 }
 
-func (c *Channel) verify(r *http.Request, body []byte) bool {
-	if len(c.cfg.PublicKey) != ed25519.PublicKeySize {
+func (wh *webhook) verify(r *http.Request, body []byte) bool {
+	if len(wh.cfg.PublicKey) != ed25519.PublicKeySize {
 		return false
 	}
 	sig, err := hex.DecodeString(r.Header.Get("X-Signature-Ed25519"))
@@ -54,65 +66,79 @@ func (c *Channel) verify(r *http.Request, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	if d := c.now().Sub(time.Unix(secs, 0)); d > maxSkew || d < -maxSkew {
+	if d := wh.now().Sub(time.Unix(secs, 0)); d > maxSkew || d < -maxSkew {
 		return false
 	}
-	return ed25519.Verify(c.cfg.PublicKey, append([]byte(ts), body...), sig)
+	return ed25519.Verify(wh.cfg.PublicKey, append([]byte(ts), body...), sig)
 }
 
-func (c *Channel) serveInteraction(w http.ResponseWriter, r *http.Request) {
+func (wh *webhook) serve(w http.ResponseWriter, r *http.Request) {
+	ix, ok := wh.read(w, r)
+	if !ok {
+		return
+	}
+	if !wh.life.IsReceiving() {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	reply := make(chan map[string]any, 1)
+	st := &ixState{id: ix.ID, token: ix.Token, httpReply: reply,
+		update: ix.Type == 3 || ix.Message != nil}
+	// Started under the lock Stop takes before it waits, so no handler starts after Stop
+	// began waiting.
+	if !wh.workers.Go(func(ctx context.Context) {
+		wh.interactions.places.learnInteraction(ix)
+		wh.interactions.handle(ctx, ix, st)
+	}) {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	wh.answer(w, r, st, reply)
+}
+
+// read reads and checks an interaction request: its body, its signature, a PING answered with
+// PONG. ok is false when the request was answered here.
+func (wh *webhook) read(w http.ResponseWriter, r *http.Request) (ix *interactionEvent, ok bool) {
 	// The whole body is read before anyone is authenticated (the signature covers it): at most
 	// maxInteractionBytes, none when Content-Length announces more, within the read deadline the
 	// listener set.
 	body, err := kit.ReadBody(w, r, maxInteractionBytes)
 	if err != nil {
-		c.cfg.Logger.Debug("discord: refused an interaction request body", "remote", r.RemoteAddr, "err", err)
+		wh.cfg.Logger.Debug("discord: refused an interaction request body", "remote", r.RemoteAddr, "err", err)
 		kit.RefuseBody(w, err)
-		return
+		return nil, false
 	}
-	if !c.verify(r, body) {
+	if !wh.verify(r, body) {
 		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
 		// The listener counts the 401s and logs them at a bounded rate.
-		c.cfg.Logger.Debug("discord: refusing an interaction request with a bad signature or timestamp", "remote", r.RemoteAddr)
+		wh.cfg.Logger.Debug("discord: refusing an interaction request with a bad signature or timestamp", "remote", r.RemoteAddr)
 		http.Error(w, "invalid request signature", http.StatusUnauthorized)
-		return
+		return nil, false
 	}
 	typ, err := interactionType(body)
 	if err != nil {
-		c.malformed("interaction request", err)
+		wh.intake.malformed("interaction request", err)
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	if typ == 1 { // PING
 		writeJSON(w, map[string]any{"type": 1})
-		return
+		return nil, false
 	}
-	ix, err := decodeInteraction(body)
+	ix, err = decodeInteraction(body)
 	if err != nil {
-		c.malformed("interaction request", err)
+		wh.intake.malformed("interaction request", err)
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
-		return
+		return nil, false
 	}
-	// Checked and counted under the lock Stop takes before it waits, so no handler starts
-	// after Stop began waiting.
-	c.mu.Lock()
-	ctx := c.ctx
-	if ctx == nil || ctx.Err() != nil || !c.life.IsReceiving() {
-		c.mu.Unlock()
-		http.Error(w, "not receiving", http.StatusServiceUnavailable)
-		return
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	c.places.learnInteraction(ix)
-	reply := make(chan map[string]any, 1)
-	st := &ixState{id: ix.ID, token: ix.Token, httpReply: reply,
-		update: ix.Type == 3 || ix.Message != nil}
-	go func() {
-		defer c.wg.Done()
-		c.handleInteractionState(ctx, ix, st)
-	}()
-	t := time.NewTimer(c.cfg.DeferAfter)
+	return ix, true
+}
+
+// answer writes the interaction's first answer as the response: the Handler's (a notice, a
+// modal, a deferral), or after Config.DeferAfter — or when the request ends — a deferral of
+// its own.
+func (wh *webhook) answer(w http.ResponseWriter, r *http.Request, st *ixState, reply <-chan map[string]any) {
+	t := time.NewTimer(wh.cfg.DeferAfter)
 	defer t.Stop()
 	select {
 	case b := <-reply:

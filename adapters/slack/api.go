@@ -174,13 +174,6 @@ func (w *webAPI) request(ctx context.Context, workspace, method string, supersed
 	return err
 }
 
-func (c *Channel) malformed(kind string, err error) {
-	c.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", c.redact.Error(err))
-	if c.cfg.OnMalformed != nil {
-		c.cfg.OnMalformed()
-	}
-}
-
 var _ slog.LogValuer = Config{}
 
 // postMessage posts p with chat.postMessage and returns its ts. It is made without slack-go:

@@ -39,7 +39,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -52,45 +51,41 @@ import (
 const platform = "slack"
 
 // Channel is the Slack channel. Create it with New; all methods are safe for concurrent use.
+//
+// It is made of one component per concern, each in the file named after it, as the Telegram
+// adapter is: the outbound sender (send.go, file.go), the native streams (stream.go), the
+// thread status while a run works (typing.go, status.go), the answers to clicks and the modals
+// (interaction.go), the file downloads (fetch.go), the workspaces' installs (install.go) and
+// the OAuth install flow (oauth.go), the two intakes — the Socket Mode connections (socket.go,
+// slots.go) and the HTTP handlers (http.go) — and the intake both hand to (intake.go), with the
+// AI surfaces it handles itself (surface.go). The components that provide a capability are
+// embedded; Channel itself starts, stops and reports readiness.
 type Channel struct {
-	cfg    Config
-	api    *slackgo.Client
-	base   *teamClient // api and the configured bot token
-	redact *kit.Redactor
-	web    *webAPI        // Web API calls: their errors, pacing and rate limits
-	life   *kit.Lifecycle // the start guard and Ready's phase
-	lanes  *kit.Lanes     // envelopes handed over one at a time per conversation
-	pages  kit.Pages[piece]
-	status *threadStatuses // the assistant threads' "is thinking…"
-	me     self
-	log    *slog.Logger
+	*sender       // Send, Edit, Delete, FindSent, Pages, SendFile
+	*streamer     // CanStream, StartStream, AppendStream, StopStream
+	*typer        // Typing
+	*interactions // RespondInteraction, OpenForm
+	*fetcher      // FetchFile
+	*httpIntake   // EventsHandler, InteractionsHandler, CommandsHandler
+	*oauth        // InstallHandler, OAuthHandler
 
-	mu      sync.Mutex
-	handler channels.Handler
-	// readCancel stops taking envelopes; connCancel closes the sockets (after the acks).
-	readCancel, connCancel context.CancelFunc
-	stopOnDone             func() bool
-	loops                  sync.WaitGroup // socket loops
-	work                   sync.WaitGroup // envelopes being handed over
+	cfg      Config
+	clock    *clock
+	api      *slackgo.Client
+	redact   *kit.Redactor
+	web      *webAPI        // Web API calls: their errors, pacing and rate limits
+	life     *kit.Lifecycle // the start guard and Ready's phase
+	installs *installs      // the workspaces' clients and tokens
+	intake   *intake        // the Handler, who the bot is, and the hand-over of each delivery
+	sockets  *sockets       // Socket Mode's connections
+	surfaces *surfaces      // the AI surfaces' prompts and titles
+	status   *threadStatuses
+}
 
-	conns     []*connState // the sockets of the slots this process holds
-	pacer     *pacer
-	pending   sync.Map       // trigger id → responder, while its interaction is handled
-	noStream  sync.Map       // channel id → struct{}: chat.startStream unknown there
-	revoked   sync.Map       // team id → struct{}
-	untitled  recentEvents   // channel/thread of the assistant threads awaiting their first message (the last 4,096)
-	recent    recentEvents   // ids of the events handled here rather than by the router (dedupe)
-	followups *kit.Followups // assistant threads' prompts and titles, sent off the ack's path
-	edits     sync.Map       // channel/ts → *atomic.Int64: the generation of the message's latest edit
-
-	teamClients sync.Map   // team → *teamClient (installed workspaces)
-	installMu   sync.Mutex // one install lookup or token refresh at a time
-	now         func() time.Time
-	sleep       func(ctx context.Context, d time.Duration) error
-	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
-	ackDeadline time.Duration
-	// pingTimeout is how long a socket may read nothing before it is replaced.
-	pingTimeout time.Duration
+// clock is the channel's time, shared by its components (tests replace now and sleep).
+type clock struct {
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -121,28 +116,43 @@ func New(cfg Config) (*Channel, error) {
 		opts = append(opts, slackgo.OptionAppLevelToken(cfg.AppToken))
 	}
 	c := &Channel{
-		cfg:       cfg,
-		api:       slackgo.New(cfg.BotToken, opts...),
-		redact:    redact,
-		life:      kit.NewLifecycle(platform, ErrNotReady),
-		lanes:     kit.NewLanes(maxHandovers, 0), // Slack redelivers what is not acked: no bound
-		followups: kit.NewFollowups(),
-		log:       cfg.Logger,
-		now:       time.Now,
-		sleep:     kit.Sleep,
-		pacer:     newPacer(paceEvery, paceBurst),
-
-		ackDeadline: interactionAckDeadline,
-		pingTimeout: pingTimeout,
+		cfg:    cfg,
+		clock:  &clock{now: time.Now, sleep: kit.Sleep},
+		api:    slackgo.New(cfg.BotToken, opts...),
+		redact: redact,
+		life:   kit.NewLifecycle(platform, ErrNotReady),
 	}
-	sleep := func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) }
+	clk := c.clock
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
 	c.web = &webAPI{cfg: &c.cfg, redact: redact, tiers: newTierLimiter(), sleep: sleep,
-		now:    func() time.Time { return c.now() },
+		now:    func() time.Time { return clk.now() },
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Logger: cfg.Logger, Sleep: sleep}}
-	c.pages.Render = func(m channels.Message) ([]piece, error) { return renderPieces(m, cfg.ActionKey) }
-	c.status = &threadStatuses{c: c, after: cfg.StatusAfter}
-	c.base = &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}
+	c.assemble()
 	return c, nil
+}
+
+// assemble makes the components, which share the Web API bridge, the installs and the clock.
+func (c *Channel) assemble() {
+	cfg, clk, log := &c.cfg, c.clock, c.cfg.Logger
+	c.installs = &installs{cfg: cfg, web: c.web, redact: c.redact, clock: clk, log: log,
+		base: &teamClient{api: c.api, inst: Installation{BotToken: cfg.BotToken}}}
+	c.status = &threadStatuses{cfg: cfg, web: c.web, installs: c.installs, clock: clk, log: log, after: cfg.StatusAfter}
+	pace := newPacer(paceEvery, paceBurst)
+	c.sender = &sender{cfg: cfg, web: c.web, installs: c.installs, clock: clk, pacer: pace, status: c.status}
+	c.sender.pages.Render = func(m channels.Message) ([]piece, error) { return renderPieces(m, cfg.ActionKey) }
+	c.streamer = &streamer{cfg: cfg, web: c.web, installs: c.installs, clock: clk, pacer: pace, status: c.status}
+	c.typer = &typer{off: cfg.AssistantStatusOff, status: c.status}
+	c.interactions = &interactions{cfg: cfg, web: c.web, installs: c.installs}
+	c.fetcher = &fetcher{cfg: cfg, redact: c.redact, installs: c.installs}
+	recent := &recentEvents{}
+	c.surfaces = &surfaces{cfg: cfg, web: c.web, installs: c.installs, log: log, recent: recent, followups: kit.NewFollowups()}
+	c.intake = &intake{cfg: cfg, redact: c.redact, log: log, clock: clk, ch: c, installs: c.installs, surfaces: c.surfaces,
+		interactions: c.interactions, recent: recent, lanes: kit.NewLanes(maxHandovers, 0), // Slack redelivers what is not acked: no bound
+		ackDeadline: interactionAckDeadline}
+	c.sockets = &sockets{cfg: cfg, api: c.api, web: c.web, redact: c.redact, log: log, clock: clk, intake: c.intake,
+		pingTimeout: pingTimeout, stop: c.Stop}
+	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, intake: c.intake}
+	c.oauth = &oauth{cfg: cfg, web: c.web, installs: c.installs, clock: clk, log: log}
 }
 
 // Name is "slack".
@@ -150,9 +160,8 @@ func (c *Channel) Name() string { return platform }
 
 // BotUserID is the bot's user id as auth.test reported it; "" before Start.
 func (c *Channel) BotUserID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.me.userID
+	_, me := c.intake.state()
+	return me.userID
 }
 
 // Start calls auth.test (a failure is a clear error: a refused token wraps
@@ -170,7 +179,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	at, err := c.authTest(ctx, h)
 	if err == nil && c.cfg.Mode == ModeSocket {
-		err = c.startSockets(ctx, at)
+		err = c.sockets.start(ctx, at)
 	}
 	if err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -180,7 +189,7 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	c.life.Receiving()
 	if c.cfg.Mode == ModeHTTP {
-		c.log.Info("slack: receiving over HTTP", "team", at.TeamID, "bot_user", at.UserID)
+		c.cfg.Logger.Info("slack: receiving over HTTP", "team", at.TeamID, "bot_user", at.UserID)
 	}
 	return nil
 }
@@ -198,19 +207,17 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 			return nil, fmt.Errorf("slack: start: auth.test: %w", c.web.apiError("auth.test", err))
 		}
 	}
-	c.mu.Lock()
-	c.me = self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread,
+	me := self{userID: at.UserID, botID: at.BotID, threads: c.cfg.ThreadReplies, replyInThread: c.cfg.ReplyInThread,
 		agentView: c.cfg.AgentView}
 	if c.cfg.BotToken != "" {
-		c.me.team, c.me.enterprise = at.TeamID, at.EnterpriseID
+		me.team, me.enterprise = at.TeamID, at.EnterpriseID
 	}
-	c.handler = h
-	me := c.me
-	c.mu.Unlock()
+	c.installs.setHome(me.team, me.enterprise)
+	c.intake.begin(h, me)
 	if c.cfg.BotToken != "" {
 		// auth.test accepted the token: an uninstall's mark its workspace left is stale.
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-		c.clearUninstalled(callCtx, me)
+		c.installs.clearUninstalled(callCtx)
 		cancel()
 	}
 	return at, nil
@@ -221,24 +228,13 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 // are acknowledged, then the sockets close and their connection slots are handed back (until
 // ctx ends; what is still running then is cancelled). Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
-	c.mu.Lock()
 	c.life.Stop()
-	readCancel, connCancel, stopOnDone := c.readCancel, c.connCancel, c.stopOnDone
-	c.mu.Unlock()
-	if stopOnDone != nil {
-		stopOnDone()
-	}
-	if readCancel != nil {
-		readCancel()
-	}
+	c.sockets.stopReading()
 	var err error
-	if !waitGroup(ctx, &c.work) || !c.lanes.Wait(ctx) {
+	if !c.intake.drain(ctx) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
 	}
-	if connCancel != nil {
-		connCancel()
-	}
-	if !waitGroup(ctx, &c.loops) {
+	if !c.sockets.close(ctx) {
 		err = errors.Join(err, fmt.Errorf("slack: stop: sockets still open: %w", ctx.Err()))
 	}
 	return err
@@ -252,7 +248,7 @@ func (c *Channel) Stop(ctx context.Context) error {
 	c.status.stop()
 	err := c.StopIntake(ctx)
 	// The handlers are done: no follow-up comes after these.
-	if ferr := c.followups.Close(ctx); ferr != nil {
+	if ferr := c.surfaces.followups.Close(ctx); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("slack: stop: assistant thread prompts or titles cut short: %w", ferr))
 	}
 	if !waitGroup(ctx, &c.status.timers) {
@@ -285,23 +281,5 @@ func (c *Channel) Ready() error {
 	if c.cfg.Mode == ModeHTTP {
 		return nil
 	}
-	c.mu.Lock()
-	conns := c.conns
-	c.mu.Unlock()
-	// A process holding no connection slot (other processes hold them all) is ready: it
-	// delivers.
-	now := c.now()
-	for _, cs := range conns {
-		if err := cs.lastFrame.Silent(now, c.cfg.ReadyWindow, ErrNotReady, fmt.Sprintf("connection %d", cs.id)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// state returns the Handler and the bot identity, once started.
-func (c *Channel) state() (channels.Handler, self) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.handler, c.me
+	return c.sockets.ready()
 }

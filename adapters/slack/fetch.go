@@ -23,6 +23,13 @@ const FilesURL = "https://files.slack.com"
 var ErrLoginPage = fmt.Errorf("%w: Slack answered the file's URL with its login page "+
 	"(a file of another workspace, a revoked token, or no files:read scope)", ErrAuth)
 
+// fetcher downloads the files users share (FetchFile).
+type fetcher struct {
+	cfg      *Config
+	redact   *kit.Redactor
+	installs *installs
+}
+
 // FetchFile downloads a file a user shared, from the URL its Inbound carries in a.URL
 // (url_private_download, else url_private), with the bot token of the conversation's
 // workspace in an Authorization header — the configured token, or k.Workspace's install's,
@@ -33,19 +40,19 @@ var ErrLoginPage = fmt.Errorf("%w: Slack answered the file's URL with its login 
 // the size Slack stated) is Slack's login page, not the file: an error wrapping ErrLoginPage.
 // A file without a URL (Slack hides some, such as those past a free workspace's history) is
 // an error. No error holds the URL or the token.
-func (c *Channel) FetchFile(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
+func (f *fetcher) FetchFile(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error) {
 	if err := kit.CheckSize(a.Size, limit); err != nil {
 		return nil, fmt.Errorf("slack: %w", err) // before the token's look-up
 	}
-	token, err := c.token(ctx, k.Workspace)
+	token, err := f.installs.token(ctx, k.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	dl := kit.FileDownload{Client: c.cfg.HTTPClient, Header: http.Header{"Authorization": {"Bearer " + token}},
-		Origins: []string{FilesURL, c.cfg.APIURL}}
+	dl := kit.FileDownload{Client: f.cfg.HTTPClient, Header: http.Header{"Authorization": {"Bearer " + token}},
+		Origins: []string{FilesURL, f.cfg.APIURL}}
 	got, err := dl.Get(ctx, a.URL, a.Size, limit)
 	if err != nil {
-		return nil, fmt.Errorf("slack: %w", c.redact.Error(err))
+		return nil, fmt.Errorf("slack: %w", f.redact.Error(err))
 	}
 	if loginPage(got, a) {
 		return nil, fmt.Errorf("slack: fetch file: %w", ErrLoginPage)

@@ -37,7 +37,7 @@ var errPrivateFile = errors.New("slack: send file: the answer is visible to one 
 // card past 50 blocks continues in a further message; text 12 sections of 3,000 characters a
 // message).
 // A card's rendering is kept for its Send or Edit (kit.Pages).
-func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(m) }
+func (s *sender) Pages(m channels.Message) (int, error) { return s.pages.Count(m) }
 
 // SendFile uploads data as a file named name and shares it in the conversation's channel and
 // thread (Conv.Thread), introduced by caption as plain text (cut to MaxCaption characters):
@@ -48,7 +48,7 @@ func (c *Channel) Pages(m channels.Message) (int, error) { return c.pages.Count(
 // answers one user privately (a slash command's reply) is refused, since a shared file would
 // show the answer to everyone. The ref names the file (its id): the message sharing it is
 // posted by Slack as the upload completes, and is not edited.
-func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
+func (s *sender) SendFile(ctx context.Context, to channels.Target, f channels.File) (channels.MessageRef, error) {
 	name, data, caption := f.Name, f.Data, f.Caption
 	ref := channels.MessageRef{Conv: to.Conv}
 	switch {
@@ -61,18 +61,18 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	case strings.HasPrefix(to.ReplyTo, ephemeralPrefix):
 		return ref, errPrivateFile
 	}
-	if c.cfg.Pacing {
+	if s.cfg.Pacing {
 		// Sharing the file posts a message in the channel: it keeps the channel's pace.
-		if err := c.sleep(ctx, c.pacer.reserve(to.Conv.Chat, c.now())); err != nil {
+		if err := s.clock.sleep(ctx, s.pacer.reserve(to.Conv.Chat, s.clock.now())); err != nil {
 			return ref, fmt.Errorf("slack: send file: %w", err)
 		}
 	}
-	api, err := c.client(ctx, to.Conv.Workspace)
+	api, err := s.installs.client(ctx, to.Conv.Workspace)
 	if err != nil {
 		return ref, err
 	}
 	var up *slackgo.GetUploadURLExternalResponse
-	err = c.web.call(ctx, to.Conv.Workspace, methodUploadURL, func(ctx context.Context) error {
+	err = s.web.call(ctx, to.Conv.Workspace, methodUploadURL, func(ctx context.Context) error {
 		var err error
 		up, err = api.GetUploadURLExternalContext(ctx, slackgo.GetUploadURLExternalParameters{FileName: name, FileSize: len(data)})
 		return err
@@ -83,14 +83,14 @@ func (c *Channel) SendFile(ctx context.Context, to channels.Target, f channels.F
 	if up == nil || up.UploadURL == "" || up.FileID == "" {
 		return ref, fmt.Errorf("slack: %s: the answer has no upload URL or file id", methodUploadURL)
 	}
-	err = c.web.call(ctx, to.Conv.Workspace, methodUpload, func(ctx context.Context) error {
+	err = s.web.call(ctx, to.Conv.Workspace, methodUpload, func(ctx context.Context) error {
 		// A fresh reader each attempt: a rate-limited upload is sent again whole.
 		return api.UploadToURL(ctx, slackgo.UploadToURLParameters{UploadURL: up.UploadURL, Filename: name, Reader: bytes.NewReader(data)})
 	})
 	if err != nil {
 		return ref, hideUploadURL(err, up.UploadURL)
 	}
-	err = c.web.call(ctx, to.Conv.Workspace, methodComplete, func(ctx context.Context) error {
+	err = s.web.call(ctx, to.Conv.Workspace, methodComplete, func(ctx context.Context) error {
 		_, err := api.CompleteUploadExternalContext(ctx, slackgo.CompleteUploadExternalParameters{
 			Files:           []slackgo.FileSummary{{ID: up.FileID, Title: name}},
 			Channel:         to.Conv.Chat,

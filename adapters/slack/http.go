@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -20,6 +21,15 @@ const (
 	DefaultCommandsPath     = "/slack/commands"
 )
 
+// httpIntake is HTTP mode's intake: the handlers of the Events API, interactivity and slash
+// command request URLs, each request's signature checked and its payload handed to the intake.
+type httpIntake struct {
+	cfg    *Config
+	log    *slog.Logger
+	life   *kit.Lifecycle
+	intake *intake
+}
+
 // EventsHandler serves the Events API request URL; InteractionsHandler the interactivity
 // request URL; CommandsHandler the slash command request URL. Mount them on the shared
 // listener (HTTP mode). Each answers 405 to anything but POST, 401 to a request whose v0
@@ -32,19 +42,19 @@ const (
 // the retry, marked X-Slack-Retry-Num, is deduplicated by the router on the event's channel
 // and ts), and 200 once the payload is handed over, ignored, or — url_verification — with the
 // challenge.
-func (c *Channel) EventsHandler() http.Handler { return c.handlerFor(typeEvents) }
+func (hi *httpIntake) EventsHandler() http.Handler { return hi.handlerFor(typeEvents) }
 
 // InteractionsHandler serves block_actions and view_submission payloads; see EventsHandler.
-func (c *Channel) InteractionsHandler() http.Handler { return c.handlerFor(typeInteractive) }
+func (hi *httpIntake) InteractionsHandler() http.Handler { return hi.handlerFor(typeInteractive) }
 
 // CommandsHandler serves the slash command; see EventsHandler.
-func (c *Channel) CommandsHandler() http.Handler { return c.handlerFor(typeSlash) }
+func (hi *httpIntake) CommandsHandler() http.Handler { return hi.handlerFor(typeSlash) }
 
-func (c *Channel) handlerFor(typ string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.serve(w, r, typ) })
+func (hi *httpIntake) handlerFor(typ string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hi.serve(w, r, typ) })
 }
 
-func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
+func (hi *httpIntake) serve(w http.ResponseWriter, r *http.Request, typ string) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -55,7 +65,7 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 	// listener set.
 	body, err := kit.ReadBody(w, r, maxPayloadBytes)
 	if err != nil {
-		c.log.Debug("slack: refused a request body", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+		hi.log.Debug("slack: refused a request body", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
 		kit.RefuseBody(w, err)
 		return
 	}
@@ -64,27 +74,27 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if !c.verify(r.Header, body) {
+	if !hi.verify(r.Header, body) {
 		// Debug, not Warn: anyone can send these, and a line each would let them fill the log.
 		// The listener counts the 401s and logs them at a bounded rate.
-		c.log.Debug("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
+		hi.log.Debug("slack: refused a request with a bad or stale signature", "path", r.URL.Path, "remote", r.RemoteAddr)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if !c.life.IsReceiving() {
+	if !hi.life.IsReceiving() {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}
 	payload, err := httpPayload(typ, body)
 	if err != nil {
-		c.malformed(typ, err)
+		hi.intake.malformed(typ, err)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	d, err := c.decodeDelivery(typ, payload)
+	d, err := hi.intake.decodeDelivery(typ, payload)
 	switch {
 	case err != nil:
-		c.malformed(typ, err)
+		hi.intake.malformed(typ, err)
 		w.WriteHeader(http.StatusOK)
 		return
 	case d.challenge != "":
@@ -92,8 +102,8 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"challenge": d.challenge})
 		return
 	case d.skip && d.refused != nil:
-		c.cfg.Metrics.Ack("refused")
-		c.log.Warn("slack: a delivery could not be handled; Slack will retry", "type", typ,
+		hi.cfg.Metrics.Ack("refused")
+		hi.log.Warn("slack: a delivery could not be handled; Slack will retry", "type", typ,
 			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", d.refused)
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
@@ -101,14 +111,14 @@ func (c *Channel) serve(w http.ResponseWriter, r *http.Request, typ string) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	c.handOverHTTP(w, r, typ, d)
+	hi.handOver(w, r, typ, d)
 }
 
-// handOverHTTP hands a decoded delivery to the Handler in its conversation's lane (one at a
+// handOver hands a decoded delivery to the Handler in its conversation's lane (one at a
 // time per conversation, as over Socket Mode) and answers: 200 once handed over, or for a click
 // or a command at the ack deadline whatever its handling; 500 when the Handler failed (Slack
 // retries).
-func (c *Channel) handOverHTTP(w http.ResponseWriter, r *http.Request, typ string, d delivery) {
+func (hi *httpIntake) handOver(w http.ResponseWriter, r *http.Request, typ string, d delivery) {
 	done := make(chan error, 1)
 	ctx := r.Context()
 	var deadline <-chan time.Time
@@ -116,35 +126,35 @@ func (c *Channel) handOverHTTP(w http.ResponseWriter, r *http.Request, typ strin
 		// As over Socket Mode, a click or a command is answered within Slack's 3 s whatever its
 		// handling, which then goes on without the request.
 		ctx = context.WithoutCancel(ctx)
-		t := time.NewTimer(c.ackDeadline)
+		t := time.NewTimer(hi.intake.ackDeadline)
 		defer t.Stop()
 		deadline = t.C
 	}
-	hand := c.lanes.Do // an event is handed over on this goroutine when its lane is free
+	hand := hi.intake.lanes.Do // an event is handed over on this goroutine when its lane is free
 	if deadline != nil {
-		hand = c.lanes.Run // this goroutine must be free to answer by the deadline
+		hand = hi.intake.lanes.Run // this goroutine must be free to answer by the deadline
 	}
-	c.work.Add(1)
+	hi.intake.work.Add(1)
 	hand(d.in.Conv.String(), func() {
-		defer c.work.Done()
-		done <- c.deliver(ctx, d)
+		defer hi.intake.work.Done()
+		done <- hi.intake.deliver(ctx, d)
 	})
 	var err error
 	select {
 	case err = <-done:
 	case <-deadline:
-		c.cfg.Metrics.Ack("acked")
+		hi.cfg.Metrics.Ack("acked")
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if err != nil {
-		c.cfg.Metrics.Ack("refused")
-		c.log.Warn("slack: the handler refused a delivery; Slack will retry", "type", typ,
+		hi.cfg.Metrics.Ack("refused")
+		hi.log.Warn("slack: the handler refused a delivery; Slack will retry", "type", typ,
 			"retry_num", r.Header.Get("X-Slack-Retry-Num"), "err", err)
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
 	}
-	c.cfg.Metrics.Ack("acked")
+	hi.cfg.Metrics.Ack("acked")
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -155,8 +165,8 @@ func sslCheck(body []byte) bool {
 }
 
 // verify checks the v0 signature and the timestamp's age (5 minutes).
-func (c *Channel) verify(h http.Header, body []byte) bool {
-	v, err := slackgo.NewSecretsVerifier(h, c.cfg.SigningSecret)
+func (hi *httpIntake) verify(h http.Header, body []byte) bool {
+	v, err := slackgo.NewSecretsVerifier(h, hi.cfg.SigningSecret)
 	if err != nil {
 		return false
 	}

@@ -164,7 +164,7 @@ func TestSocketLinkDisabledBacksOff(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
 	w := &chantest.Waits{}
-	h := startPrepared(t, fake, nil, &recorder{}, func(ch *Channel) { ch.sleep = w.Wait })
+	h := startPrepared(t, fake, nil, &recorder{}, func(ch *Channel) { ch.clock.sleep = w.Wait })
 	logs := h.logs
 	fake.Disconnect("refresh_requested")
 	eventually(t, "a new socket after refresh_requested", func() bool { return fake.Opened() == 2 && fake.Connections() == 1 })
@@ -399,7 +399,7 @@ func TestSlowInteractionAckedWithinSlacksLimit(t *testing.T) {
 		return nil
 	}}
 	ch, _ := newChannel(t, fake, nil)
-	ch.ackDeadline = 100 * time.Millisecond
+	ch.intake.ackDeadline = 100 * time.Millisecond
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestSocketLoopOutlivesAFailedReconnect(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
-	ch.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()
@@ -466,7 +466,7 @@ func TestSocketSilentSocketReplaced(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(0)
 	ch, _ := newChannel(t, fake, nil)
-	ch.pingTimeout = 200 * time.Millisecond
+	ch.sockets.pingTimeout = 200 * time.Millisecond
 	rec := &recorder{}
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // Installation is one workspace's install of the app (OAuth v2): its bot token and, with token
@@ -173,11 +175,59 @@ func errNotInstalled(team string) error {
 	return &APIError{Method: "install", Code: "not_installed:" + team, kinds: []error{channels.ErrUnreachable}}
 }
 
+// installs keeps the Web API clients of the workspaces the app serves: the configured bot
+// token's, and — with an Installations store — each installed workspace's (client, token),
+// read again from the store every installRecheck and refreshed when its token rotates; and what
+// an uninstall changes (uninstalled, uninstalledOrg). Safe for concurrent use.
+type installs struct {
+	cfg    *Config
+	web    *webAPI
+	redact *kit.Redactor
+	clock  *clock
+	log    *slog.Logger
+	base   *teamClient // the configured bot token's client
+
+	teamClients sync.Map   // team → *teamClient (installed workspaces)
+	mu          sync.Mutex // one install lookup or token refresh at a time
+	revoked     sync.Map   // team or enterprise id → struct{}: uninstalled, as this process saw
+
+	homeMu sync.Mutex
+	own    home
+}
+
+// home is the configured bot token's own workspace and organization (auth.test at Start): the
+// only ones that token serves when workspaces install the app.
+type home struct{ team, enterprise string }
+
+// setHome records the configured bot token's workspace and organization (Start).
+func (is *installs) setHome(team, enterprise string) {
+	is.homeMu.Lock()
+	defer is.homeMu.Unlock()
+	is.own = home{team: team, enterprise: enterprise}
+}
+
+// home is the configured bot token's workspace and organization; zero before Start.
+func (is *installs) home() home {
+	is.homeMu.Lock()
+	defer is.homeMu.Unlock()
+	return is.own
+}
+
+// installed forgets what this process knew of inst's workspace — its cached client, its
+// uninstall, its organization's — once the OAuth install saved it.
+func (is *installs) installed(inst Installation) {
+	is.teamClients.Delete(inst.Team)
+	is.revoked.Delete(inst.Team)
+	if inst.Enterprise != "" {
+		is.revoked.Delete(inst.Enterprise) // a workspace of an organization that uninstalled is served again
+	}
+}
+
 // client returns the Web API client for a conversation's workspace: the installed workspace's
 // bot token (refreshed first when it rotates and expires soon) or, for the configured bot
 // token's own workspace, that token.
-func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client, error) {
-	tc, err := c.teamClient(ctx, workspace)
+func (is *installs) client(ctx context.Context, workspace string) (*slackgo.Client, error) {
+	tc, err := is.teamClient(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +235,8 @@ func (c *Channel) client(ctx context.Context, workspace string) (*slackgo.Client
 }
 
 // token returns the bot token client's calls for workspace carry.
-func (c *Channel) token(ctx context.Context, workspace string) (string, error) {
-	tc, err := c.teamClient(ctx, workspace)
+func (is *installs) token(ctx context.Context, workspace string) (string, error) {
+	tc, err := is.teamClient(ctx, workspace)
 	if err != nil {
 		return "", err
 	}
@@ -194,8 +244,8 @@ func (c *Channel) token(ctx context.Context, workspace string) (string, error) {
 }
 
 // teamClient is lookupTeam with a workspace the app cannot serve as an error.
-func (c *Channel) teamClient(ctx context.Context, workspace string) (*teamClient, error) {
-	tc, err := c.lookupTeam(ctx, workspace)
+func (is *installs) teamClient(ctx context.Context, workspace string) (*teamClient, error) {
+	tc, err := is.lookupTeam(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -210,68 +260,68 @@ func (c *Channel) teamClient(ctx context.Context, workspace string) (*teamClient
 // one, a workspace is served by its install (or its organization's org-wide install), and the
 // configured bot token serves only the workspace it belongs to (auth.test's team at Start):
 // never a workspace whose install was deleted, whose messages it must not carry.
-func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient, error) {
-	if c.cfg.Installations == nil {
-		return c.base, nil
+func (is *installs) lookupTeam(ctx context.Context, workspace string) (*teamClient, error) {
+	if is.cfg.Installations == nil {
+		return is.base, nil
 	}
 	team := teamOf(workspace)
 	ent, _, grid := strings.Cut(workspace, "/")
-	if v, ok := c.teamClients.Load(team); ok {
-		if tc := v.(*teamClient); tc.usable(c.now()) {
+	if v, ok := is.teamClients.Load(team); ok {
+		if tc := v.(*teamClient); tc.usable(is.clock.now()) {
 			return tc, nil
 		}
 	}
 	// One lookup (and refresh) at a time: a rotating token is refreshed once, not by every
 	// caller that found it expiring.
-	c.installMu.Lock()
-	defer c.installMu.Unlock()
+	is.mu.Lock()
+	defer is.mu.Unlock()
 	var cached *teamClient
-	if v, ok := c.teamClients.Load(team); ok {
-		if cached = v.(*teamClient); cached.usable(c.now()) {
+	if v, ok := is.teamClients.Load(team); ok {
+		if cached = v.(*teamClient); cached.usable(is.clock.now()) {
 			return cached, nil // another caller read the store meanwhile
 		}
 	}
-	inst, found, err := c.cfg.Installations.Installation(ctx, team)
+	inst, found, err := is.cfg.Installations.Installation(ctx, team)
 	if err == nil && !found && grid {
-		inst, found, err = c.cfg.Installations.Installation(ctx, ent) // an org-wide install
+		inst, found, err = is.cfg.Installations.Installation(ctx, ent) // an org-wide install
 	}
 	if err != nil {
-		if cached != nil && !cached.inst.expiring(c.now()) {
+		if cached != nil && !cached.inst.expiring(is.clock.now()) {
 			// The store is unreachable: keep serving with the token last confirmed rather than
 			// failing every send until it is back (Slack refuses a revoked token anyway).
 			// It is tried again after installRecheck, not by every call meanwhile.
-			c.log.Warn("slack: re-reading a workspace's install failed; using the one read before", "team", team, "err", err)
-			tc := &teamClient{api: cached.api, inst: cached.inst, checked: c.now()}
-			c.teamClients.Store(team, tc)
+			is.log.Warn("slack: re-reading a workspace's install failed; using the one read before", "team", team, "err", err)
+			tc := &teamClient{api: cached.api, inst: cached.inst, checked: is.clock.now()}
+			is.teamClients.Store(team, tc)
 			return tc, nil
 		}
 		return nil, fmt.Errorf("slack: reading the install of %s: %w", team, err)
 	}
 	if !found || inst.BotToken == "" {
-		c.teamClients.Delete(team) // uninstalled, maybe by another process
+		is.teamClients.Delete(team) // uninstalled, maybe by another process
 		// An install without a token is the mark the configured token's workspace left when it
 		// uninstalled the app (markUninstalled), maybe in another process: not served.
-		if !found && c.servesBase(workspace) {
+		if !found && is.servesBase(workspace) {
 			// Cached like an install, so the configured token's own workspace costs a store
 			// read every installRecheck, not one (under installMu) per event and call.
-			tc := &teamClient{api: c.base.api, inst: c.base.inst, checked: c.now()}
-			c.teamClients.Store(team, tc)
+			tc := &teamClient{api: is.base.api, inst: is.base.inst, checked: is.clock.now()}
+			is.teamClients.Store(team, tc)
 			return tc, nil
 		}
 		return nil, nil
 	}
-	if inst.expiring(c.now()) && inst.RefreshToken != "" {
-		if inst, err = c.refresh(ctx, inst); err != nil {
+	if inst.expiring(is.clock.now()) && inst.RefreshToken != "" {
+		if inst, err = is.refresh(ctx, inst); err != nil {
 			return nil, err
 		}
 	}
-	tc := &teamClient{inst: inst, checked: c.now()}
+	tc := &teamClient{inst: inst, checked: is.clock.now()}
 	if cached != nil && cached.inst.BotToken == inst.BotToken {
 		tc.api = cached.api // confirmed unchanged: keep the client
 	} else {
-		tc.api = c.newAPI(inst.BotToken)
+		tc.api = is.newAPI(inst.BotToken)
 	}
-	c.teamClients.Store(team, tc)
+	is.teamClients.Store(team, tc)
 	return tc, nil
 }
 
@@ -279,11 +329,11 @@ func (c *Channel) lookupTeam(ctx context.Context, workspace string) (*teamClient
 // token's own workspace (or a workspace of its organization, for an org-wide token), and that
 // workspace has not uninstalled the app as this process saw (as another process saw it, the
 // store's mark tells: see lookupTeam).
-func (c *Channel) servesBase(workspace string) bool {
-	if c.cfg.BotToken == "" {
+func (is *installs) servesBase(workspace string) bool {
+	if is.cfg.BotToken == "" {
 		return false
 	}
-	_, me := c.state()
+	me := is.home()
 	team, ent := teamOf(workspace), enterpriseOf(workspace)
 	switch {
 	case me.team != "" && team == me.team:
@@ -291,36 +341,36 @@ func (c *Channel) servesBase(workspace string) bool {
 	default:
 		return false
 	}
-	return !c.isRevoked(team) && !c.isRevoked(me.enterprise)
+	return !is.isRevoked(team) && !is.isRevoked(me.enterprise)
 }
 
 // isRevoked reports whether this process saw id (a team or an enterprise) uninstall the app.
-func (c *Channel) isRevoked(id string) bool {
+func (is *installs) isRevoked(id string) bool {
 	if id == "" {
 		return false
 	}
-	_, gone := c.revoked.Load(id)
+	_, gone := is.revoked.Load(id)
 	return gone
 }
 
-func (c *Channel) newAPI(token string) *slackgo.Client {
-	c.redact.Add(token)
-	return slackgo.New(token, slackgo.OptionAPIURL(c.cfg.APIURL), slackgo.OptionHTTPClient(c.cfg.HTTPClient))
+func (is *installs) newAPI(token string) *slackgo.Client {
+	is.redact.Add(token)
+	return slackgo.New(token, slackgo.OptionAPIURL(is.cfg.APIURL), slackgo.OptionHTTPClient(is.cfg.HTTPClient))
 }
 
 // refresh trades inst's refresh token for a new bot token (token rotation) and saves it.
-func (c *Channel) refresh(ctx context.Context, inst Installation) (Installation, error) {
-	resp, err := slackgo.RefreshOAuthV2TokenContext(ctx, c.cfg.HTTPClient, c.cfg.ClientID, c.cfg.ClientSecret, inst.RefreshToken,
-		slackgo.OAuthOptionAPIURL(c.cfg.APIURL))
+func (is *installs) refresh(ctx context.Context, inst Installation) (Installation, error) {
+	resp, err := slackgo.RefreshOAuthV2TokenContext(ctx, is.cfg.HTTPClient, is.cfg.ClientID, is.cfg.ClientSecret, inst.RefreshToken,
+		slackgo.OAuthOptionAPIURL(is.cfg.APIURL))
 	if err != nil {
-		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, c.web.apiError("oauth.v2.access", err))
+		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, is.web.apiError("oauth.v2.access", err))
 	}
 	inst.BotToken, inst.RefreshToken = resp.AccessToken, resp.RefreshToken
-	inst.ExpiresAt = expiry(c.now(), resp.ExpiresIn)
-	if err := c.cfg.Installations.SaveInstallation(ctx, inst); err != nil {
+	inst.ExpiresAt = expiry(is.clock.now(), resp.ExpiresIn)
+	if err := is.cfg.Installations.SaveInstallation(ctx, inst); err != nil {
 		return inst, fmt.Errorf("slack: saving the refreshed token of %s: %w", inst.Team, err)
 	}
-	c.log.Info("slack: rotated a workspace's bot token", "team", inst.Team, "expires", inst.ExpiresAt)
+	is.log.Info("slack: rotated a workspace's bot token", "team", inst.Team, "expires", inst.ExpiresAt)
 	return inst, nil
 }
 
@@ -337,18 +387,18 @@ func expiry(now time.Time, expiresIn int) time.Time {
 // The store is changed first and the cached client dropped after, under installMu, so that no
 // lookup caches the install again in between. A store that cannot be changed is logged and
 // returned.
-func (c *Channel) forgetInstall(ctx context.Context, team string) error {
-	c.installMu.Lock()
-	defer c.installMu.Unlock()
-	defer c.teamClients.Delete(team)
-	if c.cfg.Installations == nil {
+func (is *installs) forgetInstall(ctx context.Context, team string) error {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	defer is.teamClients.Delete(team)
+	if is.cfg.Installations == nil {
 		return nil
 	}
-	if _, me := c.state(); c.cfg.BotToken != "" && team == me.team {
-		return c.markUninstalled(ctx, team)
+	if me := is.home(); is.cfg.BotToken != "" && team == me.team {
+		return is.markUninstalled(ctx, team)
 	}
-	if err := c.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
-		c.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
+	if err := is.cfg.Installations.DeleteInstallation(ctx, team); err != nil {
+		is.log.Error("slack: deleting an uninstalled workspace's token failed", "team", team, "err", err)
 		return err
 	}
 	return nil
@@ -356,9 +406,9 @@ func (c *Channel) forgetInstall(ctx context.Context, team string) error {
 
 // markUninstalled saves the uninstall's mark of id, the configured bot token's team or
 // organization, replacing its install if it had one.
-func (c *Channel) markUninstalled(ctx context.Context, id string) error {
-	if err := c.cfg.Installations.SaveInstallation(ctx, Installation{Team: id}); err != nil {
-		c.log.Error("slack: recording that the bot token's workspace uninstalled the app failed; other processes keep using the token", "team", id, "err", err)
+func (is *installs) markUninstalled(ctx context.Context, id string) error {
+	if err := is.cfg.Installations.SaveInstallation(ctx, Installation{Team: id}); err != nil {
+		is.log.Error("slack: recording that the bot token's workspace uninstalled the app failed; other processes keep using the token", "team", id, "err", err)
 		return err
 	}
 	return nil
@@ -368,23 +418,24 @@ func (c *Channel) markUninstalled(ctx context.Context, id string) error {
 // organization, once auth.test accepted the token at Start: the app is installed there again.
 // A store that cannot be read or changed leaves the marks (the workspace stays unserved) and
 // is logged.
-func (c *Channel) clearUninstalled(ctx context.Context, me self) {
-	if c.cfg.Installations == nil || c.cfg.BotToken == "" {
+func (is *installs) clearUninstalled(ctx context.Context) {
+	if is.cfg.Installations == nil || is.cfg.BotToken == "" {
 		return
 	}
+	me := is.home()
 	for _, id := range []string{me.team, me.enterprise} {
 		if id == "" {
 			continue
 		}
-		inst, found, err := c.cfg.Installations.Installation(ctx, id)
+		inst, found, err := is.cfg.Installations.Installation(ctx, id)
 		if err == nil && found && inst.BotToken == "" {
-			err = c.cfg.Installations.DeleteInstallation(ctx, id)
+			err = is.cfg.Installations.DeleteInstallation(ctx, id)
 			if err == nil {
-				c.log.Info("slack: the bot token's workspace was marked uninstalled; auth.test accepts the token, so it is served again", "team", id)
+				is.log.Info("slack: the bot token's workspace was marked uninstalled; auth.test accepts the token, so it is served again", "team", id)
 			}
 		}
 		if err != nil {
-			c.log.Warn("slack: clearing the bot token's uninstall mark failed", "team", id, "err", err)
+			is.log.Warn("slack: clearing the bot token's uninstall mark failed", "team", id, "err", err)
 		}
 	}
 }
@@ -392,26 +443,69 @@ func (c *Channel) clearUninstalled(ctx context.Context, me self) {
 // forgetEnterprise drops every install of an Enterprise Grid organization after its org-wide
 // install was removed: the cached clients of its workspaces (which used the org's token or
 // their own) and the stored installs. A store that cannot be changed is logged and returned.
-func (c *Channel) forgetEnterprise(ctx context.Context, enterprise string) error {
-	c.installMu.Lock()
-	defer c.installMu.Unlock()
-	defer c.teamClients.Range(func(team, v any) bool {
+func (is *installs) forgetEnterprise(ctx context.Context, enterprise string) error {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	defer is.teamClients.Range(func(team, v any) bool {
 		if inst := v.(*teamClient).inst; team == enterprise || inst.Team == enterprise || inst.Enterprise == enterprise {
-			c.teamClients.Delete(team)
+			is.teamClients.Delete(team)
 		}
 		return true
 	})
-	if c.cfg.Installations == nil {
+	if is.cfg.Installations == nil {
 		return nil
 	}
-	if err := c.cfg.Installations.DeleteEnterprise(ctx, enterprise); err != nil {
-		c.log.Error("slack: deleting an uninstalled organization's tokens failed", "enterprise", enterprise, "err", err)
+	if err := is.cfg.Installations.DeleteEnterprise(ctx, enterprise); err != nil {
+		is.log.Error("slack: deleting an uninstalled organization's tokens failed", "enterprise", enterprise, "err", err)
 		return err
 	}
-	if _, me := c.state(); c.cfg.BotToken != "" && enterprise == me.enterprise {
-		return c.markUninstalled(ctx, enterprise)
+	if me := is.home(); is.cfg.BotToken != "" && enterprise == me.enterprise {
+		return is.markUninstalled(ctx, enterprise)
 	}
 	return nil
 }
 
 var errNoInstallations = errors.New("slack: OAuth install needs an Installations store")
+
+// uninstalledOrg stops work for every workspace of an Enterprise Grid organization after
+// app_uninstalled or tokens_revoked for its org-wide install: every token stored under the
+// enterprise is deleted, and events of its workspaces are dropped until it installs again.
+// The error is the install store's, when it could not be changed.
+func (is *installs) uninstalledOrg(enterprise, why string) error {
+	is.revoked.Store(enterprise, struct{}{})
+	err := is.forgetEnterprise(context.Background(), enterprise)
+	is.log.Warn("slack: the app lost its access to an organization; the events of its workspaces are dropped from now on", "enterprise", enterprise, "event", why)
+	if is.cfg.OnUninstall != nil {
+		is.cfg.OnUninstall(enterprise)
+	}
+	return err
+}
+
+// uninstalled stops work for a workspace after app_uninstalled or tokens_revoked. The error
+// is the install store's, when it could not be changed.
+func (is *installs) uninstalled(team, why string) error {
+	if team == "" {
+		return nil
+	}
+	is.revoked.Store(team, struct{}{})
+	err := is.forgetInstall(context.Background(), team)
+	is.log.Warn("slack: the app lost its access to a workspace; its events are dropped from now on", "team", team, "event", why)
+	if is.cfg.OnUninstall != nil {
+		is.cfg.OnUninstall(team)
+	}
+	return err
+}
+
+// served reports whether events of workspace (a conversation key's workspace) are handled.
+// With an Installations store the store decides, the same for every process sharing it: a
+// workspace with no install (deleted by whichever process saw app_uninstalled) is not served,
+// except the configured bot token's own workspace (see lookupTeam). Without a store, a
+// workspace is served until this process sees it uninstall the app. A store that cannot be
+// read does not drop the event: its answer fails or waits like any send.
+func (is *installs) served(ctx context.Context, workspace string) bool {
+	if is.cfg.Installations == nil || workspace == "" {
+		return !is.isRevoked(teamOf(workspace)) && !is.isRevoked(enterpriseOf(workspace))
+	}
+	tc, err := is.lookupTeam(ctx, workspace)
+	return err != nil || tc != nil
+}

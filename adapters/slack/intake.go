@@ -3,9 +3,12 @@ package slack
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // delivery is one decoded Socket Mode envelope or HTTP request.
@@ -37,87 +40,142 @@ const (
 	typeSlash       = "slash_commands"
 )
 
+// intake hands what both intakes receive (socket.go, http.go) to the Handler: each payload
+// decoded (decodeDelivery), then handed over in its conversation's lane (lanes) — the AI
+// surfaces opened and the uninstalls handled here instead. It holds the Handler and who the bot
+// is from Start on.
+type intake struct {
+	cfg          *Config
+	redact       *kit.Redactor
+	log          *slog.Logger
+	clock        *clock
+	ch           channels.Channel // what the Handler is told the deliveries came through
+	installs     *installs
+	surfaces     *surfaces
+	interactions *interactions
+	recent       *recentEvents  // ids of the events handled here rather than by the router (dedupe)
+	lanes        *kit.Lanes     // deliveries handed over one at a time per conversation
+	work         sync.WaitGroup // HTTP deliveries being handed over
+	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
+	ackDeadline time.Duration
+
+	mu      sync.Mutex
+	handler channels.Handler
+	me      self
+}
+
+// begin takes h as the Handler and me as who the bot is (Start).
+func (in *intake) begin(h channels.Handler, me self) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.handler, in.me = h, me
+}
+
+// state returns the Handler and the bot identity, once started.
+func (in *intake) state() (channels.Handler, self) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.handler, in.me
+}
+
+// drain waits, until ctx ends, for the deliveries being handed over (StopIntake); it reports
+// whether they all finished.
+func (in *intake) drain(ctx context.Context) bool {
+	return waitGroup(ctx, &in.work) && in.lanes.Wait(ctx)
+}
+
+func (in *intake) malformed(kind string, err error) {
+	in.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", in.redact.Error(err))
+	if in.cfg.OnMalformed != nil {
+		in.cfg.OnMalformed()
+	}
+}
+
 // decodeDelivery decodes a payload of kind typ. An error means the payload is malformed.
-func (c *Channel) decodeDelivery(typ string, payload []byte) (delivery, error) {
-	_, me := c.state()
-	now := c.now()
+func (in *intake) decodeDelivery(typ string, payload []byte) (delivery, error) {
+	now := in.clock.now()
 	switch typ {
 	case typeEvents:
-		cb, ev, err := decodeCallback(payload)
-		if err != nil {
-			return delivery{}, err
-		}
-		switch cb.Type {
-		case "url_verification":
-			return delivery{skip: true, challenge: cb.Challenge}, nil
-		case "app_rate_limited":
-			c.log.Warn("slack: Slack is holding back this app's events for a minute (app_rate_limited)", "team", cb.TeamID)
-			return delivery{skip: true}, nil
-		}
-		in, kind := eventInbound(cb, ev, me, now)
-		switch kind {
-		case kindUninstall:
-			return delivery{skip: true, refused: c.uninstall(cb, ev.Type)}, nil
-		case kindIgnore:
-			return delivery{skip: true}, nil
-		case kindAssistant, kindAgentOpened:
-			return delivery{in: in, opened: true}, nil
-		}
-		return delivery{in: in}, nil
+		return in.decodeEvent(payload, now)
 	case typeInteractive:
 		it, err := decodeInteraction(payload)
 		if err != nil {
 			return delivery{}, err
 		}
-		in, r, ok := interactionInbound(it, now)
+		msg, r, ok := interactionInbound(it, now)
 		if !ok {
 			return delivery{skip: true}, nil
 		}
-		return delivery{in: in, resp: &r}, nil
+		return delivery{in: msg, resp: &r}, nil
 	case typeSlash:
 		v, err := slashValues(payload)
 		if err != nil {
 			return delivery{}, err
 		}
-		in, err := slashInbound(v, c.cfg.Command, now)
+		msg, err := slashInbound(v, in.cfg.Command, now)
 		if err != nil {
 			return delivery{}, err
 		}
-		return delivery{in: in}, nil
+		return delivery{in: msg}, nil
 	}
 	return delivery{}, fmt.Errorf("%w: envelope type %q", errMalformed, typ)
 }
 
+// decodeEvent decodes an Events API payload.
+func (in *intake) decodeEvent(payload []byte, now time.Time) (delivery, error) {
+	_, me := in.state()
+	cb, ev, err := decodeCallback(payload)
+	if err != nil {
+		return delivery{}, err
+	}
+	switch cb.Type {
+	case "url_verification":
+		return delivery{skip: true, challenge: cb.Challenge}, nil
+	case "app_rate_limited":
+		in.log.Warn("slack: Slack is holding back this app's events for a minute (app_rate_limited)", "team", cb.TeamID)
+		return delivery{skip: true}, nil
+	}
+	msg, kind := eventInbound(cb, ev, me, now)
+	switch kind {
+	case kindUninstall:
+		return delivery{skip: true, refused: in.uninstall(cb, ev.Type)}, nil
+	case kindIgnore:
+		return delivery{skip: true}, nil
+	case kindAssistant, kindAgentOpened:
+		return delivery{in: msg, opened: true}, nil
+	}
+	return delivery{in: msg}, nil
+}
+
 // deliver hands a decoded delivery to the Handler. Events of a workspace that uninstalled the
 // app, or never installed it, are dropped (see served).
-func (c *Channel) deliver(ctx context.Context, d delivery) error {
-	h, _ := c.state()
+func (in *intake) deliver(ctx context.Context, d delivery) error {
+	h, _ := in.state()
 	if h == nil {
 		return fmt.Errorf("slack: not started")
 	}
-	if !c.served(ctx, d.in.Conv.Workspace) {
-		c.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
+	if !in.installs.served(ctx, d.in.Conv.Workspace) {
+		in.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
 		return nil
 	}
 	if d.opened {
 		// Not the router's: it sees messages only. A redelivered envelope (an ack lost or
 		// late) offers the prompts once; a failed offer is given back for the redelivery.
-		if !c.recent.claim(d.in.EventID) {
-			c.log.Debug("slack: duplicate AI surface event ignored", "event", d.in.EventID)
+		if !in.recent.claim(d.in.EventID) {
+			in.log.Debug("slack: duplicate AI surface event ignored", "event", d.in.EventID)
 			return nil
 		}
-		c.surfaceOpened(ctx, d.in.Conv, d.in.EventID)
+		in.surfaces.opened(ctx, d.in.Conv, d.in.EventID)
 		return nil
 	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
-		c.pending.Store(it.ID, *d.resp)
-		defer c.pending.Delete(it.ID)
+		defer in.interactions.handling(it.ID, *d.resp)()
 	}
-	if err := h.HandleInbound(ctx, c, d.in); err != nil {
+	if err := h.HandleInbound(ctx, in.ch, d.in); err != nil {
 		return err
 	}
 	if d.in.Interaction == nil && d.in.Command == "" && d.in.Conv.Thread != "" {
-		c.titleThread(ctx, d.in)
+		in.surfaces.title(ctx, d.in)
 	}
 	return nil
 }
@@ -176,64 +234,21 @@ func (r *recentEvents) take(id string) bool {
 // envelope (its ack lost or late; the same event_id) does not purge the workspace's pending
 // work again. When the install store could not be changed the event's id is given back and the
 // error returned, so that the envelope is not acknowledged and Slack's redelivery tries again.
-func (c *Channel) uninstall(cb callback, why string) error {
+func (in *intake) uninstall(cb callback, why string) error {
 	id := callbackEventID(cb, "")
-	if !c.recent.claim(id) {
-		c.log.Debug("slack: duplicate uninstall event ignored", "event", id, "type", why)
+	if !in.recent.claim(id) {
+		in.log.Debug("slack: duplicate uninstall event ignored", "event", id, "type", why)
 		return nil
 	}
 	var err error
 	if ent := cb.orgWide(); ent != "" {
-		err = c.uninstalledOrg(ent, why)
+		err = in.installs.uninstalledOrg(ent, why)
 	} else {
-		err = c.uninstalled(cb.TeamID, why)
+		err = in.installs.uninstalled(cb.TeamID, why)
 	}
 	if err != nil {
-		c.recent.release(id)
+		in.recent.release(id)
 		return fmt.Errorf("slack: %s: %w", why, err)
 	}
 	return nil
-}
-
-// uninstalledOrg stops work for every workspace of an Enterprise Grid organization after
-// app_uninstalled or tokens_revoked for its org-wide install: every token stored under the
-// enterprise is deleted, and events of its workspaces are dropped until it installs again.
-// The error is the install store's, when it could not be changed.
-func (c *Channel) uninstalledOrg(enterprise, why string) error {
-	c.revoked.Store(enterprise, struct{}{})
-	err := c.forgetEnterprise(context.Background(), enterprise)
-	c.log.Warn("slack: the app lost its access to an organization; the events of its workspaces are dropped from now on", "enterprise", enterprise, "event", why)
-	if c.cfg.OnUninstall != nil {
-		c.cfg.OnUninstall(enterprise)
-	}
-	return err
-}
-
-// uninstalled stops work for a workspace after app_uninstalled or tokens_revoked. The error
-// is the install store's, when it could not be changed.
-func (c *Channel) uninstalled(team, why string) error {
-	if team == "" {
-		return nil
-	}
-	c.revoked.Store(team, struct{}{})
-	err := c.forgetInstall(context.Background(), team)
-	c.log.Warn("slack: the app lost its access to a workspace; its events are dropped from now on", "team", team, "event", why)
-	if c.cfg.OnUninstall != nil {
-		c.cfg.OnUninstall(team)
-	}
-	return err
-}
-
-// served reports whether events of workspace (a conversation key's workspace) are handled.
-// With an Installations store the store decides, the same for every process sharing it: a
-// workspace with no install (deleted by whichever process saw app_uninstalled) is not served,
-// except the configured bot token's own workspace (see lookupTeam). Without a store, a
-// workspace is served until this process sees it uninstall the app. A store that cannot be
-// read does not drop the event: its answer fails or waits like any send.
-func (c *Channel) served(ctx context.Context, workspace string) bool {
-	if c.cfg.Installations == nil || workspace == "" {
-		return !c.isRevoked(teamOf(workspace)) && !c.isRevoked(enterpriseOf(workspace))
-	}
-	tc, err := c.lookupTeam(ctx, workspace)
-	return err != nil || tc != nil
 }

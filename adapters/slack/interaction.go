@@ -1,16 +1,22 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/core/conv"
+	"github.com/switchboard-bot/switchboard/render"
 )
 
 // interaction is an interactivity payload (block_actions, view_submission, …) as this adapter
@@ -283,4 +289,92 @@ func slashValues(data []byte) (url.Values, error) {
 		}
 	}
 	return v, nil
+}
+
+// interactions answers clicks privately (RespondInteraction) and opens modals (OpenForm), for
+// the interactions being handed over (handling).
+type interactions struct {
+	cfg      *Config
+	web      *webAPI
+	installs *installs
+	pending  sync.Map // trigger id → responder, while its interaction is handled
+}
+
+// handling keeps r, the clicker of interaction id, while it is handed over; done forgets it.
+func (x *interactions) handling(id string, r responder) (done func()) {
+	x.pending.Store(id, r)
+	return func() { x.pending.Delete(id) }
+}
+
+// maxNotice bounds an ephemeral notice.
+const maxNotice = 2000
+
+// RespondInteraction tells the user who clicked, privately (chat.postEphemeral in the channel
+// and thread of the click). An empty notice sends nothing: the click was already acknowledged.
+func (x *interactions) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
+	if in == nil {
+		return errors.New("slack: respond: no interaction")
+	}
+	if strings.TrimSpace(notice) == "" {
+		return nil
+	}
+	v, ok := x.pending.Load(in.ID)
+	if !ok {
+		return errors.New("slack: respond: the interaction is no longer being handled")
+	}
+	r := v.(responder)
+	if rs := []rune(notice); len(rs) > maxNotice {
+		notice = string(rs[:maxNotice-1]) + "…"
+	}
+	text := render.ConvertMarkdown(notice, render.DialectSlack)
+	api, err := x.installs.client(ctx, r.workspace)
+	if err != nil {
+		return err
+	}
+	return x.web.callWaiting(ctx, r.workspace, "chat.postEphemeral", func(ctx context.Context) error {
+		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
+		if r.thread != "" {
+			opts = append(opts, slackgo.MsgOptionTS(r.thread))
+		}
+		_, err := api.PostEphemeralContext(ctx, r.channel, r.user, opts...)
+		return err
+	})
+}
+
+// OpenForm opens form as a modal (views.open with the click's trigger id, which Slack honours
+// for 3 s). The modal carries where it was opened and its field ids, so its submission comes
+// back as an Inbound of that conversation with values keyed by field id.
+func (x *interactions) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
+	if in == nil || in.ID == "" {
+		return errors.New("slack: open form: no trigger id")
+	}
+	view, err := render.SlackModal(render.Card{Title: "Question", Status: render.StatusWaiting, Form: &form}, x.cfg.ActionKey)
+	if err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	meta := formMeta{Conv: in.Message.Conv.String(), MsgTS: in.Message.ID()}
+	for _, f := range form.Fields {
+		meta.Fields = append(meta.Fields, f.ID)
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil || len(mb) > maxPrivateMetadata {
+		return errors.New("slack: open form: the form's metadata is too large for a modal")
+	}
+	raw, err := json.Marshal(view)
+	if err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	var req slackgo.ModalViewRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return fmt.Errorf("slack: open form: %w", err)
+	}
+	req.PrivateMetadata = string(mb)
+	api, err := x.installs.client(ctx, in.Message.Conv.Workspace)
+	if err != nil {
+		return err
+	}
+	return x.web.callWaiting(ctx, in.Message.Conv.Workspace, "views.open", func(ctx context.Context) error {
+		_, err := api.OpenViewContext(ctx, in.ID, req)
+		return err
+	})
 }

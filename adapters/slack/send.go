@@ -2,16 +2,17 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
@@ -25,6 +26,20 @@ const (
 	// the same content, which must stay within MaxText.
 	textSections = MaxText/MaxSectionText - 1
 )
+
+// sender posts, edits and deletes messages (Send, Edit, Delete), finds the ones a replay asks
+// for (FindSent) and shares files (SendFile, file.go), with the token of each conversation's
+// workspace; a run's final message clears its thread's status.
+type sender struct {
+	cfg      *Config
+	web      *webAPI
+	installs *installs
+	clock    *clock
+	pages    kit.Pages[piece]
+	pacer    *pacer
+	status   *threadStatuses
+	edits    sync.Map // channel/ts → *atomic.Int64: the generation of the message's latest edit
+}
 
 // piece is one Slack message of a rendered channels.Message.
 type piece struct {
@@ -105,18 +120,18 @@ func msgOptions(p piece, thread string) []slackgo.MsgOption {
 // chat.postEphemeral. The ref lists every message posted; on error it lists those posted
 // before the error. A 429 of the first piece is returned for delivery to wait out; one of a
 // later piece is waited out here, as sending again would post the first twice (see call).
-func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
+func (s *sender) Send(ctx context.Context, to channels.Target, m channels.Message) (channels.MessageRef, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	if to.Conv.Chat == "" {
 		return ref, errors.New("slack: send: no channel")
 	}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if user, ok := strings.CutPrefix(to.ReplyTo, ephemeralPrefix); ok && user != "" {
 		for i, p := range ps {
-			if err := c.ephemeral(ctx, i > 0, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
+			if err := s.ephemeral(ctx, i > 0, to.Conv.Workspace, to.Conv.Chat, user, to.Conv.Thread, p); err != nil {
 				return ref, err
 			}
 		}
@@ -126,19 +141,19 @@ func (c *Channel) Send(ctx context.Context, to channels.Target, m channels.Messa
 		if m.Key != "" {
 			p.key, p.index, p.of = m.Key, i, len(ps)
 		}
-		ts, err := c.post(ctx, i > 0, to.Conv, p)
+		ts, err := s.post(ctx, i > 0, to.Conv, p)
 		if err != nil {
 			if ps[len(ps)-1].final {
-				c.status.clearAnyway(ctx, to.Conv, to.ReplyTo)
+				s.status.clearAnyway(ctx, to.Conv, to.ReplyTo)
 			}
 			return ref, err
 		}
 		ref.IDs = append(ref.IDs, ts)
 	}
 	if ps[len(ps)-1].final {
-		c.status.clear(ctx, to.Conv, to.ReplyTo)
+		s.status.clear(ctx, to.Conv, to.ReplyTo)
 	} else {
-		c.status.posted(to.Conv)
+		s.status.posted(to.Conv)
 	}
 	return ref, nil
 }
@@ -153,26 +168,26 @@ const sentLookback = 200
 // FindSent finds the message sent with key (channels.Message.Key) at since or later: every
 // piece of it, in order, read back from the conversation's history (its thread's replies when
 // Conv.Thread is set) with the messages' metadata. found is false when a piece is missing.
-func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, since time.Time) (channels.MessageRef, bool, error) {
+func (s *sender) FindSent(ctx context.Context, to channels.Target, key string, since time.Time) (channels.MessageRef, bool, error) {
 	ref := channels.MessageRef{Conv: to.Conv}
 	if key == "" || to.Conv.Chat == "" || strings.HasPrefix(to.ReplyTo, ephemeralPrefix) {
 		return ref, false, nil
 	}
-	api, err := c.client(ctx, to.Conv.Workspace)
+	api, err := s.installs.client(ctx, to.Conv.Workspace)
 	if err != nil {
 		return ref, false, err
 	}
 	oldest := fmt.Sprintf("%d.%06d", since.Unix(), since.Nanosecond()/1000)
 	var msgs []slackgo.Message
 	if to.Conv.Thread != "" {
-		err = c.web.callWaiting(ctx, to.Conv.Workspace, "conversations.replies", func(ctx context.Context) error {
+		err = s.web.callWaiting(ctx, to.Conv.Workspace, "conversations.replies", func(ctx context.Context) error {
 			var err error
 			msgs, _, _, err = api.GetConversationRepliesContext(ctx, &slackgo.GetConversationRepliesParameters{
 				ChannelID: to.Conv.Chat, Timestamp: to.Conv.Thread, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			return err
 		})
 	} else {
-		err = c.web.callWaiting(ctx, to.Conv.Workspace, "conversations.history", func(ctx context.Context) error {
+		err = s.web.callWaiting(ctx, to.Conv.Workspace, "conversations.history", func(ctx context.Context) error {
 			resp, err := api.GetConversationHistoryContext(ctx, &slackgo.GetConversationHistoryParameters{
 				ChannelID: to.Conv.Chat, Oldest: oldest, Limit: sentLookback, IncludeAllMetadata: true})
 			if resp != nil {
@@ -211,31 +226,31 @@ func (c *Channel) FindSent(ctx context.Context, to channels.Target, key string, 
 
 // post posts one piece with chat.postMessage; wait says a 429 is waited out here (a later piece
 // of a message) rather than returned.
-func (c *Channel) post(ctx context.Context, wait bool, k conv.Key, p piece) (string, error) {
-	if c.cfg.Pacing {
-		if err := c.sleep(ctx, c.pacer.reserve(k.Chat, c.now())); err != nil {
+func (s *sender) post(ctx context.Context, wait bool, k conv.Key, p piece) (string, error) {
+	if s.cfg.Pacing {
+		if err := s.clock.sleep(ctx, s.pacer.reserve(k.Chat, s.clock.now())); err != nil {
 			return "", fmt.Errorf("slack: send: %w", err)
 		}
 	}
-	token, err := c.token(ctx, k.Workspace)
+	token, err := s.installs.token(ctx, k.Workspace)
 	if err != nil {
 		return "", err
 	}
 	var ts string
-	err = c.web.callMaybeWaiting(ctx, wait, k.Workspace, "chat.postMessage", func(ctx context.Context) error {
+	err = s.web.callMaybeWaiting(ctx, wait, k.Workspace, "chat.postMessage", func(ctx context.Context) error {
 		var err error
-		ts, err = c.web.postMessage(ctx, token, k.Chat, k.Thread, p)
+		ts, err = s.web.postMessage(ctx, token, k.Chat, k.Thread, p)
 		return err
 	})
 	return ts, err
 }
 
-func (c *Channel) ephemeral(ctx context.Context, wait bool, workspace, channel, user, thread string, p piece) error {
-	api, err := c.client(ctx, workspace)
+func (s *sender) ephemeral(ctx context.Context, wait bool, workspace, channel, user, thread string, p piece) error {
+	api, err := s.installs.client(ctx, workspace)
 	if err != nil {
 		return err
 	}
-	return c.web.callMaybeWaiting(ctx, wait, workspace, "chat.postEphemeral", func(ctx context.Context) error {
+	return s.web.callMaybeWaiting(ctx, wait, workspace, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := api.PostEphemeralContext(ctx, channel, user, msgOptions(p, thread)...)
 		return err
 	})
@@ -248,32 +263,32 @@ func (c *Channel) ephemeral(ctx context.Context, wait bool, workspace, channel, 
 // out (but for the pieces posted after a new one, see Send). Paced edits coalesce: an edit
 // waiting for its tier's budget when a newer edit of the same message comes gives up,
 // returning ref and no error, so the latest content wins and no stale edit is made after it.
-func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (_ channels.MessageRef, err error) {
+func (s *sender) Edit(ctx context.Context, ref channels.MessageRef, m channels.Message) (_ channels.MessageRef, err error) {
 	if ref.ID() == "" || ref.Conv.Chat == "" {
 		return ref, fmt.Errorf("slack: edit: %w: empty message ref", channels.ErrMessageGone)
 	}
-	ps, err := c.pages.Pieces(m)
+	ps, err := s.pages.Pieces(m)
 	if err != nil {
 		return ref, err
 	}
 	if ps[len(ps)-1].final {
 		defer func() {
 			if err != nil {
-				c.status.clearAnyway(ctx, ref.Conv, "")
+				s.status.clearAnyway(ctx, ref.Conv, "")
 			}
 		}()
 	}
-	api, err := c.client(ctx, ref.Conv.Workspace)
+	api, err := s.installs.client(ctx, ref.Conv.Workspace)
 	if err != nil {
 		return ref, err
 	}
 	key := ref.Conv.Chat + "/" + ref.ID()
-	v, _ := c.edits.LoadOrStore(key, new(atomic.Int64))
+	v, _ := s.edits.LoadOrStore(key, new(atomic.Int64))
 	gen := v.(*atomic.Int64)
 	mine := gen.Add(1)
 	defer func() {
 		if gen.Load() == mine {
-			c.edits.CompareAndDelete(key, gen)
+			s.edits.CompareAndDelete(key, gen)
 		}
 	}()
 	superseded := func() bool { return gen.Load() != mine }
@@ -281,7 +296,7 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 	for i, p := range ps {
 		if i < len(ref.IDs) {
 			id := ref.IDs[i]
-			err := c.web.limits.Pass("chat.update", c.web.request(ctx, ref.Conv.Workspace, "chat.update", superseded, func(ctx context.Context) error {
+			err := s.web.limits.Pass("chat.update", s.web.request(ctx, ref.Conv.Workspace, "chat.update", superseded, func(ctx context.Context) error {
 				_, _, _, err := api.UpdateMessageContext(ctx, ref.Conv.Chat, id, msgOptions(p, "")...)
 				return err
 			}))
@@ -295,39 +310,39 @@ func (c *Channel) Edit(ctx context.Context, ref channels.MessageRef, m channels.
 			continue
 		}
 		// Edits are safe to make again; a piece posted anew is not (see Send).
-		ts, err := c.post(ctx, len(out.IDs) > len(ref.IDs), ref.Conv, p)
+		ts, err := s.post(ctx, len(out.IDs) > len(ref.IDs), ref.Conv, p)
 		if err != nil {
 			return out, err
 		}
 		out.IDs = append(out.IDs, ts)
 	}
 	for _, id := range ref.IDs[min(len(ps), len(ref.IDs)):] {
-		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
+		if err := s.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
 			return out, err
 		}
 	}
 	if ps[len(ps)-1].final {
-		c.status.clear(ctx, ref.Conv, "")
+		s.status.clear(ctx, ref.Conv, "")
 	}
 	return out, nil
 }
 
 // Delete deletes every message of ref. A message already gone counts as deleted.
-func (c *Channel) Delete(ctx context.Context, ref channels.MessageRef) error {
+func (s *sender) Delete(ctx context.Context, ref channels.MessageRef) error {
 	for _, id := range ref.IDs {
-		if err := c.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
+		if err := s.deleteOne(ctx, ref.Conv.Workspace, ref.Conv.Chat, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) error {
-	api, err := c.client(ctx, workspace)
+func (s *sender) deleteOne(ctx context.Context, workspace, channel, ts string) error {
+	api, err := s.installs.client(ctx, workspace)
 	if err != nil {
 		return err
 	}
-	err = c.web.call(ctx, workspace, "chat.delete", func(ctx context.Context) error {
+	err = s.web.call(ctx, workspace, "chat.delete", func(ctx context.Context) error {
 		_, _, err := api.DeleteMessageContext(ctx, channel, ts)
 		return err
 	})
@@ -335,77 +350,4 @@ func (c *Channel) deleteOne(ctx context.Context, workspace, channel, ts string) 
 		return nil
 	}
 	return err
-}
-
-// maxNotice bounds an ephemeral notice.
-const maxNotice = 2000
-
-// RespondInteraction tells the user who clicked, privately (chat.postEphemeral in the channel
-// and thread of the click). An empty notice sends nothing: the click was already acknowledged.
-func (c *Channel) RespondInteraction(ctx context.Context, in *channels.Interaction, notice string) error {
-	if in == nil {
-		return errors.New("slack: respond: no interaction")
-	}
-	if strings.TrimSpace(notice) == "" {
-		return nil
-	}
-	v, ok := c.pending.Load(in.ID)
-	if !ok {
-		return errors.New("slack: respond: the interaction is no longer being handled")
-	}
-	r := v.(responder)
-	if rs := []rune(notice); len(rs) > maxNotice {
-		notice = string(rs[:maxNotice-1]) + "…"
-	}
-	text := render.ConvertMarkdown(notice, render.DialectSlack)
-	api, err := c.client(ctx, r.workspace)
-	if err != nil {
-		return err
-	}
-	return c.web.callWaiting(ctx, r.workspace, "chat.postEphemeral", func(ctx context.Context) error {
-		opts := []slackgo.MsgOption{slackgo.MsgOptionText(text, false)}
-		if r.thread != "" {
-			opts = append(opts, slackgo.MsgOptionTS(r.thread))
-		}
-		_, err := api.PostEphemeralContext(ctx, r.channel, r.user, opts...)
-		return err
-	})
-}
-
-// OpenForm opens form as a modal (views.open with the click's trigger id, which Slack honours
-// for 3 s). The modal carries where it was opened and its field ids, so its submission comes
-// back as an Inbound of that conversation with values keyed by field id.
-func (c *Channel) OpenForm(ctx context.Context, in *channels.Interaction, form render.Form) error {
-	if in == nil || in.ID == "" {
-		return errors.New("slack: open form: no trigger id")
-	}
-	view, err := render.SlackModal(render.Card{Title: "Question", Status: render.StatusWaiting, Form: &form}, c.cfg.ActionKey)
-	if err != nil {
-		return fmt.Errorf("slack: open form: %w", err)
-	}
-	meta := formMeta{Conv: in.Message.Conv.String(), MsgTS: in.Message.ID()}
-	for _, f := range form.Fields {
-		meta.Fields = append(meta.Fields, f.ID)
-	}
-	mb, err := json.Marshal(meta)
-	if err != nil || len(mb) > maxPrivateMetadata {
-		return errors.New("slack: open form: the form's metadata is too large for a modal")
-	}
-	raw, err := json.Marshal(view)
-	if err != nil {
-		return fmt.Errorf("slack: open form: %w", err)
-	}
-	var req slackgo.ModalViewRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return fmt.Errorf("slack: open form: %w", err)
-	}
-	req.PrivateMetadata = string(mb)
-	api, err := c.client(ctx, in.Message.Conv.Workspace)
-	if err != nil {
-		return err
-	}
-	return c.web.callWaiting(ctx, in.Message.Conv.Workspace, "views.open", func(ctx context.Context) error {
-		_, err := api.OpenViewContext(ctx, in.ID, req)
-		return err
-	})
 }

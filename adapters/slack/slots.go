@@ -3,8 +3,10 @@ package slack
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	slackgo "github.com/slack-go/slack"
@@ -18,41 +20,63 @@ import (
 // processes of a deployment together open at most Connections sockets, split the slots evenly,
 // and take a dead process's slots over.
 
-// startSockets starts taking the connection slots (runSlots) and returns once the first
+// sockets is Socket Mode's intake: a connection per slot this process holds (runSlots), each
+// read here (socket.go) and its envelopes handed to the intake.
+type sockets struct {
+	cfg    *Config
+	api    *slackgo.Client // apps.connections.open, with the app-level token
+	web    *webAPI
+	redact *kit.Redactor
+	log    *slog.Logger
+	clock  *clock
+	intake *intake
+	stop   func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
+	// pingTimeout is how long a socket may read nothing before it is replaced.
+	pingTimeout time.Duration
+
+	mu sync.Mutex
+	// readCancel stops taking envelopes; connCancel closes the sockets (after the acks).
+	readCancel, connCancel context.CancelFunc
+	stopOnDone             func() bool
+	loops                  sync.WaitGroup // socket loops
+	conns                  []*connState   // the sockets of the slots this process holds
+}
+
+// start starts taking the connection slots (runSlots) and returns once the first
 // connection of each slot taken in the first round received its hello, or fails when one never
 // did (a refused app token, an unreachable Slack) within CallTimeout. Until the intake stops,
 // ctx ending stops the channel like Stop.
-func (c *Channel) startSockets(ctx context.Context, at *slackgo.AuthTestResponse) error {
+func (sk *sockets) start(ctx context.Context, at *slackgo.AuthTestResponse) error {
 	readCtx, readCancel := context.WithCancel(context.WithoutCancel(ctx))
 	connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopOnDone := context.AfterFunc(ctx, func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = c.Stop(stopCtx)
+		_ = sk.stop(stopCtx)
 	})
-	c.mu.Lock()
-	c.readCancel, c.connCancel, c.stopOnDone = readCancel, connCancel, stopOnDone
-	c.mu.Unlock()
-	firsts := make([]*connState, c.cfg.Connections)
+	sk.mu.Lock()
+	sk.readCancel, sk.connCancel, sk.stopOnDone = readCancel, connCancel, stopOnDone
+	sk.mu.Unlock()
+	firsts := make([]*connState, sk.cfg.Connections)
 	for i := range firsts {
 		firsts[i] = newConnState(i)
 	}
 	round := make(chan []int, 1)
-	c.loops.Add(1)
+	sk.loops.Add(1)
 	go func() {
-		defer c.loops.Done()
-		c.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
+		defer sk.loops.Done()
+		sk.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
 	}()
 	var taken []int
 	select {
 	case taken = <-round:
 	case <-ctx.Done():
 	}
-	wait, cancelWait := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	wait, cancelWait := context.WithTimeout(ctx, sk.cfg.CallTimeout)
 	defer cancelWait()
 	for _, i := range taken {
 		if err := firsts[i].connected(wait); err != nil {
-			c.log.Error("slack: socket mode did not connect in time", "connection", firsts[i].id, "err", err)
+			sk.log.Error("slack: socket mode did not connect in time", "connection", firsts[i].id, "err", err)
 			return fmt.Errorf("slack: start: socket mode connection %d: %w", firsts[i].id, err)
 		}
 	}
@@ -60,43 +84,43 @@ func (c *Channel) startSockets(ctx context.Context, at *slackgo.AuthTestResponse
 		return fmt.Errorf("slack: start: %w", ctx.Err())
 	}
 	if len(taken) == 0 {
-		c.log.Info("slack: standing by: other processes hold every Socket Mode connection slot; delivering",
-			"team", at.TeamID, "bot_user", at.UserID, "slots", c.cfg.Connections)
+		sk.log.Info("slack: standing by: other processes hold every Socket Mode connection slot; delivering",
+			"team", at.TeamID, "bot_user", at.UserID, "slots", sk.cfg.Connections)
 	} else {
-		c.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(taken), "slots", c.cfg.Connections)
+		sk.log.Info("slack: receiving over Socket Mode", "team", at.TeamID, "bot_user", at.UserID, "connections", len(taken), "slots", sk.cfg.Connections)
 	}
 	return nil
 }
 
 // runSlots opens a socket for each slot this process holds, until connCtx ends; envelopes are
 // taken while readCtx lives. firsts[i] is slot i's first connection in this process.
-func (c *Channel) runSlots(readCtx, connCtx context.Context, firsts []*connState, onFirstRound func([]int)) {
-	lease := c.cfg.Lease
+func (sk *sockets) runSlots(readCtx, connCtx context.Context, firsts []*connState, onFirstRound func([]int)) {
+	lease := sk.cfg.Lease
 	if lease == nil {
 		lease = &kit.MemoryLease{}
 	}
 	names := make([]string, len(firsts))
 	for i := range names {
-		names[i] = c.cfg.LeaseName + ":slot" + strconv.Itoa(i)
+		names[i] = sk.cfg.LeaseName + ":slot" + strconv.Itoa(i)
 	}
 	used := make([]bool, len(firsts)) // touched by the lead of slot i only, one at a time
 	kit.RunLeasedSet(connCtx, kit.LeaseSetOptions{
 		Lease: lease,
 		// The slots are the app's, whatever Connections each process was given: processes
 		// configured differently still share one budget.
-		Group:  c.cfg.LeaseName,
+		Group:  sk.cfg.LeaseName,
 		Names:  names,
-		Owner:  c.cfg.LeaseOwner,
-		TTL:    c.cfg.LeaseTTL,
-		Logger: c.log,
+		Owner:  sk.cfg.LeaseOwner,
+		TTL:    sk.cfg.LeaseTTL,
+		Logger: sk.log,
 		OnChange: func(i int, held bool) {
-			if c.cfg.OnLease != nil {
-				c.cfg.OnLease(i, held)
+			if sk.cfg.OnLease != nil {
+				sk.cfg.OnLease(i, held)
 			}
 		},
 		OnTakeover: func(i int) {
-			if c.cfg.OnTakeover != nil {
-				c.cfg.OnTakeover(i)
+			if sk.cfg.OnTakeover != nil {
+				sk.cfg.OnTakeover(i)
 			}
 		},
 		OnFirstRound: onFirstRound,
@@ -106,26 +130,68 @@ func (c *Channel) runSlots(readCtx, connCtx context.Context, firsts []*connState
 			cs = newConnState(i)
 		}
 		used[i] = true
-		c.mu.Lock()
-		c.conns = append(c.conns, cs)
-		c.mu.Unlock()
+		sk.mu.Lock()
+		sk.conns = append(sk.conns, cs)
+		sk.mu.Unlock()
 		defer func() {
 			close(cs.ended)
-			c.mu.Lock()
-			c.conns = slices.DeleteFunc(c.conns, func(x *connState) bool { return x == cs })
-			c.mu.Unlock()
+			sk.mu.Lock()
+			sk.conns = slices.DeleteFunc(sk.conns, func(x *connState) bool { return x == cs })
+			sk.mu.Unlock()
 		}()
 		// Envelopes stop being taken when the channel stops or the slot is given up.
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(readCtx, cancel)()
-		c.runSocket(rctx, ctx, cs)
+		sk.runSocket(rctx, ctx, cs)
 	})
 }
 
 // heldSlots is how many connection slots this process holds now.
-func (c *Channel) heldSlots() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.conns)
+func (sk *sockets) held() int {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	return len(sk.conns)
+}
+
+// ready is Ready's word on the sockets: every connection received a frame (an envelope, a hello
+// or one of Slack's pings) within ReadyWindow. A process holding no connection slot (other
+// processes hold them all) is ready: it delivers.
+func (sk *sockets) ready() error {
+	sk.mu.Lock()
+	conns := sk.conns
+	sk.mu.Unlock()
+	now := sk.clock.now()
+	for _, cs := range conns {
+		if err := cs.lastFrame.Silent(now, sk.cfg.ReadyWindow, ErrNotReady, fmt.Sprintf("connection %d", cs.id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopReading stops taking envelopes (StopIntake), and the stop that Start's ctx ending would
+// make.
+func (sk *sockets) stopReading() {
+	sk.mu.Lock()
+	readCancel, stopOnDone := sk.readCancel, sk.stopOnDone
+	sk.mu.Unlock()
+	if stopOnDone != nil {
+		stopOnDone()
+	}
+	if readCancel != nil {
+		readCancel()
+	}
+}
+
+// close closes the sockets, once their envelopes are acknowledged, and waits until ctx ends for
+// their loops to end, handing their slots back; it reports whether they did.
+func (sk *sockets) close(ctx context.Context) bool {
+	sk.mu.Lock()
+	connCancel := sk.connCancel
+	sk.mu.Unlock()
+	if connCancel != nil {
+		connCancel()
+	}
+	return waitGroup(ctx, &sk.loops)
 }

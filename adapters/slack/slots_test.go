@@ -28,12 +28,12 @@ func TestProcessesShareTheSocketBudget(t *testing.T) {
 	fake.SetPingInterval(100 * time.Millisecond)
 	mem := &kit.MemoryLease{}
 	a := startWith(t, fake, sharedSlots(mem, "a", 2), &recorder{})
-	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 && fake.Connections() == 2 })
+	eventually(t, "a to open both sockets", func() bool { return a.ch.sockets.held() == 2 && fake.Connections() == 2 })
 	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
-	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 && fake.Connections() == 2 })
+	eventually(t, "one socket each", func() bool { return a.ch.sockets.held() == 1 && b.ch.sockets.held() == 1 && fake.Connections() == 2 })
 	c := startWith(t, fake, sharedSlots(mem, "c", 2), &recorder{})
-	if c.ch.heldSlots() != 0 {
-		t.Errorf("a third process opened %d sockets over a budget of 2", c.ch.heldSlots())
+	if c.ch.sockets.held() != 0 {
+		t.Errorf("a third process opened %d sockets over a budget of 2", c.ch.sockets.held())
 	}
 	if err := c.ch.Ready(); err != nil {
 		t.Errorf("the process without a socket is not ready: %v", err)
@@ -61,13 +61,13 @@ func TestDeadProcessSocketSlotsTakenOver(t *testing.T) {
 	mem := &kit.MemoryLease{}
 	dying := &leasetest.Severable{M: mem}
 	a := startWith(t, fake, sharedSlots(dying, "a", 2), &recorder{})
-	eventually(t, "a to open both sockets", func() bool { return a.ch.heldSlots() == 2 })
+	eventually(t, "a to open both sockets", func() bool { return a.ch.sockets.held() == 2 })
 	b := startWith(t, fake, sharedSlots(mem, "b", 2), &recorder{})
-	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 })
+	eventually(t, "one socket each", func() bool { return a.ch.sockets.held() == 1 && b.ch.sockets.held() == 1 })
 	cut := time.Now()
 	dying.Sever()
-	eventually(t, "a to close its socket", func() bool { return a.ch.heldSlots() == 0 })
-	eventually(t, "b to hold both slots", func() bool { return b.ch.heldSlots() == 2 && fake.Connections() == 2 })
+	eventually(t, "a to close its socket", func() bool { return a.ch.sockets.held() == 0 })
+	eventually(t, "b to hold both slots", func() bool { return b.ch.sockets.held() == 2 && fake.Connections() == 2 })
 	t.Logf("slot taken over %v after the cut (lease %v)", time.Since(cut).Round(time.Millisecond), 600*time.Millisecond)
 	for range 4 {
 		fake.PushMessage(slackfake.Msg{Channel: "D0ANN", ChannelType: "im", User: ann, Text: "still there?"})
@@ -88,12 +88,12 @@ func TestStoppedProcessHandsItsSlotsBack(t *testing.T) {
 	long := func(c *Config) { c.Connections, c.Lease, c.LeaseTTL = 2, mem, ttl }
 	a := startWith(t, fake, func(c *Config) { long(c); c.LeaseOwner = "a" }, &recorder{})
 	b := startWith(t, fake, func(c *Config) { long(c); c.LeaseOwner = "b" }, &recorder{})
-	eventually(t, "one socket each", func() bool { return a.ch.heldSlots() == 1 && b.ch.heldSlots() == 1 })
+	eventually(t, "one socket each", func() bool { return a.ch.sockets.held() == 1 && b.ch.sockets.held() == 1 })
 	began := time.Now()
 	if err := a.ch.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b to hold both slots", func() bool { return b.ch.heldSlots() == 2 })
+	eventually(t, "b to hold both slots", func() bool { return b.ch.sockets.held() == 2 })
 	if took := time.Since(began); took > ttl/2 {
 		t.Errorf("b took the slot over %v after the stop, want within a round (%v)", took, ttl/5)
 	}

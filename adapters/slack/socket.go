@@ -134,8 +134,8 @@ var errLinkDisabled = errors.New("slack: socket mode: Slack turned Socket Mode o
 // event into its types before handing it over: the adapter decodes each payload itself (see
 // callback), so that was a second parse of every event, and a whole event lost over one block
 // slack-go cannot read.
-func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
-	defer c.connDown(cs)
+func (sk *sockets) runSocket(readCtx, connCtx context.Context, cs *connState) {
+	defer sk.connDown(cs)
 	dialer := &websocket.Dialer{
 		Proxy:            http.ProxyFromEnvironment,
 		HandshakeTimeout: 10 * time.Second,
@@ -145,14 +145,14 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			if err != nil {
 				return nil, err
 			}
-			return liveConn{Conn: conn, cs: cs, now: c.now}, nil
+			return liveConn{Conn: conn, cs: cs, now: sk.clock.now}, nil
 		},
 	}
 	failures := 0
 	for connCtx.Err() == nil {
 		hellos := cs.hellos
-		err := c.session(readCtx, connCtx, dialer, cs)
-		c.connDown(cs)
+		err := sk.session(readCtx, connCtx, dialer, cs)
+		sk.connDown(cs)
 		if connCtx.Err() != nil {
 			return
 		}
@@ -160,14 +160,14 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			// It was connected: open a new socket at once, as Slack asks on disconnect.
 			failures = 0
 			if errors.Is(err, errReconnectAsked) {
-				c.log.Debug("slack: socket mode reconnecting as Slack asked", "connection", cs.id)
+				sk.log.Debug("slack: socket mode reconnecting as Slack asked", "connection", cs.id)
 			} else {
-				c.log.Info("slack: socket mode connection lost; reconnecting", "connection", cs.id, "err", err)
+				sk.log.Info("slack: socket mode connection lost; reconnecting", "connection", cs.id, "err", err)
 			}
 			continue
 		}
 		failures++
-		err = c.web.apiError("apps.connections.open", err)
+		err = sk.web.apiError("apps.connections.open", err)
 		cs.setError(err)
 		if errors.Is(err, ErrAuth) {
 			cs.refusedOnce.Do(func() { close(cs.refused) })
@@ -176,17 +176,17 @@ func (c *Channel) runSocket(readCtx, connCtx context.Context, cs *connState) {
 		if rl, ok := errors.AsType[*channels.RateLimitError](err); ok {
 			wait = max(wait, rl.RetryAfter)
 		}
-		c.log.Warn("slack: socket mode connection ended; reconnecting", "connection", cs.id, "err", err, "wait", wait, "failures", failures)
-		if c.sleep(connCtx, wait) != nil {
+		sk.log.Warn("slack: socket mode connection ended; reconnecting", "connection", cs.id, "err", err, "wait", wait, "failures", failures)
+		if sk.clock.sleep(connCtx, wait) != nil {
 			return
 		}
 	}
 }
 
-func (c *Channel) connDown(cs *connState) {
+func (sk *sockets) connDown(cs *connState) {
 	if cs.up {
 		cs.up = false
-		c.cfg.Metrics.Connection(cs.id, false)
+		sk.cfg.Metrics.Connection(cs.id, false)
 	}
 }
 
@@ -230,9 +230,9 @@ func (s *socket) ack(id string) error {
 
 // session opens one socket and reads it until it ends, handing envelopes over while readCtx
 // lives; it returns why it ended.
-func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Dialer, cs *connState) error {
-	openCtx, cancel := context.WithTimeout(connCtx, c.cfg.CallTimeout)
-	_, url, err := c.api.StartSocketModeContext(openCtx)
+func (sk *sockets) session(readCtx, connCtx context.Context, dialer *websocket.Dialer, cs *connState) error {
+	openCtx, cancel := context.WithTimeout(connCtx, sk.cfg.CallTimeout)
+	_, url, err := sk.api.StartSocketModeContext(openCtx)
 	cancel()
 	if err != nil {
 		return err
@@ -242,14 +242,14 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("slack: socket mode: dial: %w", c.redact.Error(err))
+		return fmt.Errorf("slack: socket mode: dial: %w", sk.redact.Error(err))
 	}
 	defer conn.Close()
 	// Stop closes the socket (after the acks) to end the read below.
 	defer context.AfterFunc(connCtx, func() { _ = conn.Close() })()
 	conn.SetReadLimit(maxFrameBytes)
 	conn.SetPingHandler(func(data string) error {
-		_ = conn.SetReadDeadline(time.Now().Add(c.pingTimeout))
+		_ = conn.SetReadDeadline(time.Now().Add(sk.pingTimeout))
 		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeTimeout))
 		if err != nil && !errors.Is(err, websocket.ErrCloseSent) {
 			return err
@@ -258,29 +258,29 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 	})
 	sock := &socket{conn: conn}
 	for {
-		_ = conn.SetReadDeadline(time.Now().Add(c.pingTimeout))
+		_ = conn.SetReadDeadline(time.Now().Add(sk.pingTimeout))
 		_, data, err := conn.ReadMessage()
 		if err != nil {
 			return fmt.Errorf("slack: socket mode: read: %w", err)
 		}
 		f, err := decodeFrame(data)
 		if err != nil {
-			c.malformed("socket", fmt.Errorf("%w: unreadable socket mode message: %w", errMalformed, err))
+			sk.intake.malformed("socket", fmt.Errorf("%w: unreadable socket mode message: %w", errMalformed, err))
 			continue
 		}
 		switch f.Type {
 		case "hello":
-			cs.lastFrame.Beat(c.now())
+			cs.lastFrame.Beat(sk.clock.now())
 			cs.setError(nil)
 			cs.helloOnce.Do(func() { close(cs.hello) })
 			if cs.hellos++; cs.hellos > 1 {
-				c.cfg.Metrics.Reconnect()
+				sk.cfg.Metrics.Reconnect()
 			}
 			if !cs.up {
 				cs.up = true
-				c.cfg.Metrics.Connection(cs.id, true)
+				sk.cfg.Metrics.Connection(cs.id, true)
 			}
-			c.log.Debug("slack: socket mode hello", "connection", cs.id)
+			sk.log.Debug("slack: socket mode hello", "connection", cs.id)
 		case "disconnect":
 			if f.Reason == "link_disabled" {
 				return errLinkDisabled
@@ -288,15 +288,15 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 			return fmt.Errorf("%w (%s)", errReconnectAsked, f.Reason)
 		case typeEvents, typeInteractive, typeSlash:
 			if f.EnvelopeID == "" {
-				c.malformed("socket", fmt.Errorf("%w: %s envelope without an id", errMalformed, f.Type))
+				sk.intake.malformed("socket", fmt.Errorf("%w: %s envelope without an id", errMalformed, f.Type))
 				continue
 			}
 			if readCtx.Err() != nil {
 				continue // stopping: not taken, so not acknowledged; Slack delivers it again
 			}
-			c.envelope(readCtx, sock, f)
+			sk.envelope(readCtx, sock, f)
 		default:
-			c.malformed("socket", fmt.Errorf("%w: socket mode message type %q", errMalformed, f.Type))
+			sk.intake.malformed("socket", fmt.Errorf("%w: socket mode message type %q", errMalformed, f.Type))
 		}
 	}
 }
@@ -305,26 +305,26 @@ func (c *Channel) session(readCtx, connCtx context.Context, dialer *websocket.Di
 // once the Handler returned nil. A malformed or ignored envelope is acked at once (Slack would
 // send it again and again, as unreadable every time); an uninstall the install store could not
 // record is not, so that Slack delivers it again.
-func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
+func (sk *sockets) envelope(ctx context.Context, sock *socket, req frame) {
 	ack := func() {
 		if err := sock.ack(req.EnvelopeID); err != nil {
-			c.cfg.Metrics.Ack("failed")
-			c.log.Warn("slack: ack failed; Slack will redeliver", "envelope", req.EnvelopeID, "err", err)
+			sk.cfg.Metrics.Ack("failed")
+			sk.log.Warn("slack: ack failed; Slack will redeliver", "envelope", req.EnvelopeID, "err", err)
 			return
 		}
-		c.cfg.Metrics.Ack("acked")
+		sk.cfg.Metrics.Ack("acked")
 	}
-	d, err := c.decodeDelivery(req.Type, req.Payload)
+	d, err := sk.intake.decodeDelivery(req.Type, req.Payload)
 	req.Payload = nil // decoded: not held while the envelope waits in its lane
 	if err != nil {
-		c.malformed(req.Type, err)
+		sk.intake.malformed(req.Type, err)
 		ack()
 		return
 	}
 	if d.skip {
 		if d.refused != nil {
-			c.cfg.Metrics.Ack("refused")
-			c.log.Warn("slack: an envelope could not be handled; not acked, Slack will redeliver",
+			sk.cfg.Metrics.Ack("refused")
+			sk.log.Warn("slack: an envelope could not be handled; not acked, Slack will redeliver",
 				"envelope", req.EnvelopeID, "type", req.Type, "retry_attempt", req.RetryAttempt, "err", d.refused)
 			return
 		}
@@ -337,18 +337,18 @@ func (c *Channel) envelope(ctx context.Context, sock *socket, req frame) {
 	if req.Type != typeEvents {
 		// A click or a command not acknowledged within 3 s shows the user an error, and a modal
 		// can only open in that time: one whose handling runs longer is acknowledged anyway.
-		deadline = time.AfterFunc(c.ackDeadline, ackOnce)
+		deadline = time.AfterFunc(sk.intake.ackDeadline, ackOnce)
 	}
-	c.lanes.Run(d.in.Conv.String(), func() {
-		err := c.deliver(ctx, d)
+	sk.intake.lanes.Run(d.in.Conv.String(), func() {
+		err := sk.intake.deliver(ctx, d)
 		inTime := deadline == nil || deadline.Stop()
 		switch {
 		case err != nil && !inTime:
-			c.log.Warn("slack: the handler failed on an interaction already acknowledged; the user can try again",
+			sk.log.Warn("slack: the handler failed on an interaction already acknowledged; the user can try again",
 				"envelope", req.EnvelopeID, "type", req.Type, "err", err)
 		case err != nil:
-			c.cfg.Metrics.Ack("refused")
-			c.log.Warn("slack: the handler refused an envelope; not acked, Slack will redeliver",
+			sk.cfg.Metrics.Ack("refused")
+			sk.log.Warn("slack: the handler refused an envelope; not acked, Slack will redeliver",
 				"envelope", req.EnvelopeID, "type", req.Type, "retry_attempt", req.RetryAttempt, "err", err)
 		default:
 			ackOnce()

@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,34 +20,21 @@ const statusText = "is thinking…"
 // acknowledged, so it must never hold the ack up.
 const statusTimeout = 2 * time.Second
 
-// Typing shows "is thinking…" under the conversation's thread with assistant.threads.setStatus,
-// rotating through Config.LoadingMessages (Slack allows it in the threads of AI apps and,
-// with chat:write, of channels; a channel that refuses it is not asked again). The
-// status is cleared when the run's final message is posted or edited in, or fails to be (the
-// run is over either way), and Slack clears it
-// itself when the bot replies. A conversation without a thread shows nothing. It is best
-// effort: one attempt of at most two seconds, a rate limit skips it. With StatusAfter, the
-// status is set that long after the signal, off the caller's path, and only if the message
-// signalled for (the latest, when several were) has no final answer by then: a run answered
-// sooner costs no status call at all.
-func (c *Channel) Typing(ctx context.Context, to channels.Target) error {
-	if c.cfg.AssistantStatusOff {
-		return nil
-	}
-	return c.status.typing(ctx, to)
-}
-
 // threadStatuses keep the assistant threads' "is thinking…" status (assistant.threads.setStatus)
 // for Typing: set (at once, or StatusAfter later), cleared by the run's final answer, never
 // shown after it. Every method is safe for concurrent use.
 type threadStatuses struct {
-	c       *Channel
-	after   time.Duration // Config.StatusAfter
-	states  sync.Map      // channel/thread → *threadState
-	refused sync.Map      // channel id → struct{}: setStatus refused there
-	lookups atomic.Int64
-	timers  sync.WaitGroup // sets scheduled (after) and not yet done or stopped
-	stopped atomic.Bool    // Stop came: no status is scheduled or set any more
+	cfg      *Config
+	web      *webAPI
+	installs *installs
+	clock    *clock
+	log      *slog.Logger
+	after    time.Duration // Config.StatusAfter
+	states   sync.Map      // channel/thread → *threadState
+	refused  sync.Map      // channel id → struct{}: setStatus refused there
+	lookups  atomic.Int64
+	timers   sync.WaitGroup // sets scheduled (after) and not yet done or stopped
+	stopped  atomic.Bool    // Stop came: no status is scheduled or set any more
 }
 
 // typing is Typing for a channel whose status is on.
@@ -78,7 +66,7 @@ func (s *threadStatuses) schedule(k conv.Key, st *threadState, replyTo string) {
 	if replyTo != "" && tsBefore(st.waitFor, replyTo) {
 		st.waitFor = replyTo
 	}
-	if st.showing(s.c.now()) || st.timer != nil || s.stopped.Load() {
+	if st.showing(s.clock.now()) || st.timer != nil || s.stopped.Load() {
 		return
 	}
 	st.due++
@@ -99,7 +87,7 @@ func (s *threadStatuses) schedule(k conv.Key, st *threadState, replyTo string) {
 			return
 		}
 		if err := s.show(context.Background(), k, st); err != nil {
-			s.c.log.Debug("slack: setting the thread status failed", "channel", k.Chat, "err", err)
+			s.log.Debug("slack: setting the thread status failed", "channel", k.Chat, "err", err)
 		}
 	})
 }
@@ -135,7 +123,7 @@ func (s *threadStatuses) show(ctx context.Context, k conv.Key, st *threadState) 
 		s.refused.Store(k.Chat, struct{}{})
 		err = nil
 	case err == nil:
-		st.shown, st.shownAt = true, s.c.now()
+		st.shown, st.shownAt = true, s.clock.now()
 	}
 	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
 		return nil
@@ -175,7 +163,7 @@ func (s *threadStatuses) thread(k conv.Key) *threadState {
 		st := v.(*threadState)
 		st.mu.Lock()
 		if !st.gone {
-			st.used = s.c.now()
+			st.used = s.clock.now()
 			return st
 		}
 		st.mu.Unlock()
@@ -183,7 +171,7 @@ func (s *threadStatuses) thread(k conv.Key) *threadState {
 }
 
 func (s *threadStatuses) prune() {
-	now := s.c.now()
+	now := s.clock.now()
 	s.states.Range(func(key, v any) bool {
 		st := v.(*threadState)
 		if st.mu.TryLock() {
@@ -237,22 +225,21 @@ type setStatusBody struct {
 // configured loading messages, or "" (and none) to clear it. A 429 is counted and returned,
 // never waited out.
 func (s *threadStatuses) set(ctx context.Context, k conv.Key, status string) error {
-	c := s.c
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	token, err := c.token(ctx, k.Workspace)
+	token, err := s.installs.token(ctx, k.Workspace)
 	if err != nil {
 		return err
 	}
 	body := setStatusBody{ChannelID: k.Chat, ThreadTS: k.Thread, Status: status}
 	if status != "" {
-		body.LoadingMessages = c.cfg.LoadingMessages
+		body.LoadingMessages = s.cfg.LoadingMessages
 	}
-	_, err = c.web.postJSON(ctx, token, "assistant.threads.setStatus", body)
+	_, err = s.web.postJSON(ctx, token, "assistant.threads.setStatus", body)
 	if err != nil {
-		err = c.web.apiError("assistant.threads.setStatus", err)
+		err = s.web.apiError("assistant.threads.setStatus", err)
 		if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
-			c.cfg.Metrics.RateLimited("assistant.threads.setStatus")
+			s.cfg.Metrics.RateLimited("assistant.threads.setStatus")
 		}
 	}
 	return err
@@ -271,18 +258,18 @@ func (st *threadState) showing(now time.Time) bool {
 // posted records that the bot posted a working message in k's thread, which cleared the
 // status Slack showed there.
 func (s *threadStatuses) posted(k conv.Key) {
-	if s.c.cfg.AssistantStatusOff || k.Thread == "" {
+	if s.cfg.AssistantStatusOff || k.Thread == "" {
 		return
 	}
 	st := s.thread(k)
-	st.posted = s.c.now()
+	st.posted = s.clock.now()
 	st.mu.Unlock()
 }
 
 // clear clears a status Typing set, or is setting, in the conversation's thread, once the
 // message answered (its ts; "" when not known) has its final answer.
 func (s *threadStatuses) clear(ctx context.Context, k conv.Key, answered string) {
-	if s.c.cfg.AssistantStatusOff || k.Thread == "" {
+	if s.cfg.AssistantStatusOff || k.Thread == "" {
 		return
 	}
 	st := s.thread(k)
@@ -296,7 +283,7 @@ func (s *threadStatuses) clear(ctx context.Context, k conv.Key, answered string)
 	if st.shown {
 		st.shown = false
 		if err := s.set(ctx, k, ""); err != nil {
-			s.c.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
+			s.log.Debug("slack: clearing the thread status failed", "channel", k.Chat, "err", err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	slackgo "github.com/slack-go/slack"
@@ -18,6 +19,19 @@ import (
 const MaxStreamText = 12000
 
 var _ channels.Streamer = (*Channel)(nil)
+
+// streamer streams answers in threads natively (channels.Streamer: chat.startStream,
+// appendStream, stopStream), with the token of each conversation's workspace; a channel that
+// does not know the method is not asked again.
+type streamer struct {
+	cfg      *Config
+	web      *webAPI
+	installs *installs
+	clock    *clock
+	pacer    *pacer
+	status   *threadStatuses
+	noStream sync.Map // channel id → struct{}: chat.startStream unknown there
+}
 
 // streamRefusals are the codes with which Slack declines to stream in a conversation: the
 // method is unknown to the workspace, the recipient is not found, the message left its
@@ -34,12 +48,12 @@ func streamRefusal(code string) bool {
 // CanStream reports whether an answer may stream in the conversation: streaming is on
 // (Config.StreamingOff unset), the conversation is a thread (Slack streams replies only), it is
 // not a slash command's private answer, and the channel has not refused a stream before.
-func (c *Channel) CanStream(to channels.Target) bool {
+func (sm *streamer) CanStream(to channels.Target) bool {
 	k := to.Conv
-	if c.cfg.StreamingOff || k.Chat == "" || k.Thread == "" || strings.HasPrefix(to.ReplyTo, ephemeralPrefix) {
+	if sm.cfg.StreamingOff || k.Chat == "" || k.Thread == "" || strings.HasPrefix(to.ReplyTo, ephemeralPrefix) {
 		return false
 	}
-	_, refused := c.noStream.Load(k.Chat)
+	_, refused := sm.noStream.Load(k.Chat)
 	return !refused
 }
 
@@ -121,7 +135,7 @@ func streamOptions(text string, u channels.StreamUpdate) []slackgo.MsgOption {
 // shown as a plan), to its recipient outside a DM; text beyond one call's limit follows in
 // appends. A refusal wraps channels.ErrStreamRefused; a channel that does not know the method
 // is not asked again.
-func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channels.StreamUpdate) (channels.MessageRef, error) {
+func (sm *streamer) StartStream(ctx context.Context, to channels.Target, u channels.StreamUpdate) (channels.MessageRef, error) {
 	k := to.Conv
 	ref := channels.MessageRef{Conv: k}
 	opts := []slackgo.MsgOption{slackgo.MsgOptionTS(k.Thread), slackgo.MsgOptionTaskDisplayMode(slackgo.TaskDisplayModePlan)}
@@ -133,31 +147,31 @@ func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channel
 		opts = append(opts, slackgo.MsgOptionRecipientTeamID(team), slackgo.MsgOptionRecipientUserID(user))
 	}
 	pieces := splitStreamText(u.Text)
-	if c.cfg.Pacing {
-		if err := c.sleep(ctx, c.pacer.reserve(k.Chat, c.now())); err != nil {
+	if sm.cfg.Pacing {
+		if err := sm.clock.sleep(ctx, sm.pacer.reserve(k.Chat, sm.clock.now())); err != nil {
 			return ref, fmt.Errorf("slack: chat.startStream: %w", err)
 		}
 	}
-	api, err := c.client(ctx, k.Workspace)
+	api, err := sm.installs.client(ctx, k.Workspace)
 	if err != nil {
 		return ref, err
 	}
 	var ts string
-	err = c.web.call(ctx, k.Workspace, "chat.startStream", func(ctx context.Context) error {
+	err = sm.web.call(ctx, k.Workspace, "chat.startStream", func(ctx context.Context) error {
 		var err error
 		_, ts, err = api.StartStreamContext(ctx, k.Chat, append(opts, streamOptions(pieces[0], u)...)...)
 		return err
 	})
 	if err != nil {
 		if ae, ok := errors.AsType[*APIError](err); ok && ae.Code == "unknown_method" {
-			c.noStream.Store(k.Chat, struct{}{})
+			sm.noStream.Store(k.Chat, struct{}{})
 		}
 		return ref, streamError(err)
 	}
 	ref.IDs = []string{ts}
 	for _, p := range pieces[1:] {
 		// The stream started: a 429 now is waited out, as a retry would start another.
-		if err := c.appendOnce(ctx, true, api, ref, p, channels.StreamUpdate{}); err != nil {
+		if err := sm.appendOnce(ctx, true, api, ref, p, channels.StreamUpdate{}); err != nil {
 			return ref, err
 		}
 	}
@@ -166,12 +180,12 @@ func (c *Channel) StartStream(ctx context.Context, to channels.Target, u channel
 
 // appendOnce makes one chat.appendStream call; wait says a 429 is waited out here (part of the
 // operation was taken already) rather than returned (see call).
-func (c *Channel) appendOnce(ctx context.Context, wait bool, api *slackgo.Client, ref channels.MessageRef, text string, u channels.StreamUpdate) error {
+func (sm *streamer) appendOnce(ctx context.Context, wait bool, api *slackgo.Client, ref channels.MessageRef, text string, u channels.StreamUpdate) error {
 	opts := streamOptions(text, u)
 	if len(opts) == 0 {
 		return nil
 	}
-	err := c.web.callMaybeWaiting(ctx, wait, ref.Conv.Workspace, "chat.appendStream", func(ctx context.Context) error {
+	err := sm.web.callMaybeWaiting(ctx, wait, ref.Conv.Workspace, "chat.appendStream", func(ctx context.Context) error {
 		_, _, err := api.AppendStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})
@@ -180,11 +194,11 @@ func (c *Channel) appendOnce(ctx context.Context, wait bool, api *slackgo.Client
 
 // AppendStream adds u to the stream (chat.appendStream), in several calls when its text is
 // longer than one call takes.
-func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
+func (sm *streamer) AppendStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) error {
 	if ref.ID() == "" {
 		return fmt.Errorf("slack: chat.appendStream: %w: no stream", channels.ErrStreamRefused)
 	}
-	api, err := c.client(ctx, ref.Conv.Workspace)
+	api, err := sm.installs.client(ctx, ref.Conv.Workspace)
 	if err != nil {
 		return err
 	}
@@ -193,7 +207,7 @@ func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u c
 		if i == 0 {
 			part = u
 		}
-		if err := c.appendOnce(ctx, i > 0, api, ref, p, part); err != nil {
+		if err := sm.appendOnce(ctx, i > 0, api, ref, p, part); err != nil {
 			return err
 		}
 	}
@@ -202,33 +216,33 @@ func (c *Channel) AppendStream(ctx context.Context, ref channels.MessageRef, u c
 
 // StopStream adds u and ends the stream (chat.stopStream; text beyond one call's limit goes in
 // appends before it), then clears the thread's status — also when ending the stream fails.
-func (c *Channel) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) (err error) {
+func (sm *streamer) StopStream(ctx context.Context, ref channels.MessageRef, u channels.StreamUpdate) (err error) {
 	if ref.ID() == "" {
 		return fmt.Errorf("slack: chat.stopStream: %w: no stream", channels.ErrStreamRefused)
 	}
 	defer func() {
 		if err != nil {
-			c.status.clearAnyway(ctx, ref.Conv, "")
+			sm.status.clearAnyway(ctx, ref.Conv, "")
 		}
 	}()
-	api, err := c.client(ctx, ref.Conv.Workspace)
+	api, err := sm.installs.client(ctx, ref.Conv.Workspace)
 	if err != nil {
 		return err
 	}
 	pieces := splitStreamText(u.Text)
 	for i, p := range pieces[:len(pieces)-1] {
-		if err := c.appendOnce(ctx, i > 0, api, ref, p, channels.StreamUpdate{}); err != nil {
+		if err := sm.appendOnce(ctx, i > 0, api, ref, p, channels.StreamUpdate{}); err != nil {
 			return err
 		}
 	}
 	opts := streamOptions(pieces[len(pieces)-1], u)
-	err = c.web.callMaybeWaiting(ctx, len(pieces) > 1, ref.Conv.Workspace, "chat.stopStream", func(ctx context.Context) error {
+	err = sm.web.callMaybeWaiting(ctx, len(pieces) > 1, ref.Conv.Workspace, "chat.stopStream", func(ctx context.Context) error {
 		_, _, err := api.StopStreamContext(ctx, ref.Conv.Chat, ref.ID(), opts...)
 		return err
 	})
 	if err != nil {
 		return streamError(err)
 	}
-	c.status.clear(ctx, ref.Conv, "")
+	sm.status.clear(ctx, ref.Conv, "")
 	return nil
 }

@@ -2,11 +2,13 @@ package slack
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
@@ -49,7 +51,19 @@ func SuggestedPrompts(prompts []string) []Prompt {
 
 func threadKey(k conv.Key) string { return k.Chat + "/" + k.Thread }
 
-// surfaceOpened handles a user opening the AI surface at k — a new assistant thread (k.Thread
+// surfaces handles the AI surfaces opened (opened) and titles their threads (title), the calls
+// sent off the ack's path, one conversation's in order (followups).
+type surfaces struct {
+	cfg       *Config
+	web       *webAPI
+	installs  *installs
+	log       *slog.Logger
+	recent    *recentEvents  // the intake's: ids of the events handled here (dedupe)
+	untitled  recentEvents   // channel/thread of the assistant threads awaiting their first message (the last 4,096)
+	followups *kit.Followups // assistant threads' prompts and titles, sent off the ack's path
+}
+
+// opened handles a user opening the AI surface at k — a new assistant thread (k.Thread
 // set), remembered so that its first message titles it, or an agent's DM (no thread) — and
 // offers the suggested prompts there off the ack's path: a call that may wait out rate limits
 // for 30 s is no work the ack waits for. In a DM the prompts go without thread_ts: Slack pins
@@ -57,11 +71,11 @@ func threadKey(k conv.Key) string { return k.Chat + "/" + k.Thread }
 // thread without a word. A failed offer gives the event's id back (recent.release), so
 // Slack's redelivery tries again.
 // https://docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts
-func (c *Channel) surfaceOpened(ctx context.Context, k conv.Key, eventID string) {
+func (sf *surfaces) opened(ctx context.Context, k conv.Key, eventID string) {
 	if k.Thread != "" {
-		c.untitled.claim(threadKey(k))
+		sf.untitled.claim(threadKey(k))
 	}
-	offer := SuggestedPrompts(c.cfg.SuggestedPrompts)
+	offer := SuggestedPrompts(sf.cfg.SuggestedPrompts)
 	if len(offer) == 0 {
 		return
 	}
@@ -69,32 +83,32 @@ func (c *Channel) surfaceOpened(ctx context.Context, k conv.Key, eventID string)
 	for _, p := range offer {
 		prompts = append(prompts, slackgo.AssistantThreadsPrompt{Title: p.Title, Message: p.Message})
 	}
-	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
-		api, err := c.client(ctx, k.Workspace)
+	sf.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := sf.installs.client(ctx, k.Workspace)
 		if err == nil {
-			err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
+			err = sf.web.callWaiting(ctx, k.Workspace, "assistant.threads.setSuggestedPrompts", func(ctx context.Context) error {
 				// slack-go leaves an empty ThreadTS and Title out of the call.
 				return api.SetAssistantThreadsSuggestedPromptsContext(ctx, slackgo.AssistantThreadsSetSuggestedPromptsParameters{
 					ChannelID: k.Chat, ThreadTS: k.Thread, Prompts: prompts})
 			})
 		}
 		if err != nil {
-			c.recent.release(eventID)
-			c.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
+			sf.recent.release(eventID)
+			sf.log.Warn("slack: offering the suggested prompts failed", "channel", k.Chat, "err", err)
 		}
 	})
 }
 
-// titleThread names a thread after its first message, once the message is handed over, off
+// title names a thread after its first message, once the message is handed over, off
 // the ack's path: an assistant thread's first message (the thread was opened by
 // assistant_thread_started), or — Config.AgentView — the top-level DM message that starts a
 // thread of the agent's conversation (titled once per process, a redelivery not again). Slack
 // shows the title in the DM's history. https://docs.slack.dev/reference/methods/assistant.threads.setTitle
-func (c *Channel) titleThread(ctx context.Context, in channels.Inbound) {
+func (sf *surfaces) title(ctx context.Context, in channels.Inbound) {
 	k := in.Conv
-	first := c.untitled.take(threadKey(k))
-	if !first && c.cfg.AgentView && in.Direct && k.Thread == in.MessageID {
-		first = c.recent.claim("title:" + threadKey(k))
+	first := sf.untitled.take(threadKey(k))
+	if !first && sf.cfg.AgentView && in.Direct && k.Thread == in.MessageID {
+		first = sf.recent.claim("title:" + threadKey(k))
 	}
 	if !first {
 		return
@@ -103,17 +117,17 @@ func (c *Channel) titleThread(ctx context.Context, in channels.Inbound) {
 	if title == "" {
 		return
 	}
-	c.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
-		api, err := c.client(ctx, k.Workspace)
+	sf.followups.Go(ctx, threadKey(k), func(ctx context.Context) {
+		api, err := sf.installs.client(ctx, k.Workspace)
 		if err != nil {
 			return
 		}
-		err = c.web.callWaiting(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
+		err = sf.web.callWaiting(ctx, k.Workspace, "assistant.threads.setTitle", func(ctx context.Context) error {
 			return api.SetAssistantThreadsTitleContext(ctx, slackgo.AssistantThreadsSetTitleParameters{
 				ChannelID: k.Chat, ThreadTS: k.Thread, Title: truncateRunes(title, maxTitle)})
 		})
 		if err != nil {
-			c.log.Debug("slack: titling the thread failed", "channel", k.Chat, "err", err)
+			sf.log.Debug("slack: titling the thread failed", "channel", k.Chat, "err", err)
 		}
 	})
 }

@@ -104,7 +104,7 @@ func followupsDone(t *testing.T, h *harness, envelopes ...string) {
 				return false
 			}
 		}
-		return h.ch.followups.Pending() == 0
+		return h.ch.surfaces.followups.Pending() == 0
 	})
 }
 

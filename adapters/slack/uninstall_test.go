@@ -117,10 +117,10 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	if n := postsIn(h.fake, "D2"); n["T0SECOND"] != 1 || len(n) != 1 {
 		t.Errorf("posts into the uninstalled workspace by team %v; want only the one before", n)
 	}
-	if err := other.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "late")}); err != nil {
+	if err := other.intake.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "late")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", "home")}); err != nil {
+	if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", "home")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.got(); len(got) != 1 || got[0].Conv.Workspace != slackfake.TeamID {
@@ -131,7 +131,7 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	if status, _ := h.install(t, "T0SECOND"); status != 200 {
 		t.Fatalf("reinstall: %d", status)
 	}
-	if err := other.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "back")}); err != nil {
+	if err := other.intake.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "back")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Send(ctx, two, channels.Message{Text: "back"}); err != nil {
@@ -170,7 +170,7 @@ func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
 		c.Installations, c.ClientID, c.ClientSecret = store, slackfake.ClientID, slackfake.ClientSecret
 		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
 	})
-	ch.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ch.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	ctx := context.Background()
 	if err := ch.Start(ctx, &recorder{}); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func startOther(t *testing.T, h *oauthHarness, ahead *atomic.Int64) (*Channel, *
 		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
 		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
 	})
-	other.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	other.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	rec := &recorder{}
 	if err := other.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
 			t.Fatalf("%s: posts into the home workspace by team %v; want %d", when, n, homePosts)
 		}
 		before := len(rec.got())
-		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+		if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.got(); len(got) != before+1 {
@@ -261,7 +261,7 @@ func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
 			t.Fatalf("%s: posts into the home workspace by team %v; want only the %d before", when, n, homePosts)
 		}
 		before := len(rec.got())
-		if err := other.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+		if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.got(); len(got) != before {

@@ -198,23 +198,12 @@ func (c Config) GoString() string { return c.String() }
 // LogValue is redacted like String.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// withDefaults validates c and fills in the defaults, in the order New documents.
+// withDefaults validates c and fills in the defaults, in the order New documents: the
+// credentials, the mode and what it needs, the connections and the thread replies, then the
+// defaults of everything else.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.BotToken == "" && c.Installations == nil:
-		return c, errors.New("slack: a bot token (xoxb-…) or an installation store is required")
-	case c.BotToken != "" && !strings.HasPrefix(c.BotToken, "xoxb-"):
-		return c, errors.New("slack: the bot token must be a bot token (xoxb-…)")
-	}
-	if c.ClientID != "" {
-		switch {
-		case c.Installations == nil:
-			return c, errNoInstallations
-		case c.ClientSecret == "" || c.RedirectURL == "":
-			return c, errors.New("slack: OAuth install needs the client secret and the redirect URL")
-		case len(c.StateKey) < 32:
-			return c, errors.New("slack: OAuth install needs a state key of at least 32 bytes")
-		}
+	if err := c.checkCredentials(); err != nil {
+		return c, err
 	}
 	if c.AuthorizeURL == "" {
 		c.AuthorizeURL = DefaultAuthorizeURL
@@ -222,6 +211,48 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Scopes) == 0 {
 		c.Scopes = DefaultScopes
 	}
+	c, err := c.withMode()
+	if err != nil {
+		return c, err
+	}
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c, err = c.withIntake(); err != nil {
+		return c, err
+	}
+	return c.withAnswers().withPlumbing(), nil
+}
+
+// checkCredentials checks the bot token (or the install store that replaces it) and the OAuth
+// install's settings.
+func (c Config) checkCredentials() error {
+	switch {
+	case c.BotToken == "" && c.Installations == nil:
+		return errors.New("slack: a bot token (xoxb-…) or an installation store is required")
+	case c.BotToken != "" && !strings.HasPrefix(c.BotToken, "xoxb-"):
+		return errors.New("slack: the bot token must be a bot token (xoxb-…)")
+	}
+	if c.ClientID == "" {
+		return nil
+	}
+	switch {
+	case c.Installations == nil:
+		return errNoInstallations
+	case c.ClientSecret == "" || c.RedirectURL == "":
+		return errors.New("slack: OAuth install needs the client secret and the redirect URL")
+	case len(c.StateKey) < 32:
+		return errors.New("slack: OAuth install needs a state key of at least 32 bytes")
+	}
+	return nil
+}
+
+// withMode checks the mode (socket by default) and the credential it needs: the app-level
+// token in socket mode, the signing secret in HTTP mode.
+func (c Config) withMode() (Config, error) {
 	switch c.Mode {
 	case "":
 		c.Mode = ModeSocket
@@ -235,12 +266,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Mode == ModeHTTP && c.SigningSecret == "" {
 		return c, errors.New("slack: http mode needs the signing secret")
 	}
-	if c.APIURL == "" {
-		c.APIURL = DefaultAPIURL
-	}
-	if !strings.HasSuffix(c.APIURL, "/") {
-		c.APIURL += "/"
-	}
+	return c, nil
+}
+
+// withIntake checks and fills in what events are read with: the connections (1 by default)
+// and which thread replies are read (all by default).
+func (c Config) withIntake() (Config, error) {
 	switch {
 	case c.Connections == 0:
 		c.Connections = 1
@@ -254,6 +285,12 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("slack: unknown thread_replies %q (want all or mention)", c.ThreadReplies)
 	}
+	return c, nil
+}
+
+// withAnswers fills in how answers show: in a thread unless told otherwise, the loading
+// messages (at most MaxLoadingMessages) and the slash command.
+func (c Config) withAnswers() Config {
 	if !c.ReplyInThreadSet {
 		c.ReplyInThread = true
 	}
@@ -267,6 +304,12 @@ func (c Config) withDefaults() (Config, error) {
 	if !strings.HasPrefix(c.Command, "/") {
 		c.Command = "/" + c.Command
 	}
+	return c
+}
+
+// withPlumbing fills in the HTTP client, the logger, the timeouts, the metrics and the
+// leases' names.
+func (c Config) withPlumbing() Config {
 	if c.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
@@ -295,5 +338,5 @@ func (c Config) withDefaults() (Config, error) {
 		_, _ = rand.Read(b[:])
 		c.LeaseOwner = hex.EncodeToString(b[:])
 	}
-	return c, nil
+	return c
 }

@@ -229,6 +229,15 @@ const (
 // and each top-level message there is a thread of its own (self.agentView).
 // https://docs.slack.dev/ai/migrating-to-agent-messaging/
 func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.Inbound, eventKind) {
+	if ev.Type == "app_mention" || ev.Type == "message" {
+		return messageInbound(cb, ev, me, now)
+	}
+	return appEvent(cb, ev, now)
+}
+
+// appEvent converts an event that is not a message: an uninstall, an AI surface opened, or
+// one the bot ignores.
+func appEvent(cb callback, ev innerEvent, now time.Time) (channels.Inbound, eventKind) {
 	switch ev.Type {
 	case "app_uninstalled":
 		return channels.Inbound{}, kindUninstall
@@ -247,17 +256,18 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 		k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel}
 		id := callbackEventID(cb, "home:"+ev.Channel+":"+ev.EventTS)
 		return channels.Inbound{EventID: id, Conv: k, ReceivedAt: now}, kindAgentOpened
-	case "assistant_thread_context_changed", "app_context_changed":
-		return channels.Inbound{}, kindIgnore
 	case "tokens_revoked":
 		if len(ev.Tokens.Bot) > 0 { // user tokens revoked leave the bot working
 			return channels.Inbound{}, kindUninstall
 		}
-		return channels.Inbound{}, kindIgnore
-	case "app_mention", "message":
-	default:
-		return channels.Inbound{}, kindIgnore
 	}
+	// assistant_thread_context_changed, app_context_changed and the rest.
+	return channels.Inbound{}, kindIgnore
+}
+
+// messageInbound converts a message or app_mention event (see eventInbound for what it
+// ignores).
+func messageInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.Inbound, eventKind) {
 	switch ev.Subtype {
 	case "", "file_share", "thread_broadcast", "me_message", "bot_message":
 	default:
@@ -292,14 +302,6 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 			return channels.Inbound{}, kindIgnore
 		}
 	}
-	k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel, Thread: ev.ThreadTS}
-	switch {
-	case k.Thread != "":
-	case !direct && me.replyInThread:
-		k.Thread = ev.TS // a top-level mention is answered in a thread rooted at it
-	case direct && me.agentView:
-		k.Thread = ev.TS // so is a top-level message in an agent's DM: Slack shows it as a thread
-	}
 	userTeam := ev.UserTeam
 	if userTeam == "" {
 		userTeam = ev.Team
@@ -310,7 +312,7 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 	fromBot := ev.BotID != "" || ev.Subtype == "bot_message"
 	return channels.Inbound{
 		EventID:      messageEventID(ev.Channel, ev.TS),
-		Conv:         k,
+		Conv:         messageConv(cb, ev, direct, me),
 		Identity:     conv.Identity{Platform: platform, ChannelUserID: userIDOrEmpty(cb.EnterpriseID, userTeam, ev.User)},
 		Text:         text,
 		AddressesBot: addressed,
@@ -320,6 +322,21 @@ func eventInbound(cb callback, ev innerEvent, me self, now time.Time) (channels.
 		Files:        files,
 		ReceivedAt:   now,
 	}, kindMessage
+}
+
+// messageConv is a message's conversation: its thread, or a thread rooted at it for a top-level
+// mention (self.replyInThread) and a top-level message in an agent's DM (self.agentView), else
+// the channel's (or the DM's) top level.
+func messageConv(cb callback, ev innerEvent, direct bool, me self) conv.Key {
+	k := conv.Key{Platform: platform, Workspace: workspace(cb.EnterpriseID, cb.TeamID), Chat: ev.Channel, Thread: ev.ThreadTS}
+	switch {
+	case k.Thread != "":
+	case !direct && me.replyInThread:
+		k.Thread = ev.TS // a top-level mention is answered in a thread rooted at it
+	case direct && me.agentView:
+		k.Thread = ev.TS // so is a top-level message in an agent's DM: Slack shows it as a thread
+	}
+	return k
 }
 
 func userIDOrEmpty(enterprise, team, user string) string {

@@ -49,8 +49,8 @@ const platform = "discord"
 // adapter is: the outbound sender (send.go, file.go), the typing signals (typing.go), the slash
 // commands (commands.go), the interactions — answers, modals, slash command replies
 // (interaction.go, reply.go) —, the file downloads (fetch.go), the HTTP interactions endpoint
-// (webhook.go), the shards this process runs (shard.go, gateway.go) and the intake their events
-// go through (intake.go). The components that provide a capability are embedded; Channel itself
+// (webhook.go), the shards this process runs (shard.go, gateway.go) and the dispatcher their
+// events go through (dispatch.go). The components that provide a capability are embedded; Channel itself
 // starts, stops and reports readiness.
 type Channel struct {
 	*sender       // Send, Edit, Delete, Pages, SendFile, KeyWindow
@@ -60,19 +60,19 @@ type Channel struct {
 	*fetcher      // FetchFile
 	*webhook      // InteractionsHandler
 
-	cfg     Config
-	s       *discordgo.Session
-	redact  *kit.Redactor
-	rest    *rest          // REST calls: their errors, retries and rate limits
-	life    *kit.Lifecycle // the start guard and Ready's phase
-	workers *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
-	intake  *intake        // gateway events, decoded, ordered per channel and handed over
-	shards  *shards        // the gateways of the shards this process holds
-	bot     *botSelf       // who the bot is (READY, users/@me, a saved session)
-	places  *places        // where the guild channels sit
-	pace    *pacer         // identifies, per max_concurrency
-	global  *pacer         // REST requests, this process's share of Config.GlobalRate; nil: no bound
-	budget  identifyBudget
+	cfg        Config
+	s          *discordgo.Session
+	redact     *kit.Redactor
+	rest       *rest          // REST calls: their errors, retries and rate limits
+	life       *kit.Lifecycle // the start guard and Ready's phase
+	workers    *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
+	dispatcher *dispatcher    // gateway events, decoded, ordered per channel and handed over
+	shards     *shards        // the gateways of the shards this process holds
+	bot        *botSelf       // who the bot is (READY, users/@me, a saved session)
+	places     *places        // where the guild channels sit
+	pace       *pacer         // identifies, per max_concurrency
+	global     *pacer         // REST requests, this process's share of Config.GlobalRate; nil: no bound
+	budget     identifyBudget
 	// paceClock, when set (tests), is the identify pacer's clock; onIdentify, when set, is
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)
@@ -176,13 +176,13 @@ func (c *Channel) assemble() {
 		GaveUp: "the slash commands stay as Discord has them until the next start",
 		Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
 	}}
-	c.intake = &intake{cfg: &c.cfg, redact: c.redact, ch: c, bot: c.bot, places: c.places, threads: threads, workers: c.workers,
+	c.dispatcher = &dispatcher{cfg: &c.cfg, redact: c.redact, ch: c, bot: c.bot, places: c.places, threads: threads, workers: c.workers,
 		lanes: kit.NewLanes(maxRunners, maxQueued), now: c.now}
 	c.interactions = &interactions{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, places: c.places, replies: replies,
-		intake: c.intake, workers: c.workers, now: c.now}
-	c.intake.interactions = c.interactions
+		dispatcher: c.dispatcher, workers: c.workers, now: c.now}
+	c.dispatcher.interactions = c.interactions
 	c.fetcher = &fetcher{cfg: &c.cfg, redact: c.redact}
-	c.webhook = &webhook{cfg: &c.cfg, life: c.life, workers: c.workers, intake: c.intake, interactions: c.interactions, now: c.now}
+	c.webhook = &webhook{cfg: &c.cfg, life: c.life, workers: c.workers, dispatcher: c.dispatcher, interactions: c.interactions, now: c.now}
 	c.shards = &shards{c: c}
 }
 
@@ -283,7 +283,7 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 		c.paceClock(c.pace)
 	}
 	c.shards.plan(len(plan.ids))
-	c.intake.begin(h)
+	c.dispatcher.begin(h)
 	life := c.workers.Begin(context.WithoutCancel(ctx))
 	stopOnCtx := context.AfterFunc(ctx, c.workers.Cancel)
 
@@ -346,7 +346,7 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 	if err := c.workers.Stop(ctx); err != nil {
 		return fmt.Errorf("discord: stop: %w", err)
 	}
-	if !c.intake.lanes.Wait(ctx) {
+	if !c.dispatcher.lanes.Wait(ctx) {
 		return fmt.Errorf("discord: stop: messages still being handed over: %w", ctx.Err())
 	}
 	return nil

@@ -346,7 +346,7 @@ func (cn *gwConn) serve(ctx context.Context, seq int64, onReady func()) (healthy
 		g.lastEvent.Beat(g.c.liveNow())
 		f, err := decodeFrame(data)
 		if err != nil {
-			g.c.intake.malformed("gateway frame", err)
+			g.c.dispatcher.malformed("gateway frame", err)
 			continue
 		}
 		switch f.Op {
@@ -406,7 +406,7 @@ func (cn *gwConn) dispatch(f frame, seq int64, onReady func()) error {
 			f(g.shardID, true)
 		}
 	default:
-		g.c.intake.dispatch(g, f.S, f.T, f.D)
+		g.c.dispatcher.dispatch(g, f.S, f.T, f.D)
 	}
 	return nil
 }
@@ -417,7 +417,7 @@ func (cn *gwConn) invalidSession(ctx context.Context, d json.RawMessage) error {
 	g := cn.g
 	resumable, err := decodeInvalidSession(d)
 	if err != nil {
-		g.c.intake.malformed("invalid session", err) // and identify again, the safe reading
+		g.c.dispatcher.malformed("invalid session", err) // and identify again, the safe reading
 	}
 	if resumable {
 		return errResume

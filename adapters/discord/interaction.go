@@ -51,20 +51,20 @@ func quietAck(st *ixState) map[string]any {
 }
 
 // interactions answers what users do on the bot's messages and commands — clicks, selects,
-// modal submits, slash commands — from the gateway (intake) or the HTTP endpoint (webhook.go):
+// modal submits, slash commands — from the gateway (dispatcher) or the HTTP endpoint (webhook.go):
 // each handed to the Handler and always answered, by the Handler (RespondInteraction, OpenForm)
 // or quietly here; a slash command's reply goes through replies (reply.go).
 type interactions struct {
-	cfg     *Config
-	rest    *rest
-	s       *discordgo.Session
-	bot     *botSelf
-	places  *places
-	replies *commandReplies
-	intake  *intake // the hand-over to the Handler
-	workers *kit.Workers
-	now     func() time.Time
-	ixs     sync.Map // interaction id → *ixState
+	cfg        *Config
+	rest       *rest
+	s          *discordgo.Session
+	bot        *botSelf
+	places     *places
+	replies    *commandReplies
+	dispatcher *dispatcher // the hand-over to the Handler
+	workers    *kit.Workers
+	now        func() time.Time
+	ixs        sync.Map // interaction id → *ixState
 }
 
 // goHandle handles an interaction from the gateway on its own goroutine, while the intake lives
@@ -122,7 +122,7 @@ func (x *interactions) handle(ctx context.Context, ix *interactionEvent, st *ixS
 		case <-done:
 		}
 	}()
-	x.intake.handOver(ctx, in)
+	x.dispatcher.handOver(ctx, in)
 	close(done)
 	timerWG.Wait()
 	x.ackQuietly(ctx, st) // every interaction is answered, even when the router said nothing
@@ -142,7 +142,7 @@ func (x *interactions) handleCommand(ctx context.Context, ix *interactionEvent, 
 	}
 	cr := &commandReply{token: ix.Token, at: x.now(), user: in.Identity.ChannelUserID}
 	x.replies.pending.Store(ix.ID, cr)
-	handed := x.intake.handOver(ctx, in)
+	handed := x.dispatcher.handOver(ctx, in)
 	x.replies.pending.Delete(ix.ID)
 	cr.mu.Lock()
 	used := cr.used

@@ -16,7 +16,7 @@ import (
 // never run one shard together.
 
 // shards runs the shards of the plan this process holds, each a gateway (gateway.go) whose
-// events go to the intake; it reaches the channel's configuration, identify pacing and clocks
+// events go to the dispatcher; it reaches the channel's configuration, identify pacing and clocks
 // through c, as its gateways do.
 type shards struct {
 	c *Channel

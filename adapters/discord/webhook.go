@@ -24,7 +24,7 @@ type webhook struct {
 	cfg          *Config
 	life         *kit.Lifecycle
 	workers      *kit.Workers
-	intake       *intake // malformed requests are counted as malformed events
+	dispatcher   *dispatcher // malformed requests are counted as malformed events
 	interactions *interactions
 	now          func() time.Time
 }
@@ -117,7 +117,7 @@ func (wh *webhook) read(w http.ResponseWriter, r *http.Request) (ix *interaction
 	}
 	typ, err := interactionType(body)
 	if err != nil {
-		wh.intake.malformed("interaction request", err)
+		wh.dispatcher.malformed("interaction request", err)
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
 		return nil, false
 	}
@@ -127,7 +127,7 @@ func (wh *webhook) read(w http.ResponseWriter, r *http.Request) (ix *interaction
 	}
 	ix, err = decodeInteraction(body)
 	if err != nil {
-		wh.intake.malformed("interaction request", err)
+		wh.dispatcher.malformed("interaction request", err)
 		http.Error(w, "malformed interaction", http.StatusBadRequest)
 		return nil, false
 	}

@@ -57,8 +57,8 @@ const platform = "slack"
 // thread status while a run works (typing.go, status.go), the answers to clicks and the modals
 // (interaction.go), the file downloads (fetch.go), the workspaces' installs (install.go) and
 // the OAuth install flow (oauth.go), the two intakes — the Socket Mode connections (socket.go,
-// slots.go) and the HTTP handlers (http.go) — and the intake both hand to (intake.go), with the
-// AI surfaces it handles itself (surface.go). The components that provide a capability are
+// slots.go) and the HTTP handlers (http.go) — and the dispatcher both hand to (dispatch.go),
+// with the AI surfaces it handles itself (surface.go). The components that provide a capability are
 // embedded; Channel itself starts, stops and reports readiness.
 type Channel struct {
 	*sender       // Send, Edit, Delete, FindSent, Pages, SendFile
@@ -69,17 +69,17 @@ type Channel struct {
 	*httpIntake   // EventsHandler, InteractionsHandler, CommandsHandler
 	*oauth        // InstallHandler, OAuthHandler
 
-	cfg      Config
-	clock    *clock
-	api      *slackgo.Client
-	redact   *kit.Redactor
-	web      *webAPI        // Web API calls: their errors, pacing and rate limits
-	life     *kit.Lifecycle // the start guard and Ready's phase
-	installs *installs      // the workspaces' clients and tokens
-	intake   *intake        // the Handler, who the bot is, and the hand-over of each delivery
-	sockets  *sockets       // Socket Mode's connections
-	surfaces *surfaces      // the AI surfaces' prompts and titles
-	status   *threadStatuses
+	cfg        Config
+	clock      *clock
+	api        *slackgo.Client
+	redact     *kit.Redactor
+	web        *webAPI        // Web API calls: their errors, pacing and rate limits
+	life       *kit.Lifecycle // the start guard and Ready's phase
+	installs   *installs      // the workspaces' clients and tokens
+	dispatcher *dispatcher    // the Handler, who the bot is, and the hand-over of each delivery
+	sockets    *sockets       // Socket Mode's connections
+	surfaces   *surfaces      // the AI surfaces' prompts and titles
+	status     *threadStatuses
 }
 
 // clock is the channel's time, shared by its components (tests replace now and sleep).
@@ -146,12 +146,12 @@ func (c *Channel) assemble() {
 	c.fetcher = &fetcher{cfg: cfg, redact: c.redact, installs: c.installs}
 	recent := &recentEvents{}
 	c.surfaces = &surfaces{cfg: cfg, web: c.web, installs: c.installs, log: log, recent: recent, followups: kit.NewFollowups()}
-	c.intake = &intake{cfg: cfg, redact: c.redact, log: log, clock: clk, ch: c, installs: c.installs, surfaces: c.surfaces,
+	c.dispatcher = &dispatcher{cfg: cfg, redact: c.redact, log: log, clock: clk, ch: c, installs: c.installs, surfaces: c.surfaces,
 		interactions: c.interactions, recent: recent, lanes: kit.NewLanes(maxHandovers, 0), // Slack redelivers what is not acked: no bound
 		ackDeadline: interactionAckDeadline}
-	c.sockets = &sockets{cfg: cfg, api: c.api, web: c.web, redact: c.redact, log: log, clock: clk, intake: c.intake,
+	c.sockets = &sockets{cfg: cfg, api: c.api, web: c.web, redact: c.redact, log: log, clock: clk, dispatcher: c.dispatcher,
 		pingTimeout: pingTimeout, stop: c.Stop}
-	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, intake: c.intake}
+	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, dispatcher: c.dispatcher}
 	c.oauth = &oauth{cfg: cfg, web: c.web, installs: c.installs, clock: clk, log: log}
 }
 
@@ -160,7 +160,7 @@ func (c *Channel) Name() string { return platform }
 
 // BotUserID is the bot's user id as auth.test reported it; "" before Start.
 func (c *Channel) BotUserID() string {
-	_, me := c.intake.state()
+	_, me := c.dispatcher.state()
 	return me.userID
 }
 
@@ -213,7 +213,7 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 		me.team, me.enterprise = at.TeamID, at.EnterpriseID
 	}
 	c.installs.setHome(me.team, me.enterprise)
-	c.intake.begin(h, me)
+	c.dispatcher.begin(h, me)
 	if c.cfg.BotToken != "" {
 		// auth.test accepted the token: an uninstall's mark its workspace left is stale.
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
@@ -231,7 +231,7 @@ func (c *Channel) StopIntake(ctx context.Context) error {
 	c.life.Stop()
 	c.sockets.stopReading()
 	var err error
-	if !c.intake.drain(ctx) {
+	if !c.dispatcher.drain(ctx) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
 	}
 	if !c.sockets.close(ctx) {

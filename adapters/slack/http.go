@@ -21,13 +21,13 @@ const (
 	DefaultCommandsPath     = "/slack/commands"
 )
 
-// httpIntake is HTTP mode's intake: the handlers of the Events API, interactivity and slash
-// command request URLs, each request's signature checked and its payload handed to the intake.
+// httpIntake is HTTP mode's dispatcher: the handlers of the Events API, interactivity and slash
+// command request URLs, each request's signature checked and its payload handed to the dispatcher.
 type httpIntake struct {
-	cfg    *Config
-	log    *slog.Logger
-	life   *kit.Lifecycle
-	intake *intake
+	cfg        *Config
+	log        *slog.Logger
+	life       *kit.Lifecycle
+	dispatcher *dispatcher
 }
 
 // EventsHandler serves the Events API request URL; InteractionsHandler the interactivity
@@ -87,14 +87,14 @@ func (hi *httpIntake) serve(w http.ResponseWriter, r *http.Request, typ string) 
 	}
 	payload, err := httpPayload(typ, body)
 	if err != nil {
-		hi.intake.malformed(typ, err)
+		hi.dispatcher.malformed(typ, err)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	d, err := hi.intake.decodeDelivery(typ, payload)
+	d, err := hi.dispatcher.decodeDelivery(typ, payload)
 	switch {
 	case err != nil:
-		hi.intake.malformed(typ, err)
+		hi.dispatcher.malformed(typ, err)
 		w.WriteHeader(http.StatusOK)
 		return
 	case d.challenge != "":
@@ -126,18 +126,18 @@ func (hi *httpIntake) handOver(w http.ResponseWriter, r *http.Request, typ strin
 		// As over Socket Mode, a click or a command is answered within Slack's 3 s whatever its
 		// handling, which then goes on without the request.
 		ctx = context.WithoutCancel(ctx)
-		t := time.NewTimer(hi.intake.ackDeadline)
+		t := time.NewTimer(hi.dispatcher.ackDeadline)
 		defer t.Stop()
 		deadline = t.C
 	}
-	hand := hi.intake.lanes.Do // an event is handed over on this goroutine when its lane is free
+	hand := hi.dispatcher.lanes.Do // an event is handed over on this goroutine when its lane is free
 	if deadline != nil {
-		hand = hi.intake.lanes.Run // this goroutine must be free to answer by the deadline
+		hand = hi.dispatcher.lanes.Run // this goroutine must be free to answer by the deadline
 	}
-	hi.intake.work.Add(1)
+	hi.dispatcher.work.Add(1)
 	hand(d.in.Conv.String(), func() {
-		defer hi.intake.work.Done()
-		done <- hi.intake.deliver(ctx, d)
+		defer hi.dispatcher.work.Done()
+		done <- hi.dispatcher.deliver(ctx, d)
 	})
 	var err error
 	select {

@@ -164,7 +164,7 @@ func TestHTTPSlowInteractionAnsweredInTime(t *testing.T) {
 		}
 		return nil
 	}})
-	h.ch.intake.ackDeadline = 100 * time.Millisecond
+	h.ch.dispatcher.ackDeadline = 100 * time.Millisecond
 	r, err := h.fake.DeliverInteraction(h.srv.URL+DefaultInteractionsPath,
 		h.fake.BlockActions(slackfake.Action{User: ann, Channel: "C1", MessageTS: "1.1", ActionID: "slow"}), slackfake.Delivery{})
 	if err != nil || r.Status != 200 || r.Took > 2*time.Second {

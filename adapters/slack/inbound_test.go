@@ -399,7 +399,7 @@ func TestSlowInteractionAckedWithinSlacksLimit(t *testing.T) {
 		return nil
 	}}
 	ch, _ := newChannel(t, fake, nil)
-	ch.intake.ackDeadline = 100 * time.Millisecond
+	ch.dispatcher.ackDeadline = 100 * time.Millisecond
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,7 @@ func FuzzHTTPPayload(f *testing.F) {
 			t.Fatal(err)
 		}
 		if p, err := httpPayload(typ, body); err == nil {
-			_, _ = ch.intake.decodeDelivery(typ, p)
+			_, _ = ch.dispatcher.decodeDelivery(typ, p)
 		}
 	})
 }

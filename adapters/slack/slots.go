@@ -20,17 +20,17 @@ import (
 // processes of a deployment together open at most Connections sockets, split the slots evenly,
 // and take a dead process's slots over.
 
-// sockets is Socket Mode's intake: a connection per slot this process holds (runSlots), each
-// read here (socket.go) and its envelopes handed to the intake.
+// sockets is Socket Mode's dispatcher: a connection per slot this process holds (runSlots), each
+// read here (socket.go) and its envelopes handed to the dispatcher.
 type sockets struct {
-	cfg    *Config
-	api    *slackgo.Client // apps.connections.open, with the app-level token
-	web    *webAPI
-	redact *kit.Redactor
-	log    *slog.Logger
-	clock  *clock
-	intake *intake
-	stop   func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
+	cfg        *Config
+	api        *slackgo.Client // apps.connections.open, with the app-level token
+	web        *webAPI
+	redact     *kit.Redactor
+	log        *slog.Logger
+	clock      *clock
+	dispatcher *dispatcher
+	stop       func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
 	// pingTimeout is how long a socket may read nothing before it is replaced.
 	pingTimeout time.Duration
 

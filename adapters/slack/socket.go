@@ -265,7 +265,7 @@ func (sk *sockets) session(readCtx, connCtx context.Context, dialer *websocket.D
 		}
 		f, err := decodeFrame(data)
 		if err != nil {
-			sk.intake.malformed("socket", fmt.Errorf("%w: unreadable socket mode message: %w", errMalformed, err))
+			sk.dispatcher.malformed("socket", fmt.Errorf("%w: unreadable socket mode message: %w", errMalformed, err))
 			continue
 		}
 		switch f.Type {
@@ -288,7 +288,7 @@ func (sk *sockets) session(readCtx, connCtx context.Context, dialer *websocket.D
 			return fmt.Errorf("%w (%s)", errReconnectAsked, f.Reason)
 		case typeEvents, typeInteractive, typeSlash:
 			if f.EnvelopeID == "" {
-				sk.intake.malformed("socket", fmt.Errorf("%w: %s envelope without an id", errMalformed, f.Type))
+				sk.dispatcher.malformed("socket", fmt.Errorf("%w: %s envelope without an id", errMalformed, f.Type))
 				continue
 			}
 			if readCtx.Err() != nil {
@@ -296,7 +296,7 @@ func (sk *sockets) session(readCtx, connCtx context.Context, dialer *websocket.D
 			}
 			sk.envelope(readCtx, sock, f)
 		default:
-			sk.intake.malformed("socket", fmt.Errorf("%w: socket mode message type %q", errMalformed, f.Type))
+			sk.dispatcher.malformed("socket", fmt.Errorf("%w: socket mode message type %q", errMalformed, f.Type))
 		}
 	}
 }
@@ -314,10 +314,10 @@ func (sk *sockets) envelope(ctx context.Context, sock *socket, req frame) {
 		}
 		sk.cfg.Metrics.Ack("acked")
 	}
-	d, err := sk.intake.decodeDelivery(req.Type, req.Payload)
+	d, err := sk.dispatcher.decodeDelivery(req.Type, req.Payload)
 	req.Payload = nil // decoded: not held while the envelope waits in its lane
 	if err != nil {
-		sk.intake.malformed(req.Type, err)
+		sk.dispatcher.malformed(req.Type, err)
 		ack()
 		return
 	}
@@ -337,10 +337,10 @@ func (sk *sockets) envelope(ctx context.Context, sock *socket, req frame) {
 	if req.Type != typeEvents {
 		// A click or a command not acknowledged within 3 s shows the user an error, and a modal
 		// can only open in that time: one whose handling runs longer is acknowledged anyway.
-		deadline = time.AfterFunc(sk.intake.ackDeadline, ackOnce)
+		deadline = time.AfterFunc(sk.dispatcher.ackDeadline, ackOnce)
 	}
-	sk.intake.lanes.Run(d.in.Conv.String(), func() {
-		err := sk.intake.deliver(ctx, d)
+	sk.dispatcher.lanes.Run(d.in.Conv.String(), func() {
+		err := sk.dispatcher.deliver(ctx, d)
 		inTime := deadline == nil || deadline.Stop()
 		switch {
 		case err != nil && !inTime:

@@ -58,7 +58,7 @@ type surfaces struct {
 	web       *webAPI
 	installs  *installs
 	log       *slog.Logger
-	recent    *recentEvents  // the intake's: ids of the events handled here (dedupe)
+	recent    *recentEvents  // the dispatcher's: ids of the events handled here (dedupe)
 	untitled  recentEvents   // channel/thread of the assistant threads awaiting their first message (the last 4,096)
 	followups *kit.Followups // assistant threads' prompts and titles, sent off the ack's path
 }

@@ -117,10 +117,10 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	if n := postsIn(h.fake, "D2"); n["T0SECOND"] != 1 || len(n) != 1 {
 		t.Errorf("posts into the uninstalled workspace by team %v; want only the one before", n)
 	}
-	if err := other.intake.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "late")}); err != nil {
+	if err := other.dispatcher.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "late")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", "home")}); err != nil {
+	if err := other.dispatcher.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", "home")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.got(); len(got) != 1 || got[0].Conv.Workspace != slackfake.TeamID {
@@ -131,7 +131,7 @@ func TestUninstallIsSeenByEveryProcess(t *testing.T) {
 	if status, _ := h.install(t, "T0SECOND"); status != 200 {
 		t.Fatalf("reinstall: %d", status)
 	}
-	if err := other.intake.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "back")}); err != nil {
+	if err := other.dispatcher.deliver(ctx, delivery{in: dmIn("T0SECOND", "D2", "back")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Send(ctx, two, channels.Message{Text: "back"}); err != nil {
@@ -245,7 +245,7 @@ func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
 			t.Fatalf("%s: posts into the home workspace by team %v; want %d", when, n, homePosts)
 		}
 		before := len(rec.got())
-		if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+		if err := other.dispatcher.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.got(); len(got) != before+1 {
@@ -261,7 +261,7 @@ func TestFixedTokenUninstallIsSeenByEveryProcess(t *testing.T) {
 			t.Fatalf("%s: posts into the home workspace by team %v; want only the %d before", when, n, homePosts)
 		}
 		before := len(rec.got())
-		if err := other.intake.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
+		if err := other.dispatcher.deliver(ctx, delivery{in: dmIn(slackfake.TeamID, "D1", when)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.got(); len(got) != before {

@@ -11,10 +11,10 @@ import (
 	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
-// intake is what the gateway delivers, decoded, ordered per channel and handed to the Handler;
-// the interactions among it are answered by interactions (interaction.go). It holds the Handler
-// from Start on.
-type intake struct {
+// dispatcher hands what the gateways deliver to the Handler: each event decoded, the messages
+// ordered per channel (lanes); the interactions among them are answered by interactions
+// (interaction.go). It holds the Handler from Start on.
+type dispatcher struct {
 	cfg          *Config
 	redact       *kit.Redactor
 	ch           channels.Channel // what the Handler is told the events came through
@@ -31,73 +31,73 @@ type intake struct {
 }
 
 // begin takes h as the Handler (Start).
-func (in *intake) begin(h channels.Handler) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.handler = h
+func (dp *dispatcher) begin(h channels.Handler) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	dp.handler = h
 }
 
-func (in *intake) malformed(what string, err error) {
-	in.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", in.redact.String(err.Error()))
-	if in.cfg.OnMalformedEvent != nil {
-		in.cfg.OnMalformedEvent()
+func (dp *dispatcher) malformed(what string, err error) {
+	dp.cfg.Logger.Warn("discord: skipping a malformed "+what, "err", dp.redact.String(err.Error()))
+	if dp.cfg.OnMalformedEvent != nil {
+		dp.cfg.OnMalformedEvent()
 	}
 }
 
 // dispatch takes one gateway event, on the gateway's read loop: it must not block. Messages go
 // to their channel's queue, in gateway order; interactions are answered at once, each on its
 // own goroutine (a click needs an answer within 3 s, whatever the channel is busy with).
-func (in *intake) dispatch(g *gateway, seq int64, t string, data []byte) {
+func (dp *dispatcher) dispatch(g *gateway, seq int64, t string, data []byte) {
 	switch t {
 	case "MESSAGE_CREATE":
 		m, err := decodeMessage(data)
 		if err != nil {
-			in.malformed("message", err)
+			dp.malformed("message", err)
 			return
 		}
-		if m.Author.ID == in.bot.userID() {
+		if m.Author.ID == dp.bot.userID() {
 			return // our own posts come back on the gateway
 		}
 		g.hold(seq)
-		in.goOrdered(m.ChannelID, func(ctx context.Context) {
-			if in.handleMessage(ctx, m) {
+		dp.goOrdered(m.ChannelID, func(ctx context.Context) {
+			if dp.handleMessage(ctx, m) {
 				g.done(seq)
 			}
 		})
 	case "INTERACTION_CREATE":
 		ix, err := decodeInteraction(data)
 		if err != nil {
-			in.malformed("interaction", err)
+			dp.malformed("interaction", err)
 			return
 		}
-		in.places.learnInteraction(ix)
-		in.interactions.goHandle(ix)
+		dp.places.learnInteraction(ix)
+		dp.interactions.goHandle(ix)
 	case "GUILD_CREATE":
 		g, err := decodeGuild(data)
 		if err != nil {
-			in.malformed("guild", err)
+			dp.malformed("guild", err)
 			return
 		}
-		in.learnGuild(g)
+		dp.learnGuild(g)
 	case "THREAD_CREATE", "THREAD_UPDATE", "CHANNEL_CREATE":
 		ch, err := decodeChannel(data)
 		if err != nil {
-			in.malformed("channel", err)
+			dp.malformed("channel", err)
 			return
 		}
-		in.places.learnChannel(ch)
+		dp.places.learnChannel(ch)
 	}
 }
 
 // learnGuild takes a GUILD_CREATE: the bot's managed role there, and its channels.
-func (in *intake) learnGuild(g guildInfo) {
-	self := in.bot.userID()
+func (dp *dispatcher) learnGuild(g guildInfo) {
+	self := dp.bot.userID()
 	for _, r := range g.Roles {
 		if r.Tags != nil && r.Tags.BotID != "" && r.Tags.BotID == self {
-			in.bot.addRoles(r.ID)
+			dp.bot.addRoles(r.ID)
 		}
 	}
-	in.places.learnGuild(g)
+	dp.places.learnGuild(g)
 }
 
 // Discord's gateway delivers a channel's messages in order and never again (a resumed session
@@ -112,54 +112,54 @@ const (
 
 // goOrdered queues job behind its channel's earlier messages; a job whose turn comes after the
 // intake stopped is skipped.
-func (in *intake) goOrdered(key string, job func(ctx context.Context)) {
-	ctx := in.workers.Context()
+func (dp *dispatcher) goOrdered(key string, job func(ctx context.Context)) {
+	ctx := dp.workers.Context()
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
-	queued := in.lanes.Run(key, func() {
+	queued := dp.lanes.Run(key, func() {
 		if ctx.Err() == nil {
 			job(ctx)
 		}
 	})
 	if !queued {
-		in.cfg.Logger.Warn("discord: a channel's backlog is full; dropping a message", "channel", key, "backlog", maxQueued)
+		dp.cfg.Logger.Warn("discord: a channel's backlog is full; dropping a message", "channel", key, "backlog", maxQueued)
 	}
 }
 
 // handleMessage converts and hands over one message; the router's errors are retried a few
 // times (Discord does not redeliver), keeping the channel's order. It reports false when the
 // message could not be handed over (a saved session then replays it to the next process).
-func (in *intake) handleMessage(ctx context.Context, m *discordgo.Message) bool {
-	w, err := in.places.locate(ctx, m.ChannelID, m.GuildID)
+func (dp *dispatcher) handleMessage(ctx context.Context, m *discordgo.Message) bool {
+	w, err := dp.places.locate(ctx, m.ChannelID, m.GuildID)
 	if err != nil {
-		in.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
+		dp.cfg.Logger.Warn("discord: cannot tell where a message was posted; skipping it", "channel", m.ChannelID, "err", err)
 		return ctx.Err() == nil
 	}
-	opt := inboundOptions{replyInThread: in.cfg.ReplyInThread, mentionOnly: in.cfg.ThreadReplies == ThreadRepliesMention}
-	msg, ok := messageInbound(m, in.bot.identity(), w, opt, in.now())
+	opt := inboundOptions{replyInThread: dp.cfg.ReplyInThread, mentionOnly: dp.cfg.ThreadReplies == ThreadRepliesMention}
+	msg, ok := messageInbound(m, dp.bot.identity(), w, opt, dp.now())
 	if !ok {
 		return true
 	}
 	if msg.Conv.Thread != "" && msg.Conv.Thread == msg.MessageID {
-		in.threads.remember(msg.MessageID, threadName(msg.Text))
+		dp.threads.remember(msg.MessageID, threadName(msg.Text))
 	}
-	return in.handOver(ctx, msg)
+	return dp.handOver(ctx, msg)
 }
 
 // handOver reports whether the router took the event.
-func (in *intake) handOver(ctx context.Context, ev channels.Inbound) bool {
-	in.mu.Lock()
-	h := in.handler
-	in.mu.Unlock()
+func (dp *dispatcher) handOver(ctx context.Context, ev channels.Inbound) bool {
+	dp.mu.Lock()
+	h := dp.handler
+	dp.mu.Unlock()
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := h.HandleInbound(ctx, in.ch, ev)
+		err := h.HandleInbound(ctx, dp.ch, ev)
 		if err == nil {
 			return true
 		}
 		if attempt == 4 || ctx.Err() != nil {
-			in.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", ev.EventID,
+			dp.cfg.Logger.Error("discord: handing an event to the router failed; it is lost", "event", ev.EventID,
 				"conv", ev.Conv.String(), "err", err)
 			return false
 		}

@@ -21,21 +21,21 @@ func TestChannelBacklogIsBoundedAtMaxQueued(t *testing.T) {
 	}
 	ch.workers.Begin(context.Background())
 	release, started := make(chan struct{}), make(chan struct{})
-	ch.intake.goOrdered("busy", func(context.Context) { close(started); <-release })
+	ch.dispatcher.goOrdered("busy", func(context.Context) { close(started); <-release })
 	<-started
 	ran := 0
 	for range maxQueued {
-		ch.intake.goOrdered("busy", func(context.Context) { ran++ }) // one at a time: no race on ran
+		ch.dispatcher.goOrdered("busy", func(context.Context) { ran++ }) // one at a time: no race on ran
 	}
-	ch.intake.goOrdered("busy", func(context.Context) { t.Error("a message past the backlog was handed over") })
+	ch.dispatcher.goOrdered("busy", func(context.Context) { t.Error("a message past the backlog was handed over") })
 	if !strings.Contains(logs.String(), "backlog is full") {
 		t.Fatalf("the dropped message was not logged:\n%s", logs.String())
 	}
 	other := make(chan struct{})
-	ch.intake.goOrdered("other", func(context.Context) { close(other) })
+	ch.dispatcher.goOrdered("other", func(context.Context) { close(other) })
 	<-other
 	close(release)
-	ch.intake.lanes.Wait(context.Background())
+	ch.dispatcher.lanes.Wait(context.Background())
 	if ran != maxQueued {
 		t.Fatalf("%d queued messages handed over, want %d", ran, maxQueued)
 	}

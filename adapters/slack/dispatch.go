@@ -40,11 +40,11 @@ const (
 	typeSlash       = "slash_commands"
 )
 
-// intake hands what both intakes receive (socket.go, http.go) to the Handler: each payload
+// dispatcher hands what both intakes receive (socket.go, http.go) to the Handler: each payload
 // decoded (decodeDelivery), then handed over in its conversation's lane (lanes) — the AI
 // surfaces opened and the uninstalls handled here instead. It holds the Handler and who the bot
 // is from Start on.
-type intake struct {
+type dispatcher struct {
 	cfg          *Config
 	redact       *kit.Redactor
 	log          *slog.Logger
@@ -65,38 +65,38 @@ type intake struct {
 }
 
 // begin takes h as the Handler and me as who the bot is (Start).
-func (in *intake) begin(h channels.Handler, me self) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.handler, in.me = h, me
+func (dp *dispatcher) begin(h channels.Handler, me self) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	dp.handler, dp.me = h, me
 }
 
 // state returns the Handler and the bot identity, once started.
-func (in *intake) state() (channels.Handler, self) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.handler, in.me
+func (dp *dispatcher) state() (channels.Handler, self) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
+	return dp.handler, dp.me
 }
 
 // drain waits, until ctx ends, for the deliveries being handed over (StopIntake); it reports
 // whether they all finished.
-func (in *intake) drain(ctx context.Context) bool {
-	return waitGroup(ctx, &in.work) && in.lanes.Wait(ctx)
+func (dp *dispatcher) drain(ctx context.Context) bool {
+	return waitGroup(ctx, &dp.work) && dp.lanes.Wait(ctx)
 }
 
-func (in *intake) malformed(kind string, err error) {
-	in.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", in.redact.Error(err))
-	if in.cfg.OnMalformed != nil {
-		in.cfg.OnMalformed()
+func (dp *dispatcher) malformed(kind string, err error) {
+	dp.log.Warn("slack: skipping a malformed payload", "kind", kind, "err", dp.redact.Error(err))
+	if dp.cfg.OnMalformed != nil {
+		dp.cfg.OnMalformed()
 	}
 }
 
 // decodeDelivery decodes a payload of kind typ. An error means the payload is malformed.
-func (in *intake) decodeDelivery(typ string, payload []byte) (delivery, error) {
-	now := in.clock.now()
+func (dp *dispatcher) decodeDelivery(typ string, payload []byte) (delivery, error) {
+	now := dp.clock.now()
 	switch typ {
 	case typeEvents:
-		return in.decodeEvent(payload, now)
+		return dp.decodeEvent(payload, now)
 	case typeInteractive:
 		it, err := decodeInteraction(payload)
 		if err != nil {
@@ -112,7 +112,7 @@ func (in *intake) decodeDelivery(typ string, payload []byte) (delivery, error) {
 		if err != nil {
 			return delivery{}, err
 		}
-		msg, err := slashInbound(v, in.cfg.Command, now)
+		msg, err := slashInbound(v, dp.cfg.Command, now)
 		if err != nil {
 			return delivery{}, err
 		}
@@ -122,8 +122,8 @@ func (in *intake) decodeDelivery(typ string, payload []byte) (delivery, error) {
 }
 
 // decodeEvent decodes an Events API payload.
-func (in *intake) decodeEvent(payload []byte, now time.Time) (delivery, error) {
-	_, me := in.state()
+func (dp *dispatcher) decodeEvent(payload []byte, now time.Time) (delivery, error) {
+	_, me := dp.state()
 	cb, ev, err := decodeCallback(payload)
 	if err != nil {
 		return delivery{}, err
@@ -132,13 +132,13 @@ func (in *intake) decodeEvent(payload []byte, now time.Time) (delivery, error) {
 	case "url_verification":
 		return delivery{skip: true, challenge: cb.Challenge}, nil
 	case "app_rate_limited":
-		in.log.Warn("slack: Slack is holding back this app's events for a minute (app_rate_limited)", "team", cb.TeamID)
+		dp.log.Warn("slack: Slack is holding back this app's events for a minute (app_rate_limited)", "team", cb.TeamID)
 		return delivery{skip: true}, nil
 	}
 	msg, kind := eventInbound(cb, ev, me, now)
 	switch kind {
 	case kindUninstall:
-		return delivery{skip: true, refused: in.uninstall(cb, ev.Type)}, nil
+		return delivery{skip: true, refused: dp.uninstall(cb, ev.Type)}, nil
 	case kindIgnore:
 		return delivery{skip: true}, nil
 	case kindAssistant, kindAgentOpened:
@@ -149,33 +149,33 @@ func (in *intake) decodeEvent(payload []byte, now time.Time) (delivery, error) {
 
 // deliver hands a decoded delivery to the Handler. Events of a workspace that uninstalled the
 // app, or never installed it, are dropped (see served).
-func (in *intake) deliver(ctx context.Context, d delivery) error {
-	h, _ := in.state()
+func (dp *dispatcher) deliver(ctx context.Context, d delivery) error {
+	h, _ := dp.state()
 	if h == nil {
 		return fmt.Errorf("slack: not started")
 	}
-	if !in.installs.served(ctx, d.in.Conv.Workspace) {
-		in.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
+	if !dp.installs.served(ctx, d.in.Conv.Workspace) {
+		dp.log.Info("slack: dropping an event of a workspace the app is not installed in", "workspace", d.in.Conv.Workspace)
 		return nil
 	}
 	if d.opened {
 		// Not the router's: it sees messages only. A redelivered envelope (an ack lost or
 		// late) offers the prompts once; a failed offer is given back for the redelivery.
-		if !in.recent.claim(d.in.EventID) {
-			in.log.Debug("slack: duplicate AI surface event ignored", "event", d.in.EventID)
+		if !dp.recent.claim(d.in.EventID) {
+			dp.log.Debug("slack: duplicate AI surface event ignored", "event", d.in.EventID)
 			return nil
 		}
-		in.surfaces.opened(ctx, d.in.Conv, d.in.EventID)
+		dp.surfaces.opened(ctx, d.in.Conv, d.in.EventID)
 		return nil
 	}
 	if it := d.in.Interaction; it != nil && d.resp != nil && it.ID != "" {
-		defer in.interactions.handling(it.ID, *d.resp)()
+		defer dp.interactions.handling(it.ID, *d.resp)()
 	}
-	if err := h.HandleInbound(ctx, in.ch, d.in); err != nil {
+	if err := h.HandleInbound(ctx, dp.ch, d.in); err != nil {
 		return err
 	}
 	if d.in.Interaction == nil && d.in.Command == "" && d.in.Conv.Thread != "" {
-		in.surfaces.title(ctx, d.in)
+		dp.surfaces.title(ctx, d.in)
 	}
 	return nil
 }
@@ -234,20 +234,20 @@ func (r *recentEvents) take(id string) bool {
 // envelope (its ack lost or late; the same event_id) does not purge the workspace's pending
 // work again. When the install store could not be changed the event's id is given back and the
 // error returned, so that the envelope is not acknowledged and Slack's redelivery tries again.
-func (in *intake) uninstall(cb callback, why string) error {
+func (dp *dispatcher) uninstall(cb callback, why string) error {
 	id := callbackEventID(cb, "")
-	if !in.recent.claim(id) {
-		in.log.Debug("slack: duplicate uninstall event ignored", "event", id, "type", why)
+	if !dp.recent.claim(id) {
+		dp.log.Debug("slack: duplicate uninstall event ignored", "event", id, "type", why)
 		return nil
 	}
 	var err error
 	if ent := cb.orgWide(); ent != "" {
-		err = in.installs.uninstalledOrg(ent, why)
+		err = dp.installs.uninstalledOrg(ent, why)
 	} else {
-		err = in.installs.uninstalled(cb.TeamID, why)
+		err = dp.installs.uninstalled(cb.TeamID, why)
 	}
 	if err != nil {
-		in.recent.release(id)
+		dp.recent.release(id)
 		return fmt.Errorf("slack: %s: %w", why, err)
 	}
 	return nil

@@ -15,17 +15,17 @@ func TestConversationBacklogIsNotBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	release, started := make(chan struct{}), make(chan struct{})
-	ch.intake.lanes.Run("busy", func() { close(started); <-release })
+	ch.dispatcher.lanes.Run("busy", func() { close(started); <-release })
 	<-started
 	const backlog = 20000 // twice Discord's bound
 	ran := 0
 	for i := range backlog {
-		if !ch.intake.lanes.Run("busy", func() { ran++ }) {
+		if !ch.dispatcher.lanes.Run("busy", func() { ran++ }) {
 			t.Fatalf("envelope %d refused", i)
 		}
 	}
 	close(release)
-	ch.intake.lanes.Wait(context.Background())
+	ch.dispatcher.lanes.Wait(context.Background())
 	if ran != backlog {
 		t.Fatalf("%d handed over, want %d", ran, backlog)
 	}

@@ -58,8 +58,8 @@ const platform = "slack"
 // (interaction.go), the file downloads (fetch.go), the workspaces' installs (install.go) and
 // the OAuth install flow (oauth.go), the two intakes — the Socket Mode connections (socket.go,
 // slots.go) and the HTTP handlers (http.go) — and the dispatcher both hand to (dispatch.go),
-// with the AI surfaces it handles itself (surface.go). The components that provide a capability are
-// embedded; Channel itself starts, stops and reports readiness.
+// with the AI surfaces it handles itself (surface.go). The components that provide a
+// capability are embedded; Channel itself starts, stops and reports readiness.
 type Channel struct {
 	*sender       // Send, Edit, Delete, FindSent, Pages, SendFile
 	*streamer     // CanStream, StartStream, AppendStream, StopStream

@@ -242,7 +242,7 @@ func (l *LLM) fillProviderDefaults(ko *koanf.Koanf) {
 }
 
 // validateProfiles checks llm.providers, llm.transcription, profiles and routes for Validate.
-func (v *validator) validateProfiles(c *Config) {
+func (c *Config) validateProfiles(v *validator) {
 	l := c.LLM
 	for _, name := range sortedKeys(l.Providers) {
 		p, at := l.Providers[name], "llm.providers."+name

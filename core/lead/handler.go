@@ -87,7 +87,7 @@ func (t *Team) resumeOf(ctx context.Context, run *runs.Run, p place) (r resume, 
 	r = resume{in: agent.Input{Content: env.Text}, id: scoped(identityOf(env), p)}
 	switch env.Kind {
 	case runs.KindMessage:
-		r.notices = t.withFiles(ctx, env, p, &r.in)
+		r.notices = t.files.prepare(ctx, env, p, &r.in)
 		return r, "", false, nil
 	case runs.KindClarificationAnswer:
 	default:

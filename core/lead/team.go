@@ -79,6 +79,7 @@ type Team struct {
 	log     *slog.Logger
 	closers []func()
 	tools   []string
+	files   fileReader
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
@@ -108,6 +109,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		store:   store,
 		opts:    opts,
 		log:     opts.Logger,
+		files:   fileReader{opts: opts.Files, log: opts.Logger},
 	}
 	defer func() {
 		if err != nil {

@@ -45,7 +45,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	env := run.Envelope
 	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
 	// thread and loads its history (the turns since the cached history's, see historyCache).
-	st, history, release, err := t.beginRun(ctx, env.Conv.String(), env.RunID)
+	st, history, release, err := t.history.begin(ctx, env.Conv.String(), env.RunID)
 	if err != nil {
 		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
@@ -192,7 +192,7 @@ func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, r
 }
 
 // newLead creates a run's lead agent on its history, which the agent reads in place rather than
-// copying it (it may be the history cache's, see beginRun): nobody changes it afterwards.
+// copying it (it may be the history cache's, see historyReader.begin): nobody changes it afterwards.
 func (t *Team) newLead(sessionID string, p place, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
 	names := t.builtins(p)
 	if len(extra) > 0 {
@@ -415,12 +415,6 @@ func encodedSize(e *agent.Event) int {
 		n += 96
 	}
 	return n + (len(e.Content)+len(e.Reasoning)+len(e.Arguments)+len(e.Error))*9/8
-}
-
-// decodeHistory turns the stored session events back into agent events; unreadable ones are
-// skipped and logged.
-func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
-	return t.decodeEvents(make([]agent.Event, 0, len(raw)), conv, raw)
 }
 
 // answerText is what users may see of a turn: the assistant text of that turn's last message

@@ -83,8 +83,9 @@ type Team struct {
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
-	// history keeps the conversations' decoded histories between their runs.
-	history *historyCache
+	// history reads the runs' histories, keeping the conversations' decoded histories between
+	// their runs.
+	history *historyReader
 }
 
 // NewTeam builds the runtime on provider, registers the spawn and fork backends, the delegate
@@ -103,13 +104,13 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		opts.HistoryCacheEvents = DefaultHistoryCacheEvents
 	}
 	t = &Team{
-		history: newHistoryCache(opts.HistoryCacheEvents),
 		rt:      agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
 		svc:     subagent.NewService(opts.Logger),
 		store:   store,
 		opts:    opts,
 		log:     opts.Logger,
 		files:   fileReader{opts: opts.Files, log: opts.Logger},
+		history: &historyReader{store: store, cache: newHistoryCache(opts.HistoryCacheEvents), log: opts.Logger},
 	}
 	defer func() {
 		if err != nil {

@@ -53,7 +53,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	if st.Finished {
 		return t.replayed(ctx, run, st)
 	}
-	p := t.placeOf(env)
+	p := t.places.of(env)
 	r, outcome, done, err := t.resumeOf(ctx, run, p)
 	if done {
 		return outcome, err
@@ -194,7 +194,7 @@ func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, r
 // newLead creates a run's lead agent on its history, which the agent reads in place rather than
 // copying it (it may be the history cache's, see historyReader.begin): nobody changes it afterwards.
 func (t *Team) newLead(sessionID string, p place, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
-	names := t.builtins(p)
+	names := t.places.builtins(p)
 	if len(extra) > 0 {
 		names = append(append(make([]string, 0, len(names)+len(extra)), names...), extra...)
 	}
@@ -202,7 +202,7 @@ func (t *Team) newLead(sessionID string, p place, model string, history []agent.
 		SessionID: sessionID,
 		Seed:      history,
 		ShareSeed: true,
-		Options:   agent.Options{Model: model, System: []string{t.system(p)}, Tools: names, MaxSteps: t.opts.MaxSteps},
+		Options:   agent.Options{Model: model, System: []string{t.places.system(p)}, Tools: names, MaxSteps: t.opts.MaxSteps},
 	})
 }
 

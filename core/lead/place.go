@@ -18,32 +18,41 @@ type place struct {
 	why  string
 }
 
-// placeOf resolves the profile of the place env comes from: the configured routes', or, with
-// no profiles configured, the one the Team's options describe.
-func (t *Team) placeOf(env *runs.Envelope) place {
-	if t.opts.Profiles == nil {
-		return place{prof: t.defaultProfile(), why: "no profiles configured"}
+// placer resolves each run's place and says what the place gives the lead: its system prompt
+// and which of the Team's own tools it is offered.
+type placer struct {
+	opts Options
+	// tools are the Team's own tools (delegate, ask_clarification, Options.ExtraTools), in the
+	// order NewTeam registered them.
+	tools []string
+}
+
+// of resolves the profile of the place env comes from: the configured routes', or, with no
+// profiles configured, the one the Team's options describe.
+func (pl *placer) of(env *runs.Envelope) place {
+	if pl.opts.Profiles == nil {
+		return place{prof: pl.defaultProfile(), why: "no profiles configured"}
 	}
-	res := t.opts.Profiles.Resolve(profile.Facts{Key: env.Conv, Direct: env.Direct, User: env.Identity.ChannelUserID})
+	res := pl.opts.Profiles.Resolve(profile.Facts{Key: env.Conv, Direct: env.Direct, User: env.Identity.ChannelUserID})
 	return place{prof: res.Profile, why: res.Why}
 }
 
 // defaultProfile is the Team's options as a profile: every tool, no cut of the history.
-func (t *Team) defaultProfile() profile.Profile {
-	depth := t.opts.MaxDepth
-	if t.opts.NoSubagents {
+func (pl *placer) defaultProfile() profile.Profile {
+	depth := pl.opts.MaxDepth
+	if pl.opts.NoSubagents {
 		depth = 0
 	}
-	return profile.Profile{Name: profile.Default, SystemPrompt: t.opts.System, Model: t.opts.Model,
-		Subagents: profile.Subagents{MaxDepth: depth, MaxConcurrent: t.opts.MaxConcurrent}}
+	return profile.Profile{Name: profile.Default, SystemPrompt: pl.opts.System, Model: pl.opts.Model,
+		Subagents: profile.Subagents{MaxDepth: depth, MaxConcurrent: pl.opts.MaxConcurrent}}
 }
 
 // system is the lead's system prompt in p.
-func (t *Team) system(p place) string {
+func (pl *placer) system(p place) string {
 	if p.prof.SystemPrompt != "" {
 		return p.prof.SystemPrompt
 	}
-	return t.opts.System
+	return pl.opts.System
 }
 
 // modelIn is the model a conversation's run uses in p: the conversation's /model choice when
@@ -65,12 +74,12 @@ func scoped(id tools.Identity, p place) tools.Identity {
 
 // builtins are the Team's own tools offered to the lead in p: without delegate where p has no
 // subagents.
-func (t *Team) builtins(p place) []string {
-	if t.opts.Profiles == nil || p.prof.Subagents.MaxDepth > 0 || !slices.Contains(t.tools, subagent.DelegateToolName) {
-		return t.tools
+func (pl *placer) builtins(p place) []string {
+	if pl.opts.Profiles == nil || p.prof.Subagents.MaxDepth > 0 || !slices.Contains(pl.tools, subagent.DelegateToolName) {
+		return pl.tools
 	}
-	out := make([]string, 0, len(t.tools))
-	for _, n := range t.tools {
+	out := make([]string, 0, len(pl.tools))
+	for _, n := range pl.tools {
 		if n != subagent.DelegateToolName {
 			out = append(out, n)
 		}

@@ -78,8 +78,9 @@ type Team struct {
 	opts    Options
 	log     *slog.Logger
 	closers []func()
-	tools   []string
-	files   fileReader
+	// places resolves the runs' profiles; it holds the Team's own tools.
+	places placer
+	files  fileReader
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
@@ -108,6 +109,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		svc:     subagent.NewService(opts.Logger),
 		store:   store,
 		opts:    opts,
+		places:  placer{opts: opts},
 		log:     opts.Logger,
 		files:   fileReader{opts: opts.Files, log: opts.Logger},
 		history: &historyReader{store: store, cache: newHistoryCache(opts.HistoryCacheEvents), log: opts.Logger},
@@ -134,7 +136,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 			return nil, fmt.Errorf("lead: %w", err)
 		}
 		t.closers = append(t.closers, reg.Remove)
-		t.tools = append(t.tools, subagent.DelegateToolName)
+		t.places.tools = append(t.places.tools, subagent.DelegateToolName)
 	}
 	for _, tool := range append([]agent.Tool{clarifyTool()}, opts.ExtraTools...) {
 		reg, err := t.rt.RegisterTool(tool)
@@ -142,7 +144,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 			return nil, fmt.Errorf("lead: %w", err)
 		}
 		t.closers = append(t.closers, reg.Remove)
-		t.tools = append(t.tools, tool.Name)
+		t.places.tools = append(t.places.tools, tool.Name)
 	}
 	if opts.Tools != nil {
 		t.closers = append(t.closers, opts.Tools.Attach(t.rt))

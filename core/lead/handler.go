@@ -93,7 +93,7 @@ func (t *Team) resumeOf(ctx context.Context, run *runs.Run, p place) (r resume, 
 	default:
 		return r, "", true, runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
 	}
-	pc, expired, reason, err := t.takeAnswer(ctx, env)
+	pc, expired, reason, err := t.questions.take(ctx, env)
 	if err != nil {
 		return r, "", true, err
 	}
@@ -318,52 +318,6 @@ func expiry(ttl time.Duration) time.Time {
 		return time.Time{}
 	}
 	return time.Now().Add(ttl)
-}
-
-// takeAnswer claims the clarification an answer run answers. A reason is returned for answers
-// that cannot be taken (expired, taken, someone else's); an error for store failures.
-// An approval whose time is up is taken all the same, as expired: the call is then denied and
-// the model told so (expired is true).
-func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (p *pendingTurn, expired bool, reason string, err error) {
-	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
-		return t.takeExpiredRun(ctx, env)
-	}
-	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
-	switch {
-	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
-		// Our own earlier attempt took it; carry on.
-		expired = c.AnsweredBy == ""
-	case errors.Is(err, threads.ErrClarificationExpired) && isApproval(c):
-		if p, err := t.takeExpired(ctx, env.ClarificationID); err == nil {
-			return p, true, "", nil
-		} else if errors.Is(err, threads.ErrClarificationAnswered) {
-			return nil, false, reasonAnswered, nil
-		} else if !errors.Is(err, threads.ErrClarificationCancelled) {
-			return nil, false, "", fmt.Errorf("lead: taking the expired approval: %w", err)
-		}
-		return nil, false, reasonExpired, nil
-	case errors.Is(err, threads.ErrClarificationExpired), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
-		return nil, false, reasonExpired, nil
-	case errors.Is(err, threads.ErrClarificationAnswered):
-		return nil, false, reasonAnswered, nil
-	case errors.Is(err, threads.ErrNotYourClarification):
-		return nil, false, reasonNotYours, nil
-	case err != nil:
-		return nil, false, "", fmt.Errorf("lead: taking the answer: %w", err)
-	}
-	p = &pendingTurn{}
-	if err := json.Unmarshal(c.Form, p); err != nil {
-		return nil, false, "", runs.Permanent(fmt.Errorf("lead: clarification %s is unreadable: %w", c.ID, err))
-	}
-	return p, expired, "", nil
-}
-
-// isApproval reports whether a stored clarification is an approval.
-func isApproval(c threads.Clarification) bool {
-	var p struct {
-		Call *pendingCall `json:"call"`
-	}
-	return json.Unmarshal(c.Form, &p) == nil && p.Call != nil
 }
 
 // answered is the pending turn completed with the answer as the question's tool result.

@@ -79,8 +79,9 @@ type Team struct {
 	log     *slog.Logger
 	closers []func()
 	// places resolves the runs' profiles; it holds the Team's own tools.
-	places placer
-	files  fileReader
+	places    placer
+	files     fileReader
+	questions questions
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
@@ -105,14 +106,15 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		opts.HistoryCacheEvents = DefaultHistoryCacheEvents
 	}
 	t = &Team{
-		rt:      agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
-		svc:     subagent.NewService(opts.Logger),
-		store:   store,
-		opts:    opts,
-		places:  placer{opts: opts},
-		log:     opts.Logger,
-		files:   fileReader{opts: opts.Files, log: opts.Logger},
-		history: &historyReader{store: store, cache: newHistoryCache(opts.HistoryCacheEvents), log: opts.Logger},
+		rt:        agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
+		svc:       subagent.NewService(opts.Logger),
+		store:     store,
+		opts:      opts,
+		places:    placer{opts: opts},
+		log:       opts.Logger,
+		files:     fileReader{opts: opts.Files, log: opts.Logger},
+		questions: questions{store: store, log: opts.Logger},
+		history:   &historyReader{store: store, cache: newHistoryCache(opts.HistoryCacheEvents), log: opts.Logger},
 	}
 	defer func() {
 		if err != nil {

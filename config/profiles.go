@@ -242,8 +242,18 @@ func (l *LLM) fillProviderDefaults(ko *koanf.Koanf) {
 }
 
 // validateProfiles checks llm.providers, llm.transcription, profiles and routes for Validate.
-func (v *validator) validateProfiles(c *Config) {
-	l := c.LLM
+func (c *Config) validateProfiles(v *validator) {
+	c.LLM.validateProviders(v)
+	for _, name := range sortedKeys(c.Profiles) {
+		c.Profiles[name].validate(v, name, c)
+	}
+	for i, r := range c.Routes {
+		r.validate(v, fmt.Sprintf("routes[%d]", i), c)
+	}
+}
+
+// validateProviders checks llm.providers and llm.transcription.
+func (l LLM) validateProviders(v *validator) {
 	for _, name := range sortedKeys(l.Providers) {
 		p, at := l.Providers[name], "llm.providers."+name
 		if !toolServerNameRE.MatchString(name) {
@@ -257,84 +267,99 @@ func (v *validator) validateProfiles(c *Config) {
 		v.atLeast(at+".max_retries", p.MaxRetries, 0)
 	}
 	v.provider("llm.transcription.provider", l.Transcription.Provider, l.Providers)
+}
 
-	for _, name := range sortedKeys(c.Profiles) {
-		p, at := c.Profiles[name], "profiles."+name
-		switch {
-		case strings.EqualFold(name, DefaultProfile):
-			v.add(at, `"default" is reserved for the top-level settings (llm.*, runs.history_turns, subagents.*): choose another name`)
-		case !profileNameRE.MatchString(name):
-			v.add(at, "a profile name is 1 to 64 letters, digits, '_' or '-', starting with a letter or digit")
-		}
-		known := v.provider(at+".provider", p.Provider, l.Providers)
-		v.nonEmptyItems(at+".models", p.Models)
-		v.globs(at+".tools", p.Tools)
-		if p.HistoryTurns < 0 {
-			v.add(at+".history_turns", fmt.Sprintf("must not be negative (0 or unset: runs.history_turns), got %d", p.HistoryTurns))
-		}
-		if s := p.Subagents; s != nil {
-			depth := c.Subagents.MaxDepth
-			if s.MaxDepth != nil {
-				depth = *s.MaxDepth
-				if depth < 0 {
-					v.add(at+".subagents.max_depth", fmt.Sprintf("must not be negative (0: no subagents), got %d", depth))
-				}
-			}
-			if n := s.MaxConcurrent; n != nil && *n < 0 {
-				v.add(at+".subagents.max_concurrent", fmt.Sprintf("must not be negative, got %d", *n))
-			} else if n != nil && *n == 0 && depth > 0 {
-				v.add(at+".subagents.max_concurrent", "must be at least 1 while subagents are on (max_depth above 0)")
-			}
-		}
-		if !known {
-			continue
-		}
-		model := p.Model
-		if model == "" && p.Provider != "" {
-			model = l.Providers[p.Provider].Model
-			if model == "" {
-				v.add(at+".model", fmt.Sprintf("required: llm.providers.%s sets no model, and llm.model is the top-level endpoint's", p.Provider))
-				continue
-			}
-		}
-		if model == "" {
-			model = l.Model
-		}
-		if p.Models != nil && !slices.Contains(p.Models, model) {
-			v.add(at+".models", fmt.Sprintf("must include the profile's own model %q", model))
+// validate checks profiles.<name> of c.
+func (p Profile) validate(v *validator, name string, c *Config) {
+	at := "profiles." + name
+	switch {
+	case strings.EqualFold(name, DefaultProfile):
+		v.add(at, `"default" is reserved for the top-level settings (llm.*, runs.history_turns, subagents.*): choose another name`)
+	case !profileNameRE.MatchString(name):
+		v.add(at, "a profile name is 1 to 64 letters, digits, '_' or '-', starting with a letter or digit")
+	}
+	known := v.provider(at+".provider", p.Provider, c.LLM.Providers)
+	v.nonEmptyItems(at+".models", p.Models)
+	v.globs(at+".tools", p.Tools)
+	if p.HistoryTurns < 0 {
+		v.add(at+".history_turns", fmt.Sprintf("must not be negative (0 or unset: runs.history_turns), got %d", p.HistoryTurns))
+	}
+	if s := p.Subagents; s != nil {
+		s.validate(v, at+".subagents", c.Subagents.MaxDepth)
+	}
+	if known {
+		p.validateModel(v, at, c.LLM)
+	}
+}
+
+// validate checks a profile's subagents.* at at; depth is subagents.max_depth, which an unset
+// max_depth takes.
+func (s ProfileSubagents) validate(v *validator, at string, depth int) {
+	if s.MaxDepth != nil {
+		depth = *s.MaxDepth
+		if depth < 0 {
+			v.add(at+".max_depth", fmt.Sprintf("must not be negative (0: no subagents), got %d", depth))
 		}
 	}
+	if n := s.MaxConcurrent; n != nil && *n < 0 {
+		v.add(at+".max_concurrent", fmt.Sprintf("must not be negative, got %d", *n))
+	} else if n != nil && *n == 0 && depth > 0 {
+		v.add(at+".max_concurrent", "must be at least 1 while subagents are on (max_depth above 0)")
+	}
+}
 
-	for i, r := range c.Routes {
-		at := fmt.Sprintf("routes[%d]", i)
-		_, known := c.Profiles[r.Profile]
-		switch {
-		case r.Profile == "":
-			v.add(at+".profile", "required: the profile this route picks, a name in profiles or default")
-		case !known && r.Profile != DefaultProfile:
-			v.add(at+".profile", fmt.Sprintf("no profile %q: known are %s", r.Profile, strings.Join(c.profileNames(), ", ")))
+// validateModel checks that the profile at at has a model, and that its models include it. Its
+// provider must be known.
+func (p Profile) validateModel(v *validator, at string, l LLM) {
+	model := p.Model
+	if model == "" && p.Provider != "" {
+		model = l.Providers[p.Provider].Model
+		if model == "" {
+			v.add(at+".model", fmt.Sprintf("required: llm.providers.%s sets no model, and llm.model is the top-level endpoint's", p.Provider))
+			return
 		}
-		m, mat := r.Match, at+".match"
-		if m.Platform != "" {
-			v.oneOf(mat+".platform", m.Platform, Platforms()...)
+	}
+	if model == "" {
+		model = l.Model
+	}
+	if p.Models != nil && !slices.Contains(p.Models, model) {
+		v.add(at+".models", fmt.Sprintf("must include the profile's own model %q", model))
+	}
+}
+
+// validate checks the route at at (routes[i]) of c.
+func (r Route) validate(v *validator, at string, c *Config) {
+	_, known := c.Profiles[r.Profile]
+	switch {
+	case r.Profile == "":
+		v.add(at+".profile", "required: the profile this route picks, a name in profiles or default")
+	case !known && r.Profile != DefaultProfile:
+		v.add(at+".profile", fmt.Sprintf("no profile %q: known are %s", r.Profile, strings.Join(c.profileNames(), ", ")))
+	}
+	r.Match.validate(v, at+".match")
+}
+
+// validate checks a route's selectors at mat (routes[i].match): that they can match together.
+func (m RouteMatch) validate(v *validator, mat string) {
+	if m.Platform != "" {
+		v.oneOf(mat+".platform", m.Platform, Platforms()...)
+	}
+	for _, s := range []struct{ key, val string }{{"team", m.Team}, {"enterprise", m.Enterprise}} {
+		if s.val != "" && m.Platform != "" && m.Platform != PlatformSlack {
+			v.add(mat+"."+s.key, fmt.Sprintf("a Slack %s id matches only platform slack, not %q", s.key, m.Platform))
 		}
-		for _, s := range []struct{ key, val string }{{"team", m.Team}, {"enterprise", m.Enterprise}} {
-			if s.val != "" && m.Platform != "" && m.Platform != PlatformSlack {
-				v.add(mat+"."+s.key, fmt.Sprintf("a Slack %s id matches only platform slack, not %q", s.key, m.Platform))
-			}
-		}
-		if m.Guild == "" {
-			continue
-		}
-		switch {
-		case m.Platform != "" && m.Platform != PlatformDiscord:
-			v.add(mat+".guild", fmt.Sprintf("a Discord guild id matches only platform discord, not %q", m.Platform))
-		case m.Team != "" || m.Enterprise != "":
-			v.add(mat+".guild", "a route matches Slack (team, enterprise) or Discord (guild), not both: it would match nothing")
-		}
-		if _, err := strconv.ParseUint(m.Guild, 10, 64); err != nil {
-			v.add(mat+".guild", "must be a numeric guild id (right-click the server → Copy Server ID)")
-		}
+	}
+	if m.Guild == "" {
+		return
+	}
+	switch {
+	case m.Platform != "" && m.Platform != PlatformDiscord:
+		v.add(mat+".guild", fmt.Sprintf("a Discord guild id matches only platform discord, not %q", m.Platform))
+	case m.Team != "" || m.Enterprise != "":
+		v.add(mat+".guild", "a route matches Slack (team, enterprise) or Discord (guild), not both: it would match nothing")
+	}
+	if _, err := strconv.ParseUint(m.Guild, 10, 64); err != nil {
+		v.add(mat+".guild", "must be a numeric guild id (right-click the server → Copy Server ID)")
 	}
 }
 

@@ -183,8 +183,8 @@ func (t *Tools) resolveToolPaths(dir string) {
 	}
 }
 
-// validateTools checks tools.* for Validate.
-func (v *validator) validateTools(t Tools) {
+// validate checks tools.* for Validate.
+func (t Tools) validate(v *validator) {
 	for _, name := range sortedKeys(t.Servers) {
 		s, at := t.Servers[name], "tools.servers."+name
 		if !toolServerNameRE.MatchString(name) {

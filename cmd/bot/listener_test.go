@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -447,101 +445,6 @@ func TestListenerConnectionLimitKeepsRoomForNewcomers(t *testing.T) {
 	}
 }
 
-// TestWebhookRefusalsAreLoggedOncePerKindPerInterval: a storm of refusals writes one WARN line
-// per kind at once, then one per kind when the interval has passed, saying how many were
-// refused since; the counter counts every refusal. The clock and the interval's timer are the
-// test's.
-func TestWebhookRefusalsAreLoggedOncePerKindPerInterval(t *testing.T) {
-	o := shortListener()
-	o.RefusalLogEvery = time.Minute
-	u := startListener(t, o, nil)
-	now := time.Now()
-	var clock sync.Mutex
-	var timers []func()
-	u.l.refusals.mu.Lock()
-	u.l.refusals.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
-	u.l.refusals.after = func(_ time.Duration, f func()) func() bool {
-		clock.Lock()
-		defer clock.Unlock()
-		timers = append(timers, f)
-		return func() bool { return true }
-	}
-	u.l.refusals.mu.Unlock()
-
-	send := func(sig string, length int) int {
-		c := u.dial()
-		defer c.Close()
-		fmt.Fprintf(c, "POST /hook HTTP/1.1\r\nHost: bot\r\nX-Test-Signature: %s\r\nContent-Length: %d\r\n\r\n", sig, length)
-		if length < testHookCap {
-			_, _ = io.WriteString(c, strings.Repeat("x", length))
-		}
-		return readAnswer(t, bufio.NewReader(c)).StatusCode
-	}
-	const forged, oversized = 30, 5
-	for range forged {
-		if code := send("forged", 10); code != http.StatusUnauthorized {
-			t.Fatalf("a forged request answered %d", code)
-		}
-	}
-	for range oversized {
-		if code := send("good", 1<<30); code != http.StatusRequestEntityTooLarge {
-			t.Fatalf("an oversized request answered %d", code)
-		}
-	}
-	lines := func(kind string) []string {
-		var out []string
-		for line := range strings.SplitSeq(u.logs.String(), "\n") {
-			if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, `"kind":"`+kind+`"`) {
-				out = append(out, line)
-			}
-		}
-		return out
-	}
-	if got := lines(refusedBadSignature); len(got) != 1 || !strings.Contains(got[0], `"refused":1`) {
-		t.Fatalf("bad signature lines during the storm: %q, want one, of the first", got)
-	}
-	if got := lines(refusedTooLarge); len(got) != 1 {
-		t.Fatalf("too large lines during the storm: %q, want one", got)
-	}
-	if n := u.refused(refusedBadSignature, "/hook"); n != forged {
-		t.Errorf("bad_signature counted %v, want %d", n, forged)
-	}
-	if n := u.refused(refusedTooLarge, "/hook"); n != oversized {
-		t.Errorf("too_large counted %v, want %d", n, oversized)
-	}
-
-	// The interval passes: each kind's timer writes the count since its first line.
-	clock.Lock()
-	now = now.Add(time.Minute)
-	pending := timers
-	timers = nil
-	clock.Unlock()
-	if len(pending) != 2 {
-		t.Fatalf("%d timers pending, want one per kind", len(pending))
-	}
-	for _, f := range pending {
-		f()
-	}
-	if got := lines(refusedBadSignature); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf(`"refused":%d`, forged-1)) ||
-		!strings.Contains(got[1], fmt.Sprintf(`"paths":"/hook=%d"`, forged-1)) {
-		t.Fatalf("bad signature lines after the interval: %q, want a second with %d", got, forged-1)
-	}
-	if got := lines(refusedTooLarge); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf(`"refused":%d`, oversized-1)) {
-		t.Fatalf("too large lines after the interval: %q", got)
-	}
-	// A refusal after a quiet interval is logged at once again.
-	clock.Lock()
-	now = now.Add(2 * time.Minute)
-	clock.Unlock()
-	send("forged", 1)
-	if got := lines(refusedBadSignature); len(got) != 3 || !strings.Contains(got[2], `"refused":1`) {
-		t.Fatalf("bad signature lines after a quiet interval: %q", got)
-	}
-	if strings.Contains(u.logs.String(), "forged") {
-		t.Error("a log line holds what the client sent")
-	}
-}
-
 // stalledRedis is a Redis that accepts connections and reads what it is sent but never
 // answers, as a Redis does when it stalls (a long command, a full disk, a frozen VM).
 type stalledRedis struct {
@@ -585,84 +488,6 @@ func (s *stalledRedis) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-}
-
-// pingCounter counts the PINGs a client sends.
-type pingCounter struct{ n atomic.Int32 }
-
-func (p *pingCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (p *pingCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "ping" {
-			p.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (p *pingCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls: with a Redis that accepts connections
-// and never answers (measured: go-redis's Ping(ctx) does not return at ctx's deadline then),
-// /readyz answers 503 naming Redis within its own 2 s, and within the listener's shorter health
-// timeout when that is set; probes that come while a PING is in flight wait for that PING
-// instead of sending theirs.
-func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
-	stalled := newStalledRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: stalled.addr()}) // the defaults, as production
-	pings := &pingCounter{}
-	client.AddHook(pings)
-	a := &app{core: &core{redis: client}, leading: map[string]*atomic.Int64{}}
-	a.intake.Store(true)
-	t.Cleanup(func() {
-		stalled.close()
-		waitFor(t, "the readiness PING to give up", 30*time.Second, func() bool { return !readinessPings.inFlight(client) })
-		_ = client.Close()
-	})
-
-	// The measurement behind it: Ping(ctx) itself outlives ctx on a stalled Redis.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	start := time.Now()
-	_ = client.Ping(ctx).Err()
-	cancel()
-	t.Logf("go-redis Ping with a 200ms context on a stalled Redis returned after %s", time.Since(start).Round(time.Millisecond))
-
-	t.Run("its own timeout", func(t *testing.T) {
-		w := httptest.NewRecorder()
-		start := time.Now()
-		a.readyz(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-		took := time.Since(start)
-		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "redis: unreachable") {
-			t.Fatalf("answered %d %q, want 503 naming redis", w.Code, w.Body.String())
-		}
-		if took > 2*time.Second+500*time.Millisecond {
-			t.Fatalf("answered after %s, want within its 2 s", took)
-		}
-	})
-	t.Run("the listener's health timeout", func(t *testing.T) {
-		o := shortListener()
-		o.HealthTimeout = 300 * time.Millisecond
-		u := startListener(t, o, func(u *listenerUnderTest) { u.ready = http.HandlerFunc(a.readyz) })
-		before := pings.n.Load()
-		var probes sync.WaitGroup
-		for range 8 {
-			probes.Go(func() {
-				start := time.Now()
-				code, body := u.get("/readyz")
-				if took := time.Since(start); code != http.StatusServiceUnavailable || !strings.Contains(body, "redis") || took > o.HealthTimeout+margin {
-					t.Errorf("/readyz answered %d %q after %s, want 503 naming redis within %s", code, body, took, o.HealthTimeout)
-				}
-			})
-		}
-		probes.Wait()
-		if n := pings.n.Load() - before; n > 1 {
-			t.Errorf("%d PINGs sent for 8 probes while one was in flight, want at most 1", n)
-		}
-		if code, _ := u.get("/healthz"); code != http.StatusOK {
-			t.Errorf("/healthz answered %d while Redis stalls", code)
-		}
-	})
 }
 
 // TestListenerAnswersForAHandlerThatIgnoresItsContext: a webhook handler stuck in a call that

@@ -479,11 +479,11 @@ func (a *Agent) loop() {
 		ctx, cancel := context.WithCancelCause(base)
 		a.cancelFn = cancel
 		a.running = true
-		turn := a.nextTurn
+		n := a.nextTurn
 		a.nextTurn++
 		a.mu.Unlock()
 
-		a.runTurn(ctx, turn, in)
+		turn{a: a, n: n}.run(ctx, in)
 
 		a.mu.Lock()
 		a.cancelFn = nil

@@ -11,46 +11,53 @@ import (
 	"github.com/switchboard-bot/switchboard/core/llm"
 )
 
-// runTurn runs one turn and writes exactly one turn/end.
-func (a *Agent) runTurn(ctx context.Context, turn int, in Input) {
-	a.writeTurnStart(turn, &in)
-	reason, msg, err := a.steps(ctx, turn)
-	a.writeTurnEnd(turn, reason, msg, err)
+// turn is one turn of an agent: it runs the turn's model steps and their tool calls, and writes
+// what happens to the agent's session. The agent's loop runs one at a time.
+type turn struct {
+	a *Agent
+	n int // the turn's number
 }
 
-func (a *Agent) writeTurnStart(turn int, in *Input) {
-	a.write(&Event{Kind: KindTurnStart, Turn: turn, Trigger: in.Source})
+// run runs the turn and writes exactly one turn/end.
+func (t turn) run(ctx context.Context, in Input) {
+	t.writeStart(&in)
+	reason, msg, err := t.steps(ctx)
+	t.writeEnd(reason, msg, err)
+}
+
+func (t turn) writeStart(in *Input) {
+	t.a.write(&Event{Kind: KindTurnStart, Turn: t.n, Trigger: in.Source})
 	if !in.Resume {
-		e := &Event{Kind: KindUserMessage, Turn: turn, Content: in.Content, Source: in.Source}
+		e := &Event{Kind: KindUserMessage, Turn: t.n, Content: in.Content, Source: in.Source}
 		if len(in.Images) > 0 {
 			e.Images = &in.Images
 		}
-		a.write(e)
+		t.a.write(e)
 	}
 }
 
-func (a *Agent) writeTurnEnd(turn int, reason TurnEndReason, msg string, err error) {
-	a.write(&Event{Kind: KindTurnEnd, Turn: turn, Reason: reason, Error: msg, Err: err})
+func (t turn) writeEnd(reason TurnEndReason, msg string, err error) {
+	t.a.write(&Event{Kind: KindTurnEnd, Turn: t.n, Reason: reason, Error: msg, Err: err})
 }
 
-func (a *Agent) writeMark(kind Kind, turn, step int) {
-	a.write(&Event{Kind: kind, Turn: turn, Step: step})
+func (t turn) writeMark(kind Kind, step int) {
+	t.a.write(&Event{Kind: kind, Turn: t.n, Step: step})
 }
 
-func (a *Agent) writeAssistant(turn, step int, resp *llm.Response) {
-	a.write(&Event{Kind: KindAssistantMessage, Turn: turn, Step: step, Content: resp.Content, Reasoning: resp.Reasoning, Usage: resp.Usage})
+func (t turn) writeAssistant(step int, resp *llm.Response) {
+	t.a.write(&Event{Kind: KindAssistantMessage, Turn: t.n, Step: step, Content: resp.Content, Reasoning: resp.Reasoning, Usage: resp.Usage})
 }
 
-func (a *Agent) writeChunk(turn, step int, content string) {
-	a.write(&Event{Kind: KindAssistantChunk, Turn: turn, Step: step, Content: content})
+func (t turn) writeChunk(step int, content string) {
+	t.a.write(&Event{Kind: KindAssistantChunk, Turn: t.n, Step: step, Content: content})
 }
 
-func (a *Agent) writeToolCall(turn, step int, c *llm.ToolCall) {
-	a.write(&Event{Kind: KindToolCall, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
+func (t turn) writeToolCall(step int, c *llm.ToolCall) {
+	t.a.write(&Event{Kind: KindToolCall, Turn: t.n, Step: step, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
 }
 
-func (a *Agent) writeToolResult(turn, step int, c *llm.ToolCall, r *ToolResult) {
-	a.write(&Event{Kind: KindToolResult, Turn: turn, Step: step, CallID: c.ID, Tool: c.Name, Content: r.Content, IsError: r.IsError, Code: r.Code})
+func (t turn) writeToolResult(step int, c *llm.ToolCall, r *ToolResult) {
+	t.a.write(&Event{Kind: KindToolResult, Turn: t.n, Step: step, CallID: c.ID, Tool: c.Name, Content: r.Content, IsError: r.IsError, Code: r.Code})
 }
 
 // interruption maps a done turn context to its turn-end reason.
@@ -64,10 +71,11 @@ func interruption(ctx context.Context) TurnEndReason {
 // steps runs the turn's model steps and says how the turn ended: its reason, the message of a
 // failed turn, and the error that ended it, if one did (a failed model call, a request hook's
 // error).
-func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg string, err error) {
+func (t turn) steps(ctx context.Context) (reason TurnEndReason, msg string, err error) {
+	a := t.a
 	defer func() {
 		if p := recover(); p != nil {
-			a.rt.log.Error("agent: turn panicked; ended as error", "agent", a.id, "turn", turn, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			a.rt.log.Error("agent: turn panicked; ended as error", "agent", a.id, "turn", t.n, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			reason, msg, err = TurnError, "internal error", nil
 		}
 	}()
@@ -82,10 +90,10 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		if step > maxSteps {
 			return TurnError, fmt.Sprintf("the turn reached its limit of %d model steps", maxSteps), nil
 		}
-		a.writeMark(KindStepStart, turn, step)
-		resp, err := a.callModel(ctx, turn, step)
+		t.writeMark(KindStepStart, step)
+		resp, err := t.callModel(ctx, step)
 		if err != nil {
-			a.writeMark(KindStepEnd, turn, step)
+			t.writeMark(KindStepEnd, step)
 			if ctx.Err() != nil {
 				return interruption(ctx), "", nil
 			}
@@ -94,9 +102,9 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		a.mu.Lock()
 		a.usage = a.usage.Add(resp.Usage)
 		a.mu.Unlock()
-		a.writeAssistant(turn, step, &resp)
-		a.runTools(ctx, turn, step, resp.ToolCalls)
-		a.writeMark(KindStepEnd, turn, step)
+		t.writeAssistant(step, &resp)
+		t.runTools(ctx, step, resp.ToolCalls)
+		t.writeMark(KindStepEnd, step)
 		if ctx.Err() != nil {
 			return interruption(ctx), "", nil
 		}
@@ -106,7 +114,7 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 		case llm.FinishRefusal:
 			return TurnRejected, "the model refused to answer", nil
 		}
-		s := Step{Turn: turn, Step: step, Response: resp, ToolCalls: len(resp.ToolCalls)}
+		s := Step{Turn: t.n, Step: step, Response: resp, ToolCalls: len(resp.ToolCalls)}
 		if !runContinuationChain(ctx, a.rt.contHooks.list(), a, s) {
 			return TurnCompleted, "", nil
 		}
@@ -115,7 +123,8 @@ func (a *Agent) steps(ctx context.Context, turn int) (reason TurnEndReason, msg 
 
 // callModel builds the request, runs it through the request-shaping chain and streams the
 // model's answer, writing chunks as they arrive. A failed model call is a *ModelError.
-func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, error) {
+func (t turn) callModel(ctx context.Context, step int) (llm.Response, error) {
+	a := t.a
 	req := llm.Request{
 		Model:     a.opts.Model,
 		System:    append([]string(nil), a.opts.System...),
@@ -129,7 +138,7 @@ func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, er
 	}
 	resp, err := a.rt.provider.Stream(ctx, req, func(d llm.Delta) {
 		if d.Content != "" {
-			a.writeChunk(turn, step, d.Content)
+			t.writeChunk(step, d.Content)
 		}
 	})
 	if err != nil {
@@ -141,12 +150,13 @@ func (a *Agent) callModel(ctx context.Context, turn, step int) (llm.Response, er
 // runTools runs a step's tool calls in call order, writing a tool/call and a tool/result for
 // each — even for calls cut off by a cancel, so the history stays well formed. Consecutive
 // calls of Parallel tools run at the same time; their results are still written in order.
-func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.ToolCall) {
+func (t turn) runTools(ctx context.Context, step int, calls []llm.ToolCall) {
 	if len(calls) == 0 {
 		return
 	}
+	a := t.a
 	for i := range calls {
-		a.writeToolCall(turn, step, &calls[i])
+		t.writeToolCall(step, &calls[i])
 	}
 	for i := 0; i < len(calls); {
 		j := i + 1
@@ -160,39 +170,40 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, calls []llm.ToolCa
 		}
 		results := make([]ToolResult, j-i)
 		if j-i == 1 {
-			results[0] = a.runTool(ctx, turn, step, calls[i])
+			results[0] = t.runTool(ctx, step, calls[i])
 		} else {
 			var wg sync.WaitGroup
 			for k := i; k < j; k++ {
-				wg.Go(func() { results[k-i] = a.runTool(ctx, turn, step, calls[k]) })
+				wg.Go(func() { results[k-i] = t.runTool(ctx, step, calls[k]) })
 			}
 			wg.Wait()
 		}
 		for k := range results {
-			a.writeToolResult(turn, step, &calls[i+k], &results[k])
+			t.writeToolResult(step, &calls[i+k], &results[k])
 		}
 		i = j
 	}
 }
 
 // runTool gates one call through the pre-execute chain, checks its arguments and executes it.
-func (a *Agent) runTool(ctx context.Context, turn, step int, c llm.ToolCall) (res ToolResult) {
+func (t turn) runTool(ctx context.Context, step int, c llm.ToolCall) (res ToolResult) {
+	a := t.a
 	if ctx.Err() != nil {
 		return Errorf(CodeFailed, "the call was cancelled before it ran")
 	}
-	t := a.rt.tool(c.Name)
-	if t == nil || (a.opts.Tools != nil && !contains(a.opts.Tools, c.Name)) {
+	tool := a.rt.tool(c.Name)
+	if tool == nil || (a.opts.Tools != nil && !contains(a.opts.Tools, c.Name)) {
 		return Errorf(CodeFailed, "unknown tool %q", c.Name)
 	}
 	args := json.RawMessage(c.Arguments)
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	call := ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Agent: a, Turn: turn, Step: step}
+	call := ToolCall{ID: c.ID, Name: c.Name, Arguments: args, Agent: a, Turn: t.n, Step: step}
 	if v := runPreToolChain(ctx, a.rt.preToolHooks.list(), a, call); v.Deny {
 		return ToolResult{Content: "Denied: " + v.Reason, IsError: true, Code: CodeDenied}
 	}
-	if bad := t.checkArgs(args); bad != nil {
+	if bad := tool.checkArgs(args); bad != nil {
 		return *bad
 	}
 	defer func() {
@@ -201,7 +212,7 @@ func (a *Agent) runTool(ctx context.Context, turn, step int, c llm.ToolCall) (re
 			res = Errorf(CodeFailed, "the tool failed")
 		}
 	}()
-	res = t.Execute(ctx, call)
+	res = tool.Execute(ctx, call)
 	if res.IsError && res.Code == "" {
 		res.Code = CodeFailed
 	}

@@ -155,19 +155,6 @@ func decided(p *pendingTurn, res agent.ToolResult) []agent.Event {
 	return out
 }
 
-// takeExpired claims an approval whose time is up, for a run that resumes it as denied.
-func (t *Team) takeExpired(ctx context.Context, id string) (*pendingTurn, error) {
-	c, err := t.store.TakeExpiredClarification(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	var p pendingTurn
-	if err := json.Unmarshal(c.Form, &p); err != nil || p.Call == nil {
-		return nil, runs.Permanent(fmt.Errorf("lead: approval %s is unreadable", c.ID))
-	}
-	return &p, nil
-}
-
 // maxToolSummaryRunes bounds what a tool call's line on the card says of a failure.
 const maxToolSummaryRunes = 200
 
@@ -187,22 +174,6 @@ func (rs *runState) toolResult(e agent.Event) {
 	rs.emit(runs.Event{Kind: runs.EventSubagentResult, Subagent: info})
 }
 
-// takeExpiredRun takes the approval of a run Switchboard queued when its time ran out. One the
-// store's clock says still has time is tried again later (an error); one decided or withdrawn
-// meanwhile returns no turn, and the run ends without a word.
-func (t *Team) takeExpiredRun(ctx context.Context, env *runs.Envelope) (*pendingTurn, bool, string, error) {
-	p, err := t.takeExpired(ctx, env.ClarificationID)
-	switch {
-	case err == nil:
-		return p, true, "", nil
-	case errors.Is(err, threads.ErrClarificationOpen):
-		return nil, false, "", fmt.Errorf("lead: approval %s has not expired yet by the store's clock: %w", env.ClarificationID, err)
-	case errors.Is(err, threads.ErrClarificationAnswered), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
-		return nil, false, "", nil // decided or withdrawn meanwhile: nothing to resume, nothing to say
-	}
-	return nil, false, "", err
-}
-
 // ExpiryEnqueuer queues the run that resumes an expired approval of a conversation.
 type ExpiryEnqueuer func(ctx context.Context, convKey, approvalID string) error
 
@@ -211,30 +182,7 @@ type ExpiryEnqueuer func(ctx context.Context, convKey, approvalID string) error
 // the store) and queues a run for each, which tells the model the call expired. An approval
 // that could not be queued is scheduled again.
 func (t *Team) ExpireApprovals(ctx context.Context, every time.Duration, enqueue ExpiryEnqueuer) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		due, err := t.store.DueExpiries(ctx, time.Now(), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				t.log.Warn("lead: reading the approvals due to expire failed", "err", err)
-			}
-			continue
-		}
-		for _, e := range due {
-			if err := enqueue(ctx, e.ConvKey, e.ID); err != nil {
-				t.log.Warn("lead: queueing an expired approval failed; trying again later", "approval", e.ID, "err", err)
-				if err := t.store.ScheduleExpiry(context.WithoutCancel(ctx), e.ID, e.ConvKey, time.Now().Add(every)); err != nil {
-					t.log.Error("lead: an expired approval could not be scheduled again; it expires when someone next clicks", "approval", e.ID, "err", err)
-				}
-			}
-		}
-	}
+	t.questions.expire(ctx, every, enqueue)
 }
 
 // approvalForm is the card asking whether req may run, and who may decide: the requester, or

@@ -5,16 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
-	"github.com/switchboard-bot/switchboard/core/subagent"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/core/tools"
 )
@@ -49,7 +45,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	env := run.Envelope
 	// One step reads whether this run already ended (a redelivery), and otherwise ensures the
 	// thread and loads its history (the turns since the cached history's, see historyCache).
-	st, history, release, err := t.beginRun(ctx, env.Conv.String(), env.RunID)
+	st, history, release, err := t.history.begin(ctx, env.Conv.String(), env.RunID)
 	if err != nil {
 		return "", fmt.Errorf("lead: loading the run's thread: %w", err)
 	}
@@ -57,7 +53,7 @@ func (t *Team) HandleRun(ctx context.Context, run *runs.Run) (runs.Outcome, erro
 	if st.Finished {
 		return t.replayed(ctx, run, st)
 	}
-	p := t.placeOf(env)
+	p := t.places.of(env)
 	r, outcome, done, err := t.resumeOf(ctx, run, p)
 	if done {
 		return outcome, err
@@ -91,13 +87,13 @@ func (t *Team) resumeOf(ctx context.Context, run *runs.Run, p place) (r resume, 
 	r = resume{in: agent.Input{Content: env.Text}, id: scoped(identityOf(env), p)}
 	switch env.Kind {
 	case runs.KindMessage:
-		r.notices = t.withFiles(ctx, env, p, &r.in)
+		r.notices = t.files.prepare(ctx, env, p, &r.in)
 		return r, "", false, nil
 	case runs.KindClarificationAnswer:
 	default:
 		return r, "", true, runs.Permanent(fmt.Errorf("lead: run %s has kind %q, which the lead does not handle", env.RunID, env.Kind))
 	}
-	pc, expired, reason, err := t.takeAnswer(ctx, env)
+	pc, expired, reason, err := t.questions.take(ctx, env)
 	if err != nil {
 		return r, "", true, err
 	}
@@ -196,9 +192,9 @@ func (t *Team) conclude(ctx context.Context, run *runs.Run, th threads.Thread, r
 }
 
 // newLead creates a run's lead agent on its history, which the agent reads in place rather than
-// copying it (it may be the history cache's, see beginRun): nobody changes it afterwards.
+// copying it (it may be the history cache's, see historyReader.begin): nobody changes it afterwards.
 func (t *Team) newLead(sessionID string, p place, model string, history []agent.Event, extra []string) (*agent.Agent, error) {
-	names := t.builtins(p)
+	names := t.places.builtins(p)
 	if len(extra) > 0 {
 		names = append(append(make([]string, 0, len(names)+len(extra)), names...), extra...)
 	}
@@ -206,7 +202,7 @@ func (t *Team) newLead(sessionID string, p place, model string, history []agent.
 		SessionID: sessionID,
 		Seed:      history,
 		ShareSeed: true,
-		Options:   agent.Options{Model: model, System: []string{t.system(p)}, Tools: names, MaxSteps: t.opts.MaxSteps},
+		Options:   agent.Options{Model: model, System: []string{t.places.system(p)}, Tools: names, MaxSteps: t.opts.MaxSteps},
 	})
 }
 
@@ -324,52 +320,6 @@ func expiry(ttl time.Duration) time.Time {
 	return time.Now().Add(ttl)
 }
 
-// takeAnswer claims the clarification an answer run answers. A reason is returned for answers
-// that cannot be taken (expired, taken, someone else's); an error for store failures.
-// An approval whose time is up is taken all the same, as expired: the call is then denied and
-// the model told so (expired is true).
-func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (p *pendingTurn, expired bool, reason string, err error) {
-	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
-		return t.takeExpiredRun(ctx, env)
-	}
-	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
-	switch {
-	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
-		// Our own earlier attempt took it; carry on.
-		expired = c.AnsweredBy == ""
-	case errors.Is(err, threads.ErrClarificationExpired) && isApproval(c):
-		if p, err := t.takeExpired(ctx, env.ClarificationID); err == nil {
-			return p, true, "", nil
-		} else if errors.Is(err, threads.ErrClarificationAnswered) {
-			return nil, false, reasonAnswered, nil
-		} else if !errors.Is(err, threads.ErrClarificationCancelled) {
-			return nil, false, "", fmt.Errorf("lead: taking the expired approval: %w", err)
-		}
-		return nil, false, reasonExpired, nil
-	case errors.Is(err, threads.ErrClarificationExpired), errors.Is(err, threads.ErrClarificationCancelled), errors.Is(err, threads.ErrClarificationNotFound):
-		return nil, false, reasonExpired, nil
-	case errors.Is(err, threads.ErrClarificationAnswered):
-		return nil, false, reasonAnswered, nil
-	case errors.Is(err, threads.ErrNotYourClarification):
-		return nil, false, reasonNotYours, nil
-	case err != nil:
-		return nil, false, "", fmt.Errorf("lead: taking the answer: %w", err)
-	}
-	p = &pendingTurn{}
-	if err := json.Unmarshal(c.Form, p); err != nil {
-		return nil, false, "", runs.Permanent(fmt.Errorf("lead: clarification %s is unreadable: %w", c.ID, err))
-	}
-	return p, expired, "", nil
-}
-
-// isApproval reports whether a stored clarification is an approval.
-func isApproval(c threads.Clarification) bool {
-	var p struct {
-		Call *pendingCall `json:"call"`
-	}
-	return json.Unmarshal(c.Form, &p) == nil && p.Call != nil
-}
-
 // answered is the pending turn completed with the answer as the question's tool result.
 func answered(p *pendingTurn, answer string) []agent.Event {
 	out := make([]agent.Event, 0, len(p.Events))
@@ -421,12 +371,6 @@ func encodedSize(e *agent.Event) int {
 	return n + (len(e.Content)+len(e.Reasoning)+len(e.Arguments)+len(e.Error))*9/8
 }
 
-// decodeHistory turns the stored session events back into agent events; unreadable ones are
-// skipped and logged.
-func (t *Team) decodeHistory(conv string, raw []json.RawMessage) []agent.Event {
-	return t.decodeEvents(make([]agent.Event, 0, len(raw)), conv, raw)
-}
-
 // answerText is what users may see of a turn: the assistant text of that turn's last message
 // that has any. Allowlist: only assistant/message content of the given turn qualifies.
 func answerText(events []agent.Event, turn int) string {
@@ -447,165 +391,4 @@ func failureReason(r agent.TurnEndReason) string {
 		return reasonRefused
 	}
 	return reasonFailed
-}
-
-// runState is one run's bridge from agent events to run events. Events go out in order through
-// one goroutine, so a slow platform never holds up an agent's loop.
-type runState struct {
-	t     *Team
-	run   *runs.Run
-	lead  *agent.Agent
-	place place // the run's profile
-	asked *asked
-
-	mu       sync.Mutex
-	queue    []runs.Event
-	closed   bool
-	lastProg time.Time
-	// order numbers the lead's delegate calls of this run (call id → 1, 2, …) in the order it
-	// asked for them.
-	order map[string]int
-	// deltas: the sink shows answer text as it is written (runs.AnswerDeltaSink), so the lead's
-	// chunks go out as EventAnswerDelta; part numbers the model steps that wrote some, and
-	// partOf is the (turn, step) of the latest.
-	deltas bool
-	part   int
-	partOf [2]int
-	wake   chan struct{}
-	done   chan struct{}
-}
-
-func newRunState(t *Team, run *runs.Run, lead *agent.Agent, p place) *runState {
-	rs := &runState{t: t, run: run, lead: lead, place: p, asked: &asked{lead: lead}, order: map[string]int{}, deltas: run.WantsAnswerDeltas(),
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go rs.loop()
-	return rs
-}
-
-// delegated numbers the lead's delegate call callID: the next in this run.
-func (rs *runState) delegated(callID string) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if _, seen := rs.order[callID]; !seen {
-		rs.order[callID] = len(rs.order) + 1
-	}
-}
-
-// orderOf is the number of the lead's delegation that started the child of e (0 for a child
-// no numbered call started).
-func (rs *runState) orderOf(e subagent.Event) int {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.order[e.CallID]
-}
-
-// label is how users see the child of e: the name the lead gave it, else "Subagent" and the
-// number of its delegation — never the backend's name ("spawn", "fork").
-func (rs *runState) label(e subagent.Event) string {
-	if e.Name != "" {
-		return e.Name
-	}
-	if n := rs.orderOf(e); n > 0 {
-		return "Subagent " + strconv.Itoa(n)
-	}
-	return "Subagent"
-}
-
-// answerDelta emits text the lead's model just wrote in step (turn, step) as an answer delta.
-func (rs *runState) answerDelta(turn, step int, text string) {
-	rs.mu.Lock()
-	if key := [2]int{turn, step}; rs.part == 0 || key != rs.partOf {
-		rs.part, rs.partOf = rs.part+1, key
-	}
-	part := rs.part
-	rs.mu.Unlock()
-	rs.emit(runs.Event{Kind: runs.EventAnswerDelta, Text: text, Part: part})
-}
-
-func (rs *runState) emit(ev runs.Event) {
-	rs.mu.Lock()
-	if rs.closed {
-		rs.mu.Unlock()
-		return
-	}
-	if n := len(rs.queue); ev.Kind == runs.EventAnswerDelta && n > 0 && rs.queue[n-1].Kind == runs.EventAnswerDelta && rs.queue[n-1].Part == ev.Part {
-		// The sink is busy with an earlier event: the deltas waiting behind it go out as one,
-		// so a slow platform gets fewer, larger appends instead of one call per token.
-		rs.queue[n-1].Text += ev.Text
-		rs.mu.Unlock()
-		return
-	}
-	rs.queue = append(rs.queue, ev)
-	rs.mu.Unlock()
-	select {
-	case rs.wake <- struct{}{}:
-	default:
-	}
-}
-
-// progress emits a progress event unless one went out less than ProgressEvery ago.
-func (rs *runState) progress(tool, text string) {
-	rs.mu.Lock()
-	now := time.Now()
-	if now.Sub(rs.lastProg) < rs.t.opts.ProgressEvery {
-		rs.mu.Unlock()
-		return
-	}
-	rs.lastProg = now
-	rs.mu.Unlock()
-	rs.emit(runs.Event{Kind: runs.EventProgress, Tool: tool, Text: text})
-}
-
-// maxSummaryRunes bounds a subagent's summary on a card; the lead's answer carries the detail.
-const maxSummaryRunes = 600
-
-func (rs *runState) subagentResult(e subagent.Event) {
-	summary := e.LastAssistantMessage
-	if e.StopReason != subagent.StopCompleted && e.Detail != "" {
-		summary = e.Detail
-	}
-	if utf8.RuneCountInString(summary) > maxSummaryRunes {
-		summary = string([]rune(summary)[:maxSummaryRunes]) + "…"
-	}
-	info := &runs.SubagentInfo{ID: e.ID, Name: rs.label(e), Order: rs.orderOf(e), StopReason: string(e.StopReason), Summary: summary}
-	if e.Structured != "" && json.Valid([]byte(e.Structured)) {
-		info.Structured = json.RawMessage(e.Structured)
-	}
-	rs.emit(runs.Event{Kind: runs.EventSubagentResult, Subagent: info})
-}
-
-func (rs *runState) loop() {
-	defer close(rs.done)
-	for {
-		rs.mu.Lock()
-		batch := rs.queue
-		rs.queue = nil
-		closed := rs.closed
-		rs.mu.Unlock()
-		for _, ev := range batch {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			if err := rs.run.Emit(ctx, ev); err != nil {
-				rs.t.log.Warn("lead: delivering a run event failed", "run", rs.run.Envelope.RunID, "kind", ev.Kind, "err", err)
-			}
-			cancel()
-		}
-		if closed && len(batch) == 0 {
-			return
-		}
-		if !closed {
-			<-rs.wake
-		}
-	}
-}
-
-// close flushes the queued events and stops the loop; idempotent.
-func (rs *runState) close() {
-	rs.mu.Lock()
-	rs.closed = true
-	rs.mu.Unlock()
-	select {
-	case rs.wake <- struct{}{}:
-	default:
-	}
-	<-rs.done
 }

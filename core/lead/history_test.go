@@ -30,8 +30,8 @@ func TestDecodeHistorySkipsUnreadableEvents(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			team := &Team{log: slog.New(slog.DiscardHandler)}
-			got := team.decodeHistory("conv", tc.raw)
+			hr := &historyReader{log: slog.New(slog.DiscardHandler)}
+			got := hr.decode("conv", tc.raw)
 			if len(got) != len(tc.want) {
 				t.Fatalf("kept %d events, want %d: %+v", len(got), len(tc.want), got)
 			}
@@ -57,10 +57,10 @@ func BenchmarkDecodeHistory(b *testing.B) {
 			raw = append(raw, j)
 		}
 	}
-	team := &Team{log: slog.New(slog.DiscardHandler)}
+	hr := &historyReader{log: slog.New(slog.DiscardHandler)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(team.decodeHistory("conv", raw)) != len(raw) {
+		if len(hr.decode("conv", raw)) != len(raw) {
 			b.Fatal("events lost")
 		}
 	}
@@ -173,9 +173,10 @@ func storedHistory(tb testing.TB, turns int) []json.RawMessage {
 func BenchmarkDecodeHistory50Turns(b *testing.B) {
 	raw := storedHistory(b, 50)
 	team := &Team{rt: agent.NewRuntime(llm.NewScripted()), log: slog.New(slog.DiscardHandler)}
+	hr := &historyReader{log: team.log}
 	b.ReportAllocs()
 	for b.Loop() {
-		history := team.decodeHistory("conv", raw)
+		history := hr.decode("conv", raw)
 		if len(history) != len(raw) {
 			b.Fatal("events lost")
 		}

@@ -60,7 +60,7 @@ func storedTurn(t *testing.T, i int) []json.RawMessage {
 // releases it.
 func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 	store := NewTestStore(t, threads.Options{HistoryTurns: 3})
-	team := &Team{store: store, history: newHistoryCache(DefaultHistoryCacheEvents), log: slog.New(slog.DiscardHandler)}
+	hr := &historyReader{store: store, cache: newHistoryCache(DefaultHistoryCacheEvents), log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	const conv = "console/-/local/"
 	full := func() []agent.Event {
@@ -68,12 +68,12 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return team.decodeHistory(conv, raw)
+		return hr.decode(conv, raw)
 	}
 	type handed struct{ history, then []agent.Event }
 	var earlier []handed
 	for i := 1; i <= 7; i++ {
-		st, history, release, err := team.beginRun(ctx, conv, fmt.Sprintf("run%d", i))
+		st, history, release, err := hr.begin(ctx, conv, fmt.Sprintf("run%d", i))
 		if err != nil || st.Finished {
 			t.Fatalf("run %d: %+v, %v", i, st, err)
 		}
@@ -93,7 +93,7 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 		if len(history) != cap(history) {
 			t.Errorf("run %d's history has room past its end: an append would write into the cache", i)
 		}
-		if again := team.history.take(conv); again != nil {
+		if again := hr.cache.take(conv); again != nil {
 			t.Fatalf("run %d: the history was the cache's again before the run released it", i)
 		}
 		if _, err := store.FinishRun(ctx, conv, fmt.Sprintf("run%d", i), runEndFor(st.Thread.ID, storedTurn(t, i))); err != nil {
@@ -162,7 +162,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 	store := NewTestStore(t, threads.Options{HistoryTurns: 4})
 	// Room for 120 events: a conversation's history (4 turns of 2 events, and room to grow)
 	// fits, twelve of them do not.
-	team := &Team{store: store, history: newHistoryCache(120), log: slog.New(slog.DiscardHandler)}
+	hr := &historyReader{store: store, cache: newHistoryCache(120), log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	const workers, convsEach, runs = 4, 3, 8
 	var partial atomic.Int32
@@ -174,7 +174,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 					for c := range convsEach {
 						conv := fmt.Sprintf("console/-/c%d-%d/", w, c)
 						id := fmt.Sprintf("run%d", r)
-						st, history, release, err := team.beginRun(ctx, conv, id)
+						st, history, release, err := hr.begin(ctx, conv, id)
 						if err != nil {
 							return err
 						}
@@ -185,7 +185,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if want := team.decodeHistory(conv, raw); len(history) != len(want) || (len(want) > 0 && !reflect.DeepEqual(history, want)) {
+						if want := hr.decode(conv, raw); len(history) != len(want) || (len(want) > 0 && !reflect.DeepEqual(history, want)) {
 							return fmt.Errorf("%s %s: history of %d events, the log's %d", conv, id, len(history), len(want))
 						}
 						turn := []json.RawMessage{
@@ -209,7 +209,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 	}
 	// How many found their history cached depends on the interleaving; the other tests count it.
 	t.Logf("%d runs of %d read only the new turns", partial.Load(), workers*convsEach*runs)
-	if team.history.held > team.history.max {
-		t.Errorf("the cache holds room for %d events, past its bound of %d", team.history.held, team.history.max)
+	if hr.cache.held > hr.cache.max {
+		t.Errorf("the cache holds room for %d events, past its bound of %d", hr.cache.held, hr.cache.max)
 	}
 }

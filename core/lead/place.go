@@ -2,13 +2,9 @@ package lead
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strings"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
-	"github.com/switchboard-bot/switchboard/core/attach"
-	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/profile"
 	"github.com/switchboard-bot/switchboard/core/runs"
@@ -16,51 +12,47 @@ import (
 	"github.com/switchboard-bot/switchboard/core/tools"
 )
 
-// FileOptions say how the files a message brings reach the model (see core/attach).
-type FileOptions struct {
-	// Fetch downloads one file of conversation k with its platform's authentication, refusing
-	// more than limit bytes (conv.ErrFileTooLarge). Nil: files are named to the model, not read.
-	Fetch func(ctx context.Context, k conv.Key, a conv.Attachment, limit int64) ([]byte, error)
-	// MaxBytes, MaxTextChars and MaxFiles bound what is read (attach.Options).
-	MaxBytes     int64
-	MaxTextChars int
-	MaxFiles     int
-	// Transcriber turns voice notes into text; nil describes them.
-	Transcriber attach.Transcriber
-}
-
 // place is what a run's profile decides for it.
 type place struct {
 	prof profile.Profile
 	why  string
 }
 
-// placeOf resolves the profile of the place env comes from: the configured routes', or, with
-// no profiles configured, the one the Team's options describe.
-func (t *Team) placeOf(env *runs.Envelope) place {
-	if t.opts.Profiles == nil {
-		return place{prof: t.defaultProfile(), why: "no profiles configured"}
+// placer resolves each run's place and says what the place gives the lead: its system prompt
+// and which of the Team's own tools it is offered.
+type placer struct {
+	opts Options
+	// tools are the Team's own tools (delegate, ask_clarification, Options.ExtraTools), in the
+	// order NewTeam registered them.
+	tools []string
+}
+
+// of resolves the profile of the place env comes from: the configured routes', or, with no
+// profiles configured, the one the Team's options describe.
+func (pl *placer) of(env *runs.Envelope) place {
+	if pl.opts.Profiles == nil {
+		return place{prof: pl.defaultProfile(), why: "no profiles configured"}
 	}
-	res := t.opts.Profiles.Resolve(profile.Facts{Key: env.Conv, Direct: env.Direct, User: env.Identity.ChannelUserID})
+	res := pl.opts.Profiles.Resolve(profile.Facts{Key: env.Conv, Direct: env.Direct, User: env.Identity.ChannelUserID})
 	return place{prof: res.Profile, why: res.Why}
 }
 
 // defaultProfile is the Team's options as a profile: every tool, no cut of the history.
-func (t *Team) defaultProfile() profile.Profile {
-	depth := t.opts.MaxDepth
-	if t.opts.NoSubagents {
+func (pl *placer) defaultProfile() profile.Profile {
+	depth := pl.opts.MaxDepth
+	if pl.opts.NoSubagents {
 		depth = 0
 	}
-	return profile.Profile{Name: profile.Default, SystemPrompt: t.opts.System, Model: t.opts.Model,
-		Subagents: profile.Subagents{MaxDepth: depth, MaxConcurrent: t.opts.MaxConcurrent}}
+	return profile.Profile{Name: profile.Default, SystemPrompt: pl.opts.System, Model: pl.opts.Model,
+		Subagents: profile.Subagents{MaxDepth: depth, MaxConcurrent: pl.opts.MaxConcurrent}}
 }
 
 // system is the lead's system prompt in p.
-func (t *Team) system(p place) string {
+func (pl *placer) system(p place) string {
 	if p.prof.SystemPrompt != "" {
 		return p.prof.SystemPrompt
 	}
-	return t.opts.System
+	return pl.opts.System
 }
 
 // modelIn is the model a conversation's run uses in p: the conversation's /model choice when
@@ -82,12 +74,12 @@ func scoped(id tools.Identity, p place) tools.Identity {
 
 // builtins are the Team's own tools offered to the lead in p: without delegate where p has no
 // subagents.
-func (t *Team) builtins(p place) []string {
-	if t.opts.Profiles == nil || p.prof.Subagents.MaxDepth > 0 || !slices.Contains(t.tools, subagent.DelegateToolName) {
-		return t.tools
+func (pl *placer) builtins(p place) []string {
+	if pl.opts.Profiles == nil || p.prof.Subagents.MaxDepth > 0 || !slices.Contains(pl.tools, subagent.DelegateToolName) {
+		return pl.tools
 	}
-	out := make([]string, 0, len(t.tools))
-	for _, n := range t.tools {
+	out := make([]string, 0, len(pl.tools))
+	for _, n := range pl.tools {
 		if n != subagent.DelegateToolName {
 			out = append(out, n)
 		}
@@ -150,66 +142,4 @@ func lastTurns(history []agent.Event, n int) []agent.Event {
 		out[i].Seq = i
 	}
 	return out
-}
-
-// withFiles adds what env's files say to the input: their text, their images where the
-// profile's model sees them, and the notices for the user of files that could not be read.
-func (t *Team) withFiles(ctx context.Context, env *runs.Envelope, p place, in *agent.Input) []string {
-	if len(env.Attachments) == 0 {
-		return nil
-	}
-	f := t.opts.Files
-	var fetch attach.Fetcher
-	if f.Fetch != nil {
-		fetch = func(ctx context.Context, a conv.Attachment, limit int64) ([]byte, error) {
-			data, err := f.Fetch(ctx, env.Conv, a, limit)
-			if err != nil && ctx.Err() == nil {
-				t.fileFailed(env, "download", a, err)
-			}
-			return data, err
-		}
-	}
-	var tr attach.Transcriber
-	if f.Transcriber != nil {
-		tr = loggedTranscriber{t: t, env: env, tr: f.Transcriber}
-	}
-	res := attach.Prepare(ctx, env.Attachments, fetch, attach.Options{MaxBytes: f.MaxBytes, MaxTextChars: f.MaxTextChars,
-		MaxFiles: f.MaxFiles, Vision: p.prof.Vision, Transcriber: tr})
-	if res.Text != "" {
-		in.Content = strings.TrimSpace(in.Content + "\n\n" + res.Text)
-	}
-	in.Images = res.Images
-	return res.Notices
-}
-
-// fileFailed logs a file of env that could not be downloaded or transcribed, for an operator
-// (a missing scope, an expired link, a transcription endpoint down): its type, size and the
-// error — with the file's URL cut out, should an error quote it (the adapters' do not; a
-// Telegram file URL holds the bot token). A file over the size limit is expected: Info.
-func (t *Team) fileFailed(env *runs.Envelope, what string, a conv.Attachment, err error) {
-	msg := err.Error()
-	if a.URL != "" {
-		msg = strings.ReplaceAll(msg, a.URL, "<file url>")
-	}
-	log := t.log.Warn
-	if errors.Is(err, conv.ErrFileTooLarge) {
-		log = t.log.Info
-	}
-	log("lead: a file the user sent could not be read", "run", env.RunID, "platform", env.Conv.Platform,
-		"step", what, "type", a.MIME, "size", a.Size, "err", msg)
-}
-
-// loggedTranscriber logs the transcriptions that fail.
-type loggedTranscriber struct {
-	t   *Team
-	env *runs.Envelope
-	tr  attach.Transcriber
-}
-
-func (l loggedTranscriber) Transcribe(ctx context.Context, name, mime string, data []byte) (string, error) {
-	text, err := l.tr.Transcribe(ctx, name, mime, data)
-	if err != nil && ctx.Err() == nil {
-		l.t.fileFailed(l.env, "transcription", conv.Attachment{MIME: mime, Size: int64(len(data))}, err)
-	}
-	return text, err
 }

@@ -78,12 +78,16 @@ type Team struct {
 	opts    Options
 	log     *slog.Logger
 	closers []func()
-	tools   []string
+	// places resolves the runs' profiles; it holds the Team's own tools.
+	places    placer
+	files     fileReader
+	questions questions
 
 	// runs maps the id of every agent working for a run (the lead and its children) to the run.
 	runs sync.Map // string → *runState
-	// history keeps the conversations' decoded histories between their runs.
-	history *historyCache
+	// history reads the runs' histories, keeping the conversations' decoded histories between
+	// their runs.
+	history *historyReader
 }
 
 // NewTeam builds the runtime on provider, registers the spawn and fork backends, the delegate
@@ -102,12 +106,15 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 		opts.HistoryCacheEvents = DefaultHistoryCacheEvents
 	}
 	t = &Team{
-		history: newHistoryCache(opts.HistoryCacheEvents),
-		rt:      agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
-		svc:     subagent.NewService(opts.Logger),
-		store:   store,
-		opts:    opts,
-		log:     opts.Logger,
+		rt:        agent.NewRuntime(provider, agent.WithLogger(opts.Logger)),
+		svc:       subagent.NewService(opts.Logger),
+		store:     store,
+		opts:      opts,
+		places:    placer{opts: opts},
+		log:       opts.Logger,
+		files:     fileReader{opts: opts.Files, log: opts.Logger},
+		questions: questions{store: store, log: opts.Logger},
+		history:   &historyReader{store: store, cache: newHistoryCache(opts.HistoryCacheEvents), log: opts.Logger},
 	}
 	defer func() {
 		if err != nil {
@@ -131,7 +138,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 			return nil, fmt.Errorf("lead: %w", err)
 		}
 		t.closers = append(t.closers, reg.Remove)
-		t.tools = append(t.tools, subagent.DelegateToolName)
+		t.places.tools = append(t.places.tools, subagent.DelegateToolName)
 	}
 	for _, tool := range append([]agent.Tool{clarifyTool()}, opts.ExtraTools...) {
 		reg, err := t.rt.RegisterTool(tool)
@@ -139,7 +146,7 @@ func NewTeam(provider llm.Provider, store *threads.Store, opts Options) (t *Team
 			return nil, fmt.Errorf("lead: %w", err)
 		}
 		t.closers = append(t.closers, reg.Remove)
-		t.tools = append(t.tools, tool.Name)
+		t.places.tools = append(t.places.tools, tool.Name)
 	}
 	if opts.Tools != nil {
 		t.closers = append(t.closers, opts.Tools.Attach(t.rt))

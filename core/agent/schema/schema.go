@@ -81,119 +81,175 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// node is one schema object being checked: where it is, its declared type (typ, when hasType
+// and the type is valid) and how deep it lies.
+type node struct {
+	path    string
+	m       map[string]any
+	typ     string
+	hasType bool
+	depth   int
+}
+
 func (c *checker) check(path string, m map[string]any, depth int) {
+	if !c.enter(path, m, depth) {
+		return
+	}
+	defer c.leave()
+	n := node{path: path, m: m, depth: depth}
+	n.typ, n.hasType = c.typeOf(path, m)
+	for _, k := range sortedKeys(m) {
+		c.keyword(n, k, m[k])
+	}
+}
+
+// enter puts m on the path being checked; false (and a violation) when it lies too deep or is
+// already on the path, the tree looping.
+func (c *checker) enter(path string, m map[string]any, depth int) bool {
 	if depth > maxDepth {
 		// Every level lengthens the path, so an unbounded descent costs quadratic memory.
 		c.add(path, "is nested too deeply")
-		return
+		return false
 	}
 	id := reflect.ValueOf(m).Pointer()
 	if slices.Contains(c.onPath, id) {
 		c.add(path, "is circular")
-		return
+		return false
 	}
 	c.onPath = append(c.onPath, id)
-	defer func() { c.onPath = c.onPath[:len(c.onPath)-1] }()
+	return true
+}
 
-	typ, hasType := "", false
-	if raw, ok := m["type"]; ok {
-		hasType = true
-		t, isStr := raw.(string)
-		switch {
-		case !isStr:
-			c.add(dot(path, "type"), "must be a single type name (type arrays are not supported)")
-		case !validTypes[t]:
-			c.add(dot(path, "type"), fmt.Sprintf("has unknown type %q", t))
-		default:
-			typ = t
+// leave takes the schema object enter put last off the path.
+func (c *checker) leave() { c.onPath = c.onPath[:len(c.onPath)-1] }
+
+// typeOf checks m's type keyword; typ is the type when it is one valid name, and hasType says
+// whether m has the keyword at all.
+func (c *checker) typeOf(path string, m map[string]any) (typ string, hasType bool) {
+	raw, ok := m["type"]
+	if !ok {
+		return "", false
+	}
+	t, isStr := raw.(string)
+	switch {
+	case !isStr:
+		c.add(dot(path, "type"), "must be a single type name (type arrays are not supported)")
+	case !validTypes[t]:
+		c.add(dot(path, "type"), fmt.Sprintf("has unknown type %q", t))
+	default:
+		typ = t
+	}
+	return typ, true
+}
+
+// keyword checks the keyword k of n, whose value is v.
+func (c *checker) keyword(n node, k string, v any) {
+	switch k {
+	case "type", "default", "examples":
+	case "description", "title":
+		if _, ok := v.(string); !ok {
+			c.add(dot(n.path, k), "must be a string")
+		}
+	case "properties":
+		c.onlyOnObjects(n, k)
+		c.properties(n, k, v)
+	case "required":
+		c.onlyOnObjects(n, k)
+		c.required(n, k, v)
+	case "additionalProperties":
+		c.onlyOnObjects(n, k)
+		if _, ok := v.(bool); !ok {
+			c.add(dot(n.path, k), "must be a boolean")
+		}
+	case "items":
+		if n.hasType && n.typ != "array" {
+			c.add(dot(n.path, k), "is only allowed on arrays")
+		}
+		c.items(n, k, v)
+	case "enum":
+		c.onlyOnScalars(n, k)
+		c.enum(n, k, v)
+	case "const":
+		c.onlyOnScalars(n, k)
+		if !isScalar(v) {
+			c.add(dot(n.path, k), "must be a scalar")
+		}
+	default:
+		c.add(dot(n.path, k), "is not supported")
+	}
+}
+
+// onlyOnObjects reports the object keyword k on a schema of another declared type.
+func (c *checker) onlyOnObjects(n node, k string) {
+	if n.hasType && n.typ != "object" {
+		c.add(dot(n.path, k), "is only allowed on objects")
+	}
+}
+
+// onlyOnScalars reports the scalar keyword k on an object or array schema.
+func (c *checker) onlyOnScalars(n node, k string) {
+	if n.typ == "object" || n.typ == "array" {
+		c.add(dot(n.path, k), "is only allowed on scalar types")
+	}
+}
+
+// properties checks every property's schema.
+func (c *checker) properties(n node, k string, v any) {
+	props, ok := v.(map[string]any)
+	if !ok {
+		c.add(dot(n.path, k), "must be an object")
+		return
+	}
+	for _, name := range sortedKeys(props) {
+		sub, ok := props[name].(map[string]any)
+		if !ok {
+			c.add(n.path+"."+k+"."+name, "must be a schema object")
+			continue
+		}
+		c.check(n.path+"."+k+"."+name, sub, n.depth+1)
+	}
+}
+
+// required checks that every required name is a string naming one of the properties.
+func (c *checker) required(n node, k string, v any) {
+	list, ok := v.([]any)
+	if !ok {
+		c.add(dot(n.path, k), "must be an array of property names")
+		return
+	}
+	props, _ := n.m["properties"].(map[string]any)
+	for i, r := range list {
+		name, ok := r.(string)
+		if !ok {
+			c.add(index(dot(n.path, k), i), "must be a string")
+			continue
+		}
+		if _, ok := props[name]; !ok {
+			c.add(index(dot(n.path, k), i), fmt.Sprintf("names %q, which is not in properties", name))
 		}
 	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		switch k {
-		case "type":
-		case "description", "title":
-			if _, ok := v.(string); !ok {
-				c.add(dot(path, k), "must be a string")
-			}
-		case "default", "examples":
-		case "properties":
-			if hasType && typ != "object" {
-				c.add(dot(path, k), "is only allowed on objects")
-			}
-			props, ok := v.(map[string]any)
-			if !ok {
-				c.add(dot(path, k), "must be an object")
-				continue
-			}
-			for _, n := range sortedKeys(props) {
-				sub, ok := props[n].(map[string]any)
-				if !ok {
-					c.add(path+"."+k+"."+n, "must be a schema object")
-					continue
-				}
-				c.check(path+"."+k+"."+n, sub, depth+1)
-			}
-		case "required":
-			if hasType && typ != "object" {
-				c.add(dot(path, k), "is only allowed on objects")
-			}
-			list, ok := v.([]any)
-			if !ok {
-				c.add(dot(path, k), "must be an array of property names")
-				continue
-			}
-			props, _ := m["properties"].(map[string]any)
-			for i, r := range list {
-				name, ok := r.(string)
-				if !ok {
-					c.add(index(dot(path, k), i), "must be a string")
-					continue
-				}
-				if _, ok := props[name]; !ok {
-					c.add(index(dot(path, k), i), fmt.Sprintf("names %q, which is not in properties", name))
-				}
-			}
-		case "additionalProperties":
-			if hasType && typ != "object" {
-				c.add(dot(path, k), "is only allowed on objects")
-			}
-			if _, ok := v.(bool); !ok {
-				c.add(dot(path, k), "must be a boolean")
-			}
-		case "items":
-			if hasType && typ != "array" {
-				c.add(dot(path, k), "is only allowed on arrays")
-			}
-			sub, ok := v.(map[string]any)
-			if !ok {
-				c.add(dot(path, k), "must be a schema object")
-				continue
-			}
-			c.check(dot(path, k), sub, depth+1)
-		case "enum":
-			if typ == "object" || typ == "array" {
-				c.add(dot(path, k), "is only allowed on scalar types")
-			}
-			list, ok := v.([]any)
-			if !ok || len(list) == 0 {
-				c.add(dot(path, k), "must be a non-empty array")
-				continue
-			}
-			for i, e := range list {
-				if !isScalar(e) {
-					c.add(index(dot(path, k), i), "must be a scalar")
-				}
-			}
-		case "const":
-			if typ == "object" || typ == "array" {
-				c.add(dot(path, k), "is only allowed on scalar types")
-			}
-			if !isScalar(v) {
-				c.add(dot(path, k), "must be a scalar")
-			}
-		default:
-			c.add(dot(path, k), "is not supported")
+}
+
+// items checks the items' schema.
+func (c *checker) items(n node, k string, v any) {
+	sub, ok := v.(map[string]any)
+	if !ok {
+		c.add(dot(n.path, k), "must be a schema object")
+		return
+	}
+	c.check(dot(n.path, k), sub, n.depth+1)
+}
+
+// enum checks that the enum is a non-empty list of scalars.
+func (c *checker) enum(n node, k string, v any) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		c.add(dot(n.path, k), "must be a non-empty array")
+		return
+	}
+	for i, e := range list {
+		if !isScalar(e) {
+			c.add(index(dot(n.path, k), i), "must be a scalar")
 		}
 	}
 }

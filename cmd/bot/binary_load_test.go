@@ -75,6 +75,7 @@ func BenchmarkBinary(b *testing.B) {
 		{loadSpec: loadSpec{name: "minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true},
 		{loadSpec: loadSpec{name: "warm_minimalbot_2000msgs_200chats", messages: 2000, chats: 200}, procs: 1, minimal: true, warm: true},
 		{loadSpec: realisticTelegram, procs: 1},
+		{loadSpec: minimalRealistic, procs: 1, minimal: true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			for range b.N {

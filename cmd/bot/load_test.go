@@ -112,11 +112,16 @@ const (
 	realisticStream   = 1500 * time.Millisecond
 )
 
-// realisticTelegram is the realistic workload over polling, as shipped: typing at receipt, the
-// placeholder once the run outlasts runs.placeholder_after (1 s), edited into the answer when
-// the model is done (Telegram shows no text as it is written: the lead emits no answer deltas
-// for a channel that cannot stream).
+// realisticTelegram is the realistic workload over polling, as shipped: typing at receipt, and
+// in these private chats the answer streamed as a draft (telegram.drafts) from
+// runs.placeholder_after (1 s), sent as one message when the model is done.
 var realisticTelegram = loadSpec{name: "realistic_paced50ps_stream1500ms", messages: realisticMessages, chats: 200,
+	rate: realisticRate, stream: realisticStream}
+
+// minimalRealistic is realisticTelegram answered by the minimal bot (minimalbot_test.go): the
+// floor to read the realistic figures against on the machine at hand — the same polling, the same
+// streamed model call read the same way, and one sendMessage, with nothing else.
+var minimalRealistic = loadSpec{name: "minimalbot_" + realisticTelegram.name, messages: realisticMessages, chats: 200,
 	rate: realisticRate, stream: realisticStream}
 
 // model is how the fake model answers w's messages.

@@ -15,6 +15,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/switchboard-bot/switchboard/config"
 )
 
 // The minimal bot is the floor BenchmarkBinary's figures are read against: the least a
@@ -33,8 +34,9 @@ import (
 // else.
 const minimalBotEnv = "SB_LOAD_MINIMAL_BOT"
 
-// minimalBotWorkers bounds the messages in flight, as `bot run`'s worker pool does.
-const minimalBotWorkers = 64
+// minimalBotWorkers bounds the messages in flight, as `bot run`'s worker pool does, and as
+// many: the realistic workload keeps 75 answers streaming at once, more than 64 workers take.
+const minimalBotWorkers = config.DefaultWorkers
 
 func init() {
 	if os.Getenv(minimalBotEnv) == "" {

@@ -274,7 +274,7 @@ func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out run
 	if turn != nil {
 		end.ThreadID, end.Turn = turn.threadID, turn.events
 	}
-	first, err := t.store.FinishRun(ctx, run.Envelope.Conv.String(), id, end)
+	first, err := t.store.History().FinishRun(ctx, run.Envelope.Conv.String(), id, end)
 	switch {
 	case errors.Is(err, threads.ErrStaleThread):
 		// The user started over with `new` while this ran; the answer still goes out.
@@ -302,7 +302,7 @@ func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events []agent.
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: encoding the question: %w", err))
 	}
-	c, err := t.store.PutClarification(ctx, threads.Clarification{
+	c, err := t.store.Clarifications().PutClarification(ctx, threads.Clarification{
 		ID:            "q" + env.RunID,
 		ConvKey:       env.Conv.String(),
 		RunID:         env.RunID,
@@ -332,7 +332,7 @@ func (t *Team) takeAnswer(ctx context.Context, env *runs.Envelope) (p *pendingTu
 	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
 		return t.takeExpiredRun(ctx, env)
 	}
-	c, err := t.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
+	c, err := t.store.Clarifications().TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
 	switch {
 	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
 		// Our own earlier attempt took it; carry on.

@@ -18,7 +18,7 @@ const DefaultHistoryCacheEvents = 16384
 
 // historyCache keeps the decoded history of the conversations this process ran last, each with
 // the mark of the log it was read from, so that a run reads and decodes only the turns appended
-// since (threads.Store.BeginRunAfter) instead of the whole log: the CPU and the Redis transfer a
+// since (threads.History.BeginRunAfter) instead of the whole log: the CPU and the Redis transfer a
 // run spends on its history then no longer grow with the history's length. The log in Redis
 // stays the truth: a mark that no longer matches (another thread after /new, a log written by a
 // version that does not count its turns) reads the whole log again, and another process's turns
@@ -89,7 +89,7 @@ func (c *historyCache) put(h *cachedHistory) {
 	}
 }
 
-// beginRun is threads.Store.BeginRun with the history decoded, read after the cached mark when
+// beginRun is threads.History.BeginRun with the history decoded, read after the cached mark when
 // there is one. The history it returns is shared with the cache (capped: an append copies it)
 // and must not be changed; release gives the conversation's history back to the cache when the
 // run is over, so two runs of one conversation never hold it at once. Once handed out, a
@@ -102,7 +102,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.Run
 	if h != nil {
 		mark = h.mark
 	}
-	if st, err = t.store.BeginRunAfter(ctx, conv, runID, mark); err != nil {
+	if st, err = t.store.History().BeginRunAfter(ctx, conv, runID, mark); err != nil {
 		return st, nil, nil, err
 	}
 	if st.Finished {
@@ -113,7 +113,7 @@ func (t *Team) beginRun(ctx context.Context, conv, runID string) (st threads.Run
 		// Not the mark this cache holds: it cannot happen, but the log is read whole rather
 		// than the history built on a guess.
 		t.log.Warn("lead: the history read after a mark does not fit the cached one; reading it whole", "conv", conv)
-		if st, err = t.store.BeginRun(ctx, conv, runID); err != nil || st.Finished {
+		if st, err = t.store.History().BeginRun(ctx, conv, runID); err != nil || st.Finished {
 			return st, nil, func() {}, err
 		}
 	}

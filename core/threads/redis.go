@@ -14,7 +14,7 @@ import (
 
 // The store's Redis access layer is rdb: every Redis command, pipeline and Lua script of the
 // store goes through it (but the two commands of the clarifications' expiry index, beside their
-// callers in expiry.go). This file holds the layer, its reply helpers and the single
+// callers in clarifications.go). This file holds the layer, its reply helpers and the single
 // commands shared by all; the scripts and pipelines of each concern are beside it, in
 // redis_<concern>.go. Each script touches only the keys passed in KEYS, and the keys of one
 // call share a hash tag (see keyspace), so every script runs on Redis Cluster. Pipelines may mix

@@ -26,13 +26,13 @@ func (p *Pool) fetch(ctx context.Context) {
 		if !ok {
 			return
 		}
-		hints, err := p.st.ReadHints(ctx, p.opt.Consumer, n, fetchBlock)
+		hints, err := p.st.Hints().ReadHints(ctx, p.opt.Consumer, n, fetchBlock)
 		if err != nil && ctx.Err() == nil {
 			failures++
 			fl.fail(err)
 			if redis.HasErrorPrefix(errors.Unwrap(err), "NOGROUP") {
 				// Redis came back without its data (no persistence): recreate the group.
-				if gerr := p.st.EnsureGroup(ctx); gerr != nil {
+				if gerr := p.st.Hints().EnsureGroup(ctx); gerr != nil {
 					p.log.Debug("runs: recreating the consumer group failed", "err", gerr)
 				}
 			}

@@ -44,7 +44,7 @@ func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	// run out by then. The new deadline is read before the touch, so it always falls before the
 	// takeover; renewing first would let a process that dies between the two leave a lease
 	// running past its hint's takeover, whose claim would find it held and wait a lease more.
-	switch err := p.st.Touch(ctx, p.opt.Consumer, hints); {
+	switch err := p.st.Hints().Touch(ctx, p.opt.Consumer, hints); {
 	case err == nil:
 		touchLog.ok()
 	case ctx.Err() == nil:
@@ -54,7 +54,7 @@ func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	for i, r := range runs {
 		reqs[i] = rdb.RenewReq{Tag: r.tag, Owner: r.owner, RunID: r.runID, Deadline: deadline}
 	}
-	res, err := p.st.RenewMany(ctx, reqs)
+	res, err := p.st.Leases().RenewMany(ctx, reqs)
 	switch {
 	case err == nil:
 		renewLog.ok()

@@ -93,10 +93,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	if p.started {
 		return errors.New("runs: pool already started")
 	}
-	if err := p.st.EnsureGroup(ctx); err != nil {
+	if err := p.st.Hints().EnsureGroup(ctx); err != nil {
 		return fmt.Errorf("runs: start pool: %w", err)
 	}
-	ps, err := p.st.SubscribeCancels(ctx)
+	ps, err := p.st.Mailboxes().SubscribeCancels(ctx)
 	if err != nil {
 		return fmt.Errorf("runs: start pool: %w", err)
 	}

@@ -57,7 +57,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 	err := retryRedis(p.runs, p.outage.claim, func() error {
 		now := time.Now()
 		var err error
-		c, err = p.st.Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
+		c, err = p.st.Leases().Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
 		return err
 	}, "tag", h.Tag)
 	if err != nil {
@@ -90,7 +90,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 		// so the run is not run again a lease later.
 		err = retryRedis(p.runs, p.outage.ack, func() error {
 			var err error
-			c, err = p.st.Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
+			c, err = p.st.Leases().Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
 			return err
 		}, "run", res.runID)
 		if err != nil {
@@ -119,7 +119,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 
 // release gives the conversation's lease up and hints it again when work remains.
 func (p *Pool) release(ctx context.Context, tag, owner string) {
-	needHint, err := p.st.Release(ctx, tag, owner, time.Now().UnixMilli())
+	needHint, err := p.st.Leases().Release(ctx, tag, owner, time.Now().UnixMilli())
 	if err != nil {
 		p.log.Warn("runs: releasing a lease failed; it expires instead", "tag", tag, "err", err)
 		return
@@ -255,7 +255,7 @@ func (p *Pool) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 	var rn rdb.Renewal
 	err := retryRedis(runCtx, p.outage.renew, func() error {
 		var err error
-		rn, err = p.st.Renew(ctx, rdb.RenewReq{Tag: t.tag, Owner: t.owner, RunID: t.runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+		rn, err = p.st.Leases().Renew(ctx, rdb.RenewReq{Tag: t.tag, Owner: t.owner, RunID: t.runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
 		return err
 	}, "run", t.runID)
 	if r, done := p.interrupted(runCtx, t.tag, t.owner, run); done {
@@ -312,7 +312,7 @@ func (p *Pool) tell(run *Run, kind EventKind, reason string) {
 }
 
 func (p *Pool) deadLetter(ctx context.Context, tag, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
-	_, err := p.st.AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
+	_, err := p.st.DeadLetters().AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
 	if err != nil {
 		p.log.Error("runs: dead-lettering failed; the run stays queued", "run", runID, "err", err)
 		return result{step: stepLost, runID: runID}

@@ -66,7 +66,7 @@ func (p *Pool) recover(ctx context.Context) {
 		}
 		down := false
 		if n, ok := p.takeSlots(ctx, false, p.opt.Workers); ok {
-			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease+tick, n)
+			hints, err := p.st.Hints().AutoClaim(ctx, p.opt.Consumer, p.opt.Lease+tick, n)
 			switch {
 			case err == nil:
 				// Back after an outage: sweep now, for the conversations an enqueue cut off by
@@ -108,7 +108,7 @@ func (p *Pool) recover(ctx context.Context) {
 // logged per incident (rescueLog).
 func (p *Pool) rescue(ctx context.Context) {
 	now := time.Now()
-	items, err := p.st.Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
+	items, err := p.st.Rescues().Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("runs: reading the unhinted index failed", "err", err)
@@ -136,9 +136,9 @@ func (p *Pool) rescue(ctx context.Context) {
 func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (string, error) {
 	tag, runID, ok := rdb.SplitMember(it.Member)
 	if !ok {
-		return "", p.st.Unindex(ctx, it.Member) // not written by this package
+		return "", p.st.Rescues().Unindex(ctx, it.Member) // not written by this package
 	}
-	status, queued, err := p.st.Rescue(ctx, tag, runID, now.UnixMilli())
+	status, queued, err := p.st.Rescues().Rescue(ctx, tag, runID, now.UnixMilli())
 	if err != nil {
 		return "", err
 	}
@@ -150,16 +150,16 @@ func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (s
 		if queued {
 			r.Admit = rdb.AdmitForce
 		}
-		if _, _, err = p.st.Ready(ctx, r); err != nil {
+		if _, _, err = p.st.Admissions().Ready(ctx, r); err != nil {
 			return "", err
 		}
 		p.opt.recovered(RecoveryRescue, 1)
 		return tag, nil
 	case rdb.RescueHeld:
-		return "", p.st.Unindex(ctx, it.Member)
+		return "", p.st.Rescues().Unindex(ctx, it.Member)
 	default: // absent: not scheduled — ran, refused or retracted, or its push is still on its way
 		if now.Sub(time.UnixMilli(it.At)) >= rescueForget {
-			return "", p.st.Unindex(ctx, it.Member)
+			return "", p.st.Rescues().Unindex(ctx, it.Member)
 		}
 		return "", nil
 	}
@@ -180,7 +180,7 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 	stale := now.Add(-2 * p.opt.Lease).UnixMilli()
 	// Read before the scan: a hint added since is a conversation's whose request for it is
 	// fresh (hs), which the scan leaves alone anyway.
-	queued, err := p.st.QueuedHints(ctx)
+	queued, err := p.st.Hints().QueuedHints(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("runs: rescue scan failed", "err", err)
@@ -188,9 +188,9 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 		return 0
 	}
 	var rescued []string
-	err = p.st.ScanConvs(ctx, func(tag string) error {
+	err = p.st.Mailboxes().ScanConvs(ctx, func(tag string) error {
 		_, hinted := queued[tag]
-		status, head, err := p.st.RescueStale(ctx, tag, now.UnixMilli(), stale, hinted)
+		status, head, err := p.st.Rescues().RescueStale(ctx, tag, now.UnixMilli(), stale, hinted)
 		switch {
 		case err != nil:
 			return err
@@ -205,7 +205,7 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 		if head != "" {
 			r.Admit, r.Member = rdb.AdmitForce, rdb.Member(tag, head)
 		}
-		if _, _, err = p.st.Ready(ctx, r); err != nil {
+		if _, _, err = p.st.Admissions().Ready(ctx, r); err != nil {
 			return err
 		}
 		p.opt.recovered(RecoveryRescue, 1)
@@ -227,7 +227,7 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 // or after admitting them and before pushing them. Without it the pending count would only grow
 // across crashes until the global limit refused every message.
 func (q *Queue) reconcile(ctx context.Context) {
-	n, err := q.st.Reconcile(ctx, q.reconcileAge, reconcilePage)
+	n, err := q.st.Admissions().Reconcile(ctx, q.reconcileAge, reconcilePage)
 	if err != nil && ctx.Err() == nil {
 		q.log.Warn("runs: reconciling the pending count failed", "err", err)
 	}
@@ -239,7 +239,7 @@ func (q *Queue) reconcile(ctx context.Context) {
 // pruneConsumers deletes the ready stream's consumers that hold nothing and have been idle far
 // longer than a lease: the names of dead processes, one per process start.
 func (p *Pool) pruneConsumers(ctx context.Context) {
-	names, err := p.st.PruneConsumers(ctx, p.opt.Consumer, p.consumerIdle, pruneMax)
+	names, err := p.st.Hints().PruneConsumers(ctx, p.opt.Consumer, p.consumerIdle, pruneMax)
 	if err != nil && ctx.Err() == nil {
 		p.log.Warn("runs: pruning idle consumers failed", "err", err)
 	}

@@ -117,7 +117,7 @@ func TestRescueLeavesWaitingAndRetryingRunsAlone(t *testing.T) {
 			continue
 		}
 		member := rdb.Member(k.conv, envs[k.name].RunID)
-		if err := c.ZAdd(ctx, q.st.UnhintedKey(), redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: member}).Err(); err != nil {
+		if err := c.ZAdd(ctx, q.st.Rescues().UnhintedKey(), redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: member}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestRescueLeavesWaitingAndRetryingRunsAlone(t *testing.T) {
 			t.Errorf("rescues logged:\n%s", strings.Join(ls, "\n"))
 		}
 	}
-	if n, err := c.ZCard(ctx, q.st.UnhintedKey()).Result(); err != nil || n != 0 {
+	if n, err := c.ZCard(ctx, q.st.Rescues().UnhintedKey()).Result(); err != nil || n != 0 {
 		t.Errorf("the unhinted index holds %d entries (%v), want the held conversations' dropped", n, err)
 	}
 
@@ -189,7 +189,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := q.st.Enqueue(ctx, rdb.EnqueueReq{Tag: env.Conv.HashTag(), Probe: true, Intent: indexed, Entry: rdb.Entry(env.RunID, payload),
+			r, err := q.st.Mailboxes().Enqueue(ctx, rdb.EnqueueReq{Tag: env.Conv.HashTag(), Probe: true, Intent: indexed, Entry: rdb.Entry(env.RunID, payload),
 				Now: time.Now().Add(-time.Hour).UnixMilli(), ConvKey: env.Conv.String()})
 			if err != nil || r.Status != rdb.StatusNew {
 				t.Fatalf("enqueue = %+v, %v", r, err)

@@ -118,7 +118,7 @@ collect:
 	// context.
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := s.st.Settle(ctx, st)
+		err := s.st.Counters().Settle(ctx, st)
 		cancel()
 		if err == nil {
 			s.fails.ok()

@@ -32,7 +32,7 @@ type Queue struct {
 }
 
 // reconcileAge is the age past which an admitted run absent from its mailbox is forgotten (see
-// rdb.Store.Reconcile): several leases, and at least a minute, far beyond what one Enqueue
+// rdb.Admissions.Reconcile): several leases, and at least a minute, far beyond what one Enqueue
 // takes (enqueueTimeout plus the client's timeouts). The clocks of the Redis nodes must agree
 // within half of it.
 func reconcileAge(lease time.Duration) time.Duration { return max(4*lease, time.Minute) }

@@ -112,7 +112,7 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 	}
 	t.Run("the rescue counts a run nobody admitted", func(t *testing.T) {
 		eventually(t, 10*time.Second, "the rescue", func() bool {
-			p.rescueScan(ctx)
+			p.recoverer.rescueScan(ctx)
 			return pendingOf(t, q) == 2
 		})
 		if ok, _ := q.st.Admissions().IsAdmitted(ctx, testConv(4).HashTag(), unadmitted.RunID); !ok {

@@ -70,7 +70,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.consumerIdle = 200 * time.Millisecond
+	p.recoverer.consumerIdle = 200 * time.Millisecond
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

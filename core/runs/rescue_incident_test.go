@@ -122,10 +122,10 @@ func TestRescueLeavesWaitingAndRetryingRunsAlone(t *testing.T) {
 		}
 	}
 
-	if n := p.rescueScan(ctx); n != 1 {
+	if n := p.recoverer.rescueScan(ctx); n != 1 {
 		t.Errorf("the scan left %d stale conversations waiting for a worker, want 1 (the one whose hint is queued)", n)
 	}
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if n := rescues.Load(); n != 0 {
 		t.Errorf("%d conversations rescued, want none: each was held by a worker or had its hint queued", n)
 	}
@@ -175,7 +175,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	}
 	var mu sync.Mutex
 	now := time.Now()
-	p.rescues.index.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	p.recoverer.rescues.index.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	next := 0
 	// strand queues n runs in new conversations an hour ago and never hints them: indexed, as
 	// an enqueuer that died between its two steps leaves them, or not, as a version without
@@ -200,7 +200,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	const indexWarn = "rescued conversations queued but never scheduled (their enqueuer stopped between two steps)"
 
 	strand(40, false)
-	p.rescueScan(ctx)
+	p.recoverer.rescueScan(ctx)
 	if ws := logLines(logs, "WARN", scanWarn); len(ws) != 1 || !strings.Contains(ws[0], "conversations=40") {
 		t.Errorf("the scan's warnings = %q, want one naming 40 conversations", ws)
 	}
@@ -209,10 +209,10 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	}
 
 	strand(30, true)
-	p.rescue(ctx)
-	p.rescue(ctx) // nothing left: the incident goes on quietly
+	p.recoverer.rescue(ctx)
+	p.recoverer.rescue(ctx) // nothing left: the incident goes on quietly
 	strand(10, true)
-	p.rescue(ctx) // within rescueQuiet: the same incident
+	p.recoverer.rescue(ctx) // within rescueQuiet: the same incident
 	if ws := logLines(logs, "WARN", indexWarn); len(ws) != 1 || !strings.Contains(ws[0], "conversations=30") {
 		t.Errorf("the index rescue's warnings = %q, want one naming 30 conversations", ws)
 	}
@@ -223,12 +223,12 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	mu.Lock()
 	now = now.Add(rescueQuiet + time.Second)
 	mu.Unlock()
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if is := logLines(logs, "INFO", indexWarn+": incident over"); len(is) != 1 || !strings.Contains(is[0], "conversations=40") {
 		t.Errorf("the incident's end = %q, want one line naming its 40 conversations", is)
 	}
 	strand(5, true)
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if ws := logLines(logs, "WARN", indexWarn); len(ws) != 2 || !strings.Contains(ws[1], "conversations=5") {
 		t.Errorf("the index rescue's warnings = %q, want a second one, for the new incident's 5", ws)
 	}

@@ -47,7 +47,7 @@ const (
 type Options struct {
 	// Channels by conv.Key.Platform.
 	Channels map[string]channels.Channel
-	// Threads keeps the runs' outbound records (a *threads.Store).
+	// Threads keeps the runs' outbound records (a threads.Store's Records).
 	Threads Records
 	// ActionKey is the key the adapters sign interactive ids with; a form whose id it cannot
 	// sign is shown as text (answered by typing).
@@ -217,7 +217,7 @@ func New(opt Options) (*Delivery, error) {
 }
 
 // Records is where delivery keeps what each run showed, so that a replay edits or skips instead
-// of posting twice; *threads.Store implements it.
+// of posting twice; *threads.Records implements it.
 type Records interface {
 	// RecordOutbound stores value for the run's step the first time only (SET NX): first
 	// reports whether this call stored it, existing is what an earlier call stored.
@@ -228,7 +228,7 @@ type Records interface {
 	Lookup(ctx context.Context, runID string, steps, markKeys []string) (threads.RunRecords, error)
 }
 
-var _ Records = (*threads.Store)(nil)
+var _ Records = (*threads.Records)(nil)
 
 // stopper is a scheduled callback (a *time.Timer); Stop reports whether it stopped the call.
 type stopper interface{ Stop() bool }

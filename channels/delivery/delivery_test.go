@@ -436,7 +436,7 @@ func TestFirstAttemptReadsNoRecords(t *testing.T) {
 	c := realRedis(t)
 	names := &commandNames{}
 	c.AddHook(names)
-	h.store = threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)})
+	h.store = threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}).Records()
 
 	run := runs.NewRunID()
 	h.deliver(h.delivery(h.ch), attempt(1, "55", started(run), progress(run, "searching"))...)

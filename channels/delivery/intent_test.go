@@ -53,7 +53,7 @@ func intentHarness(t *testing.T) (*deliveryHarness, *redistest.Faults) {
 	c := realRedis(t)
 	faults := &redistest.Faults{}
 	c.AddHook(faults)
-	return &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}),
+	return &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}).Records(),
 		ch: newFakeChannel("test"), metrics: newCountMetrics()}, faults
 }
 

@@ -45,7 +45,7 @@ var peopleForm = runs.Form{Question: "How many people?", Fields: []runs.FormFiel
 	{ID: "people", Label: "People", Kind: runs.FieldChoice, Options: []string{"2", "4", "6"}, Required: true},
 }}
 
-// memRecords is Records in memory, for the tests that need no Redis: what threads.Store does
+// memRecords is Records in memory, for the tests that need no Redis: what threads.Records does
 // with outbound records (SET NX per run and step), without expiry.
 type memRecords struct {
 	mu  sync.Mutex

@@ -16,7 +16,7 @@ func TestFinalRecordedThroughAShortOutage(t *testing.T) {
 	c := realRedis(t)
 	faults := &redistest.Faults{}
 	c.AddHook(faults)
-	h := &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}),
+	h := &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}).Records(),
 		ch: newFakeChannel("test"), metrics: newCountMetrics()}
 	d := h.delivery(h.ch)
 	run := runs.NewRunID()
@@ -38,7 +38,7 @@ func TestUnrecordedSendIsCountedAsAPossibleDouble(t *testing.T) {
 	c := realRedis(t)
 	faults := &redistest.Faults{}
 	c.AddHook(faults)
-	h := &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}),
+	h := &deliveryHarness{t: t, ctx: ctxT(t), store: threads.New(c, threads.Options{Prefix: uniquePrefix(t, c)}).Records(),
 		ch: newFakeChannel("test"), metrics: newCountMetrics()}
 	d := h.delivery(h.ch, func(o *Options) { o.MaxRetryWait = 200 * time.Millisecond })
 	run := runs.NewRunID()

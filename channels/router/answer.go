@@ -42,7 +42,7 @@ func (ans answers) interact(ctx context.Context, ch channels.Channel, in channel
 		ans.r.refuse(platform, "stale_button", "ignoring a card button with no action", in)
 		return msgStaleButton, nil
 	}
-	c, err := ans.r.opt.Threads.GetClarification(ctx, id.Token)
+	c, err := ans.r.opt.Clarifications.GetClarification(ctx, id.Token)
 	switch {
 	case errors.Is(err, threads.ErrClarificationNotFound), errors.Is(err, threads.ErrClarificationCancelled):
 		ans.r.refuse(platform, "expired", "refusing a click on a question that is no longer open", in)
@@ -262,7 +262,7 @@ func (ans answers) finishAnswer(ctx context.Context, ch channels.Channel, in cha
 	if refusal != "" || err != nil {
 		return refusal, err
 	}
-	if err := ans.r.opt.Threads.Unmark(ctx, partialKey(c.ID)); err != nil {
+	if err := ans.r.opt.Inbox.Unmark(ctx, partialKey(c.ID)); err != nil {
 		ans.r.log.Warn("channels: dropping partial answers failed", "question", c.ID, "err", err)
 	}
 	if in.Interaction != nil {
@@ -381,7 +381,7 @@ func firstValue(values map[string][]string) string {
 }
 
 func (ans answers) loadPartial(ctx context.Context, formID string) (forms.Partial, error) {
-	b, found, err := ans.r.opt.Threads.Marked(ctx, partialKey(formID))
+	b, found, err := ans.r.opt.Inbox.Marked(ctx, partialKey(formID))
 	if err != nil {
 		return forms.Partial{}, fmt.Errorf("channels: reading partial answers: %w", err)
 	}
@@ -399,7 +399,7 @@ func (ans answers) savePartial(ctx context.Context, c threads.Clarification, p f
 		return fmt.Errorf("channels: encoding partial answers: %w", err)
 	}
 	ttl := max(c.ExpiresAt.Sub(ans.r.now()), time.Minute)
-	if err := ans.r.opt.Threads.Mark(ctx, partialKey(c.ID), b, ttl); err != nil {
+	if err := ans.r.opt.Inbox.Mark(ctx, partialKey(c.ID), b, ttl); err != nil {
 		return fmt.Errorf("channels: saving partial answers: %w", err)
 	}
 	return nil

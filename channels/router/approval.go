@@ -64,7 +64,7 @@ func checkDecider(c threads.Clarification, user string, admin bool) string {
 // decide queues the run that carries an approval's decision — once, whichever process gets
 // the first click — and shows the outcome and who decided on the card.
 func (apv approvals) decide(ctx context.Context, ch channels.Channel, in channels.Inbound, c threads.Clarification, form runs.Form, decision string, admin bool) (string, error) {
-	first, err := apv.r.opt.Threads.Claim(ctx, decisionKey(c.ID), max(time.Until(c.ExpiresAt), 0)+time.Hour)
+	first, err := apv.r.opt.Inbox.Claim(ctx, decisionKey(c.ID), max(time.Until(c.ExpiresAt), 0)+time.Hour)
 	if err != nil {
 		return "", err
 	}
@@ -73,12 +73,12 @@ func (apv approvals) decide(ctx context.Context, ch channels.Channel, in channel
 		return msgDecided, nil
 	}
 	if refusal, err := apv.deliverDecision(ctx, ch, in, c, form, decision, admin); refusal != "" || err != nil {
-		if rerr := apv.r.opt.Threads.Release(ctx, decisionKey(c.ID)); rerr != nil {
+		if rerr := apv.r.opt.Inbox.Release(ctx, decisionKey(c.ID)); rerr != nil {
 			apv.r.log.Warn("channels: releasing an approval's decision failed", "approval", c.ID, "err", rerr)
 		}
 		return refusal, err
 	}
-	if err := apv.r.opt.Threads.Unmark(ctx, partialKey(c.ID)); err != nil {
+	if err := apv.r.opt.Inbox.Unmark(ctx, partialKey(c.ID)); err != nil {
 		apv.r.log.Debug("channels: dropping partial answers failed", "approval", c.ID, "err", err)
 	}
 	who := in.Identity.DisplayName
@@ -172,10 +172,10 @@ func (apv approvals) typedDecision(ctx context.Context, ch channels.Channel, in 
 func (apv approvals) deliverDecision(ctx context.Context, ch channels.Channel, in channels.Inbound, c threads.Clarification, form runs.Form, decision string, admin bool) (string, error) {
 	if form.Approval.Inline {
 		ttl := max(time.Until(c.ExpiresAt), 0) + time.Hour
-		if err := apv.r.opt.Threads.Mark(ctx, runs.DecisionMark(c.ID), []byte(decision+"\n"+in.Identity.ChannelUserID), ttl); err != nil {
+		if err := apv.r.opt.Inbox.Mark(ctx, runs.DecisionMark(c.ID), []byte(decision+"\n"+in.Identity.ChannelUserID), ttl); err != nil {
 			return "", err
 		}
-		if _, err := apv.r.opt.Threads.TakeClarification(ctx, c.ID, in.Identity.ChannelUserID); err != nil && decision != decisionExpired {
+		if _, err := apv.r.opt.Clarifications.TakeClarification(ctx, c.ID, in.Identity.ChannelUserID); err != nil && decision != decisionExpired {
 			apv.r.log.Debug("channels: taking an inline approval after recording its decision", "approval", c.ID, "err", err)
 		}
 		return "", nil

@@ -137,7 +137,7 @@ func (cmd commands) cancel(ctx context.Context, in channels.Inbound) (string, er
 	}
 	// A question the bot is waiting on is withdrawn too: its buttons and a typed reply no
 	// longer answer it, and the next message starts afresh.
-	_, asked, err := cmd.r.opt.Threads.WithdrawClarification(ctx, conv)
+	_, asked, err := cmd.r.opt.Clarifications.WithdrawClarification(ctx, conv)
 	if err != nil {
 		return "", err
 	}
@@ -161,9 +161,9 @@ func (cmd commands) access(ctx context.Context, in channels.Inbound, name string
 	}
 	var err error
 	if name == "allow" {
-		err = cmd.r.opt.Threads.AllowUser(ctx, platform, args[0])
+		err = cmd.r.opt.Inbox.AllowUser(ctx, platform, args[0])
 	} else {
-		err = cmd.r.opt.Threads.DenyUser(ctx, platform, args[0])
+		err = cmd.r.opt.Inbox.DenyUser(ctx, platform, args[0])
 	}
 	if errors.Is(err, threads.ErrInvalidArgument) {
 		return "That is not a valid user id.", nil
@@ -213,7 +213,7 @@ func (cmd commands) statusText(ctx context.Context, in channels.Inbound) (string
 	default:
 		parts = append(parts, "Idle: nothing queued in this chat.")
 	}
-	c, ok, err := cmd.r.opt.Threads.PendingClarification(ctx, in.Conv.String())
+	c, ok, err := cmd.r.opt.Clarifications.PendingClarification(ctx, in.Conv.String())
 	if err != nil {
 		return "", err
 	}

@@ -65,14 +65,29 @@ type onRedis struct {
 	queue  *runs.Queue
 }
 
-// testStore is the store as the tests see it: the router's Store and the reads and writes the
-// tests make besides (asking a question as the lead does, reading the effects of commands).
+// testStore is the store as the tests see it: the router's Inbox, Clarifications and Threads,
+// and the reads and writes the tests make besides (asking a question as the lead does, reading
+// the effects of commands).
 type testStore interface {
-	Store
+	Inbox
+	Clarifications
+	Threads
 	PutClarification(ctx context.Context, c threads.Clarification) (threads.Clarification, error)
 	Get(ctx context.Context, convKey string) (threads.Thread, error)
 	GetSettings(ctx context.Context, convKey string) (threads.Settings, error)
 	AccessOverride(ctx context.Context, platform, userID string) (allowed, denied bool, err error)
+}
+
+// storeOnRedis is a threads.Store's components as one testStore, so that a test reads the same
+// on either backend.
+type storeOnRedis struct {
+	*threads.Inbox
+	*threads.Clarifications
+	*threads.Conversations
+}
+
+func newStoreOnRedis(s *threads.Store) storeOnRedis {
+	return storeOnRedis{s.Inbox(), s.Clarifications(), s.Conversations()}
 }
 
 // testQueue is the queue as the tests see it: the router's Queue and a mailbox's run ids.
@@ -82,7 +97,7 @@ type testQueue interface {
 }
 
 var (
-	_ testStore = (*threads.Store)(nil)
+	_ testStore = storeOnRedis{}
 	_ testStore = (*memStore)(nil)
 	_ testQueue = (*runs.Queue)(nil)
 	_ testQueue = (*memQueue)(nil)
@@ -132,7 +147,7 @@ func newRedisHarness(t *testing.T, tweak ...func(*Options, *runs.Options)) *harn
 		t.Fatal(err)
 	}
 	r.store = threads.New(r.client, threads.Options{Prefix: qo.Prefix, Now: h.clock.Now})
-	h.redis, h.queue, h.store = r, r.queue, r.store
+	h.redis, h.queue, h.store = r, r.queue, newStoreOnRedis(r.store)
 	h.start(ro)
 	return h
 }
@@ -161,7 +176,7 @@ func newHarnessOptions(t *testing.T, tweak []func(*Options, *runs.Options)) (*ha
 // start makes the router on h's queue and store, closed when the test ends.
 func (h *harness) start(ro Options) {
 	h.t.Helper()
-	ro.Queue, ro.Threads = h.queue, h.store
+	ro.Queue, ro.Inbox, ro.Clarifications, ro.Threads = h.queue, h.store, h.store, h.store
 	var err error
 	if h.router, err = New(ro); err != nil {
 		h.t.Fatal(err)
@@ -293,8 +308,8 @@ func newBenchHarness(b *testing.B) *harness {
 		b.Fatal(err)
 	}
 	r.store = threads.New(r.client, threads.Options{Prefix: prefix})
-	h.queue, h.store = r.queue, r.store
-	if h.router, err = New(Options{Queue: h.queue, Signer: h.signer, Threads: h.store, Logger: quietLog}); err != nil {
+	h.queue, h.store = r.queue, newStoreOnRedis(r.store)
+	if h.router, err = New(Options{Queue: h.queue, Signer: h.signer, Inbox: h.store, Clarifications: h.store, Threads: h.store, Logger: quietLog}); err != nil {
 		b.Fatal(err)
 	}
 	return h

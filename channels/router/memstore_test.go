@@ -13,7 +13,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/threads"
 )
 
-// The in-memory Store and Queue the router's unit tests run on (newHarness): what Redis holds
+// The in-memory store and Queue the router's unit tests run on (newHarness): what Redis holds
 // for threads.Store and runs.Queue, in maps behind one lock. They keep the documented semantics
 // the router relies on — the contract tests (contract_test.go) run the same cases on them and on
 // Redis — and nothing else: no session logs, outbound records, tokens or expiries, and no pool
@@ -116,13 +116,18 @@ func memCheckAccess(platform, userID string) error {
 	return nil
 }
 
-// memStore is router.Store in memory, as *threads.Store keeps it in Redis.
+// memStore is the router's Inbox, Clarifications and Threads in memory, as a threads.Store's
+// components keep them in Redis.
 type memStore struct {
 	db  *memDB
 	now func() time.Time // threads.Options.Now: judges clarification expiry
 }
 
-var _ Store = (*memStore)(nil)
+var (
+	_ Inbox          = (*memStore)(nil)
+	_ Clarifications = (*memStore)(nil)
+	_ Threads        = (*memStore)(nil)
+)
 
 func newMemStore(db *memDB, now func() time.Time) *memStore {
 	if now == nil {

@@ -42,11 +42,15 @@ const (
 	DefaultPendingTTL      = 15 * time.Second
 )
 
-// Options configure a Router. Queue, Signer and Threads are required.
+// Options configure a Router. Queue, Signer, Inbox, Clarifications and Threads are required.
 type Options struct {
-	Queue   Queue
-	Signer  Signer
-	Threads Store
+	Queue  Queue
+	Signer Signer
+	// Inbox, Clarifications and Threads are the conversation state the router reads and writes:
+	// a threads.Store's Inbox, Clarifications and Conversations.
+	Inbox          Inbox
+	Clarifications Clarifications
+	Threads        Threads
 	// Access is the policy per platform (conv.Key.Platform); a platform missing here is open,
 	// DMs included.
 	Access map[string]AccessPolicy
@@ -116,7 +120,7 @@ var _ channels.Handler = (*Router)(nil)
 
 // New checks opt and returns a router.
 func New(opt Options) (*Router, error) {
-	if opt.Queue == nil || opt.Signer == nil || opt.Threads == nil {
+	if opt.Queue == nil || opt.Signer == nil || opt.Inbox == nil || opt.Clarifications == nil || opt.Threads == nil {
 		return nil, errors.New("channels: a router needs a queue, a signer and a thread store")
 	}
 	if opt.MaxMessageChars <= 0 {
@@ -181,7 +185,7 @@ func partialKey(formID string) string { return "partial:" + formID }
 //
 // What routing needs from Redis — the dedupe claim, the runtime access lists, the open question
 // of the conversation, whether the bot is in the message's thread, and the record of the message
-// a run answers — is one round trip (threads.Store.Intake).
+// a run answers — is one round trip (threads.Inbox.Intake).
 func (r *Router) HandleInbound(ctx context.Context, ch channels.Channel, in channels.Inbound) error {
 	if in.Conv.Platform == "" {
 		in.Conv.Platform = ch.Name()
@@ -193,7 +197,7 @@ func (r *Router) HandleInbound(ctx context.Context, ch channels.Channel, in chan
 		return nil
 	}
 	it, req := r.intakeRequest(in)
-	res, err := r.opt.Threads.Intake(ctx, req)
+	res, err := r.opt.Inbox.Intake(ctx, req)
 	if err != nil {
 		if req.ClaimKey != "" {
 			// The claim may have been taken though its reply was lost: the redelivery to this
@@ -224,7 +228,7 @@ func (r *Router) HandleInbound(ctx context.Context, ch channels.Channel, in chan
 	case err != nil:
 		// Give the claim back so a redelivery is handled afresh. The run's own mark (EnqueueOnce)
 		// says whether it was queued after all, so releasing never lets an event run twice.
-		if rerr := r.opt.Threads.ReleaseClaim(bg, req.ClaimKey, req.ClaimToken); rerr != nil {
+		if rerr := r.opt.Inbox.ReleaseClaim(bg, req.ClaimKey, req.ClaimToken); rerr != nil {
 			// Redis is unreachable: the redelivery to this process retakes the claim with the
 			// same token; one to another process waits for the pending claim to expire.
 			r.owed.keep(req.ClaimKey, req.ClaimToken)
@@ -235,7 +239,7 @@ func (r *Router) HandleInbound(ctx context.Context, ch channels.Channel, in chan
 		r.owed.forget(req.ClaimKey) // the run's mark dedupes the event from now on
 	default:
 		r.owed.forget(req.ClaimKey)
-		if cerr := r.opt.Threads.CompleteClaim(bg, req.ClaimKey, req.ClaimToken, r.opt.DedupeTTL); cerr != nil {
+		if cerr := r.opt.Inbox.CompleteClaim(bg, req.ClaimKey, req.ClaimToken, r.opt.DedupeTTL); cerr != nil {
 			r.log.Warn("channels: completing the dedupe claim failed; a redelivery after it expires is handled again",
 				"event", in.EventID, "expires_in", r.opt.PendingTTL, "err", cerr)
 		}
@@ -428,7 +432,7 @@ func (r *Router) enqueue(ctx context.Context, ch channels.Channel, in channels.I
 		}
 	}
 	if in.Conv.Thread != "" {
-		if err := r.opt.Threads.Mark(ctx, threadKey(in.Conv), []byte("1"), r.opt.ThreadMemory); err != nil {
+		if err := r.opt.Inbox.Mark(ctx, threadKey(in.Conv), []byte("1"), r.opt.ThreadMemory); err != nil {
 			r.log.Warn("channels: remembering the thread failed", "conv", in.Conv.String(), "err", err)
 		}
 	}

@@ -49,15 +49,12 @@ type Signer interface {
 	Sign(env *runs.Envelope)
 }
 
-// Store is the conversation state the router reads and writes. *threads.Store implements it.
-type Store interface {
+// Inbox is where the router claims inbound events and keeps what it routes them by: marks, and
+// the runtime allow and deny lists. *threads.Inbox implements it.
+type Inbox interface {
 	// Intake reads and claims, in one round trip, what an inbound message needs.
 	Intake(ctx context.Context, req threads.IntakeRequest) (threads.IntakeResult, error)
 	Claims
-	Clarifications
-	Ensure(ctx context.Context, convKey string) (th threads.Thread, created bool, err error)
-	Reset(ctx context.Context, convKey string) (threads.Thread, error)
-	SetSettings(ctx context.Context, convKey string, settings threads.Settings) error
 	AllowUser(ctx context.Context, platform, userID string) error
 	DenyUser(ctx context.Context, platform, userID string) error
 }
@@ -73,7 +70,8 @@ type Claims interface {
 	Unmark(ctx context.Context, key string) error
 }
 
-// Clarifications are the open questions and approvals of conversations.
+// Clarifications are the open questions and approvals of conversations. *threads.Clarifications
+// implements it.
 type Clarifications interface {
 	GetClarification(ctx context.Context, id string) (threads.Clarification, error)
 	PendingClarification(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
@@ -81,8 +79,18 @@ type Clarifications interface {
 	WithdrawClarification(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
 }
 
+// Threads are the conversations' threads, as the commands start them over and set their
+// preferences. *threads.Conversations implements it.
+type Threads interface {
+	Ensure(ctx context.Context, convKey string) (th threads.Thread, created bool, err error)
+	Reset(ctx context.Context, convKey string) (threads.Thread, error)
+	SetSettings(ctx context.Context, convKey string, settings threads.Settings) error
+}
+
 var (
-	_ Queue  = (*runs.Queue)(nil)
-	_ Signer = (*runs.Signer)(nil)
-	_ Store  = (*threads.Store)(nil)
+	_ Queue          = (*runs.Queue)(nil)
+	_ Signer         = (*runs.Signer)(nil)
+	_ Inbox          = (*threads.Inbox)(nil)
+	_ Clarifications = (*threads.Clarifications)(nil)
+	_ Threads        = (*threads.Conversations)(nil)
 )

@@ -218,7 +218,8 @@ func (a *app) buildRouting(key render.Key) error {
 	mx := routerMetrics{a.metrics}
 	var err error
 	a.router, err = router.New(router.Options{
-		Queue: a.core.queue, Signer: a.core.signer, Threads: a.core.threads,
+		Queue: a.core.queue, Signer: a.core.signer,
+		Inbox: a.core.threads.Inbox(), Clarifications: a.core.threads.Clarifications(), Threads: a.core.threads.Conversations(),
 		Access: access, Admins: admins, MaxMessageChars: cfg.Runs.MaxMessageChars,
 		ActionKey: key, Workers: cfg.Runs.Workers, Logger: log, Metrics: mx, Tools: a.core.toolsInfo(), Places: placesOf(a.core.profiles),
 	})
@@ -226,7 +227,7 @@ func (a *app) buildRouting(key render.Key) error {
 		return err
 	}
 	a.delivery, err = delivery.New(delivery.Options{
-		Channels: byName, Threads: a.core.threads, ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
+		Channels: byName, Threads: a.core.threads.Records(), ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
 		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "discord": time.Second, "console": 0},
 		// chat.appendStream is Tier 4 (100+ a minute per workspace): one append a second per

@@ -85,7 +85,7 @@ func working(ctx context.Context, a *app) bool {
 	case d.Queued > 1 || !d.Running || d.Active == "":
 		return true
 	}
-	rec, err := a.core.threads.Lookup(ctx, d.Active, []string{delivery.StepFinal}, nil)
+	rec, err := a.core.threads.Records().Lookup(ctx, d.Active, []string{delivery.StepFinal}, nil)
 	if err != nil {
 		return true
 	}

@@ -267,7 +267,7 @@ func seedHistory(b *testing.B, r *running, w loadSpec) {
 	for c := range w.chats {
 		wg.Go(func() {
 			key := conv.Key{Platform: "telegram", Chat: strconv.Itoa(loadFirstChat + c)}.String()
-			th, _, err := r.core.threads.Ensure(ctx, key)
+			th, _, err := r.core.threads.Conversations().Ensure(ctx, key)
 			if err != nil {
 				errs <- err
 				return
@@ -279,7 +279,7 @@ func seedHistory(b *testing.B, r *running, w loadSpec) {
 					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"assistant/message","turn":%d,"step":1,"content":"an earlier answer, number %d, somewhat longer than the question it answers"}`, 4*turn+2, turn, turn)),
 					json.RawMessage(fmt.Sprintf(`{"seq":%d,"kind":"turn/end","turn":%d,"reason":"completed"}`, 4*turn+3, turn)),
 				}
-				if err := r.core.threads.AppendTurn(ctx, key, th.ID, events); err != nil {
+				if err := r.core.threads.History().AppendTurn(ctx, key, th.ID, events); err != nil {
 					errs <- err
 					return
 				}

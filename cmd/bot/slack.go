@@ -123,7 +123,7 @@ func (a *app) dropSlackWorkspace(ctx context.Context, id string) {
 			runs++
 		}
 	}
-	forgotten, err := a.core.threads.ForgetWhere(ctx, func(s string) bool {
+	forgotten, err := a.core.threads.Conversations().ForgetWhere(ctx, func(s string) bool {
 		k, ok := conv.ParseKey(s)
 		return ok && ofID(k)
 	})

@@ -121,7 +121,7 @@ func TestSlackTwoWorkspacesThenUninstallOne(t *testing.T) {
 	ctx := context.Background()
 	app := r.app
 	alphaConv := conv.Key{Platform: "slack", Workspace: alpha, Chat: "D0A"}
-	if _, err := app.core.threads.Get(ctx, alphaConv.String()); err != nil {
+	if _, err := app.core.threads.Conversations().Get(ctx, alphaConv.String()); err != nil {
 		t.Fatalf("alpha's thread before the uninstall: %v", err)
 	}
 	slackTeamDM(e, alpha, "D0A", "alpha: hold on")
@@ -146,7 +146,7 @@ func TestSlackTwoWorkspacesThenUninstallOne(t *testing.T) {
 	if d, err := app.core.queue.ConvDepth(ctx, alphaConv); err != nil || d.Queued != 0 {
 		t.Errorf("alpha's mailbox after the uninstall: %+v, %v", d, err)
 	}
-	if _, err := app.core.threads.Get(ctx, alphaConv.String()); !errors.Is(err, threads.ErrThreadNotFound) {
+	if _, err := app.core.threads.Conversations().Get(ctx, alphaConv.String()); !errors.Is(err, threads.ErrThreadNotFound) {
 		t.Errorf("alpha's thread after the uninstall: %v, want it forgotten", err)
 	}
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})

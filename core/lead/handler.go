@@ -270,7 +270,7 @@ func (t *Team) finish(ctx context.Context, run *runs.Run, ev runs.Event, out run
 	if turn != nil {
 		end.ThreadID, end.Turn = turn.threadID, turn.events
 	}
-	first, err := t.store.FinishRun(ctx, run.Envelope.Conv.String(), id, end)
+	first, err := t.store.History().FinishRun(ctx, run.Envelope.Conv.String(), id, end)
 	switch {
 	case errors.Is(err, threads.ErrStaleThread):
 		// The user started over with `new` while this ran; the answer still goes out.
@@ -298,7 +298,7 @@ func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events []agent.
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: encoding the question: %w", err))
 	}
-	c, err := t.store.PutClarification(ctx, threads.Clarification{
+	c, err := t.store.Clarifications().PutClarification(ctx, threads.Clarification{
 		ID:            "q" + env.RunID,
 		ConvKey:       env.Conv.String(),
 		RunID:         env.RunID,

@@ -16,7 +16,7 @@ const DefaultHistoryCacheEvents = 16384
 
 // historyCache keeps the decoded history of the conversations this process ran last, each with
 // the mark of the log it was read from, so that a run reads and decodes only the turns appended
-// since (threads.Store.BeginRunAfter) instead of the whole log: the CPU and the Redis transfer a
+// since (threads.History.BeginRunAfter) instead of the whole log: the CPU and the Redis transfer a
 // run spends on its history then no longer grow with the history's length. The log in Redis
 // stays the truth: a mark that no longer matches (another thread after /new, a log written by a
 // version that does not count its turns) reads the whole log again, and another process's turns

@@ -64,7 +64,7 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 	ctx := context.Background()
 	const conv = "console/-/local/"
 	full := func() []agent.Event {
-		raw, err := store.LoadEvents(ctx, conv)
+		raw, err := store.History().LoadEvents(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestBeginRunReadsOnlyNewTurnsFromTheCache(t *testing.T) {
 		if again := hr.cache.take(conv); again != nil {
 			t.Fatalf("run %d: the history was the cache's again before the run released it", i)
 		}
-		if _, err := store.FinishRun(ctx, conv, fmt.Sprintf("run%d", i), runEndFor(st.Thread.ID, storedTurn(t, i))); err != nil {
+		if _, err := store.History().FinishRun(ctx, conv, fmt.Sprintf("run%d", i), runEndFor(st.Thread.ID, storedTurn(t, i))); err != nil {
 			t.Fatal(err)
 		}
 		release()
@@ -181,7 +181,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 						if st.Kept > 0 {
 							partial.Add(1)
 						}
-						raw, err := store.LoadEvents(ctx, conv)
+						raw, err := store.History().LoadEvents(ctx, conv)
 						if err != nil {
 							return err
 						}
@@ -192,7 +192,7 @@ func TestHistoryCacheUnderConcurrentConversations(t *testing.T) {
 							json.RawMessage(fmt.Sprintf(`{"kind":"user/message","turn":%d,"content":"q%d"}`, r+1, r)),
 							json.RawMessage(fmt.Sprintf(`{"kind":"assistant/message","turn":%d,"content":"a%d"}`, r+1, r)),
 						}
-						if _, err := store.FinishRun(ctx, conv, id, runEndFor(st.Thread.ID, turn)); err != nil {
+						if _, err := store.History().FinishRun(ctx, conv, id, runEndFor(st.Thread.ID, turn)); err != nil {
 							return err
 						}
 						release()

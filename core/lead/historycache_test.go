@@ -65,7 +65,7 @@ func TestHistoryCacheSendsTheModelTheSameHistory(t *testing.T) {
 		text := fmt.Sprintf("message %d", i)
 		if i == 9 { // /new in both
 			for _, k := range []conv.Key{cached, plain} {
-				if _, err := store.Reset(ctx, k.String()); err != nil {
+				if _, err := store.Conversations().Reset(ctx, k.String()); err != nil {
 					t.Fatal(err)
 				}
 			}

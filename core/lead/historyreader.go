@@ -30,7 +30,7 @@ func (r *historyReader) begin(ctx context.Context, conv, runID string) (st threa
 	if h != nil {
 		mark = h.mark
 	}
-	if st, err = r.store.BeginRunAfter(ctx, conv, runID, mark); err != nil {
+	if st, err = r.store.History().BeginRunAfter(ctx, conv, runID, mark); err != nil {
 		return st, nil, nil, err
 	}
 	if st.Finished {
@@ -41,7 +41,7 @@ func (r *historyReader) begin(ctx context.Context, conv, runID string) (st threa
 		// Not the mark this cache holds: it cannot happen, but the log is read whole rather
 		// than the history built on a guess.
 		r.log.Warn("lead: the history read after a mark does not fit the cached one; reading it whole", "conv", conv)
-		if st, err = r.store.BeginRun(ctx, conv, runID); err != nil || st.Finished {
+		if st, err = r.store.History().BeginRun(ctx, conv, runID); err != nil || st.Finished {
 			return st, nil, func() {}, err
 		}
 	}

@@ -190,7 +190,7 @@ func TestLeadChainDelegatesAsksAndFinishes(t *testing.T) {
 	if out != runs.OutcomeFailed || !strings.Contains(third.last().Reason, "already answered") {
 		t.Fatalf("second answer: %v %+v", out, third.last())
 	}
-	raw, err := store.LoadEvents(ctx, testConv.String())
+	raw, err := store.History().LoadEvents(ctx, testConv.String())
 	if err != nil || len(raw) == 0 {
 		t.Fatalf("history: %d %v", len(raw), err)
 	}
@@ -346,7 +346,7 @@ func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
 			if out, err := team.HandleRun(ctx, runs.NewRun(tc.env, first)); err != nil || out != tc.wantOut {
 				t.Fatalf("first attempt = %v, %v", out, err)
 			}
-			hist, err := store.LoadEvents(ctx, testConv.String())
+			hist, err := store.History().LoadEvents(ctx, testConv.String())
 			if err != nil || len(hist) < tc.wantHist {
 				t.Fatalf("history after the first attempt: %d events, %v", len(hist), err)
 			}
@@ -356,7 +356,7 @@ func TestReplayedRunKeepsOneHistoryTurn(t *testing.T) {
 			if err != nil || out != tc.wantOut || replay.last().Kind != tc.wantKind || replay.last().Text != first.last().Text {
 				t.Fatalf("replay = %v, %v, %+v; want %v re-emitting %+v", out, err, replay.last(), tc.wantOut, first.last())
 			}
-			if again, _ := store.LoadEvents(ctx, testConv.String()); len(again) != len(hist) {
+			if again, _ := store.History().LoadEvents(ctx, testConv.String()); len(again) != len(hist) {
 				t.Errorf("history grew on replay: %d → %d events", len(hist), len(again))
 			}
 		})
@@ -460,7 +460,7 @@ func TestUndeliveredClosingEventIsTriedAgain(t *testing.T) {
 	if last := sink.last(); last.Kind != runs.EventFinal || last.Text != "the answer" {
 		t.Fatalf("delivered %+v, want the recorded answer", last)
 	}
-	if ev, _ := store.LoadEvents(context.Background(), testConv.String()); len(ev) == 0 {
+	if ev, _ := store.History().LoadEvents(context.Background(), testConv.String()); len(ev) == 0 {
 		t.Error("the answered turn is not in the history")
 	}
 }

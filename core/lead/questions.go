@@ -28,7 +28,7 @@ func (q questions) take(ctx context.Context, env *runs.Envelope) (p *pendingTurn
 	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
 		return q.takeExpiredRun(ctx, env)
 	}
-	c, err := q.store.TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
+	c, err := q.store.Clarifications().TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
 	switch {
 	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
 		// Our own earlier attempt took it; carry on.
@@ -68,7 +68,7 @@ func isApproval(c threads.Clarification) bool {
 
 // takeExpired claims an approval whose time is up, for a run that resumes it as denied.
 func (q questions) takeExpired(ctx context.Context, id string) (*pendingTurn, error) {
-	c, err := q.store.TakeExpiredClarification(ctx, id)
+	c, err := q.store.Clarifications().TakeExpiredClarification(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (q questions) expire(ctx context.Context, every time.Duration, enqueue Expi
 			return
 		case <-tick.C:
 		}
-		due, err := q.store.DueExpiries(ctx, time.Now(), 100)
+		due, err := q.store.Clarifications().DueExpiries(ctx, time.Now(), 100)
 		if err != nil {
 			if ctx.Err() == nil {
 				q.log.Warn("lead: reading the approvals due to expire failed", "err", err)
@@ -116,7 +116,7 @@ func (q questions) expire(ctx context.Context, every time.Duration, enqueue Expi
 		for _, e := range due {
 			if err := enqueue(ctx, e.ConvKey, e.ID); err != nil {
 				q.log.Warn("lead: queueing an expired approval failed; trying again later", "approval", e.ID, "err", err)
-				if err := q.store.ScheduleExpiry(context.WithoutCancel(ctx), e.ID, e.ConvKey, time.Now().Add(every)); err != nil {
+				if err := q.store.Clarifications().ScheduleExpiry(context.WithoutCancel(ctx), e.ID, e.ConvKey, time.Now().Add(every)); err != nil {
 					q.log.Error("lead: an expired approval could not be scheduled again; it expires when someone next clicks", "approval", e.ID, "err", err)
 				}
 			}

@@ -35,14 +35,14 @@ type ConvDepth struct {
 func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 	var d Depth
 	var err error
-	if d.Pending, err = q.st.Pending(ctx); err != nil {
+	if d.Pending, err = q.st.Admissions().Pending(ctx); err != nil {
 		return Depth{}, fmt.Errorf("runs: depth: %w", err)
 	}
-	if d.DeadLetters, err = q.st.DeadCount(ctx); err != nil {
+	if d.DeadLetters, err = q.st.DeadLetters().DeadCount(ctx); err != nil {
 		return Depth{}, fmt.Errorf("runs: depth: %w", err)
 	}
-	err = q.st.ScanConvs(ctx, func(tag string) error {
-		cs, ok, err := q.st.ConvState(ctx, tag)
+	err = q.st.Mailboxes().ScanConvs(ctx, func(tag string) error {
+		cs, ok, err := q.st.Mailboxes().ConvState(ctx, tag)
 		if err != nil || !ok {
 			return err
 		}
@@ -58,7 +58,7 @@ func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 
 // ConvDepth reports one conversation's backlog (zero when it has none).
 func (q *Queue) ConvDepth(ctx context.Context, conv conv.Key) (ConvDepth, error) {
-	cs, _, err := q.st.ConvState(ctx, conv.HashTag())
+	cs, _, err := q.st.Mailboxes().ConvState(ctx, conv.HashTag())
 	if err != nil {
 		return ConvDepth{}, fmt.Errorf("runs: depth of %s: %w", conv, err)
 	}
@@ -67,7 +67,7 @@ func (q *Queue) ConvDepth(ctx context.Context, conv conv.Key) (ConvDepth, error)
 
 // QueuedRuns lists the run ids in a conversation's mailbox, head (the active or next run) first.
 func (q *Queue) QueuedRuns(ctx context.Context, conv conv.Key) ([]string, error) {
-	ids, err := q.st.MailboxIDs(ctx, conv.HashTag())
+	ids, err := q.st.Mailboxes().MailboxIDs(ctx, conv.HashTag())
 	if err != nil {
 		return nil, fmt.Errorf("runs: list %s: %w", conv, err)
 	}
@@ -92,7 +92,7 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 	if limit <= 0 {
 		limit = 100
 	}
-	ds, err := q.st.DeadLetters(ctx, limit)
+	ds, err := q.st.DeadLetters().List(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("runs: dead letters: %w", err)
 	}
@@ -121,7 +121,7 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 	if q.opt.Signer == nil {
 		return "", fmt.Errorf("runs: replay %s: the queue has no Options.Signer to sign the replay with", runID)
 	}
-	d, ok, err := q.st.FindDeadLetter(ctx, runID)
+	d, ok, err := q.st.DeadLetters().FindDeadLetter(ctx, runID)
 	if err != nil {
 		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
@@ -137,7 +137,7 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 	if err := q.Enqueue(ctx, env); err != nil {
 		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
-	if _, err := q.st.DeleteDeadLetter(ctx, d.ID); err != nil {
+	if _, err := q.st.DeadLetters().DeleteDeadLetter(ctx, d.ID); err != nil {
 		return env.RunID, fmt.Errorf("runs: replay %s: queued as %s, but removing the dead letter failed: %w", runID, env.RunID, err)
 	}
 	return env.RunID, nil
@@ -145,14 +145,14 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 
 // Drop deletes a dead letter for good. ErrNotFound when no dead letter has runID.
 func (q *Queue) Drop(ctx context.Context, runID string) error {
-	d, ok, err := q.st.FindDeadLetter(ctx, runID)
+	d, ok, err := q.st.DeadLetters().FindDeadLetter(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("runs: drop %s: %w", runID, err)
 	}
 	if !ok {
 		return fmt.Errorf("runs: drop %s: %w", runID, ErrNotFound)
 	}
-	if _, err := q.st.DeleteDeadLetter(ctx, d.ID); err != nil {
+	if _, err := q.st.DeadLetters().DeleteDeadLetter(ctx, d.ID); err != nil {
 		return fmt.Errorf("runs: drop %s: %w", runID, err)
 	}
 	return nil
@@ -170,12 +170,12 @@ type Cancelled struct {
 // and the active run's context is cancelled (its outcome becomes cancelled). ErrNotFound when
 // runID is given and matched nothing.
 func (q *Queue) Cancel(ctx context.Context, conv conv.Key, runID string) (Cancelled, error) {
-	active, removed, err := q.st.Cancel(ctx, conv.HashTag(), runID)
+	active, removed, err := q.st.Mailboxes().Cancel(ctx, conv.HashTag(), runID)
 	if err != nil {
 		return Cancelled{}, fmt.Errorf("runs: cancel in %s: %w", conv, err)
 	}
 	if active != "" {
-		if err := q.st.PublishCancel(ctx, active); err != nil {
+		if err := q.st.Mailboxes().PublishCancel(ctx, active); err != nil {
 			q.log.Warn("runs: publish cancel failed; the heartbeat will deliver it", "run", active, "err", err)
 		}
 	}
@@ -197,8 +197,8 @@ func (q *Queue) Cancel(ctx context.Context, conv conv.Key, runID string) (Cancel
 // before it are returned with it.
 func (q *Queue) CancelWhere(ctx context.Context, match func(conv.Key) bool) (map[conv.Key]Cancelled, error) {
 	var keys []conv.Key
-	err := q.st.ScanConvs(ctx, func(tag string) error {
-		cs, ok, err := q.st.ConvState(ctx, tag)
+	err := q.st.Mailboxes().ScanConvs(ctx, func(tag string) error {
+		cs, ok, err := q.st.Mailboxes().ConvState(ctx, tag)
 		if err != nil || !ok {
 			return err
 		}
@@ -224,13 +224,13 @@ func (q *Queue) CancelWhere(ctx context.Context, match func(conv.Key) bool) (map
 }
 
 // Pause stops intake: Enqueue returns ErrPaused until Resume. Queued runs keep running.
-func (q *Queue) Pause(ctx context.Context) error { return q.st.Pause(ctx) }
+func (q *Queue) Pause(ctx context.Context) error { return q.st.Admissions().Pause(ctx) }
 
 // Resume restarts intake.
-func (q *Queue) Resume(ctx context.Context) error { return q.st.Resume(ctx) }
+func (q *Queue) Resume(ctx context.Context) error { return q.st.Admissions().Resume(ctx) }
 
 // Paused reports whether intake is paused.
-func (q *Queue) Paused(ctx context.Context) (bool, error) { return q.st.Paused(ctx) }
+func (q *Queue) Paused(ctx context.Context) (bool, error) { return q.st.Admissions().Paused(ctx) }
 
 // Stats are the queue's counters since its keys were created, over all processes.
 type Stats struct {
@@ -246,7 +246,7 @@ type Stats struct {
 
 // Stats reads the counters.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	m, err := q.st.Stats(ctx)
+	m, err := q.st.Counters().Stats(ctx)
 	if err != nil {
 		return Stats{}, fmt.Errorf("runs: stats: %w", err)
 	}
@@ -288,7 +288,7 @@ type Throughput struct {
 
 // Recent reads the throughput of the last minute and the last hour in one call.
 func (q *Queue) Recent(ctx context.Context) (Recent, error) {
-	r, err := q.st.Recent(ctx)
+	r, err := q.st.Counters().Recent(ctx)
 	if err != nil {
 		return Recent{}, fmt.Errorf("runs: recent throughput: %w", err)
 	}

@@ -3,11 +3,14 @@ package runs
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// listenCancels is the canceller component: it receives the ids of cancelled runs over pub/sub
+// canceller is the canceller component: it receives the ids of cancelled runs over pub/sub
 // and cancels the handler's context when this process runs one. A missed message is caught by
 // the heartbeat's poll of the cancel flag.
 //
@@ -15,8 +18,24 @@ import (
 // lost connection every 100 ms for as long as Redis is down: here a lost connection is retried
 // with the outage backoff (go-redis reconnects and subscribes again on the next read), and the
 // failures are logged a few times. A read that sees nothing for a lease sends a PING, so a dead
-// connection is found. ctx ending closes the subscription, which ends a read in flight.
-func (p *Pool) listenCancels(ctx context.Context, ps *redis.PubSub) {
+// connection is found. Its context ending closes the subscription, which ends a read in flight.
+type canceller struct {
+	lease time.Duration
+	held  *heldSet
+	log   *slog.Logger
+	stop  context.CancelFunc
+}
+
+// start listens on ps, which the canceller then owns, in a goroutine of wg until shutdown.
+func (c *canceller) start(ctx context.Context, ps *redis.PubSub, wg *sync.WaitGroup) {
+	ctx, c.stop = context.WithCancel(ctx)
+	wg.Go(func() { c.listen(ctx, ps) })
+}
+
+// shutdown stops the canceller and closes its subscription; wait on start's group for it.
+func (c *canceller) shutdown() { c.stop() }
+
+func (c *canceller) listen(ctx context.Context, ps *redis.PubSub) {
 	closed := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close(); close(closed) })
 	defer func() {
@@ -26,10 +45,10 @@ func (p *Pool) listenCancels(ctx context.Context, ps *redis.PubSub) {
 			<-closed
 		}
 	}()
-	fl := newFailureLog(p.log, "canceller", "runs: listening for cancels failed; retrying")
+	fl := newFailureLog(c.log, "canceller", "runs: listening for cancels failed; retrying")
 	failures := 0
 	for ctx.Err() == nil {
-		msg, err := ps.ReceiveTimeout(ctx, p.opt.Lease)
+		msg, err := ps.ReceiveTimeout(ctx, c.lease)
 		if err != nil && isTimeout(err) {
 			err = ps.Ping(ctx) // quiet for a lease: make sure the connection still works
 		}
@@ -46,8 +65,8 @@ func (p *Pool) listenCancels(ctx context.Context, ps *redis.PubSub) {
 		}
 		failures = 0
 		fl.ok()
-		if m, ok := msg.(*redis.Message); ok && p.held.cancelRun(m.Payload, errCancelled) {
-			p.log.Info("runs: run cancelled", "run", m.Payload)
+		if m, ok := msg.(*redis.Message); ok && c.held.cancelRun(m.Payload, errCancelled) {
+			c.log.Info("runs: run cancelled", "run", m.Payload)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func TestDrainOnShutdown(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- p.Shutdown(context.Background()) }()
 		// Finishing before the drain began would let the worker take the second run itself.
-		eventually(t, 5*time.Second, "the drain to begin", p.isDraining)
+		eventually(t, 5*time.Second, "the drain to begin", p.processor.isDraining)
 		close(finish)
 		if err := <-done; err != nil {
 			t.Fatalf("Shutdown = %v, want a clean drain", err)

@@ -140,7 +140,7 @@ const (
 	DecisionExpired = "expired"
 )
 
-// DecisionMark names the router's mark (threads.Store.Mark) that records the decision on an
+// DecisionMark names the router's mark (threads.Inbox.Mark) that records the decision on an
 // approval whose call waits inside its run: "<decision>\n<decider's channel_user_id>".
 func DecisionMark(approvalID string) string { return "decision:" + approvalID }
 

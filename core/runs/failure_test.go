@@ -209,7 +209,7 @@ func TestKeyRotation(t *testing.T) {
 // TestOutageBackoffWaitsMinutes pins the slow schedule of runs failing on an outage: 5 s, 20 s,
 // 1 min, 2 min, then doubling up to 30 min, each within its jitter (its last quarter).
 func TestOutageBackoffWaitsMinutes(t *testing.T) {
-	p := &Pool{opt: Options{OutageRetryBase: 5 * time.Second}}
+	p := &processor{opt: Options{OutageRetryBase: 5 * time.Second}}
 	want := []time.Duration{5 * time.Second, 20 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}
 	for i, w := range want {
 		for range 50 {

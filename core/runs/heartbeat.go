@@ -3,6 +3,8 @@ package runs
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
@@ -21,30 +23,49 @@ var (
 //
 // While Redis fails, each beat still tries (a third of a lease is already a slow pace) and the
 // failures are logged a few times, not per beat.
-func (p *Pool) heartbeat(ctx context.Context) {
-	t := time.NewTicker(p.opt.Lease / 3)
+type heartbeat struct {
+	leases   *rdb.Leases
+	hints    *rdb.Hints
+	consumer string
+	lease    time.Duration
+	held     *heldSet
+	log      *slog.Logger
+	stop     context.CancelFunc
+}
+
+// start runs the heartbeat in a goroutine of wg until shutdown.
+func (b *heartbeat) start(ctx context.Context, wg *sync.WaitGroup) {
+	ctx, b.stop = context.WithCancel(ctx)
+	wg.Go(func() { b.run(ctx) })
+}
+
+// shutdown stops the heartbeat; wait on start's group for it.
+func (b *heartbeat) shutdown() { b.stop() }
+
+func (b *heartbeat) run(ctx context.Context) {
+	t := time.NewTicker(b.lease / 3)
 	defer t.Stop()
-	renew := newFailureLog(p.log, "heartbeat's lease renewal", "runs: renewing leases failed")
-	touch := newFailureLog(p.log, "heartbeat's hint touch", "runs: touching held hints failed")
+	renew := newFailureLog(b.log, "heartbeat's lease renewal", "runs: renewing leases failed")
+	touch := newFailureLog(b.log, "heartbeat's hint touch", "runs: touching held hints failed")
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			p.beat(ctx, renew, touch)
+			b.beat(ctx, renew, touch)
 		}
 	}
 }
 
-func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
-	runs, hints := p.held.snapshot()
-	deadline := time.Now().Add(p.opt.Lease).UnixMilli()
+func (b *heartbeat) beat(ctx context.Context, renewLog, touchLog *failureLog) {
+	runs, hints := b.held.snapshot()
+	deadline := time.Now().Add(b.lease).UnixMilli()
 	// Hints first, then leases: the recoverer takes a hint over once it has been idle a lease
 	// and a tick, and the worker it hands it to claims the conversation only if its lease has
 	// run out by then. The new deadline is read before the touch, so it always falls before the
 	// takeover; renewing first would let a process that dies between the two leave a lease
 	// running past its hint's takeover, whose claim would find it held and wait a lease more.
-	switch err := p.st.Touch(ctx, p.opt.Consumer, hints); {
+	switch err := b.hints.Touch(ctx, b.consumer, hints); {
 	case err == nil:
 		touchLog.ok()
 	case ctx.Err() == nil:
@@ -54,7 +75,7 @@ func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	for i, r := range runs {
 		reqs[i] = rdb.RenewReq{Tag: r.tag, Owner: r.owner, RunID: r.runID, Deadline: deadline}
 	}
-	res, err := p.st.RenewMany(ctx, reqs)
+	res, err := b.leases.RenewMany(ctx, reqs)
 	switch {
 	case err == nil:
 		renewLog.ok()
@@ -64,7 +85,7 @@ func (p *Pool) beat(ctx context.Context, renewLog, touchLog *failureLog) {
 	for i, r := range res {
 		switch {
 		case r.Lost:
-			p.log.Warn("runs: lease lost; cancelling the run", "run", runs[i].runID)
+			b.log.Warn("runs: lease lost; cancelling the run", "run", runs[i].runID)
 			runs[i].cancel(errLeaseLost)
 		case r.Cancelled:
 			runs[i].cancel(errCancelled)

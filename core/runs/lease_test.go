@@ -28,15 +28,15 @@ func testLeaseExpiryTakeover(t *testing.T, c redis.UniversalClient) {
 	mustEnqueue(t, q, second)
 
 	// The abandoning worker: it reads the hint and takes the lease, then never comes back.
-	if err := q.st.EnsureGroup(ctx); err != nil {
+	if err := q.st.Hints().EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hints, err := q.st.ReadHints(ctx, "ghost", 10, 0)
+	hints, err := q.st.Hints().ReadHints(ctx, "ghost", 10, 0)
 	if err != nil || len(hints) != 1 {
 		t.Fatalf("ghost read %v, %v; want one hint", hints, err)
 	}
 	now := time.Now()
-	cl, err := q.st.Claim(ctx, hints[0].Tag, "ghost/0", now.UnixMilli(), now.Add(q.opt.Lease).UnixMilli())
+	cl, err := q.st.Leases().Claim(ctx, hints[0].Tag, "ghost/0", now.UnixMilli(), now.Add(q.opt.Lease).UnixMilli())
 	if err != nil || cl.Status != "run" {
 		t.Fatalf("ghost claim = %+v, %v", cl, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func pendingOf(t testing.TB, q *Queue) int64 {
 	t.Helper()
-	n, err := q.st.Pending(context.Background())
+	n, err := q.st.Admissions().Pending(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,18 +27,18 @@ func pendingOf(t testing.TB, q *Queue) int64 {
 func ghostAck(t *testing.T, q *Queue, k conv.Key, runID string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := q.st.ReadHints(ctx, "ghost", 100, 0); err != nil {
+	if _, err := q.st.Hints().ReadHints(ctx, "ghost", 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	c, err := q.st.Claim(ctx, k.HashTag(), "ghost/0", now.UnixMilli(), now.Add(q.opt.Lease).UnixMilli())
+	c, err := q.st.Leases().Claim(ctx, k.HashTag(), "ghost/0", now.UnixMilli(), now.Add(q.opt.Lease).UnixMilli())
 	if err != nil || c.Status != rdb.ClaimRun {
 		t.Fatalf("ghost claim = %+v, %v", c, err)
 	}
 	if id, _ := rdb.SplitEntry(c.Entry); id != runID {
 		t.Fatalf("ghost claimed %s, want %s", id, runID)
 	}
-	if c, err := q.st.Ack(ctx, k.HashTag(), "ghost/0", runID, now.Add(q.opt.Lease).UnixMilli()); err != nil || c.Status != rdb.ClaimIdle {
+	if c, err := q.st.Leases().Ack(ctx, k.HashTag(), "ghost/0", runID, now.Add(q.opt.Lease).UnixMilli()); err != nil || c.Status != rdb.ClaimIdle {
 		t.Fatalf("ghost ack = %+v, %v", c, err)
 	}
 }
@@ -47,7 +47,7 @@ func ghostAck(t *testing.T, q *Queue, k conv.Key, runID string) {
 // pushing it: counted, never queued.
 func ghostAdmit(t *testing.T, q *Queue, k conv.Key) {
 	t.Helper()
-	st, _, err := q.st.Ready(context.Background(), rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: rdb.Member(k.HashTag(), NewRunID())})
+	st, _, err := q.st.Admissions().Ready(context.Background(), rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: rdb.Member(k.HashTag(), NewRunID())})
 	if err != nil || st != rdb.ReadyOK {
 		t.Fatalf("ghost admission = %q, %v", st, err)
 	}
@@ -82,7 +82,7 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 			}
 			return n == 1
 		})
-		if ok, err := q.st.IsAdmitted(ctx, testConv(3).HashTag(), live.RunID); err != nil || !ok {
+		if ok, err := q.st.Admissions().IsAdmitted(ctx, testConv(3).HashTag(), live.RunID); err != nil || !ok {
 			t.Errorf("the queued run's admission = %v, %v; want kept", ok, err)
 		}
 	})
@@ -94,14 +94,14 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := q.st.Enqueue(ctx, rdb.EnqueueReq{Tag: testConv(4).HashTag(), Probe: true, Entry: rdb.Entry(unadmitted.RunID, payload), Now: time.Now().UnixMilli(), ConvKey: testConv(4).String()})
+	r, err := q.st.Mailboxes().Enqueue(ctx, rdb.EnqueueReq{Tag: testConv(4).HashTag(), Probe: true, Entry: rdb.Entry(unadmitted.RunID, payload), Now: time.Now().UnixMilli(), ConvKey: testConv(4).String()})
 	if err != nil || r.Status != rdb.StatusNew {
 		t.Fatalf("push = %+v, %v", r, err)
 	}
 	rec := newRecorder()
 	var admittedWhileRunning atomic.Int32
 	p, err := q.NewPool(HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
-		if ok, err := q.st.IsAdmitted(ctx, run.Envelope.Conv.HashTag(), run.Envelope.RunID); err == nil && ok {
+		if ok, err := q.st.Admissions().IsAdmitted(ctx, run.Envelope.Conv.HashTag(), run.Envelope.RunID); err == nil && ok {
 			admittedWhileRunning.Add(1)
 		}
 		rec.handled(run)
@@ -112,10 +112,10 @@ func TestPendingCountHealsAfterCrashes(t *testing.T) {
 	}
 	t.Run("the rescue counts a run nobody admitted", func(t *testing.T) {
 		eventually(t, 10*time.Second, "the rescue", func() bool {
-			p.rescueScan(ctx)
+			p.recoverer.rescueScan(ctx)
 			return pendingOf(t, q) == 2
 		})
-		if ok, _ := q.st.IsAdmitted(ctx, testConv(4).HashTag(), unadmitted.RunID); !ok {
+		if ok, _ := q.st.Admissions().IsAdmitted(ctx, testConv(4).HashTag(), unadmitted.RunID); !ok {
 			t.Error("the rescued run is not the one counted")
 		}
 	})
@@ -158,7 +158,7 @@ func TestReconcileNeverUndercountsLiveRuns(t *testing.T) {
 	var uncounted []string
 	rec := newRecorder()
 	check := func(run *Run, when string) {
-		ok, err := q.st.IsAdmitted(context.Background(), run.Envelope.Conv.HashTag(), run.Envelope.RunID)
+		ok, err := q.st.Admissions().IsAdmitted(context.Background(), run.Envelope.Conv.HashTag(), run.Envelope.RunID)
 		if err != nil || !ok {
 			mu.Lock()
 			uncounted = append(uncounted, fmt.Sprintf("%s at its %s (%v)", run.Envelope.Text, when, err))

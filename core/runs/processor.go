@@ -4,17 +4,100 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
 )
 
+// processor is the processor component: Options.Workers goroutines, each taking a fetched hint,
+// claiming its conversation and running the mailbox in order while it holds the lease — the
+// Handler called with retries, a run that must not run again dead-lettered — and handing what
+// it finished to the settler. Nothing runs before its signature checks out.
+type processor struct {
+	st    *rdb.Store
+	sched *scheduledSet // the queue's guess of scheduled conversations: a worker forgets one it leaves idle
+	opt   Options
+	log   *slog.Logger
+	h     Handler
+	sink  Sink
+	slots *hintSlots
+	held  *heldSet   // the run each worker executes, for the heartbeat and the canceller
+	work  *workQueue // hints fetched, waiting for a worker
+	set   *settler   // batched acknowledgements and counters
+	// outage logs the workers' Redis calls that fail while Redis is unreachable, a few lines
+	// for all workers together.
+	outage struct{ claim, ack, renew, handler, unavailable *failureLog }
+
+	bg       context.Context // the workers' Redis calls
+	runs     context.Context // parent of every handler ctx; cancelled at the drain deadline
+	stopRuns context.CancelCauseFunc
+	// draining is set when the pool begins to stop: a worker gives back the hints it has not
+	// started, and leaves a conversation between two runs.
+	draining atomic.Bool
+	// intakeDone is closed when intake stops, as the drain begins: a run waiting out an outage
+	// stops waiting then.
+	intakeDone chan struct{}
+	// handedBack counts the runs released unfinished at shutdown, for the last log line.
+	handedBack atomic.Int64
+	wg         sync.WaitGroup
+}
+
+func newProcessor(q *Queue, log *slog.Logger, h Handler, sink Sink, slots *hintSlots, set *settler) *processor {
+	p := &processor{st: q.st, sched: q.sched, opt: q.opt, log: log, h: h, sink: sink,
+		slots: slots, held: slots.held, work: slots.work, set: set, intakeDone: make(chan struct{})}
+	p.outage.claim = newFailureLog(log, "workers' claims", "runs: claiming a conversation failed; retrying")
+	p.outage.ack = newFailureLog(log, "workers' acknowledgements", "runs: acknowledging a finished run failed; retrying")
+	p.outage.renew = newFailureLog(log, "workers' renewals", "runs: renewing a lease before a retry failed; retrying")
+	p.outage.handler = newFailureLog(log, "handler", "runs: transient failure, Redis unreachable; retrying")
+	p.outage.unavailable = newFailureLog(log, "runs waiting on an unavailable service", "runs: a service runs need (the model, or the platform for their answers) is unavailable; retrying them later")
+	return p
+}
+
+// start starts the workers: their Redis calls use bg, and their handlers' contexts derive from
+// runs, which stopRuns cancels (handBack).
+func (p *processor) start(bg, runs context.Context, stopRuns context.CancelCauseFunc) {
+	p.bg, p.runs, p.stopRuns = bg, runs, stopRuns
+	for i := range p.opt.Workers {
+		p.wg.Go(func() { p.worker(i) })
+	}
+}
+
+// drain tells the workers the pool is stopping: they start nothing new (see draining).
+func (p *processor) drain() { p.draining.Store(true) }
+
+func (p *processor) isDraining() bool { return p.draining.Load() }
+
+// stopIntake tells the workers intake has stopped: a run waiting out an outage is handed back.
+func (p *processor) stopIntake() { close(p.intakeDone) }
+
+// handBack cancels every run in flight, which the workers then hand back to other processes.
+func (p *processor) handBack() { p.stopRuns(errShutdown) }
+
+// shutdown closes the work queue — the workers take what is still queued, then stop — and waits
+// for them until ctx is done, then hands the runs still in flight back and waits for that.
+func (p *processor) shutdown(ctx context.Context) {
+	p.work.close()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		p.log.Info("runs: drain deadline passed; handing in-flight runs back to other workers")
+		p.handBack()
+		<-done
+	}
+	p.handBack()
+}
+
 // worker is one worker goroutine: it serves hints until the work queue is closed and empty
 // (Shutdown).
-func (p *Pool) worker(i int) {
+func (p *processor) worker(i int) {
 	owner := p.opt.Consumer + "/" + strconv.Itoa(i)
 	inbox := newWorkerInbox()
 	for {
@@ -29,7 +112,7 @@ func (p *Pool) worker(i int) {
 			p.serve(i, owner, h)
 		}
 		p.held.dropHint(h.ID)
-		p.slots <- struct{}{}
+		p.slots.give(1)
 	}
 }
 
@@ -49,7 +132,7 @@ type result struct {
 }
 
 // serve claims the hinted conversation and runs its mailbox in order while it holds the lease.
-func (p *Pool) serve(i int, owner string, h rdb.Hint) {
+func (p *processor) serve(i int, owner string, h rdb.Hint) {
 	ctx := p.bg
 	var c rdb.Claim
 	// While Redis is unreachable, wait for it (the heartbeat keeps the hint ours) rather than
@@ -57,7 +140,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 	err := retryRedis(p.runs, p.outage.claim, func() error {
 		now := time.Now()
 		var err error
-		c, err = p.st.Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
+		c, err = p.st.Leases().Claim(ctx, h.Tag, owner, now.UnixMilli(), now.Add(p.opt.Lease).UnixMilli())
 		return err
 	}, "tag", h.Tag)
 	if err != nil {
@@ -66,7 +149,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 	}
 	switch c.Status {
 	case rdb.ClaimEmpty:
-		p.q.sched.forget(h.Tag)
+		p.sched.forget(h.Tag)
 		p.set.add(settleItem{ack: h.ID})
 		return
 	case rdb.ClaimHeld:
@@ -90,7 +173,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 		// so the run is not run again a lease later.
 		err = retryRedis(p.runs, p.outage.ack, func() error {
 			var err error
-			c, err = p.st.Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
+			c, err = p.st.Leases().Ack(ctx, h.Tag, owner, res.runID, time.Now().Add(p.opt.Lease).UnixMilli())
 			return err
 		}, "run", res.runID)
 		if err != nil {
@@ -102,7 +185,7 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 		}
 		switch c.Status {
 		case rdb.ClaimIdle:
-			p.q.sched.forget(h.Tag)
+			p.sched.forget(h.Tag)
 			p.set.add(settleItem{ack: h.ID})
 			return
 		case rdb.ClaimLost:
@@ -118,8 +201,8 @@ func (p *Pool) serve(i int, owner string, h rdb.Hint) {
 }
 
 // release gives the conversation's lease up and hints it again when work remains.
-func (p *Pool) release(ctx context.Context, tag, owner string) {
-	needHint, err := p.st.Release(ctx, tag, owner, time.Now().UnixMilli())
+func (p *processor) release(ctx context.Context, tag, owner string) {
+	needHint, err := p.st.Leases().Release(ctx, tag, owner, time.Now().UnixMilli())
 	if err != nil {
 		p.log.Warn("runs: releasing a lease failed; it expires instead", "tag", tag, "err", err)
 		return
@@ -131,7 +214,7 @@ func (p *Pool) release(ctx context.Context, tag, owner string) {
 
 // runOne verifies and runs the claimed head entry, retrying transient failures, and reports what
 // to do with it. Nothing runs before the signature checks out.
-func (p *Pool) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim) result {
+func (p *processor) runOne(ctx context.Context, i int, owner, tag string, c rdb.Claim) result {
 	runID, payload := rdb.SplitEntry(c.Entry)
 	env, err := p.opt.Signer.Open(payload)
 	if err == nil && env.RunID != runID {
@@ -191,7 +274,7 @@ type runTry struct {
 
 // ended says how an attempt that returned out, herr ends the run, if it does (done): answered
 // (or whatever outcome), failed for good, or dead-lettered after the last attempt.
-func (p *Pool) ended(ctx context.Context, t runTry, run *Run, attempt int, out Outcome, herr error) (result, bool) {
+func (p *processor) ended(ctx context.Context, t runTry, run *Run, attempt int, out Outcome, herr error) (result, bool) {
 	switch {
 	case herr == nil:
 		p.outage.handler.ok()
@@ -223,7 +306,7 @@ func (p *Pool) ended(ctx context.Context, t runTry, run *Run, attempt int, out O
 // again waits out the backoff after a failed attempt and renews the run's lease for the next
 // one, whose number it returns; done, with r, when the run must not be tried here again (the
 // drain began, the lease was lost, the run was interrupted).
-func (p *Pool) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc, t runTry, run *Run, attempt int, herr error) (next int, r result, done bool) {
+func (p *processor) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc, t runTry, run *Run, attempt int, herr error) (next int, r result, done bool) {
 	wait := p.backoff(attempt)
 	u, outage := errors.AsType[*UnavailableError](herr)
 	if outage {
@@ -255,7 +338,7 @@ func (p *Pool) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 	var rn rdb.Renewal
 	err := retryRedis(runCtx, p.outage.renew, func() error {
 		var err error
-		rn, err = p.st.Renew(ctx, rdb.RenewReq{Tag: t.tag, Owner: t.owner, RunID: t.runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
+		rn, err = p.st.Leases().Renew(ctx, rdb.RenewReq{Tag: t.tag, Owner: t.owner, RunID: t.runID, Deadline: time.Now().Add(p.opt.Lease).UnixMilli(), Bump: true})
 		return err
 	}, "run", t.runID)
 	if r, done := p.interrupted(runCtx, t.tag, t.owner, run); done {
@@ -271,7 +354,7 @@ func (p *Pool) again(ctx, runCtx context.Context, cancel context.CancelCauseFunc
 }
 
 // interrupted reports what to do when the run's context was cancelled from outside.
-func (p *Pool) interrupted(runCtx context.Context, tag, owner string, run *Run) (result, bool) {
+func (p *processor) interrupted(runCtx context.Context, tag, owner string, run *Run) (result, bool) {
 	runID := run.Envelope.RunID
 	switch cause := context.Cause(runCtx); {
 	case errors.Is(cause, errLeaseLost):
@@ -289,7 +372,7 @@ func (p *Pool) interrupted(runCtx context.Context, tag, owner string, run *Run) 
 }
 
 // call runs the handler, turning a panic into a transient error.
-func (p *Pool) call(ctx context.Context, run *Run) (out Outcome, err error) {
+func (p *processor) call(ctx context.Context, run *Run) (out Outcome, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("runs: handler panicked", "run", run.Envelope.RunID, "panic", r, "stack", string(debug.Stack()))
@@ -300,7 +383,7 @@ func (p *Pool) call(ctx context.Context, run *Run) (out Outcome, err error) {
 }
 
 // tell emits a closing event for the user unless the handler already emitted one.
-func (p *Pool) tell(run *Run, kind EventKind, reason string) {
+func (p *processor) tell(run *Run, kind EventKind, reason string) {
 	if p.sink == nil || run.emittedTerminal() {
 		return
 	}
@@ -311,8 +394,8 @@ func (p *Pool) tell(run *Run, kind EventKind, reason string) {
 	}
 }
 
-func (p *Pool) deadLetter(ctx context.Context, tag, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
-	_, err := p.st.AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
+func (p *processor) deadLetter(ctx context.Context, tag, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
+	_, err := p.st.DeadLetters().AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
 	if err != nil {
 		p.log.Error("runs: dead-lettering failed; the run stays queued", "run", runID, "err", err)
 		return result{step: stepLost, runID: runID}
@@ -322,7 +405,7 @@ func (p *Pool) deadLetter(ctx context.Context, tag, runID, reason string, payloa
 
 // backoff is the wait before retry attempt+1: exponential from RetryBase, capped at RetryMax,
 // with jitter over its upper half.
-func (p *Pool) backoff(attempt int) time.Duration {
+func (p *processor) backoff(attempt int) time.Duration {
 	d := p.opt.RetryBase << min(attempt-1, 20)
 	if d > p.opt.RetryMax || d <= 0 {
 		d = p.opt.RetryMax
@@ -332,8 +415,8 @@ func (p *Pool) backoff(attempt int) time.Duration {
 
 // waitRetry waits d before the next attempt, or until runCtx ends. A wait for an outage also
 // ends when the drain begins; it reports false then.
-func (p *Pool) waitRetry(runCtx context.Context, d time.Duration, outage bool) bool {
-	if !outage || p.intakeCtx == nil {
+func (p *processor) waitRetry(runCtx context.Context, d time.Duration, outage bool) bool {
+	if !outage {
 		waitFor(runCtx, d)
 		return true
 	}
@@ -342,7 +425,7 @@ func (p *Pool) waitRetry(runCtx context.Context, d time.Duration, outage bool) b
 	select {
 	case <-runCtx.Done():
 	case <-t.C:
-	case <-p.intakeCtx.Done():
+	case <-p.intakeDone:
 		return runCtx.Err() != nil // the run's own end is handled by the caller
 	}
 	return true
@@ -358,7 +441,7 @@ const maxUnavailableWait = 30 * time.Minute
 // unavailableBackoff is the wait before retry attempt+1 of a run waiting out an outage of a
 // service it needs (the model), with jitter over its last quarter so runs that failed together
 // do not come back together.
-func (p *Pool) unavailableBackoff(attempt int) time.Duration {
+func (p *processor) unavailableBackoff(attempt int) time.Duration {
 	i := min(max(attempt, 1), len(unavailableSteps)) - 1
 	d := p.opt.OutageRetryBase * unavailableSteps[i]
 	for n := len(unavailableSteps); n < attempt && d < maxUnavailableWait; n++ {

@@ -11,7 +11,7 @@ import (
 // consumerNames lists the ready stream's consumers with their pending hints.
 func consumerNames(t testing.TB, q *Queue) []string {
 	t.Helper()
-	cs, err := q.st.Client().XInfoConsumers(context.Background(), q.st.ReadyKey(), "workers").Result()
+	cs, err := q.st.Client().XInfoConsumers(context.Background(), q.st.Hints().ReadyKey(), "workers").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	// A process killed while holding a hint it never served.
 	orphan := signedEnv(base.opt.Signer, testConv(9), "held by a killed process")
 	mustEnqueue(t, base, orphan)
-	if hs, err := base.st.ReadHints(ctx, "killed", 10, 0); err != nil || len(hs) != 1 {
+	if hs, err := base.st.Hints().ReadHints(ctx, "killed", 10, 0); err != nil || len(hs) != 1 {
 		t.Fatalf("the killed process read %v, %v", hs, err)
 	}
 	if got := fmt.Sprint(consumerNames(t, base)); got != "[killed:1 old-0:0 old-1:0]" {
@@ -70,7 +70,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.consumerIdle = 200 * time.Millisecond
+	p.recoverer.consumerIdle = 200 * time.Millisecond
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	// Deleting the killed consumer with its hint would have left that hint in the stream for
 	// good, acknowledged by nobody.
 	eventually(t, 5*time.Second, "every hint acknowledged and deleted", func() bool {
-		n, err := c.XLen(ctx, base.st.ReadyKey()).Result()
+		n, err := c.XLen(ctx, base.st.Hints().ReadyKey()).Result()
 		return err == nil && n == 0
 	})
 }

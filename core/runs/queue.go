@@ -32,7 +32,7 @@ type Queue struct {
 }
 
 // reconcileAge is the age past which an admitted run absent from its mailbox is forgotten (see
-// rdb.Store.Reconcile): several leases, and at least a minute, far beyond what one Enqueue
+// rdb.Admissions.Reconcile): several leases, and at least a minute, far beyond what one Enqueue
 // takes (enqueueTimeout plus the client's timeouts). The clocks of the Redis nodes must agree
 // within half of it.
 func reconcileAge(lease time.Duration) time.Duration { return max(4*lease, time.Minute) }
@@ -54,7 +54,7 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Queu
 	if err != nil {
 		return nil, err
 	}
-	if err := q.st.EnsureGroup(ctx); err != nil {
+	if err := q.st.Hints().EnsureGroup(ctx); err != nil {
 		return nil, fmt.Errorf("runs: open queue: %w", err)
 	}
 	return q, nil
@@ -63,7 +63,9 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Queu
 // SeenKey is the key EnqueueOnce sets to mark event as queued in conversation c (it shares the
 // conversation's hash slot). The router reads it at intake to see a redelivered event as a
 // duplicate even when the claim it took for it could not be given back.
-func (q *Queue) SeenKey(c conv.Key, event string) string { return q.st.SeenKey(c.HashTag(), event) }
+func (q *Queue) SeenKey(c conv.Key, event string) string {
+	return q.st.Mailboxes().SeenKey(c.HashTag(), event)
+}
 
 // Options returns the queue's options with defaults applied.
 func (q *Queue) Options() Options { return q.opt }
@@ -113,7 +115,7 @@ func (q *Queue) EnqueueOnce(ctx context.Context, env *Envelope, event string, tt
 		if ttl <= 0 {
 			return fmt.Errorf("runs: enqueue %s: the ttl of event %q is not positive", env.RunID, event)
 		}
-		e.seen, e.seenTTL = q.st.SeenKey(e.tag, event), ttl
+		e.seen, e.seenTTL = q.st.Mailboxes().SeenKey(e.tag, event), ttl
 	}
 	// Once started, the steps run to the end even if the caller's ctx ends (a platform
 	// connection closing at shutdown): a run left half-queued — in its mailbox but not hinted —
@@ -176,7 +178,7 @@ func (e enqueue) member() string { return rdb.Member(e.tag, e.runID) }
 func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	req := e.req(true, 0)
 	req.Intent = true
-	r, err := q.st.Enqueue(ctx, req)
+	r, err := q.st.Mailboxes().Enqueue(ctx, req)
 	if err != nil {
 		// The push may have happened: the index entry stays for the rescue to decide.
 		return err
@@ -200,7 +202,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	var status string
 	err = retryRedis(ctx, q.outage, func() error {
 		var err error
-		status, _, err = q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag, Unindex: true})
+		status, _, err = q.st.Admissions().Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Hint: e.tag, Unindex: true})
 		return err
 	}, "run", e.runID)
 	if err != nil {
@@ -209,7 +211,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	if status == rdb.ReadyOK {
 		return nil
 	}
-	needHint, err := q.st.Retract(ctx, e.tag, e.entry, e.seen)
+	needHint, err := q.st.Mailboxes().Retract(ctx, e.tag, e.entry, e.seen)
 	if err != nil {
 		return fmt.Errorf("undo after refusal: %w", err)
 	}
@@ -219,7 +221,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 	if needHint {
 		r2.Hint = e.tag
 	}
-	if _, _, err := q.st.Ready(ctx, r2); err != nil {
+	if _, _, err := q.st.Admissions().Ready(ctx, r2); err != nil {
 		return fmt.Errorf("hint: %w", err)
 	}
 	return q.refusal(status, e.maxAll)
@@ -228,7 +230,7 @@ func (q *Queue) enqueueIdle(ctx context.Context, e enqueue) error {
 // unindex takes a refused run out of the unhinted index; when that fails the rescue drops the
 // entry once it is old (the run is in no mailbox).
 func (q *Queue) unindex(ctx context.Context, e enqueue) {
-	if err := q.st.Unindex(context.WithoutCancel(ctx), e.member()); err != nil {
+	if err := q.st.Rescues().Unindex(context.WithoutCancel(ctx), e.member()); err != nil {
 		q.log.Debug("runs: taking a refused run out of the unhinted index failed; the rescue will", "run", e.runID, "err", err)
 	}
 }
@@ -240,7 +242,7 @@ func (q *Queue) unindex(ctx context.Context, e enqueue) {
 // the conversation hinted, as enqueueIdle does (the admission already made), so that no
 // conversation is ever scheduled without a hint or an index entry that brings one.
 func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
-	status, at, err := q.st.Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Unindex: e.indexed})
+	status, at, err := q.st.Admissions().Ready(ctx, rdb.ReadyReq{Admit: rdb.AdmitCheck, Member: e.member(), MaxPending: e.maxAll, Unindex: e.indexed})
 	if err != nil {
 		return err // an index entry left behind is dropped by the rescue: the run is in no mailbox
 	}
@@ -254,12 +256,12 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 	req := e.req(false, at)
 	req.Append = true
 	req.Window = q.reconcileAge / 2
-	r, err := q.st.Enqueue(ctx, req)
+	r, err := q.st.Mailboxes().Enqueue(ctx, req)
 	if err == nil && r.Status == rdb.StatusIdle {
 		// The conversation went idle meanwhile: index the run, then push it.
 		req.Append, req.Intent = false, true
 		e.indexed = true
-		r, err = q.st.Enqueue(ctx, req)
+		r, err = q.st.Mailboxes().Enqueue(ctx, req)
 	}
 	if err != nil {
 		// The push may have happened: the rescue finds an indexed run and counts it again.
@@ -282,7 +284,7 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 	case rdb.StatusNew:
 		// The conversation was idle: it needs a hint now (retried as in enqueueIdle).
 		if err := retryRedis(ctx, q.outage, func() error {
-			_, _, err := q.st.Ready(ctx, rdb.ReadyReq{Hint: e.tag, Member: e.member(), Unindex: true})
+			_, _, err := q.st.Admissions().Ready(ctx, rdb.ReadyReq{Hint: e.tag, Member: e.member(), Unindex: true})
 			return err
 		}, "run", e.runID); err != nil {
 			return fmt.Errorf("hint: %w", err)
@@ -295,7 +297,7 @@ func (q *Queue) enqueueScheduled(ctx context.Context, e enqueue) error {
 	}
 	if r.Interrupted != "" {
 		q.log.Info("runs: interrupting the active run", "run", r.Interrupted, "conv", e.conv, "by", e.runID)
-		if err := q.st.PublishCancel(ctx, r.Interrupted); err != nil {
+		if err := q.st.Mailboxes().PublishCancel(ctx, r.Interrupted); err != nil {
 			// The worker's heartbeat still sees the cancel flag within a third of a lease.
 			q.log.Warn("runs: publish cancel failed", "run", r.Interrupted, "err", err)
 		}
@@ -317,7 +319,7 @@ func (q *Queue) unadmit(ctx context.Context, tag string, runIDs []string, cancel
 	for i, id := range runIDs {
 		done[i] = rdb.Member(tag, id)
 	}
-	if err := q.st.AddStats(context.WithoutCancel(ctx), counters, done); err != nil {
+	if err := q.st.Counters().AddStats(context.WithoutCancel(ctx), counters, done); err != nil {
 		q.log.Warn("runs: returning admitted runs to the global budget failed; the periodic reconciliation will", "runs", len(runIDs), "err", err)
 	}
 }

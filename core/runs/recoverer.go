@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
@@ -43,7 +45,7 @@ const pruneMax = 1000
 // deletes it: far longer than the lease after which its hints are reclaimed.
 func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
 
-// recover is the recoverer component. Every tick it claims hints idle for longer than a lease —
+// recoverer is the recoverer component. Every tick it claims hints idle for longer than a lease —
 // their holder stopped heartbeating (every third of a lease), so it is dead or cut off — and
 // hands them to the workers, which take the conversation over once its lease has expired: a dead
 // process's conversations move on about one lease after its last heartbeat. The same tick
@@ -51,11 +53,40 @@ func consumerIdle(lease time.Duration) time.Duration { return 10 * lease }
 // sweeps: it forgets admitted runs a crash left counted and deletes the consumers of dead
 // processes. While Redis is unreachable it logs that a few times, not per tick, and puts the
 // rescue and the sweep off to a tick where Redis answers; the first tick after an outage sweeps.
-func (p *Pool) recover(ctx context.Context) {
-	tick := recoverTick(p.opt.Lease)
+type recoverer struct {
+	st    *rdb.Store
+	q     *Queue // whose admitted runs it reconciles
+	opt   Options
+	log   *slog.Logger
+	slots *hintSlots
+	// consumerIdle is how long an idle consumer without pending hints lives (consumerIdle).
+	consumerIdle time.Duration
+	// rescues log the rescues per incident: of the unhinted index, and of the scan.
+	rescues struct{ index, scan *rescueLog }
+	stop    context.CancelFunc
+}
+
+func newRecoverer(q *Queue, log *slog.Logger, slots *hintSlots) *recoverer {
+	r := &recoverer{st: q.st, q: q, opt: q.opt, log: log, slots: slots, consumerIdle: consumerIdle(q.opt.Lease)}
+	r.rescues.index = newRescueLog(log, "runs: rescued conversations queued but never scheduled (their enqueuer stopped between two steps)")
+	r.rescues.scan = newRescueLog(log, "runs: rescued conversations that were queued but never scheduled")
+	return r
+}
+
+// start runs the recoverer in a goroutine of wg until shutdown.
+func (r *recoverer) start(ctx context.Context, wg *sync.WaitGroup) {
+	ctx, r.stop = context.WithCancel(ctx)
+	wg.Go(func() { r.run(ctx) })
+}
+
+// shutdown stops the recoverer; wait on start's group for it.
+func (r *recoverer) shutdown() { r.stop() }
+
+func (r *recoverer) run(ctx context.Context) {
+	tick := recoverTick(r.opt.Lease)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	fl := newFailureLog(p.log, "recoverer", "runs: reclaiming idle hints failed")
+	fl := newFailureLog(r.log, "recoverer", "runs: reclaiming idle hints failed")
 	sweepDue := false
 	lastSweep, lastScan := time.Now(), time.Time{}
 	for {
@@ -65,8 +96,8 @@ func (p *Pool) recover(ctx context.Context) {
 		case <-t.C:
 		}
 		down := false
-		if n, ok := p.takeSlots(ctx, false, p.opt.Workers); ok {
-			hints, err := p.st.AutoClaim(ctx, p.opt.Consumer, p.opt.Lease+tick, n)
+		if n, ok := r.slots.take(ctx, false, r.opt.Workers); ok {
+			hints, err := r.st.Hints().AutoClaim(ctx, r.opt.Consumer, r.opt.Lease+tick, n)
 			switch {
 			case err == nil:
 				// Back after an outage: sweep now, for the conversations an enqueue cut off by
@@ -78,24 +109,24 @@ func (p *Pool) recover(ctx context.Context) {
 				down = unreachable(err)
 			}
 			if len(hints) > 0 {
-				p.log.Info("runs: taking over conversations of a silent worker", "hints", len(hints))
-				p.opt.recovered(RecoveryTakeover, len(hints))
+				r.log.Info("runs: taking over conversations of a silent worker", "hints", len(hints))
+				r.opt.recovered(RecoveryTakeover, len(hints))
 			}
-			p.dispatch(hints, n)
+			r.slots.dispatch(hints, n)
 		}
 		if down {
 			continue
 		}
-		p.rescue(ctx)
+		r.rescue(ctx)
 		now := time.Now()
-		if sweepDue || now.Sub(lastSweep) >= sweepEvery*p.opt.Lease {
+		if sweepDue || now.Sub(lastSweep) >= sweepEvery*r.opt.Lease {
 			sweepDue, lastSweep = false, now
 			if now.Sub(lastScan) >= scanEvery {
 				lastScan = now
-				p.rescueScan(ctx)
+				r.rescueScan(ctx)
 			}
-			p.q.reconcile(ctx)
-			p.pruneConsumers(ctx)
+			r.q.reconcile(ctx)
+			r.pruneConsumers(ctx)
 		}
 	}
 }
@@ -106,22 +137,22 @@ func (p *Pool) recover(ctx context.Context) {
 // number of conversations. A conversation a worker holds is never hinted again (its run is
 // running, waiting on a platform, or waiting out a retry): the entry is dropped. The rescues are
 // logged per incident (rescueLog).
-func (p *Pool) rescue(ctx context.Context) {
+func (r *recoverer) rescue(ctx context.Context) {
 	now := time.Now()
-	items, err := p.st.Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
+	items, err := r.st.Rescues().Unhinted(ctx, now.Add(-rescueAge).UnixMilli(), rescuePage)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Warn("runs: reading the unhinted index failed", "err", err)
+			r.log.Warn("runs: reading the unhinted index failed", "err", err)
 		}
 		return
 	}
 	var rescued []string
-	defer func() { p.rescues.index.pass(rescued) }()
+	defer func() { r.rescues.index.pass(rescued) }()
 	for _, it := range items {
-		again, err := p.rescueRun(ctx, it, now)
+		again, err := r.rescueRun(ctx, it, now)
 		if err != nil {
 			if ctx.Err() == nil {
-				p.log.Warn("runs: rescuing an unhinted run failed; trying again next tick", "member", it.Member, "err", err)
+				r.log.Warn("runs: rescuing an unhinted run failed; trying again next tick", "member", it.Member, "err", err)
 			}
 			return
 		}
@@ -133,33 +164,33 @@ func (p *Pool) rescue(ctx context.Context) {
 
 // rescueRun rescues the run of one index entry if it needs it, and returns its conversation's
 // tag when it hinted it.
-func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (string, error) {
+func (r *recoverer) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (string, error) {
 	tag, runID, ok := rdb.SplitMember(it.Member)
 	if !ok {
-		return "", p.st.Unindex(ctx, it.Member) // not written by this package
+		return "", r.st.Rescues().Unindex(ctx, it.Member) // not written by this package
 	}
-	status, queued, err := p.st.Rescue(ctx, tag, runID, now.UnixMilli())
+	status, queued, err := r.st.Rescues().Rescue(ctx, tag, runID, now.UnixMilli())
 	if err != nil {
 		return "", err
 	}
 	switch status {
 	case rdb.RescueAgain:
-		p.log.Debug("runs: rescuing a conversation queued but never scheduled (its enqueuer stopped between two steps)",
+		r.log.Debug("runs: rescuing a conversation queued but never scheduled (its enqueuer stopped between two steps)",
 			"tag", tag, "run", runID, "waited", now.Sub(time.UnixMilli(it.At)).Round(time.Millisecond))
-		r := rdb.ReadyReq{Member: it.Member, Hint: tag, Unindex: true}
+		req := rdb.ReadyReq{Member: it.Member, Hint: tag, Unindex: true}
 		if queued {
-			r.Admit = rdb.AdmitForce
+			req.Admit = rdb.AdmitForce
 		}
-		if _, _, err = p.st.Ready(ctx, r); err != nil {
+		if _, _, err = r.st.Admissions().Ready(ctx, req); err != nil {
 			return "", err
 		}
-		p.opt.recovered(RecoveryRescue, 1)
+		r.opt.recovered(RecoveryRescue, 1)
 		return tag, nil
 	case rdb.RescueHeld:
-		return "", p.st.Unindex(ctx, it.Member)
+		return "", r.st.Rescues().Unindex(ctx, it.Member)
 	default: // absent: not scheduled — ran, refused or retracted, or its push is still on its way
 		if now.Sub(time.UnixMilli(it.At)) >= rescueForget {
-			return "", p.st.Unindex(ctx, it.Member)
+			return "", r.st.Rescues().Unindex(ctx, it.Member)
 		}
 		return "", nil
 	}
@@ -175,22 +206,22 @@ func (p *Pool) rescueRun(ctx context.Context, it rdb.Unhinted, now time.Time) (s
 // ready stream — under a backlog (every worker busy through a burst, say) a hint waits for a
 // free worker longer than two leases, and is served all the same. It returns how many stale
 // conversations it left waiting so.
-func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
+func (r *recoverer) rescueScan(ctx context.Context) (waiting int) {
 	now := time.Now()
-	stale := now.Add(-2 * p.opt.Lease).UnixMilli()
+	stale := now.Add(-2 * r.opt.Lease).UnixMilli()
 	// Read before the scan: a hint added since is a conversation's whose request for it is
 	// fresh (hs), which the scan leaves alone anyway.
-	queued, err := p.st.QueuedHints(ctx)
+	queued, err := r.st.Hints().QueuedHints(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.log.Warn("runs: rescue scan failed", "err", err)
+			r.log.Warn("runs: rescue scan failed", "err", err)
 		}
 		return 0
 	}
 	var rescued []string
-	err = p.st.ScanConvs(ctx, func(tag string) error {
+	err = r.st.Mailboxes().ScanConvs(ctx, func(tag string) error {
 		_, hinted := queued[tag]
-		status, head, err := p.st.RescueStale(ctx, tag, now.UnixMilli(), stale, hinted)
+		status, head, err := r.st.Rescues().RescueStale(ctx, tag, now.UnixMilli(), stale, hinted)
 		switch {
 		case err != nil:
 			return err
@@ -200,24 +231,24 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 		case status != rdb.RescueAgain:
 			return nil
 		}
-		p.log.Debug("runs: rescuing a conversation that was queued but never scheduled", "tag", tag)
-		r := rdb.ReadyReq{Hint: tag}
+		r.log.Debug("runs: rescuing a conversation that was queued but never scheduled", "tag", tag)
+		req := rdb.ReadyReq{Hint: tag}
 		if head != "" {
-			r.Admit, r.Member = rdb.AdmitForce, rdb.Member(tag, head)
+			req.Admit, req.Member = rdb.AdmitForce, rdb.Member(tag, head)
 		}
-		if _, _, err = p.st.Ready(ctx, r); err != nil {
+		if _, _, err = r.st.Admissions().Ready(ctx, req); err != nil {
 			return err
 		}
-		p.opt.recovered(RecoveryRescue, 1)
+		r.opt.recovered(RecoveryRescue, 1)
 		rescued = append(rescued, tag)
 		return nil
 	})
-	p.rescues.scan.pass(rescued)
+	r.rescues.scan.pass(rescued)
 	if err != nil && ctx.Err() == nil {
-		p.log.Warn("runs: rescue scan failed", "err", err)
+		r.log.Warn("runs: rescue scan failed", "err", err)
 	}
 	if waiting > 0 {
-		p.log.Debug("runs: conversations wait long for a free worker; their hints are queued, so none is rescued", "conversations", waiting)
+		r.log.Debug("runs: conversations wait long for a free worker; their hints are queued, so none is rescued", "conversations", waiting)
 	}
 	return waiting
 }
@@ -227,7 +258,7 @@ func (p *Pool) rescueScan(ctx context.Context) (waiting int) {
 // or after admitting them and before pushing them. Without it the pending count would only grow
 // across crashes until the global limit refused every message.
 func (q *Queue) reconcile(ctx context.Context) {
-	n, err := q.st.Reconcile(ctx, q.reconcileAge, reconcilePage)
+	n, err := q.st.Admissions().Reconcile(ctx, q.reconcileAge, reconcilePage)
 	if err != nil && ctx.Err() == nil {
 		q.log.Warn("runs: reconciling the pending count failed", "err", err)
 	}
@@ -238,12 +269,12 @@ func (q *Queue) reconcile(ctx context.Context) {
 
 // pruneConsumers deletes the ready stream's consumers that hold nothing and have been idle far
 // longer than a lease: the names of dead processes, one per process start.
-func (p *Pool) pruneConsumers(ctx context.Context) {
-	names, err := p.st.PruneConsumers(ctx, p.opt.Consumer, p.consumerIdle, pruneMax)
+func (r *recoverer) pruneConsumers(ctx context.Context) {
+	names, err := r.st.Hints().PruneConsumers(ctx, r.opt.Consumer, r.consumerIdle, pruneMax)
 	if err != nil && ctx.Err() == nil {
-		p.log.Warn("runs: pruning idle consumers failed", "err", err)
+		r.log.Warn("runs: pruning idle consumers failed", "err", err)
 	}
 	if len(names) > 0 {
-		p.log.Info("runs: removed idle consumers of stopped processes", "consumers", len(names))
+		r.log.Info("runs: removed idle consumers of stopped processes", "consumers", len(names))
 	}
 }

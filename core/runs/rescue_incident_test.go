@@ -117,15 +117,15 @@ func TestRescueLeavesWaitingAndRetryingRunsAlone(t *testing.T) {
 			continue
 		}
 		member := rdb.Member(k.conv, envs[k.name].RunID)
-		if err := c.ZAdd(ctx, q.st.UnhintedKey(), redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: member}).Err(); err != nil {
+		if err := c.ZAdd(ctx, q.st.Rescues().UnhintedKey(), redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: member}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	if n := p.rescueScan(ctx); n != 1 {
+	if n := p.recoverer.rescueScan(ctx); n != 1 {
 		t.Errorf("the scan left %d stale conversations waiting for a worker, want 1 (the one whose hint is queued)", n)
 	}
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if n := rescues.Load(); n != 0 {
 		t.Errorf("%d conversations rescued, want none: each was held by a worker or had its hint queued", n)
 	}
@@ -134,7 +134,7 @@ func TestRescueLeavesWaitingAndRetryingRunsAlone(t *testing.T) {
 			t.Errorf("rescues logged:\n%s", strings.Join(ls, "\n"))
 		}
 	}
-	if n, err := c.ZCard(ctx, q.st.UnhintedKey()).Result(); err != nil || n != 0 {
+	if n, err := c.ZCard(ctx, q.st.Rescues().UnhintedKey()).Result(); err != nil || n != 0 {
 		t.Errorf("the unhinted index holds %d entries (%v), want the held conversations' dropped", n, err)
 	}
 
@@ -175,7 +175,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	}
 	var mu sync.Mutex
 	now := time.Now()
-	p.rescues.index.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	p.recoverer.rescues.index.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	next := 0
 	// strand queues n runs in new conversations an hour ago and never hints them: indexed, as
 	// an enqueuer that died between its two steps leaves them, or not, as a version without
@@ -189,7 +189,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := q.st.Enqueue(ctx, rdb.EnqueueReq{Tag: env.Conv.HashTag(), Probe: true, Intent: indexed, Entry: rdb.Entry(env.RunID, payload),
+			r, err := q.st.Mailboxes().Enqueue(ctx, rdb.EnqueueReq{Tag: env.Conv.HashTag(), Probe: true, Intent: indexed, Entry: rdb.Entry(env.RunID, payload),
 				Now: time.Now().Add(-time.Hour).UnixMilli(), ConvKey: env.Conv.String()})
 			if err != nil || r.Status != rdb.StatusNew {
 				t.Fatalf("enqueue = %+v, %v", r, err)
@@ -200,7 +200,7 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	const indexWarn = "rescued conversations queued but never scheduled (their enqueuer stopped between two steps)"
 
 	strand(40, false)
-	p.rescueScan(ctx)
+	p.recoverer.rescueScan(ctx)
 	if ws := logLines(logs, "WARN", scanWarn); len(ws) != 1 || !strings.Contains(ws[0], "conversations=40") {
 		t.Errorf("the scan's warnings = %q, want one naming 40 conversations", ws)
 	}
@@ -209,10 +209,10 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	}
 
 	strand(30, true)
-	p.rescue(ctx)
-	p.rescue(ctx) // nothing left: the incident goes on quietly
+	p.recoverer.rescue(ctx)
+	p.recoverer.rescue(ctx) // nothing left: the incident goes on quietly
 	strand(10, true)
-	p.rescue(ctx) // within rescueQuiet: the same incident
+	p.recoverer.rescue(ctx) // within rescueQuiet: the same incident
 	if ws := logLines(logs, "WARN", indexWarn); len(ws) != 1 || !strings.Contains(ws[0], "conversations=30") {
 		t.Errorf("the index rescue's warnings = %q, want one naming 30 conversations", ws)
 	}
@@ -223,12 +223,12 @@ func TestRescueWarnsOncePerIncident(t *testing.T) {
 	mu.Lock()
 	now = now.Add(rescueQuiet + time.Second)
 	mu.Unlock()
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if is := logLines(logs, "INFO", indexWarn+": incident over"); len(is) != 1 || !strings.Contains(is[0], "conversations=40") {
 		t.Errorf("the incident's end = %q, want one line naming its 40 conversations", is)
 	}
 	strand(5, true)
-	p.rescue(ctx)
+	p.recoverer.rescue(ctx)
 	if ws := logLines(logs, "WARN", indexWarn); len(ws) != 2 || !strings.Contains(ws[1], "conversations=5") {
 		t.Errorf("the index rescue's warnings = %q, want a second one, for the new incident's 5", ws)
 	}

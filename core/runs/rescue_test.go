@@ -39,7 +39,7 @@ func TestRescueFindsAnUnhintedMailboxInSeconds(t *testing.T) {
 	rec := newRecorder()
 	admitted := make(chan bool, 1)
 	startPool(t, q, HandlerFunc(func(ctx context.Context, run *Run) (Outcome, error) {
-		ok, _ := q.st.IsAdmitted(ctx, run.Envelope.Conv.HashTag(), run.Envelope.RunID)
+		ok, _ := q.st.Admissions().IsAdmitted(ctx, run.Envelope.Conv.HashTag(), run.Envelope.RunID)
 		select {
 		case admitted <- ok:
 		default:
@@ -68,7 +68,7 @@ func TestRescueFindsAnUnhintedMailboxInSeconds(t *testing.T) {
 		n := pendingOf(t, q)
 		return stats(t, q).Answered == 1 && n == 0
 	})
-	if n, _ := c.ZCard(context.Background(), q.st.UnhintedKey()).Result(); n != 0 {
+	if n, _ := c.ZCard(context.Background(), q.st.Rescues().UnhintedKey()).Result(); n != 0 {
 		t.Errorf("the unhinted index still holds %d entries", n)
 	}
 	if rec.count(runID) != 1 {

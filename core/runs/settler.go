@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/runs/internal/rdb"
@@ -30,13 +31,14 @@ const (
 // gives it up only once the pool stops (the drain deadline, or the end of shutdown) and three
 // tries failed; an error Redis answered is tried three times, as before.
 type settler struct {
-	st    *rdb.Store
-	log   *slog.Logger
-	in    chan settleItem
-	fails *failureLog
+	counters *rdb.Counters
+	log      *slog.Logger
+	in       chan settleItem
+	fails    *failureLog
 	// giveUp ends the retries of a batch Redis cannot take, after at most three tries: the
-	// pool's drain deadline, or the end of its shutdown.
+	// pool's drain deadline, or the end of its shutdown. start sets it.
 	giveUp context.Context
+	stop   context.CancelFunc
 }
 
 type settleItem struct {
@@ -46,10 +48,21 @@ type settleItem struct {
 	done    string // finished run (rdb.Member) to remove from the admitted set
 }
 
-func newSettler(st *rdb.Store, log *slog.Logger, giveUp context.Context) *settler {
-	return &settler{st: st, log: log, in: make(chan settleItem, 4*settleBatch), giveUp: giveUp,
+func newSettler(counters *rdb.Counters, log *slog.Logger) *settler {
+	return &settler{counters: counters, log: log, in: make(chan settleItem, 4*settleBatch),
 		fails: newFailureLog(log, "settler", "runs: settling finished runs failed; keeping them to retry")}
 }
+
+// start flushes in a goroutine of wg until shutdown, and then what is left; giveUp ends the
+// retries of a batch Redis cannot take (see settler.giveUp).
+func (s *settler) start(ctx, giveUp context.Context, wg *sync.WaitGroup) {
+	s.giveUp = giveUp
+	ctx, s.stop = context.WithCancel(ctx)
+	wg.Go(func() { s.run(ctx) })
+}
+
+// shutdown tells the settler to flush what is left and stop; wait on start's group for it.
+func (s *settler) shutdown() { s.stop() }
 
 func (s *settler) add(it settleItem) { s.in <- it }
 
@@ -118,7 +131,7 @@ collect:
 	// context.
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := s.st.Settle(ctx, st)
+		err := s.counters.Settle(ctx, st)
 		cancel()
 		if err == nil {
 			s.fails.ok()

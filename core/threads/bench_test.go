@@ -17,7 +17,7 @@ func BenchmarkAppendTurnLoadEvents(b *testing.B) {
 			ctx := context.Background()
 			s := newTestStore(b, be.start(b)(b), Options{HistoryTurns: 20})
 			const conv = "telegram/-/bench/0"
-			th, _, err := s.Ensure(ctx, conv)
+			th, _, err := s.Conversations().Ensure(ctx, conv)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -26,18 +26,18 @@ func BenchmarkAppendTurnLoadEvents(b *testing.B) {
 				turn[i] = json.RawMessage(fmt.Sprintf(`{"type":"message","role":"assistant","seq":%d,"text":"%s"}`, i, "lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor"))
 			}
 			for range 20 {
-				if err := s.AppendTurn(ctx, conv, th.ID, turn); err != nil {
+				if err := s.History().AppendTurn(ctx, conv, th.ID, turn); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				events, err := s.LoadEvents(ctx, conv)
+				events, err := s.History().LoadEvents(ctx, conv)
 				if err != nil || len(events) != 80 {
 					b.Fatalf("LoadEvents = %d events, %v", len(events), err)
 				}
-				if err := s.AppendTurn(ctx, conv, th.ID, turn); err != nil {
+				if err := s.History().AppendTurn(ctx, conv, th.ID, turn); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,14 +20,14 @@ func TestClaimOnceUntilReleased(t *testing.T) {
 			do   func() (bool, error)
 			want bool
 		}{
-			{"first claim", func() (bool, error) { return s.Claim(ctx, "event:telegram:1", time.Minute) }, true},
-			{"second claim", func() (bool, error) { return s.Claim(ctx, "event:telegram:1", time.Minute) }, false},
-			{"other key", func() (bool, error) { return s.Claim(ctx, "event:telegram:2", time.Minute) }, true},
+			{"first claim", func() (bool, error) { return s.Inbox().Claim(ctx, "event:telegram:1", time.Minute) }, true},
+			{"second claim", func() (bool, error) { return s.Inbox().Claim(ctx, "event:telegram:1", time.Minute) }, false},
+			{"other key", func() (bool, error) { return s.Inbox().Claim(ctx, "event:telegram:2", time.Minute) }, true},
 			{"after release", func() (bool, error) {
-				if err := s.Release(ctx, "event:telegram:1"); err != nil {
+				if err := s.Inbox().Release(ctx, "event:telegram:1"); err != nil {
 					return false, err
 				}
-				return s.Claim(ctx, "event:telegram:1", time.Minute)
+				return s.Inbox().Claim(ctx, "event:telegram:1", time.Minute)
 			}, true},
 		}
 		for _, st := range steps {
@@ -36,7 +36,7 @@ func TestClaimOnceUntilReleased(t *testing.T) {
 				t.Errorf("%s = %v, %v; want %v", st.name, got, err, st.want)
 			}
 		}
-		if err := s.Release(ctx, "never-claimed"); err != nil {
+		if err := s.Inbox().Release(ctx, "never-claimed"); err != nil {
 			t.Errorf("releasing an unheld key: %v", err)
 		}
 	})
@@ -47,12 +47,12 @@ func TestClaimExpires(t *testing.T) {
 	ctx := ctxT(t)
 	c := realRedis(t)
 	s := newTestStore(t, c, Options{})
-	if ok, err := s.Claim(ctx, "k", 30*time.Millisecond); !ok || err != nil {
+	if ok, err := s.Inbox().Claim(ctx, "k", 30*time.Millisecond); !ok || err != nil {
 		t.Fatalf("claim = %v, %v", ok, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ok, err := s.Claim(ctx, "k", time.Minute)
+		ok, err := s.Inbox().Claim(ctx, "k", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,17 +73,17 @@ func TestClaimAndMarkRejectBadArguments(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"claim empty key", func() error { _, err := s.Claim(ctx, "", time.Second); return err }()},
-		{"claim long key", func() error { _, err := s.Claim(ctx, long, time.Second); return err }()},
-		{"claim zero ttl", func() error { _, err := s.Claim(ctx, "k", 0); return err }()},
-		{"release empty key", s.Release(ctx, "")},
-		{"mark zero ttl", s.Mark(ctx, "k", []byte("v"), 0)},
-		{"marked long key", func() error { _, _, err := s.Marked(ctx, long); return err }()},
-		{"allow empty platform", s.AllowUser(ctx, "", "u")},
-		{"deny empty user", s.DenyUser(ctx, "telegram", "")},
-		{"override empty user", func() error { _, _, err := s.AccessOverride(ctx, "telegram", ""); return err }()},
-		{"outbound bad run id", func() error { _, _, err := s.Outbound(ctx, "a:b", "card"); return err }()},
-		{"outbound empty step", func() error { _, _, err := s.Outbound(ctx, "r1", ""); return err }()},
+		{"claim empty key", func() error { _, err := s.Inbox().Claim(ctx, "", time.Second); return err }()},
+		{"claim long key", func() error { _, err := s.Inbox().Claim(ctx, long, time.Second); return err }()},
+		{"claim zero ttl", func() error { _, err := s.Inbox().Claim(ctx, "k", 0); return err }()},
+		{"release empty key", s.Inbox().Release(ctx, "")},
+		{"mark zero ttl", s.Inbox().Mark(ctx, "k", []byte("v"), 0)},
+		{"marked long key", func() error { _, _, err := s.Inbox().Marked(ctx, long); return err }()},
+		{"allow empty platform", s.Inbox().AllowUser(ctx, "", "u")},
+		{"deny empty user", s.Inbox().DenyUser(ctx, "telegram", "")},
+		{"override empty user", func() error { _, _, err := s.Inbox().AccessOverride(ctx, "telegram", ""); return err }()},
+		{"outbound bad run id", func() error { _, _, err := s.Records().Outbound(ctx, "a:b", "card"); return err }()},
+		{"outbound empty step", func() error { _, _, err := s.Records().Outbound(ctx, "r1", ""); return err }()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,22 +100,22 @@ func TestMarkReplacesAndUnmarks(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		if _, found, err := s.Marked(ctx, "thread:x"); found || err != nil {
+		if _, found, err := s.Inbox().Marked(ctx, "thread:x"); found || err != nil {
 			t.Fatalf("unmarked key: found %v, err %v", found, err)
 		}
 		for _, v := range []string{"one", "two"} {
-			if err := s.Mark(ctx, "thread:x", []byte(v), time.Minute); err != nil {
+			if err := s.Inbox().Mark(ctx, "thread:x", []byte(v), time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			got, found, err := s.Marked(ctx, "thread:x")
+			got, found, err := s.Inbox().Marked(ctx, "thread:x")
 			if err != nil || !found || string(got) != v {
 				t.Fatalf("Marked = %q, %v, %v; want %q", got, found, err, v)
 			}
 		}
-		if err := s.Unmark(ctx, "thread:x"); err != nil {
+		if err := s.Inbox().Unmark(ctx, "thread:x"); err != nil {
 			t.Fatal(err)
 		}
-		if _, found, _ := s.Marked(ctx, "thread:x"); found {
+		if _, found, _ := s.Inbox().Marked(ctx, "thread:x"); found {
 			t.Error("still marked after Unmark")
 		}
 	})
@@ -128,22 +128,22 @@ func TestAccessOverrides(t *testing.T) {
 		s := newTestStore(t, c, Options{})
 		check := func(step, platform, user string, wantAllowed, wantDenied bool) {
 			t.Helper()
-			a, d, err := s.AccessOverride(ctx, platform, user)
+			a, d, err := s.Inbox().AccessOverride(ctx, platform, user)
 			if err != nil || a != wantAllowed || d != wantDenied {
 				t.Errorf("%s: AccessOverride(%s, %s) = %v, %v, %v; want %v, %v", step, platform, user, a, d, err, wantAllowed, wantDenied)
 			}
 		}
 		check("initially", "telegram", "42", false, false)
-		if err := s.AllowUser(ctx, "telegram", "42"); err != nil {
+		if err := s.Inbox().AllowUser(ctx, "telegram", "42"); err != nil {
 			t.Fatal(err)
 		}
 		check("after allow", "telegram", "42", true, false)
 		check("other platform", "slack", "42", false, false)
-		if err := s.DenyUser(ctx, "telegram", "42"); err != nil {
+		if err := s.Inbox().DenyUser(ctx, "telegram", "42"); err != nil {
 			t.Fatal(err)
 		}
 		check("after deny", "telegram", "42", false, true)
-		if err := s.AllowUser(ctx, "telegram", "42"); err != nil {
+		if err := s.Inbox().AllowUser(ctx, "telegram", "42"); err != nil {
 			t.Fatal(err)
 		}
 		check("after allow again", "telegram", "42", true, false)
@@ -155,16 +155,16 @@ func TestOutboundReadsRecords(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		if _, found, err := s.Outbound(ctx, "run1", "card"); found || err != nil {
+		if _, found, err := s.Records().Outbound(ctx, "run1", "card"); found || err != nil {
 			t.Fatalf("before recording: found %v, err %v", found, err)
 		}
-		if _, found, _ := s.Outbound(ctx, "run1", "card"); found {
+		if _, found, _ := s.Records().Outbound(ctx, "run1", "card"); found {
 			t.Fatal("Outbound wrote a record")
 		}
-		if _, _, err := s.RecordOutbound(ctx, "run1", "card", []byte(`{"ids":["7"]}`)); err != nil {
+		if _, _, err := s.Records().RecordOutbound(ctx, "run1", "card", []byte(`{"ids":["7"]}`)); err != nil {
 			t.Fatal(err)
 		}
-		got, found, err := s.Outbound(ctx, "run1", "card")
+		got, found, err := s.Records().Outbound(ctx, "run1", "card")
 		if err != nil || !found || string(got) != `{"ids":["7"]}` {
 			t.Errorf("Outbound = %q, %v, %v", got, found, err)
 		}

@@ -26,14 +26,14 @@ func TestClusterSpreadsConversations(t *testing.T) {
 	ctx := ctxT(t)
 	s := newTestStore(t, c, Options{})
 	for i := range 30 {
-		if _, _, err := s.Ensure(ctx, fmt.Sprintf("spread/%d", i)); err != nil {
+		if _, _, err := s.Conversations().Ensure(ctx, fmt.Sprintf("spread/%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var mu sync.Mutex
 	holding := 0
 	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		keys, _, err := node.Scan(ctx, 0, s.keys.prefix+"*", 1000).Result()
+		keys, _, err := node.Scan(ctx, 0, keysOf(s).prefix+"*", 1000).Result()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(keys) > 0 {

@@ -150,15 +150,15 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "c/corrupt"
-		ck := s.keys.conv(conv)
-		th, _, err := s.Ensure(ctx, conv)
+		ck := keysOf(s).conv(conv)
+		th, _, err := s.Conversations().Ensure(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendTurn(ctx, conv, th.ID, turnOf(1, 1)); err != nil {
+		if err := s.History().AppendTurn(ctx, conv, th.ID, turnOf(1, 1)); err != nil {
 			t.Fatal(err)
 		}
-		put, err := s.PutClarification(ctx, askOf(conv))
+		put, err := s.Clarifications().PutClarification(ctx, askOf(conv))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,12 +167,12 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		c.HSet(ctx, ck.clar, "data", "[]")
 
 		checks := map[string]error{}
-		_, checks["Get"] = s.Get(ctx, conv)
-		_, _, checks["Ensure"] = s.Ensure(ctx, conv)
-		_, checks["LoadEvents"] = s.LoadEvents(ctx, conv)
-		_, checks["GetClarification"] = s.GetClarification(ctx, put.ID)
-		_, _, checks["PendingClarification"] = s.PendingClarification(ctx, conv)
-		_, checks["TakeClarification"] = s.TakeClarification(ctx, put.ID, put.AllowedUserID)
+		_, checks["Get"] = s.Conversations().Get(ctx, conv)
+		_, _, checks["Ensure"] = s.Conversations().Ensure(ctx, conv)
+		_, checks["LoadEvents"] = s.History().LoadEvents(ctx, conv)
+		_, checks["GetClarification"] = s.Clarifications().GetClarification(ctx, put.ID)
+		_, _, checks["PendingClarification"] = s.Clarifications().PendingClarification(ctx, conv)
+		_, checks["TakeClarification"] = s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID)
 		for name, err := range checks {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.Key == "" {
@@ -181,7 +181,7 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		}
 
 		c.HSet(ctx, ck.clar, "exp", "never")
-		if _, err := s.TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrCorrupt) {
+		if _, err := s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("TakeClarification with an unreadable expiry: %v, want ErrCorrupt", err)
 		}
 	})

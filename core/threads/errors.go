@@ -5,7 +5,8 @@ import (
 	"fmt"
 )
 
-// Sentinel errors returned by Store methods, wrapped with context; match them with errors.Is.
+// Sentinel errors returned by the Store's components, wrapped with context; match them with
+// errors.Is.
 var (
 	// ErrInvalidArgument means the caller passed a value the store refuses to write (an empty
 	// conversation key, an event that is not JSON, a clarification without an answering user…).

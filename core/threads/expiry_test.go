@@ -16,11 +16,11 @@ func TestDueExpiriesTakenOnce(t *testing.T) {
 		s := New(c, Options{Prefix: uniquePrefix(t, c)})
 		now := time.UnixMilli(1_800_000_000_000)
 		for i := range 50 {
-			if err := s.ScheduleExpiry(ctx, "a"+string(rune('A'+i)), "telegram::42:", now.Add(-time.Second)); err != nil {
+			if err := s.Clarifications().ScheduleExpiry(ctx, "a"+string(rune('A'+i)), "telegram::42:", now.Add(-time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.ScheduleExpiry(ctx, "later", "telegram::42:", now.Add(time.Minute)); err != nil {
+		if err := s.Clarifications().ScheduleExpiry(ctx, "later", "telegram::42:", now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
@@ -29,7 +29,7 @@ func TestDueExpiriesTakenOnce(t *testing.T) {
 		for range 8 {
 			wg.Go(func() {
 				for {
-					due, err := s.DueExpiries(ctx, now, 4)
+					due, err := s.Clarifications().DueExpiries(ctx, now, 4)
 					if err != nil {
 						t.Error(err)
 						return
@@ -57,7 +57,7 @@ func TestDueExpiriesTakenOnce(t *testing.T) {
 				t.Errorf("%s taken %d times", id, n)
 			}
 		}
-		if due, _ := s.DueExpiries(ctx, now.Add(2*time.Minute), 10); len(due) != 1 || due[0].ID != "later" {
+		if due, _ := s.Clarifications().DueExpiries(ctx, now.Add(2*time.Minute), 10); len(due) != 1 || due[0].ID != "later" {
 			t.Errorf("later entry: %+v", due)
 		}
 	})

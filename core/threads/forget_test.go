@@ -24,15 +24,15 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 		threads := map[string]Thread{}
 		clars := map[string]string{}
 		for _, k := range append(slices.Clone(gone), kept...) {
-			th, _, err := s.Ensure(ctx, k)
+			th, _, err := s.Conversations().Ensure(ctx, k)
 			if err != nil {
 				t.Fatal(err)
 			}
 			threads[k] = th
-			if err := s.AppendTurn(ctx, k, th.ID, []json.RawMessage{json.RawMessage(`{"said":"` + k + `"}`)}); err != nil {
+			if err := s.History().AppendTurn(ctx, k, th.ID, []json.RawMessage{json.RawMessage(`{"said":"` + k + `"}`)}); err != nil {
 				t.Fatal(err)
 			}
-			cl, err := s.PutClarification(ctx, askOf(k))
+			cl, err := s.Clarifications().PutClarification(ctx, askOf(k))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 			parts := strings.Split(k, ":")
 			return parts[0] == "slack" && (parts[1] == "TA" || strings.HasSuffix(parts[1], "/TA"))
 		}
-		got, err := s.ForgetWhere(ctx, inTA)
+		got, err := s.Conversations().ForgetWhere(ctx, inTA)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,35 +52,35 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 			t.Fatalf("ForgetWhere = %v, want %v", got, want)
 		}
 		for _, k := range gone {
-			if _, err := s.Get(ctx, k); !errors.Is(err, ErrThreadNotFound) {
+			if _, err := s.Conversations().Get(ctx, k); !errors.Is(err, ErrThreadNotFound) {
 				t.Errorf("%s: Get after forgetting = %v, want ErrThreadNotFound", k, err)
 			}
-			if turns, err := s.LoadTurns(ctx, k); err != nil || len(turns) != 0 {
+			if turns, err := s.History().LoadTurns(ctx, k); err != nil || len(turns) != 0 {
 				t.Errorf("%s: session log after forgetting = %d turns, %v", k, len(turns), err)
 			}
-			if _, ok, err := s.PendingClarification(ctx, k); ok || err != nil {
+			if _, ok, err := s.Clarifications().PendingClarification(ctx, k); ok || err != nil {
 				t.Errorf("%s: a clarification still pending (%v)", k, err)
 			}
-			if _, err := s.TakeClarification(ctx, clars[k], "telegram:111"); !errors.Is(err, ErrClarificationCancelled) {
+			if _, err := s.Clarifications().TakeClarification(ctx, clars[k], "telegram:111"); !errors.Is(err, ErrClarificationCancelled) {
 				t.Errorf("%s: answering the withdrawn clarification = %v, want ErrClarificationCancelled", k, err)
 			}
 		}
 		for _, k := range kept {
-			if th, err := s.Get(ctx, k); err != nil || th.ID != threads[k].ID {
+			if th, err := s.Conversations().Get(ctx, k); err != nil || th.ID != threads[k].ID {
 				t.Errorf("%s: thread after forgetting another workspace = %+v, %v", k, th, err)
 			}
-			if turns, err := s.LoadTurns(ctx, k); err != nil || len(turns) != 1 {
+			if turns, err := s.History().LoadTurns(ctx, k); err != nil || len(turns) != 1 {
 				t.Errorf("%s: session log = %d turns, %v; want its one turn", k, len(turns), err)
 			}
-			if cl, ok, err := s.PendingClarification(ctx, k); !ok || err != nil || cl.ID != clars[k] {
+			if cl, ok, err := s.Clarifications().PendingClarification(ctx, k); !ok || err != nil || cl.ID != clars[k] {
 				t.Errorf("%s: pending clarification = %+v, %v, %v", k, cl, ok, err)
 			}
 		}
-		th, created, err := s.Ensure(ctx, gone[0])
+		th, created, err := s.Conversations().Ensure(ctx, gone[0])
 		if err != nil || !created || th.ID == threads[gone[0]].ID {
 			t.Errorf("Ensure after forgetting = %+v, created %v, %v; want a new thread", th, created, err)
 		}
-		if got, err := s.ForgetWhere(ctx, func(string) bool { return false }); err != nil || len(got) != 0 {
+		if got, err := s.Conversations().ForgetWhere(ctx, func(string) bool { return false }); err != nil || len(got) != 0 {
 			t.Errorf("ForgetWhere matching nothing = %v, %v", got, err)
 		}
 	})
@@ -92,17 +92,17 @@ func TestForgetWithoutThread(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		if f, err := s.Forget(ctx, "slack:T:D:"); err != nil || f != (Forgotten{}) {
+		if f, err := s.Conversations().Forget(ctx, "slack:T:D:"); err != nil || f != (Forgotten{}) {
 			t.Fatalf("Forget of nothing = %+v, %v", f, err)
 		}
-		cl, err := s.PutClarification(ctx, askOf("slack:T:D:"))
+		cl, err := s.Clarifications().PutClarification(ctx, askOf("slack:T:D:"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, err := s.Forget(ctx, "slack:T:D:"); err != nil || f.Thread || f.Clarification != cl.ID {
+		if f, err := s.Conversations().Forget(ctx, "slack:T:D:"); err != nil || f.Thread || f.Clarification != cl.ID {
 			t.Fatalf("Forget = %+v, %v; want the clarification %s withdrawn", f, err, cl.ID)
 		}
-		if _, err := s.Forget(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := s.Conversations().Forget(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Forget of an empty key = %v, want ErrInvalidArgument", err)
 		}
 	})

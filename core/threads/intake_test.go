@@ -19,16 +19,16 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 		clock := newFakeClock()
 		s := newTestStore(t, c, Options{Now: clock.Now})
 		const conv = "telegram/-/7/3"
-		if err := s.DenyUser(ctx, "telegram", "bad"); err != nil {
+		if err := s.Inbox().DenyUser(ctx, "telegram", "bad"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AllowUser(ctx, "telegram", "good"); err != nil {
+		if err := s.Inbox().AllowUser(ctx, "telegram", "good"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Mark(ctx, "thread:x", []byte("1"), time.Minute); err != nil {
+		if err := s.Inbox().Mark(ctx, "thread:x", []byte("1"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		q, err := s.PutClarification(ctx, Clarification{ConvKey: conv, RunID: "r1", AllowedUserID: "good", Form: json.RawMessage(`{"q":1}`)})
+		q, err := s.Clarifications().PutClarification(ctx, Clarification{ConvKey: conv, RunID: "r1", AllowedUserID: "good", Form: json.RawMessage(`{"q":1}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				got, err := s.Intake(ctx, tc.req)
+				got, err := s.Inbox().Intake(ctx, tc.req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,12 +62,12 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 					t.Errorf("Intake = %+v\nwant     %+v", got, tc.want)
 				}
 				for _, m := range tc.req.Marks {
-					if v, found, err := s.Marked(ctx, m.Key); err != nil || !found || string(v) != string(m.Value) {
+					if v, found, err := s.Inbox().Marked(ctx, m.Key); err != nil || !found || string(v) != string(m.Value) {
 						t.Errorf("mark %s = %q, %v, %v; want %q written", m.Key, v, found, err, m.Value)
 					}
 				}
 				if tc.req.ClaimKey != "" {
-					if again, _ := s.Claim(ctx, tc.req.ClaimKey, time.Minute); again {
+					if again, _ := s.Inbox().Claim(ctx, tc.req.ClaimKey, time.Minute); again {
 						t.Errorf("the claim of %s was not held after Intake", tc.req.ClaimKey)
 					}
 				}
@@ -75,7 +75,7 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 		}
 		// An expired question is not open, as with PendingClarification.
 		clock.Advance(2 * time.Hour)
-		got, err := s.Intake(ctx, IntakeRequest{ConvKey: conv})
+		got, err := s.Inbox().Intake(ctx, IntakeRequest{ConvKey: conv})
 		if err != nil || got.HasPending {
 			t.Errorf("after expiry: %+v, %v; want no open question", got, err)
 		}
@@ -90,20 +90,20 @@ func TestIntakeGivesBackItsClaimOnError(t *testing.T) {
 		s := newTestStore(t, c, Options{})
 		const conv = "slack/T1/C1/"
 		// A clarification record that does not decode makes the read fail.
-		c.HSet(ctx, s.keys.conv(conv).clar, "id", "q1", "state", "pending")
-		_, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:9", ClaimTTL: time.Minute, ConvKey: conv})
+		c.HSet(ctx, keysOf(s).conv(conv).clar, "id", "q1", "state", "pending")
+		_, err := s.Inbox().Intake(ctx, IntakeRequest{ClaimKey: "event:9", ClaimTTL: time.Minute, ConvKey: conv})
 		if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Intake over a corrupt question = %v; want ErrCorrupt", err)
 		}
-		if ok, err := s.Claim(ctx, "event:9", time.Minute); err != nil || !ok {
+		if ok, err := s.Inbox().Claim(ctx, "event:9", time.Minute); err != nil || !ok {
 			t.Errorf("claim after a failed Intake = %v, %v; want free", ok, err)
 		}
 		// A command error (wrong type) fails Intake too.
-		c.Set(ctx, s.keys.conv(conv).clar, "x", 0)
-		if _, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:10", ClaimTTL: time.Minute, ConvKey: conv}); err == nil {
+		c.Set(ctx, keysOf(s).conv(conv).clar, "x", 0)
+		if _, err := s.Inbox().Intake(ctx, IntakeRequest{ClaimKey: "event:10", ClaimTTL: time.Minute, ConvKey: conv}); err == nil {
 			t.Fatal("Intake over a wrong-typed key succeeded")
 		}
-		if ok, _ := s.Claim(ctx, "event:10", time.Minute); !ok {
+		if ok, _ := s.Inbox().Claim(ctx, "event:10", time.Minute); !ok {
 			t.Error("the claim of a failed Intake was kept")
 		}
 	})
@@ -128,16 +128,16 @@ func TestIntakeRejectsBadArguments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.Intake(ctx, tc.req); !errors.Is(err, ErrInvalidArgument) {
+			if _, err := s.Inbox().Intake(ctx, tc.req); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("err = %v, want ErrInvalidArgument", err)
 			}
 		})
 	}
 	// A refused request claims nothing.
-	if _, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:1", ClaimTTL: time.Minute, UserID: "u"}); err == nil {
+	if _, err := s.Inbox().Intake(ctx, IntakeRequest{ClaimKey: "event:1", ClaimTTL: time.Minute, UserID: "u"}); err == nil {
 		t.Fatal("accepted a user without a platform")
 	}
-	if ok, _ := s.Claim(ctx, "event:1", time.Minute); !ok {
+	if ok, _ := s.Inbox().Claim(ctx, "event:1", time.Minute); !ok {
 		t.Error("a refused Intake took its claim")
 	}
 }
@@ -152,7 +152,7 @@ func TestIntakePendingClaims(t *testing.T) {
 		s := newTestStore(t, c, Options{})
 		claim := func(token string) IntakeResult {
 			t.Helper()
-			res, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:1", ClaimTTL: time.Minute, ClaimToken: token})
+			res, err := s.Inbox().Intake(ctx, IntakeRequest{ClaimKey: "event:1", ClaimTTL: time.Minute, ClaimToken: token})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,19 +167,19 @@ func TestIntakePendingClaims(t *testing.T) {
 		if res := claim("a"); !res.Claimed {
 			t.Fatalf("claim again under the same token = %+v, want taken", res)
 		}
-		if err := s.ReleaseClaim(ctx, "event:1", "b"); err != nil {
+		if err := s.Inbox().ReleaseClaim(ctx, "event:1", "b"); err != nil {
 			t.Fatal(err)
 		}
 		if res := claim("b"); !res.ClaimPending {
 			t.Fatalf("after a release under another token: %+v, want still pending", res)
 		}
-		if err := s.ReleaseClaim(ctx, "event:1", "a"); err != nil {
+		if err := s.Inbox().ReleaseClaim(ctx, "event:1", "a"); err != nil {
 			t.Fatal(err)
 		}
 		if res := claim("b"); !res.Claimed {
 			t.Fatalf("after the holder's release: %+v, want free", res)
 		}
-		if err := s.CompleteClaim(ctx, "event:1", "b", time.Minute); err != nil {
+		if err := s.Inbox().CompleteClaim(ctx, "event:1", "b", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		for _, tok := range []string{"a", "b"} {
@@ -187,17 +187,17 @@ func TestIntakePendingClaims(t *testing.T) {
 				t.Fatalf("completed claim under token %s = %+v, want a duplicate", tok, res)
 			}
 		}
-		if ok, _ := s.Claim(ctx, "event:1", time.Minute); ok {
+		if ok, _ := s.Inbox().Claim(ctx, "event:1", time.Minute); ok {
 			t.Error("Claim took a completed claim")
 		}
 
-		seen := s.keys.prefix + "seen-mark"
-		res, err := s.Intake(ctx, IntakeRequest{ClaimKey: "event:2", ClaimTTL: time.Minute, ClaimToken: "a", SeenKey: seen})
+		seen := keysOf(s).prefix + "seen-mark"
+		res, err := s.Inbox().Intake(ctx, IntakeRequest{ClaimKey: "event:2", ClaimTTL: time.Minute, ClaimToken: "a", SeenKey: seen})
 		if err != nil || res.Seen || !res.Claimed {
 			t.Fatalf("before the mark: %+v, %v", res, err)
 		}
 		c.Set(ctx, seen, "run", time.Minute)
-		if res, err := s.Intake(ctx, IntakeRequest{SeenKey: seen}); err != nil || !res.Seen {
+		if res, err := s.Inbox().Intake(ctx, IntakeRequest{SeenKey: seen}); err != nil || !res.Seen {
 			t.Fatalf("with the mark: %+v, %v; want seen", res, err)
 		}
 	})

@@ -28,7 +28,7 @@ func (r *reader) run() string { return fmt.Sprintf("%srun%d", r.name, r.runs) }
 func (r *reader) begin(t *testing.T, ctx context.Context) (st RunStart) {
 	t.Helper()
 	r.runs++
-	st, err := r.s.BeginRunAfter(ctx, r.conv, r.run(), r.mark)
+	st, err := r.s.History().BeginRunAfter(ctx, r.conv, r.run(), r.mark)
 	if err != nil {
 		t.Fatalf("BeginRunAfter: %v", err)
 	}
@@ -54,7 +54,7 @@ func (r *reader) begin(t *testing.T, ctx context.Context) (st RunStart) {
 	for _, turn := range r.turns {
 		have = append(have, turn...)
 	}
-	want, err := r.s.LoadEvents(ctx, r.conv)
+	want, err := r.s.History().LoadEvents(ctx, r.conv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestBeginRunAfterReadsOnlyNewTurns(t *testing.T) {
 		}
 		finish := func(turn ...string) {
 			t.Helper()
-			th, _, err := s.Ensure(ctx, conv)
+			th, _, err := s.Conversations().Ensure(ctx, conv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.AppendTurn(ctx, conv, th.ID, rawEvents(turn...)); err != nil {
+			if err := s.History().AppendTurn(ctx, conv, th.ID, rawEvents(turn...)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -96,7 +96,7 @@ func TestBeginRunAfterReadsOnlyNewTurns(t *testing.T) {
 		expect(r.begin(t, ctx), 0, 0) // a new thread, an empty log
 		expect(r.begin(t, ctx), 0, 0) // a mark of an empty log reads the whole (empty) log
 		st := r.begin(t, ctx)
-		if _, err := s.FinishRun(ctx, conv, r.run(), RunEnd{Outcome: "answered", ThreadID: st.Thread.ID, Turn: rawEvents(`{"t":1}`, `{"t":1,"b":1}`)}); err != nil {
+		if _, err := s.History().FinishRun(ctx, conv, r.run(), RunEnd{Outcome: "answered", ThreadID: st.Thread.ID, Turn: rawEvents(`{"t":1}`, `{"t":1,"b":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 		expect(r.begin(t, ctx), 0, 2) // first read of a log: whole
@@ -116,7 +116,7 @@ func TestBeginRunAfterReadsOnlyNewTurns(t *testing.T) {
 
 		// Someone appended without counting or trimming (an older version of the bot): the turn
 		// at the mark's place is another.
-		if err := c.RPush(ctx, s.keys.conv(conv).log, `[{"t":8}]`).Err(); err != nil {
+		if err := c.RPush(ctx, keysOf(s).conv(conv).log, `[{"t":8}]`).Err(); err != nil {
 			t.Fatal(err)
 		}
 		expect(r.begin(t, ctx), 0, 4)
@@ -126,20 +126,20 @@ func TestBeginRunAfterReadsOnlyNewTurns(t *testing.T) {
 		// A forged or stale newest turn, and a mark of an older count, read the whole log.
 		forged := r.mark
 		forged.Newest = `[{"t":"x"}]`
-		if st, err := s.BeginRunAfter(ctx, conv, "forged", forged); err != nil || st.Kept != 0 || len(st.Events) != 3 {
+		if st, err := s.History().BeginRunAfter(ctx, conv, "forged", forged); err != nil || st.Kept != 0 || len(st.Events) != 3 {
 			t.Fatalf("forged mark: kept %d, %d events, %v; want the whole log", st.Kept, len(st.Events), err)
 		}
-		if st, err := s.BeginRunAfter(ctx, conv, "old", old); err != nil || st.Kept != 0 {
+		if st, err := s.History().BeginRunAfter(ctx, conv, "old", old); err != nil || st.Kept != 0 {
 			t.Fatalf("a mark trimmed away: kept %d, %v; want the whole log", st.Kept, err)
 		}
 		ahead := r.mark
 		ahead.Count += 5
-		if st, err := s.BeginRunAfter(ctx, conv, "ahead", ahead); err != nil || st.Kept != 0 {
+		if st, err := s.History().BeginRunAfter(ctx, conv, "ahead", ahead); err != nil || st.Kept != 0 {
 			t.Fatalf("a mark ahead of the log: kept %d, %v; want the whole log", st.Kept, err)
 		}
 
 		// After /new the mark is another thread's.
-		if _, err := s.Reset(ctx, conv); err != nil {
+		if _, err := s.Conversations().Reset(ctx, conv); err != nil {
 			t.Fatal(err)
 		}
 		expect(r.begin(t, ctx), 0, 0)
@@ -149,10 +149,10 @@ func TestBeginRunAfterReadsOnlyNewTurns(t *testing.T) {
 		expect(r.begin(t, ctx), 1, 1)
 
 		// A finished run's start reads nothing and marks nothing.
-		if _, err := s.FinishRun(ctx, conv, "done", RunEnd{Outcome: "answered"}); err != nil {
+		if _, err := s.History().FinishRun(ctx, conv, "done", RunEnd{Outcome: "answered"}); err != nil {
 			t.Fatal(err)
 		}
-		if st, err := s.BeginRunAfter(ctx, conv, "done", r.mark); err != nil || !st.Finished || st.Mark != (LogMark{}) || st.Events != nil {
+		if st, err := s.History().BeginRunAfter(ctx, conv, "done", r.mark); err != nil || !st.Finished || st.Mark != (LogMark{}) || st.Events != nil {
 			t.Fatalf("a finished run's start = %+v, %v", st, err)
 		}
 	})
@@ -178,7 +178,7 @@ func TestBeginRunAfterSeesOtherWriters(t *testing.T) {
 				t.Fatalf("start %d kept %d and read %d events, want %d and the 2 turns since its last", i, st.Kept, len(st.Events), i-2)
 			}
 			end := RunEnd{Outcome: "answered", ThreadID: st.Thread.ID, Turn: rawEvents(fmt.Sprintf(`{"turn":%d}`, i))}
-			if _, err := s.FinishRun(ctx, conv, w.run(), end); err != nil {
+			if _, err := s.History().FinishRun(ctx, conv, w.run(), end); err != nil {
 				t.Fatal(err)
 			}
 		}

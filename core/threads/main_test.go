@@ -140,6 +140,9 @@ func newTestStore(t testing.TB, c redis.UniversalClient, opts Options) *Store {
 	return New(c, opts)
 }
 
+// keysOf is the keyspace of s, for tests that look at the keys themselves.
+func keysOf(s *Store) keyspace { return s.conversations.keys }
+
 // fakeClock is a clock tests move by hand.
 type fakeClock struct {
 	mu  sync.Mutex

@@ -53,9 +53,9 @@ func idleMemory(b *testing.B, convs, turns int) {
 		wg.Go(func() {
 			for i := w; i < convs; i += workers {
 				key := "telegram::" + strconv.Itoa(100_000+i) + ":"
-				th, _, err := s.Ensure(ctx, key)
+				th, _, err := s.Conversations().Ensure(ctx, key)
 				for t := 0; err == nil && t < turns; t++ {
-					err = s.AppendTurn(ctx, key, th.ID, turn)
+					err = s.History().AppendTurn(ctx, key, th.ID, turn)
 				}
 				if err != nil {
 					errs <- err

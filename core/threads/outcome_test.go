@@ -18,34 +18,34 @@ func TestIdempotentOutcomes(t *testing.T) {
 		s := newTestStore(t, c, Options{OutcomeTTL: 48 * time.Hour})
 		const run = "01JRUN0000000000000000000B"
 
-		first, existing, err := s.RecordOutbound(ctx, run, "answer", []byte("msg-1001"))
+		first, existing, err := s.Records().RecordOutbound(ctx, run, "answer", []byte("msg-1001"))
 		if err != nil || !first || existing != nil {
 			t.Fatalf("first RecordOutbound = %v, %q, %v; want first", first, existing, err)
 		}
-		first, existing, err = s.RecordOutbound(ctx, run, "answer", []byte("msg-2002"))
+		first, existing, err = s.Records().RecordOutbound(ctx, run, "answer", []byte("msg-2002"))
 		if err != nil || first || string(existing) != "msg-1001" {
 			t.Errorf("replayed RecordOutbound = %v, %q, %v; want not first, msg-1001", first, existing, err)
 		}
-		if first, _, err := s.RecordOutbound(ctx, run, "progress/1", []byte("msg-1002")); err != nil || !first {
+		if first, _, err := s.Records().RecordOutbound(ctx, run, "progress/1", []byte("msg-1002")); err != nil || !first {
 			t.Errorf("another step: first=%v, %v; want first", first, err)
 		}
-		if first, _, err := s.RecordOutbound(ctx, "01JRUN0000000000000000000C", "answer", []byte("x")); err != nil || !first {
+		if first, _, err := s.Records().RecordOutbound(ctx, "01JRUN0000000000000000000C", "answer", []byte("x")); err != nil || !first {
 			t.Errorf("another run: first=%v, %v; want first", first, err)
 		}
 
-		if _, found, err := s.Outcome(ctx, run); err != nil || found {
+		if _, found, err := s.Records().Outcome(ctx, run); err != nil || found {
 			t.Errorf("Outcome before recording: found=%v, %v", found, err)
 		}
-		if first, err := s.RecordOutcome(ctx, run, "answered"); err != nil || !first {
+		if first, err := s.Records().RecordOutcome(ctx, run, "answered"); err != nil || !first {
 			t.Fatalf("first RecordOutcome = %v, %v", first, err)
 		}
-		if first, err := s.RecordOutcome(ctx, run, "failed"); err != nil || first {
+		if first, err := s.Records().RecordOutcome(ctx, run, "failed"); err != nil || first {
 			t.Errorf("second RecordOutcome = %v, %v; want not first", first, err)
 		}
-		if got, found, err := s.Outcome(ctx, run); err != nil || !found || got != "answered" {
+		if got, found, err := s.Records().Outcome(ctx, run); err != nil || !found || got != "answered" {
 			t.Errorf("Outcome = %q, %v, %v; want the first outcome kept", got, found, err)
 		}
-		for _, key := range []string{s.keys.outbound(run, "answer"), s.keys.outcome(run)} {
+		for _, key := range []string{keysOf(s).outbound(run, "answer"), keysOf(s).outcome(run)} {
 			ttl, err := c.PTTL(ctx, key).Result()
 			if err != nil || ttl <= 47*time.Hour || ttl > 48*time.Hour {
 				t.Errorf("TTL of %s = %v, %v; want the 48h OutcomeTTL", key, ttl, err)
@@ -67,7 +67,7 @@ func TestRecordOutboundConcurrentReplays(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				v := []byte{byte('a' + i)}
-				first, existing, err := s.RecordOutbound(ctx, "run1", "answer", v)
+				first, existing, err := s.Records().RecordOutbound(ctx, "run1", "answer", v)
 				if err != nil {
 					t.Error(err)
 					return
@@ -106,15 +106,15 @@ func TestOutcomeArgumentsValidated(t *testing.T) {
 		{"empty step", "run1", "", "answered"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := s.RecordOutbound(ctx, tc.run, tc.step, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
+			if _, _, err := s.Records().RecordOutbound(ctx, tc.run, tc.step, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("RecordOutbound: %v, want ErrInvalidArgument", err)
 			}
 		})
 	}
-	if _, err := s.RecordOutcome(ctx, "run1", ""); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := s.Records().RecordOutcome(ctx, "run1", ""); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("RecordOutcome with an empty outcome: %v, want ErrInvalidArgument", err)
 	}
-	if _, _, err := s.Outcome(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
+	if _, _, err := s.Records().Outcome(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Outcome of an empty run id: %v, want ErrInvalidArgument", err)
 	}
 }

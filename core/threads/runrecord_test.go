@@ -28,36 +28,36 @@ func TestRunRecordLifecycle(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "telegram/-/1/"
-		st, err := s.BeginRun(ctx, conv, "run1")
+		st, err := s.History().BeginRun(ctx, conv, "run1")
 		if err != nil || st.Finished || !st.Created || st.Thread.ID == "" || st.Thread.ConvKey != conv || len(st.Events) != 0 {
 			t.Fatalf("first BeginRun = %+v, %v", st, err)
 		}
-		first, err := s.FinishRun(ctx, conv, "run1", RunEnd{Outcome: "answered", Result: []byte(`{"kind":"final"}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{"a":1}`, `{"b":2}`)})
+		first, err := s.History().FinishRun(ctx, conv, "run1", RunEnd{Outcome: "answered", Result: []byte(`{"kind":"final"}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{"a":1}`, `{"b":2}`)})
 		if err != nil || !first {
 			t.Fatalf("FinishRun = %v, %v", first, err)
 		}
-		if ev, _ := s.LoadEvents(ctx, conv); !reflect.DeepEqual(ev, rawEvents(`{"a":1}`, `{"b":2}`)) {
+		if ev, _ := s.History().LoadEvents(ctx, conv); !reflect.DeepEqual(ev, rawEvents(`{"a":1}`, `{"b":2}`)) {
 			t.Errorf("log after FinishRun = %s", ev)
 		}
-		again, err := s.BeginRun(ctx, conv, "run1")
+		again, err := s.History().BeginRun(ctx, conv, "run1")
 		if err != nil || !again.Finished || again.Outcome != "answered" || string(again.Result) != `{"kind":"final"}` || again.Thread.ID != "" {
 			t.Errorf("BeginRun of a finished run = %+v, %v", again, err)
 		}
-		first, err = s.FinishRun(ctx, conv, "run1", RunEnd{Outcome: "failed", Result: []byte(`{}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{"c":3}`)})
+		first, err = s.History().FinishRun(ctx, conv, "run1", RunEnd{Outcome: "failed", Result: []byte(`{}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{"c":3}`)})
 		if err != nil || first {
 			t.Errorf("second FinishRun = %v, %v; want not first", first, err)
 		}
-		if ev, _ := s.LoadEvents(ctx, conv); len(ev) != 2 {
+		if ev, _ := s.History().LoadEvents(ctx, conv); len(ev) != 2 {
 			t.Errorf("a second finish appended again: %s", ev)
 		}
-		if again, _ := s.BeginRun(ctx, conv, "run1"); again.Outcome != "answered" {
+		if again, _ := s.History().BeginRun(ctx, conv, "run1"); again.Outcome != "answered" {
 			t.Errorf("a second finish replaced the outcome: %+v", again)
 		}
-		next, err := s.BeginRun(ctx, conv, "run2")
+		next, err := s.History().BeginRun(ctx, conv, "run2")
 		if err != nil || next.Finished || next.Created || next.Thread.ID != st.Thread.ID || !reflect.DeepEqual(next.Events, rawEvents(`{"a":1}`, `{"b":2}`)) {
 			t.Errorf("next run's BeginRun = %+v, %v", next, err)
 		}
-		ttl, _ := c.PTTL(ctx, s.keys.run(conv, "run1")).Result()
+		ttl, _ := c.PTTL(ctx, keysOf(s).run(conv, "run1")).Result()
 		if ttl <= DefaultOutcomeTTL-time.Minute || ttl > DefaultOutcomeTTL {
 			t.Errorf("run record TTL = %v, want %v", ttl, DefaultOutcomeTTL)
 		}
@@ -71,30 +71,30 @@ func TestFinishRunWithoutTurnAndOnStaleThread(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "discord/g/c/"
-		st, err := s.BeginRun(ctx, conv, "r1")
+		st, err := s.History().BeginRun(ctx, conv, "r1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first, err := s.FinishRun(ctx, conv, "r1", RunEnd{Outcome: "failed", Result: []byte(`{"kind":"failed"}`)}); err != nil || !first {
+		if first, err := s.History().FinishRun(ctx, conv, "r1", RunEnd{Outcome: "failed", Result: []byte(`{"kind":"failed"}`)}); err != nil || !first {
 			t.Fatalf("finish without a turn = %v, %v", first, err)
 		}
-		if ev, _ := s.LoadEvents(ctx, conv); len(ev) != 0 {
+		if ev, _ := s.History().LoadEvents(ctx, conv); len(ev) != 0 {
 			t.Errorf("a finish without a turn appended %s", ev)
 		}
-		if _, err := s.BeginRun(ctx, conv, "r2"); err != nil {
+		if _, err := s.History().BeginRun(ctx, conv, "r2"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Reset(ctx, conv); err != nil {
+		if _, err := s.Conversations().Reset(ctx, conv); err != nil {
 			t.Fatal(err)
 		}
-		first, err := s.FinishRun(ctx, conv, "r2", RunEnd{Outcome: "answered", Result: []byte(`{}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{}`)})
+		first, err := s.History().FinishRun(ctx, conv, "r2", RunEnd{Outcome: "answered", Result: []byte(`{}`), ThreadID: st.Thread.ID, Turn: rawEvents(`{}`)})
 		if !errors.Is(err, ErrStaleThread) || !first {
 			t.Errorf("finish on a reset thread = %v, %v; want first and ErrStaleThread", first, err)
 		}
-		if ev, _ := s.LoadEvents(ctx, conv); len(ev) != 0 {
+		if ev, _ := s.History().LoadEvents(ctx, conv); len(ev) != 0 {
 			t.Errorf("a stale finish appended to the new thread: %s", ev)
 		}
-		if got, _ := s.BeginRun(ctx, conv, "r2"); !got.Finished || got.Outcome != "answered" {
+		if got, _ := s.History().BeginRun(ctx, conv, "r2"); !got.Finished || got.Outcome != "answered" {
 			t.Errorf("a stale finish was not recorded: %+v", got)
 		}
 	})
@@ -106,11 +106,11 @@ func TestFinishRunWithoutThreadWritesNothing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		_, err := s.FinishRun(ctx, "x/y/z/", "r1", RunEnd{Outcome: "answered", ThreadID: "t", Turn: rawEvents(`1`)})
+		_, err := s.History().FinishRun(ctx, "x/y/z/", "r1", RunEnd{Outcome: "answered", ThreadID: "t", Turn: rawEvents(`1`)})
 		if !errors.Is(err, ErrThreadNotFound) {
 			t.Fatalf("err = %v, want ErrThreadNotFound", err)
 		}
-		if st, _ := s.BeginRun(ctx, "x/y/z/", "r1"); st.Finished {
+		if st, _ := s.History().BeginRun(ctx, "x/y/z/", "r1"); st.Finished {
 			t.Error("the end was recorded without the turn")
 		}
 	})
@@ -123,7 +123,7 @@ func TestConcurrentFinishRunOneWins(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "c/o/n/"
-		st, err := s.BeginRun(ctx, conv, "r1")
+		st, err := s.History().BeginRun(ctx, conv, "r1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestConcurrentFinishRunOneWins(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				first, err := s.FinishRun(ctx, conv, "r1", RunEnd{Outcome: fmt.Sprint("o", i), ThreadID: st.Thread.ID, Turn: rawEvents(`1`)})
+				first, err := s.History().FinishRun(ctx, conv, "r1", RunEnd{Outcome: fmt.Sprint("o", i), ThreadID: st.Thread.ID, Turn: rawEvents(`1`)})
 				if err != nil {
 					t.Error(err)
 				}
@@ -144,7 +144,7 @@ func TestConcurrentFinishRunOneWins(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if ev, _ := s.LoadEvents(ctx, conv); wins != 1 || len(ev) != 1 {
+		if ev, _ := s.History().LoadEvents(ctx, conv); wins != 1 || len(ev) != 1 {
 			t.Errorf("%d attempts won, log has %d events; want 1 and 1", wins, len(ev))
 		}
 	})
@@ -157,16 +157,16 @@ func TestRunRecordRejectsBadArguments(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"begin without conversation", func() error { _, err := s.BeginRun(ctx, "", "r"); return err }()},
-		{"begin with a bad run id", func() error { _, err := s.BeginRun(ctx, "c", "a:b"); return err }()},
-		{"finish without outcome", func() error { _, err := s.FinishRun(ctx, "c", "r", RunEnd{}); return err }()},
-		{"finish with a bad run id", func() error { _, err := s.FinishRun(ctx, "c", "", RunEnd{Outcome: "x"}); return err }()},
+		{"begin without conversation", func() error { _, err := s.History().BeginRun(ctx, "", "r"); return err }()},
+		{"begin with a bad run id", func() error { _, err := s.History().BeginRun(ctx, "c", "a:b"); return err }()},
+		{"finish without outcome", func() error { _, err := s.History().FinishRun(ctx, "c", "r", RunEnd{}); return err }()},
+		{"finish with a bad run id", func() error { _, err := s.History().FinishRun(ctx, "c", "", RunEnd{Outcome: "x"}); return err }()},
 		{"finish a turn without thread id", func() error {
-			_, err := s.FinishRun(ctx, "c", "r", RunEnd{Outcome: "x", Turn: rawEvents(`1`)})
+			_, err := s.History().FinishRun(ctx, "c", "r", RunEnd{Outcome: "x", Turn: rawEvents(`1`)})
 			return err
 		}()},
 		{"finish a turn that is not JSON", func() error {
-			_, err := s.FinishRun(ctx, "c", "r", RunEnd{Outcome: "x", ThreadID: "t", Turn: rawEvents(`{`)})
+			_, err := s.History().FinishRun(ctx, "c", "r", RunEnd{Outcome: "x", ThreadID: "t", Turn: rawEvents(`{`)})
 			return err
 		}()},
 	}
@@ -184,8 +184,8 @@ func TestBeginRunReportsCorruptLog(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		c.RPush(ctx, s.keys.conv("k/1/2/").log, "not json")
-		if _, err := s.BeginRun(ctx, "k/1/2/", "r1"); !errors.Is(err, ErrCorrupt) {
+		c.RPush(ctx, keysOf(s).conv("k/1/2/").log, "not json")
+		if _, err := s.History().BeginRun(ctx, "k/1/2/", "r1"); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("err = %v, want ErrCorrupt", err)
 		}
 	})
@@ -197,24 +197,24 @@ func TestLookupReadsRecordsAndMarks(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		if _, _, err := s.RecordOutbound(ctx, "run1", "card", []byte(`{"ids":["7"]}`)); err != nil {
+		if _, _, err := s.Records().RecordOutbound(ctx, "run1", "card", []byte(`{"ids":["7"]}`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Mark(ctx, "reply:run1", []byte("42"), time.Minute); err != nil {
+		if err := s.Inbox().Mark(ctx, "reply:run1", []byte("42"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Lookup(ctx, "run1", []string{"final", "card"}, []string{"reply:run1", "reply:other"})
+		got, err := s.Records().Lookup(ctx, "run1", []string{"final", "card"}, []string{"reply:run1", "reply:other"})
 		want := RunRecords{Outbound: map[string][]byte{"card": []byte(`{"ids":["7"]}`)}, Marks: map[string][]byte{"reply:run1": []byte("42")}}
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("Lookup = %+v, %v; want %+v", got, err, want)
 		}
-		if _, found, _ := s.Outbound(ctx, "run1", "final"); found {
+		if _, found, _ := s.Records().Outbound(ctx, "run1", "final"); found {
 			t.Error("Lookup wrote a record")
 		}
 		for _, bad := range []func() error{
-			func() error { _, err := s.Lookup(ctx, "a:b", nil, nil); return err },
-			func() error { _, err := s.Lookup(ctx, "r", []string{""}, nil); return err },
-			func() error { _, err := s.Lookup(ctx, "r", nil, []string{""}); return err },
+			func() error { _, err := s.Records().Lookup(ctx, "a:b", nil, nil); return err },
+			func() error { _, err := s.Records().Lookup(ctx, "r", []string{""}, nil); return err },
+			func() error { _, err := s.Records().Lookup(ctx, "r", nil, []string{""}); return err },
 		} {
 			if err := bad(); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("bad lookup err = %v, want ErrInvalidArgument", err)

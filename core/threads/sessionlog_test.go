@@ -32,33 +32,33 @@ func TestSessionLogSurvivesRestart(t *testing.T) {
 			c := dial(t)
 			prefix := uniquePrefix(t, c)
 			before := New(c, Options{Prefix: prefix})
-			th, _, err := before.Ensure(ctx, "telegram/-/99/0")
+			th, _, err := before.Conversations().Ensure(ctx, "telegram/-/99/0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := [][]json.RawMessage{turnOf(1, 3), turnOf(2, 1), {json.RawMessage(` { "spaced" : [1, 2] } `)}}
 			for _, turn := range want {
-				if err := before.AppendTurn(ctx, "telegram/-/99/0", th.ID, turn); err != nil {
+				if err := before.History().AppendTurn(ctx, "telegram/-/99/0", th.ID, turn); err != nil {
 					t.Fatal(err)
 				}
 			}
 
 			// The "restarted process": another client connection and another Store.
 			restarted := New(dial(t), Options{Prefix: prefix})
-			got, err := restarted.LoadTurns(ctx, "telegram/-/99/0")
+			got, err := restarted.History().LoadTurns(ctx, "telegram/-/99/0")
 			want[2][0] = json.RawMessage(`{ "spaced" : [1, 2] }`) // surrounding whitespace is dropped
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("LoadTurns after restart = %s, %v; want %s", got, err, want)
 			}
-			events, err := restarted.LoadEvents(ctx, "telegram/-/99/0")
+			events, err := restarted.History().LoadEvents(ctx, "telegram/-/99/0")
 			if err != nil || len(events) != 5 || string(events[4]) != `{ "spaced" : [1, 2] }` {
 				t.Fatalf("LoadEvents after restart = %s, %v; want the 5 events as appended", events, err)
 			}
-			again, created, err := restarted.Ensure(ctx, "telegram/-/99/0")
+			again, created, err := restarted.Conversations().Ensure(ctx, "telegram/-/99/0")
 			if err != nil || created || again.ID != th.ID {
 				t.Fatalf("Ensure after restart = %+v, created %v, %v; want the same thread", again, created, err)
 			}
-			if err := restarted.AppendTurn(ctx, "telegram/-/99/0", th.ID, turnOf(4, 1)); err != nil {
+			if err := restarted.History().AppendTurn(ctx, "telegram/-/99/0", th.ID, turnOf(4, 1)); err != nil {
 				t.Fatalf("appending after restart: %v", err)
 			}
 		})
@@ -72,7 +72,7 @@ func TestHistoryTrimmedToNewestTurns(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{HistoryTurns: 3})
 		const conv = "slack/T/C/1"
-		th, _, err := s.Ensure(ctx, conv)
+		th, _, err := s.Conversations().Ensure(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,10 +80,10 @@ func TestHistoryTrimmedToNewestTurns(t *testing.T) {
 		var all [][]json.RawMessage
 		for i, n := range sizes {
 			all = append(all, turnOf(i+1, n))
-			if err := s.AppendTurn(ctx, conv, th.ID, all[i]); err != nil {
+			if err := s.History().AppendTurn(ctx, conv, th.ID, all[i]); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.LoadTurns(ctx, conv)
+			got, err := s.History().LoadTurns(ctx, conv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestHistoryTrimmedToNewestTurns(t *testing.T) {
 				t.Fatalf("after turn %d the log = %s; want the newest %d whole turns %s", i+1, got, len(want), want)
 			}
 		}
-		events, err := s.LoadEvents(ctx, conv)
+		events, err := s.History().LoadEvents(ctx, conv)
 		if err != nil || len(events) != 2+5+3 {
 			t.Errorf("LoadEvents = %d events, %v; want 10 (turns 3, 4, 5)", len(events), err)
 		}
@@ -103,7 +103,7 @@ func TestAppendTurnRefusals(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		th, _, err := s.Ensure(ctx, "c/1")
+		th, _, err := s.Conversations().Ensure(ctx, "c/1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,12 +119,12 @@ func TestAppendTurnRefusals(t *testing.T) {
 			{"another thread id", "c/1", "01ZZZZZZZZZZZZZZZZZZZZZZZZ", turnOf(1, 1), ErrStaleThread},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				if err := s.AppendTurn(ctx, tc.conv, tc.thread, tc.events); !errors.Is(err, tc.want) {
+				if err := s.History().AppendTurn(ctx, tc.conv, tc.thread, tc.events); !errors.Is(err, tc.want) {
 					t.Errorf("AppendTurn: %v, want %v", err, tc.want)
 				}
 			})
 		}
-		if turns, err := s.LoadTurns(ctx, "c/1"); err != nil || len(turns) != 0 {
+		if turns, err := s.History().LoadTurns(ctx, "c/1"); err != nil || len(turns) != 0 {
 			t.Errorf("log after refused appends = %s, %v; want empty", turns, err)
 		}
 	})
@@ -140,7 +140,7 @@ func TestConcurrentAppends(t *testing.T) {
 		const convs, writers, turns = 8, 4, 10
 		ids := make([]string, convs)
 		for i := range ids {
-			th, _, err := s.Ensure(ctx, fmt.Sprintf("conv/%d", i))
+			th, _, err := s.Conversations().Ensure(ctx, fmt.Sprintf("conv/%d", i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestConcurrentAppends(t *testing.T) {
 							json.RawMessage(fmt.Sprintf(`{"conv":%d,"writer":%d,"n":%d,"part":0}`, cv, w, n)),
 							json.RawMessage(fmt.Sprintf(`{"conv":%d,"writer":%d,"n":%d,"part":1}`, cv, w, n)),
 						}
-						if err := s.AppendTurn(ctx, fmt.Sprintf("conv/%d", cv), ids[cv], turn); err != nil {
+						if err := s.History().AppendTurn(ctx, fmt.Sprintf("conv/%d", cv), ids[cv], turn); err != nil {
 							errs <- err
 							return
 						}
@@ -173,7 +173,7 @@ func TestConcurrentAppends(t *testing.T) {
 		}
 		type ev struct{ Conv, Writer, N, Part int }
 		for cv := range convs {
-			got, err := s.LoadTurns(ctx, fmt.Sprintf("conv/%d", cv))
+			got, err := s.History().LoadTurns(ctx, fmt.Sprintf("conv/%d", cv))
 			if err != nil {
 				t.Fatal(err)
 			}

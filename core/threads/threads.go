@@ -8,14 +8,17 @@
 // script, so the store works the same on a single Redis, Sentinel, Cluster, or the embedded
 // miniredis. Session events are opaque JSON: this package never looks inside them.
 //
-// The hot path is a few round trips: Intake (the router's claim and reads, one pipeline),
-// BeginRun and FinishRun (a run's start and end, one script each on the conversation's tag),
-// Lookup (delivery's record reads, one pipeline). Pipelines may span slots; scripts never do.
+// A Store is a handful of components, one per concern, each in the file named after it
+// (conversations.go, history.go, clarifications.go, inbox.go, records.go, tokens.go), and all of
+// the store's Redis in one layer beside them (rdb, in redis.go and redis_<component>.go).
+//
+// The hot path is a few round trips: Inbox.Intake (the router's claim and reads, one pipeline),
+// History.BeginRun and History.FinishRun (a run's start and end, one script each on the
+// conversation's tag), Records.Lookup (delivery's record reads, one pipeline). Pipelines may
+// span slots; scripts never do.
 package threads
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,9 +61,25 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Store is conversation state in Redis. It is safe for concurrent use, and several Stores (in
-// several processes) on the same Redis and prefix share the state.
+// Store is conversation state in Redis, held by components, one per concern: Conversations (the
+// threads and their settings), History (session logs and run records), Clarifications (open
+// questions and approvals), Inbox (the router's claims, marks and access lists, and Intake),
+// Records (a run's outbound records and outcomes) and Tokens (short callback tokens). New makes
+// them together on one client, prefix and options. Each is safe for concurrent use, and several
+// Stores (in several processes) on the same Redis and prefix share the state.
 type Store struct {
+	conversations  *Conversations
+	history        *History
+	clarifications *Clarifications
+	inbox          *Inbox
+	records        *Records
+	tokens         *Tokens
+}
+
+// shared is what every component of one Store holds: the Redis layer (every command and script
+// goes through it), the keyspace, the options with their defaults applied, and the generator of
+// the ids the store makes (threads, sessions, clarifications).
+type shared struct {
 	r    rdb
 	keys keyspace
 	opts Options
@@ -87,8 +106,34 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{r: newRDB(client), keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	sh := &shared{r: newRDB(client), keys: keyspace{prefix: opts.Prefix}, opts: opts}
+	return &Store{
+		conversations:  &Conversations{sh},
+		history:        &History{sh},
+		clarifications: &Clarifications{sh},
+		inbox:          &Inbox{sh},
+		records:        &Records{sh},
+		tokens:         &Tokens{sh},
+	}
 }
+
+// Conversations returns the store's threads of conversations.
+func (s *Store) Conversations() *Conversations { return s.conversations }
+
+// History returns the store's session logs and run records.
+func (s *Store) History() *History { return s.history }
+
+// Clarifications returns the store's open questions and approvals.
+func (s *Store) Clarifications() *Clarifications { return s.clarifications }
+
+// Inbox returns the store's claims, marks and access lists: what the router routes by.
+func (s *Store) Inbox() *Inbox { return s.inbox }
+
+// Records returns the store's outbound records and outcomes of runs.
+func (s *Store) Records() *Records { return s.records }
+
+// Tokens returns the store's short tokens.
+func (s *Store) Tokens() *Tokens { return s.tokens }
 
 // Thread is the current thread of a conversation.
 type Thread struct {
@@ -118,95 +163,4 @@ func checkConvKey(convKey string) error {
 		return invalid("conversation key must be 1 to %d bytes", maxConvKeyLen)
 	}
 	return nil
-}
-
-// Ensure returns the conversation's thread, creating it if there is none. created reports
-// whether this call created it. Concurrent first calls for one conversation (from any number of
-// goroutines or processes) all return the same thread, and exactly one of them sees created.
-func (s *Store) Ensure(ctx context.Context, convKey string) (th Thread, created bool, err error) {
-	if err := checkConvKey(convKey); err != nil {
-		return Thread{}, false, fmt.Errorf("threads: ensure: %w", err)
-	}
-	ck := s.keys.conv(convKey)
-	now := s.opts.Now()
-	created, fields, err := s.r.ensureThread(ctx, ck.thread, s.ids.next(now), convKey, now, s.ids.next(now))
-	if err != nil {
-		return Thread{}, false, fmt.Errorf("threads: ensure %q: %w", convKey, err)
-	}
-	th, err = decodeThread(ck.thread, convKey, fields)
-	if err != nil {
-		return Thread{}, false, fmt.Errorf("threads: ensure %q: %w", convKey, err)
-	}
-	return th, created, nil
-}
-
-// Get returns the conversation's thread, or ErrThreadNotFound.
-func (s *Store) Get(ctx context.Context, convKey string) (Thread, error) {
-	if err := checkConvKey(convKey); err != nil {
-		return Thread{}, fmt.Errorf("threads: get: %w", err)
-	}
-	ck := s.keys.conv(convKey)
-	fields, err := s.r.hgetall(ctx, ck.thread)
-	if err != nil {
-		return Thread{}, fmt.Errorf("threads: get %q: %w", convKey, err)
-	}
-	if len(fields) == 0 {
-		return Thread{}, fmt.Errorf("threads: get %q: %w", convKey, ErrThreadNotFound)
-	}
-	th, err := decodeThread(ck.thread, convKey, fields)
-	if err != nil {
-		return Thread{}, fmt.Errorf("threads: get %q: %w", convKey, err)
-	}
-	return th, nil
-}
-
-// Reset starts the conversation over (the `new` command), in one atomic step: a new thread id
-// and session id, the old session log deleted, and a pending clarification cancelled (taking it
-// then returns ErrClarificationCancelled). Settings carry over to the new thread: they are the
-// conversation's preferences, not part of what was said. A conversation without a thread gets
-// one. Turns that runs of the old thread append later fail with ErrStaleThread.
-func (s *Store) Reset(ctx context.Context, convKey string) (Thread, error) {
-	if err := checkConvKey(convKey); err != nil {
-		return Thread{}, fmt.Errorf("threads: reset: %w", err)
-	}
-	ck := s.keys.conv(convKey)
-	now := s.opts.Now()
-	_, _, fields, err := s.r.resetThread(ctx, ck, s.ids.next(now), convKey, now, s.ids.next(now))
-	if err != nil {
-		return Thread{}, fmt.Errorf("threads: reset %q: %w", convKey, err)
-	}
-	th, err := decodeThread(ck.thread, convKey, fields)
-	if err != nil {
-		return Thread{}, fmt.Errorf("threads: reset %q: %w", convKey, err)
-	}
-	return th, nil
-}
-
-// SetSettings replaces the settings of the conversation's thread. It returns ErrThreadNotFound
-// when the conversation has no thread (call Ensure first).
-func (s *Store) SetSettings(ctx context.Context, convKey string, settings Settings) error {
-	if err := checkConvKey(convKey); err != nil {
-		return fmt.Errorf("threads: set settings: %w", err)
-	}
-	b, err := encodeSettings(settings)
-	if err != nil {
-		return fmt.Errorf("threads: set settings %q: %w", convKey, err)
-	}
-	ok, err := s.r.setSettings(ctx, s.keys.conv(convKey).thread, b)
-	if err != nil {
-		return fmt.Errorf("threads: set settings %q: %w", convKey, err)
-	}
-	if !ok {
-		return fmt.Errorf("threads: set settings %q: %w", convKey, ErrThreadNotFound)
-	}
-	return nil
-}
-
-// GetSettings returns the settings of the conversation's thread, or ErrThreadNotFound.
-func (s *Store) GetSettings(ctx context.Context, convKey string) (Settings, error) {
-	th, err := s.Get(ctx, convKey)
-	if err != nil {
-		return Settings{}, err
-	}
-	return th.Settings, nil
 }

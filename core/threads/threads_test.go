@@ -35,7 +35,7 @@ func TestThreadCreationRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				threads[i], created[i], errs[i] = stores[i].Ensure(ctx, "telegram/-/12345/7")
+				threads[i], created[i], errs[i] = stores[i].Conversations().Ensure(ctx, "telegram/-/12345/7")
 			}()
 		}
 		close(start)
@@ -55,7 +55,7 @@ func TestThreadCreationRace(t *testing.T) {
 		if creators != 1 {
 			t.Errorf("%d racers saw created=true, want exactly 1", creators)
 		}
-		got, err := stores[0].Get(ctx, "telegram/-/12345/7")
+		got, err := stores[0].Conversations().Get(ctx, "telegram/-/12345/7")
 		if err != nil || !reflect.DeepEqual(got, threads[0]) {
 			t.Errorf("Get after the race = %+v, %v; want %+v", got, err, threads[0])
 		}
@@ -67,7 +67,7 @@ func TestEnsureFillsThread(t *testing.T) {
 		ctx := ctxT(t)
 		clock := newFakeClock()
 		s := newTestStore(t, c, Options{Now: clock.Now})
-		th, created, err := s.Ensure(ctx, "slack/T1/C1/1700000000.0001")
+		th, created, err := s.Conversations().Ensure(ctx, "slack/T1/C1/1700000000.0001")
 		if err != nil || !created {
 			t.Fatalf("Ensure = %v, created %v", err, created)
 		}
@@ -77,11 +77,11 @@ func TestEnsureFillsThread(t *testing.T) {
 		if th.ConvKey != "slack/T1/C1/1700000000.0001" || !th.CreatedAt.Equal(clock.Now()) {
 			t.Errorf("thread %+v: wrong conversation or creation time (want %v)", th, clock.Now())
 		}
-		again, created, err := s.Ensure(ctx, "slack/T1/C1/1700000000.0001")
+		again, created, err := s.Conversations().Ensure(ctx, "slack/T1/C1/1700000000.0001")
 		if err != nil || created || !reflect.DeepEqual(again, th) {
 			t.Errorf("second Ensure = %+v, created %v, %v; want the first thread, not created", again, created, err)
 		}
-		other, _, err := s.Ensure(ctx, "slack/T1/C1/other")
+		other, _, err := s.Conversations().Ensure(ctx, "slack/T1/C1/other")
 		if err != nil || other.ID == th.ID {
 			t.Errorf("another conversation got %+v, %v; want its own thread", other, err)
 		}
@@ -91,7 +91,7 @@ func TestEnsureFillsThread(t *testing.T) {
 func TestGetUnknownConversationIsNotFound(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		s := newTestStore(t, c, Options{})
-		if _, err := s.Get(ctxT(t), "discord/g/c/none"); !errors.Is(err, ErrThreadNotFound) {
+		if _, err := s.Conversations().Get(ctxT(t), "discord/g/c/none"); !errors.Is(err, ErrThreadNotFound) {
 			t.Errorf("Get of an unknown conversation: %v, want ErrThreadNotFound", err)
 		}
 	})
@@ -104,22 +104,22 @@ func TestResetStartsNewThread(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "telegram/-/42/0"
-		old, _, err := s.Ensure(ctx, conv)
+		old, _, err := s.Conversations().Ensure(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetSettings(ctx, conv, Settings{Model: "deepseek-reasoner"}); err != nil {
+		if err := s.Conversations().SetSettings(ctx, conv, Settings{Model: "deepseek-reasoner"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"role":"user","text":"hi"}`)}); err != nil {
+		if err := s.History().AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"role":"user","text":"hi"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		clar, err := s.PutClarification(ctx, Clarification{ConvKey: conv, RunID: "run1", AllowedUserID: "u1"})
+		clar, err := s.Clarifications().PutClarification(ctx, Clarification{ConvKey: conv, RunID: "run1", AllowedUserID: "u1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		fresh, err := s.Reset(ctx, conv)
+		fresh, err := s.Conversations().Reset(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,23 +129,23 @@ func TestResetStartsNewThread(t *testing.T) {
 		if fresh.Settings.Model != "deepseek-reasoner" {
 			t.Errorf("settings after reset = %+v, want the model override kept", fresh.Settings)
 		}
-		if got, err := s.Get(ctx, conv); err != nil || !reflect.DeepEqual(got, fresh) {
+		if got, err := s.Conversations().Get(ctx, conv); err != nil || !reflect.DeepEqual(got, fresh) {
 			t.Errorf("Get after reset = %+v, %v; want %+v", got, err, fresh)
 		}
-		if events, err := s.LoadEvents(ctx, conv); err != nil || len(events) != 0 {
+		if events, err := s.History().LoadEvents(ctx, conv); err != nil || len(events) != 0 {
 			t.Errorf("log after reset = %s, %v; want empty", events, err)
 		}
-		if _, ok, err := s.PendingClarification(ctx, conv); err != nil || ok {
+		if _, ok, err := s.Clarifications().PendingClarification(ctx, conv); err != nil || ok {
 			t.Errorf("pending clarification after reset: ok=%v, %v; want none", ok, err)
 		}
-		if _, err := s.TakeClarification(ctx, clar.ID, "u1"); !errors.Is(err, ErrClarificationCancelled) {
+		if _, err := s.Clarifications().TakeClarification(ctx, clar.ID, "u1"); !errors.Is(err, ErrClarificationCancelled) {
 			t.Errorf("taking the old clarification: %v, want ErrClarificationCancelled", err)
 		}
-		err = s.AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"late":true}`)})
+		err = s.History().AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"late":true}`)})
 		if !errors.Is(err, ErrStaleThread) {
 			t.Errorf("appending to the old thread: %v, want ErrStaleThread", err)
 		}
-		if err := s.AppendTurn(ctx, conv, fresh.ID, []json.RawMessage{json.RawMessage(`{"n":1}`)}); err != nil {
+		if err := s.History().AppendTurn(ctx, conv, fresh.ID, []json.RawMessage{json.RawMessage(`{"n":1}`)}); err != nil {
 			t.Errorf("appending to the new thread: %v", err)
 		}
 	})
@@ -155,11 +155,11 @@ func TestResetWithoutThreadCreatesOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		th, err := s.Reset(ctx, "console/-/local/0")
+		th, err := s.Conversations().Reset(ctx, "console/-/local/0")
 		if err != nil || th.ID == "" {
 			t.Fatalf("Reset of a new conversation = %+v, %v", th, err)
 		}
-		if got, created, err := s.Ensure(ctx, "console/-/local/0"); err != nil || created || got.ID != th.ID {
+		if got, created, err := s.Conversations().Ensure(ctx, "console/-/local/0"); err != nil || created || got.ID != th.ID {
 			t.Errorf("Ensure after Reset = %+v, created %v, %v; want the reset's thread", got, created, err)
 		}
 	})
@@ -170,16 +170,16 @@ func TestSettings(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "discord/g1/c1/t1"
-		if err := s.SetSettings(ctx, conv, Settings{Model: "m"}); !errors.Is(err, ErrThreadNotFound) {
+		if err := s.Conversations().SetSettings(ctx, conv, Settings{Model: "m"}); !errors.Is(err, ErrThreadNotFound) {
 			t.Errorf("SetSettings before Ensure: %v, want ErrThreadNotFound", err)
 		}
-		if _, err := s.GetSettings(ctx, conv); !errors.Is(err, ErrThreadNotFound) {
+		if _, err := s.Conversations().GetSettings(ctx, conv); !errors.Is(err, ErrThreadNotFound) {
 			t.Errorf("GetSettings before Ensure: %v, want ErrThreadNotFound", err)
 		}
-		if _, _, err := s.Ensure(ctx, conv); err != nil {
+		if _, _, err := s.Conversations().Ensure(ctx, conv); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.GetSettings(ctx, conv); err != nil || !reflect.DeepEqual(got, Settings{}) {
+		if got, err := s.Conversations().GetSettings(ctx, conv); err != nil || !reflect.DeepEqual(got, Settings{}) {
 			t.Errorf("settings of a new thread = %+v, %v; want zero", got, err)
 		}
 		steps := []Settings{
@@ -188,10 +188,10 @@ func TestSettings(t *testing.T) {
 			{},
 		}
 		for _, want := range steps {
-			if err := s.SetSettings(ctx, conv, want); err != nil {
+			if err := s.Conversations().SetSettings(ctx, conv, want); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.GetSettings(ctx, conv)
+			got, err := s.Conversations().GetSettings(ctx, conv)
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("GetSettings = %+v, %v; want %+v", got, err, want)
 			}
@@ -209,13 +209,13 @@ func TestConversationKeyValidated(t *testing.T) {
 		{"too long", strings.Repeat("x", maxConvKeyLen+1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := s.Ensure(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
+			if _, _, err := s.Conversations().Ensure(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("Ensure: %v, want ErrInvalidArgument", err)
 			}
-			if _, err := s.Reset(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
+			if _, err := s.Conversations().Reset(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("Reset: %v, want ErrInvalidArgument", err)
 			}
-			if _, err := s.LoadEvents(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
+			if _, err := s.History().LoadEvents(ctx, tc.conv); !errors.Is(err, ErrInvalidArgument) {
 				t.Errorf("LoadEvents: %v, want ErrInvalidArgument", err)
 			}
 		})

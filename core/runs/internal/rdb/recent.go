@@ -1,7 +1,6 @@
 package rdb
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,31 +17,12 @@ const RecentMinutes = 60
 
 const minuteMs = 60_000
 
-func (s *Store) recentKey() string { return s.g("recent") }
-
-// recentNow is the time the scripts bucket and read at: 0 asks for Redis's clock.
-func (s *Store) recentNow() int64 {
-	if s.clock != nil {
-		return s.clock()
-	}
-	return 0
-}
-
 // Recent is the recent hash as read at Now.
 type Recent struct {
 	// Now is when it was read (ms), on the clock its buckets were written with.
 	Now int64
 	// Minutes maps a unix minute to its counters.
 	Minutes map[int64]map[string]int64
-}
-
-// Recent reads the recent hash and the time on Redis's clock, in one call.
-func (s *Store) Recent(ctx context.Context) (Recent, error) {
-	v, err := s.eval(ctx, scriptRecent, []string{s.recentKey()}, s.recentNow()).Slice()
-	if err != nil {
-		return Recent{}, fmt.Errorf("rdb: read recent counters: %w", err)
-	}
-	return parseRecent(v)
 }
 
 // parseRecent reads the recent script's reply: now, then field/value pairs. Fields it does not

@@ -142,7 +142,7 @@ func testSettleWritesRecentBuckets(t *testing.T, s *Store) {
 	s.clock = func() int64 { return now }
 	settle := func(counters map[string]int64) {
 		t.Helper()
-		if err := s.Settle(ctx, Settlement{Counters: counters}); err != nil {
+		if err := s.Counters().Settle(ctx, Settlement{Counters: counters}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,13 +150,13 @@ func testSettleWritesRecentBuckets(t *testing.T, s *Store) {
 	now = at(minute-1, 0)
 	settle(map[string]int64{"answered": 10})
 	settle(map[string]int64{"answered": 2}) // same minute: same bucket
-	if _, err := s.AddDeadLetter(ctx, tag, DeadLetter{RunID: "r1", Reason: "x", Envelope: []byte("{}"), Conv: "k", At: time.UnixMilli(now)}, true); err != nil {
+	if _, err := s.DeadLetters().AddDeadLetter(ctx, tag, DeadLetter{RunID: "r1", Reason: "x", Envelope: []byte("{}"), Conv: "k", At: time.UnixMilli(now)}, true); err != nil {
 		t.Fatal(err)
 	}
 	now = at(minute, 30*time.Second)
 	settle(map[string]int64{"answered": 3})
 	// A batch of spent hints and finished runs only touches no bucket.
-	if err := s.Settle(ctx, Settlement{Done: []string{Member(tag, "gone")}}); err != nil {
+	if err := s.Counters().Settle(ctx, Settlement{Done: []string{Member(tag, "gone")}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -168,7 +168,7 @@ func testSettleWritesRecentBuckets(t *testing.T, s *Store) {
 	if got, want := fmt.Sprint(recentFields(t, s)), fmt.Sprint(fields); got != want {
 		t.Errorf("recent fields = %s, want %s", got, want)
 	}
-	r, err := s.Recent(ctx)
+	r, err := s.Counters().Recent(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,10 +210,10 @@ func TestRecentOnRedisClock(t *testing.T) {
 }
 
 func testRecentOnRedisClock(t *testing.T, s *Store) {
-	if err := s.Settle(ctx, Settlement{Counters: map[string]int64{"answered": 2}}); err != nil {
+	if err := s.Counters().Settle(ctx, Settlement{Counters: map[string]int64{"answered": 2}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Recent(ctx)
+	r, err := s.Counters().Recent(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

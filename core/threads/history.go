@@ -8,6 +8,100 @@ import (
 	"strconv"
 )
 
+// History is the conversations' session logs — what each thread said, turn by turn, so a
+// restart continues the conversation — and the run records that keep a replayed run from
+// adding its turn twice. Its Redis scripts are in redis_history.go.
+type History struct{ *shared }
+
+// AppendTurn appends one completed turn — all the session events it produced, in order — to the
+// session log of thread threadID of the conversation.
+//
+// How the log is bounded: it is a Redis list holding one element per turn (the turn's events as
+// one JSON array). In the same atomic step as the append, if the list then holds more than
+// HistoryTurns turns, the oldest turns are removed until HistoryTurns remain. So trimming always
+// removes whole turns, oldest first, never part of a turn, and a reader never sees a half-written
+// or half-trimmed turn. The caller decides what a turn is by what it passes in one call (for the
+// lead agent: the user message, tool calls and results, and the final answer).
+//
+// The append happens only if threadID is still the conversation's current thread: after a
+// Reset it returns ErrStaleThread and stores nothing, and with no thread ErrThreadNotFound.
+// Every event must be valid JSON and a turn needs at least one event (ErrInvalidArgument).
+// Appends to different conversations touch different keys and never interfere; appends to one
+// conversation are serialised by Redis.
+func (h *History) AppendTurn(ctx context.Context, convKey, threadID string, events []json.RawMessage) error {
+	if err := checkConvKey(convKey); err != nil {
+		return fmt.Errorf("threads: append turn: %w", err)
+	}
+	turn, err := encodeTurn(events)
+	if err != nil {
+		return fmt.Errorf("threads: append turn to %q: %w", convKey, err)
+	}
+	n, err := h.r.appendTurn(ctx, h.keys.conv(convKey), threadID, turn, h.opts.HistoryTurns)
+	switch {
+	case err != nil:
+		return fmt.Errorf("threads: append turn to %q: %w", convKey, err)
+	case n == -1:
+		return fmt.Errorf("threads: append turn to %q: %w", convKey, ErrThreadNotFound)
+	case n == -2:
+		return fmt.Errorf("threads: append turn to %q thread %s: %w", convKey, threadID, ErrStaleThread)
+	}
+	return nil
+}
+
+// LoadTurns returns the session log of the conversation's current thread, oldest turn first,
+// each event with the bytes it was appended with (surrounding whitespace dropped). A
+// conversation without a thread or without turns has an empty log (nil, nil). A stored turn that
+// does not decode is a *CorruptError (ErrCorrupt).
+func (h *History) LoadTurns(ctx context.Context, convKey string) ([][]json.RawMessage, error) {
+	var turns [][]json.RawMessage
+	err := h.eachTurn(ctx, "load turns", convKey, func(n int, events []json.RawMessage) {
+		if turns == nil {
+			turns = make([][]json.RawMessage, 0, n)
+		}
+		turns = append(turns, events)
+	})
+	return turns, err
+}
+
+// LoadEvents returns the session log of the conversation's current thread as one flat list of
+// events, oldest first: the turns of LoadTurns, concatenated. It is what a restarted process
+// replays to continue the conversation.
+func (h *History) LoadEvents(ctx context.Context, convKey string) ([]json.RawMessage, error) {
+	var events []json.RawMessage
+	err := h.eachTurn(ctx, "load events", convKey, func(n int, turn []json.RawMessage) {
+		if events == nil {
+			// A guess of the size from the first turn saves most regrowth.
+			events = make([]json.RawMessage, 0, n*len(turn))
+		}
+		events = append(events, turn...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// eachTurn reads the log in one command and calls fn with each decoded turn, oldest first, and
+// the number of turns.
+func (h *History) eachTurn(ctx context.Context, op, convKey string, fn func(n int, events []json.RawMessage)) error {
+	if err := checkConvKey(convKey); err != nil {
+		return fmt.Errorf("threads: %s: %w", op, err)
+	}
+	key := h.keys.conv(convKey).log
+	raw, err := h.r.loadTurns(ctx, key)
+	if err != nil {
+		return fmt.Errorf("threads: %s of %q: %w", op, convKey, err)
+	}
+	for i, r := range raw {
+		events, err := decodeTurn(key, i, []byte(r))
+		if err != nil {
+			return fmt.Errorf("threads: %s of %q: %w", op, convKey, err)
+		}
+		fn(len(raw), events)
+	}
+	return nil
+}
+
 // A run record is what a run of a conversation leaves when it ends: its outcome and its result
 // (the caller's closing event, opaque bytes), kept for OutcomeTTL. It lives under the
 // conversation's hash tag, so BeginRun reads it together with the thread and its log, and
@@ -51,26 +145,26 @@ type LogMark struct {
 // BeginRun reads, in one atomic step (one round trip), whether run runID of the conversation
 // already ended; if not, it ensures the conversation's thread (as Ensure) and loads its session
 // log (as LoadEvents). A stored turn that does not decode is a *CorruptError.
-func (s *Store) BeginRun(ctx context.Context, convKey, runID string) (RunStart, error) {
-	return s.BeginRunAfter(ctx, convKey, runID, LogMark{})
+func (h *History) BeginRun(ctx context.Context, convKey, runID string) (RunStart, error) {
+	return h.BeginRunAfter(ctx, convKey, runID, LogMark{})
 }
 
 // BeginRunAfter is BeginRun for a caller that holds the log up to mark (a RunStart.Mark of an
 // earlier call): when the mark still matches, only the turns after it are read (Kept says how
 // many of the mark's the log still holds); otherwise, and for a zero mark, the whole log.
-func (s *Store) BeginRunAfter(ctx context.Context, convKey, runID string, mark LogMark) (RunStart, error) {
+func (h *History) BeginRunAfter(ctx context.Context, convKey, runID string, mark LogMark) (RunStart, error) {
 	if err := checkConvKey(convKey); err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run: %w", err)
 	}
 	if err := checkRunID(runID); err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run: %w", err)
 	}
-	ck := s.keys.conv(convKey)
-	now := s.opts.Now()
+	ck := h.keys.conv(convKey)
+	now := h.opts.Now()
 	if mark.Newest == "" {
 		mark = LogMark{}
 	}
-	b, err := s.r.beginRun(ctx, s.keys.run(convKey, runID), ck, s.ids.next(now), convKey, now, s.ids.next(now), mark)
+	b, err := h.r.beginRun(ctx, h.keys.run(convKey, runID), ck, h.ids.next(now), convKey, now, h.ids.next(now), mark)
 	if err != nil {
 		return RunStart{}, fmt.Errorf("threads: begin run %s of %q: %w", runID, convKey, err)
 	}
@@ -147,7 +241,7 @@ type RunEnd struct {
 // twice). With a Turn: ErrThreadNotFound when the conversation has no thread (nothing is
 // written); ErrStaleThread, with first true, when ThreadID is no longer current (the outcome and
 // result are recorded, the turn is not). The record is kept for OutcomeTTL.
-func (s *Store) FinishRun(ctx context.Context, convKey, runID string, end RunEnd) (first bool, err error) {
+func (h *History) FinishRun(ctx context.Context, convKey, runID string, end RunEnd) (first bool, err error) {
 	if err := checkConvKey(convKey); err != nil {
 		return false, fmt.Errorf("threads: finish run: %w", err)
 	}
@@ -166,7 +260,7 @@ func (s *Store) FinishRun(ctx context.Context, convKey, runID string, end RunEnd
 			return false, fmt.Errorf("threads: finish run %s: %w", runID, err)
 		}
 	}
-	n, err := s.r.finishRun(ctx, s.keys.run(convKey, runID), s.keys.conv(convKey), end.Outcome, end.Result, s.opts.OutcomeTTL, end.ThreadID, turn, s.opts.HistoryTurns)
+	n, err := h.r.finishRun(ctx, h.keys.run(convKey, runID), h.keys.conv(convKey), end.Outcome, end.Result, h.opts.OutcomeTTL, end.ThreadID, turn, h.opts.HistoryTurns)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("threads: finish run %s of %q: %w", runID, convKey, err)

@@ -4,8 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
+
+// Clarifications are the questions runs ask users and wait on (a form, an approval): at most
+// one pending per conversation, each answered exactly once, and the index of approvals to
+// expire. Their Redis scripts are in redis_clarifications.go.
+type Clarifications struct{ *shared }
 
 // AnyoneMayAnswer as a clarification's AllowedUserID lets any user's answer be taken.
 const AnyoneMayAnswer = "*"
@@ -56,16 +65,16 @@ type Clarification struct {
 // safe and never reopens an answered clarification); an id used by another conversation is
 // ErrDuplicateClarification. The records get a Redis TTL of ExpiresAt + ClarificationRetention
 // for clean-up; answerability is judged against the store's clock, not that TTL.
-func (s *Store) PutClarification(ctx context.Context, c Clarification) (Clarification, error) {
-	now := s.opts.Now()
+func (cl *Clarifications) PutClarification(ctx context.Context, c Clarification) (Clarification, error) {
+	now := cl.opts.Now()
 	if c.ID == "" {
-		c.ID = s.ids.next(now)
+		c.ID = cl.ids.next(now)
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
 	}
 	if c.ExpiresAt.IsZero() {
-		c.ExpiresAt = c.CreatedAt.Add(s.opts.ClarificationTTL)
+		c.ExpiresAt = c.CreatedAt.Add(cl.opts.ClarificationTTL)
 	}
 	c.CreatedAt = time.UnixMilli(c.CreatedAt.UnixMilli()).UTC()
 	c.ExpiresAt = time.UnixMilli(c.ExpiresAt.UnixMilli()).UTC()
@@ -77,15 +86,15 @@ func (s *Store) PutClarification(ctx context.Context, c Clarification) (Clarific
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
 	}
-	ttl := c.ExpiresAt.Sub(now) + s.opts.ClarificationRetention
-	first, owner, err := s.r.recordOnce(ctx, s.keys.clarIndex(c.ID), []byte(c.ConvKey), ttl)
+	ttl := c.ExpiresAt.Sub(now) + cl.opts.ClarificationRetention
+	first, owner, err := cl.r.recordOnce(ctx, cl.keys.clarIndex(c.ID), []byte(c.ConvKey), ttl)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
 	}
 	if !first && string(owner) != c.ConvKey {
 		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, ErrDuplicateClarification)
 	}
-	if _, _, err := s.r.putClarification(ctx, s.keys.conv(c.ConvKey).clar, c.ID, c.AllowedUserID, c.ExpiresAt, data, ttl); err != nil {
+	if _, _, err := cl.r.putClarification(ctx, cl.keys.conv(c.ConvKey).clar, c.ID, c.AllowedUserID, c.ExpiresAt, data, ttl); err != nil {
 		return Clarification{}, fmt.Errorf("threads: put clarification %q: %w", c.ID, err)
 	}
 	return c, nil
@@ -113,12 +122,12 @@ func checkClarification(c Clarification, now time.Time) error {
 // GetClarification returns the clarification with that id in its current state, without
 // changing it. It returns ErrClarificationNotFound for an unknown id and
 // ErrClarificationCancelled when a newer clarification of the conversation replaced it.
-func (s *Store) GetClarification(ctx context.Context, id string) (Clarification, error) {
-	key, err := s.clarKey(ctx, id)
+func (cl *Clarifications) GetClarification(ctx context.Context, id string) (Clarification, error) {
+	key, err := cl.clarKey(ctx, id)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
 	}
-	fields, err := s.r.hgetall(ctx, key)
+	fields, err := cl.r.hgetall(ctx, key)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
 	}
@@ -136,18 +145,18 @@ func (s *Store) GetClarification(ctx context.Context, id string) (Clarification,
 }
 
 // clarKey finds the conversation hash of a clarification through its id index.
-func (s *Store) clarKey(ctx context.Context, id string) (string, error) {
+func (cl *Clarifications) clarKey(ctx context.Context, id string) (string, error) {
 	if id == "" || len(id) > maxClarificationIDLen {
 		return "", ErrClarificationNotFound
 	}
-	conv, found, err := s.r.get(ctx, s.keys.clarIndex(id))
+	conv, found, err := cl.r.get(ctx, cl.keys.clarIndex(id))
 	if err != nil {
 		return "", err
 	}
 	if !found {
 		return "", ErrClarificationNotFound
 	}
-	return s.keys.conv(string(conv)).clar, nil
+	return cl.keys.conv(string(conv)).clar, nil
 }
 
 // TakeClarification claims the clarification for answeringUserID, atomically and exactly once,
@@ -159,24 +168,24 @@ func (s *Store) clarKey(ctx context.Context, id string) (string, error) {
 // matching ErrNotYourClarification, when answeringUserID is not the allowed user — the
 // clarification stays pending for the right one. With Answered, Expired and the foreign error
 // the clarification is returned too, so the caller can, e.g., edit the form's message.
-func (s *Store) TakeClarification(ctx context.Context, id, answeringUserID string) (Clarification, error) {
-	return s.take(ctx, id, answeringUserID, "")
+func (cl *Clarifications) TakeClarification(ctx context.Context, id, answeringUserID string) (Clarification, error) {
+	return cl.take(ctx, id, answeringUserID, "")
 }
 
 // TakeExpiredClarification claims, atomically and exactly once, a pending clarification whose
 // time is up, for nobody (AnsweredBy empty) — an approval that expires is decided as denied
 // this way. It returns ErrClarificationOpen while time is left, and otherwise what
 // TakeClarification returns.
-func (s *Store) TakeExpiredClarification(ctx context.Context, id string) (Clarification, error) {
-	return s.take(ctx, id, "", "expire")
+func (cl *Clarifications) TakeExpiredClarification(ctx context.Context, id string) (Clarification, error) {
+	return cl.take(ctx, id, "", "expire")
 }
 
-func (s *Store) take(ctx context.Context, id, answeringUserID, mode string) (Clarification, error) {
-	key, err := s.clarKey(ctx, id)
+func (cl *Clarifications) take(ctx context.Context, id, answeringUserID, mode string) (Clarification, error) {
+	key, err := cl.clarKey(ctx, id)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
 	}
-	status, fields, err := s.r.takeClarification(ctx, key, id, answeringUserID, s.opts.Now(), mode)
+	status, fields, err := cl.r.takeClarification(ctx, key, id, answeringUserID, cl.opts.Now(), mode)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: take clarification %q: %w", id, err)
 	}
@@ -211,16 +220,16 @@ func (s *Store) take(ctx context.Context, id, answeringUserID, mode string) (Cla
 // PendingClarification returns the conversation's open clarification — pending and not expired
 // by the store's clock — so a plain-text reply can be routed as its answer. ok is false when
 // there is none.
-func (s *Store) PendingClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
-	return s.convClarification(ctx, "pending", convKey, s.r.hgetall)
+func (cl *Clarifications) PendingClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+	return cl.convClarification(ctx, "pending", convKey, cl.r.hgetall)
 }
 
 // WithdrawClarification cancels the conversation's pending clarification, so that neither a
 // click nor a typed reply answers it any more (TakeClarification then says
 // ErrClarificationCancelled), and returns it. ok is false when none was open: none at all, or
 // only one already answered, cancelled or expired (an expired one is cancelled all the same).
-func (s *Store) WithdrawClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
-	c, ok, err = s.convClarification(ctx, "withdraw", convKey, s.r.withdrawClarification)
+func (cl *Clarifications) WithdrawClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+	c, ok, err = cl.convClarification(ctx, "withdraw", convKey, cl.r.withdrawClarification)
 	if ok {
 		c.State = StateCancelled
 	}
@@ -229,16 +238,16 @@ func (s *Store) WithdrawClarification(ctx context.Context, convKey string) (c Cl
 
 // convClarification reads the conversation's clarification record with read (op names it in
 // errors) and reports whether it was open.
-func (s *Store) convClarification(ctx context.Context, op, convKey string, read func(context.Context, string) (map[string]string, error)) (Clarification, bool, error) {
+func (cl *Clarifications) convClarification(ctx context.Context, op, convKey string, read func(context.Context, string) (map[string]string, error)) (Clarification, bool, error) {
 	if err := checkConvKey(convKey); err != nil {
 		return Clarification{}, false, fmt.Errorf("threads: %s clarification: %w", op, err)
 	}
-	key := s.keys.conv(convKey).clar
+	key := cl.keys.conv(convKey).clar
 	fields, err := read(ctx, key)
 	if err != nil {
 		return Clarification{}, false, fmt.Errorf("threads: %s clarification of %q: %w", op, convKey, err)
 	}
-	c, ok, err := s.openClarification(key, fields)
+	c, ok, err := openClarification(cl.opts.Now(), key, fields)
 	if err != nil {
 		return Clarification{}, false, fmt.Errorf("threads: %s clarification of %q: %w", op, convKey, err)
 	}
@@ -246,8 +255,8 @@ func (s *Store) convClarification(ctx context.Context, op, convKey string, read 
 }
 
 // openClarification decodes a clarification hash read from key and reports whether it is open:
-// pending and not expired by the store's clock.
-func (s *Store) openClarification(key string, fields map[string]string) (Clarification, bool, error) {
+// pending and not expired at now (the store's clock).
+func openClarification(now time.Time, key string, fields map[string]string) (Clarification, bool, error) {
 	if len(fields) == 0 {
 		return Clarification{}, false, nil
 	}
@@ -255,8 +264,54 @@ func (s *Store) openClarification(key string, fields map[string]string) (Clarifi
 	if err != nil {
 		return Clarification{}, false, err
 	}
-	if c.State != StatePending || !s.opts.Now().Before(c.ExpiresAt) {
+	if c.State != StatePending || !now.Before(c.ExpiresAt) {
 		return Clarification{}, false, nil
 	}
 	return c, true, nil
+}
+
+// Expiry is a clarification due to be expired: an approval whose time ran out resumes its run
+// as denied.
+type Expiry struct {
+	ID      string
+	ConvKey string
+}
+
+// dueExpiriesScript hands each due entry of the expiry index to exactly one caller.
+// KEYS[1] the index (zset, score = unix ms). ARGV: now (unix ms), limit.
+// Returns the members taken.
+var dueExpiriesScript = redis.NewScript(`
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #due > 0 then redis.call('ZREM', KEYS[1], unpack(due)) end
+return due
+`)
+
+// ScheduleExpiry indexes the clarification id of conversation convKey to be expired at at.
+// Scheduling it again moves it.
+func (cl *Clarifications) ScheduleExpiry(ctx context.Context, id, convKey string, at time.Time) error {
+	if strings.Contains(id, "\n") {
+		return fmt.Errorf("threads: schedule expiry %q: %w", id, invalid("an id with a newline"))
+	}
+	if err := cl.r.c.ZAdd(ctx, cl.keys.expiries(), redis.Z{Score: float64(at.UnixMilli()), Member: id + "\n" + convKey}).Err(); err != nil {
+		return fmt.Errorf("threads: schedule expiry %q: %w", id, err)
+	}
+	return nil
+}
+
+// DueExpiries takes up to limit entries due at now from the index, atomically: each is returned
+// to one caller only, whichever process asks first.
+func (cl *Clarifications) DueExpiries(ctx context.Context, now time.Time, limit int) ([]Expiry, error) {
+	v, err := dueExpiriesScript.Run(ctx, cl.r.c, []string{cl.keys.expiries()}, strconv.FormatInt(now.UnixMilli(), 10), limit).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("threads: due expiries: %w", err)
+	}
+	out := make([]Expiry, 0, len(v))
+	for _, m := range v {
+		id, conv, ok := strings.Cut(m, "\n")
+		if !ok {
+			continue
+		}
+		out = append(out, Expiry{ID: id, ConvKey: conv})
+	}
+	return out, nil
 }

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// Tokens are short tokens standing for a longer payload, for platforms whose callback data is
+// tiny (Telegram's 64 bytes).
+type Tokens struct{ *shared }
+
 // tokenLen is the length of tokens PutToken issues: 9 random bytes in unpadded base64url, 72
 // bits, which fits Telegram's 64-byte callback data with room for a verb.
 const tokenLen = 12
@@ -18,7 +22,7 @@ const tokenAttempts = 4
 // PutToken stores payload under a new short token for ttl and returns the token: 12 characters
 // of the URL-safe base64 alphabet (A–Z a–z 0–9 - _), unguessable, never reused while live. Use it
 // where a platform's callback data is too small for the real payload. ttl must be positive.
-func (s *Store) PutToken(ctx context.Context, payload []byte, ttl time.Duration) (string, error) {
+func (t *Tokens) PutToken(ctx context.Context, payload []byte, ttl time.Duration) (string, error) {
 	if ttl <= 0 {
 		return "", fmt.Errorf("threads: put token: %w", invalid("ttl must be positive"))
 	}
@@ -26,7 +30,7 @@ func (s *Store) PutToken(ctx context.Context, payload []byte, ttl time.Duration)
 	for range tokenAttempts {
 		rand.Read(raw[:])
 		tok := base64.RawURLEncoding.EncodeToString(raw[:])
-		ok, err := s.r.setNX(ctx, s.keys.token(tok), payload, ttl)
+		ok, err := t.r.setNX(ctx, t.keys.token(tok), payload, ttl)
 		if err != nil {
 			return "", fmt.Errorf("threads: put token: %w", err)
 		}
@@ -40,11 +44,11 @@ func (s *Store) PutToken(ctx context.Context, payload []byte, ttl time.Duration)
 // GetToken returns the payload stored under token. A string that is not shaped like an issued
 // token is ErrInvalidToken (checked before Redis is asked, as tokens come from outside); an
 // unknown or expired token is ErrTokenNotFound. Reading does not consume the token.
-func (s *Store) GetToken(ctx context.Context, token string) ([]byte, error) {
+func (t *Tokens) GetToken(ctx context.Context, token string) ([]byte, error) {
 	if err := ParseToken(token); err != nil {
 		return nil, err
 	}
-	b, found, err := s.r.get(ctx, s.keys.token(token))
+	b, found, err := t.r.get(ctx, t.keys.token(token))
 	if err != nil {
 		return nil, fmt.Errorf("threads: get token: %w", err)
 	}

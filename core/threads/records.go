@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// Records are the idempotency records of runs, what delivery keeps so a replayed run never
+// posts twice: the outbound records of a run's steps (the platform message each posted), and
+// the outcome a run ended with, for callers without a conversation (History's run records are
+// those of a conversation's runs). They are kept for OutcomeTTL.
+type Records struct{ *shared }
+
 func checkRunID(runID string) error {
 	if runID == "" || strings.Contains(runID, ":") || len(runID) > 128 {
 		return invalid("run id must be 1 to 128 bytes without ':'")
@@ -18,14 +24,14 @@ func checkRunID(runID string) error {
 // when this call stored value; otherwise nothing changes and existing is the value stored
 // earlier, so a replayed run edits that message or skips the step instead of posting twice.
 // The record is kept for OutcomeTTL (a day by default) from its first write.
-func (s *Store) RecordOutbound(ctx context.Context, runID, step string, value []byte) (firstTime bool, existing []byte, err error) {
+func (rc *Records) RecordOutbound(ctx context.Context, runID, step string, value []byte) (firstTime bool, existing []byte, err error) {
 	if err := checkRunID(runID); err != nil {
 		return false, nil, fmt.Errorf("threads: record outbound: %w", err)
 	}
 	if step == "" || len(step) > 256 {
 		return false, nil, fmt.Errorf("threads: record outbound of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
 	}
-	first, existing, err := s.r.recordOnce(ctx, s.keys.outbound(runID, step), value, s.opts.OutcomeTTL)
+	first, existing, err := rc.r.recordOnce(ctx, rc.keys.outbound(runID, step), value, rc.opts.OutcomeTTL)
 	if err != nil {
 		return false, nil, fmt.Errorf("threads: record outbound of run %s step %q: %w", runID, step, err)
 	}
@@ -35,14 +41,14 @@ func (s *Store) RecordOutbound(ctx context.Context, runID, step string, value []
 // RecordOutcome records how run runID ended (e.g. "answered", "failed"), the first time only.
 // first is false when an outcome was already recorded; the earlier outcome is kept (read it with
 // Outcome). The record is kept for OutcomeTTL from its first write.
-func (s *Store) RecordOutcome(ctx context.Context, runID, outcome string) (first bool, err error) {
+func (rc *Records) RecordOutcome(ctx context.Context, runID, outcome string) (first bool, err error) {
 	if err := checkRunID(runID); err != nil {
 		return false, fmt.Errorf("threads: record outcome: %w", err)
 	}
 	if outcome == "" {
 		return false, fmt.Errorf("threads: record outcome of run %s: %w", runID, invalid("empty outcome"))
 	}
-	first, _, err = s.r.recordOnce(ctx, s.keys.outcome(runID), []byte(outcome), s.opts.OutcomeTTL)
+	first, _, err = rc.r.recordOnce(ctx, rc.keys.outcome(runID), []byte(outcome), rc.opts.OutcomeTTL)
 	if err != nil {
 		return false, fmt.Errorf("threads: record outcome of run %s: %w", runID, err)
 	}
@@ -51,11 +57,11 @@ func (s *Store) RecordOutcome(ctx context.Context, runID, outcome string) (first
 
 // Outcome returns the outcome recorded for run runID; found is false when none is (never
 // recorded, or older than OutcomeTTL).
-func (s *Store) Outcome(ctx context.Context, runID string) (outcome string, found bool, err error) {
+func (rc *Records) Outcome(ctx context.Context, runID string) (outcome string, found bool, err error) {
 	if err := checkRunID(runID); err != nil {
 		return "", false, fmt.Errorf("threads: outcome: %w", err)
 	}
-	b, found, err := s.r.get(ctx, s.keys.outcome(runID))
+	b, found, err := rc.r.get(ctx, rc.keys.outcome(runID))
 	if err != nil {
 		return "", false, fmt.Errorf("threads: outcome of run %s: %w", runID, err)
 	}
@@ -72,7 +78,7 @@ type RunRecords struct {
 
 // Lookup reads the outbound records of run runID for steps (as Outbound) and the marks under
 // markKeys (as Marked), in one pipelined round trip, without writing.
-func (s *Store) Lookup(ctx context.Context, runID string, steps, markKeys []string) (RunRecords, error) {
+func (rc *Records) Lookup(ctx context.Context, runID string, steps, markKeys []string) (RunRecords, error) {
 	if err := checkRunID(runID); err != nil {
 		return RunRecords{}, fmt.Errorf("threads: lookup: %w", err)
 	}
@@ -81,15 +87,15 @@ func (s *Store) Lookup(ctx context.Context, runID string, steps, markKeys []stri
 		if st == "" || len(st) > 256 {
 			return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
 		}
-		keys = append(keys, s.keys.outbound(runID, st))
+		keys = append(keys, rc.keys.outbound(runID, st))
 	}
 	for _, k := range markKeys {
 		if err := checkClaimKey(k); err != nil {
 			return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, err)
 		}
-		keys = append(keys, s.keys.mark(k))
+		keys = append(keys, rc.keys.mark(k))
 	}
-	vals, found, err := s.r.getMany(ctx, keys)
+	vals, found, err := rc.r.getMany(ctx, keys)
 	if err != nil {
 		return RunRecords{}, fmt.Errorf("threads: lookup of run %s: %w", runID, err)
 	}
@@ -105,4 +111,20 @@ func (s *Store) Lookup(ctx context.Context, runID string, steps, markKeys []stri
 		}
 	}
 	return rec, nil
+}
+
+// Outbound returns what RecordOutbound stored for run runID and step, without writing; found is
+// false when nothing is recorded.
+func (rc *Records) Outbound(ctx context.Context, runID, step string) (value []byte, found bool, err error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, false, fmt.Errorf("threads: outbound: %w", err)
+	}
+	if step == "" || len(step) > 256 {
+		return nil, false, fmt.Errorf("threads: outbound of run %s: %w", runID, invalid("step must be 1 to 256 bytes"))
+	}
+	b, found, err := rc.r.get(ctx, rc.keys.outbound(runID, step))
+	if err != nil {
+		return nil, false, fmt.Errorf("threads: outbound of run %s step %q: %w", runID, step, err)
+	}
+	return b, found, nil
 }

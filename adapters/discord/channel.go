@@ -283,7 +283,7 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 		c.paceClock(c.pace)
 	}
 	c.shards.plan(len(plan.ids))
-	c.dispatcher.begin(h)
+	c.dispatcher.Begin(h, struct{}{})
 	life := c.workers.Begin(context.WithoutCancel(ctx))
 	stopOnCtx := context.AfterFunc(ctx, c.workers.Cancel)
 

@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -26,15 +25,7 @@ type dispatcher struct {
 	interactions *interactions
 	now          func() time.Time
 
-	mu      sync.Mutex
-	handler channels.Handler
-}
-
-// begin takes h as the Handler (Start).
-func (dp *dispatcher) begin(h channels.Handler) {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	dp.handler = h
+	kit.Handoff[struct{}] // the Handler, from Start on
 }
 
 func (dp *dispatcher) malformed(what string, err error) {
@@ -149,9 +140,7 @@ func (dp *dispatcher) handleMessage(ctx context.Context, m *discordgo.Message) b
 
 // handOver reports whether the router took the event.
 func (dp *dispatcher) handOver(ctx context.Context, ev channels.Inbound) bool {
-	dp.mu.Lock()
-	h := dp.handler
-	dp.mu.Unlock()
+	h, _ := dp.State()
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h.HandleInbound(ctx, dp.ch, ev)

@@ -160,7 +160,7 @@ func (c *Channel) Name() string { return platform }
 
 // BotUserID is the bot's user id as auth.test reported it; "" before Start.
 func (c *Channel) BotUserID() string {
-	_, me := c.dispatcher.state()
+	_, me := c.dispatcher.State()
 	return me.userID
 }
 
@@ -213,7 +213,7 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 		me.team, me.enterprise = at.TeamID, at.EnterpriseID
 	}
 	c.installs.setHome(me.team, me.enterprise)
-	c.dispatcher.begin(h, me)
+	c.dispatcher.Begin(h, me)
 	if c.cfg.BotToken != "" {
 		// auth.test accepted the token: an uninstall's mark its workspace left is stale.
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)

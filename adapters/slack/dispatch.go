@@ -59,23 +59,7 @@ type dispatcher struct {
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
 	ackDeadline time.Duration
 
-	mu      sync.Mutex
-	handler channels.Handler
-	me      self
-}
-
-// begin takes h as the Handler and me as who the bot is (Start).
-func (dp *dispatcher) begin(h channels.Handler, me self) {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	dp.handler, dp.me = h, me
-}
-
-// state returns the Handler and the bot identity, once started.
-func (dp *dispatcher) state() (channels.Handler, self) {
-	dp.mu.Lock()
-	defer dp.mu.Unlock()
-	return dp.handler, dp.me
+	kit.Handoff[self] // the Handler and the bot's identity, from Start on
 }
 
 // drain waits, until ctx ends, for the deliveries being handed over (StopIntake); it reports
@@ -123,7 +107,7 @@ func (dp *dispatcher) decodeDelivery(typ string, payload []byte) (delivery, erro
 
 // decodeEvent decodes an Events API payload.
 func (dp *dispatcher) decodeEvent(payload []byte, now time.Time) (delivery, error) {
-	_, me := dp.state()
+	_, me := dp.State()
 	cb, ev, err := decodeCallback(payload)
 	if err != nil {
 		return delivery{}, err
@@ -150,7 +134,7 @@ func (dp *dispatcher) decodeEvent(payload []byte, now time.Time) (delivery, erro
 // deliver hands a decoded delivery to the Handler. Events of a workspace that uninstalled the
 // app, or never installed it, are dropped (see served).
 func (dp *dispatcher) deliver(ctx context.Context, d delivery) error {
-	h, _ := dp.state()
+	h, _ := dp.State()
 	if h == nil {
 		return fmt.Errorf("slack: not started")
 	}

@@ -121,7 +121,7 @@ func (c *Channel) Name() string { return platform }
 
 // BotUsername is the bot's @username (without '@') as getMe reported it; "" before Start.
 func (c *Channel) BotUsername() string {
-	_, self := c.dispatcher.state()
+	_, self := c.dispatcher.State()
 	return self.username
 }
 
@@ -153,7 +153,7 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 	}
 	c.api.bot = bot
 	self := botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
-	c.dispatcher.begin(h, self)
+	c.dispatcher.Begin(h, self)
 	life := c.workers.Begin(ctx)
 	if err := c.startIntake(ctx, life, self); err != nil {
 		c.workers.Cancel()

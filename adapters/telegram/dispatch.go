@@ -19,23 +19,7 @@ type dispatcher struct {
 	answers *interactions    // callback queries' answers, for the ones nothing answered
 	seen    *recentIDs       // update ids handed over (or skipped) in this process
 
-	mu      sync.Mutex
-	handler channels.Handler
-	self    botIdentity
-}
-
-// begin takes h as the Handler and self as who the bot is (Start).
-func (d *dispatcher) begin(h channels.Handler, self botIdentity) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.handler, d.self = h, self
-}
-
-// state returns the Handler and who the bot is; nil and zero before Start.
-func (d *dispatcher) state() (channels.Handler, botIdentity) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.handler, d.self
+	kit.Handoff[botIdentity] // the Handler and who the bot is, from Start on
 }
 
 // dispatch converts one update and hands it to the Handler, once per update id in this process.
@@ -45,7 +29,7 @@ func (d *dispatcher) dispatch(ctx context.Context, u update) error {
 	if d.seen.has(u.UpdateID) {
 		return nil
 	}
-	h, self := d.state()
+	h, self := d.State()
 	in, ok := toInbound(u, self, d.clock.now())
 	if !ok {
 		d.seen.add(u.UpdateID)

@@ -186,7 +186,7 @@ func batchChannel(t *testing.T, malformed *atomic.Int32) (*Channel, *recorder) {
 	t.Helper()
 	ch, _ := newChannel(t, telegramfake.New(t), func(c *Config) { c.OnMalformedUpdate = func() { malformed.Add(1) } })
 	rec := &recorder{}
-	ch.dispatcher.handler = rec
+	ch.dispatcher.Begin(rec, botIdentity{})
 	return ch, rec
 }
 

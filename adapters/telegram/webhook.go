@@ -69,7 +69,7 @@ func (wh *webhook) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if h, _ := wh.dispatcher.state(); h == nil || wh.life.Stopped() {
+	if h, _ := wh.dispatcher.State(); h == nil || wh.life.Stopped() {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return
 	}

@@ -76,9 +76,9 @@ func readMessagePost(r *http.Request, body []byte) (payload []byte, files []File
 
 // FilesPosted returns the files the bot attached to its visible messages in channelID, in the
 // order posted.
-func (s *Server) FilesPosted(channelID string) []File {
+func (ms *messages) FilesPosted(channelID string) []File {
 	var out []File
-	for _, m := range s.PostedByBot(channelID) {
+	for _, m := range ms.PostedByBot(channelID) {
 		out = append(out, m.Files...)
 	}
 	return out

@@ -50,6 +50,16 @@ type Download struct {
 	Authorization bool
 }
 
+// cdn is where the files users attach are: AddFile registers one, and the fake serves its
+// bytes at its signed url and proxy_url, as Discord's CDN and media proxy do.
+type cdn struct {
+	st  *store
+	url func() string // the server's base URL
+	// Guarded by st.mu.
+	files     map[string]*userFile // attachment id → a file users attached (AddFile)
+	downloads []Download
+}
+
 // userFile is an attachment AddFile registered, as the fake keeps it.
 type userFile struct {
 	body   filehost.File
@@ -62,55 +72,55 @@ type userFile struct {
 // and a signed url (and proxy_url) on the fake. The fake serves the bytes at both, to anyone
 // with the signature (ex, is, hm) intact — no token needed — and answers 404
 // NoLongerAvailable to a URL without it.
-func (s *Server) AddFile(channelID string, f NewFile) Attachment {
+func (c *cdn) AddFile(channelID string, f NewFile) Attachment {
 	size := f.Size
 	if size <= 0 {
 		size = int64(len(f.Data))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.newIDLocked()
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	id := c.st.newIDLocked()
 	now := time.Now()
 	ex, is := strconv.FormatInt(now.Add(24*time.Hour).Unix(), 16), strconv.FormatInt(now.Unix(), 16)
 	sum := sha256.Sum256([]byte(id + ":" + ex + ":" + is))
 	sig := hex.EncodeToString(sum[:])
-	if s.files == nil {
-		s.files = map[string]*userFile{}
+	if c.files == nil {
+		c.files = map[string]*userFile{}
 	}
-	s.files[id] = &userFile{body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.ContentType, Unsized: f.Unsized}, sig: sig}
+	c.files[id] = &userFile{body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.ContentType, Unsized: f.Unsized}, sig: sig}
 	// Discord's signed URLs end with a '&'.
 	rest := channelID + "/" + id + "/" + url.PathEscape(f.Filename) + "?ex=" + ex + "&is=" + is + "&hm=" + sig + "&"
 	return Attachment{ID: id, Filename: f.Filename, ContentType: f.ContentType, Size: size,
-		URL: s.srv.URL + cdnPath + rest, ProxyURL: s.srv.URL + mediaPath + rest}
+		URL: c.url() + cdnPath + rest, ProxyURL: c.url() + mediaPath + rest}
 }
 
 // FailFile makes the next n downloads of attachment id fail with f.
-func (s *Server) FailFile(id string, n int, f FileFault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if uf := s.files[id]; uf != nil {
+func (c *cdn) FailFile(id string, n int, f FileFault) {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	if uf := c.files[id]; uf != nil {
 		uf.faults.Fail(n, f)
 	}
 }
 
 // Downloads returns the attachment downloads so far.
-func (s *Server) Downloads() []Download {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Download(nil), s.downloads...)
+func (c *cdn) Downloads() []Download {
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	return append([]Download(nil), c.downloads...)
 }
 
 // serveAttachment serves an attachment's bytes at its url or proxy_url: 404 NoLongerAvailable
 // for an unknown attachment or a signature that is not the one issued, the file's faults first.
-func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
+func (c *cdn) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/media"), cdnPath)
 	parts := strings.Split(rest, "/")
 	id := ""
 	if len(parts) == 3 {
 		id = parts[1]
 	}
-	s.mu.Lock()
-	f := s.files[id]
+	c.st.mu.Lock()
+	f := c.files[id]
 	signed := f != nil && r.URL.Query().Get("hm") == f.sig
 	var fault *FileFault
 	status := http.StatusNotFound
@@ -120,8 +130,8 @@ func (s *Server) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	}
 	// Recorded before the answer: a client that sees the connection cut, or stops reading
 	// early, must find its download in Downloads.
-	s.downloads = append(s.downloads, Download{ID: id, Status: status, Authorization: r.Header.Get("Authorization") != ""})
-	s.mu.Unlock()
+	c.downloads = append(c.downloads, Download{ID: id, Status: status, Authorization: r.Header.Get("Authorization") != ""})
+	c.st.mu.Unlock()
 	if !signed {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)

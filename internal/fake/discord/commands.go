@@ -23,30 +23,44 @@ type Command struct {
 	Version                  string          `json:"version"`
 }
 
+// commands are the application commands registered globally and per guild: GET and the bulk
+// overwrite PUT of /applications/{app}/commands and /applications/{app}/guilds/{guild}/commands.
+type commands struct {
+	st *store
+	// Guarded by st.mu.
+	byGuild map[string]json.RawMessage // "" (global) or guild id → JSON array
+	sent    map[string]json.RawMessage // "" or guild id → the last accepted bulk overwrite as sent
+	puts    int
+}
+
+func newCommands(st *store) *commands {
+	return &commands{st: st, byGuild: map[string]json.RawMessage{}, sent: map[string]json.RawMessage{}}
+}
+
 // Commands returns the commands registered globally (guild "") or for a guild.
-func (s *Server) Commands(guild string) []Command {
-	s.mu.Lock()
-	raw := s.commands[guild]
-	s.mu.Unlock()
+func (cm *commands) Commands(guild string) []Command {
+	cm.st.mu.Lock()
+	raw := cm.byGuild[guild]
+	cm.st.mu.Unlock()
 	var out []Command
 	_ = json.Unmarshal(raw, &out)
 	return out
 }
 
 // CommandOverwrites counts successful bulk-overwrite PUTs (global and guild).
-func (s *Server) CommandOverwrites() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.commandPUT
+func (cm *commands) CommandOverwrites() int {
+	cm.st.mu.Lock()
+	defer cm.st.mu.Unlock()
+	return cm.puts
 }
 
-func (s *Server) getCommands(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
+func (cm *commands) getCommands(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
 	if r.PathValue("app") != ApplicationID {
 		return errorResp(http.StatusNotFound, 10002, "Unknown Application")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	raw := s.commands[r.PathValue("guild")]
+	cm.st.mu.Lock()
+	defer cm.st.mu.Unlock()
+	raw := cm.byGuild[r.PathValue("guild")]
 	if raw == nil {
 		raw = json.RawMessage("[]")
 	}
@@ -58,7 +72,7 @@ func (s *Server) getCommands(_ http.ResponseWriter, r *http.Request, _ []byte) (
 // commands of the documented fields only, each option with the fields valid for its type only,
 // and null only where a field is nullable. Anything else is refused with Discord's 400 Invalid
 // Form Body (50035) naming the field.
-func (s *Server) putCommands(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+func (cm *commands) putCommands(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
 	if r.PathValue("app") != ApplicationID {
 		return errorResp(http.StatusNotFound, 10002, "Unknown Application")
 	}
@@ -79,32 +93,32 @@ func (s *Server) putCommands(_ http.ResponseWriter, r *http.Request, body []byte
 		return invalidForm(nil, "BASE_TYPE_BAD_TYPE", err.Error())
 	}
 	guild := r.PathValue("guild")
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	cm.st.mu.Lock()
+	defer cm.st.mu.Unlock()
 	for i := range cmds {
 		c := &cmds[i]
 		if c.ID == "" {
-			c.ID = s.newIDLocked()
+			c.ID = cm.st.newIDLocked()
 		}
 		c.ApplicationID, c.GuildID = ApplicationID, guild
 		if c.Type == 0 {
 			c.Type = 1
 		}
-		c.Version = strconv.FormatUint(s.nextID, 10)
+		c.Version = strconv.FormatUint(cm.st.nextID, 10)
 	}
 	stored, _ := json.Marshal(cmds)
-	s.commands[guild] = stored
-	s.cmdSent[guild] = append(json.RawMessage(nil), body...)
-	s.commandPUT++
+	cm.byGuild[guild] = stored
+	cm.sent[guild] = append(json.RawMessage(nil), body...)
+	cm.puts++
 	return http.StatusOK, json.RawMessage(stored)
 }
 
 // CommandsSent is the body of the last bulk overwrite the fake accepted for guild ("" global),
 // as the bot sent it; nil when there was none.
-func (s *Server) CommandsSent(guild string) json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append(json.RawMessage(nil), s.cmdSent[guild]...)
+func (cm *commands) CommandsSent(guild string) json.RawMessage {
+	cm.st.mu.Lock()
+	defer cm.st.mu.Unlock()
+	return append(json.RawMessage(nil), cm.sent[guild]...)
 }
 
 // A command's fields in a bulk overwrite, and whether each may be null ("?" in the docs).

@@ -211,72 +211,27 @@ func checkComponents(cs []Component, v2 bool) error {
 // one checks component c (at path) and what it holds.
 func (k *componentCheck) one(path []string, c Component) error {
 	k.count++
-	link := c.Type == TypeButton && c.Style == 5 // a link button has a url, not a custom_id
-	if n := utf8.RuneCountInString(c.CustomID); (isInteractive(c) && !link && n == 0) || n > MaxCustomID {
-		return refuse(at(path, "custom_id"), "Must be between 1 and 100 in length.")
-	}
-	if c.CustomID != "" {
-		if k.ids[c.CustomID] {
-			return refuse(at(path, "custom_id"), "Component custom id cannot be duplicated")
-		}
-		k.ids[c.CustomID] = true
+	if err := k.customID(path, c); err != nil {
+		return err
 	}
 	switch c.Type {
 	case TypeActionRow:
-		if len(c.Components) == 0 || len(c.Components) > 5 {
-			return refuse(at(path, "components"), "Must be between 1 and 5 in length.")
-		}
-		for i, ch := range c.Components {
-			p := at(path, "components", i)
-			switch {
-			case ch.Type == TypeButton:
-			case ch.Type == TypeStringSelect || (ch.Type >= 5 && ch.Type <= 8):
-				if len(c.Components) != 1 {
-					return refuse(p, "A select must be alone in its action row")
-				}
-			case ch.Type == TypeTextInput && k.modal:
-			default:
-				return refuse(p, "component type %d cannot be in an action row", ch.Type)
-			}
-			if err := k.one(p, ch); err != nil {
-				return err
-			}
-		}
+		return k.row(path, c)
 	case TypeButton:
 		if utf8.RuneCountInString(c.Label) > 80 {
 			return refuse(at(path, "label"), "Must be 80 or fewer in length.")
 		}
 	case TypeStringSelect:
-		if err := checkSelect(path, c, k.modal); err != nil {
-			return err
-		}
+		return checkSelect(path, c, k.modal)
 	case TypeTextInput:
-		if err := checkTextInput(path, c); err != nil {
-			return err
-		}
+		return checkTextInput(path, c)
 	case TypeTextDisplay:
 		if c.Content == "" {
 			return refuse(at(path, "content"), "This field is required")
 		}
 		k.text += utf8.RuneCountInString(c.Content)
 	case TypeSection:
-		if len(c.Components) == 0 || len(c.Components) > 3 {
-			return refuse(at(path, "components"), "Must be between 1 and 3 in length.")
-		}
-		for i, ch := range c.Components {
-			if ch.Type != TypeTextDisplay {
-				return refuse(at(path, "components", i), "A section holds text displays")
-			}
-			if err := k.one(at(path, "components", i), ch); err != nil {
-				return err
-			}
-		}
-		if c.Accessory == nil || (c.Accessory.Type != TypeButton && c.Accessory.Type != TypeThumbnail) {
-			return refuse(at(path, "accessory"), "A section needs a button or a thumbnail as its accessory")
-		}
-		if err := k.one(at(path, "accessory"), *c.Accessory); err != nil {
-			return err
-		}
+		return k.section(path, c)
 	case TypeThumbnail:
 		if len(c.Media) == 0 {
 			return refuse(at(path, "media"), "This field is required")
@@ -294,21 +249,87 @@ func (k *componentCheck) one(path []string, c Component) error {
 			return refuse(at(path, "spacing"), "Value must be one of (1, 2).")
 		}
 	case TypeContainer:
-		if c.AccentColor != nil && (*c.AccentColor < 0 || *c.AccentColor > 0xFFFFFF) {
-			return refuse(at(path, "accent_color"), "Must be between 0 and 16777215.")
-		}
-		for i, ch := range c.Components {
-			switch ch.Type {
-			case TypeActionRow, TypeTextDisplay, TypeSection, TypeMediaGallery, TypeSeparator, TypeFile:
-			default:
-				return refuse(at(path, "components", i), "component type %d cannot be in a container", ch.Type)
-			}
-			if err := k.one(at(path, "components", i), ch); err != nil {
-				return err
-			}
-		}
+		return k.container(path, c)
 	default:
 		return refuse(path, "unknown component type %d", c.Type)
+	}
+	return nil
+}
+
+// customID checks c's custom_id: 1–100 characters on an interactive component (a link button
+// has a url instead), unique in the message or modal.
+func (k *componentCheck) customID(path []string, c Component) error {
+	link := c.Type == TypeButton && c.Style == 5 // a link button has a url, not a custom_id
+	if n := utf8.RuneCountInString(c.CustomID); (isInteractive(c) && !link && n == 0) || n > MaxCustomID {
+		return refuse(at(path, "custom_id"), "Must be between 1 and 100 in length.")
+	}
+	if c.CustomID != "" {
+		if k.ids[c.CustomID] {
+			return refuse(at(path, "custom_id"), "Component custom id cannot be duplicated")
+		}
+		k.ids[c.CustomID] = true
+	}
+	return nil
+}
+
+// row checks an action row: 1–5 buttons, or one select alone, or in a modal a text input.
+func (k *componentCheck) row(path []string, c Component) error {
+	if len(c.Components) == 0 || len(c.Components) > 5 {
+		return refuse(at(path, "components"), "Must be between 1 and 5 in length.")
+	}
+	for i, ch := range c.Components {
+		p := at(path, "components", i)
+		switch {
+		case ch.Type == TypeButton:
+		case ch.Type == TypeStringSelect || (ch.Type >= 5 && ch.Type <= 8):
+			if len(c.Components) != 1 {
+				return refuse(p, "A select must be alone in its action row")
+			}
+		case ch.Type == TypeTextInput && k.modal:
+		default:
+			return refuse(p, "component type %d cannot be in an action row", ch.Type)
+		}
+		if err := k.one(p, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// section checks a section: 1–3 text displays and a button or a thumbnail as its accessory.
+func (k *componentCheck) section(path []string, c Component) error {
+	if len(c.Components) == 0 || len(c.Components) > 3 {
+		return refuse(at(path, "components"), "Must be between 1 and 3 in length.")
+	}
+	for i, ch := range c.Components {
+		if ch.Type != TypeTextDisplay {
+			return refuse(at(path, "components", i), "A section holds text displays")
+		}
+		if err := k.one(at(path, "components", i), ch); err != nil {
+			return err
+		}
+	}
+	if c.Accessory == nil || (c.Accessory.Type != TypeButton && c.Accessory.Type != TypeThumbnail) {
+		return refuse(at(path, "accessory"), "A section needs a button or a thumbnail as its accessory")
+	}
+	return k.one(at(path, "accessory"), *c.Accessory)
+}
+
+// container checks a container: an accent color of 0–0xFFFFFF and the kinds of component it
+// may hold.
+func (k *componentCheck) container(path []string, c Component) error {
+	if c.AccentColor != nil && (*c.AccentColor < 0 || *c.AccentColor > 0xFFFFFF) {
+		return refuse(at(path, "accent_color"), "Must be between 0 and 16777215.")
+	}
+	for i, ch := range c.Components {
+		switch ch.Type {
+		case TypeActionRow, TypeTextDisplay, TypeSection, TypeMediaGallery, TypeSeparator, TypeFile:
+		default:
+			return refuse(at(path, "components", i), "component type %d cannot be in a container", ch.Type)
+		}
+		if err := k.one(at(path, "components", i), ch); err != nil {
+			return err
+		}
 	}
 	return nil
 }

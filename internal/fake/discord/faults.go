@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,13 @@ type Fault struct {
 	Message    string
 }
 
+// faults are the error answers tests inject, taken by the REST calls they match in the order
+// they were added.
+type faults struct {
+	mu   sync.Mutex
+	list []*fault
+}
+
 type fault struct {
 	method, route, channel string // "" matches any
 	left                   int
@@ -27,38 +35,39 @@ type fault struct {
 
 // FailNext makes the next n calls of method on route (see the Route constants; "" for any
 // method or route) answer with f.
-func (s *Server) FailNext(method, route string, n int, f Fault) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{method: method, route: route, left: n, f: f})
-	s.mu.Unlock()
+func (fs *faults) FailNext(method, route string, n int, f Fault) {
+	fs.mu.Lock()
+	fs.list = append(fs.list, &fault{method: method, route: route, left: n, f: f})
+	fs.mu.Unlock()
 }
 
 // FailChannel is FailNext limited to calls on one channel.
-func (s *Server) FailChannel(channelID, method, route string, n int, f Fault) {
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{method: method, route: route, channel: channelID, left: n, f: f})
-	s.mu.Unlock()
+func (fs *faults) FailChannel(channelID, method, route string, n int, f Fault) {
+	fs.mu.Lock()
+	fs.list = append(fs.list, &fault{method: method, route: route, channel: channelID, left: n, f: f})
+	fs.mu.Unlock()
 }
 
 // RateLimitStorm makes the next n calls of method on route answer 429 with retryAfter.
-func (s *Server) RateLimitStorm(method, route string, n int, retryAfter time.Duration) {
-	s.FailNext(method, route, n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter})
+func (fs *faults) RateLimitStorm(method, route string, n int, retryAfter time.Duration) {
+	fs.FailNext(method, route, n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter})
 }
 
 // GlobalRateLimit makes the next n calls of any route answer a global 429.
-func (s *Server) GlobalRateLimit(n int, retryAfter time.Duration) {
-	s.FailNext("", "", n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter, Global: true})
+func (fs *faults) GlobalRateLimit(n int, retryAfter time.Duration) {
+	fs.FailNext("", "", n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter, Global: true})
 }
 
-func (s *Server) takeFault(method, route, channel string) *Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.faults {
+// take consumes one fault matching a call of method on route about channel, if any.
+func (fs *faults) take(method, route, channel string) *Fault {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, f := range fs.list {
 		if (f.method == "" || f.method == method) && (f.route == "" || f.route == route) &&
 			(f.channel == "" || f.channel == channel) {
 			f.left--
 			if f.left <= 0 {
-				s.faults = append(s.faults[:i], s.faults[i+1:]...)
+				fs.list = append(fs.list[:i], fs.list[i+1:]...)
 			}
 			out := f.f
 			return &out

@@ -16,6 +16,8 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
 // Gateway close codes (Discord's numbers).
 const (
 	CloseUnknownError         = 4000
@@ -97,7 +99,14 @@ type Resume struct {
 	Accepted bool
 }
 
+// gateway is the gateway websocket: connections, the sessions they identify or resume (one per
+// shard), the events dispatched on them and the log of what clients sent.
 type gateway struct {
+	token string
+	wsURL func(path string) string
+	// chans are the guilds READY lists and GUILD_CREATE announces.
+	chans *channels
+
 	mu          sync.Mutex
 	conns       map[*conn]bool
 	cur         map[int]*session // shard id → its current session
@@ -114,15 +123,19 @@ type gateway struct {
 	changed     chan struct{} // closed and replaced on every connection state change
 }
 
-func (g *gateway) init() {
-	g.conns = map[*conn]bool{}
-	g.cur = map[int]*session{}
-	g.shards = 1
-	g.sessions = map[string]*session{}
-	g.heartbeatMS = defaultHeartbeatMS
-	g.allowed = IntentMessageContent
-	g.strict = true
-	g.changed = make(chan struct{})
+func newGateway(token string, wsURL func(path string) string) *gateway {
+	return &gateway{
+		token:       token,
+		wsURL:       wsURL,
+		conns:       map[*conn]bool{},
+		cur:         map[int]*session{},
+		shards:      1,
+		sessions:    map[string]*session{},
+		heartbeatMS: defaultHeartbeatMS,
+		allowed:     IntentMessageContent,
+		strict:      true,
+		changed:     make(chan struct{}),
+	}
 }
 
 func (g *gateway) notifyLocked() {
@@ -142,13 +155,9 @@ func (g *gateway) closeAll() {
 	}
 }
 
-// Dispatch sends an op 0 event of type t with data d on the current session, with the next
-// sequence number. While the session has no connection the event is kept for a RESUME to
-// replay; with no session at all it is lost (counted by Undelivered). Without the message
-// content intent, a guild MESSAGE_CREATE that does not mention the bot arrives with empty
-// content, as Discord sends it.
-func (s *Server) Dispatch(t string, d map[string]any) {
-	g := &s.gw
+// dispatch sends an op 0 event on the current session of the shard the event goes to
+// (gatewayControl.Dispatch).
+func (g *gateway) dispatch(t string, d map[string]any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.dispatchLocked(g.cur[g.shardOf(d)], t, d)
@@ -211,7 +220,8 @@ type payload struct {
 	D  json.RawMessage `json:"d"`
 }
 
-func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+// serve is a gateway connection: HELLO, then the client's payloads until it or the fake ends it.
+func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("encoding") != "json" {
 		http.Error(w, "encoding=json required", http.StatusBadRequest)
 		return
@@ -221,13 +231,12 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{ws: ws, path: r.URL.Path}
-	g := &s.gw
 	g.mu.Lock()
 	g.conns[c] = true
 	hb := g.heartbeatMS
 	g.mu.Unlock()
 	defer func() {
-		s.detach(c)
+		g.detach(c)
 		_ = ws.Close()
 	}()
 	if c.write(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": hb}}) != nil {
@@ -237,99 +246,123 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
-			// A client closing with 1000 or 1001 ends its session, as Discord does; any other
-			// close leaves it resumable.
-			var ce *websocket.CloseError
-			if errors.As(err, &ce) && !c.serverClosed.Load() && (ce.Code == websocket.CloseNormalClosure || ce.Code == websocket.CloseGoingAway) {
-				g.mu.Lock()
-				if c.sess != nil {
-					delete(g.sessions, c.sess.id)
-					// Ended, as op 9 false ends one: what is dispatched now is lost (Undelivered).
-					if g.cur[c.sess.shard] == c.sess {
-						delete(g.cur, c.sess.shard)
-					}
-				}
-				g.mu.Unlock()
-			}
+			g.clientClosed(c, err)
 			return
 		}
-		var p payload
-		if err := json.Unmarshal(data, &p); err != nil {
-			c.closeWith(CloseDecodeError, "Error while decoding payload.")
-			return
-		}
-		switch p.Op {
-		case 1:
-			g.mu.Lock()
-			g.heartbeats++
-			silent := g.silent
-			g.mu.Unlock()
-			if !silent && c.write(map[string]any{"op": 11}) != nil {
-				return
-			}
-		case 2:
-			if !s.identify(c, p.D) {
-				return
-			}
-		case 6:
-			if !s.resume(c, p.D) {
-				return
-			}
-		case 3, 4, 8:
-			if c.sess == nil {
-				c.closeWith(CloseNotAuthenticated, "Not authenticated.")
-				return
-			}
-		default:
-			c.closeWith(CloseUnknownOpcode, "Unknown opcode.")
+		if !g.handle(c, data) {
 			return
 		}
 	}
 }
 
-func (s *Server) tokenOK(t string) bool { return strings.TrimPrefix(t, "Bot ") == s.token }
-
-func (s *Server) identify(c *conn, raw json.RawMessage) bool {
-	var d struct {
-		Token   string  `json:"token"`
-		Intents *int    `json:"intents"`
-		Shard   *[2]int `json:"shard"`
+// clientClosed ends c's session when the client closed it with 1000 or 1001, as Discord does;
+// any other close leaves it resumable.
+func (g *gateway) clientClosed(c *conn, err error) {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || c.serverClosed.Load() || (ce.Code != websocket.CloseNormalClosure && ce.Code != websocket.CloseGoingAway) {
+		return
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.sess != nil {
+		delete(g.sessions, c.sess.id)
+		// Ended, as op 9 false ends one: what is dispatched now is lost (Undelivered).
+		if g.cur[c.sess.shard] == c.sess {
+			delete(g.cur, c.sess.shard)
+		}
+	}
+}
+
+// handle answers one payload of the client; it reports false when the connection is done.
+func (g *gateway) handle(c *conn, data []byte) bool {
+	var p payload
+	if err := json.Unmarshal(data, &p); err != nil {
+		c.closeWith(CloseDecodeError, "Error while decoding payload.")
+		return false
+	}
+	switch p.Op {
+	case 1:
+		return g.heartbeat(c)
+	case 2:
+		return g.identify(c, p.D)
+	case 6:
+		return g.resume(c, p.D)
+	case 3, 4, 8:
+		if c.sess == nil {
+			c.closeWith(CloseNotAuthenticated, "Not authenticated.")
+			return false
+		}
+		return true
+	default:
+		c.closeWith(CloseUnknownOpcode, "Unknown opcode.")
+		return false
+	}
+}
+
+// heartbeat counts an op 1 and acknowledges it (op 11) unless acks are silenced.
+func (g *gateway) heartbeat(c *conn) bool {
+	g.mu.Lock()
+	g.heartbeats++
+	silent := g.silent
+	g.mu.Unlock()
+	return silent || c.write(map[string]any{"op": 11}) == nil
+}
+
+func (g *gateway) tokenOK(t string) bool { return strings.TrimPrefix(t, "Bot ") == g.token }
+
+// identifyData is an IDENTIFY's d.
+type identifyData struct {
+	Token   string  `json:"token"`
+	Intents *int    `json:"intents"`
+	Shard   *[2]int `json:"shard"`
+}
+
+// identify answers an IDENTIFY: a close for one Discord refuses, else a new session, READY and
+// a GUILD_CREATE for each of the shard's guilds.
+func (g *gateway) identify(c *conn, raw json.RawMessage) bool {
+	var d identifyData
 	if err := json.Unmarshal(raw, &d); err != nil || d.Intents == nil {
 		c.closeWith(CloseDecodeError, "Error while decoding payload.")
 		return false
 	}
-	g := &s.gw
 	g.mu.Lock()
-	rec := Identify{Intents: *d.Intents, Shard: d.Shard, Path: c.path}
-	switch {
-	case !s.tokenOK(d.Token):
-		g.identifies = append(g.identifies, rec)
+	if code, reason := g.admitLocked(c, d); code != 0 {
 		g.mu.Unlock()
-		c.closeWith(CloseAuthenticationFailed, "Authentication failed.")
-		return false
-	case c.sess != nil:
-		g.mu.Unlock()
-		c.closeWith(CloseAlreadyAuthenticated, "Already authenticated.")
-		return false
-	case d.Shard != nil && (d.Shard[1] < 1 || d.Shard[0] < 0 || d.Shard[0] >= d.Shard[1]):
-		g.identifies = append(g.identifies, rec)
-		g.mu.Unlock()
-		c.closeWith(CloseInvalidShard, "Invalid shard.")
-		return false
-	case *d.Intents < 0 || *d.Intents >= 1<<26:
-		g.identifies = append(g.identifies, rec)
-		g.mu.Unlock()
-		c.closeWith(CloseInvalidIntents, "Invalid intent(s).")
-		return false
-	case *d.Intents&(IntentGuildMembers|IntentGuildPresences|IntentMessageContent)&^g.allowed != 0:
-		g.identifies = append(g.identifies, rec)
-		g.mu.Unlock()
-		c.closeWith(CloseDisallowedIntents, "Disallowed intent(s).")
+		c.closeWith(code, reason)
 		return false
 	}
-	rec.Accepted = true
+	sess := g.openLocked(c, d)
+	mine := g.guildsOfLocked(sess.shard)
+	g.mu.Unlock()
+	g.ready(sess, d.Shard, mine)
+	return true
+}
+
+// admitLocked checks an IDENTIFY on c as Discord does (the token, a session already there, the
+// shard, the intents and which privileged ones are allowed) and records it (Identifies) unless c
+// already has a session; it returns the close code and reason of a refusal, 0 when accepted.
+func (g *gateway) admitLocked(c *conn, d identifyData) (code int, reason string) {
+	rec := Identify{Intents: *d.Intents, Shard: d.Shard, Path: c.path}
+	switch {
+	case !g.tokenOK(d.Token):
+		code, reason = CloseAuthenticationFailed, "Authentication failed."
+	case c.sess != nil:
+		return CloseAlreadyAuthenticated, "Already authenticated."
+	case d.Shard != nil && (d.Shard[1] < 1 || d.Shard[0] < 0 || d.Shard[0] >= d.Shard[1]):
+		code, reason = CloseInvalidShard, "Invalid shard."
+	case *d.Intents < 0 || *d.Intents >= 1<<26:
+		code, reason = CloseInvalidIntents, "Invalid intent(s)."
+	case *d.Intents&(IntentGuildMembers|IntentGuildPresences|IntentMessageContent)&^g.allowed != 0:
+		code, reason = CloseDisallowedIntents, "Disallowed intent(s)."
+	}
+	rec.Accepted = code == 0
 	g.identifies = append(g.identifies, rec)
+	return code, reason
+}
+
+// openLocked starts the session an accepted IDENTIFY on c asked for; it replaces the shard's
+// current one.
+func (g *gateway) openLocked(c *conn, d identifyData) *session {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	sess := &session{id: hex.EncodeToString(b), intents: *d.Intents}
@@ -346,65 +379,42 @@ func (s *Server) identify(c *conn, raw json.RawMessage) bool {
 	c.sess = sess
 	sess.conn = c
 	g.notifyLocked()
+	return sess
+}
+
+// guildsOfLocked are the guilds whose events go to shard.
+func (g *gateway) guildsOfLocked(shard int) []string {
 	var mine []string
-	for _, id := range s.guildIDs() {
-		if g.shardOf(map[string]any{"guild_id": id}) == sess.shard {
+	for _, id := range g.chans.guildIDs() {
+		if g.shardOf(map[string]any{"guild_id": id}) == shard {
 			mine = append(mine, id)
 		}
 	}
-	var guilds []any
-	for _, id := range mine {
-		guilds = append(guilds, map[string]any{"id": id, "unavailable": true})
-	}
-	g.mu.Unlock()
+	return mine
+}
 
-	ready := map[string]any{
-		"v": 9, "user": botUser(), "session_id": sess.id, "resume_gateway_url": s.wsURL(strings.TrimSuffix(routeResumeSocket, "/")),
-		"guilds": orEmpty(guilds), "application": map[string]any{"id": ApplicationID, "flags": 0},
+// ready dispatches READY on sess, listing guilds as unavailable, then a GUILD_CREATE for each.
+func (g *gateway) ready(sess *session, shard *[2]int, guilds []string) {
+	var unavailable []any
+	for _, id := range guilds {
+		unavailable = append(unavailable, map[string]any{"id": id, "unavailable": true})
 	}
-	if d.Shard != nil {
-		ready["shard"] = *d.Shard
+	ready := map[string]any{
+		"v": 9, "user": botUser(), "session_id": sess.id, "resume_gateway_url": g.wsURL(strings.TrimSuffix(routeResumeSocket, "/")),
+		"guilds": orEmpty(unavailable), "application": map[string]any{"id": ApplicationID, "flags": 0},
+	}
+	if shard != nil {
+		ready["shard"] = *shard
 	}
 	g.mu.Lock()
 	g.dispatchLocked(sess, "READY", ready)
 	g.mu.Unlock()
-	for _, id := range mine {
-		s.Dispatch("GUILD_CREATE", s.guildCreate(id))
-	}
-	return true
-}
-
-func (s *Server) guildIDs() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.guilds...)
-}
-
-func (s *Server) guildCreate(id string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var chans, threads []any
-	for _, c := range s.channels {
-		if c.GuildID != id {
-			continue
-		}
-		if c.Type == ChannelPublicThread {
-			threads = append(threads, c.wire())
-		} else {
-			chans = append(chans, c.wire())
-		}
-	}
-	return map[string]any{
-		"id": id, "name": "guild " + id, "unavailable": false,
-		"roles": []any{
-			map[string]any{"id": id, "name": "@everyone", "permissions": "0"},
-			map[string]any{"id": BotRoleID, "name": BotUsername, "managed": true, "permissions": "0", "tags": map[string]any{"bot_id": BotID}},
-		},
-		"channels": orEmpty(chans), "threads": orEmpty(threads), "members": []any{}, "joined_at": time.Now().UTC().Format(time.RFC3339),
+	for _, id := range guilds {
+		g.dispatch("GUILD_CREATE", g.chans.guildCreate(id))
 	}
 }
 
-func (s *Server) resume(c *conn, raw json.RawMessage) bool {
+func (g *gateway) resume(c *conn, raw json.RawMessage) bool {
 	var d struct {
 		Token     string `json:"token"`
 		SessionID string `json:"session_id"`
@@ -414,11 +424,10 @@ func (s *Server) resume(c *conn, raw json.RawMessage) bool {
 		c.closeWith(CloseDecodeError, "Error while decoding payload.")
 		return false
 	}
-	if !s.tokenOK(d.Token) {
+	if !g.tokenOK(d.Token) {
 		c.closeWith(CloseAuthenticationFailed, "Authentication failed.")
 		return false
 	}
-	g := &s.gw
 	g.mu.Lock()
 	rec := Resume{SessionID: d.SessionID, Seq: d.Seq, Path: c.path}
 	sess, ok := g.sessions[d.SessionID]
@@ -450,4 +459,40 @@ func (s *Server) resume(c *conn, raw json.RawMessage) bool {
 	g.notifyLocked()
 	g.mu.Unlock()
 	return true
+}
+
+// connectedLocked reports whether every shard has a session with a live connection.
+func (g *gateway) connectedLocked() bool {
+	if len(g.cur) < g.shards {
+		return false
+	}
+	for _, sess := range g.cur {
+		if sess.conn == nil {
+			return false
+		}
+	}
+	return len(g.cur) > 0
+}
+
+// current returns the live connection of shard 0's session, if any.
+func (g *gateway) current() *conn { return g.currentShard(0) }
+
+func (g *gateway) currentShard(i int) *conn {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cur[i] == nil {
+		return nil
+	}
+	return g.cur[i].conn
+}
+
+// detach forgets c, a connection that ended; its session stays, without a connection.
+func (g *gateway) detach(c *conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.conns, c)
+	if c.sess != nil && c.sess.conn == c {
+		c.sess.conn = nil
+	}
+	g.notifyLocked()
 }

@@ -2,110 +2,106 @@ package discordfake
 
 import "time"
 
-// What tests set, read and do to the gateway: its settings, what it received, and the
-// disconnects it makes.
+// gatewayControl is what tests set, read and do to the gateway: its settings, what it received,
+// the events it dispatches, and the disconnects it makes.
+type gatewayControl struct{ g *gateway }
+
+// Dispatch sends an op 0 event of type t with data d on the current session, with the next
+// sequence number. While the session has no connection the event is kept for a RESUME to
+// replay; with no session at all it is lost (counted by Undelivered). Without the message
+// content intent, a guild MESSAGE_CREATE that does not mention the bot arrives with empty
+// content, as Discord sends it.
+func (gc *gatewayControl) Dispatch(t string, d map[string]any) { gc.g.dispatch(t, d) }
 
 // SetHeartbeatInterval sets the interval HELLO announces (default 45 s).
-func (s *Server) SetHeartbeatInterval(d time.Duration) {
-	s.gw.mu.Lock()
-	s.gw.heartbeatMS = int(d / time.Millisecond)
-	s.gw.mu.Unlock()
+func (gc *gatewayControl) SetHeartbeatInterval(d time.Duration) {
+	gc.g.mu.Lock()
+	gc.g.heartbeatMS = int(d / time.Millisecond)
+	gc.g.mu.Unlock()
 }
 
 // AllowPrivilegedIntents sets which privileged intents IDENTIFY may ask for (default the
 // message content intent, as when its switch is on in the Developer Portal); others get close
 // 4014.
-func (s *Server) AllowPrivilegedIntents(mask int) {
-	s.gw.mu.Lock()
-	s.gw.allowed = mask
-	s.gw.mu.Unlock()
+func (gc *gatewayControl) AllowPrivilegedIntents(mask int) {
+	gc.g.mu.Lock()
+	gc.g.allowed = mask
+	gc.g.mu.Unlock()
 }
 
 // AcceptResumeAnywhere makes RESUME work on the generic gateway URL too. By default only
 // resume_gateway_url resumes; a RESUME elsewhere gets op 9 (session not resumable), which is
 // what a client that ignores resume_gateway_url risks with Discord.
-func (s *Server) AcceptResumeAnywhere() {
-	s.gw.mu.Lock()
-	s.gw.strict = false
-	s.gw.mu.Unlock()
+func (gc *gatewayControl) AcceptResumeAnywhere() {
+	gc.g.mu.Lock()
+	gc.g.strict = false
+	gc.g.mu.Unlock()
 }
 
 // SilenceHeartbeatAcks makes the gateway stop (on) or resume (off) answering heartbeats, as a
 // zombied connection does; a client should close such a connection and resume.
-func (s *Server) SilenceHeartbeatAcks(on bool) {
-	s.gw.mu.Lock()
-	s.gw.silent = on
-	s.gw.mu.Unlock()
+func (gc *gatewayControl) SilenceHeartbeatAcks(on bool) {
+	gc.g.mu.Lock()
+	gc.g.silent = on
+	gc.g.mu.Unlock()
 }
 
 // Identifies lists the IDENTIFYs received.
-func (s *Server) Identifies() []Identify {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	return append([]Identify(nil), s.gw.identifies...)
+func (gc *gatewayControl) Identifies() []Identify {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	return append([]Identify(nil), gc.g.identifies...)
 }
 
 // Resumes lists the RESUMEs received.
-func (s *Server) Resumes() []Resume {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	return append([]Resume(nil), s.gw.resumes...)
+func (gc *gatewayControl) Resumes() []Resume {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	return append([]Resume(nil), gc.g.resumes...)
 }
 
 // Heartbeats counts the op 1 heartbeats received.
-func (s *Server) Heartbeats() int {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	return s.gw.heartbeats
+func (gc *gatewayControl) Heartbeats() int {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	return gc.g.heartbeats
 }
 
 // Connected reports whether every shard has a session with a live, identified (or resumed)
 // connection.
-func (s *Server) Connected() bool {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	return s.gw.connectedLocked()
-}
-
-func (g *gateway) connectedLocked() bool {
-	if len(g.cur) < g.shards {
-		return false
-	}
-	for _, sess := range g.cur {
-		if sess.conn == nil {
-			return false
-		}
-	}
-	return len(g.cur) > 0
+func (gc *gatewayControl) Connected() bool {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	return gc.g.connectedLocked()
 }
 
 // SessionID is the current session's id ("" before the first READY).
-func (s *Server) SessionID() string {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	if s.gw.cur[0] == nil {
+func (gc *gatewayControl) SessionID() string {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	if gc.g.cur[0] == nil {
 		return ""
 	}
-	return s.gw.cur[0].id
+	return gc.g.cur[0].id
 }
 
 // Undelivered counts dispatches made while no session existed (lost, as with Discord).
-func (s *Server) Undelivered() int {
-	s.gw.mu.Lock()
-	defer s.gw.mu.Unlock()
-	return s.gw.undelivered
+func (gc *gatewayControl) Undelivered() int {
+	gc.g.mu.Lock()
+	defer gc.g.mu.Unlock()
+	return gc.g.undelivered
 }
 
 // WaitConnected blocks until a session has a live connection or timeout passes; it reports
 // whether one has.
-func (s *Server) WaitConnected(timeout time.Duration) bool {
+func (gc *gatewayControl) WaitConnected(timeout time.Duration) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		s.gw.mu.Lock()
-		ok := s.gw.connectedLocked()
-		ch := s.gw.changed
-		s.gw.mu.Unlock()
+		gc.g.mu.Lock()
+		ok := gc.g.connectedLocked()
+		ch := gc.g.changed
+		gc.g.mu.Unlock()
 		if ok {
 			return true
 		}
@@ -117,55 +113,43 @@ func (s *Server) WaitConnected(timeout time.Duration) bool {
 	}
 }
 
-// current returns the live connection of shard 0's session, if any.
-func (g *gateway) current() *conn { return g.currentShard(0) }
-
-func (g *gateway) currentShard(i int) *conn {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cur[i] == nil {
-		return nil
-	}
-	return g.cur[i].conn
-}
-
 // DropShard is Drop for shard i's connection.
-func (s *Server) DropShard(i int) bool {
-	c := s.gw.currentShard(i)
+func (gc *gatewayControl) DropShard(i int) bool {
+	c := gc.g.currentShard(i)
 	if c == nil {
 		return false
 	}
-	s.detach(c)
+	gc.g.detach(c)
 	_ = c.ws.NetConn().Close()
 	return true
 }
 
 // Drop cuts the current connection without a close frame (the client sees 1006, abnormal
 // closure); the session stays resumable. It reports whether there was one.
-func (s *Server) Drop() bool {
-	c := s.gw.current()
+func (gc *gatewayControl) Drop() bool {
+	c := gc.g.current()
 	if c == nil {
 		return false
 	}
-	s.detach(c)
+	gc.g.detach(c)
 	_ = c.ws.NetConn().Close()
 	return true
 }
 
 // CloseWith closes the current connection with a close frame of code. For 4007 and 4009 the
 // session is forgotten (not resumable), as Discord does. It reports whether there was one.
-func (s *Server) CloseWith(code int, reason string) bool {
-	c := s.gw.current()
+func (gc *gatewayControl) CloseWith(code int, reason string) bool {
+	c := gc.g.current()
 	if c == nil {
 		return false
 	}
-	s.detach(c)
+	gc.g.detach(c)
 	if code == CloseInvalidSeq || code == CloseSessionTimedOut {
-		s.gw.mu.Lock()
+		gc.g.mu.Lock()
 		if c.sess != nil {
-			delete(s.gw.sessions, c.sess.id)
+			delete(gc.g.sessions, c.sess.id)
 		}
-		s.gw.mu.Unlock()
+		gc.g.mu.Unlock()
 	}
 	c.closeWith(code, reason)
 	return true
@@ -173,42 +157,31 @@ func (s *Server) CloseWith(code int, reason string) bool {
 
 // InvalidSession sends op 9 on the current connection; with resumable false the session is
 // forgotten first.
-func (s *Server) InvalidSession(resumable bool) bool {
-	c := s.gw.current()
+func (gc *gatewayControl) InvalidSession(resumable bool) bool {
+	c := gc.g.current()
 	if c == nil {
 		return false
 	}
 	if !resumable {
-		s.gw.mu.Lock()
+		gc.g.mu.Lock()
 		if c.sess != nil {
-			delete(s.gw.sessions, c.sess.id)
-			if s.gw.cur[c.sess.shard] == c.sess {
-				delete(s.gw.cur, c.sess.shard)
+			delete(gc.g.sessions, c.sess.id)
+			if gc.g.cur[c.sess.shard] == c.sess {
+				delete(gc.g.cur, c.sess.shard)
 			}
 		}
 		c.sess = nil
-		s.gw.notifyLocked()
-		s.gw.mu.Unlock()
+		gc.g.notifyLocked()
+		gc.g.mu.Unlock()
 	}
 	return c.write(map[string]any{"op": 9, "d": resumable}) == nil
 }
 
 // Reconnect sends op 7 (the client should reconnect and resume).
-func (s *Server) Reconnect() bool {
-	c := s.gw.current()
+func (gc *gatewayControl) Reconnect() bool {
+	c := gc.g.current()
 	if c == nil {
 		return false
 	}
 	return c.write(map[string]any{"op": 7, "d": nil}) == nil
-}
-
-func (s *Server) detach(c *conn) {
-	g := &s.gw
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.conns, c)
-	if c.sess != nil && c.sess.conn == c {
-		c.sess.conn = nil
-	}
-	g.notifyLocked()
 }

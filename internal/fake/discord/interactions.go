@@ -116,28 +116,46 @@ func (ix Interaction) Replies() []Message {
 	return out
 }
 
+// interactions are the interactions tests dispatch (clicks, selects, modal submits, slash
+// commands) and the bot's callbacks to them (POST /interactions/{id}/{token}/callback).
+type interactions struct {
+	st    *store
+	chans *channels
+	msgs  *messages
+	gw    *gateway
+	// Guarded by st.mu.
+	byID    map[string]*Interaction
+	byToken map[string]*Interaction
+	perms   map[string]string // user id → member.permissions sent with guild interactions
+}
+
+func newInteractions(st *store, chans *channels, msgs *messages, gw *gateway) *interactions {
+	return &interactions{st: st, chans: chans, msgs: msgs, gw: gw,
+		byID: map[string]*Interaction{}, byToken: map[string]*Interaction{}, perms: map[string]string{}}
+}
+
 func randomToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return "aW50ZXJhY3Rpb24" + hex.EncodeToString(b)
 }
 
-func (s *Server) newInteraction(typ int, channelID string, user User, data map[string]any, msgID string) *Interaction {
-	s.mu.Lock()
+func (is *interactions) newInteraction(typ int, channelID string, user User, data map[string]any, msgID string) *Interaction {
+	is.st.mu.Lock()
 	raw, _ := json.Marshal(data)
-	ix := &Interaction{ID: s.newIDLocked(), Token: randomToken(), Type: typ, ChannelID: channelID, User: user, CreatedAt: time.Now(), Data: raw}
-	s.ixs[ix.ID] = ix
-	s.ixByToken[ix.Token] = ix
-	ch := s.channels[channelID]
-	perms, ok := s.perms[user.ID]
+	ix := &Interaction{ID: is.st.newIDLocked(), Token: randomToken(), Type: typ, ChannelID: channelID, User: user, CreatedAt: time.Now(), Data: raw}
+	is.byID[ix.ID] = ix
+	is.byToken[ix.Token] = ix
+	ch := is.chans.byID[channelID]
+	perms, ok := is.perms[user.ID]
 	if !ok {
 		perms = "0"
 	}
 	var msg map[string]any
-	if m, ok := s.byID[msgID]; ok {
+	if m, ok := is.msgs.byID[msgID]; ok {
 		msg = m.wire()
 	}
-	s.mu.Unlock()
+	is.st.mu.Unlock()
 
 	w := map[string]any{"id": ix.ID, "application_id": ApplicationID, "type": typ, "token": ix.Token, "version": 1,
 		"channel_id": channelID, "data": data, "locale": "en-US", "app_permissions": "0"}
@@ -156,39 +174,39 @@ func (s *Server) newInteraction(typ int, channelID string, user User, data map[s
 	if msg != nil {
 		w["message"] = msg
 	}
-	s.Dispatch("INTERACTION_CREATE", w)
+	is.gw.dispatch("INTERACTION_CREATE", w)
 	return ix
 }
 
 // SetPermissions sets the permissions a user holds as a guild member (in every guild), which
 // Discord sends with each of their guild interactions as member.permissions: a decimal string
 // of permission bits (e.g. "32" for MANAGE_GUILD), sent as given. Default "0".
-func (s *Server) SetPermissions(userID, perms string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.perms[userID] = perms
+func (is *interactions) SetPermissions(userID, perms string) {
+	is.st.mu.Lock()
+	defer is.st.mu.Unlock()
+	is.perms[userID] = perms
 }
 
 // Click dispatches a button click on message msgID in channelID and returns the interaction.
-func (s *Server) Click(channelID, msgID string, user User, customID string) string {
-	return s.newInteraction(InteractionComponent, channelID, user,
+func (is *interactions) Click(channelID, msgID string, user User, customID string) string {
+	return is.newInteraction(InteractionComponent, channelID, user,
 		map[string]any{"custom_id": customID, "component_type": 2}, msgID).ID
 }
 
 // Select dispatches a string-select choice of values.
-func (s *Server) Select(channelID, msgID string, user User, customID string, values ...string) string {
-	return s.newInteraction(InteractionComponent, channelID, user,
+func (is *interactions) Select(channelID, msgID string, user User, customID string, values ...string) string {
+	return is.newInteraction(InteractionComponent, channelID, user,
 		map[string]any{"custom_id": customID, "component_type": 3, "values": orEmpty(values)}, msgID).ID
 }
 
 // Submit dispatches a modal submit: inputs maps each input's custom_id to what the user typed
 // or, for a select, the value of the option picked (see SubmitValues).
-func (s *Server) Submit(channelID, msgID string, user User, customID string, inputs map[string]string) string {
+func (is *interactions) Submit(channelID, msgID string, user User, customID string, inputs map[string]string) string {
 	values := map[string][]string{}
 	for id, v := range inputs {
 		values[id] = []string{v}
 	}
-	return s.SubmitValues(channelID, msgID, user, customID, values)
+	return is.SubmitValues(channelID, msgID, user, customID, values)
 }
 
 // SubmitValues dispatches a modal submit: values maps each input's custom_id to what was typed
@@ -200,8 +218,8 @@ func (s *Server) Submit(channelID, msgID string, user User, customID string, inp
 // client lets them, it dispatches nothing and returns "" when a required input is left empty or
 // a select is given a value that is not one of its options. Without such a modal, each input is
 // sent as a text input in an action row (a modal of the older kind).
-func (s *Server) SubmitValues(channelID, msgID string, user User, customID string, values map[string][]string) string {
-	modal := s.openedModal(customID)
+func (is *interactions) SubmitValues(channelID, msgID string, user User, customID string, values map[string][]string) string {
+	modal := is.openedModal(customID)
 	if modal == nil {
 		ids := make([]string, 0, len(values))
 		for id := range values {
@@ -213,7 +231,7 @@ func (s *Server) SubmitValues(channelID, msgID string, user User, customID strin
 			rows = append(rows, map[string]any{"type": TypeActionRow, "components": []any{
 				map[string]any{"type": TypeTextInput, "custom_id": id, "value": strings.Join(values[id], "\n")}}})
 		}
-		return s.newInteraction(InteractionModalSubmit, channelID, user,
+		return is.newInteraction(InteractionModalSubmit, channelID, user,
 			map[string]any{"custom_id": customID, "components": orEmpty(rows)}, msgID).ID
 	}
 	n := 0
@@ -241,7 +259,7 @@ func (s *Server) SubmitValues(channelID, msgID string, user User, customID strin
 		}
 		comps = append(comps, out)
 	}
-	return s.newInteraction(InteractionModalSubmit, channelID, user,
+	return is.newInteraction(InteractionModalSubmit, channelID, user,
 		map[string]any{"custom_id": customID, "components": orEmpty(comps)}, msgID).ID
 }
 
@@ -285,12 +303,12 @@ func submitted(in Component, vals []string, id int) (map[string]any, bool) {
 }
 
 // openedModal is the top-level components of the modal the bot last opened with customID, or nil.
-func (s *Server) openedModal(customID string) []Component {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (is *interactions) openedModal(customID string) []Component {
+	is.st.mu.Lock()
+	defer is.st.mu.Unlock()
 	var found []Component
 	var at time.Time
-	for _, ix := range s.ixs {
+	for _, ix := range is.byID {
 		for _, r := range ix.Responses {
 			if r.Type != CallbackModal || r.At.Before(at) {
 				continue
@@ -306,8 +324,8 @@ func (s *Server) openedModal(customID string) []Component {
 
 // Slash dispatches a chat-input command /name sub [text] (a subcommand with an optional string
 // option "text"); sub may be empty for a command without subcommands.
-func (s *Server) Slash(channelID string, user User, name, sub, text string) string {
-	data := map[string]any{"id": s.newID(), "name": name, "type": 1}
+func (is *interactions) Slash(channelID string, user User, name, sub, text string) string {
+	data := map[string]any{"id": is.st.newID(), "name": name, "type": 1}
 	if sub != "" {
 		opt := map[string]any{"name": sub, "type": 1}
 		if text != "" {
@@ -315,25 +333,25 @@ func (s *Server) Slash(channelID string, user User, name, sub, text string) stri
 		}
 		data["options"] = []any{opt}
 	}
-	return s.newInteraction(InteractionCommand, channelID, user, data, "").ID
+	return is.newInteraction(InteractionCommand, channelID, user, data, "").ID
 }
 
 // ExpireToken ages interaction id past TokenLifetime, as if it had been dispatched more than 15
 // minutes ago: its webhook calls (follow-ups, @original edits) fail as Discord's do, with 401
 // Invalid Webhook Token.
-func (s *Server) ExpireToken(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ix, ok := s.ixs[id]; ok {
+func (is *interactions) ExpireToken(id string) {
+	is.st.mu.Lock()
+	defer is.st.mu.Unlock()
+	if ix, ok := is.byID[id]; ok {
 		ix.CreatedAt = time.Now().Add(-TokenLifetime - time.Minute)
 	}
 }
 
 // InteractionByID returns what the bot did with an interaction.
-func (s *Server) InteractionByID(id string) (Interaction, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, ok := s.ixs[id]
+func (is *interactions) InteractionByID(id string) (Interaction, bool) {
+	is.st.mu.Lock()
+	defer is.st.mu.Unlock()
+	ix, ok := is.byID[id]
 	if !ok {
 		return Interaction{}, false
 	}
@@ -351,7 +369,7 @@ func (s *Server) InteractionByID(id string) (Interaction, bool) {
 	return out, true
 }
 
-func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+func (is *interactions) postCallback(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
 	var b struct {
 		Type int             `json:"type"`
 		Data json.RawMessage `json:"data"`
@@ -359,9 +377,9 @@ func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byt
 	if err := json.Unmarshal(body, &b); err != nil {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, ok := s.ixs[r.PathValue("id")]
+	is.st.mu.Lock()
+	defer is.st.mu.Unlock()
+	ix, ok := is.byID[r.PathValue("id")]
 	if !ok || ix.Token != r.PathValue("token") || time.Since(ix.CreatedAt) > AckDeadline {
 		return errorResp(http.StatusNotFound, 10062, "Unknown interaction")
 	}
@@ -388,7 +406,7 @@ func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byt
 		} else if b.Type == CallbackMessage {
 			return errorResp(http.StatusBadRequest, 50006, "Cannot send an empty message")
 		}
-		m := s.responseMessageLocked(ix, &mb)
+		m := is.responseMessageLocked(ix, &mb)
 		m.Pending = b.Type == CallbackDeferred
 		ix.Original = m
 	case CallbackDeferredUpdate, CallbackUpdate:
@@ -413,102 +431,10 @@ func (s *Server) postCallback(_ http.ResponseWriter, r *http.Request, body []byt
 	return http.StatusNoContent, nil
 }
 
-func (s *Server) responseMessageLocked(ix *Interaction, mb *messageBody) *Message {
-	ch := s.channels[ix.ChannelID]
-	guild := ""
-	if ch != nil {
-		guild = ch.GuildID
-	}
-	m := &Message{ID: s.newIDLocked(), ChannelID: ix.ChannelID, GuildID: guild, Author: User{ID: BotID, Username: BotUsername, Bot: true},
+func (is *interactions) responseMessageLocked(ix *Interaction, mb *messageBody) *Message {
+	m := &Message{ID: is.st.newIDLocked(), ChannelID: ix.ChannelID, GuildID: is.chans.guildOfLocked(ix.ChannelID), Author: User{ID: BotID, Username: BotUsername, Bot: true},
 		Flags: mb.Flags, Ephemeral: mb.Flags&FlagEphemeral != 0, Interaction: ix.ID, CreatedAt: time.Now()}
 	mb.apply(m)
-	s.messages[ix.ChannelID] = append(s.messages[ix.ChannelID], m)
-	s.byID[m.ID] = m
+	is.msgs.addLocked(m)
 	return m
-}
-
-func (s *Server) tokenLocked(r *http.Request) (*Interaction, int, any) {
-	ix, ok := s.ixByToken[r.PathValue("token")]
-	if !ok || r.PathValue("app") != ApplicationID || time.Since(ix.CreatedAt) > TokenLifetime {
-		st, resp := errorResp(http.StatusUnauthorized, 50027, "Invalid Webhook Token")
-		return nil, st, resp
-	}
-	if len(ix.Responses) == 0 {
-		st, resp := errorResp(http.StatusNotFound, 10015, "Unknown Webhook")
-		return nil, st, resp
-	}
-	return ix, 0, nil
-}
-
-func (s *Server) postFollowup(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	mb, ok := decodeMessageBody(body)
-	if !ok {
-		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-	}
-	if st, resp := mb.check(nil, true); st != 0 {
-		return st, resp
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, st, resp := s.tokenLocked(r)
-	if ix == nil {
-		return st, resp
-	}
-	m := s.responseMessageLocked(ix, &mb)
-	ix.Followups = append(ix.Followups, m)
-	if r.URL.Query().Get("wait") == "false" {
-		return http.StatusNoContent, nil
-	}
-	return http.StatusOK, m.wire()
-}
-
-func (s *Server) followupTargetLocked(ix *Interaction, id string) *Message {
-	if id == "@original" {
-		return ix.Original
-	}
-	for _, m := range ix.Followups {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
-func (s *Server) patchFollowup(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	mb, ok := decodeMessageBody(body)
-	if !ok {
-		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, st, resp := s.tokenLocked(r)
-	if ix == nil {
-		return st, resp
-	}
-	m := s.followupTargetLocked(ix, r.PathValue("message"))
-	if m == nil || m.Deleted {
-		return errorResp(http.StatusNotFound, 10008, "Unknown Message")
-	}
-	if st, resp := mb.check(m, false); st != 0 {
-		return st, resp
-	}
-	mb.apply(m)
-	m.Pending = false
-	m.Edits++
-	return http.StatusOK, m.wire()
-}
-
-func (s *Server) deleteFollowup(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix, st, resp := s.tokenLocked(r)
-	if ix == nil {
-		return st, resp
-	}
-	m := s.followupTargetLocked(ix, r.PathValue("message"))
-	if m == nil || m.Deleted {
-		return errorResp(http.StatusNotFound, 10008, "Unknown Message")
-	}
-	m.Deleted = true
-	return http.StatusNoContent, nil
 }

@@ -1,21 +1,12 @@
 package discordfake
 
 import (
-	"encoding/json"
-	"maps"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-)
-
-// Channel types (Discord's numbers).
-const (
-	ChannelText         = 0
-	ChannelDM           = 1
-	ChannelPublicThread = 11
 )
 
 // Limits the fake enforces, as Discord does.
@@ -26,32 +17,6 @@ const (
 	MaxRows       = 5
 	MaxCustomID   = 100
 )
-
-// Channel is a guild text channel, a DM or a thread.
-type Channel struct {
-	ID       string
-	Type     int
-	GuildID  string
-	ParentID string
-	Name     string
-	// Recipient is the user of a DM.
-	Recipient string
-	// AutoArchiveDuration (minutes; 0: not given, the channel's default) and RateLimitPerUser
-	// (seconds) are a thread's, as started.
-	AutoArchiveDuration int
-	RateLimitPerUser    int
-}
-
-func (c *Channel) wire() map[string]any {
-	w := map[string]any{"id": c.ID, "type": c.Type, "name": c.Name}
-	if c.GuildID != "" {
-		w["guild_id"] = c.GuildID
-	}
-	if c.ParentID != "" {
-		w["parent_id"] = c.ParentID
-	}
-	return w
-}
 
 // User is a Discord user as the fake sends it in events.
 type User struct {
@@ -214,109 +179,36 @@ func Pings(m Message) []string {
 	return out
 }
 
-// Guild adds a guild the bot is in (announced with GUILD_CREATE after READY) with one text
-// channel, and returns the channel's id.
-//
-// A guild added while the bot is connected is announced at once, as when the bot joins one.
-func (s *Server) Guild(guildID string) (channelID string) {
-	s.mu.Lock()
-	added := !slices.Contains(s.guilds, guildID)
-	if added {
-		s.guilds = append(s.guilds, guildID)
-	}
-	channelID = s.newIDLocked()
-	s.channels[channelID] = &Channel{ID: channelID, Type: ChannelText, GuildID: guildID, Name: "general-" + channelID[len(channelID)-4:]}
-	s.mu.Unlock()
-	if added {
-		s.Dispatch("GUILD_CREATE", s.guildCreate(guildID))
-	}
-	return channelID
+// messages are the messages of every channel: users' (Post), the bot's (POST, PATCH and
+// DELETE /channels/{channel}/messages, with nonce idempotency) and interaction responses.
+type messages struct {
+	st    *store
+	chans *channels
+	gw    *gateway
+	// Guarded by st.mu.
+	byChannel map[string][]*Message // channel id → messages in order of creation
+	byID      map[string]*Message
+	nonces    map[string]*Message // channel id + nonce → message
 }
 
-// TextChannel adds a text channel to guildID and returns its id.
-func (s *Server) TextChannel(guildID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.newIDLocked()
-	s.channels[id] = &Channel{ID: id, Type: ChannelText, GuildID: guildID, Name: "general-" + id[len(id)-4:]}
-	return id
+func newMessages(st *store, chans *channels, gw *gateway) *messages {
+	return &messages{st: st, chans: chans, gw: gw,
+		byChannel: map[string][]*Message{}, byID: map[string]*Message{}, nonces: map[string]*Message{}}
 }
 
-// DM adds the DM channel between the bot and userID and returns its id.
-func (s *Server) DM(userID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.newIDLocked()
-	s.channels[id] = &Channel{ID: id, Type: ChannelDM, Recipient: userID}
-	return id
-}
-
-// postUserChannel is POST /users/@me/channels: the bot opens (or finds) its DM with
-// recipient_id.
-func (s *Server) postUserChannel(_ http.ResponseWriter, _ *http.Request, body []byte) (int, any) {
-	var b struct {
-		RecipientID string `json:"recipient_id"`
-	}
-	if err := json.Unmarshal(body, &b); err != nil || b.RecipientID == "" {
-		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: recipient_id")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.channels {
-		if c.Type == ChannelDM && c.Recipient == b.RecipientID {
-			return http.StatusOK, c.wire()
-		}
-	}
-	c := &Channel{ID: s.newIDLocked(), Type: ChannelDM, Recipient: b.RecipientID}
-	s.channels[c.ID] = c
-	return http.StatusOK, c.wire()
-}
-
-// DMWith returns the id of the bot's DM with userID, "" when there is none.
-func (s *Server) DMWith(userID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.channels {
-		if c.Type == ChannelDM && c.Recipient == userID {
-			return c.ID
-		}
-	}
-	return ""
-}
-
-// UserThread adds a thread a user started in parentID (not from a bot message) and returns its
-// id. The bot learns of it from the messages posted in it.
-func (s *Server) UserThread(parentID string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.newIDLocked()
-	parent := s.channels[parentID]
-	guild := ""
-	if parent != nil {
-		guild = parent.GuildID
-	}
-	s.channels[id] = &Channel{ID: id, Type: ChannelPublicThread, GuildID: guild, ParentID: parentID, Name: "thread"}
-	return id
-}
-
-// ChannelInfo returns the channel with id, if it exists (threads the bot created included).
-func (s *Server) ChannelInfo(id string) (Channel, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.channels[id]
-	if !ok {
-		return Channel{}, false
-	}
-	return *c, true
+// addLocked keeps m, a new message, in its channel.
+func (ms *messages) addLocked(m *Message) {
+	ms.byChannel[m.ChannelID] = append(ms.byChannel[m.ChannelID], m)
+	ms.byID[m.ID] = m
 }
 
 // Posted returns the visible messages of a channel in order: not deleted, not ephemeral, not a
 // deferred response still thinking.
-func (s *Server) Posted(channelID string) []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (ms *messages) Posted(channelID string) []Message {
+	ms.st.mu.Lock()
+	defer ms.st.mu.Unlock()
 	var out []Message
-	for _, m := range s.messages[channelID] {
+	for _, m := range ms.byChannel[channelID] {
 		if !m.Deleted && !m.Ephemeral && !m.Pending {
 			out = append(out, *m)
 		}
@@ -325,9 +217,9 @@ func (s *Server) Posted(channelID string) []Message {
 }
 
 // PostedByBot is Posted restricted to the bot's messages.
-func (s *Server) PostedByBot(channelID string) []Message {
+func (ms *messages) PostedByBot(channelID string) []Message {
 	var out []Message
-	for _, m := range s.Posted(channelID) {
+	for _, m := range ms.Posted(channelID) {
 		if m.Author.ID == BotID {
 			out = append(out, m)
 		}
@@ -336,10 +228,10 @@ func (s *Server) PostedByBot(channelID string) []Message {
 }
 
 // Message returns a message by id (deleted ones too).
-func (s *Server) Message(id string) (Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.byID[id]
+func (ms *messages) Message(id string) (Message, bool) {
+	ms.st.mu.Lock()
+	defer ms.st.mu.Unlock()
+	m, ok := ms.byID[id]
 	if !ok {
 		return Message{}, false
 	}
@@ -373,13 +265,9 @@ type UserMessage struct {
 }
 
 // Post records a user message and dispatches MESSAGE_CREATE; it returns the message id.
-func (s *Server) Post(um UserMessage) string {
-	s.mu.Lock()
-	ch := s.channels[um.Channel]
-	guild := ""
-	if ch != nil {
-		guild = ch.GuildID
-	}
+func (ms *messages) Post(um UserMessage) string {
+	ms.st.mu.Lock()
+	guild := ms.chans.guildOfLocked(um.Channel)
 	content := um.Content
 	var mentions []any
 	var roles []string
@@ -391,11 +279,10 @@ func (s *Server) Post(um UserMessage) string {
 		content = "<@&" + BotRoleID + "> " + content
 		roles = append(roles, BotRoleID)
 	}
-	m := &Message{ID: s.newIDLocked(), ChannelID: um.Channel, GuildID: guild, Author: um.Author, Content: content,
+	m := &Message{ID: ms.st.newIDLocked(), ChannelID: um.Channel, GuildID: guild, Author: um.Author, Content: content,
 		ReplyTo: um.ReplyTo, MentionedBot: um.MentionBot, CreatedAt: time.Now()}
-	s.messages[um.Channel] = append(s.messages[um.Channel], m)
-	s.byID[m.ID] = m
-	s.mu.Unlock()
+	ms.addLocked(m)
+	ms.st.mu.Unlock()
 
 	w := m.wire()
 	w["mentions"] = orEmpty(mentions)
@@ -416,184 +303,32 @@ func (s *Server) Post(um UserMessage) string {
 	if guild != "" {
 		w["member"] = map[string]any{"roles": []string{}, "joined_at": time.Now().UTC().Format(time.RFC3339)}
 	}
-	s.Dispatch("MESSAGE_CREATE", w)
+	ms.gw.dispatch("MESSAGE_CREATE", w)
 	return m.ID
 }
 
 // Redeliver dispatches MESSAGE_CREATE again for a user message posted before (as Discord may
 // after a resume), with a new sequence number and the same message. It reports whether the
 // message exists.
-func (s *Server) Redeliver(messageID string) bool {
-	s.mu.Lock()
-	m, ok := s.byID[messageID]
+func (ms *messages) Redeliver(messageID string) bool {
+	ms.st.mu.Lock()
+	m, ok := ms.byID[messageID]
 	var w map[string]any
 	if ok {
 		w = m.wire()
 	}
-	s.mu.Unlock()
+	ms.st.mu.Unlock()
 	if !ok {
 		return false
 	}
 	if m.MentionedBot {
 		w["mentions"] = []any{botUser()}
 	}
-	s.Dispatch("MESSAGE_CREATE", w)
+	ms.gw.dispatch("MESSAGE_CREATE", w)
 	return true
 }
 
-// messageBody is a create or edit message request.
-type messageBody struct {
-	Content          *string          `json:"content"`
-	Embeds           *[]Embed         `json:"embeds"`
-	Components       *[]Component     `json:"components"`
-	AllowedMentions  *AllowedMentions `json:"allowed_mentions"`
-	Nonce            json.RawMessage  `json:"nonce"`
-	EnforceNonce     bool             `json:"enforce_nonce"`
-	Flags            int              `json:"flags"`
-	MessageReference *struct {
-		MessageID string `json:"message_id"`
-	} `json:"message_reference"`
-
-	// sent are the fields of the request as sent (a field sent as null is there, as "null").
-	sent map[string]json.RawMessage
-}
-
-// decodeMessageBody reads a create or edit request; false when it is not a JSON object.
-func decodeMessageBody(data []byte) (messageBody, bool) {
-	var b messageBody
-	if json.Unmarshal(data, &b) != nil || json.Unmarshal(data, &b.sent) != nil {
-		return messageBody{}, false
-	}
-	return b, true
-}
-
-// given reports whether the request sets field to a value other than null.
-func (b *messageBody) given(field string) bool {
-	raw, ok := b.sent[field]
-	return ok && strings.TrimSpace(string(raw)) != "null"
-}
-
-func (b *messageBody) v2() bool { return b.Flags&FlagComponentsV2 != 0 }
-
-// check applies Discord's rules to a new message (was nil; create when it must show something:
-// a deferred response need not) or to an edit of was; it returns a 400 answer or 0. A message
-// with files may have nothing else.
-//
-// A Components V2 message (the flag IS_COMPONENTS_V2, 1<<15) is made of components only: a new
-// one sent with content, embeds, stickers or a poll is refused (Create Message), and so is an
-// edit giving a V2 message content or embeds. The flag cannot be removed by an edit (it stays);
-// an edit may set it on a message of content or embeds if it resets content to null and embeds
-// to [] (Edit Message). Components with V2 kinds need the flag; the V2 limits apply
-// (checkComponents).
-func (b *messageBody) check(was *Message, create bool, files ...File) (int, any) {
-	v2 := b.v2() || (was != nil && was.V2())
-	if v2 {
-		for _, f := range []string{"content", "sticker_ids", "poll", "shared_client_theme"} {
-			if b.given(f) {
-				return invalidForm([]string{f}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
-					"The '"+f+"' field cannot be used when using MessageFlags.IS_COMPONENTS_V2")
-			}
-		}
-		if b.Embeds != nil && len(*b.Embeds) > 0 {
-			return invalidForm([]string{"embeds"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
-				"The 'embeds' field cannot be used when using MessageFlags.IS_COMPONENTS_V2")
-		}
-		if was != nil && !was.V2() {
-			// Setting the flag: what the message shows of content and embeds must be reset.
-			if was.Content != "" && !b.reset("content") {
-				return invalidForm([]string{"content"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
-					"Setting MessageFlags.IS_COMPONENTS_V2 needs content reset to null")
-			}
-			if len(was.Embeds) > 0 && b.Embeds == nil {
-				return invalidForm([]string{"embeds"}, "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2",
-					"Setting MessageFlags.IS_COMPONENTS_V2 needs embeds reset to []")
-			}
-		}
-		if (create || (was != nil && !was.V2())) && (b.Components == nil || len(*b.Components) == 0) && len(files) == 0 {
-			return invalidForm([]string{"components"}, "BASE_TYPE_REQUIRED", "A Components V2 message needs components")
-		}
-		if b.Components != nil {
-			if err := checkComponents(*b.Components, true); err != nil {
-				return formErr(err)
-			}
-		}
-		return 0, nil
-	}
-	if b.Content != nil && utf8.RuneCountInString(*b.Content) > MaxContent {
-		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: content: Must be 2000 or fewer in length.")
-	}
-	if b.Embeds != nil {
-		if len(*b.Embeds) > MaxEmbeds {
-			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: Must be 10 or fewer in length.")
-		}
-		total := 0
-		for _, e := range *b.Embeds {
-			if utf8.RuneCountInString(e.Title) > 256 || utf8.RuneCountInString(e.Description) > 4096 || len(e.Fields) > 25 {
-				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: embed too large")
-			}
-			for _, f := range e.Fields {
-				// A field's name and value are required: up to 256 and 1,024 characters.
-				if n, v := utf8.RuneCountInString(f.Name), utf8.RuneCountInString(f.Value); n == 0 || n > 256 || v == 0 || v > 1024 {
-					return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: field name or value out of bounds")
-				}
-			}
-			if e.Footer != nil && utf8.RuneCountInString(e.Footer.Text) > 2048 {
-				return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: footer text too long")
-			}
-			total += e.size()
-		}
-		if total > MaxEmbedTotal {
-			return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: embeds: Embed size exceeds maximum size of 6000")
-		}
-	}
-	if b.Components != nil {
-		if err := checkComponents(*b.Components, false); err != nil {
-			return formErr(err)
-		}
-	}
-	if create && len(files) == 0 && (b.Content == nil || *b.Content == "") && (b.Embeds == nil || len(*b.Embeds) == 0) &&
-		(b.Components == nil || len(*b.Components) == 0) {
-		return errorResp(http.StatusBadRequest, 50006, "Cannot send an empty message")
-	}
-	return 0, nil
-}
-
-// reset reports whether the request sends field as null.
-func (b *messageBody) reset(field string) bool {
-	raw, ok := b.sent[field]
-	return ok && strings.TrimSpace(string(raw)) == "null"
-}
-
-func nonceString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	return strings.TrimSpace(string(raw))
-}
-
-// apply makes the (checked) request's changes to m; setting IS_COMPONENTS_V2 clears its content
-// and embeds, and the flag stays once set.
-func (b *messageBody) apply(m *Message) {
-	if b.v2() && !m.V2() {
-		m.Flags |= FlagComponentsV2
-		m.Content, m.Embeds = "", nil
-	}
-	if b.Content != nil {
-		m.Content = *b.Content
-	}
-	if b.Embeds != nil {
-		m.Embeds = *b.Embeds
-	}
-	if b.Components != nil {
-		m.Components = *b.Components
-	}
-	if b.AllowedMentions != nil {
-		m.AllowedMentions = b.AllowedMentions
-	}
-}
-
-func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+func (ms *messages) postMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
 	payload, files, st, resp := readMessagePost(r, body)
 	if st != 0 {
 		return st, resp
@@ -606,9 +341,9 @@ func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte
 		return st, resp
 	}
 	chID := r.PathValue("channel")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, ok := s.channels[chID]
+	ms.st.mu.Lock()
+	defer ms.st.mu.Unlock()
+	ch, ok := ms.chans.byID[chID]
 	if !ok {
 		return errorResp(http.StatusNotFound, 10003, "Unknown Channel")
 	}
@@ -617,32 +352,31 @@ func (s *Server) postMessage(_ http.ResponseWriter, r *http.Request, body []byte
 		return errorResp(http.StatusBadRequest, 50035, "Invalid Form Body: nonce: Must be 25 or fewer in length.")
 	}
 	if b.EnforceNonce && nonce != "" {
-		if m, ok := s.nonces[chID+"/"+nonce]; ok && time.Since(m.CreatedAt) < 5*time.Minute {
+		if m, ok := ms.nonces[chID+"/"+nonce]; ok && time.Since(m.CreatedAt) < 5*time.Minute {
 			return http.StatusOK, m.wire()
 		}
 	}
 	// Only these flags can be set on a new message (Create Message: flags).
 	flags := b.Flags & (1<<2 | 1<<12 | 1<<13 | FlagComponentsV2)
-	m := &Message{ID: s.newIDLocked(), ChannelID: chID, GuildID: ch.GuildID, Author: User{ID: BotID, Username: BotUsername, Bot: true},
+	m := &Message{ID: ms.st.newIDLocked(), ChannelID: chID, GuildID: ch.GuildID, Author: User{ID: BotID, Username: BotUsername, Bot: true},
 		Nonce: nonce, Flags: flags, CreatedAt: time.Now()}
 	if b.MessageReference != nil {
 		m.ReplyTo = b.MessageReference.MessageID
 	}
 	b.apply(m)
 	for _, f := range files {
-		f.ID = s.newIDLocked()
+		f.ID = ms.st.newIDLocked()
 		m.Files = append(m.Files, f)
 	}
-	s.messages[chID] = append(s.messages[chID], m)
-	s.byID[m.ID] = m
+	ms.addLocked(m)
 	if b.EnforceNonce && nonce != "" {
-		s.nonces[chID+"/"+nonce] = m
+		ms.nonces[chID+"/"+nonce] = m
 	}
 	return http.StatusOK, m.wire()
 }
 
-func (s *Server) ownMessageLocked(chID, msgID string) (*Message, int, any) {
-	m, ok := s.byID[msgID]
+func (ms *messages) ownMessageLocked(chID, msgID string) (*Message, int, any) {
+	m, ok := ms.byID[msgID]
 	if !ok || m.ChannelID != chID || m.Deleted {
 		st, resp := errorResp(http.StatusNotFound, 10008, "Unknown Message")
 		return nil, st, resp
@@ -650,14 +384,14 @@ func (s *Server) ownMessageLocked(chID, msgID string) (*Message, int, any) {
 	return m, 0, nil
 }
 
-func (s *Server) patchMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
+func (ms *messages) patchMessage(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
 	b, ok := decodeMessageBody(body)
 	if !ok {
 		return errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, st, resp := s.ownMessageLocked(r.PathValue("channel"), r.PathValue("message"))
+	ms.st.mu.Lock()
+	defer ms.st.mu.Unlock()
+	m, st, resp := ms.ownMessageLocked(r.PathValue("channel"), r.PathValue("message"))
 	if m == nil {
 		return st, resp
 	}
@@ -672,118 +406,13 @@ func (s *Server) patchMessage(_ http.ResponseWriter, r *http.Request, body []byt
 	return http.StatusOK, m.wire()
 }
 
-func (s *Server) deleteMessage(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, st, resp := s.ownMessageLocked(r.PathValue("channel"), r.PathValue("message"))
+func (ms *messages) deleteMessage(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
+	ms.st.mu.Lock()
+	defer ms.st.mu.Unlock()
+	m, st, resp := ms.ownMessageLocked(r.PathValue("channel"), r.PathValue("message"))
 	if m == nil {
 		return st, resp
 	}
 	m.Deleted = true
 	return http.StatusNoContent, nil
-}
-
-// threadBody is the body of Start Thread from Message, whose JSON params are name,
-// auto_archive_duration and rate_limit_per_user (nullable) only.
-type threadBody struct {
-	Name                string `json:"name"`
-	AutoArchiveDuration *int   `json:"auto_archive_duration"`
-	RateLimitPerUser    *int   `json:"rate_limit_per_user"`
-}
-
-// IgnoreThreadFields makes Start Thread from Message ignore fields it does not take instead of
-// refusing them (checkThreadBody), as the fake did before it checked them: for running a build
-// that sends them (before the bot sent its own body, discordgo's ThreadStart added invitable) on
-// the path it took then. The request still counts as a conformance violation.
-func (s *Server) IgnoreThreadFields(fields ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.threadFieldsIgnored == nil {
-		s.threadFieldsIgnored = map[string]bool{}
-	}
-	for _, f := range fields {
-		s.threadFieldsIgnored[f] = true
-	}
-}
-
-// checkThreadBody applies Start Thread from Message's params: a name of 1–100 characters, an
-// auto_archive_duration of 60, 1440, 4320 or 10080 minutes, a rate_limit_per_user of 0–21600
-// seconds or null, and no other field but those in ignored (invitable and type are params of
-// Start Thread without Message). It returns the body, or a 400 Invalid Form Body answer.
-func checkThreadBody(body []byte, ignored map[string]bool) (threadBody, int, any) {
-	var fields map[string]json.RawMessage
-	var b threadBody
-	if json.Unmarshal(body, &fields) != nil || json.Unmarshal(body, &b) != nil {
-		st, resp := errorResp(http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
-		return b, st, resp
-	}
-	for _, f := range slices.Sorted(maps.Keys(fields)) {
-		raw := fields[f]
-		switch f {
-		case "name", "auto_archive_duration":
-			if isNull(raw) {
-				st, resp := invalidForm([]string{f}, "BASE_TYPE_BAD_TYPE", "This field cannot be null")
-				return b, st, resp
-			}
-		case "rate_limit_per_user":
-		default:
-			if ignored[f] {
-				continue
-			}
-			st, resp := invalidForm([]string{f}, "UNKNOWN_FIELD", "This field is not one the route takes")
-			return b, st, resp
-		}
-	}
-	if n := utf8.RuneCountInString(b.Name); n == 0 || n > 100 {
-		st, resp := invalidForm([]string{"name"}, "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
-		return b, st, resp
-	}
-	if d := b.AutoArchiveDuration; d != nil && !slices.Contains([]int{60, 1440, 4320, 10080}, *d) {
-		st, resp := invalidForm([]string{"auto_archive_duration"}, "BASE_TYPE_CHOICES", "Value must be one of (60, 1440, 4320, 10080).")
-		return b, st, resp
-	}
-	if r := b.RateLimitPerUser; r != nil && (*r < 0 || *r > 21600) {
-		st, resp := invalidForm([]string{"rate_limit_per_user"}, "NUMBER_TYPE_MAX", "Must be between 0 and 21600.")
-		return b, st, resp
-	}
-	return b, 0, nil
-}
-
-func (s *Server) postThread(_ http.ResponseWriter, r *http.Request, body []byte) (int, any) {
-	s.mu.Lock()
-	ignored := maps.Clone(s.threadFieldsIgnored)
-	s.mu.Unlock()
-	b, st, resp := checkThreadBody(body, ignored)
-	if st != 0 {
-		return st, resp
-	}
-	chID, msgID := r.PathValue("channel"), r.PathValue("message")
-	s.mu.Lock()
-	parent, ok := s.channels[chID]
-	if !ok || parent.Type != ChannelText {
-		s.mu.Unlock()
-		return errorResp(http.StatusNotFound, 10003, "Unknown Channel")
-	}
-	if m, ok := s.byID[msgID]; !ok || m.ChannelID != chID {
-		s.mu.Unlock()
-		return errorResp(http.StatusNotFound, 10008, "Unknown Message")
-	}
-	if _, exists := s.channels[msgID]; exists {
-		s.mu.Unlock()
-		return errorResp(http.StatusBadRequest, 160004, "A thread has already been created for this message")
-	}
-	th := &Channel{ID: msgID, Type: ChannelPublicThread, GuildID: parent.GuildID, ParentID: chID, Name: b.Name}
-	if b.AutoArchiveDuration != nil {
-		th.AutoArchiveDuration = *b.AutoArchiveDuration
-	}
-	if b.RateLimitPerUser != nil {
-		th.RateLimitPerUser = *b.RateLimitPerUser
-	}
-	s.channels[msgID] = th
-	w := th.wire()
-	s.mu.Unlock()
-	ev := th.wire()
-	ev["newly_created"] = true
-	s.Dispatch("THREAD_CREATE", ev)
-	return http.StatusCreated, w
 }

@@ -30,17 +30,11 @@
 package discordfake
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/switchboard-bot/switchboard/internal/conformance"
 )
@@ -64,49 +58,29 @@ const (
 	IntentMessageContent = 1 << 15
 )
 
-// Call is one REST request the server received, in arrival order.
-type Call struct {
-	Method string
-	// Route is the matched pattern without the method, e.g. "/api/v9/channels/{channel}/messages".
-	Route  string
-	Path   string
-	Body   []byte
-	Status int
-	At     time.Time
-}
-
 // Server is a running fake. All methods are safe for concurrent use.
+//
+// Its methods come from the components it is made of, one per API area, each in the file named
+// after it: rest (the call log), faults, discovery (gateway discovery, the bot's identity),
+// channels, threads, messages, interactions, webhooks (interaction follow-ups), commands, cdn
+// (the files users attach) and gatewayControl (what tests set, read and do to the gateway).
 type Server struct {
-	token string
-	srv   *httptest.Server
-
-	mu         sync.Mutex
-	nextID     uint64
-	calls      []Call
-	faults     []*fault
-	channels   map[string]*Channel
-	guilds     []string
-	messages   map[string][]*Message // channel id → messages in order of creation
-	byID       map[string]*Message
-	nonces     map[string]*Message // channel id + nonce → message
-	ixs        map[string]*Interaction
-	ixByToken  map[string]*Interaction
-	perms      map[string]string          // user id → member.permissions sent with guild interactions
-	commands   map[string]json.RawMessage // "" (global) or guild id → JSON array
-	cmdSent    map[string]json.RawMessage // "" or guild id → the last accepted bulk overwrite as sent
-	commandPUT int
-	recShards  int
-	maxConc    int
-	startsLeft *int
-	files      map[string]*userFile // attachment id → a file users attached (AddFile)
-	downloads  []Download
-	// threadFieldsIgnored are the fields Start Thread from Message ignores (IgnoreThreadFields).
-	threadFieldsIgnored map[string]bool
-
-	gw gateway
-
+	srv *httptest.Server
+	gw  *gateway
 	// conf checks every request's conformance to the platform's published rules.
 	conf *conformance.Recorder
+
+	*rest
+	*faults
+	*discovery
+	*channels
+	*threads
+	*messages
+	*interactions
+	*webhooks
+	*commands
+	*cdn
+	*gatewayControl
 }
 
 // Start starts a server accepting DefaultToken. The caller must Close it.
@@ -114,25 +88,30 @@ func Start() *Server { return StartWithToken(DefaultToken) }
 
 // StartWithToken starts a server accepting token.
 func StartWithToken(token string) *Server {
-	s := &Server{
-		conf:      conformance.NewRecorder(conformance.Discord, "discordfake"),
-		token:     token,
-		nextID:    1200000000000000000,
-		channels:  map[string]*Channel{},
-		messages:  map[string][]*Message{},
-		byID:      map[string]*Message{},
-		nonces:    map[string]*Message{},
-		ixs:       map[string]*Interaction{},
-		ixByToken: map[string]*Interaction{},
-		perms:     map[string]string{},
-		commands:  map[string]json.RawMessage{},
-		cmdSent:   map[string]json.RawMessage{},
-	}
-	s.gw.init()
+	s := &Server{conf: conformance.NewRecorder(conformance.Discord, "discordfake")}
+	s.wire(token)
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.srv = httptest.NewServer(mux)
 	return s
+}
+
+// wire makes the components and connects each to those it works with.
+func (s *Server) wire(token string) {
+	st := &store{nextID: 1200000000000000000}
+	s.faults = &faults{}
+	s.rest = &rest{token: token, conf: s.conf, faults: s.faults}
+	s.gw = newGateway(token, s.wsURL)
+	s.discovery = &discovery{wsURL: s.wsURL}
+	s.channels = newChannels(st, s.gw)
+	s.gw.chans = s.channels
+	s.messages = newMessages(st, s.channels, s.gw)
+	s.threads = &threads{st: st, chans: s.channels, msgs: s.messages, gw: s.gw}
+	s.interactions = newInteractions(st, s.channels, s.messages, s.gw)
+	s.webhooks = &webhooks{st: st, ixs: s.interactions}
+	s.commands = newCommands(st)
+	s.cdn = &cdn{st: st, url: s.URL}
+	s.gatewayControl = &gatewayControl{g: s.gw}
 }
 
 // New starts a server and closes it when tb's test ends; the test then fails if a REST request
@@ -149,7 +128,7 @@ func New(tb testing.TB) *Server {
 func (s *Server) URL() string { return s.srv.URL }
 
 // Token is the bot token the server accepts.
-func (s *Server) Token() string { return s.token }
+func (s *Server) Token() string { return s.rest.token }
 
 // Close drops every gateway connection and shuts the server down.
 func (s *Server) Close() {
@@ -160,39 +139,6 @@ func (s *Server) Close() {
 
 func (s *Server) wsURL(path string) string {
 	return "ws" + strings.TrimPrefix(s.srv.URL, "http") + path
-}
-
-// newID returns a fresh snowflake.
-func (s *Server) newID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newIDLocked()
-}
-
-func (s *Server) newIDLocked() string {
-	s.nextID++
-	return strconv.FormatUint(s.nextID, 10)
-}
-
-// Calls returns the REST calls received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
-}
-
-// Count is the number of calls of method on route (a pattern as in Call.Route) answered with a
-// 2xx status.
-func (s *Server) Count(method, route string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		if c.Method == method && c.Route == route && c.Status < 300 {
-			n++
-		}
-	}
-	return n
 }
 
 // Routes of the REST API, as recorded in Call.Route.
@@ -220,177 +166,37 @@ const (
 	defaultReadyTimeout = 10 * time.Second
 )
 
-type handler func(w http.ResponseWriter, r *http.Request, body []byte) (status int, resp any)
-
+// routes maps every route to the component that answers it.
 func (s *Server) routes(mux *http.ServeMux) {
-	rest := map[string]handler{
-		"GET " + RouteGateway:        s.getGateway,
-		"GET " + RouteGatewayBot:     s.getGatewayBot,
-		"GET " + RouteMe:             s.getMe,
-		"POST " + RouteUserChannels:  s.postUserChannel,
-		"GET " + RouteApplication:    s.getApplication,
-		"GET " + RouteChannel:        s.getChannel,
-		"POST " + RouteMessages:      s.postMessage,
-		"PATCH " + RouteMessage:      s.patchMessage,
-		"DELETE " + RouteMessage:     s.deleteMessage,
-		"POST " + RouteThreadFromMsg: s.postThread,
-		"POST " + RouteTyping:        s.postTyping,
-		"POST " + RouteCallback:      s.postCallback,
-		"POST " + RouteFollowup:      s.postFollowup,
-		"PATCH " + RouteFollowupMsg:  s.patchFollowup,
-		"DELETE " + RouteFollowupMsg: s.deleteFollowup,
-		"GET " + RouteCommands:       s.getCommands,
-		"PUT " + RouteCommands:       s.putCommands,
-		"GET " + RouteGuildCommands:  s.getCommands,
-		"PUT " + RouteGuildCommands:  s.putCommands,
+	handlers := map[string]handler{
+		"GET " + RouteGateway:        s.discovery.getGateway,
+		"GET " + RouteGatewayBot:     s.discovery.getGatewayBot,
+		"GET " + RouteMe:             s.discovery.getMe,
+		"POST " + RouteUserChannels:  s.channels.postUserChannel,
+		"GET " + RouteApplication:    s.discovery.getApplication,
+		"GET " + RouteChannel:        s.channels.getChannel,
+		"POST " + RouteMessages:      s.messages.postMessage,
+		"PATCH " + RouteMessage:      s.messages.patchMessage,
+		"DELETE " + RouteMessage:     s.messages.deleteMessage,
+		"POST " + RouteThreadFromMsg: s.threads.postThread,
+		"POST " + RouteTyping:        s.channels.postTyping,
+		"POST " + RouteCallback:      s.interactions.postCallback,
+		"POST " + RouteFollowup:      s.webhooks.postFollowup,
+		"PATCH " + RouteFollowupMsg:  s.webhooks.patchFollowup,
+		"DELETE " + RouteFollowupMsg: s.webhooks.deleteFollowup,
+		"GET " + RouteCommands:       s.commands.getCommands,
+		"PUT " + RouteCommands:       s.commands.putCommands,
+		"GET " + RouteGuildCommands:  s.commands.getCommands,
+		"PUT " + RouteGuildCommands:  s.commands.putCommands,
 	}
-	for pattern, h := range rest {
-		mux.HandleFunc(pattern, s.wrap(pattern, h))
+	for pattern, h := range handlers {
+		mux.HandleFunc(pattern, s.rest.wrap(pattern, h))
 	}
-	mux.HandleFunc("GET "+routeGatewaySocket, s.serveGateway)
-	mux.HandleFunc("GET "+routeResumeSocket, s.serveGateway)
-	mux.HandleFunc("GET "+cdnPath, s.serveAttachment)
-	mux.HandleFunc("GET "+mediaPath, s.serveAttachment)
+	mux.HandleFunc("GET "+routeGatewaySocket, s.gw.serve)
+	mux.HandleFunc("GET "+routeResumeSocket, s.gw.serve)
+	mux.HandleFunc("GET "+cdnPath, s.cdn.serveAttachment)
+	mux.HandleFunc("GET "+mediaPath, s.cdn.serveAttachment)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	})
 }
-
-// apiError is Discord's error body.
-type apiError struct {
-	Message string `json:"message"`
-	Code    int    `json:"code"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	if status == http.StatusNoContent {
-		w.WriteHeader(status)
-		return
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"message":"fake: marshal","code":0}`)
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func writeError(w http.ResponseWriter, status, code int, msg string) {
-	writeJSON(w, status, apiError{Message: msg, Code: code})
-}
-
-// errorResp makes a handler's error answer.
-func errorResp(status, code int, msg string) (int, any) {
-	return status, apiError{Message: msg, Code: code}
-}
-
-func (s *Server) wrap(pattern string, h handler) http.HandlerFunc {
-	method, route, _ := strings.Cut(pattern, " ")
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, 0, "unreadable body")
-			return
-		}
-		if len(body) < maxBody { // a body cut at the limit is refused as too large, not checked
-			s.conf.Check(method+" "+strings.TrimPrefix(route, "/api/v9"), r.Header.Get("Content-Type"), body)
-		}
-		status, resp := s.serve(w, r, route, body, h)
-		s.mu.Lock()
-		s.calls = append(s.calls, Call{Method: method, Route: route, Path: r.URL.Path, Body: body, Status: status, At: time.Now()})
-		s.mu.Unlock()
-		if status == http.StatusNoContent {
-			w.WriteHeader(status)
-			return
-		}
-		writeJSON(w, status, resp)
-	}
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, body []byte, h handler) (int, any) {
-	// Interaction callbacks and webhook calls are authorized by their token, not the bot's.
-	authByToken := strings.HasPrefix(route, "/api/v9/interactions/") || strings.HasPrefix(route, "/api/v9/webhooks/")
-	if !authByToken && route != RouteGateway {
-		if r.Header.Get("Authorization") != "Bot "+s.token {
-			return errorResp(http.StatusUnauthorized, 0, "401: Unauthorized")
-		}
-	}
-	if f := s.takeFault(r.Method, route, r.PathValue("channel")); f != nil {
-		return f.answer(w)
-	}
-	w.Header().Set("X-RateLimit-Limit", "50")
-	w.Header().Set("X-RateLimit-Remaining", "49")
-	w.Header().Set("X-RateLimit-Reset-After", "1.000")
-	w.Header().Set("X-RateLimit-Bucket", "fake-"+strings.ReplaceAll(route, "/", "-"))
-	return h(w, r, body)
-}
-
-func (s *Server) getGateway(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
-	return http.StatusOK, map[string]any{"url": s.wsURL(strings.TrimSuffix(routeGatewaySocket, "/"))}
-}
-
-func (s *Server) getGatewayBot(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
-	s.mu.Lock()
-	shards, conc := max(s.recShards, 1), max(s.maxConc, 1)
-	remaining := 999
-	if s.startsLeft != nil {
-		remaining = *s.startsLeft
-	}
-	s.mu.Unlock()
-	return http.StatusOK, map[string]any{
-		"url":    s.wsURL(strings.TrimSuffix(routeGatewaySocket, "/")),
-		"shards": shards,
-		"session_start_limit": map[string]any{
-			"total": 1000, "remaining": remaining, "reset_after": 86400000, "max_concurrency": conc,
-		},
-	}
-}
-
-// SetSessionStartsLeft sets session_start_limit.remaining in GET /gateway/bot (default 999).
-func (s *Server) SetSessionStartsLeft(n int) {
-	s.mu.Lock()
-	s.startsLeft = &n
-	s.mu.Unlock()
-}
-
-// RecommendShards sets what GET /gateway/bot recommends: the number of shards and how many may
-// identify at once (max_concurrency). Default 1 and 1.
-func (s *Server) RecommendShards(shards, maxConcurrency int) {
-	s.mu.Lock()
-	s.recShards, s.maxConc = shards, maxConcurrency
-	s.mu.Unlock()
-}
-
-func botUser() map[string]any {
-	return map[string]any{"id": BotID, "username": BotUsername, "discriminator": "0", "global_name": nil, "bot": true}
-}
-
-func (s *Server) getMe(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
-	return http.StatusOK, botUser()
-}
-
-func (s *Server) getApplication(_ http.ResponseWriter, _ *http.Request, _ []byte) (int, any) {
-	return http.StatusOK, map[string]any{"id": ApplicationID, "name": "Switchboard Test", "bot_public": true, "bot": botUser()}
-}
-
-func (s *Server) getChannel(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch, ok := s.channels[r.PathValue("channel")]
-	if !ok {
-		return errorResp(http.StatusNotFound, 10003, "Unknown Channel")
-	}
-	return http.StatusOK, ch.wire()
-}
-
-func (s *Server) postTyping(_ http.ResponseWriter, r *http.Request, _ []byte) (int, any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.channels[r.PathValue("channel")]; !ok {
-		return errorResp(http.StatusNotFound, 10003, "Unknown Channel")
-	}
-	return http.StatusNoContent, nil
-}
-
-var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}

@@ -23,29 +23,42 @@ type fault struct {
 	f       Fault
 }
 
+// faults are what tests make calls do instead of their usual answer: fail (FailNext, FailChannel,
+// RateLimit) or wait (Hold).
+type faults struct {
+	mu    sync.Mutex
+	list  []*fault
+	holds []*hold
+	// done is closed by Close: held calls go on.
+	done   chan struct{}
+	closed bool
+}
+
+func newFaults() *faults { return &faults{done: make(chan struct{})} }
+
 // FailNext makes the next n calls of method answer with f (n < 0: every call until
 // ClearFaults).
-func (s *Server) FailNext(method string, n int, f Fault) { s.addFault(method, "", n, f) }
+func (fs *faults) FailNext(method string, n int, f Fault) { fs.add(method, "", n, f) }
 
 // FailChannel makes the next n calls of method about channel answer with f.
-func (s *Server) FailChannel(channel, method string, n int, f Fault) {
-	s.addFault(method, channel, n, f)
+func (fs *faults) FailChannel(channel, method string, n int, f Fault) {
+	fs.add(method, channel, n, f)
 }
 
 // RateLimit makes the next n calls of method answer HTTP 429 with Retry-After retryAfter
 // seconds.
-func (s *Server) RateLimit(method string, n, retryAfter int) {
-	s.FailNext(method, n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter})
+func (fs *faults) RateLimit(method string, n, retryAfter int) {
+	fs.FailNext(method, n, Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfter})
 }
 
 // ClearFaults removes every injected fault.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	s.faults = nil
-	s.mu.Unlock()
+func (fs *faults) ClearFaults() {
+	fs.mu.Lock()
+	fs.list = nil
+	fs.mu.Unlock()
 }
 
-func (s *Server) addFault(method, channel string, n int, f Fault) {
+func (fs *faults) add(method, channel string, n int, f Fault) {
 	if n == 0 {
 		return
 	}
@@ -55,16 +68,16 @@ func (s *Server) addFault(method, channel string, n int, f Fault) {
 	if f.Status == http.StatusOK && f.Error == "" {
 		f.Error = "fatal_error"
 	}
-	s.mu.Lock()
-	s.faults = append(s.faults, &fault{method: method, channel: channel, left: n, f: f})
-	s.mu.Unlock()
+	fs.mu.Lock()
+	fs.list = append(fs.list, &fault{method: method, channel: channel, left: n, f: f})
+	fs.mu.Unlock()
 }
 
-// takeFault consumes one matching fault, if any.
-func (s *Server) takeFault(method string, p map[string]string) *apiErr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.faults {
+// take consumes one matching fault, if any.
+func (fs *faults) take(method string, p map[string]string) *apiErr {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, f := range fs.list {
 		if f.method != method {
 			continue
 		}
@@ -74,7 +87,7 @@ func (s *Server) takeFault(method string, p map[string]string) *apiErr {
 		if f.left > 0 {
 			f.left--
 			if f.left == 0 {
-				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+				fs.list = append(fs.list[:i:i], fs.list[i+1:]...)
 			}
 		}
 		return &apiErr{status: f.f.Status, err: f.f.Error, retryAfter: f.f.RetryAfter}
@@ -92,37 +105,57 @@ type hold struct {
 // counted, until release is called or the server closes; then they are answered as usual,
 // injected faults included. A test proves by it that something does not wait for a slow call:
 // Count says the call arrived, CallsOf lists it only once answered.
-func (s *Server) Hold(method string, n int) (release func()) {
+func (fs *faults) Hold(method string, n int) (release func()) {
 	h := &hold{method: method, left: n, gate: make(chan struct{})}
-	s.mu.Lock()
-	s.holds = append(s.holds, h)
-	s.mu.Unlock()
+	fs.mu.Lock()
+	fs.holds = append(fs.holds, h)
+	fs.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			s.mu.Lock()
-			s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
-			s.mu.Unlock()
+			fs.mu.Lock()
+			fs.holds = slices.DeleteFunc(fs.holds, func(x *hold) bool { return x == h })
+			fs.mu.Unlock()
 			close(h.gate)
 		})
 	}
 }
 
 // takeHold returns the gate a call of method waits at, if one is held.
-func (s *Server) takeHold(method string) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, h := range s.holds {
+func (fs *faults) takeHold(method string) <-chan struct{} {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, h := range fs.holds {
 		if h.method != method {
 			continue
 		}
 		if h.left > 0 {
 			h.left--
 			if h.left == 0 {
-				s.holds = append(s.holds[:i:i], s.holds[i+1:]...)
+				fs.holds = append(fs.holds[:i:i], fs.holds[i+1:]...)
 			}
 		}
 		return h.gate
 	}
 	return nil
+}
+
+// wait blocks a call of method while it is held (Hold), until released or the server closes.
+func (fs *faults) wait(method string) {
+	if gate := fs.takeHold(method); gate != nil {
+		select {
+		case <-gate:
+		case <-fs.done:
+		}
+	}
+}
+
+// close lets every held call go on, for good.
+func (fs *faults) close() {
+	fs.mu.Lock()
+	if !fs.closed {
+		close(fs.done)
+	}
+	fs.closed = true
+	fs.mu.Unlock()
 }

@@ -43,6 +43,17 @@ type NewFile struct {
 // the connection.
 type FileFault = filehost.Fault
 
+// files are the files users share (AddFile), served at their url_private and
+// url_private_download to a bot token of their workspace.
+type files struct {
+	st    *store
+	url   func() string // the server's base URL
+	log   *callLog
+	oauth *oauth
+	// shared is guarded by st.mu.
+	shared map[string]*sharedFile // file id → a file users shared (AddFile)
+}
+
 // sharedFile is a file AddFile registered, as the fake keeps it.
 type sharedFile struct {
 	team   string
@@ -54,7 +65,7 @@ type sharedFile struct {
 // file object carries url_private and url_private_download on the fake, which serve the bytes
 // to a bot token of the file's workspace (an Authorization: Bearer header) and Slack's login
 // page, with status 200, to any other token or none.
-func (s *Server) AddFile(f NewFile) File {
+func (fs *files) AddFile(f NewFile) File {
 	if f.Team == "" {
 		f.Team = TeamID
 	}
@@ -62,53 +73,46 @@ func (s *Server) AddFile(f NewFile) File {
 	if size <= 0 {
 		size = int64(len(f.Data))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	id := fmt.Sprintf("F%09d", s.seq)
-	if s.files == nil {
-		s.files = map[string]*sharedFile{}
+	fs.st.mu.Lock()
+	defer fs.st.mu.Unlock()
+	id := fmt.Sprintf("F%09d", fs.st.nextLocked())
+	if fs.shared == nil {
+		fs.shared = map[string]*sharedFile{}
 	}
-	s.files[id] = &sharedFile{team: f.Team, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MIME, Unsized: f.Unsized}}
-	base := s.srv.URL + filesPath + f.Team + "-" + id + "/"
+	fs.shared[id] = &sharedFile{team: f.Team, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MIME, Unsized: f.Unsized}}
+	base := fs.url() + filesPath + f.Team + "-" + id + "/"
 	return File{ID: id, Name: f.Name, MIME: f.MIME, Size: size,
 		URLPrivate: base + url.PathEscape(f.Name), URLPrivateDownload: base + "download/" + url.PathEscape(f.Name)}
 }
 
 // FailFile makes the next n downloads of file id fail with f.
-func (s *Server) FailFile(id string, n int, f FileFault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sf := s.files[id]; sf != nil {
+func (fs *files) FailFile(id string, n int, f FileFault) {
+	fs.st.mu.Lock()
+	defer fs.st.mu.Unlock()
+	if sf := fs.shared[id]; sf != nil {
 		sf.faults.Fail(n, f)
 	}
 }
 
 // serveFile serves a shared file's bytes: Slack's login page (200, text/html) without a bot
 // token of the file's workspace, 404 for an unknown file, the file's faults first.
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counts[DownloadMethod]++
-	s.mu.Unlock()
+func (fs *files) serveFile(w http.ResponseWriter, r *http.Request) {
+	fs.log.arrived(DownloadMethod)
 	ref, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, filesPath), "/")
 	_, id, _ := strings.Cut(ref, "-")
 	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	s.mu.Lock()
-	f := s.files[id]
-	team, authed := s.teams[token]
+	fs.st.mu.Lock()
+	f := fs.shared[id]
+	team, authed := fs.oauth.teamLocked(token)
 	var fault *FileFault
 	if f != nil && authed && team == f.team {
 		fault = f.faults.Take()
 	}
-	s.mu.Unlock()
+	fs.st.mu.Unlock()
 	status := http.StatusOK
 	defer func() {
-		s.mu.Lock()
-		if s.record {
-			s.calls = append(s.calls, Call{Method: DownloadMethod, Params: map[string]string{"file_id": id}, Auth: authOf(token), Team: team,
-				Status: status, At: time.Now()})
-		}
-		s.mu.Unlock()
+		fs.log.answered(Call{Method: DownloadMethod, Params: map[string]string{"file_id": id}, Auth: authOf(token), Team: team,
+			Status: status, At: time.Now()})
 	}()
 	switch {
 	case r.Method != http.MethodGet:

@@ -30,16 +30,8 @@
 package slackfake
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"mime"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,68 +59,35 @@ const (
 	TriggerTTL = 3 * time.Second
 )
 
-// Call is one Web API request the server received, in arrival order.
-type Call struct {
-	Method string
-	// Params are the request's parameters (form values, or the JSON body's top-level members:
-	// strings as they are, anything else as its JSON text). The token is never recorded.
-	Params map[string]string
-	// Auth says how the token came: "bearer", "form" or "" (none).
-	Auth string
-	// Team is the workspace whose bot token made the call ("" for app-token and OAuth calls).
-	Team string
-	// Status is the HTTP status answered; Error the ok:false error, if any.
-	Status int
-	Error  string
-	// Undocumented are the parameters the method's reference does not list (DocumentedArgs),
-	// sorted: Slack ignores them without a word, so the fake answers as if they were not
-	// there, and tests assert there are none.
-	Undocumented []string
-	At           time.Time
-}
-
 // Server is a running fake Slack. All methods are safe for concurrent use.
+//
+// Its methods come from the components it is made of, one per area of Slack's APIs, each in the
+// file named after it: callLog (calls), faults, chat, streams (stream.go), views, assistant,
+// uploads, files, oauth, events, interactivity (interactive.go), deliveries (signed HTTP
+// requests) and socketControl (what tests set, read and do to Socket Mode).
 type Server struct {
 	srv *httptest.Server
 
 	botToken, appToken, secret string
 
-	mu        sync.Mutex
-	calls     []Call
-	counts    map[string]int
-	record    bool
-	faults    []*fault
-	holds     []*hold
-	done      chan struct{}         // closed by Close: held calls go on
-	messages  map[string][]*Message // channel → messages in post order
-	byTS      map[string]*Message   // channel+"/"+ts → message
-	ephem     []Ephemeral
-	views     []View
-	triggers  map[string]time.Time // trigger id → issued at
-	statuses  []Status
-	uploads   map[string]*Upload // file id → upload, from files.getUploadURLExternal on
-	completed []string           // file ids in the order files.completeUploadExternal finished them
-	// expireAfter > 0 ends a stream once it took that many appends (ExpireStreamsAfter).
-	expireAfter int
-	tsClock     int64
-	seq         int64
-	closed      bool
-
-	sock socketState
-
-	// teams maps each valid bot token to its workspace; codes are OAuth codes not yet
-	// exchanged (code → team); refresh maps refresh tokens to their workspace.
-	teams     map[string]string
-	codes     map[string]string
-	refresh   map[string]string
-	rotateIn  int // > 0: tokens issued by OAuth expire after this many seconds
-	tokenSeq  int
-	lastToken map[string]string // team → its latest bot token
-
-	files map[string]*sharedFile // file id → a file users shared (AddFile)
-
+	api  *api
+	sock *socketMode
 	// conf checks every request's conformance to the platform's published rules.
 	conf *conformance.Recorder
+
+	*callLog
+	*faults
+	*chat
+	*streams
+	*views
+	*assistant
+	*uploads
+	*files
+	*oauth
+	*events
+	*interactivity
+	*deliveries
+	*socketControl
 }
 
 // Option adjusts a server before it starts.
@@ -141,33 +100,70 @@ func WithTokens(bot, app string) Option {
 
 // Start starts a server on a loopback port. The caller must Close it.
 func Start(opts ...Option) *Server {
-	s := &Server{
-		conf:     conformance.NewRecorder(conformance.Slack, "slackfake"),
-		botToken: DefaultBotToken, appToken: DefaultAppToken, secret: DefaultSigningSecret,
-		counts:   map[string]int{},
-		done:     make(chan struct{}),
-		record:   true,
-		messages: map[string][]*Message{},
-		byTS:     map[string]*Message{},
-		triggers: map[string]time.Time{},
-		uploads:  map[string]*Upload{},
-		tsClock:  time.Now().Unix(),
-		codes:    map[string]string{},
-		refresh:  map[string]string{},
-	}
-	s.sock.init()
+	s := &Server{botToken: DefaultBotToken, appToken: DefaultAppToken, secret: DefaultSigningSecret}
 	for _, o := range opts {
 		o(s)
 	}
-	s.teams = map[string]string{s.botToken: TeamID}
-	s.lastToken = map[string]string{TeamID: s.botToken}
+	s.wire()
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/", s.serveAPI)
-	mux.HandleFunc("/socket", s.serveSocket)
-	mux.HandleFunc(uploadPath, s.serveUpload)
-	mux.HandleFunc(filesPath, s.serveFile)
+	mux.HandleFunc("/api/", s.api.serve)
+	mux.HandleFunc("/socket", s.sock.serve)
+	mux.HandleFunc(uploadPath, s.uploads.serveUpload)
+	mux.HandleFunc(filesPath, s.files.serveFile)
 	s.srv = httptest.NewServer(mux)
 	return s
+}
+
+// wire makes the components, with the tokens the options chose, and connects each to those it
+// works with.
+func (s *Server) wire() {
+	st := &store{tsClock: time.Now().Unix()}
+	s.conf = conformance.NewRecorder(conformance.Slack, "slackfake")
+	s.callLog = newCallLog()
+	s.faults = newFaults()
+	s.sock = newSocketMode()
+	s.socketControl = &socketControl{m: s.sock}
+	s.chat = newChat(st)
+	s.streams = &streams{st: st, chat: s.chat}
+	s.views = newViews(st)
+	s.assistant = &assistant{st: st}
+	s.uploads = &uploads{st: st, url: s.URL, log: s.callLog, faults: s.faults, chat: s.chat, byID: map[string]*Upload{}}
+	s.oauth = newOAuth(st, s.botToken)
+	s.files = &files{st: st, url: s.URL, log: s.callLog, oauth: s.oauth}
+	s.events = &events{st: st, chat: s.chat, sock: s.socketControl}
+	s.interactivity = &interactivity{st: st, url: s.URL, views: s.views, sock: s.socketControl}
+	s.deliveries = &deliveries{secret: s.secret, ix: s.interactivity}
+	s.api = &api{st: st, log: s.callLog, faults: s.faults, oauth: s.oauth, conf: s.conf, appToken: s.appToken, url: s.URL}
+	s.api.methods = s.webAPI()
+}
+
+// webAPI maps each Web API method the fake implements to the component that answers it.
+func (s *Server) webAPI() map[string]method {
+	methods := map[string]method{
+		"auth.test":                    s.api.authTest,
+		"apps.connections.open":        s.api.connectionsOpen,
+		"files.getUploadURLExternal":   s.uploads.getUploadURL,
+		"files.completeUploadExternal": s.uploads.completeUpload,
+	}
+	// The methods that do not need the workspace.
+	for name, h := range map[string]func(p map[string]string) (map[string]any, *apiErr){
+		"chat.postMessage":                      s.chat.postMessage,
+		"chat.update":                           s.chat.updateMessage,
+		"chat.delete":                           s.chat.deleteMessage,
+		"chat.postEphemeral":                    s.chat.postEphemeral,
+		"views.open":                            s.views.openView,
+		"conversations.replies":                 (&conversations{chat: s.chat}).replies,
+		"conversations.history":                 (&conversations{chat: s.chat}).history,
+		"assistant.threads.setStatus":           s.assistant.setStatus,
+		"assistant.threads.setTitle":            s.assistant.setTitle,
+		"assistant.threads.setSuggestedPrompts": s.assistant.setSuggestedPrompts,
+		"chat.startStream":                      s.streams.startStream,
+		"chat.appendStream":                     s.streams.appendStream,
+		"chat.stopStream":                       s.streams.stopStream,
+	} {
+		methods[name] = func(p map[string]string, _ string) (map[string]any, *apiErr) { return h(p) }
+	}
+	return methods
 }
 
 // New starts a server and closes it when tb's test ends; the test then fails if a Web API
@@ -194,247 +190,9 @@ func (s *Server) SigningSecret() string { return s.secret }
 
 // Close closes every socket and shuts the server down.
 func (s *Server) Close() {
-	s.mu.Lock()
-	if !s.closed {
-		close(s.done)
-	}
-	s.closed = true
-	s.mu.Unlock()
+	s.faults.close()
 	s.sock.closeAll()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 	s.sock.wait()
-}
-
-// SetRecording turns the call log (Calls) on or off; counts are always kept.
-func (s *Server) SetRecording(on bool) {
-	s.mu.Lock()
-	s.record = on
-	s.mu.Unlock()
-}
-
-// Calls returns a copy of the call log.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
-}
-
-// CallsOf returns the logged calls of method.
-func (s *Server) CallsOf(method string) []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.calls {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Undocumented returns the logged calls that carried a parameter their method's reference
-// does not list (Call.Undocumented), in arrival order.
-func (s *Server) Undocumented() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Call
-	for _, c := range s.calls {
-		if len(c.Undocumented) > 0 {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Count returns how many calls of method arrived (refused and failed ones included).
-func (s *Server) Count(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[method]
-}
-
-// apiErr is an ok:false answer (status 200) or an HTTP error (status ≠ 200).
-type apiErr struct {
-	status     int
-	err        string
-	retryAfter int
-}
-
-func slackErr(e string) *apiErr { return &apiErr{status: 200, err: e} }
-
-// tokenKind says which token a method needs.
-func tokenKind(method string) string {
-	if method == "apps.connections.open" {
-		return "app"
-	}
-	return "bot"
-}
-
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	s.mu.Lock()
-	s.counts[method]++
-	s.mu.Unlock()
-	if gate := s.takeHold(method); gate != nil {
-		select {
-		case <-gate:
-		case <-s.done:
-		}
-	}
-	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		s.answer(w, method, nil, "", nil, slackErr("invalid_form_data"))
-		return
-	}
-	s.conf.Check(method, r.Header.Get("Content-Type"), body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	params, token, auth, err := readParams(r)
-	if err != nil {
-		s.answer(w, method, params, auth, nil, slackErr("invalid_form_data"))
-		return
-	}
-	if method == "oauth.v2.access" {
-		if f := s.takeFault(method, params); f != nil {
-			s.answer(w, method, redactOAuth(params), auth, nil, f)
-			return
-		}
-		s.mu.Lock()
-		res, aerr := s.oauthAccess(params)
-		s.mu.Unlock()
-		s.answer(w, method, redactOAuth(params), auth, res, aerr)
-		return
-	}
-	var team string
-	s.mu.Lock()
-	if tokenKind(method) == "app" {
-		if token != "" && token != s.appToken {
-			token = "refused"
-		}
-	} else if t, ok := s.teams[token]; ok {
-		team = t
-	} else if token != "" {
-		token = "refused"
-	}
-	s.mu.Unlock()
-	switch token {
-	case "":
-		s.answer(w, method, params, auth, nil, slackErr("not_authed"))
-		return
-	case "refused":
-		s.answer(w, method, params, auth, nil, slackErr("invalid_auth"))
-		return
-	}
-	if f := s.takeFault(method, params); f != nil {
-		s.answerTeam(w, method, params, auth, team, nil, f)
-		return
-	}
-	h, ok := handlers[method]
-	if th, byTeam := teamHandlers[method]; byTeam {
-		h, ok = func(s *Server, p map[string]string) (map[string]any, *apiErr) { return th(s, p, team) }, true
-	}
-	if !ok {
-		s.answerTeam(w, method, params, auth, team, nil, slackErr("unknown_method"))
-		return
-	}
-	s.mu.Lock()
-	res, aerr := h(s, params)
-	if method == "auth.test" && aerr == nil {
-		res["team_id"] = team
-	}
-	s.mu.Unlock()
-	s.answerTeam(w, method, params, auth, team, res, aerr)
-}
-
-func (s *Server) answer(w http.ResponseWriter, method string, params map[string]string, auth string, res map[string]any, e *apiErr) {
-	s.answerTeam(w, method, params, auth, "", res, e)
-}
-
-func (s *Server) answerTeam(w http.ResponseWriter, method string, params map[string]string, auth, team string, res map[string]any, e *apiErr) {
-	status, errText := http.StatusOK, ""
-	if e != nil {
-		status, errText = e.status, e.err
-	}
-	s.mu.Lock()
-	if s.record {
-		s.calls = append(s.calls, Call{Method: method, Params: params, Auth: auth, Team: team, Status: status, Error: errText,
-			Undocumented: undocumented(method, params), At: time.Now()})
-	}
-	s.mu.Unlock()
-	if e != nil && e.status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
-		w.WriteHeader(e.status)
-		return
-	}
-	if e != nil && e.status != http.StatusOK {
-		w.WriteHeader(e.status)
-		_, _ = io.WriteString(w, "<html>error</html>")
-		return
-	}
-	if res == nil {
-		res = map[string]any{}
-	}
-	if e != nil {
-		res = map[string]any{"ok": false, "error": e.err}
-	} else {
-		res["ok"] = true
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	_ = json.NewEncoder(w).Encode(res)
-}
-
-// maxBody bounds a request body.
-const maxBody = 4 << 20
-
-// readParams reads a form or JSON body (and the query string) into strings, and the token from
-// the Authorization header or the form; the token is removed from the parameters.
-func readParams(r *http.Request) (params map[string]string, token, auth string, err error) {
-	params = map[string]string{}
-	for k, v := range r.URL.Query() {
-		params[k] = v[0]
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		return params, "", "", err
-	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch {
-	case ct == "application/json":
-		var m map[string]json.RawMessage
-		if len(body) > 0 {
-			if err := json.Unmarshal(body, &m); err != nil {
-				return params, "", "", err
-			}
-		}
-		for k, v := range m {
-			var str string
-			if json.Unmarshal(v, &str) == nil {
-				params[k] = str
-			} else {
-				params[k] = string(v)
-			}
-		}
-	case len(body) > 0:
-		vals, err := url.ParseQuery(string(body))
-		if err != nil {
-			return params, "", "", err
-		}
-		for k, v := range vals {
-			params[k] = v[0]
-		}
-	}
-	if h, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && h != "" {
-		token, auth = h, "bearer"
-	}
-	if t := params["token"]; t != "" {
-		if token == "" {
-			token, auth = t, "form"
-		}
-		delete(params, "token")
-	}
-	return params, token, auth, nil
 }

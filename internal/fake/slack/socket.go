@@ -34,7 +34,9 @@ type Envelope struct {
 	Acked bool
 }
 
-type socketState struct {
+// socketMode is Socket Mode's side of the sockets: the connections, the envelopes sent on them
+// (or pending until one is open) with their redelivery, and the acks received.
+type socketMode struct {
 	mu       sync.Mutex
 	conns    map[int]*sconn
 	opened   int
@@ -82,48 +84,14 @@ func (c *sconn) write(v any) error {
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
-func (st *socketState) init() {
-	st.conns = map[int]*sconn{}
-	st.envs = map[string]*Envelope{}
-	st.timers = map[string]*time.Timer{}
-	st.ping = 5 * time.Second
-	st.graceful = time.Second
-}
-
-// SetPingInterval sets how often the server pings each socket (default 5 s; slack-go hangs up
-// when no ping comes for 30 s). Zero stops pings, for testing a silent socket.
-func (s *Server) SetPingInterval(d time.Duration) {
-	s.sock.mu.Lock()
-	s.sock.ping = d
-	s.sock.mu.Unlock()
-}
-
-// SetRedelivery makes the server redeliver an envelope not acked within after, as a new
-// envelope with retry_attempt n and retry_reason "timeout", up to retries times — as Slack
-// does. Zero after (the default) turns redelivery off.
-func (s *Server) SetRedelivery(after time.Duration, retries int) {
-	s.sock.mu.Lock()
-	s.sock.redeliv, s.sock.retries = after, retries
-	s.sock.mu.Unlock()
-}
-
-// LoseAcks makes the next n acks of envelopes not acked yet get lost with their socket, as when
-// a connection fails between the client's ack and Slack: the server counts no ack, cuts that
-// socket's connection without a close frame, and sends the envelope again, with retry_attempt
-// one higher and retry_reason "timeout", on another open socket or the next one opened. The
-// client saw and acknowledged the envelope, so the resend is a duplicate it must recognise.
-func (s *Server) LoseAcks(n int) {
-	s.sock.mu.Lock()
-	s.sock.lose = n
-	s.sock.mu.Unlock()
-}
-
-// SetDisconnectGrace sets how long a socket stays open after the server sent it a disconnect
-// (default 1 s), unless the client closes it first.
-func (s *Server) SetDisconnectGrace(d time.Duration) {
-	s.sock.mu.Lock()
-	s.sock.graceful = d
-	s.sock.mu.Unlock()
+func newSocketMode() *socketMode {
+	sm := &socketMode{}
+	sm.conns = map[int]*sconn{}
+	sm.envs = map[string]*Envelope{}
+	sm.timers = map[string]*time.Timer{}
+	sm.ping = 5 * time.Second
+	sm.graceful = time.Second
+	return sm
 }
 
 var upgrader = websocket.Upgrader{
@@ -131,59 +99,71 @@ var upgrader = websocket.Upgrader{
 	CheckOrigin: func(*http.Request) bool { return true },
 }
 
-func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
-	st := &s.sock
-	st.mu.Lock()
-	if st.closed {
-		st.mu.Unlock()
+// serve is a Socket Mode connection: hello, the envelopes pending and to come, and the client's
+// acks until it or the fake ends it.
+func (sm *socketMode) serve(w http.ResponseWriter, r *http.Request) {
+	sm.mu.Lock()
+	if sm.closed {
+		sm.mu.Unlock()
 		http.Error(w, "closed", http.StatusServiceUnavailable)
 		return
 	}
-	st.wg.Add(1)
-	st.mu.Unlock()
-	defer st.wg.Done()
+	sm.wg.Add(1)
+	sm.mu.Unlock()
+	defer sm.wg.Done()
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
-	st.mu.Lock()
-	if st.closed {
-		st.mu.Unlock()
+	c, n, ping := sm.open(ws)
+	if c == nil {
 		_ = ws.Close()
 		return
 	}
-	st.opened++
-	c := &sconn{id: st.opened, ws: ws, done: make(chan struct{})}
-	// A socket the client closed before it opened this one is not open alongside it, even
-	// when the goroutine reading it has not seen the close yet.
-	alongside := 1
-	for _, o := range st.conns {
-		if !peerClosed(o.ws.NetConn()) {
-			alongside++
-		}
-	}
-	st.conns[c.id] = c
-	ping := st.ping
-	n := len(st.conns)
-	st.peak = max(st.peak, alongside)
-	st.mu.Unlock()
-
 	hello := map[string]any{"type": "hello", "num_connections": n,
 		"connection_info": map[string]any{"app_id": AppID},
 		"debug_info":      map[string]any{"host": "fake-slack", "build_number": 1, "approximate_connection_time": 18060}}
 	if err := c.write(hello); err != nil {
-		st.drop(c)
+		sm.drop(c)
 		return
 	}
 	if ping > 0 {
-		st.wg.Add(1)
-		go st.pinger(c, ping)
+		sm.wg.Add(1)
+		go sm.pinger(c, ping)
 	}
-	st.flush()
+	sm.flush()
+	sm.readAcks(c)
+}
+
+// open counts ws as an open socket and returns its connection, the number of sockets open and
+// the ping interval; a nil connection when the server closed meanwhile.
+func (sm *socketMode) open(ws *websocket.Conn) (c *sconn, n int, ping time.Duration) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if sm.closed {
+		return nil, 0, 0
+	}
+	sm.opened++
+	c = &sconn{id: sm.opened, ws: ws, done: make(chan struct{})}
+	// A socket the client closed before it opened this one is not open alongside it, even
+	// when the goroutine reading it has not seen the close yet.
+	alongside := 1
+	for _, o := range sm.conns {
+		if !peerClosed(o.ws.NetConn()) {
+			alongside++
+		}
+	}
+	sm.conns[c.id] = c
+	sm.peak = max(sm.peak, alongside)
+	return c, len(sm.conns), sm.ping
+}
+
+// readAcks takes the client's acks on c until its connection ends.
+func (sm *socketMode) readAcks(c *sconn) {
 	for {
-		_, data, err := ws.ReadMessage()
+		_, data, err := c.ws.ReadMessage()
 		if err != nil {
-			st.drop(c)
+			sm.drop(c)
 			return
 		}
 		var a struct {
@@ -193,14 +173,14 @@ func (s *Server) serveSocket(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(data, &a) != nil || a.EnvelopeID == "" {
 			continue
 		}
-		if st.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()}) {
-			st.loseAck(c, a.EnvelopeID)
+		if sm.ack(Ack{EnvelopeID: a.EnvelopeID, Payload: string(a.Payload), Conn: c.id, At: time.Now()}) {
+			sm.loseAck(c, a.EnvelopeID)
 		}
 	}
 }
 
-func (st *socketState) pinger(c *sconn, every time.Duration) {
-	defer st.wg.Done()
+func (sm *socketMode) pinger(c *sconn, every time.Duration) {
+	defer sm.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -215,98 +195,98 @@ func (st *socketState) pinger(c *sconn, every time.Duration) {
 	}
 }
 
-func (st *socketState) drop(c *sconn) {
-	st.mu.Lock()
-	delete(st.conns, c.id)
-	st.mu.Unlock()
+func (sm *socketMode) drop(c *sconn) {
+	sm.mu.Lock()
+	delete(sm.conns, c.id)
+	sm.mu.Unlock()
 	c.close()
 }
 
 // cut drops c without a close frame, as a network failure would; it stops counting as open
 // before its connection closes.
-func (st *socketState) cut(c *sconn) {
-	st.mu.Lock()
-	delete(st.conns, c.id)
-	st.mu.Unlock()
+func (sm *socketMode) cut(c *sconn) {
+	sm.mu.Lock()
+	delete(sm.conns, c.id)
+	sm.mu.Unlock()
 	_ = c.ws.NetConn().Close()
 	c.close()
 }
 
 // ack counts a; it reports instead that a is to be lost with its socket (LoseAcks), counting
 // nothing, when it acknowledges an envelope not acked yet and acks are to be lost.
-func (st *socketState) ack(a Ack) (lose bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked && st.lose > 0 {
-		st.lose--
+func (sm *socketMode) ack(a Ack) (lose bool) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if e := sm.envs[a.EnvelopeID]; e != nil && !e.Acked && sm.lose > 0 {
+		sm.lose--
 		return true
 	}
-	st.acks = append(st.acks, a)
-	if e := st.envs[a.EnvelopeID]; e != nil && !e.Acked {
+	sm.acks = append(sm.acks, a)
+	if e := sm.envs[a.EnvelopeID]; e != nil && !e.Acked {
 		e.Acked = true
-		st.acked++
+		sm.acked++
 	}
-	if t := st.timers[a.EnvelopeID]; t != nil {
+	if t := sm.timers[a.EnvelopeID]; t != nil {
 		t.Stop()
-		delete(st.timers, a.EnvelopeID)
+		delete(sm.timers, a.EnvelopeID)
 	}
 	return false
 }
 
 // loseAck cuts c, whose ack of envelope id never reaches Slack, and sends the envelope again:
 // on another open socket, or on the next one opened.
-func (st *socketState) loseAck(c *sconn, id string) {
-	st.cut(c)
-	st.mu.Lock()
-	e := st.envs[id]
-	if t := st.timers[id]; t != nil {
+func (sm *socketMode) loseAck(c *sconn, id string) {
+	sm.cut(c)
+	sm.mu.Lock()
+	e := sm.envs[id]
+	if t := sm.timers[id]; t != nil {
 		t.Stop()
-		delete(st.timers, id)
+		delete(sm.timers, id)
 	}
-	closed := st.closed
-	st.mu.Unlock()
+	closed := sm.closed
+	sm.mu.Unlock()
 	if !closed {
-		st.redeliver(e, "timeout")
+		sm.redeliver(e, "timeout")
 	}
 }
 
 // send queues e and writes what can be written.
-func (st *socketState) send(e *Envelope) {
-	st.mu.Lock()
-	st.envs[e.ID] = e
-	st.order = append(st.order, e)
-	st.pending = append(st.pending, e)
-	st.mu.Unlock()
-	st.flush()
+func (sm *socketMode) send(e *Envelope) {
+	sm.mu.Lock()
+	sm.envs[e.ID] = e
+	sm.order = append(sm.order, e)
+	sm.pending = append(sm.pending, e)
+	sm.mu.Unlock()
+	sm.flush()
 }
 
 // flush writes pending envelopes to open sockets, round robin (as Slack spreads events over an
 // app's connections).
-func (st *socketState) flush() {
+func (sm *socketMode) flush() {
 	for {
-		st.mu.Lock()
-		if len(st.pending) == 0 || len(st.conns) == 0 || st.closed {
-			st.mu.Unlock()
+		sm.mu.Lock()
+		if len(sm.pending) == 0 || len(sm.conns) == 0 || sm.closed {
+			sm.mu.Unlock()
 			return
 		}
-		e := st.pending[0]
-		st.pending = st.pending[1:]
-		c := st.pickLocked()
+		e := sm.pending[0]
+		sm.pending = sm.pending[1:]
+		c := sm.pickLocked()
 		e.Conn = c.id
 		msg := map[string]any{"type": e.Type, "envelope_id": e.ID, "payload": e.Payload,
 			"accepts_response_payload": e.Type != "events_api", "retry_attempt": e.RetryAttempt, "retry_reason": e.RetryReason}
-		st.armLocked(e)
-		st.mu.Unlock()
+		sm.armLocked(e)
+		sm.mu.Unlock()
 		if err := c.write(msg); err != nil {
 			// Lost with the socket, as on Slack: redelivery (if on) sends it again.
-			st.drop(c)
+			sm.drop(c)
 		}
 	}
 }
 
-func (st *socketState) pickLocked() *sconn {
-	ids := make([]int, 0, len(st.conns))
-	for id := range st.conns {
+func (sm *socketMode) pickLocked() *sconn {
+	ids := make([]int, 0, len(sm.conns))
+	for id := range sm.conns {
 		ids = append(ids, id)
 	}
 	// Sorted for a deterministic round robin.
@@ -315,191 +295,54 @@ func (st *socketState) pickLocked() *sconn {
 			ids[j], ids[j-1] = ids[j-1], ids[j]
 		}
 	}
-	st.rr++
-	return st.conns[ids[st.rr%len(ids)]]
+	sm.rr++
+	return sm.conns[ids[sm.rr%len(ids)]]
 }
 
-func (st *socketState) armLocked(e *Envelope) {
-	if st.redeliv <= 0 || e.RetryAttempt >= st.retries {
+func (sm *socketMode) armLocked(e *Envelope) {
+	if sm.redeliv <= 0 || e.RetryAttempt >= sm.retries {
 		return
 	}
 	id := e.ID
-	st.timers[id] = time.AfterFunc(st.redeliv, func() {
-		st.mu.Lock()
-		delete(st.timers, id)
-		acked := e.Acked || st.closed
-		st.mu.Unlock()
+	sm.timers[id] = time.AfterFunc(sm.redeliv, func() {
+		sm.mu.Lock()
+		delete(sm.timers, id)
+		acked := e.Acked || sm.closed
+		sm.mu.Unlock()
 		if !acked {
-			st.redeliver(e, "timeout")
+			sm.redeliver(e, "timeout")
 		}
 	})
 }
 
-func (st *socketState) newID() string {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.seq++
-	return fmt.Sprintf("env-%08d-fake", st.seq)
+func (sm *socketMode) newID() string {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.seq++
+	return fmt.Sprintf("env-%08d-fake", sm.seq)
 }
 
-func (st *socketState) redeliver(e *Envelope, reason string) string {
-	ne := &Envelope{ID: st.newID(), Type: e.Type, Payload: e.Payload, RetryAttempt: e.RetryAttempt + 1, RetryReason: reason}
-	st.send(ne)
+func (sm *socketMode) redeliver(e *Envelope, reason string) string {
+	ne := &Envelope{ID: sm.newID(), Type: e.Type, Payload: e.Payload, RetryAttempt: e.RetryAttempt + 1, RetryReason: reason}
+	sm.send(ne)
 	return ne.ID
 }
 
-// Send sends an envelope of type typ (events_api, interactive, slash_commands) with payload
-// over a socket (held until one is open) and returns its envelope id.
-func (s *Server) Send(typ string, payload any) string {
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		panic("slackfake: payload does not marshal: " + err.Error())
-	}
-	e := &Envelope{ID: s.sock.newID(), Type: typ, Payload: raw}
-	s.sock.send(e)
-	return e.ID
-}
-
-// SendRaw writes data verbatim to every open socket (malformed frames, unknown types).
-func (s *Server) SendRaw(data []byte) {
-	s.sock.mu.Lock()
-	conns := make([]*sconn, 0, len(s.sock.conns))
-	for _, c := range s.sock.conns {
+func (sm *socketMode) closeAll() {
+	sm.mu.Lock()
+	sm.closed = true
+	conns := make([]*sconn, 0, len(sm.conns))
+	for _, c := range sm.conns {
 		conns = append(conns, c)
 	}
-	s.sock.mu.Unlock()
-	for _, c := range conns {
-		c.wmu.Lock()
-		_ = c.ws.WriteMessage(websocket.TextMessage, data)
-		c.wmu.Unlock()
-	}
-}
-
-// Redeliver sends envelope id's payload again as a new envelope with retry_attempt one higher
-// and retry_reason reason (e.g. "timeout"), and returns the new envelope id.
-func (s *Server) Redeliver(id, reason string) string {
-	s.sock.mu.Lock()
-	e := s.sock.envs[id]
-	s.sock.mu.Unlock()
-	if e == nil {
-		panic("slackfake: no envelope " + id)
-	}
-	return s.sock.redeliver(e, reason)
-}
-
-// Acked reports whether envelope id was acknowledged.
-func (s *Server) Acked(id string) bool {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	e := s.sock.envs[id]
-	return e != nil && e.Acked
-}
-
-// Unacked is the number of envelopes sent or pending that were not acknowledged.
-func (s *Server) Unacked() int {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	return len(s.sock.envs) - s.sock.acked
-}
-
-// Acks returns every ack received, in order.
-func (s *Server) Acks() []Ack {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	return append([]Ack(nil), s.sock.acks...)
-}
-
-// Envelopes returns every envelope sent or pending, in the order they were made.
-func (s *Server) Envelopes() []Envelope {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	out := make([]Envelope, len(s.sock.order))
-	for i, e := range s.sock.order {
-		out[i] = *e
-	}
-	return out
-}
-
-// Connections is the number of sockets open now; Opened the number ever opened.
-func (s *Server) Connections() int {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	return len(s.sock.conns)
-}
-
-// Opened is the number of sockets opened since the start.
-func (s *Server) Opened() int {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	return s.sock.opened
-}
-
-// PeakConnections is the most sockets that were open at once since the start: a socket counts
-// until the client closed it (on Linux, as soon as its close reached the kernel; elsewhere, once
-// the server read it) or the server did.
-func (s *Server) PeakConnections() int {
-	s.sock.mu.Lock()
-	defer s.sock.mu.Unlock()
-	return s.sock.peak
-}
-
-// Disconnect sends {"type":"disconnect","reason":reason} to every open socket ("warning",
-// "refresh_requested", "link_disabled", …) and closes each after the disconnect grace unless
-// the client closed it first.
-func (s *Server) Disconnect(reason string) {
-	st := &s.sock
-	st.mu.Lock()
-	conns := make([]*sconn, 0, len(st.conns))
-	for _, c := range st.conns {
-		conns = append(conns, c)
-	}
-	grace := st.graceful
-	st.mu.Unlock()
-	for _, c := range conns {
-		_ = c.write(map[string]any{"type": "disconnect", "reason": reason, "debug_info": map[string]any{"host": "fake-slack"}})
-		st.wg.Add(1)
-		go func() {
-			defer st.wg.Done()
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				st.drop(c)
-			case <-c.done:
-			}
-		}()
-	}
-}
-
-// DropSockets cuts every open socket's TCP connection without a close frame, as a network
-// failure would.
-func (s *Server) DropSockets() {
-	s.sock.mu.Lock()
-	conns := make([]*sconn, 0, len(s.sock.conns))
-	for _, c := range s.sock.conns {
-		conns = append(conns, c)
-	}
-	s.sock.mu.Unlock()
-	for _, c := range conns {
-		s.sock.cut(c)
-	}
-}
-
-func (st *socketState) closeAll() {
-	st.mu.Lock()
-	st.closed = true
-	conns := make([]*sconn, 0, len(st.conns))
-	for _, c := range st.conns {
-		conns = append(conns, c)
-	}
-	for id, t := range st.timers {
+	for id, t := range sm.timers {
 		t.Stop()
-		delete(st.timers, id)
+		delete(sm.timers, id)
 	}
-	st.mu.Unlock()
+	sm.mu.Unlock()
 	for _, c := range conns {
-		st.drop(c)
+		sm.drop(c)
 	}
 }
 
-func (st *socketState) wait() { st.wg.Wait() }
+func (sm *socketMode) wait() { sm.wg.Wait() }

@@ -108,16 +108,26 @@ func applyStream(m *Message, p map[string]string, cs []chunk) {
 	}
 }
 
+// streams are chat.startStream, chat.appendStream and chat.stopStream: messages of chat's made
+// and grown by streaming.
+type streams struct {
+	st   *store
+	chat *chat
+	// expireAfter > 0 ends a stream once it took that many appends (ExpireStreamsAfter); guarded
+	// by st.mu.
+	expireAfter int
+}
+
 // ExpireStreamsAfter makes the fake end every stream, as Slack does to a stream it closed on its
 // side, once it has taken n appends (n <= 0: never): later appends and the stop answer
 // message_not_in_streaming_state.
-func (s *Server) ExpireStreamsAfter(n int) {
-	s.mu.Lock()
-	s.expireAfter = n
-	s.mu.Unlock()
+func (ss *streams) ExpireStreamsAfter(n int) {
+	ss.st.mu.Lock()
+	ss.expireAfter = n
+	ss.st.mu.Unlock()
 }
 
-func startStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
+func (ss *streams) startStream(p map[string]string) (map[string]any, *apiErr) {
 	ch := p["channel"]
 	if ch == "" {
 		return nil, slackErr("channel_not_found")
@@ -136,21 +146,21 @@ func startStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	if e != nil {
 		return nil, e
 	}
-	m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID,
+	m := &Message{Channel: ch, TS: ss.st.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID,
 		Streaming: true, Streamed: true, DisplayMode: p["task_display_mode"], At: time.Now()}
 	applyStream(m, p, cs)
-	s.addMessageLocked(m)
+	ss.chat.addLocked(m)
 	return map[string]any{"channel": ch, "ts": m.TS}, nil
 }
 
 // streamingMessage is the stream p names (channel, ts), as appendStream and stopStream find it:
 // message_not_found, or message_not_in_streaming_state once it stopped or expired.
-func streamingMessage(s *Server, p map[string]string) (*Message, *apiErr) {
-	m := s.byTS[p["channel"]+"/"+p["ts"]]
+func (ss *streams) streamingMessage(p map[string]string) (*Message, *apiErr) {
+	m := ss.chat.lookupLocked(p["channel"], p["ts"])
 	if m == nil || m.Deleted {
 		return nil, slackErr("message_not_found")
 	}
-	if s.expireAfter > 0 && m.Appends >= s.expireAfter {
+	if ss.expireAfter > 0 && m.Appends >= ss.expireAfter {
 		m.Streaming = false
 	}
 	if !m.Streaming {
@@ -159,8 +169,8 @@ func streamingMessage(s *Server, p map[string]string) (*Message, *apiErr) {
 	return m, nil
 }
 
-func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	m, e := streamingMessage(s, p)
+func (ss *streams) appendStream(p map[string]string) (map[string]any, *apiErr) {
+	m, e := ss.streamingMessage(p)
 	if e != nil {
 		return nil, e
 	}
@@ -176,8 +186,8 @@ func appendStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
 	return map[string]any{"channel": m.Channel, "ts": m.TS}, nil
 }
 
-func stopStream(s *Server, p map[string]string) (map[string]any, *apiErr) {
-	m, e := streamingMessage(s, p)
+func (ss *streams) stopStream(p map[string]string) (map[string]any, *apiErr) {
+	m, e := ss.streamingMessage(p)
 	if e != nil {
 		return nil, e
 	}

@@ -41,13 +41,26 @@ type Upload struct {
 	At time.Time
 }
 
+// uploads are Slack's external upload flow: files.getUploadURLExternal, the bytes POSTed to the
+// upload URL it gave, and files.completeUploadExternal sharing the files as a message of chat's.
+type uploads struct {
+	st     *store
+	url    func() string // the server's base URL
+	log    *callLog
+	faults *faults
+	chat   *chat
+	// Guarded by st.mu.
+	byID      map[string]*Upload // file id → upload, from files.getUploadURLExternal on
+	completed []string           // file ids in the order files.completeUploadExternal finished them
+}
+
 // Uploads returns copies of the completed uploads, in the order they were completed.
-func (s *Server) Uploads() []Upload {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (us *uploads) Uploads() []Upload {
+	us.st.mu.Lock()
+	defer us.st.mu.Unlock()
 	var out []Upload
-	for _, id := range s.completed {
-		u := *s.uploads[id]
+	for _, id := range us.completed {
+		u := *us.byID[id]
 		u.Data = append([]byte(nil), u.Data...)
 		out = append(out, u)
 	}
@@ -55,38 +68,31 @@ func (s *Server) Uploads() []Upload {
 }
 
 // getUploadURL is files.getUploadURLExternal: filename and length (bytes, > 0) are required.
-func getUploadURL(s *Server, p map[string]string, team string) (map[string]any, *apiErr) {
+func (us *uploads) getUploadURL(p map[string]string, team string) (map[string]any, *apiErr) {
 	n, err := strconv.Atoi(p["length"])
 	if strings.TrimSpace(p["filename"]) == "" || err != nil || n <= 0 {
 		return nil, slackErr("invalid_arguments")
 	}
-	s.seq++
-	id := fmt.Sprintf("F%09d", s.seq)
-	s.uploads[id] = &Upload{ID: id, Name: p["filename"], Length: n, Team: team}
-	return map[string]any{"upload_url": s.srv.URL + uploadPath + id, "file_id": id}, nil
+	id := fmt.Sprintf("F%09d", us.st.nextLocked())
+	us.byID[id] = &Upload{ID: id, Name: p["filename"], Length: n, Team: team}
+	return map[string]any{"upload_url": us.url() + uploadPath + id, "file_id": id}, nil
 }
 
 // serveUpload takes a file's bytes at its upload URL, raw or multipart-encoded (the first file
 // part), as Slack does: HTTP 200 "OK - <length>" when they arrived, 404 for an unknown upload,
 // 400 when the bytes do not match the length announced.
-func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counts[UploadMethod]++
-	s.mu.Unlock()
+func (us *uploads) serveUpload(w http.ResponseWriter, r *http.Request) {
+	us.log.arrived(UploadMethod)
 	id := strings.TrimPrefix(r.URL.Path, uploadPath)
 	record := func(status int) {
-		s.mu.Lock()
-		if s.record {
-			s.calls = append(s.calls, Call{Method: UploadMethod, Params: map[string]string{"file_id": id}, Status: status, At: time.Now()})
-		}
-		s.mu.Unlock()
+		us.log.answered(Call{Method: UploadMethod, Params: map[string]string{"file_id": id}, Status: status, At: time.Now()})
 	}
 	if r.Method != http.MethodPost {
 		record(http.StatusMethodNotAllowed)
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	if f := s.takeFault(UploadMethod, nil); f != nil {
+	if f := us.faults.take(UploadMethod, nil); f != nil {
 		record(f.status)
 		if f.status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
@@ -99,8 +105,8 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data, err := uploadBytes(r)
-	s.mu.Lock()
-	u := s.uploads[id]
+	us.st.mu.Lock()
+	u := us.byID[id]
 	status := http.StatusOK
 	switch {
 	case u == nil || u.Completed:
@@ -110,7 +116,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	default:
 		u.Data, u.Uploaded = data, true
 	}
-	s.mu.Unlock()
+	us.st.mu.Unlock()
 	record(status)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
@@ -153,7 +159,7 @@ const maxUpload = 16 << 20
 // completeUpload is files.completeUploadExternal: every file must have been uploaded with a
 // URL the same workspace asked for, and is completed once; with channel_id it is shared there
 // (in thread_ts's thread) as a message of the bot whose text is initial_comment.
-func completeUpload(s *Server, p map[string]string, team string) (map[string]any, *apiErr) {
+func (us *uploads) completeUpload(p map[string]string, team string) (map[string]any, *apiErr) {
 	var files []struct {
 		ID    string `json:"id"`
 		Title string `json:"title"`
@@ -162,7 +168,7 @@ func completeUpload(s *Server, p map[string]string, team string) (map[string]any
 		return nil, slackErr("invalid_arguments")
 	}
 	for _, f := range files {
-		u := s.uploads[f.ID]
+		u := us.byID[f.ID]
 		if u == nil || !u.Uploaded || u.Completed || u.Team != team {
 			return nil, slackErr("file_not_found")
 		}
@@ -174,21 +180,21 @@ func completeUpload(s *Server, p map[string]string, team string) (map[string]any
 	var ids []string
 	var out []map[string]any
 	for _, f := range files {
-		u := s.uploads[f.ID]
+		u := us.byID[f.ID]
 		u.Completed, u.Title, u.Channel, u.ThreadTS, u.InitialComment, u.At = true, f.Title, ch, p["thread_ts"], p["initial_comment"], time.Now()
 		if u.Title == "" {
 			u.Title = u.Name
 		}
-		s.completed = append(s.completed, u.ID)
+		us.completed = append(us.completed, u.ID)
 		ids = append(ids, u.ID)
 		out = append(out, map[string]any{"id": u.ID, "title": u.Title})
 	}
 	if ch != "" {
-		m := &Message{Channel: ch, TS: s.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID, Text: p["initial_comment"],
+		m := &Message{Channel: ch, TS: us.st.newTSLocked(), ThreadTS: p["thread_ts"], User: BotUserID, Text: p["initial_comment"],
 			Files: ids, At: time.Now()}
-		s.addMessageLocked(m)
+		us.chat.addLocked(m)
 		for _, id := range ids {
-			s.uploads[id].TS = m.TS
+			us.byID[id].TS = m.TS
 		}
 	}
 	return map[string]any{"files": out}, nil

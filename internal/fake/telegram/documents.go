@@ -51,10 +51,13 @@ func uploadedFile(r *http.Request, field string) (name, mimeType string, data []
 	return fh.Filename, fh.Header.Get("Content-Type"), data, true, nil
 }
 
+// documents is sendDocument: files the bot posts as messages of messages' chats.
+type documents struct{ msgs *messages }
+
 // sendDocument posts a file: document is a multipart upload (a file id or URL string is refused,
 // the fake keeps no files to refer to), with an optional caption (parse_mode as for messages),
-// message_thread_id and reply_parameters. The caller holds s.mu.
-func (s *Server) sendDocument(r *http.Request, p map[string]string) (any, *apiError) {
+// message_thread_id and reply_parameters. The caller holds the messages' lock.
+func (dc *documents) sendDocument(r *http.Request, p map[string]string) (any, *apiError) {
 	cid, aerr := chatID(p)
 	if aerr != nil {
 		return nil, aerr
@@ -85,12 +88,12 @@ func (s *Server) sendDocument(r *http.Request, p map[string]string) (any, *apiEr
 			return nil, badRequest("message caption is too long")
 		}
 	}
-	c := s.chat(cid)
+	c := dc.msgs.chatLocked(cid)
 	thread, _ := strconv.Atoi(p["message_thread_id"])
 	c.nextID++
 	m := &Message{ID: c.nextID, ChatID: cid, ThreadID: thread, Text: p["caption"], ParseMode: p["parse_mode"], FromUser: BotID, At: time.Now(),
 		Document: &Document{FileID: "doc-" + strconv.FormatInt(cid, 10) + "-" + strconv.Itoa(c.nextID), FileName: name, MimeType: mimeType, Data: data}}
 	c.msgs[m.ID] = m
 	c.order = append(c.order, m.ID)
-	return s.wireOut(m), nil
+	return wireOut(m), nil
 }

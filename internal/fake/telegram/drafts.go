@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -45,7 +46,14 @@ type Draft struct {
 	after int
 }
 
-func (s *Server) sendMessageDraft(p map[string]string) (any, *apiError) {
+// drafts are the drafts the bot streams into private chats (sendMessageDraft), kept with their
+// chat in messages.
+type drafts struct {
+	mu   *sync.Mutex
+	msgs *messages
+}
+
+func (ds *drafts) sendMessageDraft(p map[string]string) (any, *apiError) {
 	cid, aerr := chatID(p)
 	if aerr != nil {
 		return nil, aerr
@@ -92,17 +100,17 @@ func (s *Server) sendMessageDraft(p map[string]string) (any, *apiError) {
 			}
 		}
 	}
-	c := s.chat(cid)
+	c := ds.msgs.chatLocked(cid)
 	c.drafts = append(c.drafts, Draft{ChatID: cid, ThreadID: thread, DraftID: draftID, Text: text, ParseMode: mode,
 		Entities: ents, Visible: visible, At: time.Now(), after: c.nextID})
 	return true, nil
 }
 
 // Drafts returns every draft the bot sent to chatID, oldest first.
-func (s *Server) Drafts(chatID int64) []Draft {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.chats[chatID]; c != nil {
+func (ds *drafts) Drafts(chatID int64) []Draft {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if c := ds.msgs.chats[chatID]; c != nil {
 		return slices.Clone(c.drafts)
 	}
 	return nil
@@ -111,10 +119,10 @@ func (s *Server) Drafts(chatID int64) []Draft {
 // ShownDraft returns the draft a user sees in topic threadID of chatID (0: the chat itself)
 // now, if any: the latest draft sent there, unless it is older than DraftLifetime or a message
 // arrived in that topic after it.
-func (s *Server) ShownDraft(chatID int64, threadID int) (Draft, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.chats[chatID]
+func (ds *drafts) ShownDraft(chatID int64, threadID int) (Draft, bool) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	c := ds.msgs.chats[chatID]
 	if c == nil {
 		return Draft{}, false
 	}
@@ -134,12 +142,4 @@ func (s *Server) ShownDraft(chatID int64, threadID int) (Draft, bool) {
 		return d, true
 	}
 	return Draft{}, false
-}
-
-// Unsupported makes the fake answer method 404 "Not Found", as a Bot API server that predates
-// the method does (sendMessageDraft before Bot API 9.3).
-func (s *Server) Unsupported(method string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unknown[method] = true
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-bot/switchboard/internal/fake/filehost"
 )
@@ -72,6 +73,17 @@ type UserFile struct {
 // then drops the connection.
 type FileFault = filehost.Fault
 
+// files are the files users send (AddFile): getFile answers for them and their bytes are served
+// at /file/bot<token>/<file_path>.
+type files struct {
+	mu    *sync.Mutex
+	token string
+	log   *callLog
+	// Guarded by mu.
+	stored map[string]*storedFile // by file id
+	seq    int
+}
+
 // storedFile is a registered file as the fake keeps it.
 type storedFile struct {
 	UserFile
@@ -91,14 +103,14 @@ var extensions = map[string]string{KindPhoto: ".jpg", KindVoice: ".oga", KindVid
 // AddFile registers f as a file a user sent: getFile answers for its file id and its bytes are
 // served at /file/bot<token>/<file_path>. Put the returned UserFile in In.Files to send it in a
 // message.
-func (s *Server) AddFile(f NewFile) UserFile {
+func (fs *files) AddFile(f NewFile) UserFile {
 	if f.Kind == "" {
 		f.Kind = KindDocument
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fileSeq++
-	n := strconv.Itoa(s.fileSeq)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.seq++
+	n := strconv.Itoa(fs.seq)
 	uf := UserFile{Kind: f.Kind, FileID: "BQACAgI-" + f.Kind + "-" + n, FileUniqueID: "AgAD" + n, Name: f.Name, MimeType: f.MimeType,
 		Size: f.Size, Path: f.Path, animated: f.Animated, video: f.Video}
 	if uf.Size <= 0 {
@@ -118,18 +130,18 @@ func (s *Server) AddFile(f NewFile) UserFile {
 		}
 		uf.Path = folder + "/file_" + n + ext
 	}
-	if s.files == nil {
-		s.files = map[string]*storedFile{}
+	if fs.stored == nil {
+		fs.stored = map[string]*storedFile{}
 	}
-	s.files[uf.FileID] = &storedFile{UserFile: uf, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MimeType, Unsized: f.Unsized}}
+	fs.stored[uf.FileID] = &storedFile{UserFile: uf, body: filehost.File{Data: append([]byte(nil), f.Data...), ContentType: f.MimeType, Unsized: f.Unsized}}
 	return uf
 }
 
 // FailFile makes the next n downloads of fileID's bytes fail with f.
-func (s *Server) FailFile(fileID string, n int, f FileFault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sf := s.files[fileID]; sf != nil {
+func (fs *files) FailFile(fileID string, n int, f FileFault) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if sf := fs.stored[fileID]; sf != nil {
 		sf.faults.Fail(n, f)
 	}
 }
@@ -182,9 +194,9 @@ type WireMedia struct {
 }
 
 // getFile answers a registered file's File object: 400 "invalid file_id" for an unknown one,
-// "file is too big" over MaxDownloadSize. The caller holds s.mu.
-func (s *Server) getFile(p map[string]string) (any, *apiError) {
-	f := s.files[p["file_id"]]
+// "file is too big" over MaxDownloadSize. The caller holds fs.mu.
+func (fs *files) getFile(p map[string]string) (any, *apiError) {
+	f := fs.stored[p["file_id"]]
 	switch {
 	case p["file_id"] == "":
 		return nil, badRequest("file_id is empty")
@@ -203,19 +215,17 @@ func (s *Server) getFile(p map[string]string) (any, *apiError) {
 // serveFile serves a registered file's bytes at /file/bot<token>/<file_path>, as Telegram's
 // file server does: 404 with a Bot API error body for a wrong token or an unknown path, the
 // file's injected faults first.
-func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counts[DownloadMethod]++
-	s.mu.Unlock()
+func (fs *files) serveFile(w http.ResponseWriter, r *http.Request) {
+	fs.log.arrived(DownloadMethod)
 	rest, _ := strings.CutPrefix(r.URL.Path, "/file/bot")
 	token, filePath, _ := strings.Cut(rest, "/")
 	status := http.StatusOK
 	// The log names the file_path, never the URL: it holds the token.
-	defer func() { s.log(DownloadMethod, map[string]string{"file_path": filePath}, status) }()
-	s.mu.Lock()
+	defer func() { fs.log.answered(DownloadMethod, map[string]string{"file_path": filePath}, status) }()
+	fs.mu.Lock()
 	var f *storedFile
-	if token == s.token && r.Method == http.MethodGet {
-		for _, sf := range s.files {
+	if token == fs.token && r.Method == http.MethodGet {
+		for _, sf := range fs.stored {
 			if sf.Path == filePath {
 				f = sf
 				break
@@ -226,7 +236,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	if f != nil {
 		fault = f.faults.Take()
 	}
-	s.mu.Unlock()
+	fs.mu.Unlock()
 	switch {
 	case f == nil:
 		status = http.StatusNotFound

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -50,17 +51,21 @@ type chat struct {
 	drafts []Draft
 }
 
-type callback struct {
-	answered bool
-	text     string
-	alert    bool
+// messages are the chats and their messages: what the bot posts (sendMessage,
+// editMessageText, deleteMessage, and sendDocument and sendMessageDraft through documents and
+// drafts), what users send (updates), and the chat actions.
+type messages struct {
+	mu *sync.Mutex
+	// chats are guarded by mu.
+	chats map[int64]*chat
 }
 
-func (s *Server) chat(id int64) *chat {
-	c := s.chats[id]
+// chatLocked is chat id, made on first use.
+func (ms *messages) chatLocked(id int64) *chat {
+	c := ms.chats[id]
 	if c == nil {
 		c = &chat{msgs: map[int]*Message{}, actions: map[string]int{}}
-		s.chats[id] = c
+		ms.chats[id] = c
 	}
 	return c
 }
@@ -84,10 +89,10 @@ func (c *chat) wire(id int, ch Chat) *WireMessage {
 
 // Posted returns the messages the bot posted in chatID that are not deleted, oldest first, with
 // edits applied.
-func (s *Server) Posted(chatID int64) []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.chats[chatID]
+func (ms *messages) Posted(chatID int64) []Message {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	c := ms.chats[chatID]
 	if c == nil {
 		return nil
 	}
@@ -108,10 +113,10 @@ func (s *Server) Posted(chatID int64) []Message {
 }
 
 // Message returns message id of chatID (deleted ones included) and whether it exists.
-func (s *Server) Message(chatID int64, id int) (Message, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.chats[chatID]; c != nil {
+func (ms *messages) Message(chatID int64, id int) (Message, bool) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if c := ms.chats[chatID]; c != nil {
 		if m := c.msgs[id]; m != nil {
 			return *m, true
 		}
@@ -120,23 +125,13 @@ func (s *Server) Message(chatID int64, id int) (Message, bool) {
 }
 
 // ChatActions returns how many times sendChatAction with action was called for chatID.
-func (s *Server) ChatActions(chatID int64, action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.chats[chatID]; c != nil {
+func (ms *messages) ChatActions(chatID int64, action string) int {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if c := ms.chats[chatID]; c != nil {
 		return c.actions[action]
 	}
 	return 0
-}
-
-// CallbackAnswer reports whether callback query id was answered and with what text.
-func (s *Server) CallbackAnswer(queryID string) (text string, answered bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cb := s.callbacks[queryID]; cb != nil {
-		return cb.text, cb.answered
-	}
-	return "", false
 }
 
 func chatID(p map[string]string) (int64, *apiError) {
@@ -190,7 +185,7 @@ func parseKeyboard(raw string) ([][]Button, *apiError) {
 	return kb.InlineKeyboard, nil
 }
 
-func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
+func (ms *messages) sendMessage(p map[string]string) (any, *apiError) {
 	cid, aerr := chatID(p)
 	if aerr != nil {
 		return nil, aerr
@@ -202,7 +197,7 @@ func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	c := s.chat(cid)
+	c := ms.chatLocked(cid)
 	thread, _ := strconv.Atoi(p["message_thread_id"])
 	reply, _ := strconv.Atoi(p["reply_to_message_id"])
 	if rp := p["reply_parameters"]; rp != "" {
@@ -223,7 +218,7 @@ func (s *Server) sendMessage(p map[string]string) (any, *apiError) {
 	m := &Message{ID: c.nextID, ChatID: cid, ThreadID: thread, Text: p["text"], ParseMode: p["parse_mode"], Keyboard: kb, ReplyTo: reply, FromUser: BotID, At: time.Now()}
 	c.msgs[m.ID] = m
 	c.order = append(c.order, m.ID)
-	return s.wireOut(m), nil
+	return wireOut(m), nil
 }
 
 func jsonHasTrue(raw, key string) bool {
@@ -235,7 +230,7 @@ func jsonHasTrue(raw, key string) bool {
 	return v
 }
 
-func (s *Server) wireOut(m *Message) WireMessage {
+func wireOut(m *Message) WireMessage {
 	ch := Chat{ID: m.ChatID, Type: "supergroup"}
 	if m.ChatID > 0 {
 		ch.Type = "private"
@@ -259,13 +254,13 @@ func (s *Server) wireOut(m *Message) WireMessage {
 	return w
 }
 
-func (s *Server) botMessage(p map[string]string, verb string) (*Message, *apiError) {
+func (ms *messages) botMessage(p map[string]string, verb string) (*Message, *apiError) {
 	cid, aerr := chatID(p)
 	if aerr != nil {
 		return nil, aerr
 	}
 	id, _ := strconv.Atoi(p["message_id"])
-	c := s.chats[cid]
+	c := ms.chats[cid]
 	if c == nil || c.msgs[id] == nil || c.msgs[id].Deleted {
 		return nil, badRequest("message to " + verb + " not found")
 	}
@@ -276,8 +271,8 @@ func (s *Server) botMessage(p map[string]string, verb string) (*Message, *apiErr
 	return m, nil
 }
 
-func (s *Server) editMessageText(p map[string]string) (any, *apiError) {
-	m, aerr := s.botMessage(p, "edit")
+func (ms *messages) editMessageText(p map[string]string) (any, *apiError) {
+	m, aerr := ms.botMessage(p, "edit")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -301,11 +296,11 @@ func (s *Server) editMessageText(p map[string]string) (any, *apiError) {
 	}
 	m.Text, m.ParseMode, m.Keyboard = p["text"], p["parse_mode"], kb
 	m.Edits++
-	return s.wireOut(m), nil
+	return wireOut(m), nil
 }
 
-func (s *Server) deleteMessage(p map[string]string) (any, *apiError) {
-	m, aerr := s.botMessage(p, "delete")
+func (ms *messages) deleteMessage(p map[string]string) (any, *apiError) {
+	m, aerr := ms.botMessage(p, "delete")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -313,7 +308,7 @@ func (s *Server) deleteMessage(p map[string]string) (any, *apiError) {
 	return true, nil
 }
 
-func (s *Server) sendChatAction(p map[string]string) (any, *apiError) {
+func (ms *messages) sendChatAction(p map[string]string) (any, *apiError) {
 	cid, aerr := chatID(p)
 	if aerr != nil {
 		return nil, aerr
@@ -324,96 +319,6 @@ func (s *Server) sendChatAction(p map[string]string) (any, *apiError) {
 	default:
 		return nil, badRequest("wrong parameter action in request")
 	}
-	s.chat(cid).actions[p["action"]]++
+	ms.chatLocked(cid).actions[p["action"]]++
 	return true, nil
-}
-
-func (s *Server) answerCallbackQuery(p map[string]string) (any, *apiError) {
-	cb := s.callbacks[p["callback_query_id"]]
-	if cb == nil || cb.answered {
-		return nil, badRequest("query is too old and response timeout expired or query ID is invalid")
-	}
-	if utf16Len(p["text"]) > 200 {
-		return nil, badRequest("MESSAGE_TOO_LONG")
-	}
-	cb.answered, cb.text, cb.alert = true, p["text"], p["show_alert"] == "true"
-	return true, nil
-}
-
-// Command is a bot command as setMyCommands takes it.
-type Command struct {
-	Command     string `json:"command"`
-	Description string `json:"description"`
-}
-
-func (s *Server) setMyCommands(p map[string]string) (any, *apiError) {
-	var cmds []Command
-	if err := json.Unmarshal([]byte(p["commands"]), &cmds); err != nil {
-		return nil, badRequest("can't parse commands JSON object")
-	}
-	for _, c := range cmds {
-		if c.Command == "" || len(c.Command) > 32 || c.Description == "" || len(c.Description) > 256 {
-			return nil, badRequest("BOT_COMMAND_INVALID")
-		}
-		for _, r := range c.Command {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
-				return nil, badRequest("BOT_COMMAND_INVALID")
-			}
-		}
-	}
-	raw, _ := json.Marshal(cmds)
-	s.commands = raw
-	return true, nil
-}
-
-func (s *Server) getMyCommands(map[string]string) (any, *apiError) {
-	return s.commands, nil
-}
-
-// Commands returns the bot's command list as last set.
-func (s *Server) Commands() []Command {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Command
-	_ = json.Unmarshal(s.commands, &out)
-	return out
-}
-
-// WebhookInfo is the webhook state the fake keeps (getWebhookInfo, plus the secret).
-type WebhookInfo struct {
-	URL                string `json:"url"`
-	HasCustomCert      bool   `json:"has_custom_certificate"`
-	PendingUpdateCount int    `json:"pending_update_count"`
-	// SecretToken is what setWebhook received; getWebhookInfo does not reveal it.
-	SecretToken string `json:"-"`
-}
-
-func (s *Server) setWebhook(p map[string]string) (any, *apiError) {
-	if p["url"] == "" {
-		s.webhook = WebhookInfo{}
-		return true, nil
-	}
-	s.webhook = WebhookInfo{URL: p["url"], SecretToken: p["secret_token"]}
-	return true, nil
-}
-
-func (s *Server) deleteWebhook(p map[string]string) (any, *apiError) {
-	s.webhook = WebhookInfo{}
-	if p["drop_pending_updates"] == "true" {
-		s.queue = nil
-	}
-	return true, nil
-}
-
-func (s *Server) getWebhookInfo(map[string]string) (any, *apiError) {
-	w := s.webhook
-	w.PendingUpdateCount = len(s.queue)
-	return w, nil
-}
-
-// Webhook returns the webhook as last set (URL empty when none), secret included.
-func (s *Server) Webhook() WebhookInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.webhook
 }

@@ -20,16 +20,11 @@
 package telegramfake
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"mime"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/conformance"
 )
@@ -48,51 +43,31 @@ const (
 // and editMessageText accept.
 const MaxTextLen = 4096
 
-// Call is one request the server received, in arrival order.
-type Call struct {
-	Method string
-	Params map[string]string
-	// Status is the HTTP status answered (200, or the error code).
-	Status int
-	At     time.Time
-}
-
 // Server is a running fake Bot API. All methods are safe for concurrent use.
+//
+// Its methods come from the components it is made of, one per area of the Bot API, each in the
+// file named after it: callLog (calls), faults, messages, callbacks, commands, webhook, updates,
+// drafts and files.
 type Server struct {
 	token string
 	srv   *httptest.Server
-
-	mu         sync.Mutex
-	nextUpdate int64
-	queue      []queued // unconfirmed updates, ascending ids
-	wake       chan struct{}
-	chats      map[int64]*chat
-	calls      []Call
-	counts     map[string]int
-	faults     []*fault
-	commands   json.RawMessage
-	webhook    WebhookInfo
-	callbacks  map[string]*callback
-	delays     map[string]time.Duration
-	record     bool
-	closed     bool
-	// poller is the getUpdates call in flight, which a second one terminates (409), as
-	// Telegram does; conflicts counts those terminations.
-	poller    *pollCall
-	conflicts int
-	// files are the files users sent (AddFile), by file id.
-	files   map[string]*storedFile
-	fileSeq int
-	// unknown are the methods answered 404 as a server that predates them does (Unsupported).
-	unknown map[string]bool
-
+	// mu is the one lock of the fake, which every component shares: it guards all their state,
+	// so that a call that reads one and writes another (a draft replaced by a message, a
+	// callback query on a message) sees them consistent.
+	mu  sync.Mutex
+	api *api
 	// conf checks every request's conformance to the platform's published rules.
 	conf *conformance.Recorder
-}
 
-type queued struct {
-	id  int64
-	raw json.RawMessage
+	*callLog
+	*faults
+	*messages
+	*callbacks
+	*commands
+	*webhook
+	*updates
+	*drafts
+	*files
 }
 
 // Start starts a server on a loopback port accepting DefaultToken. The caller must Close it.
@@ -100,21 +75,48 @@ func Start() *Server { return StartWithToken(DefaultToken) }
 
 // StartWithToken starts a server accepting token. The caller must Close it.
 func StartWithToken(token string) *Server {
-	s := &Server{
-		conf:       conformance.NewRecorder(conformance.Telegram, "telegramfake"),
-		token:      token,
-		nextUpdate: 100000,
-		wake:       make(chan struct{}),
-		chats:      map[int64]*chat{},
-		counts:     map[string]int{},
-		callbacks:  map[string]*callback{},
-		delays:     map[string]time.Duration{},
-		commands:   json.RawMessage("[]"),
-		unknown:    map[string]bool{},
-		record:     true,
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s := &Server{token: token, conf: conformance.NewRecorder(conformance.Telegram, "telegramfake")}
+	s.wire()
+	s.srv = httptest.NewServer(http.HandlerFunc(s.api.serve))
 	return s
+}
+
+// wire makes the components and connects each to those it works with.
+func (s *Server) wire() {
+	mu := &s.mu
+	s.callLog = newCallLog(mu)
+	s.faults = newFaults(mu)
+	s.messages = &messages{mu: mu, chats: map[int64]*chat{}}
+	s.callbacks = &callbacks{mu: mu, byID: map[string]*callback{}}
+	s.commands = &commands{mu: mu, raw: json.RawMessage("[]")}
+	s.updates = newUpdates(mu, s.messages, s.callbacks)
+	s.webhook = &webhook{mu: mu, updates: s.updates}
+	s.updates.webhook = s.webhook
+	s.drafts = &drafts{mu: mu, msgs: s.messages}
+	s.files = &files{mu: mu, token: s.token, log: s.callLog}
+	s.api = &api{mu: mu, token: s.token, log: s.callLog, faults: s.faults, conf: s.conf, files: s.files,
+		updates: s.updates, documents: &documents{msgs: s.messages}}
+	s.api.methods = s.botAPI()
+}
+
+// botAPI maps each Bot API method the fake implements (but getUpdates and sendDocument, which
+// api.call serves itself) to the component that answers it.
+func (s *Server) botAPI() map[string]method {
+	return map[string]method{
+		"getMe":               getMe,
+		"sendMessage":         s.messages.sendMessage,
+		"sendMessageDraft":    s.drafts.sendMessageDraft,
+		"editMessageText":     s.messages.editMessageText,
+		"deleteMessage":       s.messages.deleteMessage,
+		"sendChatAction":      s.messages.sendChatAction,
+		"answerCallbackQuery": s.callbacks.answerCallbackQuery,
+		"setMyCommands":       s.commands.setMyCommands,
+		"getMyCommands":       s.commands.getMyCommands,
+		"setWebhook":          s.webhook.setWebhook,
+		"deleteWebhook":       s.webhook.deleteWebhook,
+		"getWebhookInfo":      s.webhook.getWebhookInfo,
+		"getFile":             s.files.getFile,
+	}
 }
 
 // New starts a server and closes it when tb's test ends; the test then fails if a request broke
@@ -135,227 +137,7 @@ func (s *Server) Token() string { return s.token }
 
 // Close wakes every waiting long poll and shuts the server down.
 func (s *Server) Close() {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.wake)
-	}
-	s.mu.Unlock()
+	s.updates.close()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
-}
-
-// SetRecording turns the call log (Calls) on or off; counts are always kept. Load tests turn it
-// off to keep memory flat.
-func (s *Server) SetRecording(on bool) {
-	s.mu.Lock()
-	s.record = on
-	s.mu.Unlock()
-}
-
-// Calls returns a copy of the call log.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
-}
-
-// Count returns how many calls of method the server received, counted on arrival (calls in
-// flight, refused and failed ones included).
-func (s *Server) Count(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[method]
-}
-
-// apiError is an error answer.
-type apiError struct {
-	code       int
-	desc       string
-	retryAfter int
-}
-
-func badRequest(desc string) *apiError { return &apiError{code: 400, desc: "Bad Request: " + desc} }
-
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/file/bot") {
-		s.serveFile(w, r)
-		return
-	}
-	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
-	token, method, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 {
-		writeError(w, &apiError{code: 404, desc: "Not Found"})
-		return
-	}
-	if token != s.token {
-		writeError(w, &apiError{code: 401, desc: "Unauthorized"})
-		return
-	}
-	s.mu.Lock()
-	s.counts[method]++
-	s.mu.Unlock()
-	if !s.wait(r.Context(), method) {
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
-	if err != nil {
-		writeError(w, badRequest("invalid request parameters"))
-		return
-	}
-	s.conf.Check(method, r.Header.Get("Content-Type"), body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	params, err := readParams(r)
-	if err != nil {
-		writeError(w, badRequest("invalid request parameters"))
-		return
-	}
-	if f := s.takeFault(method, params); f != nil {
-		s.log(method, params, f.code)
-		writeError(w, f)
-		return
-	}
-	var result any
-	var aerr *apiError
-	switch method {
-	case "getUpdates":
-		result, aerr = s.getUpdates(r, params)
-	case "sendDocument":
-		s.mu.Lock()
-		result, aerr = s.sendDocument(r, params)
-		s.mu.Unlock()
-	default:
-		s.mu.Lock()
-		gone := s.unknown[method]
-		s.mu.Unlock()
-		h, known := handlers[method]
-		if !known || gone {
-			aerr = &apiError{code: 404, desc: "Not Found: method not found"}
-			break
-		}
-		s.mu.Lock()
-		result, aerr = h(s, params)
-		s.mu.Unlock()
-	}
-	status := 200
-	if aerr != nil {
-		status = aerr.code
-	}
-	s.log(method, params, status)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	writeResult(w, result)
-}
-
-// maxRequest bounds a request body (a document upload included).
-const maxRequest = 64 << 20
-
-var handlers map[string]func(*Server, map[string]string) (any, *apiError)
-
-func init() {
-	handlers = map[string]func(*Server, map[string]string) (any, *apiError){
-		"getMe":               (*Server).getMe,
-		"sendMessage":         (*Server).sendMessage,
-		"sendMessageDraft":    (*Server).sendMessageDraft,
-		"editMessageText":     (*Server).editMessageText,
-		"deleteMessage":       (*Server).deleteMessage,
-		"sendChatAction":      (*Server).sendChatAction,
-		"answerCallbackQuery": (*Server).answerCallbackQuery,
-		"setMyCommands":       (*Server).setMyCommands,
-		"getMyCommands":       (*Server).getMyCommands,
-		"setWebhook":          (*Server).setWebhook,
-		"deleteWebhook":       (*Server).deleteWebhook,
-		"getWebhookInfo":      (*Server).getWebhookInfo,
-		"getFile":             (*Server).getFile,
-	}
-}
-
-func (s *Server) log(method string, params map[string]string, status int) {
-	s.mu.Lock()
-	if s.record {
-		s.calls = append(s.calls, Call{Method: method, Params: params, Status: status, At: time.Now()})
-	}
-	s.mu.Unlock()
-}
-
-// readParams reads the query string and a form, multipart or JSON body into one flat map; JSON
-// values that are not strings keep their JSON text, as the Bot API accepts either.
-func readParams(r *http.Request) (map[string]string, error) {
-	out := map[string]string{}
-	for k, v := range r.URL.Query() {
-		out[k] = v[0]
-	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch ct {
-	case "application/json":
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return nil, err
-		}
-		for k, raw := range m {
-			var str string
-			if json.Unmarshal(raw, &str) == nil {
-				out[k] = str
-			} else {
-				out[k] = string(raw)
-			}
-		}
-	case "application/x-www-form-urlencoded", "multipart/form-data":
-		if err := r.ParseMultipartForm(1 << 20); err != nil && err != http.ErrNotMultipart {
-			return nil, err
-		}
-		for k, v := range r.PostForm {
-			out[k] = v[0]
-		}
-	}
-	return out, nil
-}
-
-type envelope struct {
-	OK          bool            `json:"ok"`
-	Result      any             `json:"result,omitempty"`
-	ErrorCode   int             `json:"error_code,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Parameters  *map[string]int `json:"parameters,omitempty"`
-}
-
-// verbatimArray is a result array whose elements are written byte for byte, valid JSON or not
-// (encoding/json would refuse to write an invalid json.RawMessage).
-type verbatimArray []json.RawMessage
-
-func writeResult(w http.ResponseWriter, result any) {
-	w.Header().Set("Content-Type", "application/json")
-	if a, ok := result.(verbatimArray); ok {
-		b := []byte(`{"ok":true,"result":[`)
-		for i, raw := range a {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, raw...)
-		}
-		_, _ = w.Write(append(b, "]}\n"...))
-		return
-	}
-	_ = json.NewEncoder(w).Encode(envelope{OK: true, Result: result})
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	w.Header().Set("Content-Type", "application/json")
-	env := envelope{ErrorCode: e.code, Description: e.desc}
-	if e.retryAfter > 0 {
-		p := map[string]int{"retry_after": e.retryAfter}
-		env.Parameters = &p
-	}
-	w.WriteHeader(e.code)
-	_ = json.NewEncoder(w).Encode(env)
-}
-
-func (s *Server) getMe(map[string]string) (any, *apiError) {
-	return User{ID: BotID, IsBot: true, FirstName: BotName, Username: BotUsername}, nil
 }

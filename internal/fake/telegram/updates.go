@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 )
@@ -94,11 +95,48 @@ func Forum(id int64) Chat {
 	return c
 }
 
+// updates are the updates users make (the Push methods) queued until getUpdates confirms them
+// (or TakeUpdates hands them to a webhook test), and the long polls waiting for them.
+type updates struct {
+	mu        *sync.Mutex
+	msgs      *messages
+	callbacks *callbacks
+	webhook   *webhook
+	// Guarded by mu.
+	nextUpdate int64
+	queue      []queued      // unconfirmed updates, ascending ids
+	wake       chan struct{} // closed and replaced when an update is queued
+	closed     bool
+	// poller is the getUpdates call in flight, which a second one terminates (409), as
+	// Telegram does; conflicts counts those terminations.
+	poller    *pollCall
+	conflicts int
+}
+
+type queued struct {
+	id  int64
+	raw json.RawMessage
+}
+
+func newUpdates(mu *sync.Mutex, msgs *messages, callbacks *callbacks) *updates {
+	return &updates{mu: mu, msgs: msgs, callbacks: callbacks, nextUpdate: 100000, wake: make(chan struct{})}
+}
+
+// close wakes every waiting long poll, for good.
+func (up *updates) close() {
+	up.mu.Lock()
+	if !up.closed {
+		up.closed = true
+		close(up.wake)
+	}
+	up.mu.Unlock()
+}
+
 // PushMessage queues a message update from a user and returns its update id and message id.
-func (s *Server) PushMessage(in In) (updateID int64, messageID int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.chat(in.Chat.ID)
+func (up *updates) PushMessage(in In) (updateID int64, messageID int) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	c := up.msgs.chatLocked(in.Chat.ID)
 	c.nextID++
 	m := WireMessage{MessageID: c.nextID, From: &in.From, Chat: in.Chat, Date: time.Now().Unix()}
 	ents := in.Entities
@@ -127,37 +165,37 @@ func (s *Server) PushMessage(in In) (updateID int64, messageID int) {
 	}
 	c.msgs[m.MessageID] = &Message{ID: m.MessageID, ChatID: in.Chat.ID, ThreadID: in.ThreadID, Text: in.Text, FromUser: in.From.ID, ReplyTo: in.ReplyTo, At: time.Now()}
 	c.order = append(c.order, m.MessageID)
-	return s.pushLocked(map[string]any{"message": m}), m.MessageID
+	return up.pushLocked(map[string]any{"message": m}), m.MessageID
 }
 
 // PushPrivate queues a private message from u.
-func (s *Server) PushPrivate(u User, text string) (updateID int64, messageID int) {
-	return s.PushMessage(In{Chat: Private(u), From: u, Text: text})
+func (up *updates) PushPrivate(u User, text string) (updateID int64, messageID int) {
+	return up.PushMessage(In{Chat: Private(u), From: u, Text: text})
 }
 
 // PushGroup queues a message from u in supergroup chatID; "@<BotUsername>" in text becomes a
 // mention entity.
-func (s *Server) PushGroup(chatID int64, u User, text string) (updateID int64, messageID int) {
-	return s.PushMessage(In{Chat: Group(chatID), From: u, Text: text})
+func (up *updates) PushGroup(chatID int64, u User, text string) (updateID int64, messageID int) {
+	return up.PushMessage(In{Chat: Group(chatID), From: u, Text: text})
 }
 
 // PushTopic queues a message from u in forum topic threadID of forum supergroup chatID.
-func (s *Server) PushTopic(chatID int64, threadID int, u User, text string) (updateID int64, messageID int) {
-	return s.PushMessage(In{Chat: Forum(chatID), From: u, Text: text, ThreadID: threadID})
+func (up *updates) PushTopic(chatID int64, threadID int, u User, text string) (updateID int64, messageID int) {
+	return up.PushMessage(In{Chat: Forum(chatID), From: u, Text: text, ThreadID: threadID})
 }
 
 // PushPrivateTopic queues a message from u in topic threadID of u's private chat with the bot.
-func (s *Server) PushPrivateTopic(u User, threadID int, text string) (updateID int64, messageID int) {
-	return s.PushMessage(In{Chat: Private(u), From: u, Text: text, ThreadID: threadID})
+func (up *updates) PushPrivateTopic(u User, threadID int, text string) (updateID int64, messageID int) {
+	return up.PushMessage(In{Chat: Private(u), From: u, Text: text, ThreadID: threadID})
 }
 
 // PushCallback queues a click by u on a button with callbackData of message messageID in
 // chatID (which should be a message the bot posted), and returns the update id and the callback
 // query id.
-func (s *Server) PushCallback(chatID int64, messageID int, u User, callbackData string) (updateID int64, queryID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.chat(chatID)
+func (up *updates) PushCallback(chatID int64, messageID int, u User, callbackData string) (updateID int64, queryID string) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	c := up.msgs.chatLocked(chatID)
 	chat := Chat{ID: chatID, Type: "supergroup"}
 	if chatID > 0 {
 		chat.Type = "private"
@@ -167,49 +205,49 @@ func (s *Server) PushCallback(chatID int64, messageID int, u User, callbackData 
 		chat.IsForum = true // a private chat's topics make no forum of it
 		msg.Chat = chat
 	}
-	queryID = strconv.FormatInt(s.nextUpdate+1, 10) + "cb"
-	s.callbacks[queryID] = &callback{}
+	queryID = strconv.FormatInt(up.nextUpdate+1, 10) + "cb"
+	up.callbacks.addLocked(queryID)
 	cq := map[string]any{"id": queryID, "from": u, "message": msg, "chat_instance": strconv.FormatInt(chatID, 10), "data": callbackData}
-	return s.pushLocked(map[string]any{"callback_query": cq}), queryID
+	return up.pushLocked(map[string]any{"callback_query": cq}), queryID
 }
 
 // PushRaw queues an update whose body (everything but update_id) is fields.
-func (s *Server) PushRaw(fields map[string]any) (updateID int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pushLocked(fields)
+func (up *updates) PushRaw(fields map[string]any) (updateID int64) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.pushLocked(fields)
 }
 
 // PushVerbatim queues raw, byte for byte, as the next update getUpdates (or TakeUpdates) hands
 // out: a malformed update, which need not carry an update_id nor even be valid JSON. The fake
 // files it under the returned id, the next in sequence as Telegram numbers updates; a
 // getUpdates offset above it confirms it like any other.
-func (s *Server) PushVerbatim(raw []byte) (updateID int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextUpdate++
-	s.enqueueLocked(s.nextUpdate, append(json.RawMessage(nil), raw...))
-	return s.nextUpdate
+func (up *updates) PushVerbatim(raw []byte) (updateID int64) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	up.nextUpdate++
+	up.enqueueLocked(up.nextUpdate, append(json.RawMessage(nil), raw...))
+	return up.nextUpdate
 }
 
-func (s *Server) pushLocked(fields map[string]any) int64 {
-	s.nextUpdate++
-	id := s.nextUpdate
+func (up *updates) pushLocked(fields map[string]any) int64 {
+	up.nextUpdate++
+	id := up.nextUpdate
 	fields["update_id"] = id
 	raw, err := json.Marshal(fields)
 	if err != nil {
 		panic("telegramfake: marshal update: " + err.Error())
 	}
 	delete(fields, "update_id")
-	s.enqueueLocked(id, raw)
+	up.enqueueLocked(id, raw)
 	return id
 }
 
-func (s *Server) enqueueLocked(id int64, raw json.RawMessage) {
-	s.queue = append(s.queue, queued{id: id, raw: raw})
-	if !s.closed {
-		close(s.wake)
-		s.wake = make(chan struct{})
+func (up *updates) enqueueLocked(id int64, raw json.RawMessage) {
+	up.queue = append(up.queue, queued{id: id, raw: raw})
+	if !up.closed {
+		close(up.wake)
+		up.wake = make(chan struct{})
 	}
 }
 
@@ -217,22 +255,22 @@ func (s *Server) enqueueLocked(id int64, raw json.RawMessage) {
 // hands them to a webhook: tests of webhook mode push updates as usual, take them, and POST
 // them to the bot's webhook handler themselves. A body queued with PushVerbatim comes back
 // as it was pushed.
-func (s *Server) TakeUpdates() []json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]json.RawMessage, len(s.queue))
-	for i, q := range s.queue {
+func (up *updates) TakeUpdates() []json.RawMessage {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	out := make([]json.RawMessage, len(up.queue))
+	for i, q := range up.queue {
 		out[i] = q.raw
 	}
-	s.queue = nil
+	up.queue = nil
 	return out
 }
 
 // Pending is the number of updates not yet confirmed by a getUpdates offset.
-func (s *Server) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue)
+func (up *updates) Pending() int {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return len(up.queue)
 }
 
 // deriveEntities finds a leading bot command and @mentions, with UTF-16 offsets.
@@ -270,7 +308,7 @@ func deriveEntities(text string) []Entity {
 // updates at or above it are answered at once, else the call waits up to timeout seconds for one
 // and returns early when the client goes away. A call arriving while another is in flight ends
 // that one with 409 Conflict "terminated by other getUpdates request", as Telegram does.
-func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiError) {
+func (up *updates) getUpdates(r *http.Request, p map[string]string) (any, *apiError) {
 	offset, _ := strconv.ParseInt(p["offset"], 10, 64)
 	limit, _ := strconv.Atoi(p["limit"])
 	if limit <= 0 || limit > 100 {
@@ -283,53 +321,16 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Second)
 		defer cancel()
 	}
-	me := &pollCall{terminated: make(chan struct{})}
-	s.mu.Lock()
-	if s.webhook.URL != "" {
-		s.mu.Unlock()
-		return nil, &apiError{code: 409, desc: webhookConflictDescription}
+	me, aerr := up.claim()
+	if aerr != nil {
+		return nil, aerr
 	}
-	if s.poller != nil {
-		// Telegram serves one getUpdates per bot at a time: a newer call ends the one in flight.
-		close(s.poller.terminated)
-		s.conflicts++
-	}
-	s.poller = me
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.poller == me {
-			s.poller = nil
-		}
-		s.mu.Unlock()
-	}()
+	defer up.release(me)
 	for {
-		s.mu.Lock()
-		select {
-		case <-me.terminated:
-			s.mu.Unlock()
-			return nil, &apiError{code: 409, desc: conflictDescription}
-		default:
+		out, wake, closed, aerr := up.take(me, offset, limit)
+		if aerr != nil {
+			return nil, aerr
 		}
-		if s.webhook.URL != "" {
-			s.mu.Unlock()
-			return nil, &apiError{code: 409, desc: webhookConflictDescription}
-		}
-		if offset > 0 {
-			n := 0
-			for n < len(s.queue) && s.queue[n].id < offset {
-				n++
-			}
-			s.queue = s.queue[n:]
-		}
-		var out []json.RawMessage
-		for _, q := range s.queue {
-			if q.id >= offset && len(out) < limit {
-				out = append(out, q.raw)
-			}
-		}
-		wake, closed := s.wake, s.closed
-		s.mu.Unlock()
 		if len(out) > 0 || timeout <= 0 || closed {
 			return verbatimArray(out), nil
 		}
@@ -341,6 +342,62 @@ func (s *Server) getUpdates(r *http.Request, p map[string]string) (any, *apiErro
 			return verbatimArray(nil), nil
 		}
 	}
+}
+
+// claim makes a new getUpdates call the one in flight, ending the one before it; it refuses the
+// call while a webhook is set.
+func (up *updates) claim() (*pollCall, *apiError) {
+	me := &pollCall{terminated: make(chan struct{})}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.webhook.activeLocked() {
+		return nil, &apiError{code: 409, desc: webhookConflictDescription}
+	}
+	if up.poller != nil {
+		// Telegram serves one getUpdates per bot at a time: a newer call ends the one in flight.
+		close(up.poller.terminated)
+		up.conflicts++
+	}
+	up.poller = me
+	return me, nil
+}
+
+// release ends me, a getUpdates call, unless a newer one ended it first.
+func (up *updates) release(me *pollCall) {
+	up.mu.Lock()
+	if up.poller == me {
+		up.poller = nil
+	}
+	up.mu.Unlock()
+}
+
+// take confirms the updates below offset and returns up to limit of those at or above it, with
+// the channel closed when another is queued and whether the server closed; or the 409 that ends
+// me when a newer call or a webhook took over.
+func (up *updates) take(me *pollCall, offset int64, limit int) (out []json.RawMessage, wake chan struct{}, closed bool, aerr *apiError) {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	select {
+	case <-me.terminated:
+		return nil, nil, false, &apiError{code: 409, desc: conflictDescription}
+	default:
+	}
+	if up.webhook.activeLocked() {
+		return nil, nil, false, &apiError{code: 409, desc: webhookConflictDescription}
+	}
+	if offset > 0 {
+		n := 0
+		for n < len(up.queue) && up.queue[n].id < offset {
+			n++
+		}
+		up.queue = up.queue[n:]
+	}
+	for _, q := range up.queue {
+		if q.id >= offset && len(out) < limit {
+			out = append(out, q.raw)
+		}
+	}
+	return out, up.wake, up.closed, nil
 }
 
 // Telegram's 409 answers: a getUpdates ended by a newer one, and one made while a webhook is set.
@@ -355,8 +412,8 @@ type pollCall struct{ terminated chan struct{} }
 // Conflicts is how many getUpdates calls were ended with 409 Conflict by a newer one — what
 // Telegram answers when two processes poll one bot at once. Zero means no two getUpdates calls
 // were ever in flight together.
-func (s *Server) Conflicts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conflicts
+func (up *updates) Conflicts() int {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return up.conflicts
 }

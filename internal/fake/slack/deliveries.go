@@ -41,14 +41,22 @@ type Response struct {
 	Took time.Duration
 }
 
+// deliveries are the signed HTTP requests Slack makes to an app's Request URLs: Events API
+// events, interactions and slash commands, signed with the signing secret (or, on purpose,
+// not as they should be).
+type deliveries struct {
+	secret string
+	ix     *interactivity
+}
+
 // Deliver POSTs body to target as Slack would: Content-Type ct, X-Slack-Request-Timestamp and
 // X-Slack-Signature per d.
-func (s *Server) Deliver(target, ct string, body []byte, d Delivery) (Response, error) {
+func (dl *deliveries) Deliver(target, ct string, body []byte, d Delivery) (Response, error) {
 	ts := time.Now().Unix()
 	if d.Stale {
 		ts -= 6 * 60
 	}
-	secret := s.secret
+	secret := dl.secret
 	if d.BadSignature {
 		secret += "-wrong"
 	}
@@ -82,27 +90,27 @@ func (s *Server) Deliver(target, ct string, body []byte, d Delivery) (Response, 
 
 // DeliverEvent POSTs an Events API payload (an event_callback from Callback, or any other
 // JSON) as JSON.
-func (s *Server) DeliverEvent(target string, payload any, d Delivery) (Response, error) {
+func (dl *deliveries) DeliverEvent(target string, payload any, d Delivery) (Response, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return Response{}, err
 	}
-	return s.Deliver(target, "application/json", b, d)
+	return dl.Deliver(target, "application/json", b, d)
 }
 
 // DeliverInteraction POSTs an interaction payload as the payload= form field.
-func (s *Server) DeliverInteraction(target string, payload any, d Delivery) (Response, error) {
+func (dl *deliveries) DeliverInteraction(target string, payload any, d Delivery) (Response, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return Response{}, err
 	}
 	body := url.Values{"payload": {string(b)}}.Encode()
-	return s.Deliver(target, "application/x-www-form-urlencoded", []byte(body), d)
+	return dl.Deliver(target, "application/x-www-form-urlencoded", []byte(body), d)
 }
 
 // DeliverSlash POSTs a slash command as a form.
-func (s *Server) DeliverSlash(target string, c Slash, d Delivery) (Response, error) {
-	return s.Deliver(target, "application/x-www-form-urlencoded", []byte(s.SlashValues(c).Encode()), d)
+func (dl *deliveries) DeliverSlash(target string, c Slash, d Delivery) (Response, error) {
+	return dl.Deliver(target, "application/x-www-form-urlencoded", []byte(dl.ix.SlashValues(c).Encode()), d)
 }
 
 // URLVerification is the payload Slack sends to check an Events API request URL.

@@ -71,23 +71,50 @@ func parseMultipart(body []byte, boundary string) (any, error) {
 	if boundary == "" {
 		return nil, errors.New("multipart body: no boundary")
 	}
-	form, err := multipart.NewReader(bytes.NewReader(body), boundary).ReadForm(maxFormMemory)
-	if err != nil {
-		return nil, fmt.Errorf("multipart body: %w", err)
-	}
-	defer func() { _ = form.RemoveAll() }()
+	// The parts are read one by one and a file's bytes skipped, not kept: no rule looks at them,
+	// and a message's files may be 10 MiB.
+	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	out := map[string]any{}
-	for k, v := range form.Value {
-		if k == payloadJSON {
+	var payload []byte
+	havePayload := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("multipart body: %w", err)
+		}
+		name := part.FormName()
+		if part.FileName() != "" {
+			if _, seen := out[name]; !seen {
+				out[name] = FilePart{Filename: part.FileName()}
+			}
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return nil, fmt.Errorf("multipart body: %w", err)
+			}
 			continue
 		}
-		out[k] = v[0]
+		v, err := io.ReadAll(io.LimitReader(part, maxFormMemory+1))
+		if err != nil {
+			return nil, fmt.Errorf("multipart body: %w", err)
+		}
+		if len(v) > maxFormMemory {
+			return nil, fmt.Errorf("multipart body: %w", multipart.ErrMessageTooLarge)
+		}
+		switch {
+		case name == payloadJSON:
+			if !havePayload {
+				payload, havePayload = v, true
+			}
+		default:
+			if _, seen := out[name]; !seen {
+				out[name] = string(v)
+			}
+		}
 	}
-	for k, fs := range form.File {
-		out[k] = FilePart{Filename: fs[0].Filename}
-	}
-	if v, ok := form.Value[payloadJSON]; ok {
-		pj, err := decodeJSON([]byte(v[0]))
+	if havePayload {
+		pj, err := decodeJSON(payload)
 		if err != nil {
 			return nil, fmt.Errorf("multipart body: %s: %w", payloadJSON, err)
 		}

@@ -38,7 +38,9 @@ func dgSession(t *testing.T, s *Server, token string) *discordgo.Session {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(s.URL())
-	dg.Client = &http.Client{Transport: rewrite{u}, Timeout: 5 * time.Second}
+	// A bound that fails a hung call, with room for a 10 MiB post under the race detector on a
+	// busy machine (seconds there; 0.4 s without it).
+	dg.Client = &http.Client{Transport: rewrite{u}, Timeout: 30 * time.Second}
 	dg.ShouldReconnectOnError = false
 	dg.ShouldRetryOnRateLimit = false
 	dg.LogLevel = -1

@@ -68,7 +68,7 @@ type Event struct {
 	// event read back from storage has Error alone.
 	Err error `json:"-"`
 	// Images go with a user/message to the model, as image parts of its request. They live in
-	// memory only — AppendEvent and the JSON encoding leave them out — so a stored history
+	// memory only — the JSON encoding leaves them out — so a stored history
 	// keeps the message's text (which says what was attached), not the bytes. A pointer, so
 	// that events stay comparable.
 	Images *[]llm.Image `json:"-"`

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/core/agent"
-	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
 	"github.com/switchboard-bot/switchboard/core/threads"
 	"github.com/switchboard-bot/switchboard/core/tools"
@@ -335,40 +334,20 @@ func answered(p *pendingTurn, answer string) []agent.Event {
 
 // historyTurn encodes the finished exchange as one history turn: the completed pending turn, if
 // this run answered one, then this run's own events. Chunks are left out; they repeat the
-// messages. The encoded events share one buffer.
+// messages.
 func historyTurn(completed, own []agent.Event) []json.RawMessage {
-	n, size := 0, 0
-	for _, part := range [2][]agent.Event{completed, own} {
-		for i := range part {
-			if e := &part[i]; e.Kind != agent.KindAssistantChunk {
-				n, size = n+1, size+encodedSize(e)
-			}
-		}
-	}
-	buf := make([]byte, 0, size)
-	raw := make([]json.RawMessage, 0, n)
+	var raw []json.RawMessage
 	for _, part := range [2][]agent.Event{completed, own} {
 		for i := range part {
 			if part[i].Kind == agent.KindAssistantChunk {
 				continue
 			}
-			start := len(buf)
-			// Should the guess fall short, buf moves; the events already cut keep the old array.
-			buf = agent.AppendEvent(buf, &part[i])
-			raw = append(raw, json.RawMessage(buf[start:len(buf):len(buf)]))
+			// An Event holds strings, numbers and booleans only: it always encodes.
+			b, _ := json.Marshal(&part[i])
+			raw = append(raw, b)
 		}
 	}
 	return raw
-}
-
-// encodedSize is a guess of the size of e's JSON: its keys and numbers, and its text with room
-// for some escapes.
-func encodedSize(e *agent.Event) int {
-	n := 64 + len(e.Kind) + len(e.Trigger) + len(e.Source) + len(e.CallID) + len(e.Tool) + len(e.Code) + len(e.Reason)
-	if e.Usage != (llm.Usage{}) {
-		n += 96
-	}
-	return n + (len(e.Content)+len(e.Reasoning)+len(e.Arguments)+len(e.Error))*9/8
 }
 
 // answerText is what users may see of a turn: the assistant text of that turn's last message

@@ -22,7 +22,7 @@ func BenchmarkDeliverRun(b *testing.B) {
 			c := realRedis(b)
 			h := &deliveryHarness{ctx: ctxT(b), ch: newFakeChannel("test"), metrics: newCountMetrics()}
 			h.store = threads.New(c, threads.Options{Prefix: uniquePrefix(b, c)}).Records()
-			d, err := New(Options{Channels: map[string]channels.Channel{"test": h.ch}, Threads: h.store, Logger: quietLog, PlaceholderAfter: bc.after})
+			d, err := New(Options{Channels: map[string]channels.Channel{"test": h.ch}, Records: h.store, Logger: quietLog, PlaceholderAfter: bc.after})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -43,12 +43,12 @@ const (
 	StepFinalIntent = StepFinal + ".intent"
 )
 
-// Options configure a Delivery. Channels and Threads are required.
+// Options configure a Delivery. Channels and Records are required.
 type Options struct {
 	// Channels by conv.Key.Platform.
 	Channels map[string]channels.Channel
-	// Threads keeps the runs' outbound records (a threads.Store's Records).
-	Threads Records
+	// Records keeps the runs' outbound records (a threads.Store's Records).
+	Records Records
 	// ActionKey is the key the adapters sign interactive ids with; a form whose id it cannot
 	// sign is shown as text (answered by typing).
 	ActionKey render.Key
@@ -185,8 +185,8 @@ type runCard struct {
 
 // New checks opt and returns a Delivery.
 func New(opt Options) (*Delivery, error) {
-	if len(opt.Channels) == 0 || opt.Threads == nil {
-		return nil, errors.New("channels: delivery needs channels and a thread store")
+	if len(opt.Channels) == 0 || opt.Records == nil {
+		return nil, errors.New("delivery: needs channels and a Records store")
 	}
 	if opt.MaxRetryWait <= 0 {
 		opt.MaxRetryWait = DefaultMaxRetryWait
@@ -209,7 +209,7 @@ func New(opt Options) (*Delivery, error) {
 	}
 	d.ph, d.sm, d.cl = placeholders{d}, streams{d}, closer{d}
 	d.sn = &sender{maxWait: opt.MaxRetryWait, attempts: opt.RateLimitAttempts, log: d.log, m: d.m, now: d.now}
-	d.rs = &records{store: opt.Threads, maxWait: opt.MaxRetryWait, log: d.log, m: d.m, now: d.now}
+	d.rs = &records{store: opt.Records, maxWait: opt.MaxRetryWait, log: d.log, m: d.m, now: d.now}
 	d.afterFunc = func(wait time.Duration, f func()) stopper { return time.AfterFunc(wait, f) }
 	d.typingAfterFunc = d.afterFunc
 	d.closing, d.stopClosing = context.WithCancel(context.Background())

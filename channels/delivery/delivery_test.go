@@ -42,7 +42,7 @@ func newDeliveryHarness(t *testing.T) *deliveryHarness {
 // delivery returns a new Delivery (a new process, as far as memory goes) on the harness's store.
 func (h *deliveryHarness) delivery(ch channels.Channel, tweak ...func(*Options)) *Delivery {
 	h.t.Helper()
-	o := Options{Channels: map[string]channels.Channel{"test": ch}, Threads: h.store, ActionKey: testActionKey,
+	o := Options{Channels: map[string]channels.Channel{"test": ch}, Records: h.store, ActionKey: testActionKey,
 		Logger: quietLog, Metrics: h.metrics, MaxRetryWait: time.Second}
 	for _, f := range tweak {
 		f(&o)

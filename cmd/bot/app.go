@@ -227,7 +227,7 @@ func (a *app) buildRouting(key render.Key) error {
 		return err
 	}
 	a.delivery, err = delivery.New(delivery.Options{
-		Channels: byName, Threads: a.core.threads.Records(), ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
+		Channels: byName, Records: a.core.threads.Records(), ActionKey: key, Logger: log, Metrics: mx, PlaceholderAfter: cfg.Runs.PlaceholderAfter,
 		MaxAnswerMessages: cfg.Runs.MaxAnswerMessages,
 		EditEvery:         map[string]time.Duration{"telegram": time.Second, "slack": time.Second, "discord": time.Second, "console": 0},
 		// chat.appendStream is Tier 4 (100+ a minute per workspace): one append a second per

@@ -67,7 +67,7 @@ func replayAnswer(t *testing.T, r *running, runID string, k conv.Key, replyTo, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := delivery.New(delivery.Options{Channels: byName, Threads: r.core.threads.Records(), ActionKey: key,
+	d, err := delivery.New(delivery.Options{Channels: byName, Records: r.core.threads.Records(), ActionKey: key,
 		Logger: r.log, PlaceholderAfter: time.Hour, MaxAnswerMessages: r.cfg.Runs.MaxAnswerMessages})
 	if err != nil {
 		t.Fatal(err)

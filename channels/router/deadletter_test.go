@@ -22,7 +22,7 @@ func TestReplayedDeadLetterIsAnswered(t *testing.T) {
 	h := newRedisHarness(t, func(_ *Options, o *runs.Options) {
 		o.MaxAttempts, o.RetryBase, o.RetryMax = 2, 10*time.Millisecond, 20*time.Millisecond
 	})
-	d, err := delivery.New(delivery.Options{Channels: map[string]channels.Channel{"test": h.ch}, Threads: h.redis.store.Records(), ActionKey: testActionKey, Logger: quietLog})
+	d, err := delivery.New(delivery.Options{Channels: map[string]channels.Channel{"test": h.ch}, Records: h.redis.store.Records(), ActionKey: testActionKey, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -22,9 +23,28 @@ const (
 // moduleRoot is the repository's root, two folders up from this package.
 const moduleRoot = "../.."
 
-// sourceFiles parses every non-test Go file under the module root.
+// parsed is every non-test Go file under the module root, parsed once for all the checks.
+var parsed struct {
+	once  sync.Once
+	fset  *token.FileSet
+	files map[string]*ast.File
+	err   error
+}
+
+// sourceFiles returns every non-test Go file under the module root, by path from the root.
 func sourceFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
+	parsed.once.Do(func() { parsed.fset, parsed.files, parsed.err = parseModule() })
+	if parsed.err != nil {
+		t.Fatal(parsed.err)
+	}
+	if len(parsed.files) < 100 {
+		t.Fatalf("found %d Go files under %s; the walk is not at the module's root", len(parsed.files), moduleRoot)
+	}
+	return parsed.fset, parsed.files
+}
+
+func parseModule() (*token.FileSet, map[string]*ast.File, error) {
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
 	err := filepath.WalkDir(moduleRoot, func(path string, d fs.DirEntry, err error) error {
@@ -48,13 +68,7 @@ func sourceFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 		files[filepath.ToSlash(rel)] = f
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 100 {
-		t.Fatalf("found %d Go files under %s; the walk is not at the module's root", len(files), moduleRoot)
-	}
-	return fset, files
+	return fset, files, err
 }
 
 // receiver is the name of the type a method is declared on ("" for a function).

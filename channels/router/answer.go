@@ -42,7 +42,7 @@ func (ans answers) interact(ctx context.Context, ch channels.Channel, in channel
 		ans.r.refuse(platform, "stale_button", "ignoring a card button with no action", in)
 		return msgStaleButton, nil
 	}
-	c, err := ans.r.opt.Clarifications.GetClarification(ctx, id.Token)
+	c, err := ans.r.opt.Clarifications.Get(ctx, id.Token)
 	switch {
 	case errors.Is(err, threads.ErrClarificationNotFound), errors.Is(err, threads.ErrClarificationCancelled):
 		ans.r.refuse(platform, "expired", "refusing a click on a question that is no longer open", in)

@@ -175,7 +175,7 @@ func (apv approvals) deliverDecision(ctx context.Context, ch channels.Channel, i
 		if err := apv.r.opt.Inbox.Mark(ctx, runs.DecisionMark(c.ID), []byte(decision+"\n"+in.Identity.ChannelUserID), ttl); err != nil {
 			return "", err
 		}
-		if _, err := apv.r.opt.Clarifications.TakeClarification(ctx, c.ID, in.Identity.ChannelUserID); err != nil && decision != decisionExpired {
+		if _, err := apv.r.opt.Clarifications.Take(ctx, c.ID, in.Identity.ChannelUserID); err != nil && decision != decisionExpired {
 			apv.r.log.Debug("channels: taking an inline approval after recording its decision", "approval", c.ID, "err", err)
 		}
 		return "", nil

@@ -28,7 +28,7 @@ func putApproval(t *testing.T, h *harness, c conv.Key, allowed string, form runs
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := h.store.PutClarification(h.ctx, threads.Clarification{ID: "a" + runID, ConvKey: c.String(), RunID: runID,
+	rec, err := h.store.Clars().Put(h.ctx, threads.Clarification{ID: "a" + runID, ConvKey: c.String(), RunID: runID,
 		AllowedUserID: allowed, Form: raw, ExpiresAt: h.clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestInlineApprovalRecordsTheDecision(t *testing.T) {
 	if err != nil || !found || string(v) != runs.DecisionApprove+"\nu1" {
 		t.Fatalf("decision mark = %q, %v, %v", v, found, err)
 	}
-	if rec, err := h.store.GetClarification(h.ctx, id); err != nil || rec.State != threads.StateAnswered {
+	if rec, err := h.store.Clars().Get(h.ctx, id); err != nil || rec.State != threads.StateAnswered {
 		t.Errorf("approval state = %+v, %v; want answered", rec, err)
 	}
 	if n := h.queued(c); n != 0 {

@@ -222,7 +222,7 @@ func TestCancelWithdrawsTheOpenQuestion(t *testing.T) {
 	if sent := h.ch.Sent()[before:]; len(sent) != 1 || !strings.Contains(sent[0].Text, "Withdrew the open question") {
 		t.Fatalf("replies %+v, want one saying the question was withdrawn", sent)
 	}
-	if _, err := h.store.TakeClarification(h.ctx, qid, "u1"); !errors.Is(err, threads.ErrClarificationCancelled) {
+	if _, err := h.store.Clars().Take(h.ctx, qid, "u1"); !errors.Is(err, threads.ErrClarificationCancelled) {
 		t.Errorf("answering the withdrawn question: %v, want ErrClarificationCancelled", err)
 	}
 	h.send(channels.Inbound{Conv: conv, Identity: user("u1"), Text: "2", Direct: true})

@@ -137,7 +137,7 @@ func (cmd commands) cancel(ctx context.Context, in channels.Inbound) (string, er
 	}
 	// A question the bot is waiting on is withdrawn too: its buttons and a typed reply no
 	// longer answer it, and the next message starts afresh.
-	_, asked, err := cmd.r.opt.Clarifications.WithdrawClarification(ctx, conv)
+	_, asked, err := cmd.r.opt.Clarifications.Withdraw(ctx, conv)
 	if err != nil {
 		return "", err
 	}
@@ -213,7 +213,7 @@ func (cmd commands) statusText(ctx context.Context, in channels.Inbound) (string
 	default:
 		parts = append(parts, "Idle: nothing queued in this chat.")
 	}
-	c, ok, err := cmd.r.opt.Clarifications.PendingClarification(ctx, in.Conv.String())
+	c, ok, err := cmd.r.opt.Clarifications.Pending(ctx, in.Conv.String())
 	if err != nil {
 		return "", err
 	}

@@ -188,18 +188,19 @@ func TestContractMarksAndAccess(t *testing.T) {
 // TestContractClarificationTakenOnce proves a clarification is taken once, by its user (or by
 // anyone when it says threads.AnyoneMayAnswer), and the errors of every other take: foreign,
 // answered, withdrawn, replaced, expired, unknown; and that it is open to Intake and
-// PendingClarification only while pending and unexpired.
+// Pending only while pending and unexpired.
 func TestContractClarificationTakenOnce(t *testing.T) {
 	onBothBackends(t, func(t *testing.T, h *harness) {
 		s, ctx := h.store, h.ctx
+		cl := s.Clars()
 		open := func(c conv.Key) string {
 			t.Helper()
-			p, ok, err := s.PendingClarification(ctx, c.String())
+			p, ok, err := cl.Pending(ctx, c.String())
 			mustOK(t, "pending clarification", err)
 			res, err := s.Intake(ctx, threads.IntakeRequest{ConvKey: c.String()})
 			mustOK(t, "intake", err)
 			if ok != res.HasPending || p.ID != res.Pending.ID {
-				t.Errorf("PendingClarification %q, %v; Intake read %q, %v", p.ID, ok, res.Pending.ID, res.HasPending)
+				t.Errorf("Pending %q, %v; Intake read %q, %v", p.ID, ok, res.Pending.ID, res.HasPending)
 			}
 			if !ok {
 				return "<none>"
@@ -207,7 +208,7 @@ func TestContractClarificationTakenOnce(t *testing.T) {
 			return p.ID
 		}
 		take := func(id, user string) (threads.Clarification, error) {
-			return s.TakeClarification(ctx, id, user)
+			return cl.Take(ctx, id, user)
 		}
 
 		c := dm("q1")
@@ -226,21 +227,21 @@ func TestContractClarificationTakenOnce(t *testing.T) {
 		}
 		_, err = take(id, "u1")
 		wantErr(t, "a second answer", err, threads.ErrClarificationAnswered)
-		if got, err := s.GetClarification(ctx, id); err != nil || got.State != threads.StateAnswered || got.AnsweredBy != "u1" {
+		if got, err := cl.Get(ctx, id); err != nil || got.State != threads.StateAnswered || got.AnsweredBy != "u1" {
 			t.Errorf("the answered question reads %+v, %v", got, err)
 		}
 		if got := open(c); got != "<none>" {
 			t.Errorf("an answered question is still open: %s", got)
 		}
-		again, err := s.GetClarification(ctx, id)
+		again, err := cl.Get(ctx, id)
 		mustOK(t, "get", err)
-		_, err = s.PutClarification(ctx, again)
+		_, err = cl.Put(ctx, again)
 		mustOK(t, "put the same question again", err)
-		if got, _ := s.GetClarification(ctx, id); got.State != threads.StateAnswered {
+		if got, _ := cl.Get(ctx, id); got.State != threads.StateAnswered {
 			t.Errorf("putting an answered question again reopened it: %s", got.State)
 		}
 		again.ConvKey = dm("elsewhere").String()
-		_, err = s.PutClarification(ctx, again)
+		_, err = cl.Put(ctx, again)
 		wantErr(t, "its id in another conversation", err, threads.ErrDuplicateClarification)
 
 		anyone := putQuestion(t, h, dm("q2"), threads.AnyoneMayAnswer, peopleForm)
@@ -249,19 +250,19 @@ func TestContractClarificationTakenOnce(t *testing.T) {
 		}
 
 		withdrawn := putQuestion(t, h, dm("q3"), "u1", peopleForm)
-		w, ok, err := s.WithdrawClarification(ctx, dm("q3").String())
+		w, ok, err := cl.Withdraw(ctx, dm("q3").String())
 		if err != nil || !ok || w.ID != withdrawn || w.State != threads.StateCancelled {
 			t.Errorf("withdraw: %+v, %v, %v", w, ok, err)
 		}
 		_, err = take(withdrawn, "u1")
 		wantErr(t, "answering a withdrawn question", err, threads.ErrClarificationCancelled)
-		if _, ok, err := s.WithdrawClarification(ctx, dm("q3").String()); ok || err != nil {
+		if _, ok, err := cl.Withdraw(ctx, dm("q3").String()); ok || err != nil {
 			t.Errorf("withdrawing again: %v, %v; want nothing open", ok, err)
 		}
 
 		replaced := putQuestion(t, h, dm("q4"), "u1", peopleForm)
 		newer := putQuestion(t, h, dm("q4"), "u1", peopleForm)
-		_, err = s.GetClarification(ctx, replaced)
+		_, err = cl.Get(ctx, replaced)
 		wantErr(t, "reading a replaced question", err, threads.ErrClarificationCancelled)
 		_, err = take(replaced, "u1")
 		wantErr(t, "answering a replaced question", err, threads.ErrClarificationCancelled)
@@ -269,7 +270,7 @@ func TestContractClarificationTakenOnce(t *testing.T) {
 			t.Errorf("open question %s, want the newer %s", got, newer)
 		}
 
-		_, err = s.GetClarification(ctx, "qnope")
+		_, err = cl.Get(ctx, "qnope")
 		wantErr(t, "reading an unknown question", err, threads.ErrClarificationNotFound)
 		_, err = take("qnope", "u1")
 		wantErr(t, "answering an unknown question", err, threads.ErrClarificationNotFound)
@@ -281,7 +282,7 @@ func TestContractClarificationTakenOnce(t *testing.T) {
 		if got := open(dm("q5")); got != "<none>" {
 			t.Errorf("an expired question is open: %s", got)
 		}
-		if _, ok, err := s.WithdrawClarification(ctx, dm("q5").String()); ok || err != nil {
+		if _, ok, err := cl.Withdraw(ctx, dm("q5").String()); ok || err != nil {
 			t.Errorf("withdrawing an expired question: %v, %v; want it not reported open", ok, err)
 		}
 		h.clock.Advance(-2 * time.Hour)
@@ -315,7 +316,7 @@ func TestContractThreadReset(t *testing.T) {
 		if got, err := s.GetSettings(ctx, c); err != nil || got.Model != "m" {
 			t.Errorf("settings after Reset: %+v, %v", got, err)
 		}
-		_, err = s.TakeClarification(ctx, q, "u1")
+		_, err = s.Clars().Take(ctx, q, "u1")
 		wantErr(t, "answering a question of the old thread", err, threads.ErrClarificationCancelled)
 	})
 }

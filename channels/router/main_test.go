@@ -70,24 +70,32 @@ type onRedis struct {
 // the effects of commands).
 type testStore interface {
 	Inbox
-	Clarifications
 	Threads
-	PutClarification(ctx context.Context, c threads.Clarification) (threads.Clarification, error)
+	Clars() testClarifications
 	Get(ctx context.Context, convKey string) (threads.Thread, error)
 	GetSettings(ctx context.Context, convKey string) (threads.Settings, error)
 	AccessOverride(ctx context.Context, platform, userID string) (allowed, denied bool, err error)
+}
+
+// testClarifications is the router's Clarifications and the write the tests make besides
+// (asking a question as the lead does).
+type testClarifications interface {
+	Clarifications
+	Put(ctx context.Context, c threads.Clarification) (threads.Clarification, error)
 }
 
 // storeOnRedis is a threads.Store's components as one testStore, so that a test reads the same
 // on either backend.
 type storeOnRedis struct {
 	*threads.Inbox
-	*threads.Clarifications
 	*threads.Conversations
+	clars *threads.Clarifications
 }
 
+func (s storeOnRedis) Clars() testClarifications { return s.clars }
+
 func newStoreOnRedis(s *threads.Store) storeOnRedis {
-	return storeOnRedis{s.Inbox(), s.Clarifications(), s.Conversations()}
+	return storeOnRedis{s.Inbox(), s.Conversations(), s.Clarifications()}
 }
 
 // testQueue is the queue as the tests see it: the router's Queue and a mailbox's run ids.
@@ -176,7 +184,7 @@ func newHarnessOptions(t *testing.T, tweak []func(*Options, *runs.Options)) (*ha
 // start makes the router on h's queue and store, closed when the test ends.
 func (h *harness) start(ro Options) {
 	h.t.Helper()
-	ro.Queue, ro.Inbox, ro.Clarifications, ro.Threads = h.queue, h.store, h.store, h.store
+	ro.Queue, ro.Inbox, ro.Clarifications, ro.Threads = h.queue, h.store, h.store.Clars(), h.store
 	var err error
 	if h.router, err = New(ro); err != nil {
 		h.t.Fatal(err)
@@ -309,7 +317,7 @@ func newBenchHarness(b *testing.B) *harness {
 	}
 	r.store = threads.New(r.client, threads.Options{Prefix: prefix})
 	h.queue, h.store = r.queue, newStoreOnRedis(r.store)
-	if h.router, err = New(Options{Queue: h.queue, Signer: h.signer, Inbox: h.store, Clarifications: h.store, Threads: h.store, Logger: quietLog}); err != nil {
+	if h.router, err = New(Options{Queue: h.queue, Signer: h.signer, Inbox: h.store, Clarifications: h.store.Clars(), Threads: h.store, Logger: quietLog}); err != nil {
 		b.Fatal(err)
 	}
 	return h

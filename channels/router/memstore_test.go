@@ -116,8 +116,8 @@ func memCheckAccess(platform, userID string) error {
 	return nil
 }
 
-// memStore is the router's Inbox, Clarifications and Threads in memory, as a threads.Store's
-// components keep them in Redis.
+// memStore is the router's Inbox and Threads in memory, and its Clarifications
+// (memClarifications, through Clars), as a threads.Store's components keep them in Redis.
 type memStore struct {
 	db  *memDB
 	now func() time.Time // threads.Options.Now: judges clarification expiry
@@ -125,9 +125,15 @@ type memStore struct {
 
 var (
 	_ Inbox          = (*memStore)(nil)
-	_ Clarifications = (*memStore)(nil)
+	_ Clarifications = memClarifications{}
 	_ Threads        = (*memStore)(nil)
 )
+
+// memClarifications is the clarifications of a memStore (threads.Clarifications in memory).
+type memClarifications struct{ *memStore }
+
+// Clars is s's clarifications.
+func (s *memStore) Clars() testClarifications { return memClarifications{s} }
 
 func newMemStore(db *memDB, now func() time.Time) *memStore {
 	if now == nil {
@@ -475,10 +481,10 @@ func (r *memClar) read() threads.Clarification {
 	return c
 }
 
-// PutClarification makes c its conversation's pending clarification (the tests ask questions
+// Put makes c its conversation's pending clarification (the tests ask questions
 // with it, as the lead does): a pending one it had is replaced, the same id put again changes
 // nothing, and an id another conversation uses is threads.ErrDuplicateClarification.
-func (s *memStore) PutClarification(_ context.Context, c threads.Clarification) (threads.Clarification, error) {
+func (s memClarifications) Put(_ context.Context, c threads.Clarification) (threads.Clarification, error) {
 	now := s.now()
 	if c.ID == "" {
 		c.ID = runs.NewRunID()
@@ -553,8 +559,8 @@ func (s *memStore) record(id string) (*memClar, error) {
 	return r, nil
 }
 
-// GetClarification returns clarification id in its current state.
-func (s *memStore) GetClarification(_ context.Context, id string) (threads.Clarification, error) {
+// Get returns clarification id in its current state.
+func (s memClarifications) Get(_ context.Context, id string) (threads.Clarification, error) {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	r, err := s.record(id)
@@ -564,12 +570,12 @@ func (s *memStore) GetClarification(_ context.Context, id string) (threads.Clari
 	return r.read(), nil
 }
 
-// TakeClarification takes clarification id for answeringUserID exactly once. Otherwise it
+// Take takes clarification id for answeringUserID exactly once. Otherwise it
 // changes nothing and fails with, in this order: not found; answered; cancelled (withdrawn or
 // replaced); expired by the store's clock; a *threads.ForeignAnswerError when answeringUserID is
 // not the allowed user and that is not threads.AnyoneMayAnswer. With answered, cancelled (not
 // replaced), expired and foreign the clarification is returned too.
-func (s *memStore) TakeClarification(_ context.Context, id, answeringUserID string) (threads.Clarification, error) {
+func (s memClarifications) Take(_ context.Context, id, answeringUserID string) (threads.Clarification, error) {
 	s.db.mu.Lock()
 	defer s.db.mu.Unlock()
 	r, err := s.record(id)
@@ -604,8 +610,8 @@ func (s *memStore) open(convKey string) (threads.Clarification, bool) {
 	return r.read(), true
 }
 
-// PendingClarification returns the conversation's open clarification.
-func (s *memStore) PendingClarification(_ context.Context, convKey string) (threads.Clarification, bool, error) {
+// Pending returns the conversation's open clarification.
+func (s memClarifications) Pending(_ context.Context, convKey string) (threads.Clarification, bool, error) {
 	if err := memCheckConvKey(convKey); err != nil {
 		return threads.Clarification{}, false, fmt.Errorf("threads: pending clarification: %w", err)
 	}
@@ -615,9 +621,9 @@ func (s *memStore) PendingClarification(_ context.Context, convKey string) (thre
 	return c, ok, nil
 }
 
-// WithdrawClarification cancels the conversation's pending clarification — an expired one too,
+// Withdraw cancels the conversation's pending clarification — an expired one too,
 // though only an open one is returned with ok.
-func (s *memStore) WithdrawClarification(_ context.Context, convKey string) (threads.Clarification, bool, error) {
+func (s memClarifications) Withdraw(_ context.Context, convKey string) (threads.Clarification, bool, error) {
 	if err := memCheckConvKey(convKey); err != nil {
 		return threads.Clarification{}, false, fmt.Errorf("threads: withdraw clarification: %w", err)
 	}

@@ -117,7 +117,7 @@ func putQuestion(t *testing.T, h *harness, conv conv.Key, allowed string, form r
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := h.store.PutClarification(h.ctx, threads.Clarification{
+	c, err := h.store.Clars().Put(h.ctx, threads.Clarification{
 		ID: "q" + runID, ConvKey: conv.String(), RunID: runID, AllowedUserID: allowed, Form: raw,
 		ExpiresAt: h.clock.Now().Add(time.Hour),
 	})

@@ -73,10 +73,10 @@ type Claims interface {
 // Clarifications are the open questions and approvals of conversations. *threads.Clarifications
 // implements it.
 type Clarifications interface {
-	GetClarification(ctx context.Context, id string) (threads.Clarification, error)
-	PendingClarification(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
-	TakeClarification(ctx context.Context, id, answeringUserID string) (threads.Clarification, error)
-	WithdrawClarification(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
+	Get(ctx context.Context, id string) (threads.Clarification, error)
+	Pending(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
+	Take(ctx context.Context, id, answeringUserID string) (threads.Clarification, error)
+	Withdraw(ctx context.Context, convKey string) (c threads.Clarification, ok bool, err error)
 }
 
 // Threads are the conversations' threads, as the commands start them over and set their

@@ -98,7 +98,7 @@ func (t *Team) waitForApproval(ctx context.Context, run *runs.Run, events []agen
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: encoding the approval: %w", err))
 	}
-	c, err := t.store.Clarifications().PutClarification(ctx, threads.Clarification{
+	c, err := t.store.Clarifications().Put(ctx, threads.Clarification{
 		ID:            "a" + env.RunID,
 		ConvKey:       env.Conv.String(),
 		RunID:         env.RunID,
@@ -212,7 +212,7 @@ const inlinePoll = 250 * time.Millisecond
 func (rs *runState) waitInline(ctx context.Context, call agent.ToolCall, req tools.ApprovalRequest) agent.ToolResult {
 	t, env := rs.t, rs.run.Envelope
 	convKey := env.Conv.String()
-	if _, open, err := t.store.Clarifications().PendingClarification(ctx, convKey); err != nil || open {
+	if _, open, err := t.store.Clarifications().Pending(ctx, convKey); err != nil || open {
 		return agent.Errorf(agent.CodeDenied, "another question or approval is already waiting for the user; call %s again after it is decided", req.Name)
 	}
 	form, allowed := approvalForm(req)
@@ -225,7 +225,7 @@ func (rs *runState) waitInline(ctx context.Context, call agent.ToolCall, req too
 	if err != nil {
 		return agent.Errorf(agent.CodeFailed, "the approval could not be asked")
 	}
-	c, err := t.store.Clarifications().PutClarification(ctx, threads.Clarification{ID: id, ConvKey: convKey, RunID: env.RunID, AllowedUserID: allowed,
+	c, err := t.store.Clarifications().Put(ctx, threads.Clarification{ID: id, ConvKey: convKey, RunID: env.RunID, AllowedUserID: allowed,
 		Form: raw, ExpiresAt: expiry(t.opts.Tools.ApprovalTTL())})
 	if err != nil {
 		t.log.Warn("lead: storing a subagent's approval failed", "run", env.RunID, "tool", req.Name, "err", err)
@@ -243,12 +243,12 @@ func (rs *runState) waitInline(ctx context.Context, call agent.ToolCall, req too
 	for {
 		select {
 		case <-ctx.Done():
-			if _, _, err := t.store.Clarifications().WithdrawClarification(context.WithoutCancel(ctx), convKey); err != nil {
+			if _, _, err := t.store.Clarifications().Withdraw(context.WithoutCancel(ctx), convKey); err != nil {
 				t.log.Debug("lead: withdrawing a cancelled call's approval failed", "approval", c.ID, "err", err)
 			}
 			return agent.Errorf(agent.CodeFailed, "the call was cancelled while it waited for approval")
 		case <-deadline.C:
-			if _, err := t.store.Clarifications().TakeExpiredClarification(context.WithoutCancel(ctx), c.ID); err == nil || errors.Is(err, threads.ErrClarificationOpen) {
+			if _, err := t.store.Clarifications().TakeExpired(context.WithoutCancel(ctx), c.ID); err == nil || errors.Is(err, threads.ErrClarificationOpen) {
 				t.opts.Tools.Decided(req, "expired", "")
 				return agent.ToolResult{Content: fmt.Sprintf("Denied: nobody approved this call of %s in time; it did not run.", req.Name), IsError: true, Code: agent.CodeDenied}
 			}
@@ -266,7 +266,7 @@ func (rs *runState) inlineDecision(ctx context.Context, id string, req tools.App
 	t := rs.t
 	v, found, err := t.store.Inbox().Marked(ctx, runs.DecisionMark(id))
 	if err != nil || !found {
-		if c, gerr := t.store.Clarifications().GetClarification(ctx, id); errors.Is(gerr, threads.ErrClarificationCancelled) || (gerr == nil && c.State == threads.StateCancelled) {
+		if c, gerr := t.store.Clarifications().Get(ctx, id); errors.Is(gerr, threads.ErrClarificationCancelled) || (gerr == nil && c.State == threads.StateCancelled) {
 			t.opts.Tools.Decided(req, "withdrawn", "")
 			return agent.ToolResult{Content: fmt.Sprintf("Denied: the approval for %s was withdrawn; the call did not run.", req.Name), IsError: true, Code: agent.CodeDenied}, true
 		}

@@ -297,7 +297,7 @@ func (t *Team) waitForAnswer(ctx context.Context, run *runs.Run, events []agent.
 	if err != nil {
 		return "", runs.Permanent(fmt.Errorf("lead: encoding the question: %w", err))
 	}
-	c, err := t.store.Clarifications().PutClarification(ctx, threads.Clarification{
+	c, err := t.store.Clarifications().Put(ctx, threads.Clarification{
 		ID:            "q" + env.RunID,
 		ConvKey:       env.Conv.String(),
 		RunID:         env.RunID,

@@ -28,7 +28,7 @@ func (q questions) take(ctx context.Context, env *runs.Envelope) (p *pendingTurn
 	if env.Identity.ChannelUserID == runs.SystemUser && env.Text == runs.DecisionExpired {
 		return q.takeExpiredRun(ctx, env)
 	}
-	c, err := q.store.Clarifications().TakeClarification(ctx, env.ClarificationID, env.Identity.ChannelUserID)
+	c, err := q.store.Clarifications().Take(ctx, env.ClarificationID, env.Identity.ChannelUserID)
 	switch {
 	case errors.Is(err, threads.ErrClarificationAnswered) && env.Attempt > 1 && (c.AnsweredBy == env.Identity.ChannelUserID || c.AnsweredBy == ""):
 		// Our own earlier attempt took it; carry on.
@@ -68,7 +68,7 @@ func isApproval(c threads.Clarification) bool {
 
 // takeExpired claims an approval whose time is up, for a run that resumes it as denied.
 func (q questions) takeExpired(ctx context.Context, id string) (*pendingTurn, error) {
-	c, err := q.store.Clarifications().TakeExpiredClarification(ctx, id)
+	c, err := q.store.Clarifications().TakeExpired(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (q *Queue) Depth(ctx context.Context) (Depth, error) {
 	if d.Pending, err = q.st.Admissions().Pending(ctx); err != nil {
 		return Depth{}, fmt.Errorf("runs: depth: %w", err)
 	}
-	if d.DeadLetters, err = q.st.DeadLetters().DeadCount(ctx); err != nil {
+	if d.DeadLetters, err = q.st.DeadLetters().Count(ctx); err != nil {
 		return Depth{}, fmt.Errorf("runs: depth: %w", err)
 	}
 	err = q.st.Mailboxes().ScanConvs(ctx, func(tag string) error {
@@ -121,7 +121,7 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 	if q.opt.Signer == nil {
 		return "", fmt.Errorf("runs: replay %s: the queue has no Options.Signer to sign the replay with", runID)
 	}
-	d, ok, err := q.st.DeadLetters().FindDeadLetter(ctx, runID)
+	d, ok, err := q.st.DeadLetters().Find(ctx, runID)
 	if err != nil {
 		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
@@ -137,7 +137,7 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 	if err := q.Enqueue(ctx, env); err != nil {
 		return "", fmt.Errorf("runs: replay %s: %w", runID, err)
 	}
-	if _, err := q.st.DeadLetters().DeleteDeadLetter(ctx, d.ID); err != nil {
+	if _, err := q.st.DeadLetters().Delete(ctx, d.ID); err != nil {
 		return env.RunID, fmt.Errorf("runs: replay %s: queued as %s, but removing the dead letter failed: %w", runID, env.RunID, err)
 	}
 	return env.RunID, nil
@@ -145,14 +145,14 @@ func (q *Queue) Replay(ctx context.Context, runID string) (string, error) {
 
 // Drop deletes a dead letter for good. ErrNotFound when no dead letter has runID.
 func (q *Queue) Drop(ctx context.Context, runID string) error {
-	d, ok, err := q.st.DeadLetters().FindDeadLetter(ctx, runID)
+	d, ok, err := q.st.DeadLetters().Find(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("runs: drop %s: %w", runID, err)
 	}
 	if !ok {
 		return fmt.Errorf("runs: drop %s: %w", runID, ErrNotFound)
 	}
-	if _, err := q.st.DeadLetters().DeleteDeadLetter(ctx, d.ID); err != nil {
+	if _, err := q.st.DeadLetters().Delete(ctx, d.ID); err != nil {
 		return fmt.Errorf("runs: drop %s: %w", runID, err)
 	}
 	return nil

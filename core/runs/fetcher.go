@@ -47,7 +47,7 @@ func (f *fetcher) run(ctx context.Context) {
 		if !ok {
 			return
 		}
-		hints, err := f.hints.ReadHints(ctx, f.consumer, n, fetchBlock)
+		hints, err := f.hints.Read(ctx, f.consumer, n, fetchBlock)
 		if err != nil && ctx.Err() == nil {
 			failures++
 			fl.fail(err)

@@ -31,7 +31,7 @@ func testLeaseExpiryTakeover(t *testing.T, c redis.UniversalClient) {
 	if err := q.st.Hints().EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hints, err := q.st.Hints().ReadHints(ctx, "ghost", 10, 0)
+	hints, err := q.st.Hints().Read(ctx, "ghost", 10, 0)
 	if err != nil || len(hints) != 1 {
 		t.Fatalf("ghost read %v, %v; want one hint", hints, err)
 	}

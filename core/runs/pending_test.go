@@ -27,7 +27,7 @@ func pendingOf(t testing.TB, q *Queue) int64 {
 func ghostAck(t *testing.T, q *Queue, k conv.Key, runID string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := q.st.Hints().ReadHints(ctx, "ghost", 100, 0); err != nil {
+	if _, err := q.st.Hints().Read(ctx, "ghost", 100, 0); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

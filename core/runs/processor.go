@@ -395,7 +395,7 @@ func (p *processor) tell(run *Run, kind EventKind, reason string) {
 }
 
 func (p *processor) deadLetter(ctx context.Context, tag, runID, reason string, payload []byte, conv string, attempts int, sig bool) result {
-	_, err := p.st.DeadLetters().AddDeadLetter(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
+	_, err := p.st.DeadLetters().Add(ctx, tag, rdb.DeadLetter{RunID: runID, Reason: reason, Envelope: payload, Conv: conv, Attempts: attempts, At: time.Now()}, sig)
 	if err != nil {
 		p.log.Error("runs: dead-lettering failed; the run stays queued", "run", runID, "err", err)
 		return result{step: stepLost, runID: runID}

@@ -58,7 +58,7 @@ func TestDeadConsumersArePruned(t *testing.T) {
 	// A process killed while holding a hint it never served.
 	orphan := signedEnv(base.opt.Signer, testConv(9), "held by a killed process")
 	mustEnqueue(t, base, orphan)
-	if hs, err := base.st.Hints().ReadHints(ctx, "killed", 10, 0); err != nil || len(hs) != 1 {
+	if hs, err := base.st.Hints().Read(ctx, "killed", 10, 0); err != nil || len(hs) != 1 {
 		t.Fatalf("the killed process read %v, %v", hs, err)
 	}
 	if got := fmt.Sprint(consumerNames(t, base)); got != "[killed:1 old-0:0 old-1:0]" {

@@ -211,7 +211,7 @@ func (r *recoverer) rescueScan(ctx context.Context) (waiting int) {
 	stale := now.Add(-2 * r.opt.Lease).UnixMilli()
 	// Read before the scan: a hint added since is a conversation's whose request for it is
 	// fresh (hs), which the scan leaves alone anyway.
-	queued, err := r.st.Hints().QueuedHints(ctx)
+	queued, err := r.st.Hints().Queued(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("runs: rescue scan failed", "err", err)

@@ -36,7 +36,7 @@ const (
 // Clarification is a question a run asked the user, waiting for an answer. A conversation has at
 // most one pending clarification: putting a new one cancels the previous one.
 type Clarification struct {
-	// ID names the clarification (e.g. in a button's callback); PutClarification generates one
+	// ID names the clarification (e.g. in a button's callback); Clarifications.Put generates one
 	// when empty. It must be unique across conversations.
 	ID string
 	// ConvKey is the conversation the question was asked in.
@@ -59,13 +59,13 @@ type Clarification struct {
 	AnsweredAt time.Time
 }
 
-// PutClarification records c as its conversation's pending clarification and returns it as
+// Put records c as its conversation's pending clarification and returns it as
 // stored (id, times and state filled in). A pending clarification the conversation already had
 // is cancelled. Putting the same id again for the same conversation changes nothing (a retry is
 // safe and never reopens an answered clarification); an id used by another conversation is
 // ErrDuplicateClarification. The records get a Redis TTL of ExpiresAt + ClarificationRetention
 // for clean-up; answerability is judged against the store's clock, not that TTL.
-func (cl *Clarifications) PutClarification(ctx context.Context, c Clarification) (Clarification, error) {
+func (cl *Clarifications) Put(ctx context.Context, c Clarification) (Clarification, error) {
 	now := cl.opts.Now()
 	if c.ID == "" {
 		c.ID = cl.ids.next(now)
@@ -119,10 +119,10 @@ func checkClarification(c Clarification, now time.Time) error {
 	return nil
 }
 
-// GetClarification returns the clarification with that id in its current state, without
+// Get returns the clarification with that id in its current state, without
 // changing it. It returns ErrClarificationNotFound for an unknown id and
 // ErrClarificationCancelled when a newer clarification of the conversation replaced it.
-func (cl *Clarifications) GetClarification(ctx context.Context, id string) (Clarification, error) {
+func (cl *Clarifications) Get(ctx context.Context, id string) (Clarification, error) {
 	key, err := cl.clarKey(ctx, id)
 	if err != nil {
 		return Clarification{}, fmt.Errorf("threads: get clarification %q: %w", id, err)
@@ -159,7 +159,7 @@ func (cl *Clarifications) clarKey(ctx context.Context, id string) (string, error
 	return cl.keys.conv(string(conv)).clar, nil
 }
 
-// TakeClarification claims the clarification for answeringUserID, atomically and exactly once,
+// Take claims the clarification for answeringUserID, atomically and exactly once,
 // and returns it (State answered). Otherwise it changes nothing and returns, in this order of
 // precedence: ErrClarificationNotFound (unknown id); ErrClarificationAnswered (already taken);
 // ErrClarificationCancelled (the conversation was reset, or a newer clarification replaced it —
@@ -168,15 +168,15 @@ func (cl *Clarifications) clarKey(ctx context.Context, id string) (string, error
 // matching ErrNotYourClarification, when answeringUserID is not the allowed user — the
 // clarification stays pending for the right one. With Answered, Expired and the foreign error
 // the clarification is returned too, so the caller can, e.g., edit the form's message.
-func (cl *Clarifications) TakeClarification(ctx context.Context, id, answeringUserID string) (Clarification, error) {
+func (cl *Clarifications) Take(ctx context.Context, id, answeringUserID string) (Clarification, error) {
 	return cl.take(ctx, id, answeringUserID, "")
 }
 
-// TakeExpiredClarification claims, atomically and exactly once, a pending clarification whose
+// TakeExpired claims, atomically and exactly once, a pending clarification whose
 // time is up, for nobody (AnsweredBy empty) — an approval that expires is decided as denied
 // this way. It returns ErrClarificationOpen while time is left, and otherwise what
-// TakeClarification returns.
-func (cl *Clarifications) TakeExpiredClarification(ctx context.Context, id string) (Clarification, error) {
+// Take returns.
+func (cl *Clarifications) TakeExpired(ctx context.Context, id string) (Clarification, error) {
 	return cl.take(ctx, id, "", "expire")
 }
 
@@ -217,18 +217,18 @@ func (cl *Clarifications) take(ctx context.Context, id, answeringUserID, mode st
 	return c, fmt.Errorf("threads: take clarification %q: %w", id, sentinel)
 }
 
-// PendingClarification returns the conversation's open clarification — pending and not expired
+// Pending returns the conversation's open clarification — pending and not expired
 // by the store's clock — so a plain-text reply can be routed as its answer. ok is false when
 // there is none.
-func (cl *Clarifications) PendingClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+func (cl *Clarifications) Pending(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
 	return cl.convClarification(ctx, "pending", convKey, cl.r.hgetall)
 }
 
-// WithdrawClarification cancels the conversation's pending clarification, so that neither a
-// click nor a typed reply answers it any more (TakeClarification then says
+// Withdraw cancels the conversation's pending clarification, so that neither a
+// click nor a typed reply answers it any more (Clarifications.Take then says
 // ErrClarificationCancelled), and returns it. ok is false when none was open: none at all, or
 // only one already answered, cancelled or expired (an expired one is cancelled all the same).
-func (cl *Clarifications) WithdrawClarification(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
+func (cl *Clarifications) Withdraw(ctx context.Context, convKey string) (c Clarification, ok bool, err error) {
 	c, ok, err = cl.convClarification(ctx, "withdraw", convKey, cl.r.withdrawClarification)
 	if ok {
 		c.State = StateCancelled

@@ -26,7 +26,7 @@ func TestClarificationRoundTrip(t *testing.T) {
 		ctx := ctxT(t)
 		clock := newFakeClock()
 		s := newTestStore(t, c, Options{Now: clock.Now, ClarificationTTL: 10 * time.Minute})
-		put, err := s.Clarifications().PutClarification(ctx, askOf("telegram/-/1/0"))
+		put, err := s.Clarifications().Put(ctx, askOf("telegram/-/1/0"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,22 +34,22 @@ func TestClarificationRoundTrip(t *testing.T) {
 			!put.ExpiresAt.Equal(clock.Now().Add(10*time.Minute)) {
 			t.Errorf("put returned %+v: want a generated id, pending, created now, expiring after the TTL", put)
 		}
-		got, err := s.Clarifications().GetClarification(ctx, put.ID)
+		got, err := s.Clarifications().Get(ctx, put.ID)
 		if err != nil || !reflect.DeepEqual(got, put) {
-			t.Errorf("GetClarification = %+v, %v; want %+v", got, err, put)
+			t.Errorf("Get = %+v, %v; want %+v", got, err, put)
 		}
-		pending, ok, err := s.Clarifications().PendingClarification(ctx, "telegram/-/1/0")
+		pending, ok, err := s.Clarifications().Pending(ctx, "telegram/-/1/0")
 		if err != nil || !ok || !reflect.DeepEqual(pending, put) {
-			t.Errorf("PendingClarification = %+v, %v, %v; want %+v", pending, ok, err, put)
+			t.Errorf("Pending = %+v, %v, %v; want %+v", pending, ok, err, put)
 		}
-		if _, ok, err := s.Clarifications().PendingClarification(ctx, "telegram/-/2/0"); err != nil || ok {
+		if _, ok, err := s.Clarifications().Pending(ctx, "telegram/-/2/0"); err != nil || ok {
 			t.Errorf("another conversation has a pending clarification: ok=%v, %v", ok, err)
 		}
-		if _, err := s.Clarifications().GetClarification(ctx, "no-such-id"); !errors.Is(err, ErrClarificationNotFound) {
-			t.Errorf("GetClarification of an unknown id: %v, want ErrClarificationNotFound", err)
+		if _, err := s.Clarifications().Get(ctx, "no-such-id"); !errors.Is(err, ErrClarificationNotFound) {
+			t.Errorf("Get of an unknown id: %v, want ErrClarificationNotFound", err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, "no-such-id", "telegram:111"); !errors.Is(err, ErrClarificationNotFound) {
-			t.Errorf("TakeClarification of an unknown id: %v, want ErrClarificationNotFound", err)
+		if _, err := s.Clarifications().Take(ctx, "no-such-id", "telegram:111"); !errors.Is(err, ErrClarificationNotFound) {
+			t.Errorf("Take of an unknown id: %v, want ErrClarificationNotFound", err)
 		}
 	})
 }
@@ -64,7 +64,7 @@ func TestClarificationExpiry(t *testing.T) {
 		s := newTestStore(t, c, Options{Now: clock.Now, ClarificationRetention: time.Hour})
 		ask := askOf("slack/T/C/1")
 		ask.ExpiresAt = clock.Now().Add(10 * time.Minute)
-		put, err := s.Clarifications().PutClarification(ctx, ask)
+		put, err := s.Clarifications().Put(ctx, ask)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,21 +76,21 @@ func TestClarificationExpiry(t *testing.T) {
 		}
 
 		clock.Advance(10*time.Minute - time.Millisecond)
-		if _, ok, err := s.Clarifications().PendingClarification(ctx, ask.ConvKey); err != nil || !ok {
+		if _, ok, err := s.Clarifications().Pending(ctx, ask.ConvKey); err != nil || !ok {
 			t.Fatalf("1ms before expiry: pending=%v, %v; want pending", ok, err)
 		}
 		clock.Advance(time.Millisecond)
-		if _, ok, err := s.Clarifications().PendingClarification(ctx, ask.ConvKey); err != nil || ok {
+		if _, ok, err := s.Clarifications().Pending(ctx, ask.ConvKey); err != nil || ok {
 			t.Errorf("at expiry: pending=%v, %v; want none", ok, err)
 		}
-		got, err := s.Clarifications().TakeClarification(ctx, put.ID, ask.AllowedUserID)
+		got, err := s.Clarifications().Take(ctx, put.ID, ask.AllowedUserID)
 		if !errors.Is(err, ErrClarificationExpired) {
-			t.Fatalf("TakeClarification at expiry: %v, want ErrClarificationExpired", err)
+			t.Fatalf("Take at expiry: %v, want ErrClarificationExpired", err)
 		}
 		if got.ID != put.ID {
 			t.Errorf("expired take returned %+v; want the clarification for context", got)
 		}
-		if again, err := s.Clarifications().GetClarification(ctx, put.ID); err != nil || again.State != StatePending {
+		if again, err := s.Clarifications().Get(ctx, put.ID); err != nil || again.State != StatePending {
 			t.Errorf("after the expired take the record = %+v, %v; want it unchanged", again, err)
 		}
 	})
@@ -103,7 +103,7 @@ func TestClarificationAnsweredOnce(t *testing.T) {
 		ctx := ctxT(t)
 		clock := newFakeClock()
 		s := newTestStore(t, c, Options{Now: clock.Now})
-		put, err := s.Clarifications().PutClarification(ctx, askOf("discord/g/c/t"))
+		put, err := s.Clarifications().Put(ctx, askOf("discord/g/c/t"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestClarificationAnsweredOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				got[i], errs[i] = s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID)
+				got[i], errs[i] = s.Clarifications().Take(ctx, put.ID, put.AllowedUserID)
 			}()
 		}
 		close(start)
@@ -139,15 +139,15 @@ func TestClarificationAnsweredOnce(t *testing.T) {
 		if wins != 1 {
 			t.Fatalf("%d takes won, want exactly 1", wins)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrClarificationAnswered) {
+		if _, err := s.Clarifications().Take(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrClarificationAnswered) {
 			t.Errorf("a later take: %v, want ErrClarificationAnswered", err)
 		}
-		if _, ok, err := s.Clarifications().PendingClarification(ctx, put.ConvKey); err != nil || ok {
+		if _, ok, err := s.Clarifications().Pending(ctx, put.ConvKey); err != nil || ok {
 			t.Errorf("after the answer: pending=%v, %v; want none", ok, err)
 		}
-		after, err := s.Clarifications().GetClarification(ctx, put.ID)
+		after, err := s.Clarifications().Get(ctx, put.ID)
 		if err != nil || after.State != StateAnswered || !after.AnsweredAt.Equal(clock.Now()) {
-			t.Errorf("GetClarification after the answer = %+v, %v", after, err)
+			t.Errorf("Get after the answer = %+v, %v", after, err)
 		}
 	})
 }
@@ -159,11 +159,11 @@ func TestClarificationForeignUserRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		put, err := s.Clarifications().PutClarification(ctx, askOf("telegram/-/5/0"))
+		put, err := s.Clarifications().Put(ctx, askOf("telegram/-/5/0"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Clarifications().TakeClarification(ctx, put.ID, "telegram:666")
+		_, err = s.Clarifications().Take(ctx, put.ID, "telegram:666")
 		var foreign *ForeignAnswerError
 		if !errors.As(err, &foreign) || !errors.Is(err, ErrNotYourClarification) {
 			t.Fatalf("take by another user: %v, want *ForeignAnswerError matching ErrNotYourClarification", err)
@@ -171,10 +171,10 @@ func TestClarificationForeignUserRefused(t *testing.T) {
 		if foreign.ClarificationID != put.ID || foreign.UserID != "telegram:666" {
 			t.Errorf("ForeignAnswerError = %+v", foreign)
 		}
-		if p, ok, err := s.Clarifications().PendingClarification(ctx, put.ConvKey); err != nil || !ok || p.ID != put.ID {
+		if p, ok, err := s.Clarifications().Pending(ctx, put.ConvKey); err != nil || !ok || p.ID != put.ID {
 			t.Fatalf("after the foreign take: pending=%+v, %v, %v; want still pending", p, ok, err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID); err != nil {
+		if _, err := s.Clarifications().Take(ctx, put.ID, put.AllowedUserID); err != nil {
 			t.Errorf("take by the allowed user after a foreign attempt: %v", err)
 		}
 	})
@@ -184,21 +184,21 @@ func TestNewClarificationCancelsPrevious(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
-		first, err := s.Clarifications().PutClarification(ctx, askOf("slack/T/C/2"))
+		first, err := s.Clarifications().Put(ctx, askOf("slack/T/C/2"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := s.Clarifications().PutClarification(ctx, askOf("slack/T/C/2"))
+		second, err := s.Clarifications().Put(ctx, askOf("slack/T/C/2"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, first.ID, first.AllowedUserID); !errors.Is(err, ErrClarificationCancelled) {
+		if _, err := s.Clarifications().Take(ctx, first.ID, first.AllowedUserID); !errors.Is(err, ErrClarificationCancelled) {
 			t.Errorf("taking the replaced clarification: %v, want ErrClarificationCancelled", err)
 		}
-		if _, err := s.Clarifications().GetClarification(ctx, first.ID); !errors.Is(err, ErrClarificationCancelled) {
+		if _, err := s.Clarifications().Get(ctx, first.ID); !errors.Is(err, ErrClarificationCancelled) {
 			t.Errorf("getting the replaced clarification: %v, want ErrClarificationCancelled", err)
 		}
-		if p, ok, err := s.Clarifications().PendingClarification(ctx, "slack/T/C/2"); err != nil || !ok || p.ID != second.ID {
+		if p, ok, err := s.Clarifications().Pending(ctx, "slack/T/C/2"); err != nil || !ok || p.ID != second.ID {
 			t.Errorf("pending = %+v, %v, %v; want the newer one", p, ok, err)
 		}
 	})
@@ -210,21 +210,21 @@ func TestPutClarificationRetryNeverReopens(t *testing.T) {
 		s := newTestStore(t, c, Options{})
 		ask := askOf("telegram/-/7/0")
 		ask.ID = "clar-fixed-id"
-		if _, err := s.Clarifications().PutClarification(ctx, ask); err != nil {
+		if _, err := s.Clarifications().Put(ctx, ask); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, ask.ID, ask.AllowedUserID); err != nil {
+		if _, err := s.Clarifications().Take(ctx, ask.ID, ask.AllowedUserID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Clarifications().PutClarification(ctx, ask); err != nil {
+		if _, err := s.Clarifications().Put(ctx, ask); err != nil {
 			t.Fatalf("retried put: %v", err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, ask.ID, ask.AllowedUserID); !errors.Is(err, ErrClarificationAnswered) {
+		if _, err := s.Clarifications().Take(ctx, ask.ID, ask.AllowedUserID); !errors.Is(err, ErrClarificationAnswered) {
 			t.Errorf("take after a retried put: %v, want ErrClarificationAnswered", err)
 		}
 		other := ask
 		other.ConvKey = "telegram/-/8/0"
-		if _, err := s.Clarifications().PutClarification(ctx, other); !errors.Is(err, ErrDuplicateClarification) {
+		if _, err := s.Clarifications().Put(ctx, other); !errors.Is(err, ErrDuplicateClarification) {
 			t.Errorf("the same id in another conversation: %v, want ErrDuplicateClarification", err)
 		}
 	})
@@ -249,8 +249,8 @@ func TestPutClarificationRejectsInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ask := askOf("c/1")
 			tc.change(&ask)
-			if _, err := s.Clarifications().PutClarification(ctx, ask); !errors.Is(err, ErrInvalidArgument) {
-				t.Errorf("PutClarification: %v, want ErrInvalidArgument", err)
+			if _, err := s.Clarifications().Put(ctx, ask); !errors.Is(err, ErrInvalidArgument) {
+				t.Errorf("Put: %v, want ErrInvalidArgument", err)
 			}
 		})
 	}
@@ -264,41 +264,41 @@ func TestWithdrawClarification(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		const conv = "telegram/-/1/0"
-		if _, ok, err := s.Clarifications().WithdrawClarification(ctx, conv); err != nil || ok {
+		if _, ok, err := s.Clarifications().Withdraw(ctx, conv); err != nil || ok {
 			t.Fatalf("withdraw with nothing asked: ok=%v, %v; want nothing open", ok, err)
 		}
-		put, err := s.Clarifications().PutClarification(ctx, askOf(conv))
+		put, err := s.Clarifications().Put(ctx, askOf(conv))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok, err := s.Clarifications().WithdrawClarification(ctx, conv)
+		got, ok, err := s.Clarifications().Withdraw(ctx, conv)
 		if err != nil || !ok || got.ID != put.ID || got.State != StateCancelled {
 			t.Fatalf("withdraw = %+v, %v, %v; want %s cancelled", got, ok, err, put.ID)
 		}
-		if _, open, err := s.Clarifications().PendingClarification(ctx, conv); err != nil || open {
+		if _, open, err := s.Clarifications().Pending(ctx, conv); err != nil || open {
 			t.Errorf("still pending after withdrawal: %v, %v", open, err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrClarificationCancelled) {
+		if _, err := s.Clarifications().Take(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrClarificationCancelled) {
 			t.Errorf("answering a withdrawn question: %v, want ErrClarificationCancelled", err)
 		}
-		if _, ok, err := s.Clarifications().WithdrawClarification(ctx, conv); err != nil || ok {
+		if _, ok, err := s.Clarifications().Withdraw(ctx, conv); err != nil || ok {
 			t.Errorf("second withdrawal: ok=%v, %v; want nothing open", ok, err)
 		}
 
-		answered, err := s.Clarifications().PutClarification(ctx, askOf(conv))
+		answered, err := s.Clarifications().Put(ctx, askOf(conv))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, answered.ID, answered.AllowedUserID); err != nil {
+		if _, err := s.Clarifications().Take(ctx, answered.ID, answered.AllowedUserID); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, err := s.Clarifications().WithdrawClarification(ctx, conv); err != nil || ok {
+		if _, ok, err := s.Clarifications().Withdraw(ctx, conv); err != nil || ok {
 			t.Errorf("withdrawing an answered question: ok=%v, %v; want nothing open", ok, err)
 		}
-		if got, err := s.Clarifications().GetClarification(ctx, answered.ID); err != nil || got.State != StateAnswered {
+		if got, err := s.Clarifications().Get(ctx, answered.ID); err != nil || got.State != StateAnswered {
 			t.Errorf("answered question after a withdrawal: %+v, %v; want it still answered", got, err)
 		}
-		if _, _, err := s.Clarifications().WithdrawClarification(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
+		if _, _, err := s.Clarifications().Withdraw(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("bad conversation key: %v, want ErrInvalidArgument", err)
 		}
 	})

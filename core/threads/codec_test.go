@@ -158,7 +158,7 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		if err := s.History().AppendTurn(ctx, conv, th.ID, turnOf(1, 1)); err != nil {
 			t.Fatal(err)
 		}
-		put, err := s.Clarifications().PutClarification(ctx, askOf(conv))
+		put, err := s.Clarifications().Put(ctx, askOf(conv))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,9 +170,9 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		_, checks["Get"] = s.Conversations().Get(ctx, conv)
 		_, _, checks["Ensure"] = s.Conversations().Ensure(ctx, conv)
 		_, checks["LoadEvents"] = s.History().LoadEvents(ctx, conv)
-		_, checks["GetClarification"] = s.Clarifications().GetClarification(ctx, put.ID)
-		_, _, checks["PendingClarification"] = s.Clarifications().PendingClarification(ctx, conv)
-		_, checks["TakeClarification"] = s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID)
+		_, checks["Get"] = s.Clarifications().Get(ctx, put.ID)
+		_, _, checks["Pending"] = s.Clarifications().Pending(ctx, conv)
+		_, checks["Take"] = s.Clarifications().Take(ctx, put.ID, put.AllowedUserID)
 		for name, err := range checks {
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.Key == "" {
@@ -181,8 +181,8 @@ func TestCorruptStoredDataGivesClearError(t *testing.T) {
 		}
 
 		c.HSet(ctx, ck.clar, "exp", "never")
-		if _, err := s.Clarifications().TakeClarification(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("TakeClarification with an unreadable expiry: %v, want ErrCorrupt", err)
+		if _, err := s.Clarifications().Take(ctx, put.ID, put.AllowedUserID); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Take with an unreadable expiry: %v, want ErrCorrupt", err)
 		}
 	})
 }

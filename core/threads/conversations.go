@@ -110,7 +110,7 @@ type Forgotten struct {
 }
 
 // Forget drops a conversation's state: its thread record (settings included) and session log
-// are deleted and its pending clarification withdrawn (TakeClarification then says
+// are deleted and its pending clarification withdrawn (Clarifications.Take then says
 // ErrClarificationCancelled). The next message of the conversation starts a new thread. Run
 // and outbound records stay until their TTL: they only stop a replayed run posting twice.
 func (c *Conversations) Forget(ctx context.Context, convKey string) (Forgotten, error) {

@@ -21,7 +21,7 @@ var (
 	ErrClarificationNotFound = errors.New("threads: clarification not found")
 	// ErrClarificationExpired means the clarification passed its ExpiresAt before it was answered.
 	ErrClarificationExpired = errors.New("threads: clarification expired")
-	// ErrClarificationOpen means TakeExpiredClarification found the clarification still has time.
+	// ErrClarificationOpen means Clarifications.TakeExpired found the clarification still has time.
 	ErrClarificationOpen = errors.New("threads: clarification still open")
 	// ErrClarificationAnswered means the clarification was already claimed by an earlier answer.
 	ErrClarificationAnswered = errors.New("threads: clarification already answered")
@@ -41,7 +41,7 @@ var (
 	ErrCorrupt = errors.New("threads: corrupt stored data")
 )
 
-// ForeignAnswerError is returned by TakeClarification when UserID is not the user the
+// ForeignAnswerError is returned by Clarifications.Take when UserID is not the user the
 // clarification was asked of. It matches ErrNotYourClarification with errors.Is. The
 // clarification is left pending for the allowed user.
 type ForeignAnswerError struct {

@@ -32,7 +32,7 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 			if err := s.History().AppendTurn(ctx, k, th.ID, []json.RawMessage{json.RawMessage(`{"said":"` + k + `"}`)}); err != nil {
 				t.Fatal(err)
 			}
-			cl, err := s.Clarifications().PutClarification(ctx, askOf(k))
+			cl, err := s.Clarifications().Put(ctx, askOf(k))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,10 +58,10 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 			if turns, err := s.History().LoadTurns(ctx, k); err != nil || len(turns) != 0 {
 				t.Errorf("%s: session log after forgetting = %d turns, %v", k, len(turns), err)
 			}
-			if _, ok, err := s.Clarifications().PendingClarification(ctx, k); ok || err != nil {
+			if _, ok, err := s.Clarifications().Pending(ctx, k); ok || err != nil {
 				t.Errorf("%s: a clarification still pending (%v)", k, err)
 			}
-			if _, err := s.Clarifications().TakeClarification(ctx, clars[k], "telegram:111"); !errors.Is(err, ErrClarificationCancelled) {
+			if _, err := s.Clarifications().Take(ctx, clars[k], "telegram:111"); !errors.Is(err, ErrClarificationCancelled) {
 				t.Errorf("%s: answering the withdrawn clarification = %v, want ErrClarificationCancelled", k, err)
 			}
 		}
@@ -72,7 +72,7 @@ func TestForgetWhereDropsOneWorkspace(t *testing.T) {
 			if turns, err := s.History().LoadTurns(ctx, k); err != nil || len(turns) != 1 {
 				t.Errorf("%s: session log = %d turns, %v; want its one turn", k, len(turns), err)
 			}
-			if cl, ok, err := s.Clarifications().PendingClarification(ctx, k); !ok || err != nil || cl.ID != clars[k] {
+			if cl, ok, err := s.Clarifications().Pending(ctx, k); !ok || err != nil || cl.ID != clars[k] {
 				t.Errorf("%s: pending clarification = %+v, %v, %v", k, cl, ok, err)
 			}
 		}
@@ -95,7 +95,7 @@ func TestForgetWithoutThread(t *testing.T) {
 		if f, err := s.Conversations().Forget(ctx, "slack:T:D:"); err != nil || f != (Forgotten{}) {
 			t.Fatalf("Forget of nothing = %+v, %v", f, err)
 		}
-		cl, err := s.Clarifications().PutClarification(ctx, askOf("slack:T:D:"))
+		cl, err := s.Clarifications().Put(ctx, askOf("slack:T:D:"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -190,7 +190,7 @@ type IntakeRequest struct {
 	// does.
 	Platform string
 	UserID   string
-	// ConvKey, when set, reads the conversation's open clarification as PendingClarification
+	// ConvKey, when set, reads the conversation's open clarification as Clarifications.Pending
 	// does.
 	ConvKey string
 	// MarkedKey, when set, is read as Marked does.
@@ -232,7 +232,7 @@ type IntakeResult struct {
 // Intake claims an inbound event and reads what routing it needs — runtime access decisions,
 // the conversation's open clarification, a mark — and writes Marks, all in one pipelined round
 // trip. Each part behaves as its single-call counterpart (Claim, AccessOverride,
-// PendingClarification, Marked, Mark); the parts touch different keys, so doing them together
+// Clarifications.Pending, Marked, Mark); the parts touch different keys, so doing them together
 // changes none of their results. An invalid request is ErrInvalidArgument and touches nothing.
 // When any part fails, Intake returns an error and gives back a claim it took (best effort), so
 // a redelivery of the event is handled afresh.

@@ -11,7 +11,7 @@ import (
 )
 
 // TestIntakeMatchesSingleCalls proves Intake claims, reads and writes exactly as Claim,
-// AccessOverride, PendingClarification, Marked and Mark do, in one round trip, on every backend
+// AccessOverride, Clarifications.Pending, Marked and Mark do, in one round trip, on every backend
 // (on the cluster its keys live in different slots).
 func TestIntakeMatchesSingleCalls(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, c redis.UniversalClient) {
@@ -28,7 +28,7 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 		if err := s.Inbox().Mark(ctx, "thread:x", []byte("1"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		q, err := s.Clarifications().PutClarification(ctx, Clarification{ConvKey: conv, RunID: "r1", AllowedUserID: "good", Form: json.RawMessage(`{"q":1}`)})
+		q, err := s.Clarifications().Put(ctx, Clarification{ConvKey: conv, RunID: "r1", AllowedUserID: "good", Form: json.RawMessage(`{"q":1}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestIntakeMatchesSingleCalls(t *testing.T) {
 				}
 			})
 		}
-		// An expired question is not open, as with PendingClarification.
+		// An expired question is not open, as with Clarifications.Pending.
 		clock.Advance(2 * time.Hour)
 		got, err := s.Inbox().Intake(ctx, IntakeRequest{ConvKey: conv})
 		if err != nil || got.HasPending {

@@ -46,7 +46,7 @@ type Options struct {
 	Prefix string
 	// HistoryTurns is how many turns of a session log are kept; see AppendTurn.
 	HistoryTurns int
-	// ClarificationTTL is how long a clarification stays answerable when PutClarification is
+	// ClarificationTTL is how long a clarification stays answerable when Clarifications.Put is
 	// given no ExpiresAt.
 	ClarificationTTL time.Duration
 	// ClarificationRetention is how long a clarification's record is kept after it expires, so a

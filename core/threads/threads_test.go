@@ -114,7 +114,7 @@ func TestResetStartsNewThread(t *testing.T) {
 		if err := s.History().AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"role":"user","text":"hi"}`)}); err != nil {
 			t.Fatal(err)
 		}
-		clar, err := s.Clarifications().PutClarification(ctx, Clarification{ConvKey: conv, RunID: "run1", AllowedUserID: "u1"})
+		clar, err := s.Clarifications().Put(ctx, Clarification{ConvKey: conv, RunID: "run1", AllowedUserID: "u1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,10 +135,10 @@ func TestResetStartsNewThread(t *testing.T) {
 		if events, err := s.History().LoadEvents(ctx, conv); err != nil || len(events) != 0 {
 			t.Errorf("log after reset = %s, %v; want empty", events, err)
 		}
-		if _, ok, err := s.Clarifications().PendingClarification(ctx, conv); err != nil || ok {
+		if _, ok, err := s.Clarifications().Pending(ctx, conv); err != nil || ok {
 			t.Errorf("pending clarification after reset: ok=%v, %v; want none", ok, err)
 		}
-		if _, err := s.Clarifications().TakeClarification(ctx, clar.ID, "u1"); !errors.Is(err, ErrClarificationCancelled) {
+		if _, err := s.Clarifications().Take(ctx, clar.ID, "u1"); !errors.Is(err, ErrClarificationCancelled) {
 			t.Errorf("taking the old clarification: %v, want ErrClarificationCancelled", err)
 		}
 		err = s.History().AppendTurn(ctx, conv, old.ID, []json.RawMessage{json.RawMessage(`{"late":true}`)})

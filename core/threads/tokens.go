@@ -12,17 +12,17 @@ import (
 // tiny (Telegram's 64 bytes).
 type Tokens struct{ *shared }
 
-// tokenLen is the length of tokens PutToken issues: 9 random bytes in unpadded base64url, 72
+// tokenLen is the length of tokens Tokens.Put issues: 9 random bytes in unpadded base64url, 72
 // bits, which fits Telegram's 64-byte callback data with room for a verb.
 const tokenLen = 12
 
 // tokenAttempts bounds retries when a fresh token collides with a live one (astronomically rare).
 const tokenAttempts = 4
 
-// PutToken stores payload under a new short token for ttl and returns the token: 12 characters
+// Put stores payload under a new short token for ttl and returns the token: 12 characters
 // of the URL-safe base64 alphabet (A–Z a–z 0–9 - _), unguessable, never reused while live. Use it
 // where a platform's callback data is too small for the real payload. ttl must be positive.
-func (t *Tokens) PutToken(ctx context.Context, payload []byte, ttl time.Duration) (string, error) {
+func (t *Tokens) Put(ctx context.Context, payload []byte, ttl time.Duration) (string, error) {
 	if ttl <= 0 {
 		return "", fmt.Errorf("threads: put token: %w", invalid("ttl must be positive"))
 	}
@@ -41,10 +41,10 @@ func (t *Tokens) PutToken(ctx context.Context, payload []byte, ttl time.Duration
 	return "", fmt.Errorf("threads: put token: %d collisions in a row", tokenAttempts)
 }
 
-// GetToken returns the payload stored under token. A string that is not shaped like an issued
+// Get returns the payload stored under token. A string that is not shaped like an issued
 // token is ErrInvalidToken (checked before Redis is asked, as tokens come from outside); an
 // unknown or expired token is ErrTokenNotFound. Reading does not consume the token.
-func (t *Tokens) GetToken(ctx context.Context, token string) ([]byte, error) {
+func (t *Tokens) Get(ctx context.Context, token string) ([]byte, error) {
 	if err := ParseToken(token); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (t *Tokens) GetToken(ctx context.Context, token string) ([]byte, error) {
 	return b, nil
 }
 
-// ParseToken reports whether token has the shape PutToken issues (exactly 12 characters of the
+// ParseToken reports whether token has the shape Tokens.Put issues (exactly 12 characters of the
 // URL-safe base64 alphabet); otherwise it returns an error matching ErrInvalidToken.
 func ParseToken(token string) error {
 	if len(token) != tokenLen {

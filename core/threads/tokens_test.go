@@ -15,33 +15,33 @@ func TestTokens(t *testing.T) {
 		ctx := ctxT(t)
 		s := newTestStore(t, c, Options{})
 		payload := []byte("clar:01JCLAR000000000000000000A|choice=2|\x00binary")
-		tok, err := s.Tokens().PutToken(ctx, payload, 5*time.Minute)
+		tok, err := s.Tokens().Put(ctx, payload, 5*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := ParseToken(tok); err != nil || len(tok) > 12 {
 			t.Errorf("token %q: %v; want ≤ 12 URL-safe characters", tok, err)
 		}
-		got, err := s.Tokens().GetToken(ctx, tok)
+		got, err := s.Tokens().Get(ctx, tok)
 		if err != nil || string(got) != string(payload) {
-			t.Errorf("GetToken = %q, %v; want %q", got, err, payload)
+			t.Errorf("Get = %q, %v; want %q", got, err, payload)
 		}
 		if ttl, err := c.PTTL(ctx, keysOf(s).token(tok)).Result(); err != nil || ttl <= 4*time.Minute || ttl > 5*time.Minute {
 			t.Errorf("token TTL = %v, %v; want 5m", ttl, err)
 		}
 		seen := map[string]bool{tok: true}
 		for range 50 {
-			tk, err := s.Tokens().PutToken(ctx, []byte("x"), time.Minute)
+			tk, err := s.Tokens().Put(ctx, []byte("x"), time.Minute)
 			if err != nil || seen[tk] {
-				t.Fatalf("PutToken = %q, %v; want a fresh token", tk, err)
+				t.Fatalf("Put = %q, %v; want a fresh token", tk, err)
 			}
 			seen[tk] = true
 		}
-		if _, err := s.Tokens().GetToken(ctx, "AAAAAAAAAAAA"); !errors.Is(err, ErrTokenNotFound) {
-			t.Errorf("GetToken of an unknown token: %v, want ErrTokenNotFound", err)
+		if _, err := s.Tokens().Get(ctx, "AAAAAAAAAAAA"); !errors.Is(err, ErrTokenNotFound) {
+			t.Errorf("Get of an unknown token: %v, want ErrTokenNotFound", err)
 		}
-		if _, err := s.Tokens().PutToken(ctx, payload, 0); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("PutToken with no TTL: %v, want ErrInvalidArgument", err)
+		if _, err := s.Tokens().Put(ctx, payload, 0); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Put with no TTL: %v, want ErrInvalidArgument", err)
 		}
 	})
 }

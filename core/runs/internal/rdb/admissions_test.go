@@ -196,7 +196,7 @@ func TestNewScriptsOnMiniredis(t *testing.T) {
 	if n, err := s.Admissions().Reconcile(ctx, time.Minute, 10); err != nil || n != 1 {
 		t.Errorf("Reconcile = %d, %v; want the lost admission", n, err)
 	}
-	hints, err := s.Hints().ReadHints(ctx, "dead", 10, 0)
+	hints, err := s.Hints().Read(ctx, "dead", 10, 0)
 	if err != nil || len(hints) != 1 {
 		t.Fatal(hints, err)
 	}
@@ -235,9 +235,9 @@ func TestScriptReadyAndSettle(t *testing.T) {
 	if err := s.Hints().EnsureGroup(ctx); err != nil {
 		t.Fatalf("EnsureGroup twice: %v", err)
 	}
-	hints, err := s.Hints().ReadHints(ctx, "c1", 10, 0)
+	hints, err := s.Hints().Read(ctx, "c1", 10, 0)
 	if err != nil || len(hints) != 1 || hints[0].Tag != tag {
-		t.Fatalf("ReadHints = %+v, %v", hints, err)
+		t.Fatalf("Read = %+v, %v", hints, err)
 	}
 	done := []string{Member(tag, "a"), Member(tag, "b"), Member(tag, "r")}
 	if err := s.Counters().Settle(ctx, Settlement{Done: done, Counters: map[string]int64{"answered": 2}, Hints: []string{"{conv:x}"}, Acks: []string{hints[0].ID}}); err != nil {

@@ -27,9 +27,9 @@ type DeadLetter struct {
 	At       time.Time
 }
 
-// AddDeadLetter records d (its ID is assigned), counts it, as a signature failure too when
+// Add records d (its ID is assigned), counts it, as a signature failure too when
 // sigFailure, and removes the run of conversation tag from the admitted set.
-func (s *DeadLetters) AddDeadLetter(ctx context.Context, tag string, d DeadLetter, sigFailure bool) (string, error) {
+func (s *DeadLetters) Add(ctx context.Context, tag string, d DeadLetter, sigFailure bool) (string, error) {
 	id, err := s.eval(ctx, scriptDead, []string{s.deadKey(), s.admittedKey(), s.g("stats"), s.recentKey()},
 		d.RunID, d.Reason, string(d.Envelope), d.Conv, d.Attempts, d.At.UnixMilli(), b2s(sigFailure), Member(tag, d.RunID), s.recentNow()).Text()
 	if err != nil {
@@ -51,8 +51,8 @@ func (s *DeadLetters) List(ctx context.Context, limit int) ([]DeadLetter, error)
 	return out, nil
 }
 
-// FindDeadLetter returns the dead letter of runID, scanning the stream.
-func (s *DeadLetters) FindDeadLetter(ctx context.Context, runID string) (DeadLetter, bool, error) {
+// Find returns the dead letter of runID, scanning the stream.
+func (s *DeadLetters) Find(ctx context.Context, runID string) (DeadLetter, bool, error) {
 	start := "-"
 	for {
 		msgs, err := s.c.XRangeN(ctx, s.deadKey(), start, "+", 500).Result()
@@ -71,8 +71,8 @@ func (s *DeadLetters) FindDeadLetter(ctx context.Context, runID string) (DeadLet
 	}
 }
 
-// DeleteDeadLetter removes one dead letter by stream id; it reports whether one was there.
-func (s *DeadLetters) DeleteDeadLetter(ctx context.Context, id string) (bool, error) {
+// Delete removes one dead letter by stream id; it reports whether one was there.
+func (s *DeadLetters) Delete(ctx context.Context, id string) (bool, error) {
 	n, err := s.c.XDel(ctx, s.deadKey(), id).Result()
 	if err != nil {
 		return false, fmt.Errorf("rdb: delete dead letter %s: %w", id, err)
@@ -80,8 +80,8 @@ func (s *DeadLetters) DeleteDeadLetter(ctx context.Context, id string) (bool, er
 	return n == 1, nil
 }
 
-// DeadCount is the length of the dead-letter stream.
-func (s *DeadLetters) DeadCount(ctx context.Context) (int64, error) {
+// Count is the length of the dead-letter stream.
+func (s *DeadLetters) Count(ctx context.Context) (int64, error) {
 	n, err := s.c.XLen(ctx, s.deadKey()).Result()
 	if err != nil {
 		return 0, fmt.Errorf("rdb: count dead letters: %w", err)

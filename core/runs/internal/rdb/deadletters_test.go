@@ -11,7 +11,7 @@ func TestScriptDead(t *testing.T) {
 	admit(t, s, "r1", 0, "")
 	at := time.UnixMilli(time.Now().UnixMilli())
 	d := DeadLetter{RunID: "r1", Reason: "signature: unsigned", Envelope: []byte("{}"), Conv: "k", Attempts: 1, At: at}
-	id, err := s.DeadLetters().AddDeadLetter(ctx, tag, d, true)
+	id, err := s.DeadLetters().Add(ctx, tag, d, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,13 +26,13 @@ func TestScriptDead(t *testing.T) {
 	if p, _ := s.Admissions().Pending(ctx); p != 0 {
 		t.Errorf("pending = %d, want the dead run no longer pending", p)
 	}
-	if got, ok, _ := s.DeadLetters().FindDeadLetter(ctx, "r1"); !ok || got.ID != id {
-		t.Errorf("FindDeadLetter = %+v %v", got, ok)
+	if got, ok, _ := s.DeadLetters().Find(ctx, "r1"); !ok || got.ID != id {
+		t.Errorf("Find = %+v %v", got, ok)
 	}
-	if ok, _ := s.DeadLetters().DeleteDeadLetter(ctx, id); !ok {
-		t.Error("DeleteDeadLetter found nothing")
+	if ok, _ := s.DeadLetters().Delete(ctx, id); !ok {
+		t.Error("Delete found nothing")
 	}
-	if _, ok, _ := s.DeadLetters().FindDeadLetter(ctx, "r1"); ok {
+	if _, ok, _ := s.DeadLetters().Find(ctx, "r1"); ok {
 		t.Error("deleted dead letter still found")
 	}
 }

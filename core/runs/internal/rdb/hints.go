@@ -34,9 +34,9 @@ func (s *Hints) EnsureGroup(ctx context.Context) error {
 	return nil
 }
 
-// ReadHints reads up to count new hints for consumer, blocking up to block. No hint is not an
+// Read reads up to count new hints for consumer, blocking up to block. No hint is not an
 // error.
-func (s *Hints) ReadHints(ctx context.Context, consumer string, count int, block time.Duration) ([]Hint, error) {
+func (s *Hints) Read(ctx context.Context, consumer string, count int, block time.Duration) ([]Hint, error) {
 	res, err := s.c.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: s.group, Consumer: consumer, Streams: []string{s.readyKey(), ">"},
 		Count: int64(count), Block: block,
@@ -96,15 +96,15 @@ func (s *Hints) PruneConsumers(ctx context.Context, keep string, minIdle time.Du
 	return names, nil
 }
 
-// hintsPage is how many ready-stream entries one read of QueuedHints takes.
+// hintsPage is how many ready-stream entries one read of Hints.Queued takes.
 const hintsPage = 1000
 
-// QueuedHints returns the conversation tags of every hint in the ready stream. Spent hints are
+// Queued returns the conversation tags of every hint in the ready stream. Spent hints are
 // acknowledged and deleted together, so these are the hints not yet read, or read and not yet
 // spent: each conversation named is scheduled to be served, however long it waits for a worker.
 // It reads the whole stream (in pages), which holds about one hint per scheduled conversation:
 // for the backstop scan, which visits every conversation anyway.
-func (s *Hints) QueuedHints(ctx context.Context) (map[string]struct{}, error) {
+func (s *Hints) Queued(ctx context.Context) (map[string]struct{}, error) {
 	tags := map[string]struct{}{}
 	start := "-"
 	for {

@@ -10,8 +10,8 @@ import (
 // none once they are spent.
 func TestQueuedHints(t *testing.T) {
 	s := newStore(t)
-	if tags, err := s.Hints().QueuedHints(ctx); err != nil || len(tags) != 0 {
-		t.Fatalf("QueuedHints of an empty stream = %v, %v; want none", tags, err)
+	if tags, err := s.Hints().Queued(ctx); err != nil || len(tags) != 0 {
+		t.Fatalf("Queued of an empty stream = %v, %v; want none", tags, err)
 	}
 	if err := s.Hints().EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
@@ -23,13 +23,13 @@ func TestQueuedHints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read, err := s.Hints().ReadHints(ctx, "w", 3, 0) // read, not spent: still queued
+	read, err := s.Hints().Read(ctx, "w", 3, 0) // read, not spent: still queued
 	if err != nil || len(read) != 3 {
-		t.Fatalf("ReadHints = %v, %v", read, err)
+		t.Fatalf("Read = %v, %v", read, err)
 	}
-	tags, err := s.Hints().QueuedHints(ctx)
+	tags, err := s.Hints().Queued(ctx)
 	if err != nil || len(tags) != n {
-		t.Fatalf("QueuedHints = %d tags, %v; want %d", len(tags), err, n)
+		t.Fatalf("Queued = %d tags, %v; want %d", len(tags), err, n)
 	}
 	for _, h := range read {
 		hints = append(hints, h.ID)
@@ -40,7 +40,7 @@ func TestQueuedHints(t *testing.T) {
 	if err := s.Counters().Settle(ctx, Settlement{Acks: hints}); err != nil {
 		t.Fatal(err)
 	}
-	if tags, err := s.Hints().QueuedHints(ctx); err != nil || len(tags) != n-len(read) {
+	if tags, err := s.Hints().Queued(ctx); err != nil || len(tags) != n-len(read) {
 		t.Errorf("after spending %d: %d tags, %v; want %d", len(read), len(tags), err, n-len(read))
 	}
 }
@@ -49,7 +49,7 @@ func TestHintsAutoClaimAndTouch(t *testing.T) {
 	s := newStore(t)
 	_ = s.Hints().EnsureGroup(ctx)
 	_, _, _ = s.Admissions().Ready(ctx, ReadyReq{Hint: tag})
-	hints, _ := s.Hints().ReadHints(ctx, "dead", 1, 0)
+	hints, _ := s.Hints().Read(ctx, "dead", 1, 0)
 	if len(hints) != 1 {
 		t.Fatal(hints)
 	}
@@ -62,7 +62,7 @@ func TestHintsAutoClaimAndTouch(t *testing.T) {
 	if err := s.Hints().Touch(ctx, "alive", []string{hints[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Hints().ReadHints(ctx, "other", 1, 10*time.Millisecond); len(got) != 0 {
+	if got, _ := s.Hints().Read(ctx, "other", 1, 10*time.Millisecond); len(got) != 0 {
 		t.Errorf("a delivered hint was read again: %v", got)
 	}
 }
@@ -77,7 +77,7 @@ func TestScriptPruneConsumers(t *testing.T) {
 		if _, _, err := s.Admissions().Ready(ctx, ReadyReq{Hint: tag}); err != nil {
 			t.Fatal(err)
 		}
-		h, err := s.Hints().ReadHints(ctx, consumer, 1, 0)
+		h, err := s.Hints().Read(ctx, consumer, 1, 0)
 		if err != nil || len(h) != 1 {
 			t.Fatalf("%s read %v, %v", consumer, h, err)
 		}

@@ -150,7 +150,7 @@ func testSettleWritesRecentBuckets(t *testing.T, s *Store) {
 	now = at(minute-1, 0)
 	settle(map[string]int64{"answered": 10})
 	settle(map[string]int64{"answered": 2}) // same minute: same bucket
-	if _, err := s.DeadLetters().AddDeadLetter(ctx, tag, DeadLetter{RunID: "r1", Reason: "x", Envelope: []byte("{}"), Conv: "k", At: time.UnixMilli(now)}, true); err != nil {
+	if _, err := s.DeadLetters().Add(ctx, tag, DeadLetter{RunID: "r1", Reason: "x", Envelope: []byte("{}"), Conv: "k", At: time.UnixMilli(now)}, true); err != nil {
 		t.Fatal(err)
 	}
 	now = at(minute, 30*time.Second)

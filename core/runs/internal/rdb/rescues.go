@@ -90,7 +90,7 @@ func (s *Rescues) Rescue(ctx context.Context, tag, runID string, now int64) (sta
 }
 
 // RescueStale re-arms tag when its hint was asked for before staleBefore and never claimed, no
-// worker holds it and, as the caller found (QueuedHints), no hint of it is queued (the backstop
+// worker holds it and, as the caller found (Hints.Queued), no hint of it is queued (the backstop
 // scan; see the script): RescueAgain when the caller must hint the conversation again — head is
 // then its mailbox head's run id ("" when the mailbox is empty), which the caller makes sure is
 // counted (AdmitForce) —, RescueWaiting when it is stale but its hint is queued, RescueNone

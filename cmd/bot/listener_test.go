@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/config"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
 
 // testHookCap is the body cap of the test webhook (a platform's 1 MiB, smaller).
@@ -445,57 +446,12 @@ func TestListenerConnectionLimitKeepsRoomForNewcomers(t *testing.T) {
 	}
 }
 
-// stalledRedis is a Redis that accepts connections and reads what it is sent but never
-// answers, as a Redis does when it stalls (a long command, a full disk, a frozen VM).
-type stalledRedis struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func newStalledRedis(t *testing.T) *stalledRedis {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stalledRedis{ln: ln}
-	s.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			s.wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(s.close)
-	return s
-}
-
-func (s *stalledRedis) addr() string { return s.ln.Addr().String() }
-
-// close drops every connection (the clients' commands then fail at once) and stops.
-func (s *stalledRedis) close() {
-	_ = s.ln.Close()
-	s.mu.Lock()
-	for _, c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
 // TestListenerAnswersForAHandlerThatIgnoresItsContext: a webhook handler stuck in a call that
 // does not honour its context (go-redis on a stalled Redis) is answered 503 with Retry-After by
 // the listener AnswerGrace after WebhookTimeout; its slot stays taken until it returns.
 func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
-	stalled := newStalledRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: stalled.addr(), MaxRetries: -1})
+	stalled := redistest.NewStalled(t)
+	client := redis.NewClient(&redis.Options{Addr: stalled.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	o := shortListener()
 	o.WebhookTimeout, o.AnswerGrace, o.WebhookCapacity = 300*time.Millisecond, 100*time.Millisecond, 1
@@ -545,7 +501,7 @@ func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
 	if resp, _ := post(); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a second request while the first handler holds the only slot: %d, want 503", resp.StatusCode)
 	}
-	stalled.close() // the stuck call fails at once; the handler returns and frees its slot
+	stalled.Close() // the stuck call fails at once; the handler returns and frees its slot
 	waitFor(t, "the stuck handler to return", 10*time.Second, returned.Load)
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
 
 // pingCounter counts the PINGs a client sends.
@@ -35,14 +37,14 @@ func (p *pingCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // timeout when that is set; probes that come while a PING is in flight wait for that PING
 // instead of sending theirs.
 func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
-	stalled := newStalledRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: stalled.addr()}) // the defaults, as production
+	stalled := redistest.NewStalled(t)
+	client := redis.NewClient(&redis.Options{Addr: stalled.Addr()}) // the defaults, as production
 	pings := &pingCounter{}
 	client.AddHook(pings)
 	a := &app{core: &core{redis: client}, leading: map[string]*atomic.Int64{}}
 	a.intake.Store(true)
 	t.Cleanup(func() {
-		stalled.close()
+		stalled.Close()
 		waitFor(t, "the readiness PING to give up", 30*time.Second, func() bool { return !readinessPings.inFlight(client) })
 		_ = client.Close()
 	})

@@ -15,22 +15,6 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
 
-// pingCounter counts the PINGs a client sends.
-type pingCounter struct{ n atomic.Int32 }
-
-func (p *pingCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (p *pingCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "ping" {
-			p.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (p *pingCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls: with a Redis that accepts connections
 // and never answers (measured: go-redis's Ping(ctx) does not return at ctx's deadline then),
 // /readyz answers 503 naming Redis within its own 2 s, and within the listener's shorter health
@@ -39,8 +23,7 @@ func (p *pingCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 	stalled := redistest.NewStalled(t)
 	client := redis.NewClient(&redis.Options{Addr: stalled.Addr()}) // the defaults, as production
-	pings := &pingCounter{}
-	client.AddHook(pings)
+	pings := redistest.CountPings(client)
 	a := &app{core: &core{redis: client}, leading: map[string]*atomic.Int64{}}
 	a.intake.Store(true)
 	t.Cleanup(func() {
@@ -72,7 +55,7 @@ func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 		o := shortListener()
 		o.HealthTimeout = 300 * time.Millisecond
 		u := startListener(t, o, func(u *listenerUnderTest) { u.ready = http.HandlerFunc(a.readyz) })
-		before := pings.n.Load()
+		before := pings.Count()
 		var probes sync.WaitGroup
 		for range 8 {
 			probes.Go(func() {
@@ -84,7 +67,7 @@ func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 			})
 		}
 		probes.Wait()
-		if n := pings.n.Load() - before; n > 1 {
+		if n := pings.Count() - before; n > 1 {
 			t.Errorf("%d PINGs sent for 8 probes while one was in flight, want at most 1", n)
 		}
 		if code, _ := u.get("/healthz"); code != http.StatusOK {

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-bot/switchboard/core/intake"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/internal/redisping"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -382,6 +383,10 @@ func (a *app) listen() error {
 	return nil
 }
 
+// readinessPings are /readyz's PINGs of Redis: one per client in flight at a time, off the
+// request, which answers at its own deadline whatever the PING does (see redisping).
+var readinessPings = &redisping.Flights{}
+
 // readyz: Redis answers, and every channel's own inbound loop says it is receiving (a process
 // standing by for an intake lease is ready: it works the queue and sends). The body says, per
 // leased intake, whether this process holds it.
@@ -394,7 +399,7 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	// Not Ping(ctx) here: go-redis does not end a PING on a stalled connection at ctx's
 	// deadline; readinessPings answers by it whatever the PING does.
-	if err := readinessPings.ping(ctx, a.core.redis); err != nil {
+	if err := readinessPings.Ping(ctx, a.core.redis); err != nil {
 		problems = append(problems, "redis: unreachable")
 	}
 	for _, ch := range a.chans {

@@ -28,7 +28,7 @@ func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 	a.intake.Store(true)
 	t.Cleanup(func() {
 		stalled.Close()
-		waitFor(t, "the readiness PING to give up", 30*time.Second, func() bool { return !readinessPings.inFlight(client) })
+		waitFor(t, "the readiness PING to give up", 30*time.Second, func() bool { return !readinessPings.InFlight(client) })
 		_ = client.Close()
 	})
 

@@ -28,6 +28,8 @@ import (
 	"github.com/switchboard-bot/switchboard/core/intake"
 	"github.com/switchboard-bot/switchboard/core/llm"
 	"github.com/switchboard-bot/switchboard/core/runs"
+	"github.com/switchboard-bot/switchboard/internal/listen"
+	"github.com/switchboard-bot/switchboard/internal/redisping"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -346,14 +348,14 @@ func (a *app) start(ctx context.Context) error {
 }
 
 // listen serves health, metrics and the webhooks on cfg.HTTP.Addr, within the listener's
-// limits (listener.go): what anyone can hold there is bounded, and webhook traffic cannot
+// limits (internal/listen): what anyone can hold there is bounded, and webhook traffic cannot
 // starve the health endpoints.
 func (a *app) listen() error {
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {
 		return explainListen(a.cfg.HTTP.Addr, err)
 	}
-	l, err := newHTTPListener(ln, listenerOptions{}, a.log, a.metrics.reg)
+	l, err := listen.New(ln, listen.Options{}, a.log, a.metrics.reg)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -362,25 +364,29 @@ func (a *app) listen() error {
 	// /healthz waits on nothing: it is in no budget, so nothing but the connection limit
 	// stands between a probe and its answer.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.Handle("GET /readyz", l.health("/readyz", http.HandlerFunc(a.readyz)))
-	mux.Handle("GET /metrics", l.health("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /readyz", l.Health("/readyz", http.HandlerFunc(a.readyz)))
+	mux.Handle("GET /metrics", l.Health("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{})))
 	for path, h := range a.webhooks {
 		if _, p, ok := strings.Cut(path, " "); ok { // "GET /path": a page browsers follow
-			mux.Handle(path, l.page(p, h))
+			mux.Handle(path, l.Page(p, h))
 			continue
 		}
-		mux.Handle("POST "+path, l.webhook(path, h))
+		mux.Handle("POST "+path, l.Webhook(path, h))
 	}
-	a.listener = l.conns
-	a.server = l.serve(mux)
+	a.listener = l
+	a.server = l.Server(mux)
 	go func() {
-		if err := a.server.Serve(l.conns); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := a.server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http listener stopped", "err", err)
 		}
 	}()
 	a.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
 }
+
+// readinessPings are /readyz's PINGs of Redis: one per client in flight at a time, off the
+// request, which answers at its own deadline whatever the PING does (see redisping).
+var readinessPings = &redisping.Flights{}
 
 // readyz: Redis answers, and every channel's own inbound loop says it is receiving (a process
 // standing by for an intake lease is ready: it works the queue and sends). The body says, per
@@ -394,7 +400,7 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	// Not Ping(ctx) here: go-redis does not end a PING on a stalled connection at ctx's
 	// deadline; readinessPings answers by it whatever the PING does.
-	if err := readinessPings.ping(ctx, a.core.redis); err != nil {
+	if err := readinessPings.Ping(ctx, a.core.redis); err != nil {
 		problems = append(problems, "redis: unreachable")
 	}
 	for _, ch := range a.chans {

@@ -1,4 +1,4 @@
-package main
+package listen
 
 import (
 	"bufio"
@@ -17,11 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/switchboard-bot/switchboard/channels/kit"
-	"github.com/switchboard-bot/switchboard/config"
-	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
+	"github.com/switchboard-bot/switchboard/internal/logbuf"
+	"github.com/switchboard-bot/switchboard/internal/poll"
+	"github.com/switchboard-bot/switchboard/internal/redistest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testHookCap is the body cap of the test webhook (a platform's 1 MiB, smaller).
 const testHookCap = 64 << 10
@@ -31,10 +35,10 @@ const testHookCap = 64 << 10
 // checked), /healthz, a health route at /readyz and /metrics.
 type listenerUnderTest struct {
 	t    *testing.T
-	l    *httpListener
+	l    *Listener
 	addr string
 	reg  *prometheus.Registry
-	logs *syncBuffer
+	logs *logbuf.Buffer
 	// bodyBytes counts the bytes the webhook read of its bodies.
 	bodyBytes atomic.Int64
 	// hold, when set, is waited on by the webhook after its body (a hand-over that stalls);
@@ -45,19 +49,19 @@ type listenerUnderTest struct {
 	ready http.Handler
 }
 
-func startListener(t *testing.T, o listenerOptions, setup func(*listenerUnderTest)) *listenerUnderTest {
+func startListener(t *testing.T, o Options, setup func(*listenerUnderTest)) *listenerUnderTest {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &listenerUnderTest{t: t, addr: ln.Addr().String(), reg: prometheus.NewRegistry(), logs: &syncBuffer{},
+	u := &listenerUnderTest{t: t, addr: ln.Addr().String(), reg: prometheus.NewRegistry(), logs: &logbuf.Buffer{},
 		entered: make(chan struct{}, 64)}
 	if setup != nil {
 		setup(u)
 	}
 	log := slog.New(slog.NewJSONHandler(u.logs, nil))
-	u.l, err = newHTTPListener(ln, o, log, u.reg)
+	u.l, err = New(ln, o, log, u.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +71,14 @@ func startListener(t *testing.T, o listenerOptions, setup func(*listenerUnderTes
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.Handle("GET /readyz", u.l.health("/readyz", ready))
-	mux.Handle("GET /metrics", u.l.health("/metrics", promhttp.HandlerFor(u.reg, promhttp.HandlerOpts{})))
-	mux.Handle("POST /hook", u.l.webhook("/hook", http.HandlerFunc(u.serveHook)))
-	srv := u.l.serve(mux)
+	mux.Handle("GET /readyz", u.l.Health("/readyz", ready))
+	mux.Handle("GET /metrics", u.l.Health("/metrics", promhttp.HandlerFor(u.reg, promhttp.HandlerOpts{})))
+	mux.Handle("POST /hook", u.l.Webhook("/hook", http.HandlerFunc(u.serveHook)))
+	srv := u.l.Server(mux)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = srv.Serve(u.l.conns)
+		_ = srv.Serve(u.l)
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -194,8 +198,8 @@ func closedWithin(t *testing.T, br *bufio.Reader, start time.Time, limit time.Du
 }
 
 // shortListener are options that make the tests' waits short.
-func shortListener() listenerOptions {
-	return listenerOptions{
+func shortListener() Options {
+	return Options{
 		ReadHeaderTimeout:  300 * time.Millisecond,
 		ReadTimeout:        600 * time.Millisecond,
 		WriteTimeout:       5 * time.Second,
@@ -427,7 +431,7 @@ func TestListenerConnectionLimitKeepsRoomForNewcomers(t *testing.T) {
 	for i := range silent {
 		silent[i] = u.dial()
 		n := i + 1
-		waitFor(t, "the listener to take the connection", 5*time.Second, func() bool { return u.l.conns.open() == n })
+		poll.Until(t, "the listener to take the connection", func() bool { return u.l.conns.open() == n })
 	}
 	start := time.Now()
 	if code, _ := u.get("/healthz"); code != http.StatusOK {
@@ -445,57 +449,12 @@ func TestListenerConnectionLimitKeepsRoomForNewcomers(t *testing.T) {
 	}
 }
 
-// stalledRedis is a Redis that accepts connections and reads what it is sent but never
-// answers, as a Redis does when it stalls (a long command, a full disk, a frozen VM).
-type stalledRedis struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func newStalledRedis(t *testing.T) *stalledRedis {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stalledRedis{ln: ln}
-	s.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			s.wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(s.close)
-	return s
-}
-
-func (s *stalledRedis) addr() string { return s.ln.Addr().String() }
-
-// close drops every connection (the clients' commands then fail at once) and stops.
-func (s *stalledRedis) close() {
-	_ = s.ln.Close()
-	s.mu.Lock()
-	for _, c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
 // TestListenerAnswersForAHandlerThatIgnoresItsContext: a webhook handler stuck in a call that
 // does not honour its context (go-redis on a stalled Redis) is answered 503 with Retry-After by
 // the listener AnswerGrace after WebhookTimeout; its slot stays taken until it returns.
 func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
-	stalled := newStalledRedis(t)
-	client := redis.NewClient(&redis.Options{Addr: stalled.addr(), MaxRetries: -1})
+	stalled := redistest.NewStalled(t)
+	client := redis.NewClient(&redis.Options{Addr: stalled.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	o := shortListener()
 	o.WebhookTimeout, o.AnswerGrace, o.WebhookCapacity = 300*time.Millisecond, 100*time.Millisecond, 1
@@ -504,12 +463,12 @@ func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := newHTTPListener(ln, o, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	l, err := New(ln, o, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /hook", l.webhook("/hook", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /hook", l.Webhook("/hook", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer returned.Store(true)
 		if err := client.XAdd(r.Context(), &redis.XAddArgs{Stream: "s", Values: []string{"k", "v"}}).Err(); err != nil {
 			http.Error(w, "try again", http.StatusInternalServerError)
@@ -517,9 +476,9 @@ func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})))
-	srv := l.serve(mux)
+	srv := l.Server(mux)
 	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(l.conns) }()
+	go func() { defer close(served); _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close(); <-served; l.refusals.close() })
 
 	post := func() (*http.Response, time.Duration) {
@@ -545,173 +504,8 @@ func TestListenerAnswersForAHandlerThatIgnoresItsContext(t *testing.T) {
 	if resp, _ := post(); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a second request while the first handler holds the only slot: %d, want 503", resp.StatusCode)
 	}
-	stalled.close() // the stuck call fails at once; the handler returns and frees its slot
-	waitFor(t, "the stuck handler to return", 10*time.Second, returned.Load)
-}
-
-// freezingProxy forwards TCP connections to a target and can stall them: while stalled, it takes
-// connections and bytes in but passes nothing on, as a Redis that stops answering does.
-type freezingProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	open   chan struct{} // closed while bytes flow
-	conns  []net.Conn
-	done   chan struct{}
-	wg     sync.WaitGroup
-}
-
-func newFreezingProxy(t *testing.T, target string) *freezingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezingProxy{ln: ln, target: target, open: make(chan struct{}), done: make(chan struct{})}
-	close(p.open)
-	p.wg.Go(p.accept)
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *freezingProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *freezingProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(up, c) })
-		p.wg.Go(func() { p.pipe(c, up) })
-	}
-}
-
-// pipe copies src to dst, holding each chunk while the proxy is stalled.
-func (p *freezingProxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			open := p.open
-			p.mu.Unlock()
-			select {
-			case <-open:
-			case <-p.done:
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// stall stops the bytes; resume lets them (and those held) go on.
-func (p *freezingProxy) stall() {
-	p.mu.Lock()
-	p.open = make(chan struct{})
-	p.mu.Unlock()
-}
-
-func (p *freezingProxy) resume() {
-	p.mu.Lock()
-	select {
-	case <-p.open:
-	default:
-		close(p.open)
-	}
-	p.mu.Unlock()
-}
-
-func (p *freezingProxy) close() {
-	_ = p.ln.Close()
-	close(p.done)
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// TestWebhookAnswers5xxWithinItsTimeoutWhenRedisStalls proves, through the whole app in Slack
-// HTTP mode with the production listener options, that while Redis stalls (a proxy that stops
-// passing bytes) a signed event is answered 5xx within Slack's 3 s — Slack retries it — and
-// /readyz 503 within its 2 s, and that Slack's retry after Redis is back is handed over and
-// answered once.
-func TestWebhookAnswers5xxWithinItsTimeoutWhenRedisStalls(t *testing.T) {
-	proxy := newFreezingProxy(t, "127.0.0.1:6379") // first: closed after the app stops
-	e := newSlackE2E(t, func(c *config.Config) {
-		c.Slack.Mode, c.Slack.AppToken = config.SlackHTTP, ""
-		c.Redis.URL = "redis://" + proxy.addr() + "/0"
-	})
-	r := e.start()
-	base := "http://" + r.listener.Addr().String()
-	events := base + e.cfg.Slack.EventsPath
-	msg := func(text string) map[string]any {
-		return e.sl.Callback(map[string]any{"type": "message", "channel_type": "im", "channel": "D0ANN", "user": slackAnn,
-			"text": text, "ts": e.sl.NewTS(), "team": slackfake.TeamID})
-	}
-	if resp, err := e.sl.DeliverEvent(events, msg("before"), slackfake.Delivery{}); err != nil || resp.Status != http.StatusOK {
-		t.Fatalf("a delivery before the stall: %d %v", resp.Status, err)
-	}
-	e.waitSlackAnswers("D0ANN", "", 1)
-
-	proxy.stall()
-	during := msg("during the stall")
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		start := time.Now()
-		code, body := readyzWithin(t, base+"/readyz")
-		if took := time.Since(start); code != http.StatusServiceUnavailable || took > 2500*time.Millisecond {
-			t.Errorf("/readyz while Redis stalls: %d %q after %s, want 503 within 2 s", code, body, took)
-		}
-	})
-	resp, err := e.sl.DeliverEvent(events, during, slackfake.Delivery{})
-	if err != nil || resp.Status < 500 || resp.Took > 3*time.Second {
-		t.Errorf("a signed event while Redis stalls: %d after %s (%v), want 5xx within Slack's 3 s", resp.Status, resp.Took, err)
-	}
-	t.Logf("answered %d after %s while Redis stalled", resp.Status, resp.Took.Round(time.Millisecond))
-	wg.Wait()
-
-	proxy.resume()
-	waitFor(t, "Slack's retry to be taken", 30*time.Second, func() bool {
-		resp, err := e.sl.DeliverEvent(events, during, slackfake.Delivery{RetryNum: 1, RetryReason: "http_error"})
-		return err == nil && resp.Status == http.StatusOK
-	})
-	got := e.waitSlackAnswers("D0ANN", "", 2)
-	if !strings.Contains(slackVisible(got[1]), "echo: during the stall") {
-		t.Fatalf("the answer after the stall: %q", slackVisible(got[1]))
-	}
-}
-
-// readyzWithin is a GET of /readyz with a client timeout well past the answer expected.
-func readyzWithin(t *testing.T, url string) (int, string) {
-	t.Helper()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	stalled.Close() // the stuck call fails at once; the handler returns and frees its slot
+	poll.Until(t, "the stuck handler to return", returned.Load)
 }
 
 // TestListenerRouteLabelHidesSecretSegments: a path segment that may be a secret (a bot token

@@ -1,4 +1,4 @@
-package main
+package listen
 
 import (
 	"net"
@@ -9,7 +9,7 @@ import (
 
 // track marks each request's connection busy while its handler runs, so that connLimit closes
 // only connections no handler is serving.
-func (l *httpListener) track(h http.Handler) http.Handler {
+func (l *Listener) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tc, ok := r.Context().Value(trackedConnKey{}).(*trackedConn); ok {
 			tc.enter()

@@ -1,4 +1,4 @@
-package main
+package listen
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ type budget struct {
 }
 
 // take takes a slot of b, or refuses the request (503, Retry-After) and says so.
-func (l *httpListener) take(w http.ResponseWriter, r *http.Request, path string, b *budget) bool {
+func (l *Listener) take(w http.ResponseWriter, r *http.Request, path string, b *budget) bool {
 	select {
 	case b.slots <- struct{}{}:
 		return true
@@ -47,7 +47,7 @@ func refuseBusy(w http.ResponseWriter, text string) {
 	_, _ = io.WriteString(w, body)
 }
 
-func (l *httpListener) guard(path string, b *budget, h http.Handler) http.Handler {
+func (l *Listener) guard(path string, b *budget, h http.Handler) http.Handler {
 	path = routeLabel(path)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.take(w, r, path, b) {

@@ -1,4 +1,10 @@
-package main
+// Package listen is the bot's one HTTP listener: health, metrics and the platforms' webhooks on
+// one port open to anyone, with bounds on what any client can hold there — the server's
+// timeouts, a connection limit that sheds the longest idle, a budget of concurrent requests per
+// kind of route, a deadline on a webhook's body, an answer of its own when a handler is late —
+// and its refusals counted and logged at a bounded rate. cmd/bot mounts the routes; what they
+// answer is theirs.
+package listen
 
 import (
 	"context"
@@ -13,8 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// listenerOptions are the HTTP listener's limits; a zero field takes its default (see
-// withDefaults, which says why each is what it is). Tests shorten them.
+// Options are the HTTP listener's limits; a zero field takes its default (see
+// withDefaults, which says why each is what it is), so the zero Options are production's.
+// Tests shorten them.
 //
 // The webhook bodies' size caps are the adapters' (each platform's bound, read through
 // kit.ReadBody): 1 MiB each. Slack publishes no maximum for what it posts; what it can put in
@@ -29,7 +36,7 @@ import (
 // 4,000 characters, a modal's inputs and the objects a select of 25 resolves: a few hundred KiB
 // at the very most. 1 MiB leaves each a margin of several times, and bounds what
 // WebhookCapacity requests can hold at once.
-type listenerOptions struct {
+type Options struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -48,7 +55,7 @@ type listenerOptions struct {
 }
 
 // withDefaults fills the zero fields with the production defaults.
-func (o listenerOptions) withDefaults() listenerOptions {
+func (o Options) withDefaults() Options {
 	set := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -111,15 +118,18 @@ func (o listenerOptions) withDefaults() listenerOptions {
 	return o
 }
 
-// httpListener is the process's one HTTP listener: health, metrics and the platforms' webhooks
+// Listener is the process's one HTTP listener: health, metrics and the platforms' webhooks
 // on one port, open to anyone. It bounds what any client can hold: every connection by the
 // server's timeouts and MaxHeaderBytes; all of them by MaxConns (the longest idle goes first);
 // webhook requests, which are unauthenticated until their body is read and checked, by a body
 // deadline, the platform's size cap (the adapters', through kit.ReadBody) and a budget of their
 // own, so they cannot starve /healthz, /readyz and /metrics; and the time a handler may take
 // before the listener answers for it. Its refusals are counted and logged at a bounded rate.
-type httpListener struct {
-	opts     listenerOptions
+//
+// A Listener is the net.Listener its server is served on: connections are accepted through it
+// so that the connection limit sees each one, and requests are tracked on them.
+type Listener struct {
+	opts     Options
 	conns    *connLimit
 	server   *http.Server
 	refusals *refusalLog
@@ -127,9 +137,12 @@ type httpListener struct {
 	webhookBudget, healthBudget budget
 }
 
-// newHTTPListener wraps ln (which it then owns) and registers the refusal counter on reg.
-// Mount the routes with webhook, page and health, then serve the mux with serve.
-func newHTTPListener(ln net.Listener, o listenerOptions, log *slog.Logger, reg prometheus.Registerer) (*httpListener, error) {
+// New wraps ln (which it then owns) and registers the refusal counter,
+// switchboard_http_refused_total{kind,path}, on reg (taking the one registered already, if
+// any). Guard the routes with Webhook, Page and Health, make the server for the mux with
+// Server, and Serve it on the Listener; log is where the refusals' lines go (slog.Default when
+// nil).
+func New(ln net.Listener, o Options, log *slog.Logger, reg prometheus.Registerer) (*Listener, error) {
 	o = o.withDefaults()
 	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_http_refused_total",
@@ -142,7 +155,7 @@ func newHTTPListener(ln net.Listener, o listenerOptions, log *slog.Logger, reg p
 			return nil, fmt.Errorf("http: registering switchboard_http_refused_total: %w", err)
 		}
 	}
-	l := &httpListener{
+	l := &Listener{
 		opts:          o,
 		refusals:      newRefusalLog(log, o.RefusalLogEvery, counter),
 		webhookBudget: budget{slots: make(chan struct{}, o.WebhookCapacity), timeout: o.WebhookTimeout, bodyTimeout: o.WebhookBodyTimeout},
@@ -153,9 +166,23 @@ func newHTTPListener(ln net.Listener, o listenerOptions, log *slog.Logger, reg p
 	return l, nil
 }
 
-// serve makes the server for h, with the listener's timeouts; Serve it on l.conns. Its Shutdown
-// writes the refusals counted since the last line.
-func (l *httpListener) serve(h http.Handler) *http.Server {
+var _ net.Listener = (*Listener)(nil)
+
+// Accept returns the next connection, closing the longest idle one (or the newcomer) at
+// MaxConns; each connection so closed is counted as a connection_limit refusal.
+func (l *Listener) Accept() (net.Conn, error) { return l.conns.Accept() }
+
+// Addr is the address ln listens on.
+func (l *Listener) Addr() net.Addr { return l.conns.Addr() }
+
+// Close closes ln; the server's Shutdown and Close call it. Connections already accepted stay
+// the server's to close.
+func (l *Listener) Close() error { return l.conns.Close() }
+
+// Server makes the server for h, with the listener's timeouts; Serve it on l (served on ln
+// itself, it would escape the connection limit, and no request would keep its connection from
+// being shed). Its Shutdown writes the refusals counted since the last line.
+func (l *Listener) Server(h http.Handler) *http.Server {
 	srv := &http.Server{
 		Handler:           l.track(h),
 		ReadHeaderTimeout: l.opts.ReadHeaderTimeout,
@@ -175,26 +202,28 @@ func (l *httpListener) serve(h http.Handler) *http.Server {
 	return srv
 }
 
-// webhook guards a platform's webhook handler mounted at path: the webhook budget (503 and
+// Webhook guards a platform's webhook handler mounted at path: the webhook budget (503 and
 // Retry-After at once when it is full), the body's deadline (kit.ReadBody then refuses a late
 // body with 408), the handler's context (WebhookTimeout: the router's enqueue runs under it),
 // and a 503 from the listener when the handler has not answered AnswerGrace later — Slack and
 // Telegram retry it, and Discord's interactions are deferred by the adapter before. The
-// handler's refusals (401, 408, 413) are counted and logged at a bounded rate.
-func (l *httpListener) webhook(path string, h http.Handler) http.Handler {
+// handler's refusals (401, 408, 413) are counted and logged at a bounded rate. path names the
+// route in the refusals' metric and log lines, a segment that may be a secret hidden (routeLabel);
+// the guards of Health and Page name theirs alike.
+func (l *Listener) Webhook(path string, h http.Handler) http.Handler {
 	return l.guard(path, &l.webhookBudget, h)
 }
 
-// health guards /readyz or /metrics: the health budget, HealthTimeout, and the listener's 503
+// Health guards /readyz or /metrics: the health budget, HealthTimeout, and the listener's 503
 // AnswerGrace after it.
-func (l *httpListener) health(path string, h http.Handler) http.Handler {
+func (l *Listener) Health(path string, h http.Handler) http.Handler {
 	return l.guard(path, &l.healthBudget, h)
 }
 
-// page guards a page browsers follow (the Slack install and its callback): it takes a slot of
+// Page guards a page browsers follow (the Slack install and its callback): it takes a slot of
 // the webhook budget (it is as open to anyone) but no deadline of its own; the server's bound
 // it.
-func (l *httpListener) page(path string, h http.Handler) http.Handler {
+func (l *Listener) Page(path string, h http.Handler) http.Handler {
 	path = routeLabel(path)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !l.take(w, r, path, &l.webhookBudget) {

@@ -131,7 +131,6 @@ func (o Options) withDefaults() Options {
 type Listener struct {
 	opts     Options
 	conns    *connLimit
-	server   *http.Server
 	refusals *refusalLog
 
 	webhookBudget, healthBudget budget
@@ -198,7 +197,6 @@ func (l *Listener) Server(h http.Handler) *http.Server {
 		},
 	}
 	srv.RegisterOnShutdown(l.refusals.close)
-	l.server = srv
 	return srv
 }
 

@@ -147,7 +147,7 @@ func (sk *sockets) runSlots(readCtx, connCtx context.Context, firsts []*connStat
 	})
 }
 
-// heldSlots is how many connection slots this process holds now.
+// held is how many connection slots this process holds now.
 func (sk *sockets) held() int {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
@@ -158,8 +158,11 @@ func (sk *sockets) held() int {
 // or one of Slack's pings) within ReadyWindow. A process holding no connection slot (other
 // processes hold them all) is ready: it delivers.
 func (sk *sockets) ready() error {
+	// Copied under the lock: runSlots appends to sk.conns and deletes from it in place (which
+	// clears the tail) while a slot changes hands. What is read of each then is safe without
+	// it: its id never changes, lastFrame is atomic.
 	sk.mu.Lock()
-	conns := sk.conns
+	conns := slices.Clone(sk.conns)
 	sk.mu.Unlock()
 	now := sk.clock.now()
 	for _, cs := range conns {

@@ -145,7 +145,8 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
-	// Now is the clock (default time.Now); an interaction token's age is read on it.
+	// Now is the channel's clock (default time.Now): an interaction token's age is read on it,
+	// and the gateways' silence Ready reports.
 	Now func() time.Time
 	// GlobalRate bounds the REST requests of the bot in any one second, interaction callbacks
 	// and follow-ups excepted, as Discord does; default 50, Discord's global limit; negative: no

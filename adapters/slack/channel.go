@@ -70,7 +70,7 @@ type Channel struct {
 	*oauth        // InstallHandler, OAuthHandler
 
 	cfg        Config
-	clock      *clock
+	clock      *kit.Clock
 	api        *slackgo.Client
 	redact     *kit.Redactor
 	web        *webAPI        // Web API calls: their errors, pacing and rate limits
@@ -80,12 +80,6 @@ type Channel struct {
 	sockets    *sockets       // Socket Mode's connections
 	surfaces   *surfaces      // the AI surfaces' prompts and titles
 	status     *threadStatuses
-}
-
-// clock is the channel's time, shared by its components (tests replace now and sleep).
-type clock struct {
-	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -117,15 +111,15 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c := &Channel{
 		cfg:    cfg,
-		clock:  &clock{now: time.Now, sleep: kit.Sleep},
+		clock:  kit.NewClock(),
 		api:    slackgo.New(cfg.BotToken, opts...),
 		redact: redact,
 		life:   kit.NewLifecycle(platform, ErrNotReady),
 	}
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
 	c.web = &webAPI{cfg: &c.cfg, redact: redact, tiers: newTierLimiter(), sleep: sleep,
-		now:    func() time.Time { return clk.now() },
+		now:    func() time.Time { return clk.Now() },
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Logger: cfg.Logger, Sleep: sleep}}
 	c.assemble()
 	return c, nil

@@ -48,7 +48,7 @@ type dispatcher struct {
 	cfg          *Config
 	redact       *kit.Redactor
 	log          *slog.Logger
-	clock        *clock
+	clock        *kit.Clock
 	ch           channels.Channel // what the Handler is told the deliveries came through
 	installs     *installs
 	surfaces     *surfaces
@@ -77,7 +77,7 @@ func (dp *dispatcher) malformed(kind string, err error) {
 
 // decodeDelivery decodes a payload of kind typ. An error means the payload is malformed.
 func (dp *dispatcher) decodeDelivery(typ string, payload []byte) (delivery, error) {
-	now := dp.clock.now()
+	now := dp.clock.Now()
 	switch typ {
 	case typeEvents:
 		return dp.decodeEvent(payload, now)

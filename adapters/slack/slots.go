@@ -28,7 +28,7 @@ type sockets struct {
 	web        *webAPI
 	redact     *kit.Redactor
 	log        *slog.Logger
-	clock      *clock
+	clock      *kit.Clock
 	dispatcher *dispatcher
 	stop       func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
 	// pingTimeout is how long a socket may read nothing before it is replaced.
@@ -164,7 +164,7 @@ func (sk *sockets) ready() error {
 	sk.mu.Lock()
 	conns := slices.Clone(sk.conns)
 	sk.mu.Unlock()
-	now := sk.clock.now()
+	now := sk.clock.Now()
 	for _, cs := range conns {
 		if err := cs.lastFrame.Silent(now, sk.cfg.ReadyWindow, ErrNotReady, fmt.Sprintf("connection %d", cs.id)); err != nil {
 			return err

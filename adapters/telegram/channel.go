@@ -51,18 +51,12 @@ type Channel struct {
 	*webhook      // WebhookHandler
 
 	cfg        Config
-	clock      *clock
+	clock      *kit.Clock
 	api        *botAPI        // the Bot API: calls, their errors, retries and rate limits
 	life       *kit.Lifecycle // the start guard and Ready's phase
 	workers    *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
 	dispatcher *dispatcher    // the Handler, who the bot is, and the hand-over of each update
 	poller     *poller
-}
-
-// clock is the channel's time, shared by its components (tests replace now and sleep).
-type clock struct {
-	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -88,14 +82,14 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
-	c := &Channel{cfg: cfg, clock: &clock{now: time.Now, sleep: kit.Sleep}, life: kit.NewLifecycle(platform, ErrNotReady)}
+	c := &Channel{cfg: cfg, clock: kit.NewClock(), life: kit.NewLifecycle(platform, ErrNotReady)}
 	c.workers = kit.NewWorkers(c.life)
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
 	c.api = &botAPI{cfg: &c.cfg, http: cfg.HTTPClient, redact: redact, sleep: sleep,
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Attempts: maxAttempts, Logger: cfg.Logger, Sleep: sleep}}
 	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return clk.now() }})
+		Now: func() time.Time { return clk.Now() }})
 	pace := newPacer()
 	c.sender = &sender{cfg: &c.cfg, api: c.api, clock: clk, pacer: pace, signals: signals,
 		edits: newEditThrottle(time.Second, 3*time.Second)}

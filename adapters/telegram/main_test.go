@@ -80,7 +80,7 @@ func newChannel(t *testing.T, fake *telegramfake.Server, mutate func(*Config)) (
 		t.Fatalf("New: %v", err)
 	}
 	// 429 waits are honoured but not slept in tests: the fake's retry_after is whole seconds.
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	return ch, logs
 }
 

@@ -53,19 +53,12 @@ type dispatcher struct {
 	installs     *installs
 	surfaces     *surfaces
 	interactions *interactions
-	recent       *recentEvents  // ids of the events handled here rather than by the router (dedupe)
-	lanes        *kit.Lanes     // deliveries handed over one at a time per conversation
-	work         sync.WaitGroup // HTTP deliveries being handed over
+	recent       *recentEvents // ids of the events handled here rather than by the router (dedupe)
+	lanes        *kit.Lanes    // deliveries handed over one at a time per conversation
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
 	ackDeadline time.Duration
 
 	kit.Handoff[self] // the Handler and the bot's identity, from Start on
-}
-
-// drain waits, until ctx ends, for the deliveries being handed over (StopIntake); it reports
-// whether they all finished.
-func (dp *dispatcher) drain(ctx context.Context) bool {
-	return waitGroup(ctx, &dp.work) && dp.lanes.Wait(ctx)
 }
 
 func (dp *dispatcher) malformed(kind string, err error) {

@@ -1,8 +1,6 @@
 package discord
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -238,9 +236,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.LeaseName = platform
 	}
 	if c.LeaseOwner == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.LeaseOwner = hex.EncodeToString(b[:])
+		c.LeaseOwner = kit.NewOwner()
 	}
 	if c.SessionSaveEvery <= 0 {
 		c.SessionSaveEvery = 3 * time.Second

@@ -216,6 +216,7 @@ type rest struct {
 	timeout time.Duration // Config.CallTimeout, per attempt
 	redact  *kit.Redactor
 	limits  *kit.RetryAfter
+	sleep   func(ctx context.Context, d time.Duration) error // the channel's clock's
 }
 
 // Calls and their rate limits (kit.RetryAfter). call returns a 429 at once as a
@@ -257,7 +258,7 @@ func (r *rest) request(ctx context.Context, op string, fn func(opts ...discordgo
 		if err == nil || apiStatus(err) < 500 || fivexx >= 2 {
 			return err
 		}
-		if err := kit.Sleep(ctx, time.Duration(fivexx+1)*250*time.Millisecond); err != nil {
+		if err := r.sleep(ctx, time.Duration(fivexx+1)*250*time.Millisecond); err != nil {
 			return fmt.Errorf("discord: %s: %w", op, err)
 		}
 	}

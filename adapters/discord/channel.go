@@ -77,9 +77,7 @@ type Channel struct {
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)
 	onIdentify func(shard int, slot time.Time)
-	// liveNow is the clock of the gateways' last inbound frames, which Ready reads.
-	liveNow func() time.Time
-	now     func() time.Time
+	clock      *kit.Clock // the channel's time, shared by its components (Config.Now; tests replace it)
 }
 
 var (
@@ -114,20 +112,21 @@ func New(cfg Config) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
+	clk := kit.NewClock()
+	if cfg.Now != nil {
+		clk.Now = cfg.Now
+	}
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
 	c := &Channel{
 		global: global,
 		cfg:    cfg,
 		s:      s,
 		redact: redact,
-		rest: &rest{timeout: cfg.CallTimeout, redact: redact, limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait,
-			Attempts: 1 + maxRateLimitRetries, Logger: cfg.Logger}},
-		life:    kit.NewLifecycle(platform, ErrNotReady),
-		bot:     &botSelf{appID: cfg.ApplicationID},
-		now:     cfg.Now,
-		liveNow: time.Now,
-	}
-	if c.now == nil {
-		c.now = time.Now
+		rest: &rest{timeout: cfg.CallTimeout, redact: redact, sleep: sleep, limits: &kit.RetryAfter{Log: cfg.RateLimits,
+			MaxWait: cfg.MaxRetryWait, Attempts: 1 + maxRateLimitRetries, Logger: cfg.Logger, Sleep: sleep}},
+		life:  kit.NewLifecycle(platform, ErrNotReady),
+		bot:   &botSelf{appID: cfg.ApplicationID},
+		clock: clk,
 	}
 	c.workers = kit.NewWorkers(c.life)
 	c.places = &places{rest: c.rest, s: s}
@@ -165,10 +164,10 @@ func (c *Channel) assemble() {
 	cfg := c.cfg
 	threads := newThreadMaker(c.rest, c.s, c.places, cfg.Logger)
 	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return c.now() }})
+		Now: func() time.Time { return c.clock.Now() }})
 	c.sender = &sender{cfg: &c.cfg, rest: c.rest, s: c.s, threads: threads, signals: signals}
 	c.sender.pages.Render = func(m channels.Message) ([]render.DiscordMessage, error) { return renderPieces(m, cfg.ActionKey) }
-	replies := &commandReplies{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, out: c.sender, now: c.now}
+	replies := &commandReplies{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, out: c.sender, clock: c.clock}
 	c.sender.replies = replies
 	c.typer = &typer{rest: c.rest, s: c.s, threads: threads, signals: signals}
 	c.commands = &commands{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, workers: c.workers, reg: &kit.LaterRetry{
@@ -177,12 +176,12 @@ func (c *Channel) assemble() {
 		Min:    regRetryMin, Max: regRetryMax, Log: cfg.Logger, Attrs: []any{"guild", cfg.DevGuild},
 	}}
 	c.dispatcher = &dispatcher{cfg: &c.cfg, redact: c.redact, ch: c, bot: c.bot, places: c.places, threads: threads, workers: c.workers,
-		lanes: kit.NewLanes(maxRunners, maxQueued), now: c.now}
+		lanes: kit.NewLanes(maxRunners, maxQueued), clock: c.clock}
 	c.interactions = &interactions{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, places: c.places, replies: replies,
-		dispatcher: c.dispatcher, workers: c.workers, now: c.now}
+		dispatcher: c.dispatcher, workers: c.workers, clock: c.clock}
 	c.dispatcher.interactions = c.interactions
 	c.fetcher = &fetcher{cfg: &c.cfg, redact: c.redact}
-	c.webhook = &webhook{cfg: &c.cfg, life: c.life, workers: c.workers, dispatcher: c.dispatcher, interactions: c.interactions, now: c.now}
+	c.webhook = &webhook{cfg: &c.cfg, life: c.life, workers: c.workers, dispatcher: c.dispatcher, interactions: c.interactions, clock: c.clock}
 	c.shards = &shards{c: c}
 }
 
@@ -233,7 +232,7 @@ func (c *Channel) plan(ctx context.Context) (shardPlan, error) {
 		return shardPlan{}, errors.New("discord: gateway/bot gave no URL")
 	}
 	if lim := gb.SessionStartLimit; lim.Total > 0 {
-		c.budget.set(lim.Remaining, time.Duration(lim.ResetAfter)*time.Millisecond, c.now)
+		c.budget.set(lim.Remaining, time.Duration(lim.ResetAfter)*time.Millisecond, c.clock.Now)
 	}
 	p := shardPlan{url: gb.URL, ids: []int{c.cfg.ShardID}, count: c.cfg.ShardCount, perBucket: 1}
 	if c.cfg.AutoShard {
@@ -371,5 +370,5 @@ func (c *Channel) Ready() error {
 	if err := c.life.Err(); err != nil {
 		return err
 	}
-	return c.shards.ready(c.liveNow())
+	return c.shards.ready(c.clock.Now())
 }

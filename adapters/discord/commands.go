@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -167,22 +166,8 @@ const (
 // retrying cannot help: the channel is not started or has stopped, ctx ended, or Discord refused
 // the registration itself (401, another 4xx). A later call replaces a retry still pending.
 func (cm *commands) RegisterCommands(ctx context.Context, specs []channels.CommandSpec) error {
-	cm.reg.Cancel()
-	err := cm.register(ctx, specs)
-	if err == nil || !registrationRetryable(ctx, err) {
-		return err
-	}
-	specs = slices.Clone(specs)
-	// Started under the intake's lifetime, or not at all once StopIntake began: the retry
-	// ends with the intake, and StopIntake waits for it.
-	if !cm.workers.Under(func(life context.Context, wg *sync.WaitGroup) {
-		cm.reg.Start(life, wg, err, registrationRetryable, func(ctx context.Context) error {
-			return cm.register(ctx, specs)
-		})
-	}) {
-		return err
-	}
-	return nil
+	specs = slices.Clone(specs) // a retry may read them after RegisterCommands returned
+	return cm.reg.Try(ctx, cm.workers, registrationRetryable, func(ctx context.Context) error { return cm.register(ctx, specs) })
 }
 
 // registrationRetryable tells a registration refused for now from one retrying cannot help.

@@ -1,8 +1,6 @@
 package discord
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,7 +143,8 @@ type Config struct {
 	// SessionSaveEvery is how often a running shard saves its session to Sessions, so that a
 	// process that dies leaves one to resume; default 3 s.
 	SessionSaveEvery time.Duration
-	// Now is the clock (default time.Now); an interaction token's age is read on it.
+	// Now is the channel's clock (default time.Now): an interaction token's age is read on it,
+	// and the gateways' silence Ready reports.
 	Now func() time.Time
 	// GlobalRate bounds the REST requests of the bot in any one second, interaction callbacks
 	// and follow-ups excepted, as Discord does; default 50, Discord's global limit; negative: no
@@ -237,9 +236,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.LeaseName = platform
 	}
 	if c.LeaseOwner == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.LeaseOwner = hex.EncodeToString(b[:])
+		c.LeaseOwner = kit.NewOwner()
 	}
 	if c.SessionSaveEvery <= 0 {
 		c.SessionSaveEvery = 3 * time.Second

@@ -35,7 +35,7 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 	}
 	// Ready's clock, moved past the gateway's silence bound by GoAway.
 	var ahead atomic.Int64
-	ch.liveNow = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ch.clock.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	dm := fk.DM(alice.ID)
 	return &chantest.Rig{
 		Channel: ch,

@@ -23,7 +23,7 @@ type dispatcher struct {
 	workers      *kit.Workers
 	lanes        *kit.Lanes // messages handed to the router in order per channel
 	interactions *interactions
-	now          func() time.Time
+	clock        *kit.Clock
 
 	kit.Handoff[struct{}] // the Handler, from Start on
 }
@@ -128,7 +128,7 @@ func (dp *dispatcher) handleMessage(ctx context.Context, m *discordgo.Message) b
 		return ctx.Err() == nil
 	}
 	opt := inboundOptions{replyInThread: dp.cfg.ReplyInThread, mentionOnly: dp.cfg.ThreadReplies == ThreadRepliesMention}
-	msg, ok := messageInbound(m, dp.bot.identity(), w, opt, dp.now())
+	msg, ok := messageInbound(m, dp.bot.identity(), w, opt, dp.clock.Now())
 	if !ok {
 		return true
 	}
@@ -152,7 +152,7 @@ func (dp *dispatcher) handOver(ctx context.Context, ev channels.Inbound) bool {
 				"conv", ev.Conv.String(), "err", err)
 			return false
 		}
-		if kit.Sleep(ctx, wait) != nil {
+		if dp.clock.Sleep(ctx, wait) != nil {
 			return false
 		}
 		wait *= 2

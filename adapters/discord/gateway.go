@@ -78,7 +78,7 @@ type gateway struct {
 
 	connected  atomic.Bool
 	everReady  atomic.Bool  // a READY arrived on some connection of this gateway
-	lastEvent  kit.Liveness // the last frame read (on Channel.liveNow), which Ready reads
+	lastEvent  kit.Liveness // the last frame read (on the channel's clock), which Ready reads
 	interval   atomic.Int64 // the heartbeat interval HELLO announced, in nanoseconds
 	identifies atomic.Int64
 	resumes    atomic.Int64
@@ -130,7 +130,7 @@ func (g *gateway) run(ctx context.Context, ready chan<- error) {
 			backoff = g.c.cfg.ReconnectMin
 		}
 		g.c.cfg.Logger.Warn("discord: gateway connection ended; reconnecting", "shard", g.shardID, "err", err, "in", backoff)
-		if kit.Sleep(ctx, backoff) != nil {
+		if g.c.clock.Sleep(ctx, backoff) != nil {
 			return
 		}
 		if !healthy {
@@ -257,7 +257,7 @@ func (cn *gwConn) hello() error {
 	}
 	cn.interval = interval
 	g.interval.Store(int64(interval))
-	g.lastEvent.Beat(g.c.liveNow())
+	g.lastEvent.Beat(g.c.clock.Now())
 	return nil
 }
 
@@ -343,7 +343,7 @@ func (cn *gwConn) serve(ctx context.Context, seq int64, onReady func()) (healthy
 			}
 			return healthy, g.readError(err)
 		}
-		g.lastEvent.Beat(g.c.liveNow())
+		g.lastEvent.Beat(g.c.clock.Now())
 		f, err := decodeFrame(data)
 		if err != nil {
 			g.c.dispatcher.malformed("gateway frame", err)
@@ -423,7 +423,7 @@ func (cn *gwConn) invalidSession(ctx context.Context, d json.RawMessage) error {
 		return errResume
 	}
 	g.forget()
-	if err := kit.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
+	if err := g.c.clock.Sleep(ctx, g.c.cfg.InvalidSessionWait); err != nil {
 		return err
 	}
 	if err := cn.identify(ctx); errors.Is(err, errFatal) {

@@ -63,7 +63,7 @@ type interactions struct {
 	replies    *commandReplies
 	dispatcher *dispatcher // the hand-over to the Handler
 	workers    *kit.Workers
-	now        func() time.Time
+	clock      *kit.Clock
 	ixs        sync.Map // interaction id → *ixState
 }
 
@@ -88,7 +88,7 @@ func (x *interactions) handle(ctx context.Context, ix *interactionEvent, st *ixS
 			return
 		}
 	}
-	in, ok := interactionInbound(ix, w, x.now(), x.cfg.AdminPermission)
+	in, ok := interactionInbound(ix, w, x.clock.Now(), x.cfg.AdminPermission)
 	if !ok {
 		// Not something this bot handles (another application's command, autocomplete): say so
 		// rather than leave Discord's "interaction failed".
@@ -140,7 +140,7 @@ func (x *interactions) handleCommand(ctx context.Context, ix *interactionEvent, 
 		x.cfg.Logger.Warn("discord: acknowledging a slash command failed", "command", in.Command, "err", err)
 		return
 	}
-	cr := &commandReply{token: ix.Token, at: x.now(), user: in.Identity.ChannelUserID}
+	cr := &commandReply{token: ix.Token, at: x.clock.Now(), user: in.Identity.ChannelUserID}
 	x.replies.pending.Store(ix.ID, cr)
 	handed := x.dispatcher.handOver(ctx, in)
 	x.replies.pending.Delete(ix.ID)

@@ -270,9 +270,13 @@ func TestRestartResumesTheSavedSession(t *testing.T) {
 	poll.Until(t, "a", func() bool { return first.rec.count() == 1 })
 	fk.Post(discordfake.UserMessage{Channel: dm, Author: alice, Content: "b"})
 	poll.Until(t, "b in the handler", func() bool {
-		first.ch.shards.gws[0].pmu.Lock()
-		defer first.ch.shards.gws[0].pmu.Unlock()
-		return len(first.ch.shards.gws[0].pending) == 1
+		sh := first.ch.shards
+		sh.mu.Lock()
+		g := sh.gws[0]
+		sh.mu.Unlock()
+		g.pmu.Lock()
+		defer g.pmu.Unlock()
+		return len(g.pending) == 1
 	})
 	if err := first.ch.Stop(context.Background()); err != nil {
 		t.Fatal(err)

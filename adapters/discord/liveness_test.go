@@ -19,7 +19,7 @@ func TestReadyFailsWhenTheGatewayFallsSilent(t *testing.T) {
 	const interval = time.Hour // no real heartbeat falls within the test
 	fk.SetHeartbeatInterval(interval)
 	clock := &virtualClock{t: time.Now()}
-	h := newHarnessPrepared(t, fk, nil, func(ch *Channel) { ch.liveNow = clock.now })
+	h := newHarnessPrepared(t, fk, nil, func(ch *Channel) { ch.clock.Now = clock.now })
 	if err := h.ch.Ready(); err != nil {
 		t.Fatalf("Ready after start: %v", err)
 	}

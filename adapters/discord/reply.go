@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/render"
 )
 
@@ -23,7 +24,7 @@ type commandReplies struct {
 	s       *discordgo.Session
 	bot     *botSelf
 	out     *sender // posts what a token can no longer carry
-	now     func() time.Time
+	clock   *kit.Clock
 	pending sync.Map // interaction id → *commandReply, while its command is handed over
 }
 
@@ -58,7 +59,7 @@ func (r *commandReplies) send(ctx context.Context, id string, to channels.Target
 	defer cr.mu.Unlock()
 	ref := channels.MessageRef{Conv: to.Conv}
 	app := r.bot.application()
-	if !cr.expired && r.now().Sub(cr.at) >= tokenUsable {
+	if !cr.expired && r.clock.Now().Sub(cr.at) >= tokenUsable {
 		cr.expired = true
 	}
 	for i, p := range ps {

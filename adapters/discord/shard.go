@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -226,8 +227,11 @@ func (sh *shards) held() []int {
 // heartbeat ack) at most two heartbeat intervals and 10 s before now. A process holding none is
 // ready: it delivers.
 func (sh *shards) ready(now time.Time) error {
+	// The gateways are copied under the lock: runShard sets and clears their places in sh.gws
+	// while a shard changes hands. What is read of each then is safe without it: shardID never
+	// changes, fatalErr takes the gateway's lock, the rest is atomic.
 	sh.mu.Lock()
-	gws := sh.gws
+	gws := slices.Clone(sh.gws)
 	sh.mu.Unlock()
 	for _, g := range gws {
 		if g == nil {

@@ -1,11 +1,13 @@
 package discord
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels/kit"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	discordfake "github.com/switchboard-bot/switchboard/internal/fake/discord"
 	"github.com/switchboard-bot/switchboard/internal/leasetest"
 	"github.com/switchboard-bot/switchboard/internal/poll"
@@ -120,5 +122,27 @@ func TestStandbyProcessIsReady(t *testing.T) {
 	}
 	if b.ch.BotID() != discordfake.BotID {
 		t.Errorf("the standby's bot id is %q", b.ch.BotID())
+	}
+}
+
+// TestReadyWhileShardsChangeHands proves Ready reads the shards a process holds safely while
+// they change hands: Ready is asked without pause on both processes while, three times, a hands
+// a shard over to a new process b and takes it back when b stops. Run with -race, a read of a
+// shard's place outside the lock it is written under fails the test.
+func TestReadyWhileShardsChangeHands(t *testing.T) {
+	fk := discordfake.New(t)
+	fk.RecommendShards(2, 1)
+	mem, store := &kit.MemoryLease{}, &MemorySessions{}
+	a := newHarness(t, fk, sharedShards(mem, store, "a"))
+	poll.Until(t, "a to run both shards", func() bool { return len(a.ch.shards.held()) == 2 })
+	chantest.AskReady(t, a.ch)
+	for round := range 3 {
+		b := newHarness(t, fk, sharedShards(mem, store, "b"+strconv.Itoa(round)))
+		chantest.AskReady(t, b.ch)
+		poll.Until(t, "one shard each", func() bool { return len(a.ch.shards.held()) == 1 && len(b.ch.shards.held()) == 1 })
+		if err := b.ch.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, "a to run both shards again", func() bool { return len(a.ch.shards.held()) == 2 })
 	}
 }

@@ -26,7 +26,7 @@ type webhook struct {
 	workers      *kit.Workers
 	dispatcher   *dispatcher // malformed requests are counted as malformed events
 	interactions *interactions
-	now          func() time.Time
+	clock        *kit.Clock
 }
 
 // maxSkew bounds the age of a request's timestamp, so a captured request cannot be replayed
@@ -66,7 +66,7 @@ func (wh *webhook) verify(r *http.Request, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	if d := wh.now().Sub(time.Unix(secs, 0)); d > maxSkew || d < -maxSkew {
+	if d := wh.clock.Now().Sub(time.Unix(secs, 0)); d > maxSkew || d < -maxSkew {
 		return false
 	}
 	return ed25519.Verify(wh.cfg.PublicKey, append([]byte(ts), body...), sig)

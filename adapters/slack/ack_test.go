@@ -67,7 +67,7 @@ func TestHTTPAckDoesNotWaitForARateLimitedTitle(t *testing.T) {
 	fake := slackfake.New(t)
 	waiting, over := make(chan time.Duration, 1), make(chan struct{})
 	h := startPrepared(t, fake, func(c *Config) { c.Mode, c.AppToken = ModeHTTP, "" }, &recorder{}, func(ch *Channel) {
-		ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+		ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 			waiting <- d
 			select {
 			case <-over:

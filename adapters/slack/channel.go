@@ -70,22 +70,17 @@ type Channel struct {
 	*oauth        // InstallHandler, OAuthHandler
 
 	cfg        Config
-	clock      *clock
+	clock      *kit.Clock
 	api        *slackgo.Client
 	redact     *kit.Redactor
 	web        *webAPI        // Web API calls: their errors, pacing and rate limits
 	life       *kit.Lifecycle // the start guard and Ready's phase
+	workers    *kit.Workers   // the intake's context, from Start until StopIntake, and its work
 	installs   *installs      // the workspaces' clients and tokens
 	dispatcher *dispatcher    // the Handler, who the bot is, and the hand-over of each delivery
 	sockets    *sockets       // Socket Mode's connections
 	surfaces   *surfaces      // the AI surfaces' prompts and titles
 	status     *threadStatuses
-}
-
-// clock is the channel's time, shared by its components (tests replace now and sleep).
-type clock struct {
-	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -117,15 +112,16 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c := &Channel{
 		cfg:    cfg,
-		clock:  &clock{now: time.Now, sleep: kit.Sleep},
+		clock:  kit.NewClock(),
 		api:    slackgo.New(cfg.BotToken, opts...),
 		redact: redact,
 		life:   kit.NewLifecycle(platform, ErrNotReady),
 	}
+	c.workers = kit.NewWorkers(c.life)
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
 	c.web = &webAPI{cfg: &c.cfg, redact: redact, tiers: newTierLimiter(), sleep: sleep,
-		now:    func() time.Time { return clk.now() },
+		now:    func() time.Time { return clk.Now() },
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Logger: cfg.Logger, Sleep: sleep}}
 	c.assemble()
 	return c, nil
@@ -150,8 +146,8 @@ func (c *Channel) assemble() {
 		interactions: c.interactions, recent: recent, lanes: kit.NewLanes(maxHandovers, 0), // Slack redelivers what is not acked: no bound
 		ackDeadline: interactionAckDeadline}
 	c.sockets = &sockets{cfg: cfg, api: c.api, web: c.web, redact: c.redact, log: log, clock: clk, dispatcher: c.dispatcher,
-		pingTimeout: pingTimeout, stop: c.Stop}
-	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, dispatcher: c.dispatcher}
+		workers: c.workers, pingTimeout: pingTimeout, stop: c.Stop}
+	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, workers: c.workers, dispatcher: c.dispatcher}
 	c.oauth = &oauth{cfg: cfg, web: c.web, installs: c.installs, clock: clk, log: log}
 }
 
@@ -178,8 +174,13 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 		return err
 	}
 	at, err := c.authTest(ctx, h)
-	if err == nil && c.cfg.Mode == ModeSocket {
-		err = c.sockets.start(ctx, at)
+	if err == nil {
+		// The intake's lifetime ends at StopIntake (in socket mode also when ctx ends, which
+		// stops the channel: see sockets.start).
+		c.workers.Begin(context.WithoutCancel(ctx))
+		if c.cfg.Mode == ModeSocket {
+			err = c.sockets.start(ctx, at)
+		}
 	}
 	if err != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -228,14 +229,16 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 // are acknowledged, then the sockets close and their connection slots are handed back (until
 // ctx ends; what is still running then is cancelled). Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
-	c.life.Stop()
-	c.sockets.stopReading()
+	c.sockets.detach()
+	c.workers.End()
 	var err error
-	if !c.dispatcher.drain(ctx) {
+	if !c.dispatcher.lanes.Wait(ctx) {
 		err = fmt.Errorf("slack: stop: envelopes still being handed over: %w", ctx.Err())
 	}
-	if !c.sockets.close(ctx) {
-		err = errors.Join(err, fmt.Errorf("slack: stop: sockets still open: %w", ctx.Err()))
+	// Only now, the acks sent: the sockets outlive the intake's context for them.
+	c.sockets.close()
+	if werr := c.workers.Wait(ctx); werr != nil {
+		err = errors.Join(err, fmt.Errorf("slack: stop: sockets still open or deliveries still being handed over: %w", werr))
 	}
 	return err
 }

@@ -1,8 +1,6 @@
 package slack
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -334,9 +332,7 @@ func (c Config) withPlumbing() Config {
 		c.LeaseName = platform
 	}
 	if c.LeaseOwner == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.LeaseOwner = hex.EncodeToString(b[:])
+		c.LeaseOwner = kit.NewOwner()
 	}
 	return c
 }

@@ -28,7 +28,7 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 			c.APIURL = chantest.ClosedURL(t) + "/api/"
 		}
 	})
-	ch.clock.sleep = kit.Sleep // slept for real, so that a rate limit waited out beneath delivery's would show
+	ch.clock.Sleep = kit.Sleep // slept for real, so that a rate limit waited out beneath delivery's would show
 	return &chantest.Rig{
 		Channel: ch,
 		Secrets: []string{ch.cfg.BotToken, ch.cfg.AppToken, ch.cfg.SigningSecret},

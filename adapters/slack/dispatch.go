@@ -48,24 +48,17 @@ type dispatcher struct {
 	cfg          *Config
 	redact       *kit.Redactor
 	log          *slog.Logger
-	clock        *clock
+	clock        *kit.Clock
 	ch           channels.Channel // what the Handler is told the deliveries came through
 	installs     *installs
 	surfaces     *surfaces
 	interactions *interactions
-	recent       *recentEvents  // ids of the events handled here rather than by the router (dedupe)
-	lanes        *kit.Lanes     // deliveries handed over one at a time per conversation
-	work         sync.WaitGroup // HTTP deliveries being handed over
+	recent       *recentEvents // ids of the events handled here rather than by the router (dedupe)
+	lanes        *kit.Lanes    // deliveries handed over one at a time per conversation
 	// ackDeadline is when an interaction or a command is acknowledged whatever its handling.
 	ackDeadline time.Duration
 
 	kit.Handoff[self] // the Handler and the bot's identity, from Start on
-}
-
-// drain waits, until ctx ends, for the deliveries being handed over (StopIntake); it reports
-// whether they all finished.
-func (dp *dispatcher) drain(ctx context.Context) bool {
-	return waitGroup(ctx, &dp.work) && dp.lanes.Wait(ctx)
 }
 
 func (dp *dispatcher) malformed(kind string, err error) {
@@ -77,7 +70,7 @@ func (dp *dispatcher) malformed(kind string, err error) {
 
 // decodeDelivery decodes a payload of kind typ. An error means the payload is malformed.
 func (dp *dispatcher) decodeDelivery(typ string, payload []byte) (delivery, error) {
-	now := dp.clock.now()
+	now := dp.clock.Now()
 	switch typ {
 	case typeEvents:
 		return dp.decodeEvent(payload, now)

@@ -63,7 +63,7 @@ func (s *sender) SendFile(ctx context.Context, to channels.Target, f channels.Fi
 	}
 	if s.cfg.Pacing {
 		// Sharing the file posts a message in the channel: it keeps the channel's pace.
-		if err := s.clock.sleep(ctx, s.pacer.reserve(to.Conv.Chat, s.clock.now())); err != nil {
+		if err := s.clock.Sleep(ctx, s.pacer.reserve(to.Conv.Chat, s.clock.Now())); err != nil {
 			return ref, fmt.Errorf("slack: send file: %w", err)
 		}
 	}

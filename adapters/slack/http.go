@@ -27,6 +27,7 @@ type httpIntake struct {
 	cfg        *Config
 	log        *slog.Logger
 	life       *kit.Lifecycle
+	workers    *kit.Workers // counts the deliveries being handed over, which StopIntake waits for
 	dispatcher *dispatcher
 }
 
@@ -134,9 +135,14 @@ func (hi *httpIntake) handOver(w http.ResponseWriter, r *http.Request, typ strin
 	if deadline != nil {
 		hand = hi.dispatcher.lanes.Run // this goroutine must be free to answer by the deadline
 	}
-	hi.dispatcher.work.Add(1)
+	// Held under the lock StopIntake takes first: no delivery joins its wait once it began.
+	release, ok := hi.workers.Hold()
+	if !ok {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
 	hand(d.in.Conv.String(), func() {
-		defer hi.dispatcher.work.Done()
+		defer release()
 		done <- hi.dispatcher.deliver(ctx, d)
 	})
 	var err error

@@ -156,6 +156,44 @@ func TestHTTPAfterStopIs503(t *testing.T) {
 	}
 }
 
+// TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver proves StopIntake counts an HTTP
+// delivery still being handed over among the intake's work: while the Handler holds it, a
+// StopIntake whose context has ended says the intake is still running; once the Handler
+// returned, StopIntake returns nil, the delivery is answered 200, and the next one 503.
+func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{})
+	h := startHTTP(t, &recorder{fail: func(channels.Inbound) error { close(entered); <-release; return nil }})
+	event := func(ts string) map[string]any {
+		return h.fake.Callback(map[string]any{"type": "message", "channel": "D1", "user": ann, "text": "x", "ts": ts, "channel_type": "im"})
+	}
+	answered := make(chan int, 1)
+	go func() {
+		r, err := h.fake.DeliverEvent(h.srv.URL+DefaultEventsPath, event("1.1"), slackfake.Delivery{})
+		if err != nil {
+			answered <- 0
+			return
+		}
+		answered <- r.Status
+	}()
+	<-entered
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.ch.StopIntake(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("StopIntake with a delivery being handed over = %v, want its context's end", err)
+	}
+	close(release)
+	if err := h.ch.StopIntake(context.Background()); err != nil {
+		t.Fatalf("StopIntake once the delivery was handed over: %v", err)
+	}
+	if status := <-answered; status != http.StatusOK {
+		t.Errorf("the delivery being handed over at StopIntake was answered %d, want 200", status)
+	}
+	r, err := h.fake.DeliverEvent(h.srv.URL+DefaultEventsPath, event("1.2"), slackfake.Delivery{})
+	if err != nil || r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery after StopIntake: %d %v, want 503", r.Status, err)
+	}
+}
+
 func TestHTTPSlowInteractionAnsweredInTime(t *testing.T) {
 	release := make(chan struct{})
 	h := startHTTP(t, &recorder{fail: func(in channels.Inbound) error {

@@ -164,7 +164,7 @@ func TestSocketLinkDisabledBacksOff(t *testing.T) {
 	fake := slackfake.New(t)
 	fake.SetPingInterval(100 * time.Millisecond)
 	w := &chantest.Waits{}
-	h := startPrepared(t, fake, nil, &recorder{}, func(ch *Channel) { ch.clock.sleep = w.Wait })
+	h := startPrepared(t, fake, nil, &recorder{}, func(ch *Channel) { ch.clock.Sleep = w.Wait })
 	logs := h.logs
 	fake.Disconnect("refresh_requested")
 	eventually(t, "a new socket after refresh_requested", func() bool { return fake.Opened() == 2 && fake.Connections() == 1 })
@@ -433,7 +433,7 @@ func TestSocketLoopOutlivesAFailedReconnect(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()

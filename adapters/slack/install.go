@@ -183,7 +183,7 @@ type installs struct {
 	cfg    *Config
 	web    *webAPI
 	redact *kit.Redactor
-	clock  *clock
+	clock  *kit.Clock
 	log    *slog.Logger
 	base   *teamClient // the configured bot token's client
 
@@ -267,7 +267,7 @@ func (is *installs) lookupTeam(ctx context.Context, workspace string) (*teamClie
 	team := teamOf(workspace)
 	ent, _, grid := strings.Cut(workspace, "/")
 	if v, ok := is.teamClients.Load(team); ok {
-		if tc := v.(*teamClient); tc.usable(is.clock.now()) {
+		if tc := v.(*teamClient); tc.usable(is.clock.Now()) {
 			return tc, nil
 		}
 	}
@@ -277,7 +277,7 @@ func (is *installs) lookupTeam(ctx context.Context, workspace string) (*teamClie
 	defer is.mu.Unlock()
 	var cached *teamClient
 	if v, ok := is.teamClients.Load(team); ok {
-		if cached = v.(*teamClient); cached.usable(is.clock.now()) {
+		if cached = v.(*teamClient); cached.usable(is.clock.Now()) {
 			return cached, nil // another caller read the store meanwhile
 		}
 	}
@@ -286,12 +286,12 @@ func (is *installs) lookupTeam(ctx context.Context, workspace string) (*teamClie
 		inst, found, err = is.cfg.Installations.Installation(ctx, ent) // an org-wide install
 	}
 	if err != nil {
-		if cached != nil && !cached.inst.expiring(is.clock.now()) {
+		if cached != nil && !cached.inst.expiring(is.clock.Now()) {
 			// The store is unreachable: keep serving with the token last confirmed rather than
 			// failing every send until it is back (Slack refuses a revoked token anyway).
 			// It is tried again after installRecheck, not by every call meanwhile.
 			is.log.Warn("slack: re-reading a workspace's install failed; using the one read before", "team", team, "err", err)
-			tc := &teamClient{api: cached.api, inst: cached.inst, checked: is.clock.now()}
+			tc := &teamClient{api: cached.api, inst: cached.inst, checked: is.clock.Now()}
 			is.teamClients.Store(team, tc)
 			return tc, nil
 		}
@@ -304,18 +304,18 @@ func (is *installs) lookupTeam(ctx context.Context, workspace string) (*teamClie
 		if !found && is.servesBase(workspace) {
 			// Cached like an install, so the configured token's own workspace costs a store
 			// read every installRecheck, not one (under installMu) per event and call.
-			tc := &teamClient{api: is.base.api, inst: is.base.inst, checked: is.clock.now()}
+			tc := &teamClient{api: is.base.api, inst: is.base.inst, checked: is.clock.Now()}
 			is.teamClients.Store(team, tc)
 			return tc, nil
 		}
 		return nil, nil
 	}
-	if inst.expiring(is.clock.now()) && inst.RefreshToken != "" {
+	if inst.expiring(is.clock.Now()) && inst.RefreshToken != "" {
 		if inst, err = is.refresh(ctx, inst); err != nil {
 			return nil, err
 		}
 	}
-	tc := &teamClient{inst: inst, checked: is.clock.now()}
+	tc := &teamClient{inst: inst, checked: is.clock.Now()}
 	if cached != nil && cached.inst.BotToken == inst.BotToken {
 		tc.api = cached.api // confirmed unchanged: keep the client
 	} else {
@@ -366,7 +366,7 @@ func (is *installs) refresh(ctx context.Context, inst Installation) (Installatio
 		return inst, fmt.Errorf("slack: refreshing the token of %s: %w", inst.Team, is.web.apiError("oauth.v2.access", err))
 	}
 	inst.BotToken, inst.RefreshToken = resp.AccessToken, resp.RefreshToken
-	inst.ExpiresAt = expiry(is.clock.now(), resp.ExpiresIn)
+	inst.ExpiresAt = expiry(is.clock.Now(), resp.ExpiresIn)
 	if err := is.cfg.Installations.SaveInstallation(ctx, inst); err != nil {
 		return inst, fmt.Errorf("slack: saving the refreshed token of %s: %w", inst.Team, err)
 	}

@@ -82,7 +82,7 @@ func newChannel(t testing.TB, fake *slackfake.Server, mutate func(*Config)) (*Ch
 		t.Fatalf("New: %v", err)
 	}
 	// 429 waits are honoured but not slept in tests: Retry-After is whole seconds.
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	t.Cleanup(func() {
 		// Every test's Web API calls carry only their methods' documented arguments (see
 		// TestWebAPICallsCarryOnlyDocumentedArguments).

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	slackgo "github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/channels/kit"
 )
 
 // DefaultAuthorizeURL is Slack's OAuth v2 authorize page.
@@ -35,7 +37,7 @@ type oauth struct {
 	cfg      *Config
 	web      *webAPI
 	installs *installs
-	clock    *clock
+	clock    *kit.Clock
 	log      *slog.Logger
 }
 
@@ -45,7 +47,7 @@ func (o *oauth) newState() (string, error) {
 	if _, err := rand.Read(b[:16]); err != nil {
 		return "", err
 	}
-	binary.BigEndian.PutUint64(b[16:], uint64(o.clock.now().Add(stateTTL).Unix()))
+	binary.BigEndian.PutUint64(b[16:], uint64(o.clock.Now().Add(stateTTL).Unix()))
 	mac := hmac.New(sha256.New, o.cfg.StateKey)
 	mac.Write(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:]) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
@@ -64,7 +66,7 @@ func (o *oauth) checkState(state string) (nonce string, err error) {
 	if !hmac.Equal(mac.Sum(nil), s) {
 		return "", errors.New("state signature does not verify")
 	}
-	if exp := time.Unix(int64(binary.BigEndian.Uint64(b[16:])), 0); o.clock.now().After(exp) {
+	if exp := time.Unix(int64(binary.BigEndian.Uint64(b[16:])), 0); o.clock.Now().After(exp) {
 		return "", errors.New("state expired")
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:16]), nil
@@ -190,7 +192,7 @@ func (o *oauth) save(w http.ResponseWriter, r *http.Request, resp *slackgo.OAuth
 		return
 	}
 	inst := Installation{Team: owner, Enterprise: resp.Enterprise.ID, BotUserID: resp.BotUserID,
-		BotToken: resp.AccessToken, RefreshToken: resp.RefreshToken, ExpiresAt: expiry(o.clock.now(), resp.ExpiresIn)}
+		BotToken: resp.AccessToken, RefreshToken: resp.RefreshToken, ExpiresAt: expiry(o.clock.Now(), resp.ExpiresIn)}
 	if err := o.cfg.Installations.SaveInstallation(r.Context(), inst); err != nil {
 		o.log.Error("slack: saving an install failed", "team", inst.Team, "err", err)
 		page(w, http.StatusInternalServerError, "Something went wrong. Start the install again.")

@@ -149,7 +149,7 @@ func TestOAuthStateExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	past.clock.now = func() time.Time { return time.Now().Add(-stateTTL - time.Minute) }
+	past.clock.Now = func() time.Time { return time.Now().Add(-stateTTL - time.Minute) }
 	old, err := past.newState()
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func signedState(t *testing.T, key []byte, now time.Time) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch.clock.now = func() time.Time { return now }
+	ch.clock.Now = func() time.Time { return now }
 	s, err := ch.newState()
 	if err != nil {
 		t.Fatal(err)

@@ -510,7 +510,7 @@ func TestStatusSetAgainAfterAWorkingCardAndAfterItLapses(t *testing.T) {
 	fake := slackfake.New(t)
 	ch, _ := newChannel(t, fake, func(c *Config) { c.StatusAfter = 20 * time.Millisecond })
 	var ahead atomic.Int64 // how far the channel's clock runs ahead of the real one
-	ch.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ch.clock.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	ctx := context.Background()
 	if err := ch.Start(ctx, &recorder{}); err != nil {
 		t.Fatalf("Start: %v", err)

@@ -33,7 +33,7 @@ func TestPacerBurstThenOnePerInterval(t *testing.T) {
 func TestSendIsPacedPerChannel(t *testing.T) {
 	h := start(t, func(c *Config) { c.Pacing = true })
 	var slept time.Duration
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { slept += d; return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { slept += d; return ctx.Err() }
 	for range paceBurst + 2 {
 		if _, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "x"}); err != nil {
 			t.Fatal(err)

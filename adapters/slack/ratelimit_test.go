@@ -21,7 +21,7 @@ func TestRateLimitsHandedBackWithTheirRetryAfter(t *testing.T) {
 	h := start(t, nil)
 	ctx := context.Background()
 	var waits []time.Duration
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
 	h.fake.RateLimit("chat.postMessage", 2, 3)
 	h.fake.FailNext("chat.postMessage", 1, slackfake.Fault{Error: "ratelimited"})
 	var got []time.Duration
@@ -51,7 +51,7 @@ func TestRateLimitOfALaterPieceIsWaitedOut(t *testing.T) {
 	h := start(t, func(c *Config) { c.MaxRetryWait = 10 * time.Second })
 	ctx := context.Background()
 	var waits []time.Duration
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }
 	h.fake.RateLimit("chat.postMessage", 2, 3)
 	if _, err := h.ch.post(ctx, true, threadConv(""), piece{text: "the second piece"}); err != nil {
 		t.Fatalf("a later piece under a short storm: %v", err)
@@ -72,7 +72,7 @@ func TestRateLimitOfALaterPieceIsWaitedOut(t *testing.T) {
 func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
 	h := start(t, nil)
 	var waits int
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
 	h.fake.RateLimit("assistant.threads.setStatus", 5, 30)
 	if err := h.ch.Typing(context.Background(), channels.Target{Conv: threadConv(h.fake.NewTS())}); err != nil {
 		t.Fatalf("Typing under a rate limit: %v", err)
@@ -90,7 +90,7 @@ func TestTypingNeverWaitsOnRateLimits(t *testing.T) {
 func TestRateLimitedEditIsHandedBack(t *testing.T) {
 	h := start(t, nil)
 	var waits int
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { waits++; return ctx.Err() }
 	ref, err := h.ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "v0"})
 	if err != nil {
 		t.Fatal(err)

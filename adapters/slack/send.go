@@ -34,7 +34,7 @@ type sender struct {
 	cfg      *Config
 	web      *webAPI
 	installs *installs
-	clock    *clock
+	clock    *kit.Clock
 	pages    kit.Pages[piece]
 	pacer    *pacer
 	status   *threadStatuses
@@ -228,7 +228,7 @@ func (s *sender) FindSent(ctx context.Context, to channels.Target, key string, s
 // of a message) rather than returned.
 func (s *sender) post(ctx context.Context, wait bool, k conv.Key, p piece) (string, error) {
 	if s.cfg.Pacing {
-		if err := s.clock.sleep(ctx, s.pacer.reserve(k.Chat, s.clock.now())); err != nil {
+		if err := s.clock.Sleep(ctx, s.pacer.reserve(k.Chat, s.clock.Now())); err != nil {
 			return "", fmt.Errorf("slack: send: %w", err)
 		}
 	}

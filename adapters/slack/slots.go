@@ -28,18 +28,20 @@ type sockets struct {
 	web        *webAPI
 	redact     *kit.Redactor
 	log        *slog.Logger
-	clock      *clock
+	clock      *kit.Clock
 	dispatcher *dispatcher
-	stop       func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
+	// workers runs the sockets' loops: envelopes are taken while its context lives, and
+	// StopIntake waits for the loops.
+	workers *kit.Workers
+	stop    func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
 	// pingTimeout is how long a socket may read nothing before it is replaced.
 	pingTimeout time.Duration
 
 	mu sync.Mutex
-	// readCancel stops taking envelopes; connCancel closes the sockets (after the acks).
-	readCancel, connCancel context.CancelFunc
-	stopOnDone             func() bool
-	loops                  sync.WaitGroup // socket loops
-	conns                  []*connState   // the sockets of the slots this process holds
+	// closeConns closes the sockets: after the intake's context, once the acks are sent.
+	closeConns context.CancelFunc
+	stopOnDone func() bool
+	conns      []*connState // the sockets of the slots this process holds
 }
 
 // start starts taking the connection slots (runSlots) and returns once the first
@@ -47,26 +49,29 @@ type sockets struct {
 // did (a refused app token, an unreachable Slack) within CallTimeout. Until the intake stops,
 // ctx ending stops the channel like Stop.
 func (sk *sockets) start(ctx context.Context, at *slackgo.AuthTestResponse) error {
-	readCtx, readCancel := context.WithCancel(context.WithoutCancel(ctx))
-	connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The sockets outlive the intake's context (the loops' own): once it ends no envelope is
+	// taken, but the ones being handed over are still acknowledged on their sockets, which
+	// close only then (close).
+	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
 	stopOnDone := context.AfterFunc(ctx, func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sk.stop(stopCtx)
 	})
 	sk.mu.Lock()
-	sk.readCancel, sk.connCancel, sk.stopOnDone = readCancel, connCancel, stopOnDone
+	sk.closeConns, sk.stopOnDone = closeConns, stopOnDone
 	sk.mu.Unlock()
 	firsts := make([]*connState, sk.cfg.Connections)
 	for i := range firsts {
 		firsts[i] = newConnState(i)
 	}
 	round := make(chan []int, 1)
-	sk.loops.Add(1)
-	go func() {
-		defer sk.loops.Done()
+	if !sk.workers.Go(func(readCtx context.Context) {
 		sk.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
-	}()
+	}) {
+		closeConns() // stopped before the loops could start: no slot is taken
+		round <- nil
+	}
 	var taken []int
 	select {
 	case taken = <-round:
@@ -147,7 +152,7 @@ func (sk *sockets) runSlots(readCtx, connCtx context.Context, firsts []*connStat
 	})
 }
 
-// heldSlots is how many connection slots this process holds now.
+// held is how many connection slots this process holds now.
 func (sk *sockets) held() int {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
@@ -158,10 +163,13 @@ func (sk *sockets) held() int {
 // or one of Slack's pings) within ReadyWindow. A process holding no connection slot (other
 // processes hold them all) is ready: it delivers.
 func (sk *sockets) ready() error {
+	// Copied under the lock: runSlots appends to sk.conns and deletes from it in place (which
+	// clears the tail) while a slot changes hands. What is read of each then is safe without
+	// it: its id never changes, lastFrame is atomic.
 	sk.mu.Lock()
-	conns := sk.conns
+	conns := slices.Clone(sk.conns)
 	sk.mu.Unlock()
-	now := sk.clock.now()
+	now := sk.clock.Now()
 	for _, cs := range conns {
 		if err := cs.lastFrame.Silent(now, sk.cfg.ReadyWindow, ErrNotReady, fmt.Sprintf("connection %d", cs.id)); err != nil {
 			return err
@@ -170,28 +178,24 @@ func (sk *sockets) ready() error {
 	return nil
 }
 
-// stopReading stops taking envelopes (StopIntake), and the stop that Start's ctx ending would
-// make.
-func (sk *sockets) stopReading() {
+// detach undoes the stop that Start's ctx ending would make (StopIntake: the caller stops the
+// channel from then on).
+func (sk *sockets) detach() {
 	sk.mu.Lock()
-	readCancel, stopOnDone := sk.readCancel, sk.stopOnDone
+	stopOnDone := sk.stopOnDone
 	sk.mu.Unlock()
 	if stopOnDone != nil {
 		stopOnDone()
 	}
-	if readCancel != nil {
-		readCancel()
-	}
 }
 
-// close closes the sockets, once their envelopes are acknowledged, and waits until ctx ends for
-// their loops to end, handing their slots back; it reports whether they did.
-func (sk *sockets) close(ctx context.Context) bool {
+// close closes the sockets, once their envelopes are acknowledged; their loops then end and
+// hand their slots back (the channel's Workers wait for them).
+func (sk *sockets) close() {
 	sk.mu.Lock()
-	connCancel := sk.connCancel
+	closeConns := sk.closeConns
 	sk.mu.Unlock()
-	if connCancel != nil {
-		connCancel()
+	if closeConns != nil {
+		closeConns()
 	}
-	return waitGroup(ctx, &sk.loops)
 }

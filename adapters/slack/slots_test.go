@@ -2,10 +2,12 @@ package slack
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels/kit"
+	"github.com/switchboard-bot/switchboard/internal/chantest"
 	slackfake "github.com/switchboard-bot/switchboard/internal/fake/slack"
 	"github.com/switchboard-bot/switchboard/internal/leasetest"
 )
@@ -99,5 +101,28 @@ func TestStoppedProcessHandsItsSlotsBack(t *testing.T) {
 	}
 	if n := fake.PeakConnections(); n > 2 {
 		t.Errorf("%d sockets were open at once, over the budget of 2", n)
+	}
+}
+
+// TestReadyWhileSlotsChangeHands proves Ready reads the sockets a process holds safely while
+// their slots change hands: Ready is asked without pause on both processes while, three times,
+// a hands a slot over to a new process b and takes it back when b stops. Run with -race, a read
+// of the sockets outside the lock they are changed under fails the test (and before the fix,
+// Ready could meet a socket the hand-over had just cleared, and panic).
+func TestReadyWhileSlotsChangeHands(t *testing.T) {
+	fake := slackfake.New(t)
+	fake.SetPingInterval(100 * time.Millisecond)
+	mem := &kit.MemoryLease{}
+	a := startWith(t, fake, sharedSlots(mem, "a", 2), &recorder{})
+	eventually(t, "a to open both sockets", func() bool { return a.ch.sockets.held() == 2 })
+	chantest.AskReady(t, a.ch)
+	for round := range 3 {
+		b := startWith(t, fake, sharedSlots(mem, "b"+strconv.Itoa(round), 2), &recorder{})
+		chantest.AskReady(t, b.ch)
+		eventually(t, "one socket each", func() bool { return a.ch.sockets.held() == 1 && b.ch.sockets.held() == 1 })
+		if err := b.ch.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a to hold both slots again", func() bool { return a.ch.sockets.held() == 2 })
 	}
 }

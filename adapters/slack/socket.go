@@ -145,7 +145,7 @@ func (sk *sockets) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			if err != nil {
 				return nil, err
 			}
-			return liveConn{Conn: conn, cs: cs, now: sk.clock.now}, nil
+			return liveConn{Conn: conn, cs: cs, now: sk.clock.Now}, nil
 		},
 	}
 	failures := 0
@@ -177,7 +177,7 @@ func (sk *sockets) runSocket(readCtx, connCtx context.Context, cs *connState) {
 			wait = max(wait, rl.RetryAfter)
 		}
 		sk.log.Warn("slack: socket mode connection ended; reconnecting", "connection", cs.id, "err", err, "wait", wait, "failures", failures)
-		if sk.clock.sleep(connCtx, wait) != nil {
+		if sk.clock.Sleep(connCtx, wait) != nil {
 			return
 		}
 	}
@@ -270,7 +270,7 @@ func (sk *sockets) session(readCtx, connCtx context.Context, dialer *websocket.D
 		}
 		switch f.Type {
 		case "hello":
-			cs.lastFrame.Beat(sk.clock.now())
+			cs.lastFrame.Beat(sk.clock.Now())
 			cs.setError(nil)
 			cs.helloOnce.Do(func() { close(cs.hello) })
 			if cs.hellos++; cs.hellos > 1 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
@@ -27,7 +28,7 @@ type threadStatuses struct {
 	cfg      *Config
 	web      *webAPI
 	installs *installs
-	clock    *clock
+	clock    *kit.Clock
 	log      *slog.Logger
 	after    time.Duration // Config.StatusAfter
 	states   sync.Map      // channel/thread → *threadState
@@ -66,7 +67,7 @@ func (s *threadStatuses) schedule(k conv.Key, st *threadState, replyTo string) {
 	if replyTo != "" && tsBefore(st.waitFor, replyTo) {
 		st.waitFor = replyTo
 	}
-	if st.showing(s.clock.now()) || st.timer != nil || s.stopped.Load() {
+	if st.showing(s.clock.Now()) || st.timer != nil || s.stopped.Load() {
 		return
 	}
 	st.due++
@@ -123,7 +124,7 @@ func (s *threadStatuses) show(ctx context.Context, k conv.Key, st *threadState) 
 		s.refused.Store(k.Chat, struct{}{})
 		err = nil
 	case err == nil:
-		st.shown, st.shownAt = true, s.clock.now()
+		st.shown, st.shownAt = true, s.clock.Now()
 	}
 	if _, limited := errors.AsType[*channels.RateLimitError](err); limited {
 		return nil
@@ -163,7 +164,7 @@ func (s *threadStatuses) thread(k conv.Key) *threadState {
 		st := v.(*threadState)
 		st.mu.Lock()
 		if !st.gone {
-			st.used = s.clock.now()
+			st.used = s.clock.Now()
 			return st
 		}
 		st.mu.Unlock()
@@ -171,7 +172,7 @@ func (s *threadStatuses) thread(k conv.Key) *threadState {
 }
 
 func (s *threadStatuses) prune() {
-	now := s.clock.now()
+	now := s.clock.Now()
 	s.states.Range(func(key, v any) bool {
 		st := v.(*threadState)
 		if st.mu.TryLock() {
@@ -262,7 +263,7 @@ func (s *threadStatuses) posted(k conv.Key) {
 		return
 	}
 	st := s.thread(k)
-	st.posted = s.clock.now()
+	st.posted = s.clock.Now()
 	st.mu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 	slackgo "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 )
 
@@ -27,7 +28,7 @@ type streamer struct {
 	cfg      *Config
 	web      *webAPI
 	installs *installs
-	clock    *clock
+	clock    *kit.Clock
 	pacer    *pacer
 	status   *threadStatuses
 	noStream sync.Map // channel id → struct{}: chat.startStream unknown there
@@ -148,7 +149,7 @@ func (sm *streamer) StartStream(ctx context.Context, to channels.Target, u chann
 	}
 	pieces := splitStreamText(u.Text)
 	if sm.cfg.Pacing {
-		if err := sm.clock.sleep(ctx, sm.pacer.reserve(k.Chat, sm.clock.now())); err != nil {
+		if err := sm.clock.Sleep(ctx, sm.pacer.reserve(k.Chat, sm.clock.Now())); err != nil {
 			return ref, fmt.Errorf("slack: chat.startStream: %w", err)
 		}
 	}

@@ -151,8 +151,8 @@ type fakeClock struct {
 
 func useFakeClock(ch *Channel) *fakeClock {
 	c := &fakeClock{now: time.Unix(1_700_000_000, 0), waits: map[string][]time.Duration{}}
-	ch.clock.now = func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.Now = func() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		c.mu.Lock()
 		c.now = c.now.Add(d)
 		c.waits[c.at] = append(c.waits[c.at], d)
@@ -273,7 +273,7 @@ func TestTierWaitGivesWayToNewerEdit(t *testing.T) {
 	ctx := context.Background()
 	waiting, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		first := false
 		once.Do(func() { first = true })
 		if first {
@@ -310,7 +310,7 @@ func TestTierWaitEndsWithContext(t *testing.T) {
 	ref := editBurst(t, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	waiting := make(chan struct{})
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		close(waiting)
 		<-ctx.Done()
 		return ctx.Err()

@@ -170,7 +170,7 @@ func TestInstallStoreOutageKeepsCachedWorkspaces(t *testing.T) {
 		c.Installations, c.ClientID, c.ClientSecret = store, slackfake.ClientID, slackfake.ClientSecret
 		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
 	})
-	ch.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ch.clock.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	ctx := context.Background()
 	if err := ch.Start(ctx, &recorder{}); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func startOther(t *testing.T, h *oauthHarness, ahead *atomic.Int64) (*Channel, *
 		c.Installations, c.ClientID, c.ClientSecret = h.store, slackfake.ClientID, slackfake.ClientSecret
 		c.RedirectURL, c.StateKey, c.Mode = "https://bot.example.test/slack/oauth", testStateKey, ModeHTTP
 	})
-	other.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	other.clock.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	rec := &recorder{}
 	if err := other.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)

@@ -122,7 +122,9 @@ type botAPI struct {
 	limits *kit.RetryAfter
 	// sleep is the channel's (tests replace it).
 	sleep func(ctx context.Context, d time.Duration) error
-	// bot is set by Start (getMe) and read-only afterwards; uploads go through it.
+	// bot is the library's client the uploads go through, each with a copy of its own. It is
+	// set in New, before any call can read it, and never changed: a SendFile before or while
+	// Start runs reads it as safely as one after (Start's getMe makes a client of its own).
 	bot *tgbotapi.BotAPI
 	// refused: the last answer to a call was 401 — the token was revoked or replaced.
 	refused atomic.Bool

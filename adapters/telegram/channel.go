@@ -51,18 +51,12 @@ type Channel struct {
 	*webhook      // WebhookHandler
 
 	cfg        Config
-	clock      *clock
+	clock      *kit.Clock
 	api        *botAPI        // the Bot API: calls, their errors, retries and rate limits
 	life       *kit.Lifecycle // the start guard and Ready's phase
 	workers    *kit.Workers   // the intake's context, from Start until StopIntake, and its goroutines
 	dispatcher *dispatcher    // the Handler, who the bot is, and the hand-over of each update
 	poller     *poller
-}
-
-// clock is the channel's time, shared by its components (tests replace now and sleep).
-type clock struct {
-	now   func() time.Time
-	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var (
@@ -88,14 +82,14 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = kit.NewRateLimitLog(platform, cfg.Logger, nil)
 	}
-	c := &Channel{cfg: cfg, clock: &clock{now: time.Now, sleep: kit.Sleep}, life: kit.NewLifecycle(platform, ErrNotReady)}
+	c := &Channel{cfg: cfg, clock: kit.NewClock(), life: kit.NewLifecycle(platform, ErrNotReady)}
 	c.workers = kit.NewWorkers(c.life)
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.sleep(ctx, d) }
-	c.api = &botAPI{cfg: &c.cfg, http: cfg.HTTPClient, redact: redact, sleep: sleep,
+	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
+	c.api = &botAPI{cfg: &c.cfg, http: cfg.HTTPClient, redact: redact, sleep: sleep, bot: uploader(cfg),
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Attempts: maxAttempts, Logger: cfg.Logger, Sleep: sleep}}
 	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return clk.now() }})
+		Now: func() time.Time { return clk.Now() }})
 	pace := newPacer()
 	c.sender = &sender{cfg: &c.cfg, api: c.api, clock: clk, pacer: pace, signals: signals,
 		edits: newEditThrottle(time.Second, 3*time.Second)}
@@ -151,7 +145,6 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 	if err != nil {
 		return err
 	}
-	c.api.bot = bot
 	self := botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
 	c.dispatcher.Begin(h, self)
 	life := c.workers.Begin(ctx)
@@ -162,11 +155,10 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 	return nil
 }
 
-// getMe learns who the bot is, and makes the library's client with it.
+// getMe learns who the bot is, through the library (whose constructor calls getMe).
 func (c *Channel) getMe(ctx context.Context) (*tgbotapi.BotAPI, error) {
-	endpoint := c.cfg.APIURL + "/bot%s/%s"
 	callCtx, cancelCall := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	bot, err := tgbotapi.NewBotAPIWithClient(c.cfg.Token, endpoint, ctxClient{ctx: callCtx, c: c.api.http})
+	bot, err := tgbotapi.NewBotAPIWithClient(c.cfg.Token, endpoint(c.cfg), ctxClient{ctx: callCtx, c: c.api.http})
 	cancelCall()
 	if err != nil {
 		var te *tgbotapi.Error
@@ -177,6 +169,17 @@ func (c *Channel) getMe(ctx context.Context) (*tgbotapi.BotAPI, error) {
 		return nil, fmt.Errorf("telegram: getMe: %w", c.api.redact.Error(err))
 	}
 	return bot, nil
+}
+
+// endpoint is the library's format of a Bot API method's URL (token, method).
+func endpoint(cfg Config) string { return cfg.APIURL + "/bot%s/%s" }
+
+// uploader is the library's client for uploads, made without a call: its constructors call
+// getMe, which New does not make. Each upload copies it and sets the copy's HTTP client.
+func uploader(cfg Config) *tgbotapi.BotAPI {
+	bot := &tgbotapi.BotAPI{Token: cfg.Token}
+	bot.SetAPIEndpoint(endpoint(cfg))
+	return bot
 }
 
 // startIntake registers the webhook, or deletes any webhook and starts the poll loop under life

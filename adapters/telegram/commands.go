@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -44,22 +43,8 @@ const (
 // the token or the list itself (another 4xx), or its answer was unreadable. A later call
 // replaces a retry still pending.
 func (cm *commands) RegisterCommands(ctx context.Context, cmds []channels.CommandSpec) error {
-	cm.reg.Cancel()
 	want := menuCommands(cmds)
-	err := cm.register(ctx, want)
-	if err == nil || !registrationRetryable(ctx, err) {
-		return err
-	}
-	// Started under the intake's lifetime, or not at all once StopIntake began: the retry
-	// ends with the intake, and StopIntake waits for it.
-	if !cm.workers.Under(func(life context.Context, wg *sync.WaitGroup) {
-		cm.reg.Start(life, wg, err, registrationRetryable, func(ctx context.Context) error {
-			return cm.register(ctx, want)
-		})
-	}) {
-		return err
-	}
-	return nil
+	return cm.reg.Try(ctx, cm.workers, registrationRetryable, func(ctx context.Context) error { return cm.register(ctx, want) })
 }
 
 // menuCommands is the menu everyone sees for cmds.

@@ -1,8 +1,6 @@
 package telegram
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,9 +160,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if c.LeaseOwner == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		c.LeaseOwner = hex.EncodeToString(b[:])
+		c.LeaseOwner = kit.NewOwner()
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 25 * time.Second

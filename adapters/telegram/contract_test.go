@@ -39,8 +39,8 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 	// Ready's clock, moved past its bound by GoAway. Waits are slept for real, so that a rate
 	// limit waited out beneath delivery's retries would show.
 	var ahead atomic.Int64
-	ch.clock.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	ch.clock.sleep = kit.Sleep
+	ch.clock.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	ch.clock.Sleep = kit.Sleep
 	const blocked = 666
 	return &chantest.Rig{
 		Channel: ch,

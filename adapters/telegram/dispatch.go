@@ -14,7 +14,7 @@ import (
 type dispatcher struct {
 	cfg     *Config
 	redact  *kit.Redactor
-	clock   *clock
+	clock   *kit.Clock
 	ch      channels.Channel // what the Handler is told the update came through
 	answers *interactions    // callback queries' answers, for the ones nothing answered
 	seen    *recentIDs       // update ids handed over (or skipped) in this process
@@ -30,7 +30,7 @@ func (d *dispatcher) dispatch(ctx context.Context, u update) error {
 		return nil
 	}
 	h, self := d.State()
-	in, ok := toInbound(u, self, d.clock.now())
+	in, ok := toInbound(u, self, d.clock.Now())
 	if !ok {
 		d.seen.add(u.UpdateID)
 		if cq := u.CallbackQuery; cq != nil {

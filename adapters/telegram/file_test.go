@@ -53,6 +53,32 @@ func TestSendFileUploadsADocument(t *testing.T) {
 	}
 }
 
+// TestSendFileBeforeAndWhileStartRuns proves an upload needs nothing Start sets: SendFile
+// works on a channel not started yet (it used to dereference the library client Start made,
+// and panic), and beside a Start running at the same time (under -race: the client is not
+// written while uploads may read it).
+func TestSendFileBeforeAndWhileStartRuns(t *testing.T) {
+	fake := telegramfake.New(t)
+	ch, _ := newChannel(t, fake, nil)
+	stopAtEnd(t, ch)
+	file := channels.File{Name: "answer.md", Data: []byte("# the rest")}
+	if _, err := ch.SendFile(context.Background(), channels.Target{Conv: privateConv(42)}, file); err != nil {
+		t.Fatalf("SendFile before Start: %v", err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- ch.Start(context.Background(), &recorder{}) }()
+	_, sendErr := ch.SendFile(context.Background(), channels.Target{Conv: privateConv(42)}, file)
+	if err := <-started; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if sendErr != nil {
+		t.Fatalf("SendFile while Start ran: %v", sendErr)
+	}
+	if n := len(fake.Posted(42)); n != 2 {
+		t.Fatalf("%d documents posted, want 2", n)
+	}
+}
+
 // TestSendFileErrorsAreReadAsCalls proves an upload's refusal is read by its status as any
 // other call's is (the library's UploadFiles leaves the code out of its error): server errors
 // are retried, a 429 is returned at once with its retry_after (delivery waits it out and sends

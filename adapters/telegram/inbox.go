@@ -83,7 +83,7 @@ func (in *intake) resume(ctx context.Context, offset int64) (int64, bool) {
 		if n == 1 {
 			p.cfg.Logger.Warn("telegram: reading the kept updates failed; retrying before polling", "err", err)
 		}
-		if p.clock.sleep(ctx, backoff(n)) != nil {
+		if p.clock.Sleep(ctx, backoff(n)) != nil {
 			return 0, false
 		}
 	}
@@ -160,7 +160,7 @@ func (in *intake) handOver(ctx context.Context) {
 			if n == 1 || n%10 == 0 {
 				p.cfg.Logger.Warn("telegram: handing kept updates over failed; retrying", "err", err, "attempts", n)
 			}
-			if p.clock.sleep(ctx, min(backoff(n), refusalMaxWait)) != nil {
+			if p.clock.Sleep(ctx, min(backoff(n), refusalMaxWait)) != nil {
 				break
 			}
 		}

@@ -101,7 +101,7 @@ func TestConflictIsLoggedOnceAndBackedOff(t *testing.T) {
 	ch, logs := newChannel(t, fake, nil)
 	var mu sync.Mutex
 	var waits []time.Duration
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()

@@ -80,7 +80,7 @@ func newChannel(t *testing.T, fake *telegramfake.Server, mutate func(*Config)) (
 		t.Fatalf("New: %v", err)
 	}
 	// 429 waits are honoured but not slept in tests: the fake's retry_after is whole seconds.
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	return ch, logs
 }
 
@@ -97,6 +97,13 @@ func startWith(t *testing.T, fake *telegramfake.Server, mutate func(*Config), re
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	stopAtEnd(t, ch)
+	return &harness{fake: fake, ch: ch, rec: rec, logs: logs}
+}
+
+// stopAtEnd stops ch when the test ends, failing the test when Stop fails.
+func stopAtEnd(t *testing.T, ch *Channel) {
+	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -104,7 +111,6 @@ func startWith(t *testing.T, fake *telegramfake.Server, mutate func(*Config), re
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return &harness{fake: fake, ch: ch, rec: rec, logs: logs}
 }
 
 // eventually polls cond until it holds or 5 s pass.

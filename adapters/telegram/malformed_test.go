@@ -336,7 +336,7 @@ func TestMalformedUpdateNeverStopsPolling(t *testing.T) {
 				c.OnMalformedUpdate = func() { malformed.Add(1) }
 			})
 			sl := &sleepLog{}
-			ch.clock.sleep = sl.sleep
+			ch.clock.Sleep = sl.sleep
 			rec := &recorder{}
 			if err := ch.Start(context.Background(), rec); err != nil {
 				t.Fatal(err)
@@ -414,7 +414,7 @@ func TestUnboundedUnreadableUpdateBacksOffUntilAReadableOnePassesIt(t *testing.T
 	store := &MemoryOffsets{}
 	ch, _ := newChannel(t, fake, func(c *Config) { c.Offsets = store })
 	sl := &sleepLog{hold: make(chan struct{}), holdAfter: 4}
-	ch.clock.sleep = sl.sleep
+	ch.clock.Sleep = sl.sleep
 	rec := &recorder{}
 	// The very first update has no readable id, and nothing bounds it: no offset saved yet.
 	fake.PushVerbatim([]byte(`{"message":{}}`))

@@ -182,7 +182,7 @@ func TestEditFinalSpreadsLongAnswerOverNewMessages(t *testing.T) {
 func TestRateLimitStormIsHandedBackWithNothingLost(t *testing.T) {
 	h := start(t, nil)
 	var slept atomic.Int32
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error { slept.Add(1); return ctx.Err() }
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error { slept.Add(1); return ctx.Err() }
 	h.fake.RateLimitStorm("sendMessage", 4, 2)
 	ctx := context.Background()
 	var waits []time.Duration
@@ -218,7 +218,7 @@ func TestRateLimitOfALaterPieceIsWaitedOut(t *testing.T) {
 	h := start(t, nil)
 	var waits []time.Duration
 	var mu sync.Mutex
-	h.ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	h.ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		mu.Unlock()

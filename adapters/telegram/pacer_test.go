@@ -287,7 +287,7 @@ func TestSendPacesOverallOnAFakeClock(t *testing.T) {
 				// Webhook mode: no poll loop sharing the clock.
 				c.Mode, c.WebhookURL, c.WebhookSecret = ModeWebhook, "https://bot.example/telegram", "secret"
 			})
-			ch.clock.now, ch.clock.sleep = clock.Now, clock.Sleep
+			ch.clock.Now, ch.clock.Sleep = clock.Now, clock.Sleep
 			if err := ch.Start(context.Background(), &recorder{}); err != nil {
 				t.Fatal(err)
 			}

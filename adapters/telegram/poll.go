@@ -54,7 +54,7 @@ func (m *MemoryOffsets) SaveOffset(_ context.Context, offset int64) error {
 type poller struct {
 	cfg        *Config
 	api        *botAPI
-	clock      *clock
+	clock      *kit.Clock
 	dispatcher *dispatcher
 	timeout    time.Duration // the long poll's (Config.PollTimeout)
 	polled     kit.Liveness  // the last successful getUpdates, or when this process took the lease
@@ -84,7 +84,7 @@ func (p *poller) leased(ctx context.Context, self botIdentity) {
 
 func (p *poller) onLease(held bool) {
 	if held {
-		p.polled.Beat(p.clock.now()) // Ready counts from when this process took the lease
+		p.polled.Beat(p.clock.Now()) // Ready counts from when this process took the lease
 	}
 	p.leading.Store(held)
 	if p.cfg.OnLease != nil {
@@ -105,7 +105,7 @@ func (p *poller) loadOffset(ctx context.Context) (offset int64, ok bool) {
 		if n == 1 {
 			p.cfg.Logger.Warn("telegram: loading the update offset failed; retrying before polling", "err", err)
 		}
-		if p.clock.sleep(ctx, backoff(n)) != nil {
+		if p.clock.Sleep(ctx, backoff(n)) != nil {
 			return 0, false
 		}
 	}
@@ -118,7 +118,7 @@ func (p *poller) ready() error {
 	if p.cfg.Lease != nil && !p.leading.Load() {
 		return nil
 	}
-	quiet, ok := p.polled.Quiet(p.clock.now())
+	quiet, ok := p.polled.Quiet(p.clock.Now())
 	if !ok {
 		return fmt.Errorf("%w: no successful getUpdates yet", ErrNotReady)
 	}
@@ -177,7 +177,7 @@ func (p *poller) run(ctx context.Context, offset int64) {
 			}
 			continue
 		}
-		p.polled.Beat(p.clock.now())
+		p.polled.Beat(p.clock.Now())
 		p.api.tokenAccepted()
 		var next int64
 		var herr error
@@ -226,11 +226,11 @@ func (sp *pollSpell) fail(ctx context.Context, err error, wait time.Duration) bo
 	if wait <= 0 {
 		wait = backoff(sp.failures)
 	}
-	if now := p.clock.now(); sp.failures == 1 || now.Sub(sp.logged) >= failureLogEvery {
+	if now := p.clock.Now(); sp.failures == 1 || now.Sub(sp.logged) >= failureLogEvery {
 		sp.logged = now
 		p.cfg.Logger.Warn("telegram: polling failed; backing off", "err", err, "wait", wait, "failures", sp.failures)
 	}
-	return p.clock.sleep(ctx, wait) == nil
+	return p.clock.Sleep(ctx, wait) == nil
 }
 
 // fetchFailed waits after a failed getUpdates as its error asks: a 409 Conflict, a refused
@@ -248,12 +248,12 @@ func (sp *pollSpell) fetchFailed(ctx context.Context, err error) bool {
 				"so they share the polling lease, stop the other poller, or use webhook mode; backing off",
 				"err", err, "wait", wait)
 		}
-		return p.clock.sleep(ctx, wait) == nil
+		return p.clock.Sleep(ctx, wait) == nil
 	case errors.Is(err, channels.ErrUnauthorized):
 		// Logged once as the token's refusal (tokenRefused); polling again soon cannot help,
 		// and the slowest retry still notices a token Telegram accepts again.
 		sp.failures++
-		return p.clock.sleep(ctx, refusedWait) == nil
+		return p.clock.Sleep(ctx, refusedWait) == nil
 	}
 	var wait time.Duration
 	if ae, ok := errors.AsType[*APIError](err); ok && ae.RetryAfter > 0 {
@@ -283,7 +283,7 @@ func (sp *pollSpell) blindPause(ctx context.Context, batch []entry, moved bool, 
 	}
 	sp.p.cfg.Logger.Warn("telegram: the last update fetched has no readable update_id; polling again after a pause",
 		"offset", offset, "wait", wait)
-	return sp.p.clock.sleep(ctx, wait) == nil
+	return sp.p.clock.Sleep(ctx, wait) == nil
 }
 
 // conflictWait is the pause after the n-th 409 Conflict in a row (1-based): 1 s doubling,

@@ -29,7 +29,7 @@ func TestRevokedTokenIsReportedAndPolledSlowly(t *testing.T) {
 		waits   []time.Duration
 		readies []error
 	)
-	ch.clock.sleep = func(ctx context.Context, d time.Duration) error {
+	ch.clock.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		waits = append(waits, d)
 		readies = append(readies, ch.Ready())

@@ -26,7 +26,7 @@ const MaxText = render.TelegramMaxText
 type sender struct {
 	cfg     *Config
 	api     *botAPI
-	clock   *clock
+	clock   *kit.Clock
 	pages   kit.Pages[piece] // what Pages rendered, for the Send or Edit that follows
 	pacer   *pacer
 	edits   *editThrottle
@@ -173,10 +173,10 @@ func (s *sender) pace(ctx context.Context, chat int64) error {
 	if !s.cfg.Pacing {
 		return nil
 	}
-	if err := s.clock.sleep(ctx, s.pacer.reserve(chat, s.clock.now())); err != nil {
+	if err := s.clock.Sleep(ctx, s.pacer.reserve(chat, s.clock.Now())); err != nil {
 		return err
 	}
-	return s.clock.sleep(ctx, s.pacer.reserveGlobal(s.clock.now()))
+	return s.clock.Sleep(ctx, s.pacer.reserveGlobal(s.clock.Now()))
 }
 
 func addKeyboard(params tgbotapi.Params, kb *render.TelegramKeyboard) error {
@@ -243,7 +243,7 @@ func (s *sender) edit(ctx context.Context, ref channels.MessageRef, m channels.M
 	if err != nil {
 		return ref, err
 	}
-	ok, err := s.edits.acquire(ctx, editKey{chat: chat, msg: ref.ID()}, final, s.clock.now)
+	ok, err := s.edits.acquire(ctx, editKey{chat: chat, msg: ref.ID()}, final, s.clock.Now)
 	if err != nil {
 		return ref, fmt.Errorf("telegram: edit: %w", err)
 	}

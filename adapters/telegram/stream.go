@@ -17,6 +17,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/kit"
 	"github.com/switchboard-bot/switchboard/core/conv"
 	"github.com/switchboard-bot/switchboard/render"
 )
@@ -279,7 +280,7 @@ func (b *draftBook) isRefused(chat int64) bool {
 type streamer struct {
 	cfg   *Config
 	api   *botAPI
-	clock *clock
+	clock *kit.Clock
 	pacer *pacer
 	book  *draftBook
 	out   *sender
@@ -312,7 +313,7 @@ func (sm *streamer) StartStream(ctx context.Context, to channels.Target, u chann
 		return ref, err
 	}
 	ref.IDs = []string{draftRef(st.id)}
-	sm.book.add(ref.ID(), st, sm.clock.now())
+	sm.book.add(ref.ID(), st, sm.clock.Now())
 	return ref, nil
 }
 
@@ -326,7 +327,7 @@ func (sm *streamer) AppendStream(ctx context.Context, ref channels.MessageRef, u
 	}
 	defer st.mu.Unlock()
 	next := st.content.with(u)
-	if sm.clock.now().Sub(st.last) < draftEvery {
+	if sm.clock.Now().Sub(st.last) < draftEvery {
 		st.content = next
 		return nil
 	}
@@ -353,7 +354,7 @@ func (sm *streamer) StopStream(ctx context.Context, ref channels.MessageRef, u c
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.used = sm.clock.now()
+	st.used = sm.clock.Now()
 	if st.done {
 		return nil
 	}
@@ -383,7 +384,7 @@ func (sm *streamer) DropStream(ctx context.Context, ref channels.MessageRef) err
 	if st := sm.book.find(ref, chat); st != nil {
 		st.mu.Lock()
 		st.finish()
-		st.used = sm.clock.now()
+		st.used = sm.clock.Now()
 		st.mu.Unlock()
 	}
 	return nil
@@ -400,7 +401,7 @@ func (sm *streamer) openStream(ref channels.MessageRef, method string) (*draftSt
 		return nil, fmt.Errorf("telegram: %s: %w: no such draft", method, channels.ErrStreamRefused)
 	}
 	st.mu.Lock()
-	st.used = sm.clock.now()
+	st.used = sm.clock.Now()
 	if st.done {
 		st.mu.Unlock()
 		return nil, fmt.Errorf("telegram: %s: %w: the answer was posted", method, channels.ErrStreamRefused)
@@ -418,7 +419,7 @@ func (sm *streamer) sendDraft(ctx context.Context, st *draftStream, next draftCo
 		return nil
 	}
 	if sm.cfg.Pacing {
-		if err := sm.clock.sleep(ctx, sm.pacer.reserveGlobal(sm.clock.now())); err != nil {
+		if err := sm.clock.Sleep(ctx, sm.pacer.reserveGlobal(sm.clock.Now())); err != nil {
 			return fmt.Errorf("telegram: sendMessageDraft: %w", err)
 		}
 	}
@@ -433,7 +434,7 @@ func (sm *streamer) sendDraft(ctx context.Context, st *draftStream, next draftCo
 	if err != nil {
 		return sm.draftError(st.chat, err)
 	}
-	st.content, st.last = next, sm.clock.now()
+	st.content, st.last = next, sm.clock.Now()
 	return nil
 }
 
@@ -458,7 +459,7 @@ func (sm *streamer) refreshDraft(ctx context.Context, st *draftStream) {
 		return
 	}
 	defer st.mu.Unlock()
-	if st.done || st.last.IsZero() || sm.clock.now().Sub(st.last) < draftRefresh {
+	if st.done || st.last.IsZero() || sm.clock.Now().Sub(st.last) < draftRefresh {
 		return
 	}
 	text := st.content.html()
@@ -476,7 +477,7 @@ func (sm *streamer) refreshDraft(ctx context.Context, st *draftStream) {
 		sm.cfg.Logger.Debug("telegram: showing the draft again failed", "err", err)
 		return
 	}
-	st.last = sm.clock.now()
+	st.last = sm.clock.Now()
 }
 
 // draftError classifies a refused draft: 404 (a server older than Bot API 9.3) turns drafts
@@ -507,11 +508,11 @@ func (sm *streamer) draftError(chat int64, err error) error {
 // what was posted. No draft goes to the stream after it. A draft this process does not know
 // (an earlier attempt's) is taken over with nothing posted.
 func (sm *streamer) editDraft(ctx context.Context, chat int64, ref channels.MessageRef, m channels.Message, final bool) (channels.MessageRef, error) {
-	st := sm.book.adopt(ref, chat, sm.clock.now())
+	st := sm.book.adopt(ref, chat, sm.clock.Now())
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.finish()
-	st.used = sm.clock.now()
+	st.used = sm.clock.Now()
 	if len(st.posted) == 0 {
 		out, err := sm.out.Send(ctx, channels.Target{Conv: st.conv, ReplyTo: st.replyTo}, m)
 		if err == nil {

@@ -39,7 +39,7 @@ func draftChannel(t *testing.T) (*Channel, *telegramfake.Server, *testClock) {
 	fake := telegramfake.New(t)
 	ch, _ := newChannel(t, fake, func(c *Config) { c.Drafts = true })
 	clock := newTestClock()
-	ch.clock.now = clock.now
+	ch.clock.Now = clock.now
 	return ch, fake, clock
 }
 

@@ -20,7 +20,7 @@ const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 type webhook struct {
 	cfg        *Config
 	api        *botAPI
-	clock      *clock
+	clock      *kit.Clock
 	life       *kit.Lifecycle
 	dispatcher *dispatcher
 	gate       *convGate
@@ -118,10 +118,10 @@ func (wh *webhook) dispatchInOrder(ctx context.Context, u update) error {
 	if k.solo != 0 {
 		return wh.dispatcher.dispatch(ctx, u)
 	}
-	if err := wh.gate.enter(ctx, k, u.UpdateID, wh.clock.now); err != nil {
+	if err := wh.gate.enter(ctx, k, u.UpdateID, wh.clock.Now); err != nil {
 		return err
 	}
 	err := wh.dispatcher.dispatch(ctx, u)
-	wh.gate.leave(k, u.UpdateID, err == nil, wh.clock.now)
+	wh.gate.leave(k, u.UpdateID, err == nil, wh.clock.Now)
 	return err
 }

@@ -44,6 +44,24 @@ func RetryWait(backoff time.Duration, err error) time.Duration {
 	return backoff
 }
 
+// Try is the way a step refused for now at start is made: it ends the retry pending, if any,
+// and calls try once with ctx. A failure retryable reports true for is retried in the
+// background under w's intake — Start, called under the lock w's Stop takes first, so the
+// retry ends with the intake and StopIntake waits for it — and Try returns nil (the failure is
+// logged). It returns try's error when retrying cannot help, or when the intake does not live
+// (not started, or stopped): nothing is retried then.
+func (r *LaterRetry) Try(ctx context.Context, w *Workers, retryable func(context.Context, error) bool, try func(context.Context) error) error {
+	r.Cancel()
+	err := try(ctx)
+	if err == nil || !retryable(ctx, err) {
+		return err
+	}
+	if !w.Under(func(life context.Context, wg *sync.WaitGroup) { r.Start(life, wg, err, retryable, try) }) {
+		return err
+	}
+	return nil
+}
+
 // Start logs err, the first attempt's failure, and retries try on a goroutine counted in wg
 // until it returns nil, returns an error retryable reports false for, or life ends or Cancel or
 // the next Start is called. The caller makes sure wg may still be added to (its Stop has not

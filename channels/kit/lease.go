@@ -2,6 +2,8 @@ package kit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"sync"
 	"time"
@@ -23,6 +25,14 @@ type Lease interface {
 	// Release gives the lease up if owner holds it, so a standby can take it at its next try;
 	// it does nothing otherwise.
 	Release(ctx context.Context, name, owner string) error
+}
+
+// NewOwner names a process that was given no owner name (the adapters' Config.LeaseOwner
+// default): 16 random hex digits, so that two processes do not share one.
+func NewOwner() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // DefaultLeaseTTL is how long an intake lease lasts without renewal: a process that dies

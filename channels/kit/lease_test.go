@@ -3,6 +3,7 @@ package kit
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,5 +256,14 @@ func TestLeaseStoppedMidTryGivesTheLeaseBack(t *testing.T) {
 	<-done
 	if h := lease.Holder("test:4"); h != "" {
 		t.Fatalf("holder %q after a stop mid-try, want the lease given back", h)
+	}
+}
+
+// TestNewOwnerNamesEachProcessApart proves the default owner name: 16 hex digits, a new one
+// each time.
+func TestNewOwnerNamesEachProcessApart(t *testing.T) {
+	a, b := NewOwner(), NewOwner()
+	if len(a) != 16 || strings.Trim(a, "0123456789abcdef") != "" || a == b {
+		t.Fatalf("NewOwner gave %q and %q, want two different names of 16 hex digits", a, b)
 	}
 }

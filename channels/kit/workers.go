@@ -6,9 +6,9 @@ import (
 )
 
 // Workers is an adapter's intake lifetime: the context its loops and handlers run under, from
-// Start until StopIntake, and the goroutines working under it, which Stop waits for. Go and
-// Under start work only while the intake lives — begun, not cancelled, its Lifecycle not
-// stopped — checked under the lock Stop takes first, so that nothing joins the wait after Stop
+// Start until StopIntake, and the work under it, which Stop waits for. Go, Under and Hold start
+// or count work only while the intake lives — begun, not cancelled, its Lifecycle not stopped —
+// checked under the lock Stop (End) takes first, so that nothing joins the wait after Stop
 // began it. Create with NewWorkers; safe for concurrent use.
 type Workers struct {
 	life *Lifecycle
@@ -23,7 +23,7 @@ type Workers struct {
 func NewWorkers(life *Lifecycle) *Workers { return &Workers{life: life} }
 
 // Begin starts the intake's lifetime under parent and returns its context, which ends with
-// parent or at Cancel or Stop.
+// parent or at Cancel, End or Stop.
 func (w *Workers) Begin(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancel(parent)
 	w.mu.Lock()
@@ -64,6 +64,18 @@ func (w *Workers) Under(start func(ctx context.Context, wg *sync.WaitGroup)) boo
 	return true
 }
 
+// Hold counts work the caller runs on its own goroutine — an HTTP delivery being handed over —
+// among what Stop waits for, under the lock Stop takes first, and returns the function that
+// ends it (call it once) with ok true; while the intake does not live it counts nothing and
+// reports false.
+func (w *Workers) Hold() (release func(), ok bool) {
+	ok = w.Under(func(_ context.Context, wg *sync.WaitGroup) {
+		wg.Add(1)
+		release = wg.Done
+	})
+	return release, ok
+}
+
 // Cancel ends the intake's context; the Lifecycle is left as it is.
 func (w *Workers) Cancel() {
 	w.mu.Lock()
@@ -74,17 +86,32 @@ func (w *Workers) Cancel() {
 	}
 }
 
-// Stop marks the Lifecycle stopped, ends the intake's context, and waits for the goroutines
-// started with Go and Under until ctx ends; it returns ctx's error then. Safe to call more than
-// once.
+// Stop is End, then Wait: it marks the Lifecycle stopped, ends the intake's context, and waits
+// for the work started with Go, Under and Hold until ctx ends; it returns ctx's error then. Safe
+// to call more than once.
 func (w *Workers) Stop(ctx context.Context) error {
+	w.End()
+	return w.Wait(ctx)
+}
+
+// End marks the Lifecycle stopped and ends the intake's context, so that no work starts from
+// then on, and returns at once. An adapter with something to do between the intake's end and
+// the wait for its work calls End and Wait itself: Slack lets the envelopes being handed over
+// be acknowledged on the sockets they came on, and closes the sockets only then. Safe to call
+// more than once.
+func (w *Workers) End() {
 	w.mu.Lock()
-	w.life.Stop() // under mu: Go and Under add to wg only before it
+	w.life.Stop() // under mu: Go, Under and Hold add to wg only before it
 	cancel := w.cancel
 	w.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// Wait waits for the work started with Go, Under and Hold until ctx ends; it returns ctx's
+// error then. Called before End, it may wait for work that only ends with the intake.
+func (w *Workers) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {

@@ -80,3 +80,53 @@ func TestWorkersCancelEndsTheContextOnly(t *testing.T) {
 		t.Fatal("Go after Cancel reported a start")
 	}
 }
+
+// TestWorkersEndThenWaitLeaveRoomBetween proves the stop in two steps that Stop makes in one:
+// End marks the lifecycle stopped and ends the intake's context at once, starting and holding
+// nothing from then on, without waiting; what runs meanwhile — the work still under way, an
+// adapter's own step between the two (Slack's acks) — goes on, and Wait then waits for the
+// work started with Go and held with Hold.
+func TestWorkersEndThenWaitLeaveRoomBetween(t *testing.T) {
+	life := NewLifecycle("test", errTestNotReady)
+	w := NewWorkers(life)
+	ctx := w.Begin(context.Background())
+	release, ok := w.Hold()
+	if !ok {
+		t.Fatal("Hold while alive reported no hold")
+	}
+	ended := make(chan struct{})
+	finish := make(chan struct{})
+	w.Go(func(jobCtx context.Context) {
+		<-jobCtx.Done()
+		close(ended)
+		<-finish // the job's last step, after its context ended
+	})
+	w.End()
+	<-ended
+	if !life.Stopped() || ctx.Err() == nil {
+		t.Fatal("End left the lifecycle or the context alive")
+	}
+	if _, ok := w.Hold(); ok {
+		t.Fatal("Hold after End reported a hold")
+	}
+	if w.Go(func(context.Context) { t.Error("ran after End") }) {
+		t.Fatal("Go after End reported a start")
+	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Wait(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with the work and the hold still running = %v, want its context's end", err)
+	}
+	close(finish)
+	if err := w.Wait(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with the hold still running = %v, want its context's end", err)
+	}
+	release()
+	if err := w.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait once all ended: %v", err)
+	}
+	w.End() // again: nothing changes
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after End and Wait: %v", err)
+	}
+}

@@ -30,7 +30,7 @@ import (
 func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 	stalled := redistest.NewStalled(t)
 	client := redis.NewClient(&redis.Options{Addr: stalled.Addr()}) // the defaults, as production
-	pings := redistest.CountPings(client)
+	pings := redistest.CountTrips(client)
 	a := &app{core: &core{redis: client}, leading: map[string]*atomic.Int64{}}
 	a.intake.Store(true)
 	t.Cleanup(func() {
@@ -62,7 +62,7 @@ func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 		// The other bounds are production's: a probe sends its request at once.
 		o := listen.Options{HealthTimeout: 300 * time.Millisecond}
 		base := serveReadyz(t, o, http.HandlerFunc(a.readyz))
-		before := pings.Count()
+		before := pings.Pings()
 		var probes sync.WaitGroup
 		for range 8 {
 			probes.Go(func() {
@@ -74,7 +74,7 @@ func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
 			})
 		}
 		probes.Wait()
-		if n := pings.Count() - before; n > 1 {
+		if n := pings.Pings() - before; n > 1 {
 			t.Errorf("%d PINGs sent for 8 probes while one was in flight, want at most 1", n)
 		}
 		if code, body := readyzWithin(t, base+"/healthz"); code != http.StatusOK {

@@ -9,8 +9,10 @@ import (
 )
 
 // Trips counts a client's Redis round trips (a pipeline is one), for the benchmarks'
-// redis-roundtrips/op.
-type Trips struct{ n atomic.Int64 }
+// redis-roundtrips/op, and its PINGs apart, for the readiness probe's tests ("one PING in flight
+// however many probes wait"). The commands a new connection is set up with (HELLO, CLIENT
+// SETINFO) pass through the client's hooks too, so only PING counts as one.
+type Trips struct{ n, pings atomic.Int64 }
 
 // CountTrips adds a Trips hook to c.
 func CountTrips(c redis.UniversalClient) *Trips {
@@ -26,6 +28,9 @@ func (t *Trips) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (t *Trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		t.n.Add(1)
+		if cmd.Name() == "ping" {
+			t.pings.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
@@ -45,3 +50,6 @@ func (t *Trips) Report(b *testing.B) {
 
 // Reset starts the count again.
 func (t *Trips) Reset() { t.n.Store(0) }
+
+// Pings is how many PINGs the client has sent.
+func (t *Trips) Pings() int64 { return t.pings.Load() }

@@ -77,7 +77,9 @@ type Channel struct {
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)
 	onIdentify func(shard int, slot time.Time)
-	clock      *kit.Clock // the channel's time, shared by its components (Config.Now; tests replace it)
+	// intakeBegun, when set (tests), is called between the intake's Begin and its shards' start.
+	intakeBegun func()
+	clock       *kit.Clock // the channel's time, shared by its components (Config.Now; tests replace it)
 }
 
 var (
@@ -285,6 +287,9 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 	c.dispatcher.Begin(h, struct{}{})
 	life := c.workers.Begin(context.WithoutCancel(ctx))
 	stopOnCtx := context.AfterFunc(ctx, c.workers.Cancel)
+	if c.intakeBegun != nil {
+		c.intakeBegun()
+	}
 
 	firsts := make([]chan error, len(plan.ids))
 	for i := range firsts {
@@ -295,7 +300,11 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 		defer stopOnCtx()
 		c.shards.run(life, plan, firsts, func(taken []int) { round <- taken })
 	}) {
+		// StopIntake (or Stop) ran since Begin: no shard starts, so no first round comes to
+		// wait for. Start returns, the channel stopped (Ready says so), as Slack's does.
 		stopOnCtx()
+		c.cfg.Logger.Info("discord: the intake was stopped while starting; not connecting")
+		return nil
 	}
 	taken, err := firstConnections(ctx, life, round, firsts)
 	if err != nil {

@@ -194,6 +194,52 @@ func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 	}
 }
 
+// TestHTTPStartContextEndStopsTheIntake proves Start's ctx bounds HTTP mode's intake as it does
+// Socket Mode's (the contract's StartContextEndStopsInboundWhileSendWorks): once it ends,
+// deliveries get 503 so that Slack retries them elsewhere, Ready fails, and sending still works.
+func TestHTTPStartContextEndStopsTheIntake(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, func(c *Config) { c.Mode, c.AppToken = ModeHTTP, "" })
+	rec := &recorder{}
+	startCtx, endStart := context.WithCancel(context.Background())
+	defer endStart()
+	if err := ch.Start(startCtx, rec); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ch.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	srv := httptest.NewServer(ch.EventsHandler())
+	t.Cleanup(srv.Close)
+	deliver := func(ts string) int {
+		t.Helper()
+		r, err := fake.DeliverEvent(srv.URL, fake.Callback(map[string]any{"type": "message", "channel": "D1", "user": ann,
+			"text": "x", "ts": ts, "channel_type": "im"}), slackfake.Delivery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	if status := deliver("1.1"); status != http.StatusOK || len(rec.got()) != 1 {
+		t.Fatalf("a delivery before Start's context ended: %d, %d handed over", status, len(rec.got()))
+	}
+	endStart()
+	eventually(t, "not ready once Start's context ended", func() bool { return ch.Ready() != nil })
+	if status := deliver("1.2"); status != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery after Start's context ended answered %d, want 503", status)
+	}
+	if _, err := ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "still sending"}); err != nil {
+		t.Fatalf("Send after Start's context ended: %v", err)
+	}
+	if n := len(rec.got()); n != 1 {
+		t.Fatalf("%d deliveries handed over, want only the one before Start's context ended", n)
+	}
+}
+
 func TestHTTPSlowInteractionAnsweredInTime(t *testing.T) {
 	release := make(chan struct{})
 	h := startHTTP(t, &recorder{fail: func(in channels.Inbound) error {

@@ -122,8 +122,9 @@ func (c *Channel) BotUsername() string {
 // Start calls getMe, then in polling mode deletes any webhook and starts the poll loop (with a
 // Lease: the loop that polls while this process holds it, see Config.Lease); in webhook mode it
 // registers the webhook (with the secret) and serves deliveries through WebhookHandler. It
-// returns once receiving has begun or failed; receiving continues until Stop or until ctx ends.
-// A Channel starts once.
+// returns once receiving has begun or failed; receiving continues until StopIntake or Stop, or
+// until ctx ends, which stops the intake as StopIntake does (without waiting): the poll loop
+// ends and webhook deliveries get 503, while sending works until Stop. A Channel starts once.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("telegram: start: nil handler")
@@ -147,7 +148,7 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 	}
 	self := botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
 	c.dispatcher.Begin(h, self)
-	life := c.workers.Begin(ctx)
+	life := c.workers.Begin(ctx) // ctx bounds the intake: its end stops it (kit.Workers.Begin)
 	if err := c.startIntake(ctx, life, self); err != nil {
 		c.workers.Cancel()
 		return err

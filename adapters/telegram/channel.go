@@ -105,7 +105,7 @@ func New(cfg Config) (*Channel, error) {
 	c.interactions = &interactions{api: c.api, log: cfg.Logger}
 	c.fetcher = &fetcher{cfg: &c.cfg, api: c.api}
 	c.dispatcher = &dispatcher{cfg: &c.cfg, redact: redact, clock: clk, ch: c, answers: c.interactions, seen: newRecentIDs(4096)}
-	c.webhook = &webhook{cfg: &c.cfg, api: c.api, clock: clk, life: c.life, dispatcher: c.dispatcher, gate: newConvGate()}
+	c.webhook = &webhook{cfg: &c.cfg, api: c.api, clock: clk, life: c.life, workers: c.workers, dispatcher: c.dispatcher, gate: newConvGate()}
 	c.poller = &poller{cfg: &c.cfg, api: c.api, clock: clk, dispatcher: c.dispatcher, timeout: cfg.PollTimeout}
 	return c, nil
 }
@@ -212,8 +212,9 @@ func (c *Channel) startIntake(ctx, life context.Context, self botIdentity) error
 // StopIntake stops taking updates in: it aborts the long poll in flight and waits (until ctx
 // ends) for the poll loop to finish handing over its batch and saving the offset, then releases
 // the polling lease, so a standby process takes polling over at its next try. The webhook stays
-// registered (other processes behind the same URL may still serve it); deliveries after it get
-// 503 so Telegram retries them. Sending keeps working. Safe to call more than once.
+// registered (other processes behind the same URL may still serve it); the deliveries being
+// handed over are waited for (until ctx ends), and those after it get 503 so Telegram retries
+// them. Sending keeps working. Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
 	if err := c.workers.Stop(ctx); err != nil {
 		return fmt.Errorf("telegram: stop: %w", err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,12 +158,15 @@ func TestHTTPAfterStopIs503(t *testing.T) {
 }
 
 // TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver proves StopIntake counts an HTTP
-// delivery still being handed over among the intake's work: while the Handler holds it, a
-// StopIntake whose context has ended says the intake is still running; once the Handler
-// returned, StopIntake returns nil, the delivery is answered 200, and the next one 503.
+// delivery still being handed over among the intake's work: while the Handler holds it,
+// StopIntake waits until its context ends and says the intake is still running; once the
+// Handler returned, StopIntake returns nil, the delivery is answered 200, and the next one 503.
 func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{})
 	h := startHTTP(t, &recorder{fail: func(channels.Inbound) error { close(entered); <-release; return nil }})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's Close, which waits for the delivery, on a failure
 	event := func(ts string) map[string]any {
 		return h.fake.Callback(map[string]any{"type": "message", "channel": "D1", "user": ann, "text": "x", "ts": ts, "channel_type": "im"})
 	}
@@ -176,12 +180,15 @@ func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 		answered <- r.Status
 	}()
 	<-entered
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := h.ch.StopIntake(ended); !errors.Is(err, context.Canceled) {
+	// The bound StopIntake is asked to keep, not a pause: it returns at the bound only if it
+	// waits for the delivery. (An ended context proved nothing: Wait's select may pick it over
+	// work already done.)
+	bounded, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	if err := h.ch.StopIntake(bounded); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("StopIntake with a delivery being handed over = %v, want its context's end", err)
 	}
-	close(release)
+	free()
 	if err := h.ch.StopIntake(context.Background()); err != nil {
 		t.Fatalf("StopIntake once the delivery was handed over: %v", err)
 	}

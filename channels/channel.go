@@ -26,9 +26,12 @@ import (
 
 // Channel is one connected platform. Start begins receiving and hands every inbound message to
 // h; it returns once the channel is receiving (or failed to), and the channel keeps receiving
-// until Stop or until ctx ends. Start's errors start with the channel's name ("telegram: …") and
-// wrap ErrUnauthorized when the platform refused the credentials. Stop stops intake and closes connections; it is safe to call
-// more than once. Send posts a message and returns a reference for later edits.
+// until Stop or until ctx ends. ctx bounds the intake only: once it ends the channel stops
+// taking events in as IntakeStopper's StopIntake would (without waiting for the events being
+// handed over: Stop does), Ready fails, and Send keeps working until Stop. Start's errors
+// start with the channel's name ("telegram: …") and wrap ErrUnauthorized when the platform
+// refused the credentials. Stop stops intake and closes connections; it is safe to call more
+// than once. Send posts a message and returns a reference for later edits.
 type Channel interface {
 	Name() string
 	Start(ctx context.Context, h Handler) error

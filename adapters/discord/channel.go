@@ -77,7 +77,9 @@ type Channel struct {
 	// called with the pacer's slot as each IDENTIFY is sent.
 	paceClock  func(*pacer)
 	onIdentify func(shard int, slot time.Time)
-	clock      *kit.Clock // the channel's time, shared by its components (Config.Now; tests replace it)
+	// intakeBegun, when set (tests), is called between the intake's Begin and its shards' start.
+	intakeBegun func()
+	clock       *kit.Clock // the channel's time, shared by its components (Config.Now; tests replace it)
 }
 
 var (
@@ -195,8 +197,9 @@ func (c *Channel) BotID() string { return c.bot.userID() }
 // identifies, and returns once READY arrived or the connection failed. Errors wrap
 // channels.ErrUnauthorized when Discord refused the token (401, close 4004) and
 // ErrIntentDisallowed when it refused the message content intent (close 4014). Receiving
-// continues, reconnecting and resuming as needed, until Stop or until ctx ends. A Channel
-// starts once.
+// continues, reconnecting and resuming as needed, until StopIntake or Stop, or until ctx ends,
+// which stops the intake as StopIntake does (without waiting): sending works until Stop. A
+// Channel starts once.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("discord: start: nil handler")
@@ -283,8 +286,12 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 	}
 	c.shards.plan(len(plan.ids))
 	c.dispatcher.Begin(h, struct{}{})
-	life := c.workers.Begin(context.WithoutCancel(ctx))
-	stopOnCtx := context.AfterFunc(ctx, c.workers.Cancel)
+	// ctx bounds the intake: its end stops it as StopIntake does (the shards close, their
+	// sessions saved and leases handed back), and sending goes on until Stop.
+	life := c.workers.Begin(ctx)
+	if c.intakeBegun != nil {
+		c.intakeBegun()
+	}
 
 	firsts := make([]chan error, len(plan.ids))
 	for i := range firsts {
@@ -292,10 +299,12 @@ func (c *Channel) connect(ctx context.Context, h channels.Handler, plan shardPla
 	}
 	round := make(chan []int, 1)
 	if !c.workers.Go(func(life context.Context) {
-		defer stopOnCtx()
 		c.shards.run(life, plan, firsts, func(taken []int) { round <- taken })
 	}) {
-		stopOnCtx()
+		// StopIntake (or Stop) ran since Begin: no shard starts, so no first round comes to
+		// wait for. Start returns, the channel stopped (Ready says so), as Slack's does.
+		c.cfg.Logger.Info("discord: the intake was stopped while starting; not connecting")
+		return nil
 	}
 	taken, err := firstConnections(ctx, life, round, firsts)
 	if err != nil {

@@ -154,6 +154,40 @@ func TestStartRefusals(t *testing.T) {
 	})
 }
 
+// TestStopIntakeWhileStartingEndsStart proves Start returns when StopIntake runs between the
+// intake's Begin and its shards' start: no first round of shards comes then, and Start used to
+// wait for one until its context ended. Start returns nil well before its deadline, no shard
+// connects, and the channel stays stopped.
+func TestStopIntakeWhileStartingEndsStart(t *testing.T) {
+	fk := discordfake.New(t)
+	ch, err := New(testConfig(t, fk, &syncBuffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.intakeBegun = func() {
+		if err := ch.StopIntake(context.Background()); err != nil {
+			t.Errorf("StopIntake while starting: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ch.Start(ctx, &recorder{}); err != nil {
+		t.Fatalf("Start with the intake stopped while starting = %v, want nil at once", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Start returned only once its context ended")
+	}
+	if n := len(fk.Identifies()); n != 0 || fk.Connected() {
+		t.Errorf("%d identifies, connected %v: a shard started after StopIntake", n, fk.Connected())
+	}
+	if err := ch.Ready(); !errors.Is(err, ErrNotReady) {
+		t.Errorf("Ready after StopIntake while starting = %v, want ErrNotReady", err)
+	}
+	if err := ch.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
 func TestReadyFollowsTheGateway(t *testing.T) {
 	h := newHarness(t, nil, func(c *Config) { c.ReconnectMin = time.Second })
 	if err := h.ch.Ready(); err != nil {

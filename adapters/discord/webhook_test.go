@@ -7,9 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +136,49 @@ func TestHTTPInteractionsAfterStopAreRefused(t *testing.T) {
 	body := `{"type":3,"id":"9","token":"t9","channel_id":"55","user":{"id":"1"},"data":{"custom_id":"x","component_type":2}}`
 	if code, _ := p.post(body, time.Now(), false); code != http.StatusServiceUnavailable {
 		t.Errorf("status %d after Stop, want 503", code)
+	}
+}
+
+// TestHTTPInteractionStopIntakeWaitsForItsHandler proves StopIntake counts an HTTP interaction
+// still being handled among the intake's work, as Telegram's webhook and Slack's HTTP mode do:
+// while the Handler holds it, StopIntake waits until its context ends and says so; once the
+// Handler returned, StopIntake returns nil, the interaction is answered, and the next one 503.
+func TestHTTPInteractionStopIntakeWaitsForItsHandler(t *testing.T) {
+	h, p := webhookHarness(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's Close, which waits for the request, on a failure
+	h.rec.setOn(func(context.Context, channels.Channel, channels.Inbound) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	click := func(id string) string {
+		return `{"type":3,"id":"` + id + `","application_id":"900000000000000001","token":"tok` + id +
+			`","channel_id":"55","user":{"id":"` + alice.ID + `"},"data":{"custom_id":"btn","component_type":2},"message":{"id":"66","channel_id":"55"}}`
+	}
+	answered := make(chan int, 1)
+	go func() {
+		code, _ := p.post(click("1"), time.Now(), false)
+		answered <- code
+	}()
+	<-entered
+	// The bound StopIntake is asked to keep, not a pause: it returns at the bound only if it
+	// waits for the handler (which holds the interaction until release).
+	bounded, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	if err := h.ch.StopIntake(bounded); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("StopIntake with an interaction being handled = %v, want its context's end", err)
+	}
+	free()
+	if err := h.ch.StopIntake(context.Background()); err != nil {
+		t.Fatalf("StopIntake once the interaction was handled: %v", err)
+	}
+	if code := <-answered; code != http.StatusOK {
+		t.Errorf("the interaction being handled at StopIntake was answered %d, want 200", code)
+	}
+	if code, _ := p.post(click("2"), time.Now(), false); code != http.StatusServiceUnavailable {
+		t.Errorf("an interaction after StopIntake answered %d, want 503", code)
 	}
 }

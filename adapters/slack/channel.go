@@ -146,7 +146,7 @@ func (c *Channel) assemble() {
 		interactions: c.interactions, recent: recent, lanes: kit.NewLanes(maxHandovers, 0), // Slack redelivers what is not acked: no bound
 		ackDeadline: interactionAckDeadline}
 	c.sockets = &sockets{cfg: cfg, api: c.api, web: c.web, redact: c.redact, log: log, clock: clk, dispatcher: c.dispatcher,
-		workers: c.workers, pingTimeout: pingTimeout, stop: c.Stop}
+		workers: c.workers, pingTimeout: pingTimeout}
 	c.httpIntake = &httpIntake{cfg: cfg, log: log, life: c.life, workers: c.workers, dispatcher: c.dispatcher}
 	c.oauth = &oauth{cfg: cfg, web: c.web, installs: c.installs, clock: clk, log: log}
 }
@@ -165,7 +165,10 @@ func (c *Channel) BotUserID() string {
 // the uninstall's mark of the token's workspace (the token works, so the app is installed there
 // again), then in socket mode opens the connections and returns once each has received its
 // hello (or failed within CallTimeout); in HTTP mode the handlers accept deliveries from then
-// on. Receiving continues until Stop (or StopIntake) or until ctx ends. A Channel starts once.
+// on. Receiving continues until StopIntake or Stop, or until ctx ends, which in either mode stops
+// the intake as StopIntake does (without waiting): no envelope is taken (HTTP deliveries get
+// 503), the sockets close once the ones being handed over are acknowledged, and sending works
+// until Stop. A Channel starts once.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("slack: start: nil handler")
@@ -175,9 +178,8 @@ func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	}
 	at, err := c.authTest(ctx, h)
 	if err == nil {
-		// The intake's lifetime ends at StopIntake (in socket mode also when ctx ends, which
-		// stops the channel: see sockets.start).
-		c.workers.Begin(context.WithoutCancel(ctx))
+		// The intake's lifetime ends at StopIntake, or when ctx ends (kit.Workers.Begin).
+		c.workers.Begin(ctx)
 		if c.cfg.Mode == ModeSocket {
 			err = c.sockets.start(ctx, at)
 		}
@@ -229,7 +231,6 @@ func (c *Channel) authTest(ctx context.Context, h channels.Handler) (*slackgo.Au
 // are acknowledged, then the sockets close and their connection slots are handed back (until
 // ctx ends; what is still running then is cancelled). Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
-	c.sockets.detach()
 	c.workers.End()
 	var err error
 	if !c.dispatcher.lanes.Wait(ctx) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,12 +158,15 @@ func TestHTTPAfterStopIs503(t *testing.T) {
 }
 
 // TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver proves StopIntake counts an HTTP
-// delivery still being handed over among the intake's work: while the Handler holds it, a
-// StopIntake whose context has ended says the intake is still running; once the Handler
-// returned, StopIntake returns nil, the delivery is answered 200, and the next one 503.
+// delivery still being handed over among the intake's work: while the Handler holds it,
+// StopIntake waits until its context ends and says the intake is still running; once the
+// Handler returned, StopIntake returns nil, the delivery is answered 200, and the next one 503.
 func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 	release, entered := make(chan struct{}), make(chan struct{})
 	h := startHTTP(t, &recorder{fail: func(channels.Inbound) error { close(entered); <-release; return nil }})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's Close, which waits for the delivery, on a failure
 	event := func(ts string) map[string]any {
 		return h.fake.Callback(map[string]any{"type": "message", "channel": "D1", "user": ann, "text": "x", "ts": ts, "channel_type": "im"})
 	}
@@ -176,12 +180,15 @@ func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 		answered <- r.Status
 	}()
 	<-entered
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := h.ch.StopIntake(ended); !errors.Is(err, context.Canceled) {
+	// The bound StopIntake is asked to keep, not a pause: it returns at the bound only if it
+	// waits for the delivery. (An ended context proved nothing: Wait's select may pick it over
+	// work already done.)
+	bounded, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	if err := h.ch.StopIntake(bounded); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("StopIntake with a delivery being handed over = %v, want its context's end", err)
 	}
-	close(release)
+	free()
 	if err := h.ch.StopIntake(context.Background()); err != nil {
 		t.Fatalf("StopIntake once the delivery was handed over: %v", err)
 	}
@@ -191,6 +198,52 @@ func TestHTTPStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
 	r, err := h.fake.DeliverEvent(h.srv.URL+DefaultEventsPath, event("1.2"), slackfake.Delivery{})
 	if err != nil || r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("a delivery after StopIntake: %d %v, want 503", r.Status, err)
+	}
+}
+
+// TestHTTPStartContextEndStopsTheIntake proves Start's ctx bounds HTTP mode's intake as it does
+// Socket Mode's (the contract's StartContextEndStopsInboundWhileSendWorks): once it ends,
+// deliveries get 503 so that Slack retries them elsewhere, Ready fails, and sending still works.
+func TestHTTPStartContextEndStopsTheIntake(t *testing.T) {
+	fake := slackfake.New(t)
+	ch, _ := newChannel(t, fake, func(c *Config) { c.Mode, c.AppToken = ModeHTTP, "" })
+	rec := &recorder{}
+	startCtx, endStart := context.WithCancel(context.Background())
+	defer endStart()
+	if err := ch.Start(startCtx, rec); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ch.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	srv := httptest.NewServer(ch.EventsHandler())
+	t.Cleanup(srv.Close)
+	deliver := func(ts string) int {
+		t.Helper()
+		r, err := fake.DeliverEvent(srv.URL, fake.Callback(map[string]any{"type": "message", "channel": "D1", "user": ann,
+			"text": "x", "ts": ts, "channel_type": "im"}), slackfake.Delivery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	if status := deliver("1.1"); status != http.StatusOK || len(rec.got()) != 1 {
+		t.Fatalf("a delivery before Start's context ended: %d, %d handed over", status, len(rec.got()))
+	}
+	endStart()
+	eventually(t, "not ready once Start's context ended", func() bool { return ch.Ready() != nil })
+	if status := deliver("1.2"); status != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery after Start's context ended answered %d, want 503", status)
+	}
+	if _, err := ch.Send(context.Background(), channels.Target{Conv: threadConv("")}, channels.Message{Text: "still sending"}); err != nil {
+		t.Fatalf("Send after Start's context ended: %v", err)
+	}
+	if n := len(rec.got()); n != 1 {
+		t.Fatalf("%d deliveries handed over, want only the one before Start's context ended", n)
 	}
 }
 

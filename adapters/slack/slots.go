@@ -33,41 +33,37 @@ type sockets struct {
 	// workers runs the sockets' loops: envelopes are taken while its context lives, and
 	// StopIntake waits for the loops.
 	workers *kit.Workers
-	stop    func(ctx context.Context) error // the channel's Stop, when Start's ctx ends
 	// pingTimeout is how long a socket may read nothing before it is replaced.
 	pingTimeout time.Duration
 
 	mu sync.Mutex
 	// closeConns closes the sockets: after the intake's context, once the acks are sent.
 	closeConns context.CancelFunc
-	stopOnDone func() bool
 	conns      []*connState // the sockets of the slots this process holds
 }
 
 // start starts taking the connection slots (runSlots) and returns once the first
 // connection of each slot taken in the first round received its hello, or fails when one never
-// did (a refused app token, an unreachable Slack) within CallTimeout. Until the intake stops,
-// ctx ending stops the channel like Stop.
+// did (a refused app token, an unreachable Slack) within CallTimeout. Once the intake ends
+// (StopIntake, or the end of Start's ctx) the sockets close as soon as the envelopes being
+// handed over are acknowledged (closeAfterIntake).
 func (sk *sockets) start(ctx context.Context, at *slackgo.AuthTestResponse) error {
 	// The sockets outlive the intake's context (the loops' own): once it ends no envelope is
 	// taken, but the ones being handed over are still acknowledged on their sockets, which
 	// close only then (close).
 	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
-	stopOnDone := context.AfterFunc(ctx, func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = sk.stop(stopCtx)
-	})
 	sk.mu.Lock()
-	sk.closeConns, sk.stopOnDone = closeConns, stopOnDone
+	sk.closeConns = closeConns
 	sk.mu.Unlock()
 	firsts := make([]*connState, sk.cfg.Connections)
 	for i := range firsts {
 		firsts[i] = newConnState(i)
 	}
 	round := make(chan []int, 1)
-	if !sk.workers.Go(func(readCtx context.Context) {
-		sk.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken })
+	// Both or neither: the sockets' loops and what closes them once the intake ended.
+	if !sk.workers.Under(func(readCtx context.Context, wg *sync.WaitGroup) {
+		wg.Go(func() { sk.runSlots(readCtx, connCtx, firsts, func(taken []int) { round <- taken }) })
+		wg.Go(func() { sk.closeAfterIntake(readCtx, connCtx) })
 	}) {
 		closeConns() // stopped before the loops could start: no slot is taken
 		round <- nil
@@ -178,15 +174,13 @@ func (sk *sockets) ready() error {
 	return nil
 }
 
-// detach undoes the stop that Start's ctx ending would make (StopIntake: the caller stops the
-// channel from then on).
-func (sk *sockets) detach() {
-	sk.mu.Lock()
-	stopOnDone := sk.stopOnDone
-	sk.mu.Unlock()
-	if stopOnDone != nil {
-		stopOnDone()
-	}
+// closeAfterIntake closes the sockets once the intake has ended — StopIntake, or the end of
+// Start's ctx — and the envelopes being handed over were acknowledged on them; it gives up
+// waiting for those when the sockets are closed first (StopIntake whose own ctx ended, Stop).
+func (sk *sockets) closeAfterIntake(readCtx, connCtx context.Context) {
+	<-readCtx.Done()
+	sk.dispatcher.lanes.Wait(connCtx)
+	sk.close()
 }
 
 // close closes the sockets, once their envelopes are acknowledged; their loops then end and

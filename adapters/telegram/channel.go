@@ -105,7 +105,7 @@ func New(cfg Config) (*Channel, error) {
 	c.interactions = &interactions{api: c.api, log: cfg.Logger}
 	c.fetcher = &fetcher{cfg: &c.cfg, api: c.api}
 	c.dispatcher = &dispatcher{cfg: &c.cfg, redact: redact, clock: clk, ch: c, answers: c.interactions, seen: newRecentIDs(4096)}
-	c.webhook = &webhook{cfg: &c.cfg, api: c.api, clock: clk, life: c.life, dispatcher: c.dispatcher, gate: newConvGate()}
+	c.webhook = &webhook{cfg: &c.cfg, api: c.api, clock: clk, life: c.life, workers: c.workers, dispatcher: c.dispatcher, gate: newConvGate()}
 	c.poller = &poller{cfg: &c.cfg, api: c.api, clock: clk, dispatcher: c.dispatcher, timeout: cfg.PollTimeout}
 	return c, nil
 }
@@ -122,8 +122,9 @@ func (c *Channel) BotUsername() string {
 // Start calls getMe, then in polling mode deletes any webhook and starts the poll loop (with a
 // Lease: the loop that polls while this process holds it, see Config.Lease); in webhook mode it
 // registers the webhook (with the secret) and serves deliveries through WebhookHandler. It
-// returns once receiving has begun or failed; receiving continues until Stop or until ctx ends.
-// A Channel starts once.
+// returns once receiving has begun or failed; receiving continues until StopIntake or Stop, or
+// until ctx ends, which stops the intake as StopIntake does (without waiting): the poll loop
+// ends and webhook deliveries get 503, while sending works until Stop. A Channel starts once.
 func (c *Channel) Start(ctx context.Context, h channels.Handler) error {
 	if h == nil {
 		return errors.New("telegram: start: nil handler")
@@ -147,7 +148,7 @@ func (c *Channel) start(ctx context.Context, h channels.Handler) error {
 	}
 	self := botIdentity{id: bot.Self.ID, username: bot.Self.UserName}
 	c.dispatcher.Begin(h, self)
-	life := c.workers.Begin(ctx)
+	life := c.workers.Begin(ctx) // ctx bounds the intake: its end stops it (kit.Workers.Begin)
 	if err := c.startIntake(ctx, life, self); err != nil {
 		c.workers.Cancel()
 		return err
@@ -211,8 +212,9 @@ func (c *Channel) startIntake(ctx, life context.Context, self botIdentity) error
 // StopIntake stops taking updates in: it aborts the long poll in flight and waits (until ctx
 // ends) for the poll loop to finish handing over its batch and saving the offset, then releases
 // the polling lease, so a standby process takes polling over at its next try. The webhook stays
-// registered (other processes behind the same URL may still serve it); deliveries after it get
-// 503 so Telegram retries them. Sending keeps working. Safe to call more than once.
+// registered (other processes behind the same URL may still serve it); the deliveries being
+// handed over are waited for (until ctx ends), and those after it get 503 so Telegram retries
+// them. Sending keeps working. Safe to call more than once.
 func (c *Channel) StopIntake(ctx context.Context) error {
 	if err := c.workers.Stop(ctx); err != nil {
 		return fmt.Errorf("telegram: stop: %w", err)

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -53,8 +54,9 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 		},
 		RateLimitNextSend: func(d time.Duration) { fake.RateLimitStorm("sendMessage", 1, int(d/time.Second)) },
 		Push:              func() { fake.PushPrivate(ann, "hello") },
-		// StopIntake returns once the poll loop has ended, its long poll aborted.
-		IntakeClosed: func() bool { return true },
+		// Polling, the platform cannot tell a loop that ended from one between two polls: the
+		// intake is closed once the poll loop has ended, its long poll aborted.
+		IntakeClosed: func() bool { return intakeEnded(ch) },
 		Held:         fake.Pending,
 		GoAway: func(t *testing.T) {
 			n := fake.Count("getUpdates")
@@ -64,4 +66,14 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 			ahead.Store(int64(2*cfg.PollTimeout + 11*time.Second))
 		},
 	}
+}
+
+// intakeEnded reports whether c's intake was stopped and its work — the poll loop — has ended.
+func intakeEnded(c *Channel) bool {
+	if !c.life.Stopped() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	return c.workers.Wait(ctx) == nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,6 +172,95 @@ func TestWebhookChecksSecretAndPayload(t *testing.T) {
 	}
 	if fake.Count("getUpdates") != 0 {
 		t.Fatal("webhook mode polled")
+	}
+}
+
+// webhookRig is a Channel in webhook mode, started under startCtx, its WebhookHandler served.
+type webhookRig struct {
+	ch  *Channel
+	srv *httptest.Server
+}
+
+func startWebhook(t *testing.T, startCtx context.Context, h channels.Handler) *webhookRig {
+	t.Helper()
+	fake := telegramfake.New(t)
+	ch, _ := newChannel(t, fake, func(c *Config) {
+		c.Mode, c.WebhookURL, c.WebhookSecret = ModeWebhook, "https://bot.example/telegram", "webhook-secret"
+	})
+	if err := ch.Start(startCtx, h); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	stopAtEnd(t, ch)
+	srv := httptest.NewServer(ch.WebhookHandler())
+	t.Cleanup(srv.Close)
+	return &webhookRig{ch: ch, srv: srv}
+}
+
+// post delivers update id of chat 42 and returns the status it was answered.
+func (w *webhookRig) post(t *testing.T, id int64) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, w.srv.URL, strings.NewReader(webhookBody(id, 42, "hi")))
+	req.Header.Set(SecretHeader, "webhook-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestWebhookStopIntakeWaitsForTheDeliveryBeingHandedOver proves StopIntake counts a webhook
+// delivery still being handed over among the intake's work: while the Handler holds it,
+// StopIntake waits until its context ends and says the intake is still running (it returned
+// nil at once before); once the Handler returned, StopIntake returns nil, the delivery is
+// answered 200, and the next one 503.
+func TestWebhookStopIntakeWaitsForTheDeliveryBeingHandedOver(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{})
+	w := startWebhook(t, context.Background(), &recorder{fail: func(channels.Inbound) error { close(entered); <-release; return nil }})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's Close, which waits for the delivery, on a failure
+	answered := make(chan int, 1)
+	go func() { answered <- w.post(t, 1) }()
+	<-entered
+	// The bound StopIntake is asked to keep, not a pause: it returns at the bound only if it
+	// waits for the delivery (the Handler holds it until release).
+	bounded, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	if err := w.ch.StopIntake(bounded); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("StopIntake with a delivery being handed over = %v, want its context's end", err)
+	}
+	free()
+	if err := w.ch.StopIntake(context.Background()); err != nil {
+		t.Fatalf("StopIntake once the delivery was handed over: %v", err)
+	}
+	if status := <-answered; status != http.StatusOK {
+		t.Errorf("the delivery being handed over at StopIntake was answered %d, want 200", status)
+	}
+	if status := w.post(t, 2); status != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery after StopIntake answered %d, want 503", status)
+	}
+}
+
+// TestWebhookStartContextEndStopsTheIntake proves Start's ctx bounds webhook mode's intake as it
+// does polling's (the contract's StartContextEndStopsInboundWhileSendWorks): once it ends,
+// deliveries get 503 so that Telegram delivers them again, and Ready fails.
+func TestWebhookStartContextEndStopsTheIntake(t *testing.T) {
+	startCtx, endStart := context.WithCancel(context.Background())
+	defer endStart()
+	rec := &recorder{}
+	w := startWebhook(t, startCtx, rec)
+	if status := w.post(t, 1); status != http.StatusOK || len(rec.got()) != 1 {
+		t.Fatalf("a delivery before Start's context ended: %d, %d handed over", status, len(rec.got()))
+	}
+	endStart()
+	eventually(t, "not ready once Start's context ended", func() bool { return w.ch.Ready() != nil })
+	if status := w.post(t, 2); status != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery after Start's context ended answered %d, want 503", status)
+	}
+	if n := len(rec.got()); n != 1 {
+		t.Fatalf("%d deliveries handed over, want only the one before Start's context ended", n)
 	}
 }
 

@@ -22,6 +22,7 @@ type webhook struct {
 	api        *botAPI
 	clock      *kit.Clock
 	life       *kit.Lifecycle
+	workers    *kit.Workers // counts the deliveries being handed over, which StopIntake waits for
 	dispatcher *dispatcher
 	gate       *convGate
 }
@@ -43,14 +44,16 @@ func (wh *webhook) register(ctx context.Context) error {
 // WebhookHandler is the http.Handler for webhook deliveries; mount it at the path of
 // Config.WebhookURL on the shared listener. It answers 405 to anything but POST, 401 unless the
 // X-Telegram-Bot-Api-Secret-Token header equals the secret (compared in constant time; logged
-// at Debug only, the listener counts the 401s), 503 before Start or after Stop, 408 when the
-// body does not arrive before the connection's read deadline (set by the listener), 400 when it
-// cannot be read otherwise, 500 when the Handler fails or when an earlier update of the same
-// conversation failed and was not redelivered yet (Telegram then redelivers), and 200 once the
-// update is handed over (or was already, or is ignored, or is malformed — a body over 1 MiB
-// among them, not read past that — logged, counted and skipped, so it never holds up the
-// updates behind it). Concurrent deliveries are handed over concurrently across conversations
-// and one at a time, in update order, within one.
+// at Debug only, the listener counts the 401s), 503 before Start or once the intake stopped
+// (StopIntake, Stop, the end of Start's ctx; StopIntake waits for the deliveries it did not
+// refuse to be handed over), 408 when the body does not arrive before the connection's read
+// deadline (set by the listener), 400 when it cannot be read otherwise, 500 when the Handler
+// fails or when an earlier update of the same conversation failed and was not redelivered yet
+// (Telegram then redelivers), and 200 once the update is handed over (or was already, or is
+// ignored, or is malformed — a body over 1 MiB among them, not read past that — logged,
+// counted and skipped, so it never holds up the updates behind it). Concurrent deliveries are
+// handed over concurrently across conversations and one at a time, in update order, within
+// one.
 func (wh *webhook) WebhookHandler() http.Handler {
 	return http.HandlerFunc(wh.serve)
 }
@@ -99,7 +102,16 @@ func (wh *webhook) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK) // a redelivery of an update already handed over
 		return
 	}
-	if err := wh.dispatchInOrder(r.Context(), u); err != nil {
+	// Held under the lock StopIntake takes first: no delivery joins its wait once it began, and
+	// one that comes after it is refused, so that Telegram delivers it again.
+	release, ok := wh.workers.Hold()
+	if !ok {
+		http.Error(w, "not receiving", http.StatusServiceUnavailable)
+		return
+	}
+	err = wh.dispatchInOrder(r.Context(), u)
+	release()
+	if err != nil {
 		if errors.Is(err, errHeldBack) {
 			wh.cfg.Logger.Debug("telegram: webhook update held back behind a failed one; Telegram will redeliver", "update_id", u.UpdateID)
 		} else {

@@ -6,7 +6,7 @@ import (
 )
 
 // Workers is an adapter's intake lifetime: the context its loops and handlers run under, from
-// Start until StopIntake, and the work under it, which Stop waits for. Go, Under and Hold start
+// Start until StopIntake or the end of Start's ctx, and the work under it, which Stop waits for. Go, Under and Hold start
 // or count work only while the intake lives — begun, not cancelled, its Lifecycle not stopped —
 // checked under the lock Stop (End) takes first, so that nothing joins the wait after Stop
 // began it. Create with NewWorkers; safe for concurrent use.
@@ -16,6 +16,7 @@ type Workers struct {
 	mu     sync.Mutex
 	ctx    context.Context // from Begin; nil before
 	cancel context.CancelFunc
+	unbind func() bool // from Begin: stops the parent's end from ending the intake
 	wg     sync.WaitGroup
 }
 
@@ -23,12 +24,15 @@ type Workers struct {
 func NewWorkers(life *Lifecycle) *Workers { return &Workers{life: life} }
 
 // Begin starts the intake's lifetime under parent and returns its context, which ends with
-// parent or at Cancel, End or Stop.
+// parent or at Cancel, End or Stop. parent bounds the intake (it is Start's ctx): once it ends,
+// the intake ends as at End — the Lifecycle stopped, so no work starts from then on and Ready
+// fails — while the work already started runs to its end, for Stop (or Wait) to wait for.
 func (w *Workers) Begin(parent context.Context) context.Context {
 	ctx, cancel := context.WithCancel(parent)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ctx, w.cancel = ctx, cancel
+	w.unbind = context.AfterFunc(parent, w.End)
 	return ctx
 }
 
@@ -102,8 +106,11 @@ func (w *Workers) Stop(ctx context.Context) error {
 func (w *Workers) End() {
 	w.mu.Lock()
 	w.life.Stop() // under mu: Go, Under and Hold add to wg only before it
-	cancel := w.cancel
+	cancel, unbind := w.cancel, w.unbind
 	w.mu.Unlock()
+	if unbind != nil {
+		unbind() // ended already: the parent's end has nothing left to do
+	}
 	if cancel != nil {
 		cancel()
 	}

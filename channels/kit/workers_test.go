@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/poll"
 )
 
 // TestWorkersRunOnlyWhileTheIntakeLives proves the lifetime: nothing runs before Begin or after
@@ -128,5 +130,40 @@ func TestWorkersEndThenWaitLeaveRoomBetween(t *testing.T) {
 	w.End() // again: nothing changes
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop after End and Wait: %v", err)
+	}
+}
+
+// TestWorkersParentEndEndsTheIntake proves Begin's bound: once the parent context (Start's)
+// ends, the intake ends as at End — the lifecycle stopped, the intake's context ended, nothing
+// started or held from then on — while the work already under way runs on and is waited for.
+func TestWorkersParentEndEndsTheIntake(t *testing.T) {
+	life := NewLifecycle("test", errTestNotReady)
+	w := NewWorkers(life)
+	parent, cancel := context.WithCancel(context.Background())
+	ctx := w.Begin(parent)
+	finish := make(chan struct{})
+	w.Go(func(jobCtx context.Context) {
+		<-jobCtx.Done()
+		<-finish // the job's last step, after its context ended
+	})
+	cancel()
+	poll.Until(t, "the lifecycle stopped by the parent's end", life.Stopped)
+	if ctx.Err() == nil {
+		t.Fatal("the parent's end left the intake's context alive")
+	}
+	if _, ok := w.Hold(); ok {
+		t.Fatal("Hold after the parent's end reported a hold")
+	}
+	if w.Go(func(context.Context) { t.Error("ran after the parent's end") }) {
+		t.Fatal("Go after the parent's end reported a start")
+	}
+	expired, cancelWait := context.WithCancel(context.Background())
+	cancelWait()
+	if err := w.Wait(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with the work still running = %v, want its context's end", err)
+	}
+	close(finish)
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after the parent's end: %v", err)
 	}
 }

@@ -56,8 +56,9 @@ type Rig struct {
 	RateLimitNextSend func(retryAfter time.Duration)
 	// Push makes the platform deliver one message that the Channel hands to its Handler.
 	Push func()
-	// IntakeClosed reports whether the fake sees no intake of the Channel's any more (no
-	// socket or gateway connection open, no long poll in flight).
+	// IntakeClosed reports whether the Channel's intake has closed for good at the platform (no
+	// socket or gateway connection open, no long poll in flight or to come), whoever stopped
+	// it: StopIntake, or the end of Start's ctx.
 	IntakeClosed func() bool
 	// Held is how many pushed messages the platform holds without having delivered them to
 	// the Channel.
@@ -80,6 +81,9 @@ const contractWait = 20 * time.Second
 //   - Stop without Start returns; a second Start is refused; Stop returns; Start after Stop is
 //     refused;
 //   - after StopIntake no inbound message reaches the Handler, while Send still works;
+//   - once Start's ctx ends the intake stops as at StopIntake — closed at the platform, no
+//     inbound message reaches the Handler, Ready fails — while Send still works, and a
+//     StopIntake and a Stop after it return nil;
 //   - Ready fails before Start, holds once the intake is connected, and fails after the platform
 //     went away and after Stop.
 func RunContract(t *testing.T, s Subject) {
@@ -89,6 +93,7 @@ func RunContract(t *testing.T, s Subject) {
 	t.Run("RateLimitedSendReturnsRetryAfter", func(t *testing.T) { contractRateLimited(t, s) })
 	t.Run("StartsOnceAndStops", func(t *testing.T) { contractStartStop(t, s) })
 	t.Run("StopIntakeStopsInboundWhileSendWorks", func(t *testing.T) { contractStopIntake(t, s) })
+	t.Run("StartContextEndStopsInboundWhileSendWorks", func(t *testing.T) { contractStartContextEnd(t, s) })
 	t.Run("ReadyFollowsTheIntake", func(t *testing.T) { contractReady(t, s) })
 }
 
@@ -230,6 +235,46 @@ func contractStopIntake(t *testing.T, s Subject) {
 	}
 	if err := stopper.StopIntake(ctx); err != nil {
 		t.Fatalf("a second StopIntake: %v", err)
+	}
+}
+
+// contractStartContextEnd: Start's ctx bounds the intake, and nothing else.
+func contractStartContextEnd(t *testing.T, s Subject) {
+	r := s.New(t, PlatformUp)
+	h := NewCounter(0)
+	startCtx, endStart := context.WithCancel(Context(t))
+	defer endStart()
+	if err := r.Channel.Start(startCtx, h); err != nil {
+		t.Fatalf("Start: %v\n%s", err, r.Logs())
+	}
+	stopAtEnd(t, r)
+	rd, ok := r.Channel.(channels.Readiness)
+	if !ok {
+		t.Fatalf("%T is not a channels.Readiness", r.Channel)
+	}
+	r.Push()
+	poll.Until(t, "the first message handed over", func() bool { return h.Count() == 1 })
+	endStart()
+	poll.Until(t, "not ready once Start's context ended", func() bool { return rd.Ready() != nil })
+	poll.Until(t, "the intake closed at the platform once Start's context ended", r.IntakeClosed)
+	held := r.Held()
+	r.Push()
+	poll.Until(t, "the message pushed after Start's context ended held by the platform", func() bool { return r.Held() > held })
+	if _, err := r.Channel.Send(Context(t), r.Target, channels.Message{Text: "still sending"}); err != nil {
+		t.Fatalf("Send after Start's context ended: %v", err)
+	}
+	if n := h.Count(); n != 1 {
+		t.Fatalf("%d messages handed over, want only the one before Start's context ended", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), contractWait)
+	defer cancel()
+	if stopper, ok := r.Channel.(channels.IntakeStopper); !ok {
+		t.Errorf("%T is not a channels.IntakeStopper", r.Channel)
+	} else if err := stopper.StopIntake(ctx); err != nil {
+		t.Fatalf("StopIntake after Start's context ended: %v", err)
+	}
+	if err := r.Channel.Start(Context(t), NewCounter(0)); err == nil {
+		t.Fatal("Start after Start's context ended was accepted")
 	}
 }
 

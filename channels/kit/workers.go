@@ -6,10 +6,10 @@ import (
 )
 
 // Workers is an adapter's intake lifetime: the context its loops and handlers run under, from
-// Start until StopIntake or the end of Start's ctx, and the work under it, which Stop waits for. Go, Under and Hold start
-// or count work only while the intake lives — begun, not cancelled, its Lifecycle not stopped —
-// checked under the lock Stop (End) takes first, so that nothing joins the wait after Stop
-// began it. Create with NewWorkers; safe for concurrent use.
+// Start until StopIntake or the end of Start's ctx, and the work under it, which Stop waits
+// for. Go, Under and Hold start or count work only while the intake lives — begun, not
+// cancelled, its Lifecycle not stopped — checked under the lock Stop (End) takes first, so that
+// nothing joins the wait after Stop began it. Create with NewWorkers; safe for concurrent use.
 type Workers struct {
 	life *Lifecycle
 

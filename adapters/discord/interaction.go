@@ -68,11 +68,14 @@ type interactions struct {
 }
 
 // goHandle handles an interaction from the gateway on its own goroutine, while the intake lives
-// (a click needs an answer within 3 s, whatever its channel is busy with).
+// (a click needs an answer within 3 s, whatever its channel is busy with). Once started it is
+// not cut off by StopIntake, which waits for it instead: Discord never sends an interaction
+// again, so one cancelled halfway would be lost (as on Telegram and Slack, a click or a command
+// is handled to its end).
 func (x *interactions) goHandle(ix *interactionEvent) {
 	x.workers.Go(func(ctx context.Context) {
 		st := &ixState{id: ix.ID, token: ix.Token, update: ix.Type == discordgo.InteractionMessageComponent || ix.Message != nil}
-		x.handle(ctx, ix, st)
+		x.handle(context.WithoutCancel(ctx), ix, st)
 	})
 }
 

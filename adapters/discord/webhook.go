@@ -85,10 +85,10 @@ func (wh *webhook) serve(w http.ResponseWriter, r *http.Request) {
 	st := &ixState{id: ix.ID, token: ix.Token, httpReply: reply,
 		update: ix.Type == 3 || ix.Message != nil}
 	// Started under the lock Stop takes before it waits, so no handler starts after Stop
-	// began waiting.
+	// began waiting; once started, it is handled to its end (see goHandle).
 	if !wh.workers.Go(func(ctx context.Context) {
 		wh.interactions.places.learnInteraction(ix)
-		wh.interactions.handle(ctx, ix, st)
+		wh.interactions.handle(context.WithoutCancel(ctx), ix, st)
 	}) {
 		http.Error(w, "not receiving", http.StatusServiceUnavailable)
 		return

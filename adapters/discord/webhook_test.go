@@ -142,16 +142,19 @@ func TestHTTPInteractionsAfterStopAreRefused(t *testing.T) {
 // TestHTTPInteractionStopIntakeWaitsForItsHandler proves StopIntake counts an HTTP interaction
 // still being handled among the intake's work, as Telegram's webhook and Slack's HTTP mode do:
 // while the Handler holds it, StopIntake waits until its context ends and says so; once the
-// Handler returned, StopIntake returns nil, the interaction is answered, and the next one 503.
+// Handler returned, StopIntake returns nil, the interaction is answered — its handling never cut
+// off by StopIntake — and the next one 503.
 func TestHTTPInteractionStopIntakeWaitsForItsHandler(t *testing.T) {
 	h, p := webhookHarness(t)
 	release, entered := make(chan struct{}), make(chan struct{})
 	var released sync.Once
 	free := func() { released.Do(func() { close(release) }) }
 	t.Cleanup(free) // before the server's Close, which waits for the request, on a failure
-	h.rec.setOn(func(context.Context, channels.Channel, channels.Inbound) error {
+	cut := make(chan error, 1)
+	h.rec.setOn(func(ctx context.Context, _ channels.Channel, _ channels.Inbound) error {
 		close(entered)
 		<-release
+		cut <- ctx.Err()
 		return nil
 	})
 	click := func(id string) string {
@@ -177,6 +180,9 @@ func TestHTTPInteractionStopIntakeWaitsForItsHandler(t *testing.T) {
 	}
 	if code := <-answered; code != http.StatusOK {
 		t.Errorf("the interaction being handled at StopIntake was answered %d, want 200", code)
+	}
+	if err := <-cut; err != nil {
+		t.Errorf("the interaction being handled at StopIntake was cut off (its context: %v); want it handled to its end", err)
 	}
 	if code, _ := p.post(click("2"), time.Now(), false); code != http.StatusServiceUnavailable {
 		t.Errorf("an interaction after StopIntake answered %d, want 503", code)

@@ -66,7 +66,8 @@ func (sk *sockets) start(ctx context.Context, at *slackgo.AuthTestResponse) erro
 		wg.Go(func() { sk.closeAfterIntake(readCtx, connCtx) })
 	}) {
 		closeConns() // stopped before the loops could start: no slot is taken
-		round <- nil
+		sk.log.Info("slack: the intake was stopped while starting; not connecting", "team", at.TeamID)
+		return nil
 	}
 	var taken []int
 	select {

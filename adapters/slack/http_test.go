@@ -213,13 +213,7 @@ func TestHTTPStartContextEndStopsTheIntake(t *testing.T) {
 	if err := ch.Start(startCtx, rec); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ch.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	stopAtCleanup(t, ch)
 	srv := httptest.NewServer(ch.EventsHandler())
 	t.Cleanup(srv.Close)
 	deliver := func(ts string) int {

@@ -122,13 +122,7 @@ func startPrepared(t testing.TB, fake *slackfake.Server, mutate func(*Config), r
 	if err := ch.Start(context.Background(), rec); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := ch.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	stopAtCleanup(t, ch)
 	return &harness{fake: fake, ch: ch, rec: rec, logs: logs}
 }
 
@@ -156,3 +150,15 @@ func (h *harness) waitInbound(t *testing.T, n int) []channels.Inbound {
 const ann, bob = "U0ANN", "U0BOB"
 
 var annID = slackfake.TeamID + ":" + ann
+
+// stopAtCleanup stops ch when the test ends, within 5 s, failing the test if Stop fails.
+func stopAtCleanup(t testing.TB, ch *Channel) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ch.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+}

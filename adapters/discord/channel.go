@@ -118,7 +118,7 @@ func New(cfg Config) (*Channel, error) {
 	if cfg.Now != nil {
 		clk.Now = cfg.Now
 	}
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
+	_, sleep := clk.Funcs()
 	c := &Channel{
 		global: global,
 		cfg:    cfg,
@@ -165,8 +165,9 @@ func newSession(cfg Config, global *pacer) (*discordgo.Session, error) {
 func (c *Channel) assemble() {
 	cfg := c.cfg
 	threads := newThreadMaker(c.rest, c.s, c.places, cfg.Logger)
+	now, _ := c.clock.Funcs()
 	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return c.clock.Now() }})
+		Now: now})
 	c.sender = &sender{cfg: &c.cfg, rest: c.rest, s: c.s, threads: threads, signals: signals}
 	c.sender.pages.Render = func(m channels.Message) ([]render.DiscordMessage, error) { return renderPieces(m, cfg.ActionKey) }
 	replies := &commandReplies{cfg: &c.cfg, rest: c.rest, s: c.s, bot: c.bot, out: c.sender, clock: c.clock}

@@ -119,9 +119,9 @@ func New(cfg Config) (*Channel, error) {
 	}
 	c.workers = kit.NewWorkers(c.life)
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
+	now, sleep := clk.Funcs()
 	c.web = &webAPI{cfg: &c.cfg, redact: redact, tiers: newTierLimiter(), sleep: sleep,
-		now:    func() time.Time { return clk.Now() },
+		now:    now,
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Logger: cfg.Logger, Sleep: sleep}}
 	c.assemble()
 	return c, nil

@@ -85,11 +85,11 @@ func New(cfg Config) (*Channel, error) {
 	c := &Channel{cfg: cfg, clock: kit.NewClock(), life: kit.NewLifecycle(platform, ErrNotReady)}
 	c.workers = kit.NewWorkers(c.life)
 	clk := c.clock
-	sleep := func(ctx context.Context, d time.Duration) error { return clk.Sleep(ctx, d) }
+	now, sleep := clk.Funcs()
 	c.api = &botAPI{cfg: &c.cfg, http: cfg.HTTPClient, redact: redact, sleep: sleep, bot: uploader(cfg),
 		limits: &kit.RetryAfter{Log: cfg.RateLimits, MaxWait: cfg.MaxRetryWait, Attempts: maxAttempts, Logger: cfg.Logger, Sleep: sleep}}
 	signals := kit.NewTypingSignals(kit.TypingOptions{Lasts: typingLasts, Timeout: typingTimeout, After: cfg.TypingAfter, Logger: cfg.Logger,
-		Now: func() time.Time { return clk.Now() }})
+		Now: now})
 	pace := newPacer()
 	c.sender = &sender{cfg: &c.cfg, api: c.api, clock: clk, pacer: pace, signals: signals,
 		edits: newEditThrottle(time.Second, 3*time.Second)}

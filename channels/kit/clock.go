@@ -18,3 +18,9 @@ type Clock struct {
 
 // NewClock returns the real clock: time.Now and Sleep.
 func NewClock() *Clock { return &Clock{Now: time.Now, Sleep: Sleep} }
+
+// Funcs returns Now and Sleep as functions that read c's fields at each call, so that what a
+// component is handed at construction follows a test's later replacement of either.
+func (c *Clock) Funcs() (now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) {
+	return func() time.Time { return c.Now() }, func(ctx context.Context, d time.Duration) error { return c.Sleep(ctx, d) }
+}

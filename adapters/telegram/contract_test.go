@@ -57,7 +57,7 @@ func contractRig(t *testing.T, p chantest.Platform) *chantest.Rig {
 		// Polling, the platform cannot tell a loop that ended from one between two polls: the
 		// intake is closed once the poll loop has ended, its long poll aborted.
 		IntakeClosed: func() bool { return intakeEnded(ch) },
-		Held:         fake.Pending,
+		Held:         fake.Undelivered,
 		GoAway: func(t *testing.T) {
 			n := fake.Count("getUpdates")
 			fake.FailNext("getUpdates", 1<<30, telegramfake.Fault{Status: 502})

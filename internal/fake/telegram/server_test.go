@@ -150,6 +150,9 @@ func TestGetUpdatesConfirmsBelowOffsetAndWakesOnPush(t *testing.T) {
 	s := New(t)
 	u := User{ID: 42, FirstName: "Ann"}
 	id1, _ := s.PushPrivate(u, "one")
+	if n := s.Undelivered(); n != 1 {
+		t.Fatalf("Undelivered before any poll = %d, want 1", n)
+	}
 	a := call(t, s, "getUpdates", url.Values{"timeout": {"10"}})
 	var ups []struct {
 		UpdateID int64 `json:"update_id"`
@@ -157,6 +160,9 @@ func TestGetUpdatesConfirmsBelowOffsetAndWakesOnPush(t *testing.T) {
 	_ = json.Unmarshal(a.Result, &ups)
 	if len(ups) != 1 || ups[0].UpdateID != id1 {
 		t.Fatalf("first poll = %s", a.Result)
+	}
+	if p, n := s.Pending(), s.Undelivered(); p != 1 || n != 0 {
+		t.Fatalf("after the first poll: Pending %d, Undelivered %d; want 1 (not confirmed) and 0 (delivered)", p, n)
 	}
 	done := make(chan answer)
 	go func() {

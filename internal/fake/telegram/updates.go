@@ -105,6 +105,7 @@ type updates struct {
 	// Guarded by mu.
 	nextUpdate int64
 	queue      []queued      // unconfirmed updates, ascending ids
+	handed     int64         // the highest update id a getUpdates answer carried
 	wake       chan struct{} // closed and replaced when an update is queued
 	closed     bool
 	// poller is the getUpdates call in flight, which a second one terminates (409), as
@@ -273,6 +274,21 @@ func (up *updates) Pending() int {
 	return len(up.queue)
 }
 
+// Undelivered is the number of updates no getUpdates answer has carried yet. Unlike Pending it
+// does not fall when an offset confirms updates already delivered, so a confirmation arriving
+// late (a long poll the bot abandoned) cannot hide an update queued meanwhile.
+func (up *updates) Undelivered() int {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	n := 0
+	for _, q := range up.queue {
+		if q.id > up.handed {
+			n++
+		}
+	}
+	return n
+}
+
 // deriveEntities finds a leading bot command and @mentions, with UTF-16 offsets.
 func deriveEntities(text string) []Entity {
 	var ents []Entity
@@ -395,6 +411,7 @@ func (up *updates) take(me *pollCall, offset int64, limit int) (out []json.RawMe
 	for _, q := range up.queue {
 		if q.id >= offset && len(out) < limit {
 			out = append(out, q.raw)
+			up.handed = max(up.handed, q.id)
 		}
 	}
 	return out, up.wake, up.closed, nil

@@ -1,65 +1,62 @@
 package docs_test
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// folderCell is a row's first cell in architecture.md's folders table; the folders it names are
-// in backquotes.
-var (
-	folderCell = regexp.MustCompile("^\\| (`[^|]+)\\|")
-	backquoted = regexp.MustCompile("`([^`]+)`")
-)
+// module is the import path of this repository's module.
+const module = "github.com/switchboard-bot/switchboard/"
 
-// foldersTable returns the rows of the table under the header "| folder | what lives there |".
-func foldersTable(page string) []string {
+var backquoted = regexp.MustCompile("`([^`]+)`")
+
+// folderRow is one row of architecture.md's folders table: the folders its first cell names, and
+// the packages its imports cell names (all: the cell says "everything", as cmd/bot's does).
+type folderRow struct {
+	folders []string
+	imports map[string]bool
+	all     bool
+}
+
+// foldersTable reads the table under the header "| folder | what lives there | imports … |".
+func foldersTable(page string) []folderRow {
 	_, rest, ok := strings.Cut(page, "\n| folder | what lives there |")
 	if !ok {
 		return nil
 	}
-	var rows []string
+	var rows []folderRow
 	for _, line := range strings.Split(rest, "\n")[1:] {
 		if !strings.HasPrefix(line, "|") {
 			break
 		}
-		rows = append(rows, line)
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.Contains(cells[1], "`") {
+			continue // the header's rule
+		}
+		r := folderRow{imports: map[string]bool{}, all: strings.Contains(cells[len(cells)-2], "everything")}
+		for _, m := range backquoted.FindAllStringSubmatch(cells[1], -1) {
+			r.folders = append(r.folders, m[1])
+		}
+		for _, m := range backquoted.FindAllStringSubmatch(cells[len(cells)-2], -1) {
+			r.imports[m[1]] = true
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }
 
-// TestArchitectureNamesEveryPackage holds docs/architecture.md's folders table to the code: every
-// folder with Go code (not only tests) has a row, and every row names a folder that exists, so a
-// package cannot be added or moved without the picture following it.
-func TestArchitectureNamesEveryPackage(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := map[string]bool{}
-	for _, row := range foldersTable(string(page)) {
-		cell := folderCell.FindStringSubmatch(row)
-		if cell == nil {
-			continue // the header's rule
-		}
-		for _, m := range backquoted.FindAllStringSubmatch(cell[1], -1) {
-			named[m[1]] = true
-		}
-	}
-	if len(named) < 10 {
-		t.Fatalf("found %d folders in architecture.md's table: the pattern or the page is wrong", len(named))
-	}
-
-	code := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// moduleImports returns the folders under root that hold Go code (test files aside), each with
+// the packages of this module its code imports, as folders.
+func moduleImports(root string) (map[string]map[string]bool, error) {
+	code := map[string]map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -73,20 +70,67 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		code[filepath.ToSlash(rel)] = true
+		dir := filepath.ToSlash(rel)
+		if code[dir] == nil {
+			code[dir] = map[string]bool{}
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if pkg, ok := strings.CutPrefix(p, module); ok {
+				code[dir][pkg] = true
+			}
+		}
 		return nil
 	})
+	return code, err
+}
+
+// TestArchitectureNamesEveryPackage holds docs/architecture.md's folders table to the code: every
+// folder with Go code (not only tests) has a row, every row names a folder that exists, and every
+// package of the module a folder's code imports is named in its row's imports (or shares its
+// row), so a package cannot be added, moved or given a new dependency without the picture
+// following it.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dir := range code {
-		if !named[dir] {
-			t.Errorf("%s holds Go code, but docs/architecture.md's folders table has no row naming it", dir)
+	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := foldersTable(string(page))
+	if len(rows) < 10 {
+		t.Fatalf("found %d rows in architecture.md's folders table: the pattern or the page is wrong", len(rows))
+	}
+	rowOf := map[string]int{}
+	for i, r := range rows {
+		for _, f := range r.folders {
+			rowOf[f] = i
+			if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+				t.Errorf("docs/architecture.md's folders table names %s, which does not exist", f)
+			}
 		}
 	}
-	for dir := range named {
-		if _, err := os.Stat(filepath.Join(root, dir)); err != nil {
-			t.Errorf("docs/architecture.md's folders table names %s, which does not exist", dir)
+	code, err := moduleImports(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, imports := range code {
+		i, ok := rowOf[dir]
+		if !ok {
+			t.Errorf("%s holds Go code, but docs/architecture.md's folders table has no row naming it", dir)
+			continue
+		}
+		for pkg := range imports {
+			j, named := rowOf[pkg]
+			if !rows[i].all && !rows[i].imports[pkg] && !(named && j == i) {
+				t.Errorf("%s imports %s, but its row in docs/architecture.md's folders table does not say so", dir, pkg)
+			}
 		}
 	}
 }

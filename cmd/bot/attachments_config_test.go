@@ -13,6 +13,7 @@ import (
 // imports no core package); the two must stay the same numbers, so that an unset
 // attachments.* key means what core/attach means by its default.
 func TestAttachmentsConfigDefaultsAreAttachs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name         string
 		config, core int64
@@ -34,6 +35,7 @@ func TestAttachmentsConfigDefaultsAreAttachs(t *testing.T) {
 // TestFileOptionsFollowAttachmentsConfig: the team reads files within attachments.*, and
 // downloads none when attachments.download is false.
 func TestFileOptionsFollowAttachmentsConfig(t *testing.T) {
+	t.Parallel()
 	fetched := 0
 	hooks := coreHooks{fetch: func(context.Context, conv.Key, conv.Attachment, int64) ([]byte, error) {
 		fetched++

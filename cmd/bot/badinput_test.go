@@ -28,6 +28,7 @@ import (
 // getUpdates, each in a chat of its own followed by a good message there: the bad one gets the
 // row's outcome, the good one its one answer, and polling never stops.
 func TestBadInputCatalogueTelegramUpdates(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	e.start()
 	type row struct {
@@ -139,6 +140,7 @@ func TestBadInputCatalogueTelegramUpdates(t *testing.T) {
 // redelivering it ahead of the good ones) and becomes no run; the good delivery after them is
 // answered.
 func TestBadInputCatalogueTelegramWebhook(t *testing.T) {
+	t.Parallel()
 	const secret = "catalogue_webhook-secret"
 	e := newE2E(t, func(c *config.Config) {
 		c.Telegram.Mode, c.Telegram.WebhookURL, c.Telegram.WebhookSecret = config.TelegramWebhook, "https://bot.example/tg", secret
@@ -196,6 +198,7 @@ func TestBadInputCatalogueTelegramWebhook(t *testing.T) {
 // TestBadInputCatalogueCommandLine: bad arguments and bad configuration values are refused
 // before anything starts, with exit status 2 and the offending key or argument named.
 func TestBadInputCatalogueCommandLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -255,6 +258,7 @@ func TestBadInputCatalogueCommandLine(t *testing.T) {
 // JSON, a tool that does not exist, nothing at all, an error — the run ends with an answer or a
 // short failure the user can read, and never shows a tool's name or a stack.
 func TestBadInputCatalogueModelOutput(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) { c.LLM.MaxRetries = 0 })
 	// A tool call the model got wrong is answered to the model as an error it can correct (it
 	// then answers); what ends the run is told to the user in a line.

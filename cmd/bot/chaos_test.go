@@ -502,6 +502,7 @@ var chaosShortLoad = chaosLoad{messages: 300, chats: 60, rate: 40}
 // survivor. Nothing is lost; a doubled answer is one the killed process posted in the instant
 // before it died, before its record — counted by the survivor's replay as a possible double.
 func TestChaosKill9OneOfTwoUnderLoad(t *testing.T) {
+	t.Parallel()
 	r := newChaosRig(t, testRedisURL)
 	r.startBot()
 	r.startBot()
@@ -516,6 +517,7 @@ func TestChaosKill9OneOfTwoUnderLoad(t *testing.T) {
 // TestChaosPlatformRedeliveries is fault (g): every update is delivered twice, to two processes
 // at once, as Telegram does when a webhook answer is late. Each message is answered once.
 func TestChaosPlatformRedeliveries(t *testing.T) {
+	t.Parallel()
 	r := newChaosRig(t, testRedisURL)
 	r.startBot()
 	r.startBot()
@@ -529,6 +531,7 @@ func TestChaosPlatformRedeliveries(t *testing.T) {
 // TestChaos429Storm is fault (f): Telegram answers a run of sendMessage and editMessageText
 // calls with 429 retry_after 1; delivery waits and sends again. Nothing lost, nothing doubled.
 func TestChaos429Storm(t *testing.T) {
+	t.Parallel()
 	r := newChaosRig(t, testRedisURL)
 	r.startBot()
 	f := r.run("429 storm (150 sends, retry_after 1)", chaosShortLoad, func(r *chaosRig) time.Time {

@@ -80,6 +80,7 @@ func (tr *transcript) String() string {
 // reads the final answer — the whole path: console → router → signed envelope → queue (embedded
 // store) → worker → lead chain (demo model) → delivery → console.
 func TestChatBinaryEndToEnd(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(buildBot(t), "chat")
 	// A fresh machine: no model key, no BOT_ settings.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
@@ -149,6 +150,7 @@ func buildBot(t testing.TB) string {
 // TestChatAnswersPipedInputThenExits proves `bot chat` with its input piped answers every line
 // before it quits at the end of the input — it does not drop the runs still queued.
 func TestChatAnswersPipedInputThenExits(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buildBot(t), "chat")
@@ -168,6 +170,7 @@ func TestChatAnswersPipedInputThenExits(t *testing.T) {
 // TestChatBinaryQuitsOnCtrlC proves the signal wiring of the real binary: Ctrl-C (SIGINT, sent
 // to the child process) while `bot chat` is idle quits it at once with exit code 0.
 func TestChatBinaryQuitsOnCtrlC(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(buildBot(t), "chat")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	stdin, err := cmd.StdinPipe()

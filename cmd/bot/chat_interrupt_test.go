@@ -87,6 +87,7 @@ func (s *chatSession) running() bool {
 // run — as /cancel does, and says so, with how to quit — and leaves `bot chat` running: the next
 // message is answered.
 func TestChatFirstInterruptCancelsTheRun(t *testing.T) {
+	// Not parallel: goleak looks at every goroutine of the process.
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	s := startChat(t)
 	s.typeLine("answer me slowly")
@@ -113,6 +114,7 @@ func TestChatFirstInterruptCancelsTheRun(t *testing.T) {
 // running — when nothing is running, and when pressed a second time right after one that
 // cancelled a run.
 func TestChatSecondInterruptQuits(t *testing.T) {
+	// Not parallel: goleak looks at every goroutine of the process.
 	t.Run("while idle", func(t *testing.T) {
 		t.Cleanup(func() { goleak.VerifyNone(t) })
 		s := startChat(t)

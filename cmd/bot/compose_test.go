@@ -153,6 +153,7 @@ func botServices(t *testing.T, c composeFile) map[string]composeService {
 // config.example.yaml and of the config files compose.yaml mounts, is one the config package
 // knows, so a renamed key cannot leave a deployment file behind that setting nothing.
 func TestDeployFilesUseKnownKeys(t *testing.T) {
+	t.Parallel()
 	keys, vars := knownKeys()
 	c := readCompose(t)
 
@@ -210,6 +211,7 @@ func TestDeployFilesUseKnownKeys(t *testing.T) {
 // default — through the intake lease: Telegram serves one poller per bot, so the replicas must
 // share one Redis under one prefix for the lease to keep them polling one at a time.
 func TestComposeConfigurationIsValid(t *testing.T) {
+	t.Parallel()
 	c := readCompose(t)
 	dir := t.TempDir()
 
@@ -310,6 +312,7 @@ var commentedVar = regexp.MustCompile(`(?m)^\s*#\s*(BOT_[A-Z0-9_]+):`)
 // TestCheckConfigAcceptsTheExample: `bot check-config -c config.example.yaml` passes, as the
 // example's header promises.
 func TestCheckConfigAcceptsTheExample(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	path := filepath.Join(repoRoot, "config.example.yaml")
 	code := runContext(context.Background(), []string{"check-config", "-c", path}, strings.NewReader(""), &out, &errb, nil)

@@ -31,6 +31,7 @@ var (
 // TestDiscordDirectMessage proves the whole path for a DM: the gateway event becomes a run,
 // typing is signalled, and the model's answer is the one message posted in the DM.
 func TestDiscordDirectMessage(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
 	e.model.SetFunc(slowEcho) // longer than the typing signal's wait
 	e.start()
@@ -55,6 +56,7 @@ func TestDiscordDirectMessage(t *testing.T) {
 // thread started from that message, an unmentioned message is ignored, and a follow-up in the
 // thread without a mention continues the same conversation.
 func TestDiscordChannelMentionAnsweredInThread(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
 	e.start()
 	ch := e.dc.Guild("700000000000000001")
@@ -92,6 +94,7 @@ func TestDiscordChannelMentionAnsweredInThread(t *testing.T) {
 // messages Discord sends without their text (no mention) are ignored, in the channel and in the
 // thread alike, while a mention in the thread continues its conversation.
 func TestDiscordWithoutMessageContentAnswersMentions(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) {
 		c.Runs.PlaceholderAfter = time.Minute
 		c.Discord.MessageContent, c.Discord.ThreadReplies = false, config.DiscordThreadMention
@@ -129,6 +132,7 @@ func TestDiscordWithoutMessageContentAnswersMentions(t *testing.T) {
 // TestDiscordClarificationByButton proves ask_clarification becomes buttons, a click answers it
 // (acknowledged within 3 s) and resumes the run with the choice.
 func TestDiscordClarificationByButton(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(bookingModel)
 	e.start()
@@ -164,6 +168,7 @@ func TestDiscordClarificationByButton(t *testing.T) {
 // TestDiscordForeignClickRefused proves a click on someone else's question is refused with an
 // ephemeral notice and changes nothing; the asker can still answer.
 func TestDiscordForeignClickRefused(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(bookingModel)
 	e.start()
@@ -200,6 +205,7 @@ func TestDiscordForeignClickRefused(t *testing.T) {
 // TestDiscordLongAnswerSplitCodeBlockWhole proves a long answer arrives in several messages
 // within Discord's limits, nothing lost, with its code block whole in one of them.
 func TestDiscordLongAnswerSplitCodeBlockWhole(t *testing.T) {
+	t.Parallel()
 	var code strings.Builder
 	for i := range 80 {
 		fmt.Fprintf(&code, "    line(%02d) // some code here\n", i)
@@ -263,6 +269,7 @@ func TestDiscordLongAnswerSplitCodeBlockWhole(t *testing.T) {
 // TestDiscordEveryonePingsNoOne proves model output with @everyone, @here and mentions pings
 // nobody.
 func TestDiscordEveryonePingsNoOne(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
 		return modelserver.Text("@everyone @here hey <@" + dBob.ID + "> and <@&12345>")
@@ -299,6 +306,7 @@ func TestDiscordEveryonePingsNoOne(t *testing.T) {
 // TestDiscordSlashCommandDeferredThenAnswered proves /bot whoami is acknowledged (deferred)
 // within 3 s and answered in its response.
 func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.start()
 	ch := e.dc.Guild("700000000000000004")
@@ -317,6 +325,7 @@ func TestDiscordSlashCommandDeferredThenAnswered(t *testing.T) {
 // TestDiscordCommandsRegisteredOnceAcrossRestarts proves restarts with unchanged commands make
 // no second bulk overwrite: three starts (two restarts), one PUT, and one GET each.
 func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	for range 3 {
 		e.start().stop()
@@ -344,6 +353,7 @@ func TestDiscordCommandsRegisteredOnceAcrossRestarts(t *testing.T) {
 // the start nor loses the commands: the bot answers /bot at once, and the registration is
 // retried in the background until the commands are registered, with one bulk overwrite.
 func TestDiscordCommandRegistration429StormAtStart(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.dc.RateLimitStorm("GET", discordfake.RouteCommands, 2, 30*time.Millisecond)
 	// Six PUTs are the first and the five retries of one call: the seventh 429 meets the retry.
@@ -392,6 +402,7 @@ func gatedModel(release <-chan struct{}) func(modelserver.Request) modelserver.R
 // TestDiscordDisconnectMidRun proves a resumable disconnect during a run replays the event sent
 // meanwhile, and a non-resumable one identifies again; neither loses nor doubles a reply.
 func TestDiscordDisconnectMidRun(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		cut       func(dc *discordfake.Server) bool
@@ -479,6 +490,7 @@ func gatewayConnections(t *testing.T, r *running, kind string) float64 {
 // TestDiscord429StormNothingLost proves a storm of 429s (route and global) delays replies but
 // loses and doubles none.
 func TestDiscord429StormNothingLost(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	r := e.start()
 	e.dc.RateLimitStorm("POST", discordfake.RouteMessages, 8, 30*time.Millisecond)
@@ -508,6 +520,7 @@ func TestDiscord429StormNothingLost(t *testing.T) {
 // TestDiscordStartRefusals proves a refused token and a refused message content intent stop
 // `bot run` with what to do, and the token is never shown.
 func TestDiscordStartRefusals(t *testing.T) {
+	t.Parallel()
 	const wrong = "NDEw.wrong-discord-token-SECRET.part"
 	cases := []struct {
 		name   string
@@ -557,6 +570,7 @@ func TestDiscordStartRefusals(t *testing.T) {
 // TestDiscordHTTPInteractionsEndpoint proves that with discord.public_key set, bot run serves
 // signed HTTP interactions on http.addr: PING is answered and a bad signature refused.
 func TestDiscordHTTPInteractionsEndpoint(t *testing.T) {
+	t.Parallel()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -590,6 +604,7 @@ func TestDiscordHTTPInteractionsEndpoint(t *testing.T) {
 // TestDiscordInviteCommand proves `bot discord-invite` prints the invite URL with the
 // application id Discord reports, and says what is missing without a token.
 func TestDiscordInviteCommand(t *testing.T) {
+	t.Parallel()
 	dc := discordfake.New(t)
 	var out, errb bytes.Buffer
 	env := []string{"BOT_DISCORD__TOKEN=" + dc.Token(), "BOT_DISCORD__API_URL=" + dc.URL()}
@@ -612,6 +627,7 @@ func TestDiscordInviteCommand(t *testing.T) {
 // TestDiscordClarificationByModal proves a question with a text field opens a modal from its
 // "Answer…" button and the submitted modal resumes the run with the typed answer.
 func TestDiscordClarificationByModal(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
 		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
@@ -643,6 +659,7 @@ func TestDiscordClarificationByModal(t *testing.T) {
 // TestDiscordFreeTextAnswerByModal proves "Answer in my own words…" opens a modal and the text
 // typed there resumes the run.
 func TestDiscordFreeTextAnswerByModal(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
 		if last := r.Messages[len(r.Messages)-1]; last.Role == "tool" {
@@ -674,6 +691,7 @@ func TestDiscordFreeTextAnswerByModal(t *testing.T) {
 // TestDiscordRedeliveredMessageAnsweredOnce proves a MESSAGE_CREATE Discord sends again (after a
 // resume) is deduplicated by its message id: one run, one answer.
 func TestDiscordRedeliveredMessageAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.start()
 	dm := e.dc.DM(dAnn.ID)
@@ -692,6 +710,7 @@ func TestDiscordRedeliveredMessageAnsweredOnce(t *testing.T) {
 // TestDiscordAdminCommandsByUserID proves admins.discord lists Discord user ids: the listed user
 // may run /botadmin stats, another is refused.
 func TestDiscordAdminCommandsByUserID(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) { c.Admins.Discord = []string{dAnn.ID} })
 	e.start()
 	ch := e.dc.Guild("700000000000000005")
@@ -709,6 +728,7 @@ func TestDiscordAdminCommandsByUserID(t *testing.T) {
 // member without it refused; the same member's text command in the channel, which carries no
 // permissions, is refused too.
 func TestDiscordAdminByGuildPermission(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) { c.Discord.AdminPermission = "MANAGE_GUILD" })
 	e.start()
 	ch := e.dc.Guild("700000000000000006")
@@ -758,6 +778,7 @@ func discordSelectMenu(tb testing.TB, m discordfake.Message) discordfake.Compone
 // interaction (the values the bot sent) answers it: the click is acknowledged in time and the
 // run continues with the chosen option.
 func TestDiscordClarificationBySelect(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(cuisineModel)
 	e.start()
@@ -807,6 +828,7 @@ func TestDiscordClarificationBySelect(t *testing.T) {
 // "not allowed" — each deferred ephemerally and answered in that ephemeral response — and the
 // channel shows nothing.
 func TestDiscordSlashRefusalsAreEphemeral(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, func(c *config.Config) {
 		c.Access.Discord.Policy, c.Access.Discord.Allow = "allowlist", []string{dAnn.ID}
 	})
@@ -847,6 +869,7 @@ func TestDiscordSlashRefusalsAreEphemeral(t *testing.T) {
 // TestDiscordRestartResumesTheSession proves a restarted bot resumes the stopped one's gateway
 // session (kept in Redis) and answers a message sent while no process was connected, once.
 func TestDiscordRestartResumesTheSession(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	first := e.start()
 	dm := e.dc.DM(dAnn.ID)

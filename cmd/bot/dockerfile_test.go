@@ -355,6 +355,7 @@ func runAsNonRoot(t *testing.T, bin string, args, environ []string) (code int, s
 // listener answering /healthz and 1, with a one-line reason that shows no secret, against a
 // closed port.
 func TestDockerfileBuildsAStaticNonRootBinary(t *testing.T) {
+	t.Parallel()
 	const version = "v0.0.0-dockerfile-test"
 	d := readDockerfile(t, version)
 	bin := buildAsDockerfile(t, d)
@@ -487,6 +488,7 @@ func (d dockerignore) excludes(path string) bool {
 // TestDockerignoreKeepsSecretsOutAndSourcesIn: the build context holds every Go source and
 // module file the build needs, and none of the places local configuration and secrets live.
 func TestDockerignoreKeepsSecretsOutAndSourcesIn(t *testing.T) {
+	t.Parallel()
 	ig := readDockerignore(t, filepath.Join(repoRoot, ".dockerignore"))
 	for _, p := range []string{".git/config", "secrets/telegram_token", "config.yaml", "bin/bot", ".env", "cmd/bot/.env"} {
 		if !ig.excludes(p) {

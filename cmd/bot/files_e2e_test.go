@@ -371,6 +371,7 @@ func (d *telegramFiles) secrets() []string {
 // notice ahead of the answer for a file too large or that would not download, and types read
 // from the bytes, not the name — with no token or file URL in any answer, request or log line.
 func TestTelegramFilesReachTheModel(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) { withFileProfiles(c, strconv.FormatInt(ann.ID, 10)) })
 	e.start()
 	d := &telegramFiles{e: e, sent: map[int64]int{}}
@@ -447,6 +448,7 @@ func (d *slackFiles) secrets() []string {
 // Telegram: the files shared in a DM are downloaded with the workspace's bot token and reach the
 // model as the conversation's profile allows.
 func TestSlackFilesReachTheModel(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { withFileProfiles(c, slackEyesDM) })
 	e.start()
 	runFileScenario(t, e.e2e, &slackFiles{e: e, sent: map[string]int{}})
@@ -489,6 +491,7 @@ func (d *discordFiles) secrets() []string {
 // on Telegram: the attachments of DMs are downloaded from their signed CDN URLs and reach the
 // model as the conversation's profile allows.
 func TestDiscordFilesReachTheModel(t *testing.T) {
+	t.Parallel()
 	e := newDiscordE2E(t, nil)
 	// Discord names a DM by a channel id it makes: the route is set once the fake made it.
 	d := &discordFiles{e: e, eyes: e.dc.DM(dAnn.ID), plain: e.dc.DM(dBob.ID), sent: map[string]int{}}

@@ -19,6 +19,7 @@ import (
 // later), shows the working signal again and answers the message once, in the placeholder the
 // first process posted.
 func TestBotRunSIGTERMHandsRunsBackAndExitsZero(t *testing.T) {
+	// Not parallel: it times the hand-back against a bound.
 	const lease = 30 * time.Second
 	e := newE2E(t, func(c *config.Config) { c.Runs.Lease = lease }) // drafts on: the next process edits the placeholder, it does not stream beside it
 	release := make(chan struct{})

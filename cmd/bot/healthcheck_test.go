@@ -50,6 +50,7 @@ var secretEnv = []string{
 // file or BOT_HTTP__ADDR, exits 0 when /healthz answers 200 and 1 with a one-line reason
 // otherwise, and never prints a secret.
 func TestHealthcheckExitsZeroOnlyOn200(t *testing.T) {
+	t.Parallel()
 	okPort := healthServer(t, http.StatusOK)
 	badPort := healthServer(t, http.StatusServiceUnavailable)
 	redirect := httptest.NewServer(http.RedirectHandler("/elsewhere", http.StatusFound))

@@ -101,6 +101,7 @@ func (e *e2e) checkOnce(messages int) {
 // Telegram — the fake never sees two getUpdates at once — while both are ready and work the
 // queue, and that every message is answered once.
 func TestOnePollerAmongProcesses(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	a, b := e.start(), e.start()
 	waitFor(t, "a poller", 10*time.Second, func() bool { return len(pollers(a, b)) == 1 })
@@ -145,6 +146,7 @@ func TestOnePollerAmongProcesses(t *testing.T) {
 // releases the lease and the standby takes it at its next try (every 2 s), long before the
 // lease would expire; messages sent during the restart are answered exactly once.
 func TestRollingRestartHandsPollingOver(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	a, b := e.start(), e.start()
 	waitFor(t, "a poller", 10*time.Second, func() bool { return len(pollers(a, b)) == 1 })
@@ -243,6 +245,7 @@ func (e *e2e) startChild(t *testing.T, platform ...string) *exec.Cmd {
 // never while the dead process's lease still held; messages sent meanwhile are answered exactly
 // once.
 func TestPollingTakenOverAfterAKill(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()

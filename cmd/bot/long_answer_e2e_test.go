@@ -33,6 +33,7 @@ func longAnswer(size int) (string, []string) {
 // answer.md document holding the rest — and nothing lost or repeated: every paragraph of the
 // answer is in the messages or the file exactly once, in order.
 func TestLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	t.Parallel()
 	t.Run("answered at once", func(t *testing.T) { testLongAnswer(t, 0) })
 	// The answer is edited into the placeholder, its further messages sent after it.
 	t.Run("after a placeholder", func(t *testing.T) { testLongAnswer(t, 1500*time.Millisecond) })
@@ -112,6 +113,7 @@ func testLongAnswer(t *testing.T, latency time.Duration) {
 // second message is refused and the run tried again; edited into the placeholder, its third
 // is, and the answer is sent anew at once.
 func TestTelegramAnswerFailingPartWayShowsOnce(t *testing.T) {
+	t.Parallel()
 	t.Run("sent anew", func(t *testing.T) { testAnswerFailingPartWay(t, 0, 1) })
 	// The placeholder is the chat's first sendMessage, the answer's second message its second.
 	t.Run("edited into the placeholder", func(t *testing.T) { testAnswerFailingPartWay(t, 1500*time.Millisecond, 2) })
@@ -164,6 +166,7 @@ func answeredOnRetry(t *testing.T, e *e2e, r *running, kind string) {
 // adapter's tries: the run is tried again, and that try sends only the rest (as the file, the
 // platform being back), the head shown once — the model asked once.
 func TestTelegramLongAnswerRestRefusedIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	answer, paras := longAnswer(50_000)
 	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
@@ -233,6 +236,7 @@ func checkParagraphs(t *testing.T, shown []string, file string, paras []string) 
 // uploaded through files.getUploadURLExternal and files.completeUploadExternal and shared in
 // the mention's thread, last; every paragraph arrives once, whole, in order.
 func TestSlackLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	t.Parallel()
 	t.Run("answered at once", func(t *testing.T) { testSlackLongAnswer(t, 0) })
 	t.Run("after a placeholder", func(t *testing.T) { testSlackLongAnswer(t, 1500*time.Millisecond) })
 }
@@ -294,6 +298,7 @@ func testSlackLongAnswer(t *testing.T, latency time.Duration) {
 // then one message in the mention's thread carrying answer.md (a multipart attachment) that
 // pings no one; every paragraph arrives once, whole, in order.
 func TestDiscordLongAnswerSendsTheRestAsAFile(t *testing.T) {
+	t.Parallel()
 	t.Run("answered at once", func(t *testing.T) { testDiscordLongAnswer(t, 0) })
 	t.Run("after a placeholder", func(t *testing.T) { testDiscordLongAnswer(t, 1500*time.Millisecond) })
 }

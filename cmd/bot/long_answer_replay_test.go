@@ -88,6 +88,7 @@ func replayAnswer(t *testing.T, r *running, runID string, k conv.Key, replyTo, a
 // died between the file and the answer's record), the replay sends the head again — Slack has
 // no idempotent post — but never the file.
 func TestSlackLongAnswerReplayPostsNothingTwice(t *testing.T) {
+	t.Parallel()
 	answer, _ := longAnswer(200_000)
 	e := newSlackE2E(t, func(c *config.Config) { c.Runs.MaxAnswerMessages = 1 })
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
@@ -119,6 +120,7 @@ func TestSlackLongAnswerReplayPostsNothingTwice(t *testing.T) {
 // derived from the run (enforce_nonce), so Discord returns the messages it made, and the file
 // is skipped by its record.
 func TestDiscordLongAnswerReplayPostsNothingTwice(t *testing.T) {
+	t.Parallel()
 	answer, _ := longAnswer(50_000)
 	e := newDiscordE2E(t, nil)
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheckConfigRedactsSecretsAndListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	const token = "123456:SECRET-TELEGRAM-TOKEN-abcdef"
 	const key = "sk-SECRET-MODEL-KEY-0123456789"
 	cases := []struct {
@@ -85,6 +86,7 @@ func TestCheckConfigRedactsSecretsAndListsEveryProblem(t *testing.T) {
 }
 
 func TestUnknownCommandIsAUsageError(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := runContext(context.Background(), []string{"frobnicate"}, strings.NewReader(""), &out, &errb, nil); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
@@ -97,6 +99,7 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 // TestHelpForEachCommand: `bot <cmd> --help` and `bot help <cmd>` print that command's usage to
 // stdout and exit 0; a bad flag is a usage error (2) that shows the command's usage.
 func TestHelpForEachCommand(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
 			var out, errb bytes.Buffer

@@ -61,6 +61,7 @@ func parseManifest(t *testing.T, s string) manifest {
 // the scopes and events the adapter reads, Socket Mode on by default, and in http mode the
 // request URLs of the configured paths under -url.
 func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := runContext(context.Background(), []string{"slack-manifest"}, strings.NewReader(""), &out, &errb, []string{"BOT_SLACK__COMMAND=/sb"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -117,6 +118,7 @@ func TestSlackManifestMatchesTheConfiguration(t *testing.T) {
 // what is said there, no assistant_thread_started (Slack sends it to assistant_view apps
 // only), and assistant:write, which the prompts and titles need.
 func TestSlackManifestDeclaresTheAgentView(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.Slack.SuggestedPrompts = []string{"What can you do?", `Plan "my" week: ` + strings.Repeat("x", 80), "Three", "Four", "Five"}
 	s, err := slackManifest(cfg.Slack, "")

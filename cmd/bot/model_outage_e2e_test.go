@@ -71,6 +71,7 @@ func fastOutageRetries(c *config.Config) {
 // placeholder telling once that the model is unavailable and the answer will follow — and
 // that message becomes the one answer when the model recovers.
 func TestModelOutageRetriesTheRunAndTellsTheUserOnce(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, fastOutageRetries)
 	// Two tries per attempt (max_retries 1): the first two attempts of the run fail.
 	e.model.SetFunc(failingFirst(4, modelserver.ServerError()))
@@ -128,6 +129,7 @@ func histogramCount(v *prometheus.HistogramVec, labels ...string) uint64 {
 // TestModelHangingPastTheTimeoutIsRetried proves a model that hangs past llm.timeout is a
 // transient failure too: the run is tried again and answered, in one message.
 func TestModelHangingPastTheTimeoutIsRetried(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) {
 		fastOutageRetries(c)
 		c.LLM.Timeout = 700 * time.Millisecond
@@ -152,6 +154,7 @@ func TestModelHangingPastTheTimeoutIsRetried(t *testing.T) {
 // retry, no notice, and one short message the user can read, which holds neither the key nor
 // the provider's text.
 func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		reply  modelserver.Reply
@@ -199,6 +202,7 @@ func TestPermanentModelErrorFailsAtOnce(t *testing.T) {
 // shown in part: a later attempt's full answer replaces it, and when every attempt is cut the
 // run's one message says the answer was cut.
 func TestStreamCutNeverLeavesAHalfAnswer(t *testing.T) {
+	t.Parallel()
 	const partial = "PARTIAL ANSWER THAT MUST NEVER BE SHOWN"
 	cut := modelserver.Reply{Content: partial + strings.Repeat(" more words", 50), ChunkSize: 16, DropMidStream: true}
 	checkNoPartial := func(t *testing.T, e *e2e) {

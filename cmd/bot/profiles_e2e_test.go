@@ -84,6 +84,7 @@ func systemText(r modelserver.Request) string {
 // admin answers with the chat's profile and the route that chose it; by anyone else it is
 // refused.
 func TestProfileRouteByChannel(t *testing.T) {
+	t.Parallel()
 	local := modelserver.New(t)
 	local.SetFunc(echoModel)
 	e := newE2E(t, func(c *config.Config) {
@@ -152,6 +153,7 @@ func TestProfileRouteByChannel(t *testing.T) {
 // endpoint with the profile's prompt — and /profile by the console's admin says which profile
 // and why.
 func TestChatProfileByRoute(t *testing.T) {
+	t.Parallel()
 	top, local := modelserver.New(t), modelserver.New(t)
 	top.SetFunc(echoModel)
 	local.SetFunc(echoModel)

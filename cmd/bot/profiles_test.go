@@ -71,6 +71,7 @@ func runCheckConfig(t *testing.T, environ []string, args ...string) (code int, s
 // takes what it leaves unset from them, its provider's model when it names a provider but no
 // model, and the other subagent limit from subagents.*; the routes keep their order.
 func TestProfileSetFromConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Load(writeConfig(t, profilesYAML), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestProfileSetFromConfig(t *testing.T) {
 // TestProfileSetFromDefaultConfig: a configuration without profiles has the default alone, which
 // every conversation gets.
 func TestProfileSetFromDefaultConfig(t *testing.T) {
+	t.Parallel()
 	set, err := profileSet(config.Default())
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +137,7 @@ func TestProfileSetFromDefaultConfig(t *testing.T) {
 // its model and endpoint, tools, vision, history and subagents, as YAML comments, so that what
 // it prints still loads; no secret shows.
 func TestCheckConfigPrintsProfiles(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCheckConfig(t, nil, "-c", writeConfig(t, profilesYAML))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -174,6 +177,7 @@ func TestCheckConfigPrintsProfiles(t *testing.T) {
 // TestCheckConfigReportsProfileProblems: a route to an unknown profile, a profile naming an
 // unknown provider: each named by its key, exit 2, and no profile list.
 func TestCheckConfigReportsProfileProblems(t *testing.T) {
+	t.Parallel()
 	bad := strings.Replace(profilesYAML, "    profile: community", "    profile: comunity", 1)
 	bad = strings.Replace(bad, "    provider: local", "    provider: remote", 1)
 	code, out, errOut := runCheckConfig(t, nil, "-c", writeConfig(t, bad))
@@ -192,6 +196,7 @@ func TestCheckConfigReportsProfileProblems(t *testing.T) {
 
 // TestCheckConfigRoute: --route says which profile a conversation gets and why, and exits 0.
 func TestCheckConfigRoute(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, profilesYAML)
 	tests := []struct {
 		route string
@@ -234,6 +239,7 @@ func TestCheckConfigRoute(t *testing.T) {
 // TestCheckConfigRouteRefusesMalformedInput: a malformed conversation key, an unknown flag, a
 // configuration that does not load or resolve: exit 2 with the reason.
 func TestCheckConfigRouteRefusesMalformedInput(t *testing.T) {
+	t.Parallel()
 	path := writeConfig(t, profilesYAML)
 	tests := []struct {
 		name string
@@ -268,6 +274,7 @@ func TestCheckConfigRouteRefusesMalformedInput(t *testing.T) {
 // TestCheckConfigRouteWithOtherProblems: a problem that does not stop the answer (here an
 // unknown provider) is reported, and the answer still exits 0.
 func TestCheckConfigRouteWithOtherProblems(t *testing.T) {
+	t.Parallel()
 	bad := strings.Replace(profilesYAML, "    provider: local", "    provider: remote", 1)
 	code, out, errOut := runCheckConfig(t, nil, "-c", writeConfig(t, bad), "--route", "discord:112233445566778899:1:")
 	if code != 0 || !strings.Contains(out, "profile: community") {

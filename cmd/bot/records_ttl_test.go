@@ -19,6 +19,7 @@ import (
 // result, the closing message's record and its intent — are kept a day, not a week: Redis holds
 // one day's traffic of them. More tries allowed keep them an hour a try.
 func TestRunRecordsAreKeptADay(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		attempts int
@@ -76,6 +77,7 @@ func hasSuffix(keys []string, suffix string) bool {
 }
 
 func TestRecordTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		attempts int
 		want     time.Duration

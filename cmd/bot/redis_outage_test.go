@@ -26,7 +26,10 @@ import (
 // dies at once (SIGKILL; the clean shutdown's twin, SIGTERM, runs with make chaos): nothing
 // it acknowledged is lost (AOF, fsync always), and nothing the app did not see acknowledged is
 // taken for done.
-func TestRedisOutageHealsAfterSIGKILL(t *testing.T) { testRedisOutage(t, syscall.SIGKILL) }
+func TestRedisOutageHealsAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	testRedisOutage(t, syscall.SIGKILL)
+}
 
 // outageHold is how long Redis stays down once the outage has been observed: long enough for
 // every component's backoff to grow past its first steps. It is the fault's length, not a
@@ -217,6 +220,7 @@ func testRedisOutage(t *testing.T, sig syscall.Signal) {
 // refused, the app is down within its drain deadline and a little more (the in-flight run is
 // released, to be taken over once Redis is back), and leaves no goroutine behind.
 func TestRedisOutageShutdownWithinTheDrainDeadline(t *testing.T) {
+	// Not parallel: it times the shutdown against its bound and reads every goroutine's stack.
 	const drain = 3 * time.Second
 	srv := redistest.Start(t)
 	e := newE2E(t, func(c *config.Config) { c.Redis.URL = srv.URL() })

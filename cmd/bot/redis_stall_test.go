@@ -28,6 +28,7 @@ import (
 // timeout when that is set; probes that come while a PING is in flight wait for that PING
 // instead of sending theirs.
 func TestReadyzAnswers503WithinItsTimeoutWhenRedisStalls(t *testing.T) {
+	// Not parallel: it times /readyz against its bounds, and its cleanup waits on the process-wide readiness PINGs.
 	stalled := redistest.NewStalled(t)
 	client := redis.NewClient(&redis.Options{Addr: stalled.Addr()}) // the defaults, as production
 	pings := redistest.CountTrips(client)
@@ -222,6 +223,7 @@ func (p *freezingProxy) close() {
 // /readyz 503 within its 2 s, and that Slack's retry after Redis is back is handed over and
 // answered once.
 func TestWebhookAnswers5xxWithinItsTimeoutWhenRedisStalls(t *testing.T) {
+	// Not parallel: it times the answers against Slack's and /readyz's bounds.
 	proxy := newFreezingProxy(t, "127.0.0.1:6379") // first: closed after the app stops
 	e := newSlackE2E(t, func(c *config.Config) {
 		c.Slack.Mode, c.Slack.AppToken = config.SlackHTTP, ""

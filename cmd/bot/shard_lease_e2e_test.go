@@ -57,6 +57,7 @@ func (r *running) shards() int64 { return r.leading["discord"].Load() }
 // shard back at once, and the other takes it over within a round, resuming the saved session
 // (no new identify) so a message sent during the hand-over is answered once.
 func TestDiscordShardsSplitAndHandedBackAtStop(t *testing.T) {
+	t.Parallel()
 	e, guilds := shardedDiscordE2E(t)
 	a := e.start()
 	waitFor(t, "a to run both shards", 10*time.Second, func() bool { return a.shards() == 2 })
@@ -99,6 +100,7 @@ func TestDiscordShardsSplitAndHandedBackAtStop(t *testing.T) {
 // lease periods, and that the survivor resumes the session the dead process saved while it ran:
 // a message sent to the dead process's shard while nobody ran it is replayed and answered once.
 func TestDiscordShardTakenOverAfterAKill(t *testing.T) {
+	t.Parallel()
 	e, guilds := shardedDiscordE2E(t)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()

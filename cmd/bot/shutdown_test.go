@@ -59,6 +59,7 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 // the run in flight finishes and its answer is delivered while the channel is still up, then the
 // channel stops, and nothing is left running.
 func TestShutdownOrder(t *testing.T) {
+	// Not parallel: goleak looks at every goroutine of the process.
 	defer goleak.VerifyNone(t)
 
 	release := make(chan struct{})

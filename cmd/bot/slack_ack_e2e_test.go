@@ -13,6 +13,7 @@ import (
 // envelope is acked before its reply is posted — the ack waits for the router's durable work, not
 // for chat.postMessage, which may wait out rate limits — and that the reply is posted afterwards.
 func TestSlackAckDoesNotWaitForTheRoutersReply(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.start()
 	release := e.sl.Hold("chat.postMessage", 1)
@@ -35,6 +36,7 @@ func TestSlackAckDoesNotWaitForTheRoutersReply(t *testing.T) {
 // key) does not leave "is thinking…" under its thread: the status set while it worked is
 // cleared when the failure is shown.
 func TestSlackFailedRunClearsTheThreadStatus(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, fastOutageRetries)
 	e.model.SetFunc(func(modelserver.Request) modelserver.Reply {
 		// Fail once the thread shows the status (set half a second after the message).

@@ -129,6 +129,7 @@ func dm(text string) slackfake.Msg {
 // prints), a top-level message in the agent's DM is answered in a thread rooted at it, titled
 // from the message; each such message is a conversation of its own.
 func TestSlackAgentViewAnswersInAThread(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Slack.AgentView = config.Default().Slack.AgentView })
 	if !e.cfg.Slack.AgentView {
 		t.Fatal("agent view is not the default")
@@ -155,6 +156,7 @@ func TestSlackAgentViewAnswersInAThread(t *testing.T) {
 // TestSlackDirectMessage proves the whole path for a DM over Socket Mode: the envelope is acked
 // once queued, the answer is one message at the DM's top level, with unfurls off.
 func TestSlackDirectMessage(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
 	e.start()
 	_, env := e.sl.PushMessage(dm("hello bot"))
@@ -181,6 +183,7 @@ func TestSlackDirectMessage(t *testing.T) {
 // a mention — delivered as Slack does, app_mention and message for the one post — is one run
 // answered in a thread rooted at it.
 func TestSlackChannelMentionAnsweredInThread(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.start()
 	_, ignored := e.sl.PushMessage(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: "chatting with friends"})
@@ -220,6 +223,7 @@ func TestSlackChannelMentionAnsweredInThread(t *testing.T) {
 // TestSlackRedeliveredEnvelopeIsOneRun proves a redelivery (retry_attempt 1, as Slack sends when
 // an ack was late) is acked and deduplicated: one run, one answer.
 func TestSlackRedeliveredEnvelopeIsOneRun(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.start()
 	_, env := e.sl.PushMessage(dm("only once"))
@@ -239,6 +243,7 @@ func TestSlackRedeliveredEnvelopeIsOneRun(t *testing.T) {
 // chat.postMessage storm), then answer into it through the chat.update storm; every DM ends
 // with exactly its answer, in the placeholder's place, and no placeholder is left behind.
 func TestSlack429StormNoReplyLost(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.sl.RateLimit("chat.postMessage", 4, 1)
 	e.sl.FailNext("chat.postMessage", 2, slackfake.Fault{Error: "ratelimited"})
@@ -305,6 +310,7 @@ func TestSlack429StormNoReplyLost(t *testing.T) {
 // several messages the fake accepted (≤ 50 blocks, ≤ 3,000 characters a section, ≤ 40,000 of
 // text): nothing truncated.
 func TestSlackLongAnswerSplit(t *testing.T) {
+	t.Parallel()
 	const words = 25000
 	var b strings.Builder
 	for i := range words {
@@ -397,6 +403,7 @@ func (e *slackE2E) waitSlackQuestion(channel, thread string) slackfake.Message {
 // the thread, the asker's click resumes the run with that choice, the card is closed with the
 // answer, and a click by someone else gets an ephemeral notice to that person only.
 func TestSlackClarificationByButton(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.model.SetFunc(bookingModel)
 	e.start()
@@ -438,6 +445,7 @@ func TestSlackClarificationByButton(t *testing.T) {
 // TestSlackSlashCommand proves /bot <command> runs the router's command and answers
 // ephemerally to the one who ran it.
 func TestSlackSlashCommand(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.start()
 	env := e.sl.PushSlash(slackfake.Slash{Command: "/bot", Text: "whoami", User: slackAnn, Channel: "C0GEN"})
@@ -456,6 +464,7 @@ func TestSlackSlashCommand(t *testing.T) {
 // workspace's team id and the user id, what /bot whoami shows): the listed user's /bot stats is
 // obeyed, another user's refused, and so is the same user id in another workspace.
 func TestSlackAdminCommandsByTeamAndUserID(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Admins.Slack = []string{slackfake.TeamID + ":" + slackAnn} })
 	e.start()
 	reply := func(user, team string) string {
@@ -486,6 +495,7 @@ func TestSlackAdminCommandsByTeamAndUserID(t *testing.T) {
 // are refused with 401 and run nothing, a retry (X-Slack-Retry-Num) of a delivered event runs
 // nothing more, and a slash command arrives on its own path.
 func TestSlackHTTPMode(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Slack.Mode = config.SlackHTTP; c.Slack.AppToken = "" })
 	r := e.start()
 	base := "http://" + r.listener.Addr().String()
@@ -557,6 +567,7 @@ func tripModel(r modelserver.Request) modelserver.Reply {
 // "Answer…" button whose click opens a modal (views.open with the click's trigger id), and the
 // submitted modal resumes the run with every field's answer.
 func TestSlackMultiFieldClarificationByModal(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.model.SetFunc(tripModel)
 	e.start()
@@ -646,6 +657,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...str
 // TestSlackStartupFailsClearly proves a refused bot token, or an app token Socket Mode refuses,
 // stops `bot run` at start with an error that names the problem and not the secret.
 func TestSlackStartupFailsClearly(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		mut  func(*config.Config)
@@ -680,6 +692,7 @@ func TestSlackStartupFailsClearly(t *testing.T) {
 // but carries nothing (no pings, no envelopes) — the socket that looks connected but receives
 // nothing — and ready again once frames flow.
 func TestSlackReadyzFollowsInboundLife(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Slack.ReadyWindow = 300 * time.Millisecond })
 	e.sl.SetPingInterval(50 * time.Millisecond)
 	r := e.start()
@@ -718,6 +731,7 @@ func startSlackOAuthE2E(t *testing.T) (*slackE2E, string) {
 // from that workspace is answered with its own token, a replayed callback is refused, and
 // app_uninstalled deletes the token.
 func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
+	t.Parallel()
 	e, base := startSlackOAuthE2E(t)
 	resp, err := noFollow.Get(base + e.cfg.Slack.InstallPath)
 	if err != nil {
@@ -774,6 +788,7 @@ func TestSlackOAuthInstallInAnotherWorkspace(t *testing.T) {
 // is_enterprise_install) deletes both stored tokens and drops the org's events, while another
 // workspace's token stays and its DMs are still answered.
 func TestSlackOrgWideUninstallDeletesEveryTokenOfTheOrg(t *testing.T) {
+	t.Parallel()
 	e, base := startSlackOAuthE2E(t)
 	install := func(code string) {
 		t.Helper()

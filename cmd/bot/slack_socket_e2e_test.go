@@ -145,6 +145,7 @@ func midRunSocketLoss(t *testing.T, e *slackE2E, cut func()) *running {
 // socket with retry_attempt 1 — while runs work loses no message and answers none twice: the
 // resent envelope is recognised as the one already taken.
 func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.sl.LoseAcks(1)
 	r := midRunSocketLoss(t, e, func() {
@@ -171,6 +172,7 @@ func TestSlackDroppedSocketMidRunNothingLostOrDoubled(t *testing.T) {
 // before a socket's time is up, link_disabled) while runs work loses no message and answers none
 // twice, the adapter closing the old socket before opening the new.
 func TestSlackDisconnectMidRunNothingLostOrDoubled(t *testing.T) {
+	t.Parallel()
 	for _, reason := range []string{"refresh_requested", "link_disabled"} {
 		t.Run(reason, func(t *testing.T) {
 			e := newSlackE2E(t, nil)

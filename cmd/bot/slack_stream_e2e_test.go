@@ -67,6 +67,7 @@ func teamModel(answer string) func(modelserver.Request) modelserver.Reply {
 // result —, the answer's text complete exactly once, no placeholder card, and the "is
 // thinking…" status cleared at the end.
 func TestSlackStreamsTheAnswerWithSubagentsAsTasks(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	const answer = "Alpha and beta both check out, so the plan holds."
 	e.model.SetFunc(teamModel(answer))
@@ -112,6 +113,7 @@ func TestSlackStreamsTheAnswerWithSubagentsAsTasks(t *testing.T) {
 // complete in the same message — edited in place, the streamed text replaced rather than
 // repeated — and the status is cleared.
 func TestSlackStreamRefusedMidAnswerEndsByEdit(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	answer := strings.TrimSpace(strings.Repeat("The stream goes on a while. ", 6)) + " And it ends here."
 	e.model.SetFunc(func(r modelserver.Request) modelserver.Reply {
@@ -148,6 +150,7 @@ func TestSlackStreamRefusedMidAnswerEndsByEdit(t *testing.T) {
 // TestSlackStreamingOffPostsAndEdits proves slack.streaming: false answers an assistant thread
 // as before streaming existed: a posted message, no stream call.
 func TestSlackStreamingOffPostsAndEdits(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) { c.Slack.Streaming = false })
 	e.start()
 	root := e.sl.NewTS()
@@ -167,6 +170,7 @@ func TestSlackStreamingOffPostsAndEdits(t *testing.T) {
 // (unknown_method, user_not_found) is answered by post-and-edit: one posted answer, complete,
 // and, for unknown_method, no stream asked for again in that channel.
 func TestSlackStreamRefusedAtStartPostsTheAnswer(t *testing.T) {
+	t.Parallel()
 	for _, code := range []string{"unknown_method", "user_not_found"} {
 		t.Run(code, func(t *testing.T) {
 			e := newSlackE2E(t, nil)
@@ -210,6 +214,7 @@ func echoPastGrace(r modelserver.Request) modelserver.Reply {
 // period is posted as one message in a thread that streams — no chat.startStream and
 // chat.stopStream for it.
 func TestSlackQuickAnswerIsPostedNotStreamed(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.start()
 	ts, _ := e.sl.PushMentionPair(slackfake.Msg{Channel: "C0GEN", User: slackAnn, Text: slackfake.Mention() + " quick one"})
@@ -227,6 +232,7 @@ func TestSlackQuickAnswerIsPostedNotStreamed(t *testing.T) {
 // TestSlackMentionThreadStreamsToTheMentioner proves a channel mention's thread is answered by
 // a stream addressed to the user who mentioned the bot, as Slack requires outside DMs.
 func TestSlackMentionThreadStreamsToTheMentioner(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, nil)
 	e.model.SetFunc(echoPastGrace)
 	e.start()

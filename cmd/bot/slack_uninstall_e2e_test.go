@@ -63,6 +63,7 @@ func slackCallsInto(e *slackE2E, channel string) map[string]int {
 // reaches the model), its thread is forgotten, nothing more is posted into it with any token,
 // its later events are dropped — and the second workspace is still answered.
 func TestSlackTwoWorkspacesThenUninstallOne(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) {
 		c.Slack.ClientID, c.Slack.ClientSecret = slackfake.ClientID, slackfake.ClientSecret
 		c.Slack.RedirectURL = "https://bot.example.test/slack/oauth/callback"

@@ -36,6 +36,7 @@ func (r *running) slots() int64 { return r.leading["slack"].Load() }
 // to the survivor once the lease expires, within two lease periods; and that every message, the
 // one sent while the dead process's slot was free included, is answered once.
 func TestSlackSocketSlotsTakenOverAfterAKill(t *testing.T) {
+	t.Parallel()
 	e := newSlackE2E(t, func(c *config.Config) {
 		c.Slack.Connections = 2
 		c.Runs.PlaceholderAfter = time.Minute
@@ -103,6 +104,7 @@ func TestSlackSocketSlotsTakenOverAfterAKill(t *testing.T) {
 // TestSlackAppIDIsThePublicPartOfTheToken proves the slot leases are named by the app id of the
 // app-level token, and never by its secret part.
 func TestSlackAppIDIsThePublicPartOfTheToken(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ token, want string }{
 		{"xapp-1-A0FAKE-3333-fakeAPPtokenDoNotLog", "A0FAKE"},
 		{"xapp-1-A012345ABCD-1234567890-0123456789abcdef", "A012345ABCD"},

@@ -29,6 +29,7 @@ func closedAddr(t *testing.T) string {
 // what is wrong and what to do, exits 2 for configuration and 1 for the environment, never
 // panics, never shows a secret, and leaves nothing running (goleak in TestMain).
 func TestStartupFailuresSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	const secretTail = "SECRET-never-shown-0123456789"
 	const signing = "BOT_AUTH__SIGNING_KEYS=a-signing-key-" + secretTail
 	tg := telegramfake.New(t)
@@ -146,6 +147,7 @@ func TestStartupFailuresSayWhatToDo(t *testing.T) {
 // TestStartupWaitsForRedis: a Redis that is down at startup is retried with one log line per
 // attempt in the bot's own format; the error names the address, never the URL's password.
 func TestStartupWaitsForRedis(t *testing.T) {
+	t.Parallel()
 	var errb bytes.Buffer
 	code := runContext(context.Background(), []string{"run"}, strings.NewReader(""), &bytes.Buffer{}, &errb, []string{
 		"BOT_TELEGRAM__TOKEN=123456:abc", "BOT_AUTH__SIGNING_KEYS=a-signing-key-long-enough",

@@ -17,6 +17,7 @@ import (
 // its counts, not once per 429, and counted in switchboard_platform_rate_limited_total; every
 // message is still answered once.
 func TestTelegramIntakeFlatDuring429Storm(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
 	r := e.start()
 	intake := func(u telegramfake.User, text string) time.Duration {

@@ -16,6 +16,7 @@ import (
 // for them (not the order they finished in: the reverse here), before the answer itself, under
 // labels that never name a backend ("spawn").
 func TestSubagentResultsShownBeforeTheAnswerInOrder(t *testing.T) {
+	t.Parallel()
 	// The placeholder's card shows the subagents (drafts off: a private chat would stream them
 	// in drafts instead).
 	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter, c.Telegram.Drafts = 10*time.Millisecond, false })

@@ -43,6 +43,7 @@ func slowEcho(r modelserver.Request) modelserver.Reply {
 }
 
 func TestTelegramPrivateConversation(t *testing.T) {
+	t.Parallel()
 	// A generous grace period: the fast path (one message, no placeholder) must not depend on
 	// how loaded the machine is.
 	e := newE2E(t, func(c *config.Config) { c.Runs.PlaceholderAfter = time.Minute })
@@ -83,6 +84,7 @@ func TestTelegramPrivateConversation(t *testing.T) {
 // TestTelegramMalformedUpdateSkippedAndCounted proves an update the bot cannot read is skipped —
 // the message behind it is answered — and counted as refused for being malformed.
 func TestTelegramMalformedUpdateSkippedAndCounted(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	r := e.start()
 	e.tg.PushVerbatim([]byte(`{"message":{"text":"no update id"}}`))
@@ -100,6 +102,7 @@ func TestTelegramMalformedUpdateSkippedAndCounted(t *testing.T) {
 // its answer is refused with 403 — counted, not retried (the model is asked once) and not
 // dead-lettered — and that the next user is served as usual.
 func TestTelegramBlockedUserEndsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	r := e.start()
 	e.tg.FailChat(ann.ID, "sendMessage", 100, telegramfake.Fault{Status: 403, Description: "Forbidden: bot was blocked by the user"})
@@ -127,6 +130,7 @@ func TestTelegramBlockedUserEndsTheRun(t *testing.T) {
 // for seconds shows in a private chat as native drafts while it is written and ends as one
 // message — no placeholder, no edits — and no draft is left showing.
 func TestTelegramPrivateAnswerStreamsAsDrafts(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	if !e.cfg.Telegram.Drafts {
 		t.Fatal("drafts are not the default")
@@ -156,6 +160,7 @@ func TestTelegramPrivateAnswerStreamsAsDrafts(t *testing.T) {
 }
 
 func TestTelegramSlowAnswerEditsThePlaceholder(t *testing.T) {
+	t.Parallel()
 	// The placeholder path: a private chat streams drafts instead (TestTelegramPrivateAnswerStreamsAsDrafts).
 	e := newE2E(t, func(c *config.Config) { c.Telegram.Drafts = false })
 	e.model.SetLatency(delivery.DefaultPlaceholderAfter + 500*time.Millisecond)
@@ -192,6 +197,7 @@ const mention = "@" + telegramfake.BotUsername
 // answered: an unmentioned message is ignored, a mention is answered in the group, and a reply
 // to the bot's message counts as addressing it.
 func TestTelegramGroupMentionGating(t *testing.T) {
+	t.Parallel()
 	const group = int64(-1001001)
 	e := newE2E(t, nil)
 	e.start()
@@ -217,6 +223,7 @@ func TestTelegramGroupMentionGating(t *testing.T) {
 // client sends — is answered with a greeting saying how to ask, not "I don't know the command",
 // and never reaches the model; in a group, /start@bot says to mention the bot.
 func TestTelegramStartGreetsNewUser(t *testing.T) {
+	t.Parallel()
 	const group = int64(-1001003)
 	e := newE2E(t, nil)
 	e.start()
@@ -238,6 +245,7 @@ func TestTelegramStartGreetsNewUser(t *testing.T) {
 // TestTelegramForumTopic proves an answer stays in the forum topic it was asked in
 // (message_thread_id on every message), and that each topic is its own conversation.
 func TestTelegramForumTopic(t *testing.T) {
+	t.Parallel()
 	const forum = int64(-1002002)
 	e := newE2E(t, nil)
 	e.model.SetFunc(slowEcho) // the typing signal shows before the answer
@@ -304,6 +312,7 @@ func button(tb testing.TB, m telegramfake.Message, text string) string {
 // becomes an inline keyboard, a click on an option is answered and resumes the run with that
 // choice as the tool result, and the final answer arrives with no placeholder or keyboard left.
 func TestTelegramClarificationByButton(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	e.model.SetFunc(bookingModel)
 	e.start()
@@ -331,6 +340,7 @@ func TestTelegramClarificationByButton(t *testing.T) {
 // private answerCallbackQuery notice and changes nothing: the card, its keyboard and the run are
 // untouched, and the asker can still answer.
 func TestTelegramForeignClickRefused(t *testing.T) {
+	t.Parallel()
 	const group = int64(-1003003)
 	e := newE2E(t, nil)
 	e.model.SetFunc(bookingModel)
@@ -367,6 +377,7 @@ func TestTelegramForeignClickRefused(t *testing.T) {
 // several messages, each within the limit, with all of the text present in order and no
 // placeholder left.
 func TestTelegramLongAnswerChunked(t *testing.T) {
+	t.Parallel()
 	const words = 1500
 	var b strings.Builder
 	for i := range words {
@@ -419,6 +430,7 @@ func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 // (retry_after honoured) loses no reply and leaves no placeholder: every chat ends with exactly
 // its answer.
 func TestTelegram429StormNoReplyLost(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	e.tg.RateLimitStorm("sendMessage", 4, 1)
 	e.tg.RateLimitStorm("editMessageText", 4, 1)
@@ -452,6 +464,7 @@ func counter(v *prometheus.CounterVec, labels ...string) float64 {
 // Redis prefix, together answer every update exactly once, in order per chat — none is skipped,
 // and one handed over twice (by a batch cut off at the stop) is dropped by the router's dedupe.
 func TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped(t *testing.T) {
+	t.Parallel()
 	const chats, perChat = 8, 3
 	e := newE2E(t, nil)
 	e.model.SetLatency(20 * time.Millisecond)
@@ -535,6 +548,7 @@ func TestTelegramRestartMidStreamNoUpdateReplayedOrSkipped(t *testing.T) {
 // refused with 401 and never answered, the right secret gets 200 and an answer, and a
 // redelivery of the same update is not answered twice.
 func TestTelegramWebhookGoodAndBadSecret(t *testing.T) {
+	t.Parallel()
 	const secret = "e2e_webhook-Secret-42"
 	e := newE2E(t, func(c *config.Config) {
 		c.Telegram.Mode = config.TelegramWebhook
@@ -601,6 +615,7 @@ func TestTelegramWebhookGoodAndBadSecret(t *testing.T) {
 // TestBotRunWithEnvironment proves `bot run` configured only by BOT_ environment variables
 // serves a Telegram bot end to end, never prints the token, and exits 0 when cancelled.
 func TestBotRunWithEnvironment(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	environ := []string{
 		"BOT_TELEGRAM__TOKEN=" + e.tg.Token(),
@@ -643,6 +658,7 @@ func TestBotRunWithEnvironment(t *testing.T) {
 // the runs left by a stopped process are answered by the next one exactly once, even when its
 // getMe is slow.
 func TestTelegramQueuedRunsWaitForTheChannelToStart(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) { c.Runs.Workers = 1 })
 	e.model.SetLatency(300 * time.Millisecond)
 	first := e.start()
@@ -669,6 +685,7 @@ func TestTelegramQueuedRunsWaitForTheChannelToStart(t *testing.T) {
 // two runs read the whole log (an empty one, then one turn), the third only the turn since —
 // switchboard_history_reads_total{read} — and the cache's room is shown.
 func TestHistoryReadsAreCounted(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, nil)
 	r := e.start()
 	for i, text := range []string{"one", "two", "three"} {
@@ -705,6 +722,7 @@ func TestHistoryReadsAreCounted(t *testing.T) {
 // schedule, each try re-sends the recorded answer without asking the model again, and the
 // answer lands once when Telegram is back — not dead-lettered, not doubled.
 func TestTelegramAnswerOutlivesAPlatformOutage(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t, func(c *config.Config) { c.Runs.OutageRetryBase = 50 * time.Millisecond })
 	r := e.start()
 	// Two tries of the run fail (three calls each), the third gets through.

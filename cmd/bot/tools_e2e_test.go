@@ -106,6 +106,7 @@ func toolNames(req modelserver.Request) []string {
 // and the signed headers carry Ann's identity, the model request lacks the admins-only tool,
 // and the answer carries the tool's result.
 func TestTelegramToolCalledAsTheUser(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__whoami", `{}`))
@@ -159,6 +160,7 @@ func TestTelegramToolCalledAsTheUser(t *testing.T) {
 // requester's Approve runs the call (once) and the run resumes with its result, and the card
 // shows who decided.
 func TestTelegramToolApproval(t *testing.T) {
+	t.Parallel()
 	const group = int64(-1003101)
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
@@ -209,6 +211,7 @@ func TestTelegramToolApproval(t *testing.T) {
 
 // TestTelegramToolDenied proves Deny never runs the call and the model reads a denial.
 func TestTelegramToolDenied(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__echo", `{"message":"ship it"}`))
@@ -231,6 +234,7 @@ func TestTelegramToolDenied(t *testing.T) {
 // TestTelegramToolApprovalSurvivesRestart proves an approval waits in Redis: the process that
 // asked stops, a new one starts, and the click still resumes the run.
 func TestTelegramToolApprovalSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__echo", `{"message":"after restart"}`))
@@ -252,6 +256,7 @@ func TestTelegramToolApprovalSurvivesRestart(t *testing.T) {
 // TestTelegramToolApprovalExpired proves a decision after tools.approval_ttl runs nothing and the
 // model reads that the call expired.
 func TestTelegramToolApprovalExpired(t *testing.T) {
+	t.Parallel()
 	e, f, card := askApproval(t, 300*time.Millisecond, "too late")
 	asked := time.Now()
 	waitFor(t, "the approval's time to run out", 5*time.Second, func() bool { return time.Since(asked) > 400*time.Millisecond })
@@ -268,6 +273,7 @@ func TestTelegramToolApprovalExpired(t *testing.T) {
 // TestTelegramAdminApproval proves approval: admin lets only an admin decide, even against the
 // requester, and the call then runs as the requester.
 func TestTelegramAdminApproval(t *testing.T) {
+	t.Parallel()
 	const group = int64(-1003102)
 	f := startMCPFake(t)
 	e := newE2E(t, func(c *config.Config) {
@@ -297,6 +303,7 @@ func TestTelegramAdminApproval(t *testing.T) {
 // TestTelegramToolApprovalExpiresUnanswered proves an approval nobody decides on resumes its
 // run by itself once tools.approval_ttl passes: the call never runs and the model explains.
 func TestTelegramToolApprovalExpiresUnanswered(t *testing.T) {
+	t.Parallel()
 	e, f, _ := askApproval(t, 200*time.Millisecond, "nobody answers")
 	got := e.waitAnswers(ann.ID, 2)
 	if v := visible(got[1]); !strings.Contains(v, "tool said: Denied: nobody approved") {
@@ -337,6 +344,7 @@ func childRequests(m *modelserver.Server) []modelserver.Request {
 // tools.subagents names it, its call then waits inside the run behind an approval card shown as
 // for the lead, and the requester's Approve runs it as the requester.
 func TestTelegramSubagentToolApproval(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, func(c *config.Config) {
 		withTools(f, "always")(c)
@@ -374,6 +382,7 @@ func TestTelegramSubagentToolApproval(t *testing.T) {
 // TestTelegramSubagentInheritsNoApprovalTools proves that by default (tools.subagents: inherit)
 // a subagent gets the caller's tools except those that need approval.
 func TestTelegramSubagentInheritsNoApprovalTools(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, withTools(f, "always"))
 	e.model.SetFunc(delegatingModel)
@@ -399,6 +408,7 @@ func TestTelegramSubagentInheritsNoApprovalTools(t *testing.T) {
 // TestTelegramDecidedApprovalExpiresQuietly proves the expiry of an approval decided in time
 // says nothing: the chat shows the card and the answer, and no failure after the time is up.
 func TestTelegramDecidedApprovalExpiresQuietly(t *testing.T) {
+	t.Parallel()
 	e, _, card := askApproval(t, 2*time.Second, "quick")
 	asked := time.Now()
 	e.tg.PushCallback(ann.ID, card.ID, ann, button(t, card, "Approve"))
@@ -436,6 +446,7 @@ func askApproval(t *testing.T, ttl time.Duration, msg string) (*e2e, *mcpFake, t
 // TestTelegramToolsCommand proves /tools lists the servers, their state and tools to anyone,
 // the policy to admins only, and /tools reload is for admins.
 func TestTelegramToolsCommand(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, func(c *config.Config) {
 		withTools(f, "always")(c)
@@ -473,6 +484,7 @@ func TestTelegramToolsCommand(t *testing.T) {
 // that does not exist for it; Ann's chat, on the top-level settings, is offered every tool the
 // policy gives her.
 func TestTelegramProfileNarrowsTheTools(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newE2E(t, func(c *config.Config) {
 		withTools(f, "never")(c)

@@ -56,6 +56,7 @@ func (e *slackE2E) slackMessage(channel, ts string) (slackfake.Message, bool) {
 // that person only and runs nothing; the requester's Approve runs the call once, the run
 // resumes with its result in the thread, and the card is closed with who approved.
 func TestSlackToolApprovalByButton(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newSlackE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__echo", echoSecretArgs))
@@ -160,6 +161,7 @@ func (e *discordE2E) waitDiscordFinal(channel, card, want string) discordfake.Me
 // Discord's deadline, runs the call once, the run resumes with its result, and the card shows
 // who approved, its buttons gone.
 func TestDiscordToolApprovalByButton(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newDiscordE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__echo", echoSecretArgs))
@@ -227,6 +229,7 @@ func TestDiscordToolApprovalByButton(t *testing.T) {
 // TestDiscordToolDenied proves Deny in a Discord DM never runs the call, the model reads the
 // denial, and the card shows who denied.
 func TestDiscordToolDenied(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	e := newDiscordE2E(t, withTools(f, "always"))
 	e.model.SetFunc(toolModel("fake__echo", `{"message":"ship it"}`))
@@ -363,6 +366,7 @@ func (c *toolChat) askApproval(f *mcpFake) int {
 // text with the choices "1. Approve" and "2. Deny", and typing 1 approves it: the call runs
 // once, and the answer that follows carries its result.
 func TestChatToolApprovalByNumber(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	c := startToolChat(t, f, toolModel("fake__echo", echoSecretArgs))
 	at := c.askApproval(f)
@@ -381,6 +385,7 @@ func TestChatToolApprovalByNumber(t *testing.T) {
 // TestChatToolDeniedByNumber proves typing 2 at the approval denies the call in `bot chat`: it
 // never runs, and the answer shows the model read a denial.
 func TestChatToolDeniedByNumber(t *testing.T) {
+	t.Parallel()
 	f := startMCPFake(t)
 	c := startToolChat(t, f, toolModel("fake__echo", echoSecretArgs))
 	at := c.askApproval(f)
@@ -400,6 +405,7 @@ func TestChatToolDeniedByNumber(t *testing.T) {
 // the placeholder's grace period, so the stream is up by then), then complete, next to the
 // answer that carries the tool's result.
 func TestSlackToolCallShownOnTheCard(t *testing.T) {
+	t.Parallel()
 	const ms = 2500 // past delivery.DefaultPlaceholderAfter, so the stream starts while it runs
 	f := startMCPFake(t)
 	e := newSlackE2E(t, withTools(f, "always"))

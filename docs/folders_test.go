@@ -134,3 +134,37 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// goPath is a Go file named in backquotes with its folder, as the pages name the code.
+var goPath = regexp.MustCompile("`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\\.go)`")
+
+// TestDocsNameGoFilesThatExist holds the pages to the code: a Go file they name with its folder
+// exists, so a moved file cannot leave a page pointing at where it was.
+func TestDocsNameGoFilesThatExist(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(root, "README.md"))
+	checked := 0
+	for _, page := range pages {
+		body, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, page)
+		for _, m := range goPath.FindAllStringSubmatch(string(body), -1) {
+			checked++
+			if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel, m[1])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no Go files named: the pattern or the pages are wrong")
+	}
+}

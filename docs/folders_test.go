@@ -141,21 +141,9 @@ var goPath = regexp.MustCompile("`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\\.go)`")
 // TestDocsNameGoFilesThatExist holds the pages to the code: a Go file they name with its folder
 // exists, so a moved file cannot leave a page pointing at where it was.
 func TestDocsNameGoFilesThatExist(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append(pages, filepath.Join(root, "README.md"))
+	root, pages := readPages(t)
 	checked := 0
-	for _, page := range pages {
-		body, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for page, body := range pages {
 		rel, _ := filepath.Rel(root, page)
 		for _, m := range goPath.FindAllStringSubmatch(string(body), -1) {
 			checked++

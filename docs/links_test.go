@@ -31,22 +31,30 @@ func platformLink(target string) bool {
 	return false
 }
 
-func TestDocsLinkOnlyToFilesOfThisRepository(t *testing.T) {
+// readPages returns the repository's root and its pages — README.md and docs/*.md — by path.
+func readPages(t *testing.T) (root string, pages map[string][]byte) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, filepath.Join(root, "README.md"))
-	checked := 0
-	for _, page := range pages {
-		body, err := os.ReadFile(page)
-		if err != nil {
+	pages = map[string][]byte{}
+	for _, p := range append(paths, filepath.Join(root, "README.md")) {
+		if pages[p], err = os.ReadFile(p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return root, pages
+}
+
+func TestDocsLinkOnlyToFilesOfThisRepository(t *testing.T) {
+	root, pages := readPages(t)
+	checked := 0
+	for page, body := range pages {
 		for _, m := range link.FindAllStringSubmatch(string(body), -1) {
 			target := m[1]
 			if strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {

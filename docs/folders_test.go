@@ -95,15 +95,8 @@ func moduleImports(root string) (map[string]map[string]bool, error) {
 // row), so a package cannot be added, moved or given a new dependency without the picture
 // following it.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := foldersTable(string(page))
+	root, pages := readPages(t)
+	rows := foldersTable(string(pages[filepath.Join(root, "docs", "architecture.md")]))
 	if len(rows) < 10 {
 		t.Fatalf("found %d rows in architecture.md's folders table: the pattern or the page is wrong", len(rows))
 	}
